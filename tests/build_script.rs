@@ -1,0 +1,128 @@
+//! `build.rs` run for real: a copy of the crate with a broken registry must fail `cargo build`
+//! with the file, line and rule; a valid one must generate the same table every time.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`)
+/// into a fresh temp dir.
+fn copy_crate() -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
+        std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
+    }
+    for dir in ["src", "registry"] {
+        copy_dir(&root.join(dir), &tmp.path().join(dir));
+    }
+    tmp
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for item in std::fs::read_dir(from).unwrap() {
+        let path = item.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            std::fs::copy(&path, dest).unwrap();
+        }
+    }
+}
+
+/// A target dir shared by these tests, so dependencies compile once.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-script-tests")
+}
+
+/// `cargo build --lib --no-default-features` in `dir`; returns (success, stderr).
+fn cargo_build(dir: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--lib", "--no-default-features"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("KCAP_MCP_REGISTRY_DIR")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{from:?} not in {}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn a_broken_registry_file_fails_the_build_naming_file_line_and_rule() {
+    let krate = copy_crate();
+    edit(
+        &krate.path().join("registry/kcap-memory.toml"),
+        "starts_flows",
+        "start_flows",
+    );
+    let (ok, stderr) = cargo_build(krate.path());
+    assert!(!ok, "build should fail:\n{stderr}");
+    assert!(
+        stderr.contains("error[unknown-key]: unknown key `start_flows`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--> registry/kcap-memory.toml:4:1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("help: did you mean `starts_flows`?"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_allowlistable_result_channel_fails_the_build() {
+    let krate = copy_crate();
+    edit(
+        &krate.path().join("registry/kcap-flow-result.toml"),
+        "allowlistable = false",
+        "allowlistable = true",
+    );
+    let (ok, stderr) = cargo_build(krate.path());
+    assert!(!ok, "build should fail:\n{stderr}");
+    assert!(
+        stderr.contains("error[result-channel-allowlistable]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--> registry/kcap-flow-result.toml:7:17"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_generated_table_is_byte_identical_across_builds() {
+    let krate = copy_crate();
+    let table = |krate: &Path| {
+        let (ok, stderr) = cargo_build(krate);
+        assert!(ok, "{stderr}");
+        // The newest registry_table.rs under the shared target dir is this build's.
+        let build = target_dir().join("debug/build");
+        let newest = std::fs::read_dir(build)
+            .unwrap()
+            .map(|e| e.unwrap().path().join("out/registry_table.rs"))
+            .filter(|p| p.is_file())
+            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+            .unwrap();
+        std::fs::read(newest).unwrap()
+    };
+    let first = table(krate.path());
+    // Rewrite a registry file with identical content: the build script reruns.
+    let file = krate.path().join("registry/kcap-review.toml");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&file, std::fs::read(&file).unwrap()).unwrap();
+    let second = table(krate.path());
+    assert!(first.starts_with(b"// @generated"));
+    assert_eq!(first, second);
+}

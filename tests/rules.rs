@@ -1,0 +1,364 @@
+//! Every registry rule against its fixture in `tests/fixtures/<rule>/`: the exact rule, file,
+//! line and column of every diagnostic, and nothing else.
+#![cfg(feature = "validate")]
+
+use std::path::Path;
+
+use kcap_mcp_registry::schema::{Rule, validate_dir};
+use kcap_mcp_registry::{CheckError, diagnostic};
+
+/// (rule name, file name or "" for the directory, line, column) of each diagnostic.
+fn diagnostics(fixture: &str) -> Vec<(String, String, usize, usize)> {
+    let dir = Path::new("tests/fixtures").join(fixture);
+    let Err(CheckError::Invalid(diags)) = validate_dir(&dir) else {
+        panic!("fixture {fixture} should be invalid");
+    };
+    diags
+        .iter()
+        .map(|d| {
+            let file = Path::new(&d.path)
+                .strip_prefix(&dir)
+                .unwrap()
+                .display()
+                .to_string();
+            let loc = d.location();
+            (
+                d.rule.name().to_string(),
+                file,
+                loc.map_or(0, |l| l.line),
+                loc.map_or(0, |l| l.column),
+            )
+        })
+        .collect()
+}
+
+fn one(rule: &str, file: &str, line: usize, column: usize) -> Vec<(String, String, usize, usize)> {
+    vec![(rule.into(), file.into(), line, column)]
+}
+
+#[test]
+fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
+    let cases: &[(&str, &str, usize, usize)] = &[
+        ("toml-utf8", "kcap-x.toml", 2, 19),
+        ("toml-syntax", "kcap-x.toml", 2, 18),
+        ("unknown-key", "kcap-x.toml", 4, 1),
+        ("wrong-type", "kcap-x.toml", 4, 16),
+        ("missing-key", "kcap-x.toml", 1, 1),
+        ("id-canonical", "kcap-x.toml", 1, 6),
+        ("id-file-stem", "kcap-x.toml", 1, 6),
+        ("description-format", "kcap-x.toml", 2, 15),
+        ("args-format", "kcap-x.toml", 3, 16),
+        ("env-name", "kcap-x.toml", 7, 1),
+        ("env-source", "kcap-x.toml", 7, 12),
+        ("tool-name", "kcap-x.toml", 7, 8),
+        ("tool-unique", "kcap-x.toml", 10, 8),
+        ("result-channel-missing", "", 0, 0),
+        (
+            "result-channel-allowlistable",
+            "kcap-flow-result.toml",
+            5,
+            17,
+        ),
+        (
+            "result-channel-starts-flows",
+            "kcap-flow-result.toml",
+            4,
+            16,
+        ),
+        ("agent-id-injection-only", "kcap-x.toml", 8, 22),
+        ("starts-flows-read-only", "kcap-x.toml", 5, 13),
+        ("starts-flows-unattended-safe", "kcap-x.toml", 8, 19),
+        ("unattended-safe-scope", "kcap-x.toml", 8, 19),
+        ("registry-empty", "", 0, 0),
+    ];
+    for &(rule, file, line, column) in cases {
+        assert_eq!(
+            diagnostics(rule),
+            one(rule, file, line, column),
+            "fixture {rule}"
+        );
+    }
+}
+
+#[test]
+fn id_unique_names_the_second_file_and_its_stem_mismatch() {
+    assert_eq!(
+        diagnostics("id-unique"),
+        vec![
+            ("id-file-stem".into(), "kcap-x2.toml".into(), 1, 6),
+            ("id-unique".into(), "kcap-x2.toml".into(), 1, 6),
+        ]
+    );
+}
+
+#[test]
+fn every_rule_has_a_fixture_named_after_it() {
+    for rule in Rule::ALL {
+        assert!(
+            Path::new("tests/fixtures").join(rule.name()).is_dir(),
+            "rule {rule} has no fixture directory"
+        );
+        assert_eq!(Rule::from_name(rule.name()), Some(rule));
+    }
+}
+
+#[test]
+fn three_violations_in_two_files_are_all_reported_in_file_order() {
+    assert_eq!(
+        diagnostics("three-violations-two-files"),
+        vec![
+            ("unknown-key".into(), "kcap-x.toml".into(), 4, 1),
+            ("wrong-type".into(), "kcap-x.toml".into(), 5, 13),
+            (
+                "agent-id-injection-only".into(),
+                "kcap-y.toml".into(),
+                7,
+                22
+            ),
+        ]
+    );
+}
+
+#[test]
+fn human_report_is_rustc_style_with_caret_and_help() {
+    let dir = Path::new("tests/fixtures/three-violations-two-files");
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir) else {
+        panic!("fixture should be invalid");
+    };
+    let expected = r#"error[unknown-key]: unknown key `start_flows`
+ --> tests/fixtures/three-violations-two-files/kcap-x.toml:4:1
+  |
+4 | start_flows = false
+  | ^^^^^^^^^^^
+  |
+  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, read_only, needs_project_cwd, env, tools)
+
+error[wrong-type]: `read_only` must be a boolean, found a string
+ --> tests/fixtures/three-violations-two-files/kcap-x.toml:5:13
+  |
+5 | read_only = "yes"
+  |             ^^^^^
+  |
+  = help: write `read_only` as a boolean
+
+error[agent-id-injection-only]: `env.KCAP_FLOW_AGENT_ID` takes the agent id, but this entry is allowlistable
+ --> tests/fixtures/three-violations-two-files/kcap-y.toml:7:22
+  |
+7 | KCAP_FLOW_AGENT_ID = "agent_id"
+  |                      ^^^^^^^^^^
+  |
+  = help: only `allowlistable = false` entries may receive the agent id: use `"server_url"` or set `allowlistable = false`
+
+error: 3 registry rule violations
+"#;
+    assert_eq!(diagnostic::render_all(&diags, false), expected);
+}
+
+#[test]
+fn bundled_registry_passes_and_matches_the_compiled_table() {
+    let entries = validate_dir(Path::new("registry")).expect("bundled registry is valid");
+    let compiled = kcap_mcp_registry::servers();
+    assert_eq!(entries.len(), compiled.len());
+    for (e, s) in entries.iter().zip(compiled) {
+        assert_eq!(e.id, s.id);
+        assert_eq!(e.args, s.args);
+        assert_eq!(e.description, s.description);
+        assert_eq!(
+            (
+                e.starts_flows,
+                e.allowlistable,
+                e.read_only,
+                e.needs_project_cwd
+            ),
+            (
+                s.starts_flows,
+                s.allowlistable,
+                s.read_only,
+                s.needs_project_cwd
+            )
+        );
+        let env: Vec<_> = e.env.iter().map(|(n, src)| (n.as_str(), *src)).collect();
+        assert_eq!(env, s.env);
+        let tools: Vec<_> = e
+            .tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.unattended_safe))
+            .collect();
+        let compiled_tools: Vec<_> = s
+            .tools
+            .iter()
+            .map(|t| (t.name, t.unattended_safe))
+            .collect();
+        assert_eq!(tools, compiled_tools);
+    }
+}
+
+/// Writes `files` into a fresh registry directory (with a valid result channel unless a
+/// file replaces it) and returns the diagnostics' (rule, line, column).
+fn check_files(files: &[(&str, &[u8])]) -> Vec<Found> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "tests/fixtures/unknown-key/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    match validate_dir(dir.path()) {
+        Ok(_) => vec![],
+        Err(CheckError::Invalid(d)) => d
+            .iter()
+            .map(|d| {
+                let l = d.location();
+                (
+                    d.rule.name().to_string(),
+                    l.map_or(0, |l| l.line),
+                    l.map_or(0, |l| l.column),
+                )
+            })
+            .collect(),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// (rule name, line, column) of one diagnostic.
+type Found = (String, usize, usize);
+
+const BASE: &str =
+    "id = \"kcap-x\"\ndescription = \"X.\"\nargs = [\"mcp\", \"x\"]\nstarts_flows = false\n";
+
+#[test]
+fn a_leading_bom_is_accepted_and_columns_ignore_it() {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(BASE.as_bytes());
+    assert_eq!(check_files(&[("kcap-x.toml", &bytes)]), vec![]);
+    let mut bad = b"\xEF\xBB\xBF".to_vec();
+    bad.extend_from_slice(BASE.replace("kcap-x\"", "Kcap-x\"").as_bytes());
+    assert_eq!(
+        check_files(&[("kcap-x.toml", &bad)]),
+        vec![("id-canonical".into(), 1, 6)]
+    );
+}
+
+#[test]
+fn hostile_values_are_reported_not_panicked_on() {
+    let cases: Vec<(String, Vec<Found>)> = vec![
+        // Control character in a description (TOML escape), and a line separator.
+        (
+            BASE.replace("\"X.\"", "\"X\\u0007\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        (
+            BASE.replace("\"X.\"", "\"X\u{2028}Y\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        // 301 characters, multi-byte.
+        (
+            BASE.replace("\"X.\"", &format!("\"{}\"", "é".repeat(301))),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        // Empty args, an empty arg, a newline in an arg.
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[]"),
+            vec![("args-format".into(), 3, 8)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"\"]"),
+            vec![("args-format".into(), 3, 16)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"a\\nb\"]"),
+            vec![("args-format".into(), 3, 16)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", 7]"),
+            vec![("wrong-type".into(), 3, 16)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "\"mcp x\""),
+            vec![("wrong-type".into(), 3, 8)],
+        ),
+        // Ids: too long, trailing hyphen, non-ASCII look-alike.
+        (
+            BASE.replace("\"kcap-x\"", &format!("\"k{}\"", "a".repeat(64))),
+            vec![("id-canonical".into(), 1, 6)],
+        ),
+        (
+            BASE.replace("\"kcap-x\"", "\"kcap-\""),
+            vec![("id-canonical".into(), 1, 6)],
+        ),
+        (
+            BASE.replace("\"kcap-x\"", "\"kcap-\u{445}\""),
+            vec![("id-canonical".into(), 1, 6)],
+        ),
+        // A table where a boolean belongs, and an unknown section.
+        (
+            BASE.replace("starts_flows = false", "starts_flows = { a = 1 }"),
+            vec![("wrong-type".into(), 4, 16)],
+        ),
+        (
+            format!("{BASE}[extra]\nx = 1\n"),
+            vec![("unknown-key".into(), 5, 2)],
+        ),
+        // An unknown key inside a tool, and a tool without a name.
+        (
+            format!("{BASE}[[tools]]\nname = \"a\"\nsafe = true\n"),
+            vec![("unknown-key".into(), 7, 1)],
+        ),
+        (
+            format!("{BASE}[[tools]]\nunattended_safe = false\n"),
+            vec![("missing-key".into(), 5, 1)],
+        ),
+        // An env value that is not a string.
+        (
+            format!("{BASE}[env]\nKCAP_URL = 1\n"),
+            vec![("wrong-type".into(), 6, 12)],
+        ),
+        // Empty file: every required key is missing.
+        (
+            String::new(),
+            vec![
+                ("missing-key".into(), 1, 1),
+                ("missing-key".into(), 1, 1),
+                ("missing-key".into(), 1, 1),
+                ("missing-key".into(), 1, 1),
+            ],
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(
+            check_files(&[("kcap-x.toml", text.as_bytes())]),
+            expected,
+            "for {text:?}"
+        );
+    }
+}
+
+#[test]
+fn non_toml_files_and_subdirectories_are_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "tests/fixtures/unknown-key/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
+    std::fs::create_dir(dir.path().join("sub.toml")).unwrap();
+    let entries = validate_dir(dir.path()).unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        ["kcap-flow-result"]
+    );
+}
+
+#[test]
+fn a_missing_directory_is_a_load_error_not_a_violation() {
+    let err = validate_dir(Path::new("tests/fixtures/no-such-dir")).unwrap_err();
+    assert!(matches!(err, CheckError::Load(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("cannot read tests/fixtures/no-such-dir: "),
+        "{err}"
+    );
+}
