@@ -6,17 +6,30 @@
 //!
 //! - [`lookup`], [`servers`], [`result_channel`]: the registry, validated from
 //!   `registry/*.toml` by `build.rs` and compiled into a `phf` perfect-hash table.
-//! - `validate_dir` (feature `validate`): the same registry rules at run time, for CI.
+//! - [`resolve_allowlist`]: which servers an allowlist materializes (recursion guard,
+//!   injection-only entries, duplicates, strict policy).
+//! - [`render::claude`] and [`render::codex`]: the reviewer's MCP configuration and argv.
+//! - [`LaunchCommand`]: the launch payload's wire shape.
+//! - `validate_dir` (feature `validate`): the registry rules at run time, for CI.
 #![deny(missing_docs)]
 
+mod allowlist;
 #[cfg(feature = "validate")]
 pub mod diagnostic;
+pub mod inventory;
 mod model;
 mod registry;
+pub mod render;
 #[cfg(feature = "validate")]
 pub mod schema;
+mod wire;
 
+pub use allowlist::{
+    Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
+};
 pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 pub use registry::{lookup, result_channel, servers};
+pub use render::{LaunchContext, LaunchError, RenderError};
 #[cfg(feature = "validate")]
 pub use schema::{CheckError, Entry, validate_dir};
+pub use wire::LaunchCommand;

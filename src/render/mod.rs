@@ -1,0 +1,185 @@
+//! Rendering a reviewer's MCP configuration and launch argv for each client:
+//! [`claude`] (Claude Code) and [`codex`] (OpenAI Codex CLI).
+//!
+//! Both renderers share the security rules: the result channel is always injected first
+//! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
+//! a server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
+//! source) reaches only the result channel; an empty or absent allowlist renders
+//! byte-identical args to the no-allowlist baseline.
+
+pub mod claude;
+pub mod codex;
+
+use std::fmt;
+
+use crate::allowlist::{Policy, Rejection, Resolution, resolve_allowlist};
+use crate::model::{EnvSource, McpServer};
+use crate::registry::result_channel;
+
+/// What a reviewer launch needs from the daemon. Empty strings in `model`, `effort`,
+/// `prompt` and `worktree` count as unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchContext {
+    /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.
+    pub server_url: Option<String>,
+    /// Path of the kcap binary, the `command` of every MCP server. Absent or blank gates
+    /// every MCP server off.
+    pub capacitor_path: Option<String>,
+    /// The reviewer's agent id (`KCAP_FLOW_AGENT_ID`, result channel only).
+    pub agent_id: String,
+    /// The flow's MCP allowlist as the launch command carries it.
+    pub mcp_allowlist: Option<Vec<Option<String>>>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Reasoning effort.
+    pub effort: Option<String>,
+    /// The reviewer's prompt, passed after `--`.
+    pub prompt: Option<String>,
+    /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get).
+    pub worktree: Option<String>,
+}
+
+impl LaunchContext {
+    /// Whether MCP servers are gated off: `server_url` or `capacitor_path` is absent or
+    /// blank. A gated reviewer gets an empty MCP configuration.
+    pub fn is_gated(&self) -> bool {
+        self.materials().is_none()
+    }
+
+    /// `(capacitor_path, server_url)` unless gated.
+    fn materials(&self) -> Option<(&str, &str)> {
+        let path = set(&self.capacitor_path)?;
+        let url = set(&self.server_url)?;
+        Some((path, url))
+    }
+
+    /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy`.
+    ///
+    /// # Errors
+    /// [`Rejection`] under [`Policy::Strict`]; see [`resolve_allowlist`].
+    pub fn resolve(&self, policy: Policy) -> Result<Resolution<'_, String>, Rejection> {
+        resolve_allowlist(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
+    }
+
+    /// The servers to materialize with their env values: the result channel, then the
+    /// resolved servers. Empty when gated.
+    fn servers<'s>(
+        &'s self,
+        resolution: &'s Resolution<'_, String>,
+    ) -> impl Iterator<Item = (&'static McpServer, Vec<(&'static str, &'s str)>)> + 's {
+        let materials = self.materials();
+        materials
+            .into_iter()
+            .flat_map(move |(_, url)| {
+                std::iter::once(result_channel())
+                    .chain(resolution.servers())
+                    .map(move |s| (s, url))
+            })
+            .map(move |(s, url)| {
+                let env = s
+                    .env
+                    .iter()
+                    .map(|&(name, source)| {
+                        let value = match source {
+                            EnvSource::ServerUrl => url,
+                            // Build rule `agent-id-injection-only` keeps this source on
+                            // injection-only entries; only the result channel is injected.
+                            EnvSource::AgentId => self.agent_id.as_str(),
+                        };
+                        (name, value)
+                    })
+                    .collect();
+                (s, env)
+            })
+    }
+}
+
+/// `Some(s)` when `s` is set and not blank.
+fn set(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|s| !s.trim().is_empty())
+}
+
+/// A reviewer configuration that cannot be rendered safely.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RenderError {
+    /// A value would reach Claude Code containing `${`, which Claude Code expands as an
+    /// environment variable reference in `command`, `args` and `env` with no escape.
+    ClaudeExpansion {
+        /// The MCP server the value belongs to.
+        server: &'static str,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
+        field: String,
+    },
+    /// A Codex server inherited from the user's configuration has the same name as one we
+    /// enable and carries a field the `-c` overrides cannot neutralize.
+    CodexInheritedField {
+        /// The server name.
+        server: String,
+        /// The field, e.g. `url`, `env.EXTRA`.
+        field: String,
+    },
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderError::ClaudeExpansion { server, field } => write!(
+                f,
+                "cannot render the Claude Code MCP config: `{server}.{field}` contains `${{`, \
+                 which Claude Code expands as a variable reference and cannot escape; \
+                 remove `${{` from that value"
+            ),
+            RenderError::CodexInheritedField { server, field } => write!(
+                f,
+                "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
+                 `{}` with `{}`, which would merge into kcap's server of the same name; \
+                 remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
+                server.escape_debug(),
+                field.escape_debug(),
+                field.escape_debug(),
+                server.escape_debug()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+/// Why a reviewer argv could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaunchError {
+    /// The strict policy refused an allowlist entry.
+    Rejected(Rejection),
+    /// A value cannot be rendered safely.
+    Render(RenderError),
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Rejected(e) => e.fmt(f),
+            LaunchError::Render(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaunchError::Rejected(e) => Some(e),
+            LaunchError::Render(e) => Some(e),
+        }
+    }
+}
+
+impl From<Rejection> for LaunchError {
+    fn from(e: Rejection) -> Self {
+        LaunchError::Rejected(e)
+    }
+}
+
+impl From<RenderError> for LaunchError {
+    fn from(e: RenderError) -> Self {
+        LaunchError::Render(e)
+    }
+}
