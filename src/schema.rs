@@ -6,6 +6,7 @@
 //! [`Diagnostic`] points at the exact key or value it is about. Every violation in every file
 //! is collected; nothing stops at the first.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::ops::Range;
@@ -509,28 +510,31 @@ fn dir_diag(rule: Rule, path: &str, message: String, help: String) -> Diagnostic
 
 /// Rule `id-unique`: a later file whose id equals an earlier one's, ignoring ASCII case.
 fn check_unique_ids(ids: &[(String, Spanned<String>, Arc<str>)], diags: &mut Vec<Diagnostic>) {
+    let mut first_of: HashMap<String, usize> = HashMap::with_capacity(ids.len());
     for (i, (path, id, source)) in ids.iter().enumerate() {
-        let first = ids[..i]
-            .iter()
-            .find(|(_, other, _)| other.get_ref().eq_ignore_ascii_case(id.get_ref()));
-        if let Some((first_path, first_id, _)) = first {
-            diags.push(Diagnostic {
-                rule: Rule::IdUnique,
-                path: path.clone(),
-                span: Some(id.span()),
-                source: Some(source.clone()),
-                message: if first_id.get_ref() == id.get_ref() {
-                    format!("id `{}` is already used in {first_path}", id.get_ref())
-                } else {
-                    format!(
-                        "id `{}` is already used as `{}` in {first_path} (ids are compared ignoring case)",
-                        id.get_ref(),
-                        first_id.get_ref()
-                    )
-                },
-                help: "give each MCP server its own id, or delete the duplicate file".into(),
-            });
+        let first = *first_of
+            .entry(id.get_ref().to_ascii_lowercase())
+            .or_insert(i);
+        if first == i {
+            continue;
         }
+        let (first_path, first_id, _) = &ids[first];
+        diags.push(Diagnostic {
+            rule: Rule::IdUnique,
+            path: path.clone(),
+            span: Some(id.span()),
+            source: Some(source.clone()),
+            message: if first_id.get_ref() == id.get_ref() {
+                format!("id `{}` is already used in {first_path}", id.get_ref())
+            } else {
+                format!(
+                    "id `{}` is already used as `{}` in {first_path} (ids are compared ignoring case)",
+                    id.get_ref(),
+                    first_id.get_ref()
+                )
+            },
+            help: "give each MCP server its own id, or delete the duplicate file".into(),
+        });
     }
 }
 
