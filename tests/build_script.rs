@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`)
-/// into a fresh temp dir.
+/// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
+/// and `benches/`, whose targets the manifest names) into a fresh temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
         std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
     }
-    for dir in ["src", "registry"] {
+    for dir in ["src", "registry", "benches"] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
     }
     tmp
