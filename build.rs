@@ -64,6 +64,25 @@ fn fail(text: &str) -> ! {
     std::process::exit(1)
 }
 
+/// An id as a `phf` key over its bytes, written as a byte string literal (`b"kcap-review"`).
+/// `lookup` folds case into a byte buffer and looks that up directly, with no UTF-8
+/// validation; the hash of `[u8]` and of `str` are the same in `phf`.
+#[derive(PartialEq, Eq, Hash)]
+struct ByteKey<'a>(&'a str);
+
+impl phf_shared::PhfHash for ByteKey<'_> {
+    fn phf_hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.as_bytes().phf_hash(state);
+    }
+}
+
+impl phf_shared::FmtConst for ByteKey<'_> {
+    fn fmt_const(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Canonical ids are `[a-z0-9-]`, which `{:?}` writes without escapes.
+        write!(f, "b{:?}", self.0)
+    }
+}
+
 /// The @generated table: `SERVERS` sorted by id, `INDEX` from id to position, and the length
 /// bounds `lookup` checks before hashing.
 fn generate(entries: &[Entry]) -> String {
@@ -111,11 +130,11 @@ fn generate(entries: &[Entry]) -> String {
     s.push_str("];\n\n");
     let mut map = phf_codegen::Map::new();
     for (i, e) in entries.iter().enumerate() {
-        map.entry(e.id.as_str(), i.to_string());
+        map.entry(ByteKey(&e.id), i.to_string());
     }
     writeln!(
         s,
-        "pub(crate) static INDEX: phf::Map<&'static str, usize> = {};\n",
+        "pub(crate) static INDEX: phf::Map<&'static [u8], usize> = {};\n",
         map.build()
     )
     .unwrap();
