@@ -75,7 +75,11 @@ fn bench_lookup(c: &mut Criterion) {
 
     let cases = [
         ("hit_exact", &inputs.hit_exact, Some(inputs.target)),
-        ("hit_mixed_padded", &inputs.hit_mixed_padded, Some(inputs.target)),
+        (
+            "hit_mixed_padded",
+            &inputs.hit_mixed_padded,
+            Some(inputs.target),
+        ),
         ("miss_valid_length", &inputs.miss_valid_length, None),
         ("miss_too_long", &inputs.miss_too_long, None),
     ];

@@ -119,8 +119,7 @@ fn naive_resolve<'m>(
         let Some(&server) = map.get(&entry.trim().to_lowercase()) else {
             continue;
         };
-        if server.starts_flows || !server.allowlistable || out.iter().any(|s| s.id == server.id)
-        {
+        if server.starts_flows || !server.allowlistable || out.iter().any(|s| s.id == server.id) {
             continue;
         }
         out.push(server);

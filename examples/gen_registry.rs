@@ -57,7 +57,12 @@ pub fn entry(i: usize) -> (String, String) {
         ": serves the project's data to reviewers.".repeat(1 + i % 3)
     );
     writeln!(s, "description = \"{description}\"").unwrap();
-    writeln!(s, "args = [\"mcp\", \"{word}\", \"--shard\", \"{}\"]", i % 97).unwrap();
+    writeln!(
+        s,
+        "args = [\"mcp\", \"{word}\", \"--shard\", \"{}\"]",
+        i % 97
+    )
+    .unwrap();
     writeln!(s, "starts_flows = {starts_flows}").unwrap();
     if read_only {
         writeln!(s, "read_only = true").unwrap();
@@ -68,7 +73,12 @@ pub fn entry(i: usize) -> (String, String) {
     writeln!(s, "\n[env]\nKCAP_URL = \"server_url\"").unwrap();
     for t in 0..i % 7 {
         let verb = TOOL_VERBS[t % TOOL_VERBS.len()];
-        writeln!(s, "\n[[tools]]\nname = \"{verb}_{}_{t}\"", word.replace('-', "_")).unwrap();
+        writeln!(
+            s,
+            "\n[[tools]]\nname = \"{verb}_{}_{t}\"",
+            word.replace('-', "_")
+        )
+        .unwrap();
         if read_only {
             writeln!(s, "unattended_safe = true").unwrap();
         }

@@ -79,7 +79,10 @@ fn lookup_allocates_nothing_on_hits_and_misses() {
         ("  KCAP-Sessions\t", Some("kcap-sessions")),
         ("\u{a0}Kcap-Flow-Result\u{3000}", Some("kcap-flow-result")),
         ("kcap-reviex", None),
-        ("kcap-review-but-much-longer-than-any-id-in-the-registry-so-refused", None),
+        (
+            "kcap-review-but-much-longer-than-any-id-in-the-registry-so-refused",
+            None,
+        ),
         ("KCAP-REV\u{130}EW", None),
         ("   ", None),
     ];
@@ -156,15 +159,15 @@ fn strict_resolution_of_read_only_servers_allocates_nothing() {
 #[test]
 fn resolving_a_launch_context_allowlist_allocates_nothing() {
     let ctx = LaunchContext {
-        mcp_allowlist: Some(
-            ALLOWLIST_7
-                .iter()
-                .map(|e| e.map(str::to_string))
-                .collect(),
-        ),
+        mcp_allowlist: Some(ALLOWLIST_7.iter().map(|e| e.map(str::to_string)).collect()),
         ..LaunchContext::default()
     };
-    let (len, n) = allocations(|| ctx.resolve(Policy::Lenient).expect("lenient").servers().len());
+    let (len, n) = allocations(|| {
+        ctx.resolve(Policy::Lenient)
+            .expect("lenient")
+            .servers()
+            .len()
+    });
     assert_eq!(len, 4);
     assert_eq!(n, 0, "LaunchContext::resolve allocated {n} times");
 }
