@@ -361,7 +361,8 @@ pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<D
                 },
             ));
         }
-        if found.args != entry.args {
+        // A server without a command (a URL server) has no args to compare.
+        if found.command.is_some() && found.args != entry.args {
             out.push(make(
                 &entry.id,
                 DriftKind::Args {
