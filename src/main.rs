@@ -73,10 +73,20 @@ Example:
         strict: bool,
     },
     /// Print the argv a reviewer would be launched with (after the client binary).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
+    )]
     Render(RenderClient),
     /// Generate files from the registry.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry export claude-mcp-json > .mcp.json"
+    )]
     Export(ExportWhat),
     /// Show what changes between two registry directories (e.g. a pull request's base and
     /// head), security-relevant flips first.
