@@ -24,6 +24,14 @@ kcap-workitems    project-cwd               0/0    mcp workitems    Read and upd
         stdout_of(&["list", "--format", "table"]),
         stdout_of(&["list"])
     );
+    let r = run(&["list", "--format", "xml"]);
+    assert_eq!((r.code, r.stdout.as_str()), (2, ""));
+    assert!(
+        r.stderr
+            .starts_with("error: invalid value 'xml' for '--format <FORMAT>'"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
