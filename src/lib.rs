@@ -11,15 +11,31 @@
 //! - [`render::claude`] and [`render::codex`]: the reviewer's MCP configuration and argv.
 //! - [`LaunchCommand`]: the launch payload's wire shape.
 //! - `validate_dir` (feature `validate`): the registry rules at run time, for CI.
+//! - Feature `cli` (default), for the `kcap-mcp-registry` binary: [`report`] (check output
+//!   formats), [`drift`] (registry vs a client's registration file), [`export`] (generated
+//!   registration files, deny-list, JSON Schema), [`diff`] (what a registry change means),
+//!   [`inspect`] (`list`, `resolve`) and [`launch`] (`render`).
 #![deny(missing_docs)]
 
 mod allowlist;
 #[cfg(feature = "validate")]
 pub mod diagnostic;
+#[cfg(feature = "cli")]
+pub mod diff;
+#[cfg(feature = "cli")]
+pub mod drift;
+#[cfg(feature = "cli")]
+pub mod export;
+#[cfg(feature = "cli")]
+pub mod inspect;
 pub mod inventory;
+#[cfg(feature = "cli")]
+pub mod launch;
 mod model;
 mod registry;
 pub mod render;
+#[cfg(feature = "cli")]
+pub mod report;
 #[cfg(feature = "validate")]
 pub mod schema;
 mod wire;
