@@ -50,6 +50,10 @@
 //!
 //! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs.
 //! - `validate`: the runtime registry rules ([`schema`], [`diagnostic`]), as `build.rs` runs them.
+//! - `cli` also brings, for the binary: [`report`] (check output formats), [`drift`]
+//!   (registry vs a client's registration file), [`export`] (generated registration files,
+//!   deny-list, JSON Schema), [`diff`] (what a registry change means), [`inspect`] (`list`,
+//!   `resolve`) and [`launch`] (`render`).
 //!
 //! With `default-features = false` the library depends at run time on `phf`, `serde` and
 //! `serde_json` only.
@@ -58,10 +62,22 @@
 mod allowlist;
 #[cfg(feature = "validate")]
 pub mod diagnostic;
+#[cfg(feature = "cli")]
+pub mod diff;
+#[cfg(feature = "cli")]
+pub mod drift;
+#[cfg(feature = "cli")]
+pub mod export;
+#[cfg(feature = "cli")]
+pub mod inspect;
 pub mod inventory;
+#[cfg(feature = "cli")]
+pub mod launch;
 mod model;
 mod registry;
 pub mod render;
+#[cfg(feature = "cli")]
+pub mod report;
 #[cfg(feature = "validate")]
 pub mod schema;
 mod wire;
