@@ -1,13 +1,38 @@
-//! `kcap-mcp-registry`: check registry files and inspect the compiled-in registry.
+//! `kcap-mcp-registry`: check, inspect, render and export the kcap MCP server registry.
+//!
+//! This file only parses arguments and prints; every rule, comparison and format lives in
+//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `launch`).
+//!
+//! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
+//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
+//! 2 usage errors and inputs that cannot be read or understood.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use kcap_mcp_registry::{CheckError, diagnostic};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kcap_mcp_registry::drift::{self, Drift};
+use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
+use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
+use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::report::{self, Finding};
+use kcap_mcp_registry::{CheckError, Entry, LaunchCommand, Policy, diagnostic, inspect, inventory};
+
+const ROOT_HELP: &str = "\
+Exit codes: 0 success; 1 a problem was found (rule violations, drift, a security-relevant
+diff with --fail-on security, a strict rejection, a refused render); 2 usage or input error.
+
+Example:
+  kcap-mcp-registry check registry --format github";
 
 #[derive(Parser)]
-#[command(version, about = "Check and inspect the kcap MCP server registry")]
+#[command(
+    name = "kcap-mcp-registry",
+    version,
+    about = "Check, inspect, render and export the kcap MCP server registry",
+    after_help = ROOT_HELP
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,42 +40,564 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a registry directory with the rules build.rs applies.
-    Check {
-        /// The registry directory.
-        #[arg(default_value = "registry")]
-        dir: PathBuf,
-    },
+    /// Validate a registry directory with the rules build.rs applies, and compare it with
+    /// client registration files.
+    #[command(after_help = "\
+Examples:
+  kcap-mcp-registry check
+  kcap-mcp-registry check registry --format github
+  kcap-mcp-registry check --against .mcp.json --against .codex/config.toml")]
+    Check(CheckArgs),
     /// Print the compiled-in registry.
-    List,
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry list --format json")]
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Resolve allowlist entries against the compiled-in registry, as a launch would.
+    #[command(after_help = "\
+Prints one line per entry: its canonical id, `skipped (KIND)` or, with --strict,
+`rejected (REASON)`.
+
+Example:
+  kcap-mcp-registry resolve ' KCAP-Review ' kcap-flows kcap-memory --strict")]
+    Resolve {
+        /// Allowlist entries, in order.
+        #[arg(required = true, value_name = "NAME")]
+        names: Vec<String>,
+        /// Use the strict policy (unattended reviewers): exit 1 when any entry is rejected.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Print the argv a reviewer would be launched with (after the client binary).
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
+    )]
+    Render(RenderClient),
+    /// Generate files from the registry.
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry export claude-mcp-json > .mcp.json"
+    )]
+    Export(ExportWhat),
+    /// Show what changes between two registry directories (e.g. a pull request's base and
+    /// head), security-relevant flips first.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry diff base/registry registry --fail-on security")]
+    Diff {
+        /// The registry before the change.
+        old_dir: PathBuf,
+        /// The registry after the change.
+        new_dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
+        format: DiffFormat,
+        /// Exit 1 when the diff holds a change of this kind.
+        #[arg(long, value_enum, value_name = "KIND")]
+        fail_on: Option<FailOn>,
+    },
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// The registry directory.
+    #[arg(default_value = "registry")]
+    dir: PathBuf,
+    /// Output format: human (rustc style, on stderr), json or github (on stdout).
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    format: CheckFormat,
+    /// A Claude Code .mcp.json or Codex config.toml that must register exactly the
+    /// registry's allowlistable servers (repeatable).
+    #[arg(long, value_name = "FILE")]
+    against: Vec<PathBuf>,
+    /// The command (kcap binary) the registration files run.
+    #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
+    command: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CheckFormat {
+    Human,
+    Json,
+    Github,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ListFormat {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DiffFormat {
+    Markdown,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FailOn {
+    /// A security-relevant change: starts_flows, allowlistable or read_only flips, a tool
+    /// becoming unattended_safe, an env source becoming agent_id.
+    Security,
+}
+
+#[derive(Subcommand)]
+enum RenderClient {
+    /// Claude Code: `--mcp-config` JSON and the reviewer flags.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
+    --capacitor-path /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
+    Claude(RenderArgs),
+    /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
+    #[command(after_help = "\
+Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
+remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
+
+Example:
+  codex mcp list --json > inventory.json
+  kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
+    --capacitor-path /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
+    Codex {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Saved `codex mcp list --json` output (`-` for stdin).
+        #[arg(long, value_name = "FILE|-", conflicts_with_all = ["codex_bin", "no_inherited_servers"])]
+        inventory: Option<PathBuf>,
+        /// Run `PATH mcp list --json` to get the inventory.
+        #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
+        codex_bin: Option<PathBuf>,
+        /// Assert that Codex has no MCP servers of its own to disable.
+        #[arg(long)]
+        no_inherited_servers: bool,
+    },
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// The kcap server URL (absent: every MCP server is gated off).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    server_url: Option<String>,
+    /// The kcap binary, the command of every MCP server (absent: gated off).
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
+    capacitor_path: Option<String>,
+    /// The reviewer's agent id.
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "launch_json",
+        allow_hyphen_values = true
+    )]
+    agent_id: Option<String>,
+    /// MCP allowlist entries, comma-separated (repeatable).
+    #[arg(
+        long,
+        value_name = "A,B,…",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    allowlist: Option<Vec<String>>,
+    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`;
+    /// other fields ignored), `-` for stdin. Flags given as well override its fields.
+    #[arg(long, value_name = "FILE|-")]
+    launch_json: Option<PathBuf>,
+    /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
+    #[arg(long)]
+    strict: bool,
+    /// Model name.
+    #[arg(long, allow_hyphen_values = true)]
+    model: Option<String>,
+    /// Reasoning effort.
+    #[arg(long, allow_hyphen_values = true)]
+    effort: Option<String>,
+    /// The reviewer's prompt.
+    #[arg(long, allow_hyphen_values = true)]
+    prompt: Option<String>,
+    /// The worktree the reviewer runs in.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    worktree: Option<String>,
+    /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
+    #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
+    format: RenderFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RenderFormat {
+    Lines,
+    Json,
+    Shell,
+}
+
+#[derive(Subcommand)]
+enum ExportWhat {
+    /// A project .mcp.json for Claude Code registering every allowlistable server.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry export claude-mcp-json > .mcp.json")]
+    ClaudeMcpJson(RegistrationArgs),
+    /// [mcp_servers.<id>] tables for Codex CLI's config.toml.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" >> .codex/config.toml")]
+    CodexToml {
+        #[command(flatten)]
+        common: RegistrationArgs,
+        /// Absolute project directory, written as `cwd` of servers that need it.
+        #[arg(long, value_name = "DIR", value_parser = absolute_path)]
+        project_dir: Option<String>,
+    },
+    /// JSON array of the ids of flow-starting servers, for the kcap server's deny-list.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry export denylist > flow-mcp-servers.json")]
+    Denylist(RegistrySource),
+    /// JSON Schema (draft 2020-12) of one registry file, for editors.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry export json-schema > registry.schema.json")]
+    JsonSchema,
+}
+
+#[derive(Args)]
+struct RegistrySource {
+    /// Export from this registry directory instead of the compiled-in registry.
+    #[arg(long, value_name = "DIR")]
+    registry: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RegistrationArgs {
+    #[command(flatten)]
+    source: RegistrySource,
+    /// The command of every server (the kcap binary).
+    #[arg(long, default_value = DEFAULT_COMMAND)]
+    command: String,
+    /// Write each server's `server_url` env vars with this URL.
+    #[arg(long, value_name = "URL")]
+    server_url: Option<String>,
+}
+
+fn absolute_path(s: &str) -> Result<String, String> {
+    if Path::new(s).is_absolute() {
+        Ok(s.to_string())
+    } else {
+        Err("must be an absolute path: Codex cannot start a server whose `cwd` is relative".into())
+    }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Check { dir } => match kcap_mcp_registry::validate_dir(&dir) {
-            Ok(entries) => {
-                println!(
-                    "ok: {} registry entries in {}",
-                    entries.len(),
-                    dir.display()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(CheckError::Invalid(diags)) => {
-                eprint!("{}", diagnostic::render_all(&diags, false));
-                ExitCode::from(1)
-            }
-            Err(CheckError::Load(e)) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
-        },
-        Command::List => {
-            for s in kcap_mcp_registry::servers() {
-                println!("{}\t{}", s.id, s.args.join(" "));
-            }
+    match Cli::parse().command {
+        Command::Check(args) => check(args),
+        Command::List { format } => {
+            let entries = inspect::compiled_entries();
+            print!(
+                "{}",
+                match format {
+                    ListFormat::Table => inspect::list_table(&entries),
+                    ListFormat::Json => inspect::list_json(&entries),
+                }
+            );
             ExitCode::SUCCESS
         }
+        Command::Resolve { names, strict } => {
+            let policy = if strict {
+                Policy::Strict
+            } else {
+                Policy::Lenient
+            };
+            let report = inspect::resolve_report(&names, policy);
+            print!("{}", report.text);
+            exit(!report.rejected)
+        }
+        Command::Render(client) => render(client),
+        Command::Export(what) => export(what),
+        Command::Diff {
+            old_dir,
+            new_dir,
+            format,
+            fail_on,
+        } => {
+            let (old, new) = match (load(Some(&old_dir)), load(Some(&new_dir))) {
+                (Ok(old), Ok(new)) => (old, new),
+                (Err(code), _) | (_, Err(code)) => return code,
+            };
+            let d = kcap_mcp_registry::diff::diff(&old, &new);
+            print!(
+                "{}",
+                match format {
+                    DiffFormat::Markdown => d.markdown(),
+                    DiffFormat::Json => d.json(),
+                }
+            );
+            exit(!(fail_on.is_some() && d.has_security()))
+        }
     }
+}
+
+/// 0 when `ok`, else 1.
+fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Prints `error: {message}` on stderr; exit code 2.
+fn input_error(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn stderr_color() -> bool {
+    report::color_enabled(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+/// The registry in `dir` (validated), or the compiled-in one. Violations are printed
+/// (human format) and give exit code 1; an unreadable directory gives 2.
+fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
+    let Some(dir) = dir else {
+        return Ok(inspect::compiled_entries());
+    };
+    match kcap_mcp_registry::validate_dir(dir) {
+        Ok(entries) => Ok(entries),
+        Err(CheckError::Load(e)) => Err(input_error(e)),
+        Err(CheckError::Invalid(diags)) => {
+            eprint!("{}", diagnostic::render_all(&diags, stderr_color()));
+            eprintln!(
+                "error: {} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
+                dir.display(),
+                dir.display()
+            );
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
+        CheckFormat::Human => eprint!("{}", human()),
+        CheckFormat::Json => print!("{}", report::json(findings)),
+        CheckFormat::Github => print!("{}", report::github(findings)),
+    };
+    let entries = match kcap_mcp_registry::validate_dir(&args.dir) {
+        Ok(entries) => entries,
+        Err(CheckError::Load(e)) => return input_error(e),
+        Err(CheckError::Invalid(diags)) => {
+            let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
+            print_findings(&findings, &|| {
+                diagnostic::render_all(&diags, stderr_color())
+            });
+            return ExitCode::from(1);
+        }
+    };
+    let mut files = Vec::new();
+    for path in &args.against {
+        match drift::read_registration(path) {
+            Ok(file) => files.push(file),
+            Err(e) => return input_error(e),
+        }
+    }
+    let findings: Vec<Finding> = files
+        .iter()
+        .flat_map(|f| drift::drift(&entries, &args.command, f))
+        .map(|d: Drift| d.finding())
+        .collect();
+    if !findings.is_empty() {
+        print_findings(&findings, &|| {
+            report::human(&findings, "drift finding", stderr_color())
+        });
+        return ExitCode::from(1);
+    }
+    match args.format {
+        CheckFormat::Human => {
+            println!(
+                "ok: {} registry entries in {}",
+                entries.len(),
+                args.dir.display()
+            );
+            for f in &files {
+                println!(
+                    "ok: {} ({}) registers the registry's {} allowlistable servers",
+                    f.path,
+                    f.client.name(),
+                    export::registrations(&entries).count()
+                );
+            }
+        }
+        CheckFormat::Json => print!("{}", report::json(&[])),
+        CheckFormat::Github => {}
+    }
+    ExitCode::SUCCESS
+}
+
+fn render(client: RenderClient) -> ExitCode {
+    let (common, inventory_source) = match client {
+        RenderClient::Claude(common) => (common, None),
+        RenderClient::Codex {
+            common,
+            inventory,
+            codex_bin,
+            no_inherited_servers,
+        } => {
+            let source = match (inventory, codex_bin, no_inherited_servers) {
+                (Some(file), _, _) => InventorySource::File(file),
+                (_, Some(bin), _) => InventorySource::Run(bin),
+                (_, _, true) => InventorySource::None,
+                _ => {
+                    return input_error(
+                        "Codex also starts the MCP servers of the user's config.toml and plugins, \
+                         which `-c` cannot remove; give --inventory FILE (saved `codex mcp list --json` \
+                         output), --codex-bin PATH (to run it), or --no-inherited-servers",
+                    );
+                }
+            };
+            (common, Some(source))
+        }
+    };
+    let stdin = Path::new("-");
+    if common.launch_json.as_deref() == Some(stdin)
+        && matches!(&inventory_source, Some(InventorySource::File(f)) if f == stdin)
+    {
+        return input_error("--launch-json and --inventory cannot both read standard input");
+    }
+    let launch = match &common.launch_json {
+        None => None,
+        Some(path) => {
+            let text = match launch::read_input(path) {
+                Ok(text) => text,
+                Err(e) => return input_error(format!("cannot read {}: {e}", path.display())),
+            };
+            match serde_json::from_str::<LaunchCommand>(&text) {
+                Ok(cmd) => Some(cmd),
+                Err(e) => {
+                    return input_error(format!(
+                        "{} is not a launch command JSON: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    };
+    let ctx = launch::launch_context(
+        launch,
+        LaunchOverrides {
+            server_url: common.server_url,
+            capacitor_path: common.capacitor_path,
+            agent_id: common.agent_id,
+            allowlist: common.allowlist,
+            model: common.model,
+            effort: common.effort,
+            prompt: common.prompt,
+            worktree: common.worktree,
+        },
+    );
+    let policy = if common.strict {
+        Policy::Strict
+    } else {
+        Policy::Lenient
+    };
+    let args = match inventory_source {
+        None => claude_reviewer_args(&ctx, policy),
+        Some(source) => {
+            let inventory = match source {
+                InventorySource::None => Vec::new(),
+                InventorySource::File(path) => {
+                    let text = match launch::read_input(&path) {
+                        Ok(text) => text,
+                        Err(e) => {
+                            return input_error(format!("cannot read {}: {e}", path.display()));
+                        }
+                    };
+                    match inventory::parse_inventory(&text) {
+                        Ok(inv) => inv,
+                        Err(e) => return input_error(format!("{}: {e}", path.display())),
+                    }
+                }
+                InventorySource::Run(bin) => match inventory::codex_inventory(&bin) {
+                    Ok(inv) => inv,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(1);
+                    }
+                },
+            };
+            codex_reviewer_args(&ctx, policy, &inventory)
+        }
+    };
+    for warning in launch::skip_warnings(&ctx, policy) {
+        eprintln!("warning: {warning}");
+    }
+    let args = match args {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let format = match common.format {
+        RenderFormat::Lines => ArgvFormat::Lines,
+        RenderFormat::Json => ArgvFormat::Json,
+        RenderFormat::Shell => ArgvFormat::Shell,
+    };
+    match launch::format_argv(&args, format) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+enum InventorySource {
+    File(PathBuf),
+    Run(PathBuf),
+    None,
+}
+
+fn export(what: ExportWhat) -> ExitCode {
+    let registration = |args: RegistrationArgs, project_dir: Option<String>| {
+        let entries = load(args.source.registry.as_deref())?;
+        let opts = RegistrationOptions {
+            command: args.command,
+            server_url: args.server_url,
+            project_dir,
+        };
+        Ok::<_, ExitCode>((entries, opts))
+    };
+    let text = match what {
+        ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
+            Ok((entries, opts)) => export::claude_mcp_json(&entries, &opts),
+            Err(code) => return code,
+        },
+        ExportWhat::CodexToml {
+            common,
+            project_dir,
+        } => match registration(common, project_dir) {
+            Ok((entries, opts)) => export::codex_toml(&entries, &opts),
+            Err(code) => return code,
+        },
+        ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {
+            Ok(entries) => export::denylist(&entries),
+            Err(code) => return code,
+        },
+        ExportWhat::JsonSchema => export::json_schema(),
+    };
+    print!("{text}");
+    ExitCode::SUCCESS
 }

@@ -148,12 +148,9 @@ fn bundled_registry_contents() {
     for s in servers().iter().filter(|s| s.allowlistable) {
         assert_eq!(s.env, [("KCAP_URL", EnvSource::ServerUrl)], "{}", s.id);
     }
-    let review: Vec<_> = lookup("kcap-review")
-        .unwrap()
-        .tools
-        .iter()
-        .map(|t| t.name)
-        .collect();
+    let tool_names =
+        |id: &str| -> Vec<&str> { lookup(id).unwrap().tools.iter().map(|t| t.name).collect() };
+    let review = tool_names("kcap-review");
     assert_eq!(
         review,
         [
@@ -165,12 +162,7 @@ fn bundled_registry_contents() {
             "get_transcript"
         ]
     );
-    let sessions: Vec<_> = lookup("kcap-sessions")
-        .unwrap()
-        .tools
-        .iter()
-        .map(|t| t.name)
-        .collect();
+    let sessions = tool_names("kcap-sessions");
     assert_eq!(
         sessions,
         [

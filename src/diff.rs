@@ -1,0 +1,312 @@
+//! What a registry change means (`diff OLD_DIR NEW_DIR`): servers added and removed, every
+//! changed field, and the security-relevant flips listed first.
+//!
+//! Security-relevant ([`Change::security`]): any change of `starts_flows`, `allowlistable` or
+//! `read_only`; a tool becoming `unattended_safe` (a flip to `true`, or a new tool — on a new
+//! or an existing server — that is `unattended_safe`); an env var whose source becomes
+//! `agent_id` (a changed source, or a new env var, on a new or an existing server).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::export::pretty;
+use crate::inspect::EntryJson;
+use crate::schema::Entry;
+
+/// One changed field of a server present in both registries, or a security-relevant field of
+/// a new server.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Change {
+    /// The server id.
+    pub server: String,
+    /// The field: `description`, `args`, `starts_flows`, `allowlistable`, `read_only`,
+    /// `needs_project_cwd`, `env.<NAME>` (its source), `tools.<name>.unattended_safe`, or
+    /// `tools` (the order of the tools both versions have).
+    pub field: String,
+    /// The old value; `null` when the field is new.
+    pub old: Value,
+    /// The new value; `null` when the field is gone.
+    pub new: Value,
+    /// Whether the change is security-relevant (see the module docs).
+    #[serde(skip)]
+    pub security: bool,
+}
+
+/// Everything that differs between two registries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegistryDiff {
+    /// Servers only in the new registry, sorted by id.
+    pub added: Vec<Entry>,
+    /// Servers only in the old registry, sorted by id.
+    pub removed: Vec<Entry>,
+    /// Field changes, by server id, then in field order.
+    pub changes: Vec<Change>,
+}
+
+/// Compares two registries (each sorted by id, as `validate_dir` returns them).
+pub fn diff(old: &[Entry], new: &[Entry]) -> RegistryDiff {
+    let mut d = RegistryDiff {
+        added: Vec::new(),
+        removed: Vec::new(),
+        changes: Vec::new(),
+    };
+    let mut ids: Vec<&str> = old.iter().chain(new).map(|e| e.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        let o = old.iter().find(|e| e.id == id);
+        let n = new.iter().find(|e| e.id == id);
+        match (o, n) {
+            (Some(o), Some(n)) => compare(o, n, &mut d.changes),
+            (None, Some(n)) => {
+                d.added.push(n.clone());
+                new_server_flips(n, &mut d.changes);
+            }
+            (Some(o), None) => d.removed.push(o.clone()),
+            (None, None) => {}
+        }
+    }
+    d
+}
+
+fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> Change {
+    Change {
+        server: server.into(),
+        field: field.into(),
+        old,
+        new,
+        security,
+    }
+}
+
+/// The security-relevant facts of a server that did not exist before.
+fn new_server_flips(n: &Entry, out: &mut Vec<Change>) {
+    for (name, src) in &n.env {
+        if *src == crate::EnvSource::AgentId {
+            out.push(change(
+                &n.id,
+                &format!("env.{name}"),
+                Value::Null,
+                json!(src.name()),
+                true,
+            ));
+        }
+    }
+    for t in n.tools.iter().filter(|t| t.unattended_safe) {
+        out.push(change(
+            &n.id,
+            &format!("tools.{}.unattended_safe", t.name),
+            Value::Null,
+            json!(true),
+            true,
+        ));
+    }
+}
+
+fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
+    let id = &n.id;
+    let mut field = |name: &str, old: Value, new: Value, security: bool| {
+        if old != new {
+            out.push(change(id, name, old, new, security));
+        }
+    };
+    field(
+        "description",
+        json!(o.description),
+        json!(n.description),
+        false,
+    );
+    field("args", json!(o.args), json!(n.args), false);
+    field(
+        "starts_flows",
+        json!(o.starts_flows),
+        json!(n.starts_flows),
+        true,
+    );
+    field(
+        "allowlistable",
+        json!(o.allowlistable),
+        json!(n.allowlistable),
+        true,
+    );
+    field("read_only", json!(o.read_only), json!(n.read_only), true);
+    field(
+        "needs_project_cwd",
+        json!(o.needs_project_cwd),
+        json!(n.needs_project_cwd),
+        false,
+    );
+
+    let source = |e: &Entry, name: &str| {
+        e.env
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(Value::Null, |(_, s)| json!(s.name()))
+    };
+    let mut env_names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
+    env_names.extend(
+        o.env
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .filter(|name| !n.env.iter().any(|(m, _)| m == name)),
+    );
+    for name in env_names {
+        let (old, new) = (source(o, name), source(n, name));
+        let security = new == json!(crate::EnvSource::AgentId.name());
+        field(&format!("env.{name}"), old, new, security);
+    }
+
+    let safe = |e: &Entry, name: &str| {
+        e.tools
+            .iter()
+            .find(|t| t.name == name)
+            .map_or(Value::Null, |t| json!(t.unattended_safe))
+    };
+    let mut tool_names: Vec<&str> = n.tools.iter().map(|t| t.name.as_str()).collect();
+    tool_names.extend(
+        o.tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|name| !n.tools.iter().any(|t| t.name == *name)),
+    );
+    for name in tool_names {
+        let (old, new) = (safe(o, name), safe(n, name));
+        let security = new == json!(true);
+        field(&format!("tools.{name}.unattended_safe"), old, new, security);
+    }
+    let common = |a: &Entry, b: &Entry| -> Vec<String> {
+        a.tools
+            .iter()
+            .filter(|t| b.tools.iter().any(|u| u.name == t.name))
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    field("tools", json!(common(o, n)), json!(common(n, o)), false);
+}
+
+impl RegistryDiff {
+    /// The security-relevant changes, in server order.
+    pub fn security(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.security)
+    }
+
+    /// Whether any change is security-relevant (`--fail-on security` exits 1).
+    pub fn has_security(&self) -> bool {
+        self.security().next().is_some()
+    }
+
+    /// Whether the registries are the same.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changes.is_empty()
+    }
+
+    /// The diff as pretty-printed JSON (trailing newline):
+    /// `{"security": [Change…], "added": [entry…], "removed": [entry…], "changes": [Change…]}`
+    /// where each change is `{"server", "field", "old", "new"}` (`null` for an absent side),
+    /// `changes` holds the changes that are not security-relevant, and each entry has the
+    /// shape of `list --format json`.
+    pub fn json(&self) -> String {
+        #[derive(Serialize)]
+        struct DiffJson<'a> {
+            security: Vec<&'a Change>,
+            added: Vec<EntryJson<'a>>,
+            removed: Vec<EntryJson<'a>>,
+            changes: Vec<&'a Change>,
+        }
+        pretty(&DiffJson {
+            security: self.security().collect(),
+            added: self.added.iter().map(EntryJson::from).collect(),
+            removed: self.removed.iter().map(EntryJson::from).collect(),
+            changes: self.changes.iter().filter(|c| !c.security).collect(),
+        })
+    }
+
+    /// The diff as GitHub-flavoured Markdown for a pull request comment: a
+    /// `## MCP server registry changes` heading, then the sections `Security-relevant
+    /// changes`, `Added servers`, `Removed servers` and `Other changes`, each only when not
+    /// empty, or `No changes.`. Values are JSON in code spans.
+    pub fn markdown(&self) -> String {
+        let mut out = String::from("## MCP server registry changes\n");
+        if self.is_empty() {
+            out.push_str("\nNo changes.\n");
+            return out;
+        }
+        let security: Vec<&Change> = self.security().collect();
+        let other: Vec<&Change> = self.changes.iter().filter(|c| !c.security).collect();
+        section(
+            &mut out,
+            "Security-relevant changes",
+            &security,
+            change_line,
+        );
+        let added: Vec<&Entry> = self.added.iter().collect();
+        section(&mut out, "Added servers", &added, |e| {
+            format!(
+                "{}: {} (args {}, starts_flows {}, allowlistable {}, read_only {})",
+                code(&e.id),
+                e.description,
+                code(&json!(e.args).to_string()),
+                code(&e.starts_flows.to_string()),
+                code(&e.allowlistable.to_string()),
+                code(&e.read_only.to_string()),
+            )
+        });
+        let removed: Vec<&Entry> = self.removed.iter().collect();
+        section(&mut out, "Removed servers", &removed, |e| {
+            format!("{}: {}", code(&e.id), e.description)
+        });
+        section(&mut out, "Other changes", &other, change_line);
+        out
+    }
+}
+
+fn section<T>(out: &mut String, title: &str, items: &[T], line: impl Fn(&T) -> String) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = write!(out, "\n### {title} ({})\n\n", items.len());
+    for item in items {
+        let _ = writeln!(out, "- {}", line(item));
+    }
+}
+
+fn change_line(c: &&Change) -> String {
+    let value = |v: &Value| match v {
+        Value::Null => "(absent)".to_string(),
+        v => code(&v.to_string()),
+    };
+    format!(
+        "{}: {} {} → {}",
+        code(&c.server),
+        code(&c.field),
+        value(&c.old),
+        value(&c.new)
+    )
+}
+
+/// `s` as a Markdown code span, with a fence longer than any run of backticks in it
+/// (CommonMark), padded with spaces when it starts or ends with a backtick.
+fn code(s: &str) -> String {
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::code;
+
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(code("a"), "`a`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x``"), "``` `x`` ```");
+    }
+}

@@ -1,0 +1,341 @@
+//! Files generated from the registry, so no list of kcap's MCP servers is kept by hand:
+//!
+//! - [`claude_mcp_json`]: a project `.mcp.json` for Claude Code;
+//! - [`codex_toml`]: `[mcp_servers.<id>]` tables for Codex CLI's `config.toml`;
+//! - [`denylist`]: the ids of flow-starting servers, for the kcap server's own strip list;
+//! - [`json_schema`]: a JSON Schema (draft 2020-12) of one registry file, for editors.
+//!
+//! Every export is deterministic: registry order (sorted by id), fixed key order, and a
+//! trailing newline. The registration files hold exactly [`registrations`]: the
+//! allowlistable entries, the servers a person may register with a client. `check --against`
+//! compares a registration file with the same list, so an export never drifts from itself.
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value, json};
+
+use crate::model::{EnvSource, MAX_ID_LEN};
+use crate::render::codex::toml_basic_string;
+use crate::schema::{
+    ENTRY_KEYS, ENV_NAME_PATTERN, Entry, ID_PATTERN, KeySpec, MAX_DESCRIPTION_CHARS, TOOL_KEYS,
+    TOOL_NAME_PATTERN, ValueKind, is_forbidden_char,
+};
+
+/// The `command` registration files give every server unless told otherwise: the kcap
+/// binary, found on `PATH`.
+pub const DEFAULT_COMMAND: &str = "kcap";
+
+/// The registry entries a client registration file lists: every allowlistable entry, in
+/// registry order. Injection-only entries (the result channel `kcap-flow-result`) need the
+/// launcher's agent id and are never registered. Flow-starting servers are included: the
+/// recursion guard applies to reviewers, not to a person's own client.
+pub fn registrations(entries: &[Entry]) -> impl Iterator<Item = &Entry> {
+    entries.iter().filter(|e| e.allowlistable)
+}
+
+/// What the registration exports write besides the registry's own data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistrationOptions {
+    /// The `command` of every server (the kcap binary); [`DEFAULT_COMMAND`] by default.
+    pub command: String,
+    /// When set, every env var whose source is `server_url` is written with this value;
+    /// otherwise no `env` is written and the kcap binary uses its own configuration.
+    pub server_url: Option<String>,
+    /// Codex only: an absolute project directory, written as `cwd` of every server with
+    /// `needs_project_cwd`. Codex starts a server whose `cwd` is unset in its own working
+    /// directory, and fails to start one with a relative `cwd`.
+    pub project_dir: Option<String>,
+}
+
+impl Default for RegistrationOptions {
+    fn default() -> Self {
+        RegistrationOptions {
+            command: DEFAULT_COMMAND.into(),
+            server_url: None,
+            project_dir: None,
+        }
+    }
+}
+
+impl RegistrationOptions {
+    /// The env vars written for `entry`: those whose source is `server_url`, in registry
+    /// order, when [`RegistrationOptions::server_url`] is set.
+    fn env<'e>(&'e self, entry: &'e Entry) -> Vec<(&'e str, &'e str)> {
+        let Some(url) = &self.server_url else {
+            return Vec::new();
+        };
+        entry
+            .env
+            .iter()
+            .filter(|(_, src)| *src == EnvSource::ServerUrl)
+            .map(|(name, _)| (name.as_str(), url.as_str()))
+            .collect()
+    }
+}
+
+/// A project `.mcp.json` for Claude Code, registering every one of [`registrations`]:
+///
+/// ```json
+/// {
+///   "mcpServers": {
+///     "kcap-review": {
+///       "command": "kcap",
+///       "args": ["mcp", "review"],
+///       "description": "Read-only view of the pull request under review: …"
+///     }
+///   }
+/// }
+/// ```
+///
+/// (pretty-printed with two-space indent, one array element per line). `env` follows `args`
+/// when [`RegistrationOptions::server_url`] is set. Claude Code ignores `description` (and
+/// `cwd`) in `.mcp.json` and starts project servers in the project directory, so
+/// `needs_project_cwd` holds without a key. [`RegistrationOptions::project_dir`] is not used.
+///
+/// Format: Claude Code's project MCP configuration (`.mcp.json`, Claude Code 2.1.197).
+pub fn claude_mcp_json(entries: &[Entry], opts: &RegistrationOptions) -> String {
+    struct Server<'a> {
+        entry: &'a Entry,
+        opts: &'a RegistrationOptions,
+    }
+    impl Serialize for Server<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let env = self.opts.env(self.entry);
+            let mut map = s.serialize_map(None)?;
+            map.serialize_entry("command", &self.opts.command)?;
+            map.serialize_entry("args", &self.entry.args)?;
+            if !env.is_empty() {
+                map.serialize_entry("env", &Ordered(&env))?;
+            }
+            map.serialize_entry("description", &self.entry.description)?;
+            map.end()
+        }
+    }
+    struct Root<'a>(Vec<(&'a str, Server<'a>)>);
+    impl Serialize for Root<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(Some(1))?;
+            map.serialize_entry("mcpServers", &Ordered(&self.0))?;
+            map.end()
+        }
+    }
+    let servers = registrations(entries)
+        .map(|entry| (entry.id.as_str(), Server { entry, opts }))
+        .collect();
+    pretty(&Root(servers))
+}
+
+/// `[mcp_servers.<id>]` tables for Codex CLI's `config.toml`, one per [`registrations`]
+/// entry, each preceded by its description as a comment:
+///
+/// ```toml
+/// # Read-only view of the pull request under review: …
+/// [mcp_servers.kcap-review]
+/// command = "kcap"
+/// args = ["mcp", "review"]
+/// ```
+///
+/// then `env = { NAME = "…" }` when [`RegistrationOptions::server_url`] is set, and
+/// `cwd = "…"` for entries with `needs_project_cwd` when
+/// [`RegistrationOptions::project_dir`] is set (otherwise the comment says the server needs
+/// the project directory). Strings are TOML basic strings
+/// ([`toml_basic_string`]); ids are canonical, so they are bare keys.
+///
+/// Format: Codex CLI's `config.toml` `[mcp_servers]` (Codex CLI 0.169.0).
+pub fn codex_toml(entries: &[Entry], opts: &RegistrationOptions) -> String {
+    let mut out = String::from(
+        "# kcap's MCP servers for Codex CLI's config.toml.\n\
+         # @generated by `kcap-mcp-registry export codex-toml` from the kcap MCP server registry.\n",
+    );
+    for entry in registrations(entries) {
+        out.push('\n');
+        out.push_str(&format!("# {}\n", entry.description));
+        if entry.needs_project_cwd && opts.project_dir.is_none() {
+            out.push_str(
+                "# Runs in the project directory: export with --project-dir DIR to set `cwd`.\n",
+            );
+        }
+        out.push_str(&format!("[mcp_servers.{}]\n", entry.id));
+        out.push_str(&format!("command = {}\n", toml_basic_string(&opts.command)));
+        let args: Vec<String> = entry.args.iter().map(|a| toml_basic_string(a)).collect();
+        out.push_str(&format!("args = [{}]\n", args.join(", ")));
+        let env = opts.env(entry);
+        if !env.is_empty() {
+            let pairs: Vec<String> = env
+                .iter()
+                .map(|(name, value)| format!("{name} = {}", toml_basic_string(value)))
+                .collect();
+            out.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+        }
+        if let (true, Some(dir)) = (entry.needs_project_cwd, &opts.project_dir) {
+            out.push_str(&format!("cwd = {}\n", toml_basic_string(dir)));
+        }
+    }
+    out
+}
+
+/// The ids of the entries with `starts_flows = true`, as a pretty-printed JSON array of
+/// strings in registry order: the kcap server's own deny-list of flow-starting MCP servers.
+pub fn denylist(entries: &[Entry]) -> String {
+    let ids: Vec<&str> = entries
+        .iter()
+        .filter(|e| e.starts_flows)
+        .map(|e| e.id.as_str())
+        .collect();
+    pretty(&json!(ids))
+}
+
+/// [`json_schema_value`], pretty-printed with a trailing newline.
+pub fn json_schema() -> String {
+    pretty(&json_schema_value())
+}
+
+/// A JSON Schema (draft 2020-12) of one registry file, read as JSON (as TOML editors such as
+/// taplo / Even Better TOML do), generated from [`ENTRY_KEYS`], [`TOOL_KEYS`], the pattern
+/// constants and [`is_forbidden_char`] of [`crate::schema`].
+///
+/// It expresses every per-key rule: `unknown-key` (`additionalProperties: false`),
+/// `wrong-type`, `missing-key` (`required`), `id-canonical`, `description-format`,
+/// `args-format`, `env-name`, `env-source` and `tool-name`. The other rules need the file
+/// name, other files, the parse itself, or relate several keys; only `check` runs them.
+pub fn json_schema_value() -> Value {
+    let mut schema = object_schema(&ENTRY_KEYS, entry_key_schema);
+    let fields = schema.as_object_mut().expect("an object");
+    let mut head = Map::new();
+    head.insert(
+        "$schema".into(),
+        json!("https://json-schema.org/draft/2020-12/schema"),
+    );
+    head.insert("title".into(), json!("kcap MCP server registry entry"));
+    head.insert(
+        "description".into(),
+        json!(
+            "One file of the kcap MCP server registry, registry/<id>.toml. Rules that relate \
+             keys, files or the file name are checked by `kcap-mcp-registry check`."
+        ),
+    );
+    head.append(fields);
+    Value::Object(head)
+}
+
+/// `{"type":"object","properties":{…},"required":[…],"additionalProperties":false}`.
+fn object_schema(keys: &[KeySpec], key_schema: fn(&KeySpec) -> Value) -> Value {
+    let mut properties = Map::new();
+    for spec in keys {
+        let mut s = key_schema(spec);
+        s.as_object_mut()
+            .expect("an object")
+            .insert("description".into(), json!(spec.meaning));
+        properties.insert(spec.name.into(), s);
+    }
+    let required: Vec<&str> = keys.iter().filter(|k| k.required).map(|k| k.name).collect();
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn entry_key_schema(spec: &KeySpec) -> Value {
+    match (spec.name, spec.kind) {
+        ("id", ValueKind::String) => json!({
+            "type": "string",
+            "pattern": ID_PATTERN,
+            "maxLength": MAX_ID_LEN,
+        }),
+        ("description", ValueKind::String) => json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_DESCRIPTION_CHARS,
+            "pattern": one_line_pattern(),
+        }),
+        ("args", ValueKind::StringArray) => json!({
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "string",
+                "minLength": 1,
+                "pattern": one_line_pattern(),
+                // Claude Code expands `${…}` and offers no escape (rule `args-format`).
+                "not": { "pattern": "\\$\\{" },
+            },
+        }),
+        ("tools", ValueKind::ToolArray) => json!({
+            "type": "array",
+            "items": object_schema(&TOOL_KEYS, tool_key_schema),
+        }),
+        (_, kind) => kind_schema(kind),
+    }
+}
+
+fn tool_key_schema(spec: &KeySpec) -> Value {
+    match (spec.name, spec.kind) {
+        ("name", ValueKind::String) => json!({
+            "type": "string",
+            "pattern": TOOL_NAME_PATTERN,
+        }),
+        (_, kind) => kind_schema(kind),
+    }
+}
+
+fn kind_schema(kind: ValueKind) -> Value {
+    match kind {
+        ValueKind::String => json!({ "type": "string" }),
+        ValueKind::Bool => json!({ "type": "boolean" }),
+        ValueKind::StringArray => json!({ "type": "array", "items": { "type": "string" } }),
+        ValueKind::EnvTable => json!({
+            "type": "object",
+            "propertyNames": { "pattern": ENV_NAME_PATTERN },
+            "additionalProperties": {
+                "type": "string",
+                "enum": EnvSource::ALL.map(EnvSource::name),
+            },
+        }),
+        ValueKind::ToolArray => json!({ "type": "array", "items": { "type": "object" } }),
+    }
+}
+
+/// `^[^…]*$` excluding every character [`is_forbidden_char`] forbids, as `\uXXXX` ranges
+/// (all of them are in the Basic Multilingual Plane, which a test checks).
+pub fn one_line_pattern() -> String {
+    let mut ranges: Vec<(u32, u32)> = Vec::new();
+    for c in (0..=char::MAX as u32).filter_map(char::from_u32) {
+        if !is_forbidden_char(c) {
+            continue;
+        }
+        let c = c as u32;
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == c => *end = c,
+            _ => ranges.push((c, c)),
+        }
+    }
+    let mut class = String::new();
+    for (start, end) in ranges {
+        class.push_str(&format!("\\u{start:04x}"));
+        if end > start {
+            class.push_str(&format!("-\\u{end:04x}"));
+        }
+    }
+    format!("^[^{class}]*$")
+}
+
+/// Serializes `(key, value)` pairs as a JSON object in the given order.
+struct Ordered<'s, K, V>(&'s [(K, V)]);
+
+impl<K: Serialize, V: Serialize> Serialize for Ordered<'_, K, V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Pretty JSON (two-space indent) with a trailing newline.
+pub(crate) fn pretty<T: Serialize>(value: &T) -> String {
+    let mut out = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    out.push('\n');
+    out
+}

@@ -1,0 +1,1599 @@
+//! Conformance of the renderers against the real clients: Codex CLI 0.169.0 and Claude Code
+//! 2.1.197 (issue 5). Install them with `bash scripts/install-peers.sh`, then run
+//! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test conformance`.
+//!
+//! Oracles, both offline (no login, no model, no network):
+//! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
+//!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
+//!   onto the user's `$CODEX_HOME/config.toml`.
+//! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
+//!   configured MCP server, then exits 1 with "Input must be provided …". Our
+//!   `capacitor_path` points at a recorder script that writes its argv, its whole environment
+//!   and its cwd, then exits at once; the test compares them byte for byte.
+//!
+//! Every client run gets a fresh temp `HOME` (and `CODEX_HOME`), a fresh temp cwd, stdin
+//! from `/dev/null`, a cleared environment, and a 30 s timeout after which its process group
+//! is killed and the test fails. A missing binary fails the test under `KCAP_REQUIRE_PEERS=1`
+//! (as `.ci/run` sets) and otherwise prints one `SKIPPED` line to stderr.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use kcap_mcp_registry::inventory::{InheritedServer, codex_inventory};
+use kcap_mcp_registry::render::claude::claude_reviewer_args;
+use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// How long one client run may take before it is killed and the test fails.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A value that needs every kind of escaping: double and single quotes, a tab, a newline,
+/// non-ASCII, `=`, `#`, a backslash and a plain `$HOME` (which no client expands).
+const HOSTILE: &str = "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME";
+
+/// A hostile URL-like value in the same spirit.
+const HOSTILE_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME";
+
+/// The Windows-style kcap path from the issue.
+const WINDOWS_KCAP: &str = r"C:\Program Files\kcap\kcap.exe";
+
+/// A Windows-style value whose backslashes precede `t` and `n` (must not become TAB/LF).
+const WINDOWS_URL: &str = r"C:\tools\new";
+
+// ------------------------------------------------------------------------------------------
+// Finding the clients
+// ------------------------------------------------------------------------------------------
+
+/// Which skip notices were printed already: one line per variable and test binary.
+static SKIP_NOTICES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// The client binary named by `var`, or `None` when it is not set and `KCAP_REQUIRE_PEERS`
+/// is not `1`; the first such test prints one `SKIPPED` line for all. A variable that is set
+/// must name an existing file: a wrong path fails the test rather than skipping it.
+fn peer(var: &'static str) -> Option<PathBuf> {
+    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(
+                path.is_file(),
+                "{var}={} does not name a file; run `bash scripts/install-peers.sh` and export \
+                 the paths it prints",
+                path.display()
+            );
+            Some(path)
+        }
+        None if required => panic!(
+            "{var} is not set but KCAP_REQUIRE_PEERS=1; run `bash scripts/install-peers.sh` \
+             and export the paths it prints"
+        ),
+        None => {
+            let mut printed = SKIP_NOTICES.lock().unwrap_or_else(|e| e.into_inner());
+            if !printed.contains(&var) {
+                printed.push(var);
+                // Straight to the process's stderr, past libtest's output capture.
+                let _ = std::io::stderr().write_all(
+                    format!(
+                        "\nSKIPPED conformance: {var} not set, so the tests that need it return \
+                         without running the client; run `bash scripts/install-peers.sh` and \
+                         export the paths it prints (KCAP_REQUIRE_PEERS=1 makes this a failure)\n"
+                    )
+                    .as_bytes(),
+                );
+            }
+            None
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Running a client
+// ------------------------------------------------------------------------------------------
+
+struct Output {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// Runs `cmd` with stdin from `/dev/null` in its own process group; kills the group and
+/// panics after [`CLIENT_TIMEOUT`].
+fn run(mut cmd: Command, what: &str) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let (tx, rx) = mpsc::channel();
+    let pipes: [(u8, Box<dyn Read + Send>); 2] = [
+        (1, Box::new(child.stdout.take().unwrap())),
+        (2, Box::new(child.stderr.take().unwrap())),
+    ];
+    for (fd, mut pipe) in pipes {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            let _ = tx.send((fd, buf));
+        });
+    }
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            // The child is not reaped yet, so its pid (= the group id) cannot be reused.
+            let _ = Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what} did not finish within {} s; killed it",
+                CLIENT_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (None, None);
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(5);
+        let (fd, buf) = rx.recv_timeout(left).unwrap_or_else(|_| {
+            panic!("{what} exited ({status}) but a process it left behind keeps its output open")
+        });
+        if fd == 1 {
+            stdout = Some(buf);
+        } else {
+            stderr = Some(buf);
+        }
+    }
+    Output {
+        status,
+        stdout: stdout.unwrap(),
+        stderr: String::from_utf8_lossy(&stderr.unwrap()).into_owned(),
+    }
+}
+
+/// Quotes `s` for `/bin/sh` (single quotes; `'` as `'\''`).
+fn sh_quote(s: &[u8]) -> Vec<u8> {
+    let mut out = b"'".to_vec();
+    for &b in s {
+        if b == b'\'' {
+            out.extend_from_slice(b"'\\''");
+        } else {
+            out.push(b);
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
+fn write_script(path: &Path, body: &[u8]) {
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The `PATH` given to the clients: the test's own (Codex's launcher needs `node`).
+fn inherited_path() -> OsString {
+    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
+}
+
+// ------------------------------------------------------------------------------------------
+// Codex
+// ------------------------------------------------------------------------------------------
+
+/// A throwaway Codex setup: its own `HOME`, `CODEX_HOME` and cwd.
+struct Codex {
+    bin: PathBuf,
+    home: TempDir,
+    codex_home: TempDir,
+    cwd: TempDir,
+}
+
+impl Codex {
+    fn new(bin: PathBuf) -> Codex {
+        Codex {
+            bin,
+            home: tempfile::tempdir().unwrap(),
+            codex_home: tempfile::tempdir().unwrap(),
+            cwd: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Writes the user's `$CODEX_HOME/config.toml`.
+    fn user_config(&self, toml: &str) {
+        std::fs::write(self.codex_home.path().join("config.toml"), toml).unwrap();
+    }
+
+    /// A command for this setup: cleared environment (so no `RUST_BACKTRACE`), only `PATH`,
+    /// `HOME` and `CODEX_HOME`, in the fresh cwd.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.env_clear()
+            .env("PATH", inherited_path())
+            .env("HOME", self.home.path())
+            .env("CODEX_HOME", self.codex_home.path())
+            .current_dir(self.cwd.path());
+        cmd
+    }
+
+    /// Our own [`codex_inventory`], run through a wrapper that gives Codex this setup's
+    /// environment and cwd: `codex_inventory` inherits the caller's environment and has no
+    /// parameter for it.
+    fn inventory(&self) -> Vec<InheritedServer> {
+        let wrapper = self.home.path().join("codex-with-test-env");
+        let mut body = b"#!/bin/sh\ncd ".to_vec();
+        body.extend(sh_quote(self.cwd.path().as_os_str().as_bytes()));
+        body.extend_from_slice(b" || exit 97\nexec env -i PATH=");
+        body.extend(sh_quote(inherited_path().as_bytes()));
+        body.extend_from_slice(b" HOME=");
+        body.extend(sh_quote(self.home.path().as_os_str().as_bytes()));
+        body.extend_from_slice(b" CODEX_HOME=");
+        body.extend(sh_quote(self.codex_home.path().as_os_str().as_bytes()));
+        body.push(b' ');
+        body.extend(sh_quote(self.bin.as_os_str().as_bytes()));
+        body.extend_from_slice(b" \"$@\"\n");
+        write_script(&wrapper, &body);
+        codex_inventory(&wrapper).unwrap_or_else(|e| panic!("codex_inventory failed: {e}"))
+    }
+
+    /// `codex <reviewer args> <tail…>`; panics unless it exits 0; returns stdout as JSON.
+    fn json(&self, reviewer_args: &[String], tail: &[&str]) -> Value {
+        let mut cmd = self.command();
+        cmd.args(reviewer_args).args(tail);
+        let what = format!("codex … {}", tail.join(" "));
+        let out = run(cmd, &what);
+        assert!(
+            out.status.success(),
+            "{what} failed ({}):\n{}",
+            out.status,
+            out.stderr
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{what} printed no JSON ({e}):\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+
+    /// The effective server table: `codex <reviewer args> mcp list --json`.
+    fn list(&self, reviewer_args: &[String]) -> Value {
+        self.json(reviewer_args, &["mcp", "list", "--json"])
+    }
+
+    /// One server with its tool filters: `codex <reviewer args> mcp get NAME --json`.
+    fn get(&self, reviewer_args: &[String], name: &str) -> Value {
+        self.json(reviewer_args, &["mcp", "get", name, "--json"])
+    }
+}
+
+/// The reviewer argv we hand Codex, which must carry no prompt (the oracle appends
+/// `mcp list --json` to it).
+fn codex_args(ctx: &LaunchContext, inventory: &[InheritedServer]) -> Vec<String> {
+    assert!(ctx.prompt.is_none(), "the oracle runs without a prompt");
+    let args = codex_reviewer_args(ctx, Policy::Lenient, inventory)
+        .unwrap_or_else(|e| panic!("codex_reviewer_args: {e}"));
+    assert_eq!(args.last().map(String::as_str), Some("--no-alt-screen"));
+    args
+}
+
+/// One of our stdio servers as `codex mcp list --json` shows it with no user entry of the
+/// same name.
+fn codex_ours(name: &str, command: &str, args: &[&str], env: Value) -> Value {
+    json!({
+        "name": name,
+        "enabled": true,
+        "disabled_reason": null,
+        "transport": {
+            "type": "stdio",
+            "command": command,
+            "args": args,
+            "env": env,
+            "env_vars": [],
+            "cwd": null,
+        },
+        "startup_timeout_sec": null,
+        "tool_timeout_sec": null,
+        "auth_status": "unsupported",
+    })
+}
+
+fn ctx(url: &str, path: &str, agent: &str, allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
+    LaunchContext {
+        server_url: Some(url.into()),
+        capacitor_path: Some(path.into()),
+        agent_id: agent.into(),
+        mcp_allowlist: allowlist.map(|l| l.into_iter().map(|e| e.map(String::from)).collect()),
+        ..LaunchContext::default()
+    }
+}
+
+/// Case 2's allowlist: mixed case and padding, the flow starter, the result channel, an
+/// unknown name, a null and a duplicate.
+fn case2_allowlist() -> Vec<Option<&'static str>> {
+    vec![
+        Some("  KCAP-Review "),
+        Some("kcap-flows"),
+        Some("Kcap-Flow-Result"),
+        Some("kcap-unknown"),
+        None,
+        Some("kcap-review"),
+        Some("\tKCAP-SESSIONS"),
+        Some("kcap-memory"),
+        Some("KCAP-ANALYTICS"),
+        Some("kcap-workitems  "),
+    ]
+}
+
+#[test]
+fn codex_case1_baseline_enables_exactly_the_result_channel() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let codex = Codex::new(bin);
+    let inventory = codex.inventory();
+    assert_eq!(inventory, []);
+    let args = codex_args(
+        &ctx("http://127.0.0.1:5100", "/usr/bin/kcap", "agent-1", None),
+        &inventory,
+    );
+    assert_eq!(
+        codex.list(&args),
+        json!([codex_ours(
+            "kcap-flow-result",
+            "/usr/bin/kcap",
+            &["mcp", "flow-result"],
+            json!({"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "agent-1"}),
+        )])
+    );
+    let got = codex.get(&args, "kcap-flow-result");
+    assert_eq!(got["enabled_tools"], Value::Null);
+    assert_eq!(got["disabled_tools"], Value::Null);
+}
+
+#[test]
+fn codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let codex = Codex::new(bin);
+    let inventory = codex.inventory();
+    let url = "http://127.0.0.1:5100";
+    let args = codex_args(
+        &ctx(url, "/usr/bin/kcap", "agent-2", Some(case2_allowlist())),
+        &inventory,
+    );
+    let only_url = json!({ "KCAP_URL": url });
+    // `mcp list --json` sorts by name.
+    assert_eq!(
+        codex.list(&args),
+        json!([
+            codex_ours(
+                "kcap-analytics",
+                "/usr/bin/kcap",
+                &["mcp", "analytics"],
+                only_url.clone()
+            ),
+            codex_ours(
+                "kcap-flow-result",
+                "/usr/bin/kcap",
+                &["mcp", "flow-result"],
+                json!({"KCAP_URL": url, "KCAP_FLOW_AGENT_ID": "agent-2"}),
+            ),
+            codex_ours(
+                "kcap-memory",
+                "/usr/bin/kcap",
+                &["mcp", "memory"],
+                only_url.clone()
+            ),
+            codex_ours(
+                "kcap-review",
+                "/usr/bin/kcap",
+                &["mcp", "review"],
+                only_url.clone()
+            ),
+            codex_ours(
+                "kcap-sessions",
+                "/usr/bin/kcap",
+                &["mcp", "sessions"],
+                only_url.clone()
+            ),
+            codex_ours(
+                "kcap-workitems",
+                "/usr/bin/kcap",
+                &["mcp", "workitems"],
+                only_url
+            ),
+        ])
+    );
+}
+
+/// The hostile user config of case 3: a user `kcap-flows`, a dotted name, a URL server, and
+/// user entries named like ours carrying fields that would merge into ours.
+const HOSTILE_CODEX_CONFIG: &str = r#"
+[mcp_servers.kcap-flows]
+command = "/usr/bin/kcap"
+args = ["mcp", "flows"]
+env = { KCAP_URL = "http://user.example" }
+
+[mcp_servers."corp.flows"]
+command = "corp-flows"
+args = ["serve"]
+
+[mcp_servers.remote]
+url = "https://mcp.example.com/mcp"
+bearer_token_env_var = "REMOTE_TOKEN"
+
+[mcp_servers.kcap-review]
+command = "/opt/user/kcap"
+args = ["mcp", "review", "--user-flag"]
+enabled = false
+cwd = "/srv/user-project"
+env_vars = ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"]
+env = { KCAP_URL = "http://user.example" }
+startup_timeout_sec = 1
+tool_timeout_sec = 2.5
+enabled_tools = ["get_transcript"]
+disabled_tools = ["get_pr_summary"]
+
+[mcp_servers.kcap-flow-result]
+command = "/opt/user/kcap"
+enabled = false
+env_vars = ["HOME"]
+disabled_tools = ["submit_review_result"]
+"#;
+
+#[test]
+fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let codex = Codex::new(bin);
+    codex.user_config(HOSTILE_CODEX_CONFIG);
+    let worktree = tempfile::tempdir().unwrap();
+    let worktree = worktree.path().to_str().unwrap();
+
+    let inventory = codex.inventory();
+    let names: Vec<&str> = inventory.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "corp.flows",
+            "kcap-flow-result",
+            "kcap-flows",
+            "kcap-review",
+            "remote"
+        ]
+    );
+
+    // Unrendered, the user's own entries are what Codex would start.
+    let before = codex.list(&[]);
+    let enabled: Vec<&str> = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["enabled"] == true)
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(enabled, ["corp.flows", "kcap-flows", "remote"]);
+
+    let mut context = ctx(
+        "http://127.0.0.1:5100",
+        "/usr/bin/kcap",
+        "agent-3",
+        Some(vec![Some("kcap-review")]),
+    );
+    context.worktree = Some(worktree.into());
+    let args = codex_args(&context, &inventory);
+    let url_env = json!({ "KCAP_URL": "http://127.0.0.1:5100" });
+    assert_eq!(
+        codex.list(&args),
+        json!([
+            {
+                "name": "corp.flows",
+                "enabled": false,
+                "disabled_reason": null,
+                "transport": {
+                    "type": "stdio", "command": "false", "args": ["serve"], "env": null,
+                    "env_vars": [], "cwd": null,
+                },
+                "startup_timeout_sec": null,
+                "tool_timeout_sec": null,
+                "auth_status": "unsupported",
+            },
+            {
+                "name": "kcap-flow-result",
+                "enabled": true,
+                "disabled_reason": null,
+                "transport": {
+                    "type": "stdio", "command": "/usr/bin/kcap", "args": ["mcp", "flow-result"],
+                    "env": {"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "agent-3"},
+                    "env_vars": [], "cwd": null,
+                },
+                "startup_timeout_sec": null,
+                "tool_timeout_sec": null,
+                "auth_status": "unsupported",
+            },
+            {
+                "name": "kcap-flows",
+                "enabled": false,
+                "disabled_reason": null,
+                "transport": {
+                    "type": "stdio", "command": "false", "args": ["mcp", "flows"],
+                    "env": {"KCAP_URL": "http://user.example"}, "env_vars": [], "cwd": null,
+                },
+                "startup_timeout_sec": null,
+                "tool_timeout_sec": null,
+                "auth_status": "unsupported",
+            },
+            {
+                "name": "kcap-review",
+                "enabled": true,
+                "disabled_reason": null,
+                "transport": {
+                    "type": "stdio", "command": "/usr/bin/kcap", "args": ["mcp", "review"],
+                    "env": url_env, "env_vars": [], "cwd": worktree,
+                },
+                "startup_timeout_sec": 30.0,
+                "tool_timeout_sec": 120.0,
+                "auth_status": "unsupported",
+            },
+            {
+                "name": "remote",
+                "enabled": false,
+                "disabled_reason": null,
+                "transport": {
+                    "type": "streamable_http", "url": "https://mcp.example.com/mcp",
+                    "bearer_token_env_var": "REMOTE_TOKEN", "http_headers": null,
+                    "env_http_headers": null, "http_headers_helper": null,
+                },
+                "startup_timeout_sec": null,
+                "tool_timeout_sec": null,
+                // Codex reports no auth for a disabled server.
+                "auth_status": "unsupported",
+            },
+        ])
+    );
+    // The tool filters only `mcp get` shows: ours, not the user's.
+    let review = codex.get(&args, "kcap-review");
+    assert_eq!(
+        (&review["enabled_tools"], &review["disabled_tools"]),
+        (
+            &json!([
+                "get_pr_summary",
+                "list_pr_files",
+                "get_file_context",
+                "search_context",
+                "list_sessions",
+                "get_transcript"
+            ]),
+            &json!([])
+        )
+    );
+    let result = codex.get(&args, "kcap-flow-result");
+    assert_eq!(
+        (&result["enabled_tools"], &result["disabled_tools"]),
+        (
+            &json!(["submit_review_result", "send_flow_message"]),
+            &json!([])
+        )
+    );
+}
+
+#[test]
+fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let context = ctx(
+        "http://127.0.0.1:5100",
+        "/usr/bin/kcap",
+        "agent-3",
+        Some(vec![Some("kcap-review")]),
+    );
+    let resolution = context.resolve(Policy::Lenient).unwrap();
+
+    // An extra env key on the user's `kcap-review` would merge into ours.
+    let codex = Codex::new(bin.clone());
+    codex.user_config(
+        "[mcp_servers.kcap-review]\ncommand = \"/opt/user/kcap\"\n\
+         env = { KCAP_URL = \"http://user.example\", EXTRA_SECRET = \"s3cr3t\" }\n",
+    );
+    let inventory = codex.inventory();
+    let err = codex_mcp_overrides(&context, &resolution, &inventory).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::CodexInheritedField {
+            server: "kcap-review".into(),
+            field: "env.EXTRA_SECRET".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
+         `kcap-review` with `env.EXTRA_SECRET`, which would merge into kcap's server of the \
+         same name; remove `env.EXTRA_SECRET` from `[mcp_servers.kcap-review]` in \
+         $CODEX_HOME/config.toml"
+    );
+    // …and it really would: Codex merges it into our entry.
+    let ok = codex_mcp_overrides(&context, &resolution, &[]).unwrap();
+    let mut args = Vec::new();
+    for o in ok {
+        args.extend(["-c".to_string(), o]);
+    }
+    let review = codex.get(&args, "kcap-review");
+    assert_eq!(
+        review["transport"]["env"],
+        json!({"KCAP_URL": "http://127.0.0.1:5100", "EXTRA_SECRET": "s3cr3t"})
+    );
+
+    // A user `kcap-review` that is a URL server cannot become our stdio server.
+    let codex = Codex::new(bin);
+    codex.user_config("[mcp_servers.kcap-review]\nurl = \"https://mcp.example.com/review\"\n");
+    let inventory = codex.inventory();
+    assert_eq!(
+        codex_mcp_overrides(&context, &resolution, &inventory),
+        Err(RenderError::CodexInheritedField {
+            server: "kcap-review".into(),
+            field: "url".into()
+        })
+    );
+}
+
+#[test]
+fn codex_case4_values_reach_the_table_exactly() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let codex = Codex::new(bin);
+    let inventory = codex.inventory();
+    let allowlist = Some(vec![Some("kcap-review")]);
+
+    // Windows paths: `\P`, `\k`, `\t` and `\n` must stay a backslash and a letter.
+    let args = codex_args(
+        &ctx(WINDOWS_URL, WINDOWS_KCAP, HOSTILE, allowlist.clone()),
+        &inventory,
+    );
+    assert_eq!(
+        codex.list(&args),
+        json!([
+            codex_ours(
+                "kcap-flow-result",
+                "C:\\Program Files\\kcap\\kcap.exe",
+                &["mcp", "flow-result"],
+                json!({
+                    "KCAP_URL": "C:\\tools\\new",
+                    "KCAP_FLOW_AGENT_ID":
+                        "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME",
+                }),
+            ),
+            codex_ours(
+                "kcap-review",
+                "C:\\Program Files\\kcap\\kcap.exe",
+                &["mcp", "review"],
+                json!({"KCAP_URL": "C:\\tools\\new"}),
+            ),
+        ])
+    );
+
+    // Quotes, tab, newline, non-ASCII, `=`, `#`, `$HOME` and `${HOME}` (Codex expands
+    // neither) in the path and the URL.
+    let path = format!("/opt/{HOSTILE} ${{HOME}}/kcap");
+    let args = codex_args(&ctx(HOSTILE_URL, &path, "${HOME}", allowlist), &inventory);
+    assert_eq!(
+        codex.list(&args),
+        json!([
+            codex_ours(
+                "kcap-flow-result",
+                "/opt/a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
+                &["mcp", "flow-result"],
+                json!({
+                    "KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME",
+                    "KCAP_FLOW_AGENT_ID": "${HOME}",
+                }),
+            ),
+            codex_ours(
+                "kcap-review",
+                "/opt/a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
+                &["mcp", "review"],
+                json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"}),
+            ),
+        ])
+    );
+}
+
+#[test]
+fn codex_case5_gated_enables_no_server() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    // No user config: nothing at all.
+    let codex = Codex::new(bin.clone());
+    let inventory = codex.inventory();
+    let mut gated = ctx(
+        "http://127.0.0.1:5100",
+        "/usr/bin/kcap",
+        "agent-5",
+        Some(vec![Some("kcap-review")]),
+    );
+    gated.server_url = None;
+    assert_eq!(codex.list(&codex_args(&gated, &inventory)), json!([]));
+
+    // A user config with servers, and a blank capacitor path: every server is disabled.
+    let codex = Codex::new(bin);
+    codex.user_config(
+        "[mcp_servers.kcap-review]\ncommand = \"/opt/user/kcap\"\nargs = [\"mcp\", \"review\"]\n\n\
+         [mcp_servers.\"corp.flows\"]\ncommand = \"corp-flows\"\n\n\
+         [mcp_servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n",
+    );
+    let inventory = codex.inventory();
+    let mut gated = ctx(
+        "http://127.0.0.1:5100",
+        " \t",
+        "agent-5",
+        Some(vec![Some("kcap-review")]),
+    );
+    gated.worktree = Some(codex.cwd.path().to_str().unwrap().into());
+    let table = codex.list(&codex_args(&gated, &inventory));
+    let states: Vec<(&str, &Value, &Value)> = table
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let t = &s["transport"];
+            (
+                s["name"].as_str().unwrap(),
+                &s["enabled"],
+                if t["type"] == "stdio" {
+                    &t["command"]
+                } else {
+                    &t["url"]
+                },
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("corp.flows", &json!(false), &json!("false")),
+            ("kcap-review", &json!(false), &json!("false")),
+            (
+                "remote",
+                &json!(false),
+                &json!("https://mcp.example.com/mcp")
+            ),
+        ]
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Claude Code
+// ------------------------------------------------------------------------------------------
+
+/// Variables Claude Code 2.1.197 adds to every MCP server's environment (probed).
+const CLAUDE_ADDED_ENV: [&str; 7] = [
+    "AI_AGENT",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PROJECT_DIR",
+    "COREPACK_ENABLE_AUTO_PIN",
+    "NoDefaultCurrentDirectoryInExePath",
+];
+
+/// What one recorder invocation saw.
+#[derive(Debug)]
+struct Record {
+    /// `$0` and the arguments, byte for byte.
+    argv: Vec<Vec<u8>>,
+    /// The whole environment.
+    env: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// `pwd -P`.
+    cwd: Vec<u8>,
+}
+
+impl Record {
+    /// The `KCAP_*` variables.
+    fn kcap_env(&self) -> BTreeMap<&[u8], &[u8]> {
+        self.env
+            .iter()
+            .filter(|(k, _)| k.starts_with(b"KCAP_"))
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect()
+    }
+}
+
+/// A throwaway Claude Code setup: its own `HOME`, project dir (the cwd) and recorder output.
+struct Claude {
+    bin: PathBuf,
+    home: TempDir,
+    project: TempDir,
+    scratch: TempDir,
+    /// Prepended to `PATH`, for a capacitor path without a `/`.
+    path_prefix: Option<PathBuf>,
+}
+
+impl Claude {
+    fn new(bin: PathBuf) -> Claude {
+        let claude = Claude {
+            bin,
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+            scratch: tempfile::tempdir().unwrap(),
+            path_prefix: None,
+        };
+        std::fs::create_dir(claude.records_dir()).unwrap();
+        claude
+    }
+
+    fn records_dir(&self) -> PathBuf {
+        self.scratch.path().join("records")
+    }
+
+    /// Writes the recorder at `path` (created with its parent dirs). It records `$0` and its
+    /// arguments (NUL-separated), its whole environment (`env -0`) and `pwd -P` into
+    /// `<records>/<pid>.*`, marks itself done, and exits 0 at once (Claude Code does not
+    /// wait for its MCP servers and would leave a long-running one orphaned).
+    fn recorder_at(&self, path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut body = b"#!/bin/sh\nd=".to_vec();
+        body.extend(sh_quote(self.records_dir().as_os_str().as_bytes()));
+        body.extend_from_slice(
+            b"\n: > \"$d/$$.start\"\n\
+              printf '%s\\0' \"$0\" \"$@\" > \"$d/$$.argv\"\n\
+              env -0 > \"$d/$$.env\"\n\
+              pwd -P > \"$d/$$.cwd\"\n\
+              : > \"$d/$$.done\"\n\
+              exit 0\n",
+        );
+        write_script(path, &body);
+    }
+
+    /// The environment Claude Code itself gets (everything else is cleared).
+    fn parent_env(&self) -> Vec<(&'static str, OsString)> {
+        let mut path = OsString::new();
+        if let Some(prefix) = &self.path_prefix {
+            path.push(prefix);
+            path.push(":");
+        }
+        path.push(inherited_path());
+        vec![
+            ("PATH", path),
+            ("HOME", self.home.path().into()),
+            // `--permission-mode bypassPermissions` refuses to run as root otherwise (CI
+            // containers run as root).
+            ("IS_SANDBOX", "1".into()),
+            // Offline even where the machine has a network: every HTTP request (the API,
+            // telemetry) goes to a dead local port; no update check.
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
+            ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
+            ("HTTP_PROXY", "http://127.0.0.1:9".into()),
+            ("DISABLE_AUTOUPDATER", "1".into()),
+            // Not `DISABLE_TELEMETRY=1` nor `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: with
+            // either, Claude Code 2.1.197 exits at the missing prompt before it has spawned
+            // the `--mcp-config` servers (it spawns them asynchronously; the failed telemetry
+            // flush at exit is what gives them time), and the oracle would see nothing.
+        ]
+    }
+
+    /// Runs `claude <args>` in the project dir with stdin from `/dev/null`, checks that it
+    /// stopped at the missing prompt, and returns every recorder invocation, sorted by argv.
+    fn run(&self, args: &[String]) -> Vec<Record> {
+        assert!(
+            !args.iter().any(|a| a == "--"),
+            "never give Claude Code a prompt here"
+        );
+        let mut cmd = Command::new(&self.bin);
+        cmd.env_clear()
+            .envs(self.parent_env())
+            .args(args)
+            .current_dir(self.project.path());
+        let out = run(cmd, "claude");
+        assert_eq!(
+            (out.status.code(), out.stderr.as_str()),
+            (
+                Some(1),
+                "Error: Input must be provided either through stdin or as a prompt argument \
+                 when using --print\n"
+            ),
+            "claude did not stop at the missing prompt; stdout: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        self.records()
+    }
+
+    /// Waits until every started recorder is done and none has started for a while.
+    fn records(&self) -> Vec<Record> {
+        let dir = self.records_dir();
+        let marks = |ext: &str| -> BTreeSet<String> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(|e| {
+                    let name = e.unwrap().file_name().into_string().unwrap();
+                    name.strip_suffix(ext).map(str::to_string)
+                })
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut settled_since: Option<(Instant, BTreeSet<String>)> = None;
+        let pids = loop {
+            let (started, done) = (marks(".start"), marks(".done"));
+            if started == done {
+                match &settled_since {
+                    Some((t, seen)) if *seen == started => {
+                        if t.elapsed() >= Duration::from_millis(500) {
+                            break started;
+                        }
+                    }
+                    _ => settled_since = Some((Instant::now(), started.clone())),
+                }
+            } else {
+                settled_since = None;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "recorders did not finish: started {started:?}, done {done:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let read = |pid: &str, ext: &str| std::fs::read(dir.join(format!("{pid}.{ext}"))).unwrap();
+        let mut records: Vec<Record> = pids
+            .iter()
+            .map(|pid| {
+                let argv = read(pid, "argv");
+                let argv = argv
+                    .strip_suffix(b"\0")
+                    .expect("argv ends with NUL")
+                    .split(|&b| b == 0)
+                    .map(<[u8]>::to_vec)
+                    .collect();
+                let env = read(pid, "env");
+                let env = env
+                    .strip_suffix(b"\0")
+                    .unwrap_or(&env)
+                    .split(|&b| b == 0)
+                    .map(|kv| {
+                        let eq = kv.iter().position(|&b| b == b'=').expect("NAME=value");
+                        (kv[..eq].to_vec(), kv[eq + 1..].to_vec())
+                    })
+                    .collect();
+                let mut cwd = read(pid, "cwd");
+                assert_eq!(cwd.pop(), Some(b'\n'));
+                Record { argv, env, cwd }
+            })
+            .collect();
+        records.sort_by(|a, b| a.argv.cmp(&b.argv));
+        records
+    }
+
+    /// Checks what every recorder shares: run in the project dir, and an environment of
+    /// exactly Claude Code's own, the variables Claude Code adds, `PWD` (set by `/bin/sh`)
+    /// and `ours` (the names of the entry's `env`).
+    fn assert_common(&self, record: &Record, ours: &[&str]) {
+        let project = self.project.path().canonicalize().unwrap();
+        assert_eq!(record.cwd, project.as_os_str().as_bytes());
+        let expected: BTreeSet<&[u8]> = self
+            .parent_env()
+            .iter()
+            .map(|(k, _)| k.as_bytes())
+            .chain(CLAUDE_ADDED_ENV.iter().map(|k| k.as_bytes()))
+            .chain([b"PWD".as_slice()])
+            .chain(ours.iter().map(|k| k.as_bytes()))
+            .collect();
+        let got: BTreeSet<&[u8]> = record.env.keys().map(Vec::as_slice).collect();
+        assert_eq!(
+            got.iter()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>(),
+            expected
+                .iter()
+                .map(|k| String::from_utf8_lossy(k))
+                .collect::<Vec<_>>(),
+            "unexpected environment names"
+        );
+    }
+}
+
+fn os(s: impl Into<OsString>) -> Vec<u8> {
+    s.into().into_vec()
+}
+
+fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+fn kcap_env<'a>(pairs: &[(&'a str, &'a str)]) -> BTreeMap<&'a [u8], &'a [u8]> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+        .collect()
+}
+
+/// What a recorder invocation saw that the cases pin: argv and the `KCAP_*` variables.
+type Seen<'a> = (Vec<Vec<u8>>, BTreeMap<&'a [u8], &'a [u8]>);
+
+fn seen(records: &[Record]) -> Vec<Seen<'_>> {
+    records
+        .iter()
+        .map(|r| (r.argv.clone(), r.kcap_env()))
+        .collect()
+}
+
+/// The reviewer argv we hand Claude Code.
+fn claude_args(ctx: &LaunchContext) -> Vec<String> {
+    claude_reviewer_args(ctx, Policy::Lenient)
+        .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
+}
+
+#[test]
+fn claude_case1_baseline_starts_exactly_the_result_channel() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let claude = Claude::new(bin);
+    let kcap = claude.scratch.path().join("bin/kcap");
+    claude.recorder_at(&kcap);
+    let mut context = ctx(
+        "http://127.0.0.1:5100",
+        kcap.to_str().unwrap(),
+        "agent-1",
+        None,
+    );
+    // Model and effort are rendered too; no prompt (that would contact a model).
+    context.model = Some("sonnet".into());
+    context.effort = Some("high".into());
+    let args = claude_args(&context);
+    assert_eq!(
+        args[..4],
+        [
+            "--permission-mode",
+            "bypassPermissions",
+            "--strict-mcp-config",
+            "--mcp-config"
+        ]
+    );
+    assert_eq!(
+        args[5..],
+        [
+            "--disallowedTools",
+            "Agent",
+            "--effort",
+            "high",
+            "--model",
+            "sonnet"
+        ]
+    );
+
+    let records = claude.run(&args);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    let r = &records[0];
+    assert_eq!(
+        r.argv,
+        argv(&[kcap.as_os_str().as_bytes(), b"mcp", b"flow-result"])
+    );
+    assert_eq!(
+        r.kcap_env(),
+        kcap_env(&[
+            ("KCAP_URL", "http://127.0.0.1:5100"),
+            ("KCAP_FLOW_AGENT_ID", "agent-1")
+        ])
+    );
+    claude.assert_common(r, &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
+}
+
+#[test]
+fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let claude = Claude::new(bin);
+    let kcap = claude.scratch.path().join("bin/kcap");
+    claude.recorder_at(&kcap);
+    let url = "http://127.0.0.1:5100";
+    let args = claude_args(&ctx(
+        url,
+        kcap.to_str().unwrap(),
+        "agent-2",
+        Some(case2_allowlist()),
+    ));
+    let records = claude.run(&args);
+    let k = kcap.as_os_str().as_bytes();
+    let got = seen(&records);
+    let only_url = kcap_env(&[("KCAP_URL", url)]);
+    assert_eq!(
+        got,
+        [
+            (argv(&[k, b"mcp", b"analytics"]), only_url.clone()),
+            (
+                argv(&[k, b"mcp", b"flow-result"]),
+                kcap_env(&[("KCAP_URL", url), ("KCAP_FLOW_AGENT_ID", "agent-2")])
+            ),
+            (argv(&[k, b"mcp", b"memory"]), only_url.clone()),
+            (argv(&[k, b"mcp", b"review"]), only_url.clone()),
+            (argv(&[k, b"mcp", b"sessions"]), only_url.clone()),
+            (argv(&[k, b"mcp", b"workitems"]), only_url),
+        ]
+    );
+    for r in &records {
+        let ours: &[&str] = if r.argv[2] == b"flow-result" {
+            &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]
+        } else {
+            &["KCAP_URL"]
+        };
+        claude.assert_common(r, ours);
+    }
+}
+
+#[test]
+fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    // `C:\Program Files\kcap\kcap.exe` has no `/`, so Claude Code looks it up in PATH: the
+    // recorder is a file of exactly that name in a directory put first in PATH.
+    let mut claude = Claude::new(bin);
+    let bin_dir = claude.scratch.path().join("bin");
+    claude.recorder_at(&bin_dir.join(WINDOWS_KCAP));
+    claude.path_prefix = Some(bin_dir.clone());
+    let args = claude_args(&ctx(
+        WINDOWS_URL,
+        WINDOWS_KCAP,
+        HOSTILE,
+        Some(vec![Some("kcap-review")]),
+    ));
+    let records = claude.run(&args);
+    let exe = os(bin_dir.join(WINDOWS_KCAP));
+    let got = seen(&records);
+    assert_eq!(
+        got,
+        [
+            (
+                argv(&[&exe, b"mcp", b"flow-result"]),
+                kcap_env(&[
+                    ("KCAP_URL", "C:\\tools\\new"),
+                    (
+                        "KCAP_FLOW_AGENT_ID",
+                        "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME"
+                    ),
+                ])
+            ),
+            (
+                argv(&[&exe, b"mcp", b"review"]),
+                kcap_env(&[("KCAP_URL", "C:\\tools\\new")])
+            ),
+        ]
+    );
+    claude.assert_common(&records[0], &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
+    claude.assert_common(&records[1], &["KCAP_URL"]);
+}
+
+#[test]
+fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let claude = Claude::new(bin);
+    // Quotes, a tab, a newline, non-ASCII, `=`, `#`, a backslash and `$HOME` in the path.
+    let kcap = claude.scratch.path().join(HOSTILE).join("kcap");
+    claude.recorder_at(&kcap);
+    let kcap_str = kcap.to_str().unwrap();
+    assert!(kcap_str.contains('\n') && kcap_str.contains('\t'));
+    let args = claude_args(&ctx(
+        HOSTILE_URL,
+        kcap_str,
+        "agent \u{1F600} #4=x",
+        Some(vec![Some("KCAP-SESSIONS")]),
+    ));
+    let records = claude.run(&args);
+    let got = seen(&records);
+    let k = kcap_str.as_bytes();
+    assert_eq!(
+        got,
+        [
+            (
+                argv(&[k, b"mcp", b"flow-result"]),
+                kcap_env(&[
+                    (
+                        "KCAP_URL",
+                        "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"
+                    ),
+                    ("KCAP_FLOW_AGENT_ID", "agent \u{1F600} #4=x"),
+                ])
+            ),
+            (
+                argv(&[k, b"mcp", b"sessions"]),
+                kcap_env(&[(
+                    "KCAP_URL",
+                    "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"
+                )])
+            ),
+        ]
+    );
+    claude.assert_common(&records[0], &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
+    claude.assert_common(&records[1], &["KCAP_URL"]);
+}
+
+#[test]
+fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
+    // Refused by the renderer, for every field it can reach; no client is involved.
+    let base = ctx(
+        "http://127.0.0.1:5100",
+        "/usr/bin/kcap",
+        "agent-4",
+        Some(vec![Some("kcap-review")]),
+    );
+    let refused = |ctx: &LaunchContext, field: &str| {
+        assert_eq!(
+            claude_reviewer_args(ctx, Policy::Lenient),
+            Err(LaunchError::Render(RenderError::ClaudeExpansion {
+                server: "kcap-flow-result",
+                field: field.into()
+            }))
+        );
+    };
+    let mut c = base.clone();
+    c.capacitor_path = Some("/opt/${HOME}/kcap".into());
+    refused(&c, "command");
+    let mut c = base.clone();
+    c.server_url = Some("http://${HOME}:5100".into());
+    refused(&c, "env.KCAP_URL");
+    let mut c = base.clone();
+    c.agent_id = "a-${HOME:-x}".into();
+    refused(&c, "env.KCAP_FLOW_AGENT_ID");
+    let mut c = base.clone();
+    c.agent_id = "a-$${HOME}".into();
+    refused(&c, "env.KCAP_FLOW_AGENT_ID");
+
+    // Why: given such a value, the real client substitutes its own environment, with no
+    // escape. A hand-built config (what the renderer would emit) shows it.
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let claude = Claude::new(bin);
+    let kcap = claude.scratch.path().join("bin/kcap");
+    claude.recorder_at(&kcap);
+    let config = json!({"mcpServers": {"kcap-flow-result": {
+        "command": kcap,
+        "args": ["mcp", "flow-result"],
+        "env": {"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "a-$${HOME}"},
+    }}});
+    let args: Vec<String> = [
+        "--permission-mode",
+        "bypassPermissions",
+        "--strict-mcp-config",
+        "--mcp-config",
+        &config.to_string(),
+        "--disallowedTools",
+        "Agent",
+    ]
+    .map(String::from)
+    .into();
+    let records = claude.run(&args);
+    assert_eq!(records.len(), 1);
+    let home = claude.home.path().to_str().unwrap();
+    assert_eq!(
+        records[0].kcap_env(),
+        kcap_env(&[
+            ("KCAP_URL", "http://127.0.0.1:5100"),
+            ("KCAP_FLOW_AGENT_ID", &format!("a-${home}")),
+        ])
+    );
+}
+
+#[test]
+fn claude_case5_gated_starts_no_server() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let claude = Claude::new(bin);
+    let kcap = claude.scratch.path().join("bin/kcap");
+    claude.recorder_at(&kcap);
+    for gated in [
+        LaunchContext {
+            server_url: None,
+            ..ctx(
+                "",
+                kcap.to_str().unwrap(),
+                "agent-5",
+                Some(vec![Some("kcap-review")]),
+            )
+        },
+        ctx(
+            "  ",
+            kcap.to_str().unwrap(),
+            "agent-5",
+            Some(vec![Some("kcap-review")]),
+        ),
+        ctx(
+            "http://127.0.0.1:5100",
+            "",
+            "agent-5",
+            Some(vec![Some("kcap-review")]),
+        ),
+    ] {
+        let args = claude_args(&gated);
+        assert_eq!(args[4], r#"{"mcpServers":{}}"#);
+        let records = claude.run(&args);
+        assert!(records.is_empty(), "{records:#?}");
+    }
+
+    // Control: the same setup, ungated, does start the recorder.
+    let args = claude_args(&ctx(
+        "http://127.0.0.1:5100",
+        kcap.to_str().unwrap(),
+        "agent-5",
+        None,
+    ));
+    assert_eq!(claude.run(&args).len(), 1);
+}
+
+// ------------------------------------------------------------------------------------------
+// Case 6: the registration exports, read by the real clients
+// ------------------------------------------------------------------------------------------
+
+/// `kcap-mcp-registry export <args…>`; panics unless it exits 0.
+#[cfg(feature = "cli")]
+fn export(args: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+    cmd.arg("export").args(args);
+    let out = run(cmd, "kcap-mcp-registry export");
+    assert!(out.status.success(), "export {args:?}: {}", out.stderr);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let server = |name: &str, command: &str, args: &[&str], env: Value, cwd: Value| {
+        json!({
+            "name": name,
+            "enabled": true,
+            "disabled_reason": null,
+            "transport": {
+                "type": "stdio", "command": command, "args": args, "env": env,
+                "env_vars": [], "cwd": cwd,
+            },
+            "startup_timeout_sec": null,
+            "tool_timeout_sec": null,
+            "auth_status": "unsupported",
+        })
+    };
+
+    // Defaults: `kcap` from PATH, no env, no cwd.
+    let codex = Codex::new(bin.clone());
+    codex.user_config(&export(&["codex-toml"]));
+    let none = Value::Null;
+    assert_eq!(
+        codex.list(&[]),
+        json!([
+            server(
+                "kcap-analytics",
+                "kcap",
+                &["mcp", "analytics"],
+                none.clone(),
+                none.clone()
+            ),
+            server(
+                "kcap-flows",
+                "kcap",
+                &["mcp", "flows"],
+                none.clone(),
+                none.clone()
+            ),
+            server(
+                "kcap-memory",
+                "kcap",
+                &["mcp", "memory"],
+                none.clone(),
+                none.clone()
+            ),
+            server(
+                "kcap-review",
+                "kcap",
+                &["mcp", "review"],
+                none.clone(),
+                none.clone()
+            ),
+            server(
+                "kcap-sessions",
+                "kcap",
+                &["mcp", "sessions"],
+                none.clone(),
+                none.clone()
+            ),
+            server(
+                "kcap-workitems",
+                "kcap",
+                &["mcp", "workitems"],
+                none.clone(),
+                none
+            ),
+        ])
+    );
+
+    // With a command, a server URL and a project dir (only `needs_project_cwd` servers get it).
+    let codex = Codex::new(bin);
+    let project = codex.cwd.path().to_str().unwrap().to_string();
+    codex.user_config(&export(&[
+        "codex-toml",
+        "--command",
+        WINDOWS_KCAP,
+        "--server-url",
+        HOSTILE_URL,
+        "--project-dir",
+        &project,
+    ]));
+    let env = json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"});
+    let cwd = json!(project);
+    let kcap = "C:\\Program Files\\kcap\\kcap.exe";
+    assert_eq!(
+        codex.list(&[]),
+        json!([
+            server(
+                "kcap-analytics",
+                kcap,
+                &["mcp", "analytics"],
+                env.clone(),
+                cwd.clone()
+            ),
+            server(
+                "kcap-flows",
+                kcap,
+                &["mcp", "flows"],
+                env.clone(),
+                cwd.clone()
+            ),
+            server(
+                "kcap-memory",
+                kcap,
+                &["mcp", "memory"],
+                env.clone(),
+                cwd.clone()
+            ),
+            server(
+                "kcap-review",
+                kcap,
+                &["mcp", "review"],
+                env.clone(),
+                Value::Null
+            ),
+            server(
+                "kcap-sessions",
+                kcap,
+                &["mcp", "sessions"],
+                env.clone(),
+                cwd.clone()
+            ),
+            server("kcap-workitems", kcap, &["mcp", "workitems"], env, cwd),
+        ])
+    );
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    // `claude mcp list` in a project holding the default export: every server listed with
+    // its command line, pending approval (so none is started), and no "MCP config
+    // diagnostics" block (Claude Code prints it on stdout for entries it rejects).
+    let claude = Claude::new(bin.clone());
+    let mcp_json = claude.project.path().join(".mcp.json");
+    std::fs::write(&mcp_json, export(&["claude-mcp-json"])).unwrap();
+    let list = |claude: &Claude| {
+        let mut cmd = Command::new(&claude.bin);
+        cmd.env_clear()
+            .envs(claude.parent_env())
+            .args(["mcp", "list"])
+            .current_dir(claude.project.path());
+        let out = run(cmd, "claude mcp list");
+        assert!(out.status.success(), "claude mcp list: {}", out.stderr);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let pending = "\u{23f8} Pending approval (run `claude` to approve)";
+    assert_eq!(
+        list(&claude),
+        format!(
+            "Checking MCP server health\u{2026}\n\n\
+             kcap-analytics: kcap mcp analytics - {pending}\n\
+             kcap-flows: kcap mcp flows - {pending}\n\
+             kcap-memory: kcap mcp memory - {pending}\n\
+             kcap-review: kcap mcp review - {pending}\n\
+             kcap-sessions: kcap mcp sessions - {pending}\n\
+             kcap-workitems: kcap mcp workitems - {pending}\n"
+        )
+    );
+    assert!(seen(&claude.records()).is_empty());
+
+    // Control: the same oracle does report an entry Claude Code rejects.
+    let mut broken: Value =
+        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    broken["mcpServers"]["kcap-review"]["args"] = json!("mcp review");
+    std::fs::write(&mcp_json, broken.to_string()).unwrap();
+    let out = list(&claude);
+    assert!(
+        out.contains("MCP config diagnostics")
+            && out.contains("[kcap-review] mcpServers.kcap-review: Skipped"),
+        "{out}"
+    );
+
+    // Approved (user setting `enableAllProjectMcpServers`), `mcp list` starts every server
+    // for a health check: with a recorder as the command, each gets exactly its argv, the
+    // exported env and the project dir.
+    let claude = Claude::new(bin);
+    let kcap = claude.scratch.path().join("bin/kcap");
+    claude.recorder_at(&kcap);
+    std::fs::create_dir(claude.home.path().join(".claude")).unwrap();
+    std::fs::write(
+        claude.home.path().join(".claude/settings.json"),
+        r#"{"enableAllProjectMcpServers":true}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        claude.project.path().join(".mcp.json"),
+        export(&[
+            "claude-mcp-json",
+            "--command",
+            kcap.to_str().unwrap(),
+            "--server-url",
+            HOSTILE_URL,
+        ]),
+    )
+    .unwrap();
+    let failed = "\u{2718} Failed to connect";
+    let k = kcap.to_str().unwrap();
+    assert_eq!(
+        list(&claude),
+        format!(
+            "Checking MCP server health\u{2026}\n\n\
+             kcap-analytics: {k} mcp analytics - {failed}\n\
+             kcap-flows: {k} mcp flows - {failed}\n\
+             kcap-memory: {k} mcp memory - {failed}\n\
+             kcap-review: {k} mcp review - {failed}\n\
+             kcap-sessions: {k} mcp sessions - {failed}\n\
+             kcap-workitems: {k} mcp workitems - {failed}\n"
+        )
+    );
+    let records = claude.records();
+    let url = kcap_env(&[(
+        "KCAP_URL",
+        "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME",
+    )]);
+    let k = k.as_bytes();
+    // `mcp list` checks each server more than once; every start must be one of these.
+    let expected: BTreeSet<Seen<'_>> = [
+        b"analytics".as_slice(),
+        b"flows",
+        b"memory",
+        b"review",
+        b"sessions",
+        b"workitems",
+    ]
+    .into_iter()
+    .map(|name| (argv(&[k, b"mcp", name]), url.clone()))
+    .collect();
+    let got: BTreeSet<Seen<'_>> = seen(&records).into_iter().collect();
+    assert_eq!(got, expected);
+    for r in &records {
+        claude.assert_common(r, &["KCAP_URL"]);
+    }
+}

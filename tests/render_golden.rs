@@ -1,0 +1,462 @@
+//! Golden tests for both renderers: exact, order-sensitive strings.
+
+use kcap_mcp_registry::inventory::{InheritedServer, parse_inventory};
+use kcap_mcp_registry::render::claude::{claude_mcp_config, claude_reviewer_args};
+use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
+
+fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
+    LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        capacitor_path: Some("/opt/kcap/bin/kcap".into()),
+        agent_id: "agent-7".into(),
+        mcp_allowlist: allowlist.map(|a| a.into_iter().map(|e| e.map(String::from)).collect()),
+        model: Some("sonnet".into()),
+        effort: Some("high".into()),
+        prompt: Some("Review PR 42".into()),
+        worktree: Some("/work/tree".into()),
+    }
+}
+
+const BASELINE_JSON: &str = r#"{"mcpServers":{"kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"agent-7"}}}}"#;
+
+fn baseline_claude() -> Vec<String> {
+    [
+        "--permission-mode",
+        "bypassPermissions",
+        "--strict-mcp-config",
+        "--mcp-config",
+        BASELINE_JSON,
+        "--disallowedTools",
+        "Agent",
+        "--effort",
+        "high",
+        "--model",
+        "sonnet",
+        "--",
+        "Review PR 42",
+    ]
+    .map(String::from)
+    .into()
+}
+
+fn baseline_codex() -> Vec<String> {
+    [
+        "--cd",
+        "/work/tree",
+        "--sandbox",
+        "workspace-write",
+        "--ask-for-approval",
+        "never",
+        "-c",
+        "mcp_servers={}",
+        "-c",
+        "mcp_servers.kcap-flow-result.enabled=true",
+        "-c",
+        r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
+        "-c",
+        r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
+        "-c",
+        r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+        "-m",
+        "sonnet",
+        "-c",
+        r#"model_reasoning_effort="high""#,
+        "--no-alt-screen",
+        "--",
+        "Review PR 42",
+    ]
+    .map(String::from)
+    .into()
+}
+
+#[test]
+fn allowlists_that_materialize_nothing_equal_the_baseline_byte_for_byte() {
+    let cases: Vec<Option<Vec<Option<&str>>>> = vec![
+        None,
+        Some(vec![]),
+        Some(vec![None]),
+        Some(vec![Some("unknown")]),
+        Some(vec![Some("kcap-flows")]),
+        Some(vec![Some("kcap-flow-result")]),
+        Some(vec![
+            Some(" KCAP-FLOWS "),
+            Some(""),
+            Some("\t"),
+            Some("KCAP-Flow-Result"),
+        ]),
+    ];
+    for allowlist in cases {
+        let c = ctx(allowlist.clone());
+        let r = c.resolve(Policy::Lenient).unwrap();
+        assert_eq!(
+            claude_mcp_config(&c, &r).unwrap(),
+            BASELINE_JSON,
+            "{allowlist:?}"
+        );
+        assert_eq!(
+            claude_reviewer_args(&c, Policy::Lenient).unwrap(),
+            baseline_claude(),
+            "{allowlist:?}"
+        );
+        assert_eq!(
+            codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap(),
+            baseline_codex(),
+            "{allowlist:?}"
+        );
+    }
+}
+
+#[test]
+fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
+    let c = ctx(Some(vec![
+        Some("kcap-sessions"),
+        Some(" KCAP-REVIEW\n"),
+        Some("kcap-flows"),
+        None,
+        Some("kcap-sessions"),
+        Some("kcap-memory"),
+        Some("nope"),
+    ]));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert_eq!(
+        claude_mcp_config(&c, &r).unwrap(),
+        concat!(
+            r#"{"mcpServers":{"kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"agent-7"}},"#,
+            r#""kcap-sessions":{"command":"/opt/kcap/bin/kcap","args":["mcp","sessions"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}},"#,
+            r#""kcap-review":{"command":"/opt/kcap/bin/kcap","args":["mcp","review"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}},"#,
+            r#""kcap-memory":{"command":"/opt/kcap/bin/kcap","args":["mcp","memory"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}}}}"#,
+        )
+    );
+    let overrides = codex_mcp_overrides(&c, &r, &[]).unwrap();
+    assert_eq!(
+        overrides,
+        [
+            "mcp_servers={}",
+            "mcp_servers.kcap-flow-result.enabled=true",
+            r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
+            r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+            "mcp_servers.kcap-sessions.enabled=true",
+            r#"mcp_servers.kcap-sessions.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-sessions.args=["mcp","sessions"]"#,
+            r#"mcp_servers.kcap-sessions.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            "mcp_servers.kcap-review.enabled=true",
+            r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-review.args=["mcp","review"]"#,
+            r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            "mcp_servers.kcap-memory.enabled=true",
+            r#"mcp_servers.kcap-memory.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-memory.args=["mcp","memory"]"#,
+            r#"mcp_servers.kcap-memory.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+        ]
+    );
+    let skipped: Vec<String> = r.skipped().map(|s| s.to_string()).collect();
+    assert_eq!(
+        skipped,
+        [
+            r#"MCP allowlist entry 2 "kcap-flows" skipped: can start flows (recursion guard)"#,
+            "MCP allowlist entry 3 null skipped: blank",
+            r#"MCP allowlist entry 4 "kcap-sessions" skipped: duplicate of an earlier entry"#,
+            r#"MCP allowlist entry 6 "nope" skipped: not a kcap MCP server"#,
+        ]
+    );
+}
+
+#[test]
+fn gated_contexts_render_no_mcp_server() {
+    let gates: [fn(&mut LaunchContext); 4] = [
+        |c| c.server_url = None,
+        |c| c.capacitor_path = None,
+        |c| c.server_url = Some("  ".into()),
+        |c| c.capacitor_path = Some(String::new()),
+    ];
+    for gate in gates {
+        let mut c = ctx(Some(vec![Some("kcap-review"), Some("kcap-memory")]));
+        gate(&mut c);
+        assert!(c.is_gated());
+        let r = c.resolve(Policy::Lenient).unwrap();
+        assert_eq!(claude_mcp_config(&c, &r).unwrap(), r#"{"mcpServers":{}}"#);
+        assert_eq!(
+            codex_mcp_overrides(&c, &r, &[]).unwrap(),
+            ["mcp_servers={}"]
+        );
+    }
+}
+
+#[test]
+fn claude_refuses_values_that_it_would_expand() {
+    // (edit of the baseline context, server, field named in the error)
+    type Case = (fn(&mut LaunchContext), &'static str, &'static str);
+    let cases: [Case; 4] = [
+        (
+            |c| c.capacitor_path = Some("/opt/${HOME}/kcap".into()),
+            "kcap-flow-result",
+            "command",
+        ),
+        (
+            |c| c.server_url = Some("http://h/${X:-y}".into()),
+            "kcap-flow-result",
+            "env.KCAP_URL",
+        ),
+        (
+            |c| c.agent_id = "a${B}".into(),
+            "kcap-flow-result",
+            "env.KCAP_FLOW_AGENT_ID",
+        ),
+        (
+            |c| c.server_url = Some("http://h/$${X}".into()),
+            "kcap-flow-result",
+            "env.KCAP_URL",
+        ),
+    ];
+    for (edit, server, field) in cases {
+        let mut c = ctx(None);
+        edit(&mut c);
+        let r = c.resolve(Policy::Lenient).unwrap();
+        let err = claude_mcp_config(&c, &r).unwrap_err();
+        assert_eq!(
+            err,
+            RenderError::ClaudeExpansion {
+                server,
+                field: field.into()
+            }
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("`{server}.{field}` contains `${{`")),
+            "{err}"
+        );
+        assert_eq!(
+            claude_reviewer_args(&c, Policy::Lenient).unwrap_err(),
+            LaunchError::Render(err)
+        );
+    }
+    // `$HOME` without braces is not expanded by Claude Code and passes through.
+    let mut c = ctx(None);
+    c.server_url = Some("http://h/$HOME".into());
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert!(
+        claude_mcp_config(&c, &r)
+            .unwrap()
+            .contains(r#""KCAP_URL":"http://h/$HOME""#)
+    );
+}
+
+#[test]
+fn strict_policy_rejects_the_first_offending_entry() {
+    // (allowlist, expected rejection: index, entry, reason)
+    type Expected = Option<(usize, Option<&'static str>, RejectReason)>;
+    let cases: Vec<(Vec<Option<&str>>, Expected)> = vec![
+        (
+            vec![
+                Some("kcap-review"),
+                Some("KCAP-SESSIONS"),
+                Some("kcap-analytics"),
+            ],
+            None,
+        ),
+        (
+            vec![
+                Some("kcap-flow-result"),
+                Some("kcap-review"),
+                Some("kcap-review"),
+            ],
+            None,
+        ),
+        (
+            vec![Some("kcap-review"), Some("kcap-memory")],
+            Some((1, Some("kcap-memory"), RejectReason::NotReadOnly)),
+        ),
+        (
+            vec![Some("kcap-workitems")],
+            Some((0, Some("kcap-workitems"), RejectReason::NotReadOnly)),
+        ),
+        (
+            vec![Some(" kcap-FLOWS")],
+            Some((0, Some(" kcap-FLOWS"), RejectReason::StartsFlows)),
+        ),
+        (
+            vec![Some("kcap-review"), None],
+            Some((1, None, RejectReason::Blank)),
+        ),
+        (vec![Some("  ")], Some((0, Some("  "), RejectReason::Blank))),
+        (
+            vec![Some("kcap-revue")],
+            Some((0, Some("kcap-revue"), RejectReason::Unknown)),
+        ),
+    ];
+    for (allowlist, expected) in cases {
+        let c = ctx(Some(allowlist.clone()));
+        let got = c
+            .resolve(Policy::Strict)
+            .err()
+            .map(|r| (r.index, r.entry, r.reason));
+        let expected = expected.map(|(i, e, r)| (i, e.map(String::from), r));
+        assert_eq!(got, expected, "{allowlist:?}");
+    }
+    let c = ctx(Some(vec![Some("kcap-memory\n")]));
+    let err = claude_reviewer_args(&c, Policy::Strict).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"MCP allowlist entry 0 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
+    );
+}
+
+fn hostile_inventory() -> Vec<InheritedServer> {
+    parse_inventory(
+        r#"[
+  {"name":"corp.flows","enabled":true,"disabled_reason":null,
+   "transport":{"type":"stdio","command":"flows","args":[],"env":null,"env_vars":[],"cwd":null},
+   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"},
+  {"name":"http1","enabled":true,"disabled_reason":null,
+   "transport":{"type":"streamable_http","url":"https://example.com/mcp","bearer_token_env_var":"T",
+     "http_headers":{"X":"y"},"env_http_headers":null,"http_headers_helper":null},
+   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"bearer_token"},
+  {"name":"kcap-flows","enabled":true,"disabled_reason":null,
+   "transport":{"type":"stdio","command":"kcap","args":["mcp","flows"],"env":null,"env_vars":[],"cwd":null},
+   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"},
+  {"name":"kcap-review","enabled":false,"disabled_reason":null,
+   "transport":{"type":"stdio","command":"/usr/bin/kcap","args":["mcp","review"],
+     "env":{"KCAP_URL":"http://user"},"env_vars":["TOKEN"],"cwd":"/srv/user"},
+   "startup_timeout_sec":15.0,"tool_timeout_sec":90.5,"auth_status":"unsupported"}
+]"#,
+    )
+    .unwrap()
+}
+
+#[test]
+fn codex_disables_inherited_servers_and_neutralizes_a_same_name_one() {
+    let c = ctx(Some(vec![Some("kcap-review"), Some("kcap-flows")]));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    let overrides = codex_mcp_overrides(&c, &r, &hostile_inventory()).unwrap();
+    assert_eq!(
+        overrides,
+        [
+            r#"mcp_servers={"corp.flows"={enabled=false,command="false"},"http1"={enabled=false,url="https://example.com/mcp"},"kcap-flows"={enabled=false,command="false"}}"#,
+            "mcp_servers.kcap-flow-result.enabled=true",
+            r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
+            r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+            "mcp_servers.kcap-review.enabled=true",
+            r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#,
+            r#"mcp_servers.kcap-review.args=["mcp","review"]"#,
+            r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            "mcp_servers.kcap-review.env_vars=[]",
+            r#"mcp_servers.kcap-review.cwd="/work/tree""#,
+            "mcp_servers.kcap-review.startup_timeout_sec=30",
+            "mcp_servers.kcap-review.tool_timeout_sec=120",
+            "mcp_servers.kcap-review.disabled_tools=[]",
+            r#"mcp_servers.kcap-review.enabled_tools=["get_pr_summary","list_pr_files","get_file_context","search_context","list_sessions","get_transcript"]"#,
+        ]
+    );
+    // Gated: every inherited server is disabled and nothing is enabled.
+    let mut gated = c.clone();
+    gated.server_url = None;
+    let overrides = codex_mcp_overrides(&gated, &r, &hostile_inventory()).unwrap();
+    assert_eq!(overrides.len(), 1);
+    assert!(
+        overrides[0].contains(r#""kcap-review"={enabled=false,command="false"}"#),
+        "{overrides:?}"
+    );
+}
+
+#[test]
+fn codex_refuses_inherited_fields_it_cannot_neutralize() {
+    let mut inventory = hostile_inventory();
+    let c = ctx(Some(vec![Some("kcap-review")]));
+    let r = c.resolve(Policy::Lenient).unwrap();
+
+    // An env key kcap does not set.
+    let extra = inventory[3].clone();
+    let json = r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x",
+        "args":[],"env":{"KCAP_URL":"u","EXTRA_TOKEN":"s"},"env_vars":[],"cwd":null}}]"#;
+    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::CodexInheritedField {
+            server: "kcap-review".into(),
+            field: "env.EXTRA_TOKEN".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `env.EXTRA_TOKEN`, which would merge into kcap's server of the same name; remove `env.EXTRA_TOKEN` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
+    );
+
+    // A URL server with our name.
+    let json = r#"[{"name":"kcap-flow-result","enabled":true,"transport":{"type":"streamable_http","url":"https://x"}}]"#;
+    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::CodexInheritedField {
+            server: "kcap-flow-result".into(),
+            field: "url".into()
+        }
+    );
+
+    // A cwd with no worktree to point it at.
+    inventory[3] = extra;
+    let mut no_worktree = c.clone();
+    no_worktree.worktree = None;
+    let err = codex_reviewer_args(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
+    assert_eq!(
+        err,
+        LaunchError::Render(RenderError::CodexInheritedField {
+            server: "kcap-review".into(),
+            field: "cwd".into()
+        })
+    );
+}
+
+#[test]
+fn codex_model_and_effort_rules() {
+    let args = |model: Option<&str>, effort: Option<&str>| {
+        let mut c = ctx(None);
+        c.model = model.map(String::from);
+        c.effort = effort.map(String::from);
+        c.prompt = None;
+        c.worktree = None;
+        let a = codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap();
+        let tail = a
+            .iter()
+            .position(|x| x.starts_with("mcp_servers.kcap-flow-result.env="))
+            .unwrap()
+            + 1;
+        a[tail..].to_vec()
+    };
+    assert_eq!(args(None, None), ["--no-alt-screen"]);
+    assert_eq!(args(Some(""), Some("")), ["--no-alt-screen"]);
+    assert_eq!(args(Some("Default"), Some("AUTO")), ["--no-alt-screen"]);
+    assert_eq!(
+        args(Some("gpt-5"), Some("max")),
+        [
+            "-m",
+            "gpt-5",
+            "-c",
+            r#"model_reasoning_effort="xhigh""#,
+            "--no-alt-screen"
+        ]
+    );
+    assert_eq!(
+        args(None, Some("lo\"w")),
+        ["-c", r#"model_reasoning_effort="lo\"w""#, "--no-alt-screen"]
+    );
+}
+
+#[test]
+fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
+    let mut c = ctx(None);
+    c.model = None;
+    c.effort = Some(String::new());
+    c.prompt = Some("-x --strict-mcp-config".into());
+    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    assert_eq!(a[4], BASELINE_JSON);
+    assert_eq!(
+        a[5..],
+        ["--disallowedTools", "Agent", "--", "-x --strict-mcp-config"]
+    );
+    c.prompt = None;
+    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    assert_eq!(a.last().unwrap(), "Agent");
+}

@@ -1,0 +1,323 @@
+//! Properties of allowlist resolution and both renderers over random allowlists and random
+//! values, checked by parsing the output with serde_json and the toml crate.
+
+use std::collections::BTreeMap;
+
+use kcap_mcp_registry::inventory::{InheritedServer, Transport};
+use kcap_mcp_registry::render::claude::claude_mcp_config;
+use kcap_mcp_registry::render::codex::codex_mcp_overrides;
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError, servers};
+use proptest::prelude::*;
+use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+
+/// A JSON object read with its keys in document order.
+#[derive(Debug, PartialEq)]
+struct Ordered<T>(Vec<(String, T)>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Ordered<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Ordered<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = m.next_entry()? {
+                    out.push(kv);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaudeConfig {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Ordered<Ordered<Field>>,
+}
+
+/// A server field: `command`, `args` or `env` (an object whose key order is kept).
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+enum Field {
+    Str(String),
+    List(Vec<String>),
+    Env(Ordered<String>),
+}
+
+/// Independent model of what an allowlist should materialize: the ids, in first-seen order.
+fn intended(allowlist: &[Option<String>]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for entry in allowlist.iter().flatten() {
+        let key = entry.trim();
+        let Some(s) = servers()
+            .iter()
+            .find(|s| s.id.eq_ignore_ascii_case(key) && key.is_ascii())
+        else {
+            continue;
+        };
+        if s.allowlistable && !s.starts_flows && !out.contains(&s.id) {
+            out.push(s.id);
+        }
+    }
+    out
+}
+
+fn entry() -> impl Strategy<Value = Option<String>> {
+    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
+    let pad = prop::sample::select(vec!["", " ", "\t", "\u{a0}", "\n", "  \r\n"]);
+    prop_oneof![
+        4 => (prop::sample::select(ids), any::<u64>(), pad.clone(), pad).prop_map(|(id, bits, l, r)| {
+            let cased: String = id
+                .chars()
+                .enumerate()
+                .map(|(i, c)| if bits >> (i % 64) & 1 == 1 { c.to_ascii_uppercase() } else { c })
+                .collect();
+            Some(format!("{l}{cased}{r}"))
+        }),
+        1 => Just(None),
+        1 => "[a-z-]{0,12}".prop_map(Some),
+        1 => any::<String>().prop_map(Some),
+    ]
+}
+
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[ -~]{0,20}",
+        r#"[\\"'\t\n\r\u{0}\u{7f}\u{1b}é=#$\{\}:/ ]{0,16}"#,
+        Just("${HOME}".to_string()),
+        Just(r"C:\Program Files\kcap\kcap.exe".to_string()),
+    ]
+}
+
+fn context() -> impl Strategy<Value = LaunchContext> {
+    (
+        value(),
+        value(),
+        value(),
+        prop::collection::vec(entry(), 0..12),
+    )
+        .prop_map(|(url, path, agent, allowlist)| LaunchContext {
+            server_url: Some(url),
+            capacitor_path: Some(path),
+            agent_id: agent,
+            mcp_allowlist: Some(allowlist),
+            ..LaunchContext::default()
+        })
+}
+
+fn expected_env(id: &str, ctx: &LaunchContext) -> Vec<(String, String)> {
+    let url = ctx.server_url.clone().unwrap();
+    if id == "kcap-flow-result" {
+        vec![
+            ("KCAP_URL".into(), url),
+            ("KCAP_FLOW_AGENT_ID".into(), ctx.agent_id.clone()),
+        ]
+    } else {
+        vec![("KCAP_URL".into(), url)]
+    }
+}
+
+/// Applies Codex `-c` overrides in order to an empty override layer: each dotted key path
+/// (split on every `.`) is set to the TOML value after the first `=`, replacing what was there.
+fn apply_overrides(overrides: &[String]) -> toml::Table {
+    let mut root = toml::Table::new();
+    for o in overrides {
+        let (path, raw) = o.split_once('=').expect("key=value");
+        let value: toml::Table = toml::from_str(&format!("v = {raw}"))
+            .unwrap_or_else(|e| panic!("override value is not TOML: {o:?}: {e}"));
+        let value = value["v"].clone();
+        let keys: Vec<&str> = path.split('.').collect();
+        let mut table = &mut root;
+        for k in &keys[..keys.len() - 1] {
+            table = table
+                .entry(k.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .expect("a table on the path");
+        }
+        table.insert(keys[keys.len() - 1].to_string(), value);
+    }
+    root
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn resolution_matches_the_model_and_never_holds_flow_or_reserved_servers(
+        allowlist in prop::collection::vec(entry(), 0..40)
+    ) {
+        let r = kcap_mcp_registry::resolve_allowlist(&allowlist, Policy::Lenient).unwrap();
+        let got: Vec<&str> = r.servers().map(|s| s.id).collect();
+        prop_assert_eq!(&got, &intended(&allowlist));
+        prop_assert!(r.servers().all(|s| s.allowlistable && !s.starts_flows));
+        // Every entry is either the first to name a materialized server or skipped once.
+        prop_assert_eq!(r.skipped().count() + got.len(), allowlist.len());
+    }
+
+    #[test]
+    fn claude_json_holds_exactly_the_intended_servers(ctx in context()) {
+        let r = ctx.resolve(Policy::Lenient).unwrap();
+        let gated = ctx.is_gated();
+        let rendered = claude_mcp_config(&ctx, &r);
+        let values = [ctx.server_url.as_deref().unwrap(), ctx.capacitor_path.as_deref().unwrap(), &ctx.agent_id];
+        if !gated && values.iter().any(|v| v.contains("${")) {
+            let refused = matches!(rendered, Err(RenderError::ClaudeExpansion { .. }));
+            prop_assert!(refused, "not refused: {:?}", rendered);
+            return Ok(());
+        }
+        let json = rendered.unwrap();
+        prop_assert!(!json.contains('\n'));
+        let config: ClaudeConfig = serde_json::from_str(&json).unwrap();
+        let ids: Vec<&str> = config.mcp_servers.0.iter().map(|(k, _)| k.as_str()).collect();
+        let mut expected = if gated { vec![] } else { vec!["kcap-flow-result"] };
+        if !gated {
+            expected.extend(intended(ctx.mcp_allowlist.as_deref().unwrap()));
+        }
+        prop_assert_eq!(&ids, &expected);
+        for (id, server) in &config.mcp_servers.0 {
+            let registry = servers().iter().find(|s| s.id == id).unwrap();
+            let keys: Vec<&str> = server.0.iter().map(|(k, _)| k.as_str()).collect();
+            prop_assert_eq!(keys, ["command", "args", "env"]);
+            prop_assert_eq!(&server.0[0].1, &Field::Str(ctx.capacitor_path.clone().unwrap()));
+            let args: Vec<String> = registry.args.iter().map(|a| a.to_string()).collect();
+            prop_assert_eq!(&server.0[1].1, &Field::List(args));
+            let Field::Env(env) = &server.0[2].1 else {
+                return Err(TestCaseError::fail("env is not an object"));
+            };
+            let env = env.0.clone();
+            prop_assert_eq!(env, expected_env(id, &ctx));
+        }
+    }
+
+    #[test]
+    fn codex_overrides_are_toml_and_build_exactly_the_intended_table(ctx in context()) {
+        let r = ctx.resolve(Policy::Lenient).unwrap();
+        let overrides = codex_mcp_overrides(&ctx, &r, &[]).unwrap();
+        prop_assert_eq!(&overrides[0], "mcp_servers={}");
+        let table = apply_overrides(&overrides);
+        let servers_table = table["mcp_servers"].as_table().unwrap();
+        let mut expected: Vec<&str> = Vec::new();
+        if !ctx.is_gated() {
+            expected.push("kcap-flow-result");
+            expected.extend(intended(ctx.mcp_allowlist.as_deref().unwrap()));
+        }
+        let mut got: Vec<&str> = servers_table.keys().map(String::as_str).collect();
+        got.sort_unstable();
+        let mut sorted = expected.clone();
+        sorted.sort_unstable();
+        prop_assert_eq!(got, sorted);
+        for id in expected {
+            let registry = servers().iter().find(|s| s.id == id).unwrap();
+            let entry = servers_table[id].as_table().unwrap();
+            let mut want = toml::Table::new();
+            want.insert("enabled".into(), true.into());
+            want.insert("command".into(), ctx.capacitor_path.clone().unwrap().into());
+            want.insert(
+                "args".into(),
+                toml::Value::Array(registry.args.iter().map(|a| (*a).into()).collect()),
+            );
+            let env: BTreeMap<String, String> = expected_env(id, &ctx).into_iter().collect();
+            want.insert("env".into(), toml::Value::try_from(env).unwrap());
+            prop_assert_eq!(entry, &want);
+        }
+    }
+}
+
+fn inherited() -> impl Strategy<Value = InheritedServer> {
+    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
+    let name = prop_oneof![
+        prop::sample::select(ids).prop_map(String::from),
+        any::<String>(),
+        "[a-z]{1,5}\\.[a-z]{1,5}",
+        Just("mcp_servers".to_string()),
+    ];
+    (name, any::<bool>(), value()).prop_map(|(name, http, target)| InheritedServer {
+        name,
+        enabled: true,
+        transport: if http {
+            Transport::StreamableHttp { url: target }
+        } else {
+            Transport::Stdio {
+                command: target,
+                args: vec![],
+                env: None,
+                env_vars: vec!["TOKEN".into()],
+                cwd: None,
+            }
+        },
+        startup_timeout_sec: None,
+        tool_timeout_sec: None,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn codex_disables_every_inherited_server_it_does_not_enable(
+        ctx in context(),
+        inventory in prop::collection::vec(inherited(), 0..6),
+    ) {
+        // Codex lists each name once.
+        let mut inventory = inventory;
+        let mut seen = std::collections::HashSet::new();
+        inventory.retain(|s| seen.insert(s.name.clone()));
+
+        let r = ctx.resolve(Policy::Lenient).unwrap();
+        let mut enabled: Vec<&str> = Vec::new();
+        if !ctx.is_gated() {
+            enabled.push("kcap-flow-result");
+            enabled.extend(intended(ctx.mcp_allowlist.as_deref().unwrap()));
+        }
+        let rendered = codex_mcp_overrides(&ctx, &r, &inventory);
+        let clash_with_url = inventory.iter().any(|s| {
+            enabled.contains(&s.name.as_str()) && matches!(s.transport, Transport::StreamableHttp { .. })
+        });
+        if clash_with_url {
+            let refused = matches!(rendered, Err(RenderError::CodexInheritedField { ref field, .. }) if field == "url");
+            prop_assert!(refused, "not refused: {:?}", rendered);
+            return Ok(());
+        }
+        let table = apply_overrides(&rendered.unwrap());
+        let servers_table = table["mcp_servers"].as_table().unwrap();
+        for s in &inventory {
+            let entry = servers_table[s.name.as_str()].as_table().unwrap();
+            if enabled.contains(&s.name.as_str()) {
+                prop_assert_eq!(&entry["enabled"], &toml::Value::Boolean(true));
+                prop_assert_eq!(&entry["env_vars"], &toml::Value::Array(vec![]));
+                prop_assert_eq!(&entry["disabled_tools"], &toml::Value::Array(vec![]));
+            } else {
+                prop_assert_eq!(&entry["enabled"], &toml::Value::Boolean(false));
+                match &s.transport {
+                    Transport::StreamableHttp { url } => {
+                        prop_assert_eq!(&entry["url"], &toml::Value::String(url.clone()))
+                    }
+                    Transport::Stdio { .. } => {
+                        prop_assert_eq!(&entry["command"], &toml::Value::String("false".into()))
+                    }
+                }
+            }
+        }
+        // Nothing but inherited and enabled servers appears, and nothing flow-starting is enabled.
+        for (name, entry) in servers_table {
+            let is_enabled = entry.get("enabled") == Some(&toml::Value::Boolean(true));
+            prop_assert!(inventory.iter().any(|s| &s.name == name) || enabled.contains(&name.as_str()));
+            if is_enabled {
+                prop_assert!(enabled.contains(&name.as_str()), "{} enabled", name);
+                let flow = servers().iter().any(|s| s.id == name && s.starts_flows);
+                prop_assert!(!flow);
+                let env = entry["env"].as_table().unwrap();
+                prop_assert_eq!(env.contains_key("KCAP_FLOW_AGENT_ID"), name == "kcap-flow-result");
+            }
+        }
+    }
+}
