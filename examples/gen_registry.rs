@@ -53,8 +53,8 @@ pub fn entry(i: usize) -> (String, String) {
     writeln!(s, "# Synthetic entry {i} (examples/gen_registry.rs).").unwrap();
     writeln!(s, "id = \"{id}\"").unwrap();
     let description = format!(
-        "Synthetic {word} server number {i}{}",
-        ": serves the project's data to reviewers.".repeat(1 + i % 3)
+        "Synthetic {word} server number {i}, serving project data to reviewers{}.",
+        " and to the flows that start them".repeat(i % 3)
     );
     writeln!(s, "description = \"{description}\"").unwrap();
     writeln!(
