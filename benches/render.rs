@@ -110,8 +110,8 @@ fn inventory() -> Vec<InheritedServer> {
 }
 
 /// The resolution a daemon would write without this crate.
-fn naive_resolve<'m>(
-    map: &'m HashMap<String, &'static McpServer>,
+fn naive_resolve(
+    map: &HashMap<String, &'static McpServer>,
     entries: &[Option<String>],
 ) -> Vec<&'static McpServer> {
     let mut out: Vec<&'static McpServer> = Vec::new();
