@@ -35,10 +35,13 @@ pub fn lookup(name: &str) -> Option<&'static McpServer> {
     }
     let mut buf = [0u8; table::LONGEST_ID];
     let key = &mut buf[..name.len()];
-    key.copy_from_slice(name);
     // Folds ASCII letters only. Ids are ASCII, so a name holding any other byte cannot
-    // equal one and misses in the table: non-ASCII characters never fold.
-    key.make_ascii_lowercase();
+    // equal one and misses in the table: non-ASCII characters never fold. (Folding while
+    // copying, rather than copying and then folding in place, avoids reloading the bytes
+    // just stored.)
+    for (dst, src) in key.iter_mut().zip(name) {
+        *dst = src.to_ascii_lowercase();
+    }
     table::INDEX.get(&*key).map(|&i| &table::SERVERS[i])
 }
 
