@@ -93,10 +93,14 @@ for n in $sizes; do
     "$cli" check "$dir"
     "$taplo" check --schema "file://$schema" "$dir/*.toml" 2>/dev/null
     "$cjs" --schemafile "$schema" "$dir"/*.toml
-    hyperfine --warmup 2 --runs "$runs" --export-json "$results/hyperfine-check-$n.json" \
+    # No shell (-N): at N = 10 every command takes a few milliseconds, mostly process
+    # start-up, which a shell would blur. hyperfine discards the tools' output; taplo expands
+    # its quoted glob itself, check-jsonschema gets the file list.
+    files="$(printf "'%s' " "$dir"/*.toml)"
+    hyperfine -N --warmup 2 --runs "$runs" --export-json "$results/hyperfine-check-$n.json" \
         -n ours "'$cli' check '$dir'" \
-        -n taplo "'$taplo' check --schema 'file://$schema' '$dir/*.toml' 2>/dev/null" \
-        -n check-jsonschema "'$cjs' --schemafile '$schema' '$dir'/*.toml"
+        -n taplo "'$taplo' check --schema 'file://$schema' '$dir/*.toml'" \
+        -n check-jsonschema "'$cjs' --schemafile '$schema' $files"
 
     say "N = $n: peak memory of check (3 runs each)"
     for _ in 1 2 3; do
@@ -104,7 +108,7 @@ for n in $sizes; do
         /usr/bin/time -f %M -a -o "$results/rss-check-taplo-$n.txt" \
             "$taplo" check --schema "file://$schema" "$dir/*.toml" 2>/dev/null
         /usr/bin/time -f %M -a -o "$results/rss-check-check-jsonschema-$n.txt" \
-            bash -c '"$0" --schemafile "$1" "$2"/*.toml >/dev/null' "$cjs" "$schema" "$dir"
+            "$cjs" --schemafile "$schema" "$dir"/*.toml >/dev/null
     done
 
     say "N = $n: the build script's own run time"
@@ -117,8 +121,8 @@ for line in sys.stdin:
             and m["target"]["src_path"].endswith("/build.rs") and "kcap" in m["package_id"]):
         print(m["filenames"][0])')"
     scratch="$(mktemp -d)"
-    hyperfine --warmup 1 --runs "$runs" --export-json "$results/hyperfine-build-script-$n.json" \
-        -n build.rs "env CARGO_MANIFEST_DIR='$root' OUT_DIR='$scratch' '$script' >/dev/null"
+    hyperfine -N --warmup 1 --runs "$runs" --export-json "$results/hyperfine-build-script-$n.json" \
+        -n build.rs "env CARGO_MANIFEST_DIR='$root' OUT_DIR='$scratch' '$script'"
     rm -rf "$scratch"
 
     say "N = $n: incremental cargo build after editing one registry file"
