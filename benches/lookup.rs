@@ -95,9 +95,7 @@ fn bench_lookup(c: &mut Criterion) {
         assert_eq!(by_scan(input).map(|s| s.id), expected, "scan({input:?})");
 
         let mut group = c.benchmark_group(format!("lookup/{case}"));
-        group.bench_function("phf_lookup", |b| {
-            b.iter(|| lookup(black_box(input.as_str())))
-        });
+        group.bench_function("lookup", |b| b.iter(|| lookup(black_box(input.as_str()))));
         group.bench_function("hashmap_to_lowercase", |b| {
             b.iter(|| by_map(black_box(input.as_str())))
         });

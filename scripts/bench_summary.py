@@ -55,7 +55,7 @@ def lookup_table(runs):
     print("|---|---|---|---|---|---|---|")
     for label, res in runs:
         for case in ("hit_exact", "hit_mixed_padded", "miss_valid_length", "miss_too_long"):
-            ours = res.get(f"lookup/{case}/phf_lookup")
+            ours = res.get(f"lookup/{case}/lookup")
             if ours is None:
                 continue
             m = res[f"lookup/{case}/hashmap_to_lowercase"]
