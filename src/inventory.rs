@@ -143,7 +143,22 @@ pub fn codex_inventory_within(
     codex_bin: &Path,
     timeout: Duration,
 ) -> Result<Vec<InheritedServer>, IsolationError> {
-    let mut child = Command::new(codex_bin)
+    codex_inventory_from(Command::new(codex_bin), timeout)
+}
+
+/// Runs `mcp list --json` through `codex`, a [`Command`] for the Codex binary that the caller
+/// has given the reviewer's environment and working directory (`env`, `env_clear`,
+/// `current_dir`): Codex reads `$CODEX_HOME/config.toml` and, in a trusted project, the
+/// working directory's `.codex/config.toml`, so the inventory must be taken where and as the
+/// reviewer will run. Stdin, stdout and stderr are set here; waits at most `timeout`.
+///
+/// # Errors
+/// As [`codex_inventory`].
+pub fn codex_inventory_from(
+    mut codex: Command,
+    timeout: Duration,
+) -> Result<Vec<InheritedServer>, IsolationError> {
+    let mut child = codex
         .args(["mcp", "list", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
