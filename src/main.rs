@@ -73,10 +73,20 @@ Example:
         strict: bool,
     },
     /// Print the argv a reviewer would be launched with (after the client binary).
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
+    )]
     Render(RenderClient),
     /// Generate files from the registry.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "\
+Example:
+  kcap-mcp-registry export claude-mcp-json > .mcp.json"
+    )]
     Export(ExportWhat),
     /// Show what changes between two registry directories (e.g. a pull request's base and
     /// head), security-relevant flips first.
@@ -175,16 +185,26 @@ Example:
 #[derive(Args)]
 struct RenderArgs {
     /// The kcap server URL (absent: every MCP server is gated off).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     server_url: Option<String>,
     /// The kcap binary, the command of every MCP server (absent: gated off).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
     capacitor_path: Option<String>,
     /// The reviewer's agent id.
-    #[arg(long, value_name = "ID", required_unless_present = "launch_json")]
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "launch_json",
+        allow_hyphen_values = true
+    )]
     agent_id: Option<String>,
     /// MCP allowlist entries, comma-separated (repeatable).
-    #[arg(long, value_name = "A,B,…", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "A,B,…",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     allowlist: Option<Vec<String>>,
     /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`;
     /// other fields ignored), `-` for stdin. Flags given as well override its fields.
@@ -194,16 +214,16 @@ struct RenderArgs {
     #[arg(long)]
     strict: bool,
     /// Model name.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     model: Option<String>,
     /// Reasoning effort.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     effort: Option<String>,
     /// The reviewer's prompt.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     prompt: Option<String>,
     /// The worktree the reviewer runs in.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
     /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]

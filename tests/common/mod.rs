@@ -1,0 +1,48 @@
+//! Helpers shared by the `cli_*` tests: run the `kcap-mcp-registry` binary and capture its
+//! exit code, stdout and stderr exactly.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+/// What one run of the binary produced.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The binary, run in the crate root with `NO_COLOR` unset.
+pub fn bin() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NO_COLOR");
+    cmd
+}
+
+/// Runs the binary with `args` (in the crate root).
+pub fn run(args: &[&str]) -> Run {
+    finish(bin().args(args))
+}
+
+/// Runs the binary with `args` in `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Run {
+    finish(bin().current_dir(dir).args(args))
+}
+
+/// Runs a prepared command.
+pub fn finish(cmd: &mut assert_cmd::Command) -> Run {
+    let out = cmd.output().expect("the binary runs");
+    Run {
+        code: out.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+/// A successful run's stdout, with nothing on stderr.
+pub fn stdout_of(args: &[&str]) -> String {
+    let r = run(args);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
+    r.stdout
+}
