@@ -3,6 +3,8 @@
 //! `build.rs` compiles this file too (through `#[path]`), so a broken registry fails the build
 //! with exactly the text `kcap-mcp-registry check` prints.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -75,10 +77,10 @@ impl Diagnostic {
         let group = match (&self.source, &self.span) {
             (Some(source), Some(span)) => title.element(
                 Snippet::source(&**source)
-                    .path(self.path.as_str())
+                    .path(printable(&self.path))
                     .annotation(AnnotationKind::Primary.span(span.clone())),
             ),
-            _ => title.element(Origin::path(self.path.as_str())),
+            _ => title.element(Origin::path(printable(&self.path))),
         };
         let group: Group<'_> = group.element(Level::HELP.message(self.help.as_str()));
         let mut out = renderer.render(&[group]);
@@ -113,4 +115,23 @@ fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let line = before.matches('\n').count() + 1;
     (line, before[line_start..].chars().count() + 1)
+}
+
+/// `s` with every control character (and U+2028, U+2029) written as a `\u{…}` escape, so a
+/// file name or key taken from user input cannot break a report line or forge one. Text
+/// without such characters is returned as is.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }

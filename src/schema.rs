@@ -16,7 +16,7 @@ use std::sync::Arc;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, printable};
 use crate::model::{EnvSource, MAX_ID_LEN, RESULT_CHANNEL_ID};
 
 /// A registry rule. Each has a stable kebab-case [`Rule::name`] used in diagnostics
@@ -525,12 +525,17 @@ fn check_unique_ids(ids: &[(String, Spanned<String>, Arc<str>)], diags: &mut Vec
             span: Some(id.span()),
             source: Some(source.clone()),
             message: if first_id.get_ref() == id.get_ref() {
-                format!("id `{}` is already used in {first_path}", id.get_ref())
+                format!(
+                    "id `{}` is already used in {}",
+                    printable(id.get_ref()),
+                    printable(first_path)
+                )
             } else {
                 format!(
-                    "id `{}` is already used as `{}` in {first_path} (ids are compared ignoring case)",
-                    id.get_ref(),
-                    first_id.get_ref()
+                    "id `{}` is already used as `{}` in {} (ids are compared ignoring case)",
+                    printable(id.get_ref()),
+                    printable(first_id.get_ref()),
+                    printable(first_path)
                 )
             },
             help: "give each MCP server its own id, or delete the duplicate file".into(),
@@ -653,7 +658,7 @@ impl FileCx<'_> {
         self.report(
             Rule::UnknownKey,
             k.span(),
-            format!("unknown key `{name}`{at}"),
+            format!("unknown key `{}`{at}", printable(name)),
             help,
         );
         suggestion
@@ -1050,7 +1055,10 @@ impl FileCx<'_> {
             self.report(
                 Rule::IdFileStem,
                 id.span(),
-                format!("id `{s}` does not match the file name `{stem}.toml`"),
+                format!(
+                    "id `{s}` does not match the file name `{}.toml`",
+                    printable(stem)
+                ),
                 format!(
                     "rename the file to `{s}.toml`, or set `id = \"{}\"`",
                     stem.escape_debug()

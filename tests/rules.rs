@@ -362,3 +362,38 @@ fn a_missing_directory_is_a_load_error_not_a_violation() {
         "{err}"
     );
 }
+
+#[test]
+fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-x.toml"),
+        format!("{BASE}\"a\\nerror[id-unique]: forged\" = 1\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap\ny.toml"),
+        BASE.replace("kcap-x", "kcap-y"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "id `kcap-y` does not match the file name `kcap\\u{a}y.toml`",
+            "unknown key `a\\u{a}error[id-unique]: forged`",
+        ]
+    );
+    let report = diagnostic::render_all(&diags, false);
+    let headers = report.lines().filter(|l| l.starts_with("error[")).count();
+    assert_eq!(headers, 2, "{report}");
+    assert!(report.contains("/kcap\\u{a}y.toml:1:6"), "{report}");
+}
