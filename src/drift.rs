@@ -151,16 +151,23 @@ pub fn parse_registration(path: &str, text: &str) -> Result<RegistrationFile, Re
     })
 }
 
-fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcpServers.{}.{key}`", name.escape_debug());
+/// One registered server's `command` and `args` from its JSON value (a Codex TOML table is
+/// converted to JSON first). `at(key)` names a field as the file spells it
+/// (`` `mcpServers.x.args` ``), `table` the kind of value a server must be.
+fn registered(
+    name: &str,
+    v: &serde_json::Value,
+    at: impl Fn(&str) -> String,
+    table: &str,
+) -> Result<Registered, String> {
     let obj = v
         .as_object()
-        .ok_or_else(|| format!("`mcpServers.{}` must be a JSON object", name.escape_debug()))?;
+        .ok_or_else(|| format!("{} must be {table}", at("")))?;
     let command = match obj.get("command") {
         None => None,
         Some(c) => Some(
             c.as_str()
-                .ok_or_else(|| format!("{} must be a string", at("command")))?
+                .ok_or_else(|| format!("{} must be a string", at(".command")))?
                 .to_string(),
         ),
     };
@@ -169,7 +176,7 @@ fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> 
         Some(a) => a
             .as_array()
             .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
-            .ok_or_else(|| format!("{} must be an array of strings", at("args")))?,
+            .ok_or_else(|| format!("{} must be an array of strings", at(".args")))?,
     };
     Ok(Registered {
         name: name.into(),
@@ -178,34 +185,16 @@ fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> 
     })
 }
 
+fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> {
+    let at = |key: &str| format!("`mcpServers.{}{key}`", name.escape_debug());
+    registered(name, v, at, "a JSON object")
+}
+
 fn toml_server(name: &str, v: &toml::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcp_servers.\"{}\".{key}`", name.escape_debug());
-    let table = v.as_table().ok_or_else(|| {
-        format!(
-            "`mcp_servers.\"{}\"` must be a TOML table",
-            name.escape_debug()
-        )
-    })?;
-    let command = match table.get("command") {
-        None => None,
-        Some(c) => Some(
-            c.as_str()
-                .ok_or_else(|| format!("{} must be a string", at("command")))?
-                .to_string(),
-        ),
-    };
-    let args = match table.get("args") {
-        None => Vec::new(),
-        Some(a) => a
-            .as_array()
-            .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
-            .ok_or_else(|| format!("{} must be an array of strings", at("args")))?,
-    };
-    Ok(Registered {
-        name: name.into(),
-        command,
-        args,
-    })
+    let at = |key: &str| format!("`mcp_servers.\"{}\"{key}`", name.escape_debug());
+    // Every TOML value has a JSON form (datetimes become objects, never strings).
+    let v = serde_json::to_value(v).map_err(|e| format!("{}: {e}", at("")))?;
+    registered(name, &v, at, "a TOML table")
 }
 
 /// How a registration file differs from the registry for one server.
