@@ -9,6 +9,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -165,11 +166,15 @@ pub fn codex_inventory_from(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(IsolationError::Spawn)?;
+    // Each pipe is read on its own thread, which reports through a channel, so a grandchild
+    // that keeps a pipe open cannot hold us past the deadline.
     let read_all = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
-            pipe.read_to_end(&mut buf).map(|_| buf)
-        })
+            let _ = tx.send(pipe.read_to_end(&mut buf).map(|_| buf));
+        });
+        rx
     };
     let stdout = read_all(Box::new(child.stdout.take().expect("piped")));
     let stderr = read_all(Box::new(child.stderr.take().expect("piped")));
@@ -186,12 +191,17 @@ pub fn codex_inventory_from(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let join = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| {
-        h.join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")))
-            .map_err(IsolationError::Spawn)
+    let collect = |rx: mpsc::Receiver<std::io::Result<Vec<u8>>>| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(read) => read.map_err(IsolationError::Spawn),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(IsolationError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(IsolationError::Spawn(
+                std::io::Error::other("the pipe reader stopped without a result"),
+            )),
+        }
     };
-    let (out, err) = (join(stdout)?, join(stderr)?);
+    let (out, err) = (collect(stdout)?, collect(stderr)?);
     if !status.success() {
         return Err(IsolationError::Exit {
             status: status.to_string(),
