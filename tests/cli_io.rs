@@ -9,7 +9,10 @@ fn bin() -> Command {
 
 #[test]
 fn a_full_disk_is_an_io_error_with_a_message() {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let out = bin().arg("list").stdout(full).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(

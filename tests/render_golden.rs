@@ -401,6 +401,10 @@ fn codex_refuses_inherited_fields_it_cannot_neutralize() {
     no_worktree.worktree = None;
     let err = codex_reviewer_args(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
     assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `cwd`, which would merge into kcap's server of the same name; give the reviewer a worktree (its `cwd` then points there), or remove `cwd` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
+    );
+    assert_eq!(
         err,
         LaunchError::Render(RenderError::CodexInheritedField {
             server: "kcap-review".into(),

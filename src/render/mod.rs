@@ -129,16 +129,24 @@ impl fmt::Display for RenderError {
                  which Claude Code expands as a variable reference and cannot escape; \
                  remove `${{` from that value"
             ),
-            RenderError::CodexInheritedField { server, field } => write!(
-                f,
-                "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
-                 `{}` with `{}`, which would merge into kcap's server of the same name; \
-                 remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
-                server.escape_debug(),
-                field.escape_debug(),
-                field.escape_debug(),
-                server.escape_debug()
-            ),
+            RenderError::CodexInheritedField { server, field } => {
+                write!(
+                    f,
+                    "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
+                     `{}` with `{}`, which would merge into kcap's server of the same name; ",
+                    server.escape_debug(),
+                    field.escape_debug(),
+                )?;
+                if field == "cwd" {
+                    f.write_str("give the reviewer a worktree (its `cwd` then points there), or ")?;
+                }
+                write!(
+                    f,
+                    "remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
+                    field.escape_debug(),
+                    server.escape_debug()
+                )
+            }
         }
     }
 }
