@@ -273,7 +273,8 @@ Example:
     /// [mcp_servers.<id>] tables for Codex CLI's config.toml.
     #[command(after_help = "\
 Example:
-  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" >> .codex/config.toml")]
+  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" > kcap-servers.toml
+  # then paste its tables into .codex/config.toml once (appending twice duplicates them)")]
     CodexToml {
         #[command(flatten)]
         common: RegistrationArgs,
