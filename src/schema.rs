@@ -16,7 +16,7 @@ use std::sync::Arc;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::diagnostic::{Diagnostic, printable};
+use crate::diagnostic::{Diagnostic, SourceText, printable};
 use crate::model::{EnvSource, MAX_ID_LEN, RESULT_CHANNEL_ID};
 
 /// A registry rule. Each has a stable kebab-case [`Rule::name`] used in diagnostics
@@ -448,13 +448,13 @@ pub fn validate(files: &[SourceFile], dir_path: &str) -> Result<Vec<Entry>, Vec<
     let mut diags = Vec::new();
     let mut entries = Vec::new();
     // Every id seen (valid or not), for the directory-wide rules.
-    let mut ids: Vec<(String, Spanned<String>, Arc<str>)> = Vec::new();
+    let mut ids: Vec<(String, Spanned<String>, Arc<SourceText>)> = Vec::new();
     let mut has_result_channel = false;
     for file in files {
         has_result_channel |= file.stem == RESULT_CHANNEL_ID;
         let mut cx = FileCx {
             path: &file.path,
-            source: Arc::from(""),
+            source: Arc::new(SourceText::new(String::new())),
             diags: Vec::new(),
         };
         if let Some(raw) = cx.parse(&file.bytes) {
@@ -509,7 +509,10 @@ fn dir_diag(rule: Rule, path: &str, message: String, help: String) -> Diagnostic
 }
 
 /// Rule `id-unique`: a later file whose id equals an earlier one's, ignoring ASCII case.
-fn check_unique_ids(ids: &[(String, Spanned<String>, Arc<str>)], diags: &mut Vec<Diagnostic>) {
+fn check_unique_ids(
+    ids: &[(String, Spanned<String>, Arc<SourceText>)],
+    diags: &mut Vec<Diagnostic>,
+) {
     let mut first_of: HashMap<String, usize> = HashMap::with_capacity(ids.len());
     for (i, (path, id, source)) in ids.iter().enumerate() {
         let first = *first_of
@@ -566,7 +569,7 @@ struct RawEntry {
 /// Checks one file, collecting its diagnostics.
 struct FileCx<'a> {
     path: &'a str,
-    source: Arc<str>,
+    source: Arc<SourceText>,
     diags: Vec<Diagnostic>,
 }
 
@@ -589,7 +592,8 @@ impl FileCx<'_> {
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
-                self.source = Arc::from(String::from_utf8_lossy(bytes).as_ref());
+                self.source =
+                    Arc::new(SourceText::new(String::from_utf8_lossy(bytes).into_owned()));
                 let at = e.valid_up_to();
                 self.report(
                     Rule::TomlUtf8,
@@ -600,9 +604,9 @@ impl FileCx<'_> {
                 return None;
             }
         };
-        self.source = Arc::from(text);
+        self.source = Arc::new(SourceText::new(text.to_owned()));
         let source = self.source.clone();
-        let (table, errors) = DeTable::parse_recoverable(&source);
+        let (table, errors) = DeTable::parse_recoverable(source.text());
         if !errors.is_empty() {
             for e in errors {
                 let span = e.span().unwrap_or(0..0);

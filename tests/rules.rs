@@ -397,3 +397,50 @@ fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
     assert_eq!(headers, 2, "{report}");
     assert!(report.contains("/kcap\\u{a}y.toml:1:6"), "{report}");
 }
+
+#[test]
+fn only_the_lines_of_the_span_are_quoted_and_huge_lines_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    // A span over three lines is quoted whole; line numbers stay those of the file.
+    let multi = BASE.replace("starts_flows = false", "starts_flows = [\n  1,\n]");
+    std::fs::write(dir.path().join("kcap-x.toml"), format!("\n\n{multi}")).unwrap();
+    // A 5,000-byte line is named by position only.
+    let long = format!("{}\"{}\", \"\"]", "args = [", "a".repeat(5000));
+    std::fs::write(
+        dir.path().join("kcap-y.toml"),
+        BASE.replace("kcap-x", "kcap-y")
+            .replace("args = [\"mcp\", \"x\"]", &long),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let report = diagnostic::render_all(&diags, false);
+    let x = dir.path().join("kcap-x.toml").display().to_string();
+    let y = dir.path().join("kcap-y.toml").display().to_string();
+    let expected = format!(
+        "error[wrong-type]: `starts_flows` must be a boolean, found an array
+ --> {x}:6:16
+  |
+6 |   starts_flows = [
+  |  ________________^
+7 | |   1,
+8 | | ]
+  | |_^
+  |
+  = help: write `starts_flows` as a boolean
+
+error[args-format]: `args[1]` is empty
+--> {y}:3:5013
+ = help: write each argument as a non-empty, single-line string without `${{`
+
+error: 2 registry rule violations
+"
+    );
+    assert_eq!(report, expected);
+}
