@@ -172,9 +172,9 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
     out
 }
 
-/// `s` with every control character (and U+2028, U+2029) written as a `\u{…}` escape, so a
-/// file name or key taken from user input cannot break a report line or forge one. Text
-/// without such characters is returned as is.
+/// `s` with every control character (and U+2028, U+2029) escaped — `\n`, `\r`, `\t`, other
+/// ones as `\u{…}` — so a file name, key or value taken from user input cannot break a
+/// report line, forge one, or send terminal escapes. Other text is returned as is.
 pub fn printable(s: &str) -> Cow<'_, str> {
     let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
     if !s.chars().any(bad) {
@@ -182,10 +182,14 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if bad(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if bad(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
         }
     }
     Cow::Owned(out)

@@ -821,12 +821,12 @@ impl FileCx<'_> {
                     k.span(),
                     format!(
                         "env name `{}` does not match {ENV_NAME_PATTERN}",
-                        name.escape_debug()
+                        printable(&name)
                     ),
                     "use upper-case ASCII letters, digits and `_`, starting with a letter".into(),
                 );
             }
-            let what = format!("env.{name}");
+            let what = format!("env.{}", printable(&name));
             let Some(src) = self.string(val, &what) else {
                 ok = false;
                 continue;
@@ -843,7 +843,7 @@ impl FileCx<'_> {
                         src.span(),
                         format!(
                             "unknown env source `{}` for `{what}`",
-                            src.get_ref().escape_debug()
+                            printable(src.get_ref())
                         ),
                         format!("{hint}the source is `\"server_url\"` or `\"agent_id\"`"),
                     );
@@ -902,7 +902,7 @@ impl FileCx<'_> {
                 name.span(),
                 format!(
                     "tool name `{}` does not match {TOOL_NAME_PATTERN}",
-                    name.get_ref().escape_debug()
+                    printable(name.get_ref())
                 ),
                 "use 1 to 128 ASCII letters, digits, `_`, `.` or `-`".into(),
             );
@@ -1051,7 +1051,7 @@ impl FileCx<'_> {
                 id.span(),
                 format!(
                     "id `{}` is not canonical ({ID_PATTERN}, at most {MAX_ID_LEN} bytes)",
-                    s.escape_debug()
+                    printable(s)
                 ),
                 help,
             );
@@ -1065,7 +1065,7 @@ impl FileCx<'_> {
                 ),
                 format!(
                     "rename the file to `{s}.toml`, or set `id = \"{}\"`",
-                    stem.escape_debug()
+                    printable(stem)
                 ),
             );
         }

@@ -388,14 +388,14 @@ fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
     assert_eq!(
         messages,
         [
-            "id `kcap-y` does not match the file name `kcap\\u{a}y.toml`",
-            "unknown key `a\\u{a}error[id-unique]: forged`",
+            "id `kcap-y` does not match the file name `kcap\\ny.toml`",
+            "unknown key `a\\nerror[id-unique]: forged`",
         ]
     );
     let report = diagnostic::render_all(&diags, false);
     let headers = report.lines().filter(|l| l.starts_with("error[")).count();
     assert_eq!(headers, 2, "{report}");
-    assert!(report.contains("/kcap\\u{a}y.toml:1:6"), "{report}");
+    assert!(report.contains("/kcap\\ny.toml:1:6"), "{report}");
 }
 
 #[test]
@@ -443,4 +443,36 @@ error: 2 registry rule violations
 "
     );
     assert_eq!(report, expected);
+}
+
+#[test]
+fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
+    let text = format!("{BASE}[env]\n\"X\\u001b]0;pwned\\u0007\\nerror[forged]\" = 5\n");
+    let found = check_files(&[("kcap-x.toml", text.as_bytes())]);
+    assert_eq!(
+        found,
+        vec![
+            ("env-name".to_string(), 6, 1),
+            ("wrong-type".to_string(), 6, 42)
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("kcap-x.toml"), &text).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    for d in &diags {
+        for text in [&d.message, &d.help] {
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+        }
+    }
+    assert_eq!(
+        diags[1].message,
+        "`env.X\\u{1b}]0;pwned\\u{7}\\nerror[forged]` must be a string, found an integer"
+    );
 }
