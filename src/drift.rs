@@ -5,7 +5,8 @@
 //! expected `command` (the kcap binary, `kcap` unless told otherwise) and its `args`: exactly
 //! what [`crate::export::claude_mcp_json`] and [`crate::export::codex_toml`] write. A server
 //! the registry lists and the file lacks is *missing*; a server the file lists and the
-//! registry does not is *extra*; a server in both with another `command` or `args` differs.
+//! registry does not is *extra*; a server in both with another `command` or `args`, or
+//! turned off with `enabled = false`, differs.
 //! Other keys (`env`, `cwd`, `description`, timeouts) are not compared.
 
 use std::fmt;
@@ -43,6 +44,8 @@ pub struct Registered {
     pub command: Option<String>,
     /// Its `args`; empty when absent.
     pub args: Vec<String>,
+    /// `false` when the file sets `enabled = false` (Codex); `true` otherwise.
+    pub enabled: bool,
 }
 
 /// A parsed registration file.
@@ -178,10 +181,17 @@ fn registered(
             .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
             .ok_or_else(|| format!("{} must be an array of strings", at(".args")))?,
     };
+    let enabled = match obj.get("enabled") {
+        None => true,
+        Some(e) => e
+            .as_bool()
+            .ok_or_else(|| format!("{} must be a boolean", at(".enabled")))?,
+    };
     Ok(Registered {
         name: name.into(),
         command,
         args,
+        enabled,
     })
 }
 
@@ -219,6 +229,8 @@ pub enum DriftKind {
         /// The file's command; `None` when it has none.
         found: Option<String>,
     },
+    /// The file registers the server but turns it off (`enabled = false`).
+    Disabled,
     /// The file's `args` are not the registry's.
     Args {
         /// The registry's args.
@@ -242,11 +254,13 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-command` or `drift-args`.
+    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-disabled`, `drift-command`
+    /// or `drift-args`.
     pub const fn rule(&self) -> &'static str {
         match self.kind {
             DriftKind::Missing { .. } => "drift-missing",
             DriftKind::Extra { .. } => "drift-extra",
+            DriftKind::Disabled => "drift-disabled",
             DriftKind::Command { .. } => "drift-command",
             DriftKind::Args { .. } => "drift-args",
         }
@@ -277,6 +291,10 @@ impl Drift {
             DriftKind::Extra { injection_only: false } => (
                 format!("{file} registers MCP server `{server}`, which is not in the registry"),
                 format!("remove it, or add `registry/{server}.toml` if it is a kcap MCP server"),
+            ),
+            DriftKind::Disabled => (
+                format!("MCP server `{server}` is registered in {file} but disabled (`enabled = false`)"),
+                "remove `enabled = false`, or regenerate the file with `kcap-mcp-registry export codex-toml`".into(),
             ),
             DriftKind::Command { expected, found } => (
                 match found {
@@ -341,6 +359,9 @@ pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<D
             ));
             continue;
         };
+        if !found.enabled {
+            out.push(make(&entry.id, DriftKind::Disabled));
+        }
         if found.command.as_deref() != Some(command) {
             out.push(make(
                 &entry.id,

@@ -456,11 +456,12 @@ fn check(args: CheckArgs) -> ExitCode {
                 args.dir.display()
             );
             for f in &files {
+                let n = export::registrations(&entries).count();
                 outln!(
-                    "ok: {} ({}) registers the registry's {} allowlistable servers",
+                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
                     f.path,
                     f.client.name(),
-                    export::registrations(&entries).count()
+                    if n == 1 { "" } else { "s" }
                 );
             }
         }
