@@ -29,21 +29,33 @@ mod table {
 /// assert!(lookup("   ").is_none());
 /// ```
 pub fn lookup(name: &str) -> Option<&'static McpServer> {
-    let name = name.trim().as_bytes();
+    let name = untrimmed(name);
     if name.len() > table::LONGEST_ID || name.len() < table::SHORTEST_ID {
         return None;
     }
     let mut buf = [0u8; table::LONGEST_ID];
     let key = &mut buf[..name.len()];
-    for (dst, &src) in key.iter_mut().zip(name) {
-        if !src.is_ascii() {
-            return None;
-        }
+    // Folds ASCII letters only. Ids are ASCII, so a name holding any other byte cannot
+    // equal one and misses in the table: non-ASCII characters never fold. (Folding while
+    // copying, rather than copying and then folding in place, avoids reloading the bytes
+    // just stored.)
+    for (dst, src) in key.iter_mut().zip(name) {
         *dst = src.to_ascii_lowercase();
     }
-    // Every byte is ASCII, so `key` is valid UTF-8.
-    let key = std::str::from_utf8(key).ok()?;
-    table::INDEX.get(key).map(|&i| &table::SERVERS[i])
+    table::INDEX.get(&*key).map(|&i| &table::SERVERS[i])
+}
+
+/// `name.trim()` as bytes, without scanning when `name` neither starts nor ends with
+/// whitespace: a first and last byte that are ASCII and not whitespace mean `trim` would
+/// return `name` unchanged (every non-ASCII whitespace character starts with a byte
+/// >= 0x80 and ends with a continuation byte >= 0x80).
+#[inline]
+fn untrimmed(name: &str) -> &[u8] {
+    let kept = |b: u8| b.is_ascii() && !char::from(b).is_whitespace();
+    match name.as_bytes() {
+        [first, .., last] if kept(*first) && kept(*last) => name.as_bytes(),
+        _ => name.trim().as_bytes(),
+    }
 }
 
 /// Every registry entry, sorted by id.

@@ -406,25 +406,84 @@ pub fn load_dir(dir: &Path) -> Result<Vec<SourceFile>, LoadError> {
         let path = path.to_path_buf();
         move |source| LoadError { path, source }
     };
-    let mut files = Vec::new();
+    let mut paths = Vec::new();
     for item in std::fs::read_dir(dir).map_err(err(dir))? {
         let item = item.map_err(err(dir))?;
         let path = item.path();
-        if path.extension().is_none_or(|e| e != "toml") || !path.is_file() {
+        if path.extension().is_none_or(|e| e != "toml") {
             continue;
         }
+        // The directory entry's type costs no system call; a symlink is followed.
+        let is_file = match item.file_type() {
+            Ok(t) if !t.is_symlink() => t.is_file(),
+            _ => path.is_file(),
+        };
+        if is_file {
+            paths.push(path);
+        }
+    }
+    let read = |path: &PathBuf| {
         let stem = path
             .file_stem()
             .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let bytes = std::fs::read(&path).map_err(err(&path))?;
-        files.push(SourceFile {
+        let bytes = read_file(path).map_err(err(path))?;
+        Ok(SourceFile {
             path: path.display().to_string(),
             stem,
             bytes,
-        });
-    }
+        })
+    };
+    let mut files = parallel_map(&paths, read)
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// `fs::read` without asking the file's size first (`fs::read` and `read_to_end` spend a
+/// `statx`, and `read_to_end` an `lseek`, per file): open, read until end of file into a
+/// stack buffer, close, and copy out exactly the bytes read.
+fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    use io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = [0u8; 8192];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => return Ok(buf[..len].to_vec()),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // Larger than any real registry file: read the rest as `fs::read` would.
+    let mut bytes = buf.to_vec();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Files one thread takes at least: below this, threads cost more than they save.
+const FILES_PER_THREAD: usize = 256;
+
+/// `items.iter().map(f).collect()`, on up to `available_parallelism` scoped threads for
+/// large inputs. Results keep the order of `items`; a panic in `f` is re-raised.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = cores.min(items.len() / FILES_PER_THREAD);
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|chunk| scope.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Loads and validates the registry in `dir`: [`load_dir`] then [`validate`].
@@ -450,26 +509,11 @@ pub fn validate(files: &[SourceFile], dir_path: &str) -> Result<Vec<Entry>, Vec<
     // Every id seen (valid or not), for the directory-wide rules.
     let mut ids: Vec<(String, Spanned<String>, Arc<SourceText>)> = Vec::new();
     let mut has_result_channel = false;
-    for file in files {
-        has_result_channel |= file.stem == RESULT_CHANNEL_ID;
-        let mut cx = FileCx {
-            path: &file.path,
-            source: Arc::new(SourceText::new(String::new())),
-            diags: Vec::new(),
-        };
-        if let Some(raw) = cx.parse(&file.bytes) {
-            if let Some(id) = &raw.id {
-                has_result_channel |= id.get_ref() == RESULT_CHANNEL_ID;
-                ids.push((file.path.clone(), id.clone(), cx.source.clone()));
-            }
-            let entry = cx.check_entry(raw, &file.stem);
-            if cx.diags.is_empty() {
-                entries.extend(entry);
-            }
-        }
-        cx.diags
-            .sort_by_key(|d| d.span.as_ref().map_or(0, |s| s.start));
-        diags.append(&mut cx.diags);
+    for file in parallel_map(files, check_file) {
+        has_result_channel |= file.result_channel;
+        ids.extend(file.id);
+        entries.extend(file.entry);
+        diags.extend(file.diags);
     }
     check_unique_ids(&ids, &mut diags);
     if files.is_empty() {
@@ -494,6 +538,48 @@ pub fn validate(files: &[SourceFile], dir_path: &str) -> Result<Vec<Entry>, Vec<
         Ok(entries)
     } else {
         Err(diags)
+    }
+}
+
+/// What one file contributes to [`validate`].
+struct CheckedFile {
+    /// Its diagnostics, in source order.
+    diags: Vec<Diagnostic>,
+    /// Its entry, when the file broke no rule.
+    entry: Option<Entry>,
+    /// `(path, id, source)` for the directory-wide rules, when it has a string `id`.
+    id: Option<(String, Spanned<String>, Arc<SourceText>)>,
+    /// Its stem or its id is the result channel's.
+    result_channel: bool,
+}
+
+/// Every rule that concerns one file alone.
+fn check_file(file: &SourceFile) -> CheckedFile {
+    let mut result_channel = file.stem == RESULT_CHANNEL_ID;
+    let mut id = None;
+    let mut entry = None;
+    let mut cx = FileCx {
+        path: &file.path,
+        source: Arc::new(SourceText::new(String::new())),
+        diags: Vec::new(),
+    };
+    if let Some(raw) = cx.parse(&file.bytes) {
+        if let Some(raw_id) = &raw.id {
+            result_channel |= raw_id.get_ref() == RESULT_CHANNEL_ID;
+            id = Some((file.path.clone(), raw_id.clone(), cx.source.clone()));
+        }
+        let checked = cx.check_entry(raw, &file.stem);
+        if cx.diags.is_empty() {
+            entry = checked;
+        }
+    }
+    cx.diags
+        .sort_by_key(|d| d.span.as_ref().map_or(0, |s| s.start));
+    CheckedFile {
+        diags: cx.diags,
+        entry,
+        id,
+        result_channel,
     }
 }
 

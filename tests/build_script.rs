@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`)
-/// into a fresh temp dir.
+/// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
+/// and `benches/`, whose targets the manifest names) into a fresh temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
         std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
     }
-    for dir in ["src", "registry"] {
+    for dir in ["src", "registry", "benches"] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
     }
     tmp
@@ -125,4 +125,58 @@ fn the_generated_table_is_byte_identical_across_builds() {
     let second = table(krate.path());
     assert!(first.starts_with(b"// @generated"));
     assert_eq!(first, second);
+}
+
+/// `cargo build --lib` of the crate copy at `krate`, run from `cwd`, with
+/// `KCAP_MCP_REGISTRY_DIR=registry_dir`; returns (success, stderr).
+fn cargo_build_with_registry_dir(krate: &Path, cwd: &Path, registry_dir: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "--lib", "--no-default-features"])
+        .arg("--manifest-path")
+        .arg(krate.join("Cargo.toml"))
+        .current_dir(cwd)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("KCAP_MCP_REGISTRY_DIR", registry_dir)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
+    let krate = copy_crate();
+    let elsewhere = tempfile::tempdir().unwrap();
+    // The same registry, broken in one file, in two places: `alt/` inside the crate, and a
+    // directory outside it. Each diagnostic names the directory the build script read.
+    let inside = krate.path().join("alt");
+    let outside = elsewhere.path().join("registry");
+    for dir in [&inside, &outside] {
+        copy_dir(&krate.path().join("registry"), dir);
+        edit(&dir.join("kcap-memory.toml"), "starts_flows", "start_flows");
+    }
+
+    // Relative: resolved against the crate root, not the directory cargo runs in.
+    let (ok, stderr) =
+        cargo_build_with_registry_dir(krate.path(), elsewhere.path(), Path::new("alt"));
+    assert!(!ok, "build should fail:\n{stderr}");
+    assert!(stderr.contains("--> alt/kcap-memory.toml:4:1"), "{stderr}");
+
+    // Absolute: taken as is.
+    let (ok, stderr) = cargo_build_with_registry_dir(krate.path(), krate.path(), &outside);
+    assert!(!ok, "build should fail:\n{stderr}");
+    let shown = format!("--> {}:4:1", outside.join("kcap-memory.toml").display());
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
+
+    // Fixed, the relative directory builds.
+    edit(
+        &inside.join("kcap-memory.toml"),
+        "start_flows",
+        "starts_flows",
+    );
+    let (ok, stderr) =
+        cargo_build_with_registry_dir(krate.path(), elsewhere.path(), Path::new("alt"));
+    assert!(ok, "{stderr}");
 }

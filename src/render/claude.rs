@@ -45,15 +45,24 @@ pub fn claude_mcp_config(
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
     let command = ctx.capacitor_path.as_deref().unwrap_or_default();
-    let mut servers = Vec::new();
+    let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
+    // The JSON's size, to write it without growing the buffer: every string plus 64 bytes
+    // of punctuation and keys per server (a few more when values need escaping).
+    let mut size = 20;
     for (server, env) in ctx.servers(resolution) {
-        refuse_expansion(server, "command", command)?;
+        refuse_expansion(server, command, || "command".into())?;
         for (i, arg) in server.args.iter().enumerate() {
-            refuse_expansion(server, &format!("args[{i}]"), arg)?;
+            refuse_expansion(server, arg, || format!("args[{i}]"))?;
         }
         for (name, value) in &env {
-            refuse_expansion(server, &format!("env.{name}"), value)?;
+            refuse_expansion(server, value, || format!("env.{name}"))?;
         }
+        size += 64 + server.id.len() + command.len();
+        size += server.args.iter().map(|a| a.len() + 3).sum::<usize>();
+        size += env
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 6)
+            .sum::<usize>();
         servers.push(ServerJson {
             id: server.id,
             command,
@@ -61,15 +70,22 @@ pub fn claude_mcp_config(
             env,
         });
     }
-    let config = ConfigJson { servers };
-    Ok(serde_json::to_string(&config).expect("serializing strings to JSON cannot fail"))
+    let mut json = Vec::with_capacity(size);
+    serde_json::to_writer(&mut json, &ConfigJson { servers })
+        .expect("serializing strings to JSON cannot fail");
+    Ok(String::from_utf8(json).expect("serde_json writes UTF-8"))
 }
 
-fn refuse_expansion(server: &McpServer, field: &str, value: &str) -> Result<(), RenderError> {
+/// Refuses `value` when it contains `${`; `field` names it in the error (built only then).
+fn refuse_expansion(
+    server: &McpServer,
+    value: &str,
+    field: impl FnOnce() -> String,
+) -> Result<(), RenderError> {
     if value.contains("${") {
         return Err(RenderError::ClaudeExpansion {
             server: server.id,
-            field: field.to_string(),
+            field: field(),
         });
     }
     Ok(())

@@ -46,22 +46,38 @@ pub fn toml_basic_string(s: &str) -> String {
 }
 
 fn push_toml_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\u{8}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            '\0'..='\u{1f}' | '\u{7f}' => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
+    let needs_escape = |b: u8| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\';
+    // A fold without early exit, which the compiler vectorizes: most values need no escape.
+    if !s.bytes().fold(false, |any, b| any | needs_escape(b)) {
+        out.push_str(s);
+        out.push('"');
+        return;
     }
+    // Every escaped character is ASCII, so each run between them ends on a char boundary.
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escape = match b {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0c => "\\f",
+            b'\r' => "\\r",
+            0x00..=0x1f | 0x7f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{b:04X}");
+        } else {
+            out.push_str(escape);
+        }
+        run = i + 1;
+    }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -139,19 +155,36 @@ pub fn codex_mcp_overrides(
     }
     clear.push('}');
 
-    let mut out = vec![clear];
+    let mut out = Vec::with_capacity(1 + 4 * servers.len());
+    out.push(clear);
     let command = ctx.capacitor_path.as_deref().unwrap_or_default();
     for (server, env) in &servers {
         let id = server.id;
-        let key = |field: &str| format!("mcp_servers.{id}.{field}=");
-        out.push(format!("{}true", key("enabled")));
-        let mut v = key("command");
+        // `mcp_servers.<id>.<field>=`, with room for a value of `value_len` bytes.
+        let key = |field: &str, value_len: usize| {
+            let mut k = String::with_capacity(14 + id.len() + field.len() + value_len);
+            k.push_str("mcp_servers.");
+            k.push_str(id);
+            k.push('.');
+            k.push_str(field);
+            k.push('=');
+            k
+        };
+        let mut v = key("enabled", 4);
+        v.push_str("true");
+        out.push(v);
+        let mut v = key("command", command.len() + 2);
         push_toml_string(&mut v, command);
         out.push(v);
-        let mut v = key("args");
+        let args_len = server.args.iter().map(|a| a.len() + 3).sum::<usize>();
+        let mut v = key("args", args_len + 2);
         push_toml_array(&mut v, server.args.iter().copied());
         out.push(v);
-        let mut v = key("env");
+        let env_len = env
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>();
+        let mut v = key("env", env_len + 2);
         v.push('{');
         for (i, (name, value)) in env.iter().enumerate() {
             if i > 0 {
