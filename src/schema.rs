@@ -395,9 +395,10 @@ impl std::error::Error for CheckError {
     }
 }
 
-/// Reads every regular `*.toml` file directly in `dir`, sorted by file name. Other files and
-/// subdirectories are ignored (rule 11). Diagnostic paths are `dir` joined with the file name,
-/// as given.
+/// Reads every `*.toml` file (extension in any case) directly in `dir`, sorted by file name.
+/// Other files and subdirectories are ignored (rule 11); a `*.toml` entry that is not a
+/// regular file (after following symlinks) is an error, not skipped. Diagnostic paths are
+/// `dir` joined with the file name, as given.
 ///
 /// # Errors
 /// [`LoadError`] when `dir` or one of its `.toml` files cannot be read.
@@ -410,7 +411,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<SourceFile>, LoadError> {
     for item in std::fs::read_dir(dir).map_err(err(dir))? {
         let item = item.map_err(err(dir))?;
         let path = item.path();
-        if path.extension().is_none_or(|e| e != "toml") {
+        if path
+            .extension()
+            .is_none_or(|e| !e.eq_ignore_ascii_case("toml"))
+        {
             continue;
         }
         // The directory entry's type costs no system call; a symlink is followed.
@@ -418,9 +422,18 @@ pub fn load_dir(dir: &Path) -> Result<Vec<SourceFile>, LoadError> {
             Ok(t) if !t.is_symlink() => t.is_file(),
             _ => path.is_file(),
         };
-        if is_file {
-            paths.push(path);
+        if !is_file {
+            // Never silently skipped, never opened (a FIFO would block).
+            return Err(LoadError {
+                path,
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file (a directory, FIFO, socket, or a symlink that leads \
+                     nowhere); registry entries must be regular `.toml` files",
+                ),
+            });
         }
+        paths.push(path);
     }
     let read = |path: &PathBuf| {
         let stem = path

@@ -344,12 +344,60 @@ fn non_toml_files_and_subdirectories_are_ignored() {
     )
     .unwrap();
     std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
-    std::fs::create_dir(dir.path().join("sub.toml")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.path().join("notes.txt")).unwrap();
     let entries = validate_dir(dir.path()).unwrap();
     assert_eq!(
         entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
         ["kcap-flow-result"]
     );
+    // An upper-case extension is a registry file too, and its stem is checked.
+    std::fs::write(
+        dir.path().join("KCAP-X.TOML"),
+        BASE.replace("kcap-x", "KCAP-X"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("KCAP-X.TOML should be checked");
+    };
+    assert_eq!(diags[0].rule.name(), "id-canonical");
+}
+
+#[test]
+fn toml_entries_that_are_not_regular_files_are_load_errors() {
+    let make: [(&str, fn(&Path)); 3] = [
+        ("sub.toml", |p| std::fs::create_dir(p).unwrap()),
+        ("dangling.toml", |p| {
+            std::os::unix::fs::symlink("nowhere", p).unwrap()
+        }),
+        ("fifo.toml", |p| {
+            assert!(
+                std::process::Command::new("mkfifo")
+                    .arg(p)
+                    .status()
+                    .unwrap()
+                    .success()
+            )
+        }),
+    ];
+    for (name, create) in make {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            "registry/kcap-flow-result.toml",
+            dir.path().join("kcap-flow-result.toml"),
+        )
+        .unwrap();
+        create(&dir.path().join(name));
+        let err = validate_dir(dir.path()).unwrap_err();
+        assert!(matches!(err, CheckError::Load(_)), "{name}: {err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot read {}: not a regular file (a directory, FIFO, socket, or a symlink that leads nowhere); registry entries must be regular `.toml` files",
+                dir.path().join(name).display()
+            )
+        );
+    }
 }
 
 #[test]
