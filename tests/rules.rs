@@ -365,7 +365,9 @@ fn non_toml_files_and_subdirectories_are_ignored() {
 
 #[test]
 fn toml_entries_that_are_not_regular_files_are_load_errors() {
-    let make: [(&str, fn(&Path)); 3] = [
+    // (file name, how to create it)
+    type Make = (&'static str, fn(&Path));
+    let make: [Make; 3] = [
         ("sub.toml", |p| std::fs::create_dir(p).unwrap()),
         ("dangling.toml", |p| {
             std::os::unix::fs::symlink("nowhere", p).unwrap()
