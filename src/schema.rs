@@ -39,9 +39,11 @@ pub enum Rule {
     IdFileStem,
     /// Ids are unique across the directory, ignoring ASCII case.
     IdUnique,
-    /// `description` is one line of 1 to 300 characters without control characters.
+    /// `description` is one line of 1 to 300 characters without control or invisible
+    /// characters ([`is_forbidden_char`]).
     DescriptionFormat,
-    /// `args` is non-empty; no element is empty, holds a control character, or holds `${`.
+    /// `args` is non-empty; no element is empty, holds a control or invisible character
+    /// ([`is_forbidden_char`]), or holds `${`.
     ArgsFormat,
     /// Env names match `^[A-Z][A-Z0-9_]*$`.
     EnvName,
@@ -297,10 +299,20 @@ pub fn is_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
-/// Whether `c` may not appear in a one-line text: a Unicode control character (C0, DEL, C1)
-/// or a line/paragraph separator (U+2028, U+2029).
+/// Whether `c` may not appear in a one-line text: a Unicode control character (C0, DEL, C1),
+/// a line/paragraph separator (U+2028, U+2029), or an invisible character that can make text
+/// read other than it is: zero-width characters and joiners (U+200B–U+200F, U+2060, U+FEFF)
+/// and bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069).
 pub fn is_forbidden_char(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
 }
 
 /// One tool of a validated [`Entry`].
@@ -612,8 +624,18 @@ fn check_unique_ids(
     ids: &[(String, Spanned<String>, Arc<SourceText>)],
     diags: &mut Vec<Diagnostic>,
 ) {
+    // A file whose id is canonical and matches its name keeps the id; the other is blamed.
+    let proper = |(path, id, _): &(String, Spanned<String>, Arc<SourceText>)| {
+        is_canonical_id(id.get_ref())
+            && Path::new(path)
+                .file_stem()
+                .is_some_and(|s| s == id.get_ref().as_str())
+    };
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| !proper(&ids[i]));
     let mut first_of: HashMap<String, usize> = HashMap::with_capacity(ids.len());
-    for (i, (path, id, source)) in ids.iter().enumerate() {
+    for i in order {
+        let (path, id, source) = &ids[i];
         let first = *first_of
             .entry(id.get_ref().to_ascii_lowercase())
             .or_insert(i);
@@ -698,7 +720,7 @@ impl FileCx<'_> {
                     Rule::TomlUtf8,
                     at..at + char::REPLACEMENT_CHARACTER.len_utf8(),
                     "the file is not valid UTF-8".into(),
-                    "save the file as UTF-8 (TOML 1.0 requires it)".into(),
+                    "save the file as UTF-8 (TOML requires it)".into(),
                 );
                 return None;
             }
@@ -707,14 +729,21 @@ impl FileCx<'_> {
         let source = self.source.clone();
         let (table, errors) = DeTable::parse_recoverable(source.text());
         if !errors.is_empty() {
+            let mut seen: Vec<(Range<usize>, String)> = Vec::new();
             for e in errors {
                 let span = e.span().unwrap_or(0..0);
-                let message = e.message().trim_end().to_string();
+                let message = printable(e.message().trim_end()).into_owned();
+                // The recovering parser can report one mistake twice.
+                if seen.contains(&(span.clone(), message.clone())) {
+                    continue;
+                }
+                seen.push((span.clone(), message.clone()));
                 self.report(
                     Rule::TomlSyntax,
                     span,
                     format!("invalid TOML: {message}"),
-                    "fix the TOML syntax (see https://toml.io/en/v1.0.0)".into(),
+                    "fix the TOML syntax (TOML 1.1, a superset of 1.0: https://toml.io/en/v1.1.0)"
+                        .into(),
                 );
             }
             return None;
@@ -796,15 +825,19 @@ impl FileCx<'_> {
     }
 
     fn wrong_type(&mut self, v: &Spanned<DeValue<'_>>, what: &str, kind: ValueKind) {
+        self.wrong_type_as(v, what, kind.describe());
+    }
+
+    /// Rule `wrong-type`: `what` must be `expected` (e.g. "a boolean").
+    fn wrong_type_as(&mut self, v: &Spanned<DeValue<'_>>, what: &str, expected: &str) {
         self.report(
             Rule::WrongType,
             v.span(),
             format!(
-                "`{what}` must be {}, found {}",
-                kind.describe(),
+                "`{what}` must be {expected}, found {}",
                 article(v.get_ref().type_str())
             ),
-            format!("write `{what}` as {}", kind.describe()),
+            format!("write `{what}` as {expected}"),
         );
     }
 
@@ -839,7 +872,12 @@ impl FileCx<'_> {
             d.get_ref()
                 .chars()
                 .find(|&c| is_forbidden_char(c))
-                .map(|c| format!("contains the control character {}", c.escape_unicode()))
+                .map(|c| {
+                    format!(
+                        "contains {}, a control or invisible character",
+                        c.escape_unicode()
+                    )
+                })
         };
         match problem {
             Some(p) => {
@@ -848,7 +886,7 @@ impl FileCx<'_> {
                     d.span(),
                     format!("`description` {p}"),
                     format!(
-                        "write one line of 1 to {MAX_DESCRIPTION_CHARS} characters without control characters or line breaks"
+                        "write one line of 1 to {MAX_DESCRIPTION_CHARS} characters without control, invisible or line-break characters"
                     ),
                 );
                 None
@@ -882,7 +920,7 @@ impl FileCx<'_> {
                 Some("is empty".to_string())
             } else if let Some(c) = s.get_ref().chars().find(|&c| is_forbidden_char(c)) {
                 Some(format!(
-                    "contains the control character {}",
+                    "contains {}, a control or invisible character",
                     c.escape_unicode()
                 ))
             } else if s.get_ref().contains("${") {
@@ -962,7 +1000,7 @@ impl FileCx<'_> {
         for (i, item) in items.iter().enumerate() {
             let DeValue::Table(table) = item.get_ref() else {
                 ok = false;
-                self.wrong_type(item, &format!("tools[{i}]"), ValueKind::ToolArray);
+                self.wrong_type_as(item, &format!("tools[{i}]"), "a [[tools]] table");
                 continue;
             };
             let at = format!(" in tools[{i}]");
@@ -1162,10 +1200,11 @@ impl FileCx<'_> {
                     "id `{s}` does not match the file name `{}.toml`",
                     printable(stem)
                 ),
-                format!(
-                    "rename the file to `{s}.toml`, or set `id = \"{}\"`",
-                    printable(stem)
-                ),
+                if is_canonical_id(stem) {
+                    format!("rename the file to `{s}.toml`, or set `id = \"{stem}\"`")
+                } else {
+                    format!("rename the file to `{s}.toml`")
+                },
             );
         }
     }

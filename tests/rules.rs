@@ -258,6 +258,15 @@ fn hostile_values_are_reported_not_panicked_on() {
             BASE.replace("\"X.\"", &format!("\"{}\"", "é".repeat(301))),
             vec![("description-format".into(), 2, 15)],
         ),
+        // Invisible characters: a right-to-left override, a zero-width space.
+        (
+            BASE.replace("\"X.\"", "\"X\u{202e}Y\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"x\u{200b}\"]"),
+            vec![("args-format".into(), 3, 16)],
+        ),
         // Empty args, an empty arg, a newline in an arg.
         (
             BASE.replace("[\"mcp\", \"x\"]", "[]"),
@@ -524,5 +533,80 @@ fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
     assert_eq!(
         diags[1].message,
         "`env.X\\u{1b}]0;pwned\\u{7}\\nerror[forged]` must be a string, found an integer"
+    );
+}
+
+#[test]
+fn a_tools_element_that_is_not_a_table_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-x.toml"),
+        format!("{BASE}tools = [1]\n"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    assert_eq!(
+        (diags[0].message.as_str(), diags[0].help.as_str()),
+        (
+            "`tools[0]` must be a [[tools]] table, found an integer",
+            "write `tools[0]` as a [[tools]] table"
+        )
+    );
+}
+
+#[test]
+fn the_misnamed_file_is_blamed_and_never_told_to_take_a_non_canonical_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    // Sorted first, but misnamed: it is the one blamed for the duplicate id.
+    std::fs::write(
+        dir.path().join("KCAP-A.toml"),
+        BASE.replace("kcap-x", "kcap-a"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-a.toml"),
+        BASE.replace("kcap-x", "kcap-a"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let got: Vec<(&str, String, &str)> = diags
+        .iter()
+        .map(|d| {
+            let file = Path::new(&d.path)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (d.rule.name(), file, d.help.as_str())
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "id-file-stem",
+                "KCAP-A.toml".to_string(),
+                "rename the file to `kcap-a.toml`"
+            ),
+            (
+                "id-unique",
+                "KCAP-A.toml".to_string(),
+                "give each MCP server its own id, or delete the duplicate file"
+            ),
+        ]
     );
 }
