@@ -502,7 +502,7 @@ const HOSTILE: [&str; 4] = [
     "it's \"quoted\" $HOME `id` $(id) ${HOME}\nline 2\t\\ * ~ # ! ; & | < >",
     "/opt/my kcap/'k'\"c\"ap$x`y`",
     "a'b\nc\"d\\e",
-    "-- --not-an-option",
+    "m -- --not-an-option",
 ];
 
 /// Runs `sh -c '<script>' _ <line>`: the rendered shell line becomes the positional

@@ -99,6 +99,18 @@ fn set(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.trim().is_empty())
 }
 
+/// [`set`] for a value that follows an option in argv (`--model M`): one starting with `-`
+/// would be read as an option, so it is refused.
+fn option_value<'a>(
+    field: &'static str,
+    value: &'a Option<String>,
+) -> Result<Option<&'a str>, RenderError> {
+    match set(value) {
+        Some(v) if v.starts_with('-') => Err(RenderError::OptionLike { field }),
+        v => Ok(v),
+    }
+}
+
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RenderError {
@@ -117,6 +129,18 @@ pub enum RenderError {
         server: String,
         /// The field, e.g. `url`, `env.EXTRA`.
         field: String,
+    },
+    /// A launch value that follows an option in argv (`model`, `effort`, `worktree`) starts
+    /// with `-`, so the client would read it as an option.
+    OptionLike {
+        /// The [`LaunchContext`] field.
+        field: &'static str,
+    },
+    /// The Codex inventory lists a server name twice (Codex never does); which entry is real
+    /// cannot be known, so nothing is rendered.
+    DuplicateInherited {
+        /// The repeated name.
+        server: String,
     },
 }
 
@@ -147,6 +171,17 @@ impl fmt::Display for RenderError {
                     server.escape_debug()
                 )
             }
+            RenderError::OptionLike { field } => write!(
+                f,
+                "the reviewer's `{field}` starts with `-`, so the client would read it as an \
+                 option; use a value that does not start with `-`"
+            ),
+            RenderError::DuplicateInherited { server } => write!(
+                f,
+                "the Codex inventory lists MCP server `{}` twice; take the inventory again \
+                 with `codex mcp list --json`",
+                server.escape_debug()
+            ),
         }
     }
 }
