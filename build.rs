@@ -60,7 +60,10 @@ fn main() {
 
 fn fail(text: &str) -> ! {
     eprint!("{text}");
-    eprintln!("the MCP server registry is invalid; `cargo run -- check` prints the same report");
+    eprintln!(
+        "the MCP server registry is invalid; the same report, in any format, from a checker built \
+         without it: KCAP_MCP_REGISTRY_DIR=.ci/bootstrap-registry cargo run -- check registry"
+    );
     std::process::exit(1)
 }
 

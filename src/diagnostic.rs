@@ -3,6 +3,8 @@
 //! `build.rs` compiles this file too (through `#[path]`), so a broken registry fails the build
 //! with exactly the text `kcap-mcp-registry check` prints.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -21,9 +23,9 @@ pub struct Diagnostic {
     /// Byte range in [`Diagnostic::source`] of the offending key or value; `None` for
     /// diagnostics about the directory (`registry-empty`, `result-channel-missing`).
     pub span: Option<Range<usize>>,
-    /// The file's text (after a leading UTF-8 BOM is removed), shared by all diagnostics of
-    /// the file; `None` together with `span`.
-    pub source: Option<Arc<str>>,
+    /// The file's text (after a leading UTF-8 BOM is removed) with its line index, shared by
+    /// all diagnostics of the file; `None` together with `span`.
+    pub source: Option<Arc<SourceText>>,
     /// What is wrong, in one sentence.
     pub message: String,
     /// How to fix it, in one sentence.
@@ -45,13 +47,62 @@ pub struct Location {
     pub end_column: usize,
 }
 
+/// A registry file's text and the byte offset of each line start, so a diagnostic finds its
+/// line and column in O(log n) whatever the number of diagnostics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceText {
+    text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceText {
+    /// Indexes `text`.
+    pub fn new(text: String) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceText { text, line_starts }
+    }
+
+    /// The text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// 1-based line and character column of byte `offset` (clamped to the text, moved back
+    /// to a character boundary).
+    pub fn line_column(&self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.line_starts.partition_point(|&start| start <= offset);
+        let start = self.line_starts[line - 1];
+        (line, self.text[start..offset].chars().count() + 1)
+    }
+
+    /// Byte range of 1-based `line`, without its line break.
+    fn line_range(&self, line: usize) -> Range<usize> {
+        let start = self.line_starts[line - 1];
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&next| next - 1);
+        start..end.max(start)
+    }
+}
+
+/// Longest stretch of source lines a rendered diagnostic quotes, in bytes; a longer one (a
+/// minified or generated file) is named by position only.
+const MAX_QUOTED_BYTES: usize = 4096;
+
 impl Diagnostic {
     /// The 1-based line and column range of [`Diagnostic::span`], or `None` when the
     /// diagnostic is about the directory.
     pub fn location(&self) -> Option<Location> {
         let (source, span) = (self.source.as_deref()?, self.span.as_ref()?);
-        let (line, column) = line_column(source, span.start);
-        let (end_line, end_column) = line_column(source, span.end);
+        let (line, column) = source.line_column(span.start);
+        let (end_line, end_column) = source.line_column(span.end);
         Some(Location {
             line,
             column,
@@ -62,7 +113,9 @@ impl Diagnostic {
 
     /// Renders this diagnostic as rustc does: `error[rule]: message`, `--> path:line:col`,
     /// the source line with a caret under the span, and a `help:` line. `color` adds ANSI
-    /// styles. Ends with a newline.
+    /// styles. Ends with a newline. Control characters in the path are escaped
+    /// ([`printable`]); only the lines of the span are quoted, and none when they exceed
+    /// 4 KiB.
     pub fn render(&self, color: bool) -> String {
         let renderer = if color {
             Renderer::styled()
@@ -72,13 +125,29 @@ impl Diagnostic {
         let title = Level::ERROR
             .primary_title(self.message.as_str())
             .id(self.rule.name());
-        let group = match (&self.source, &self.span) {
-            (Some(source), Some(span)) => title.element(
-                Snippet::source(&**source)
-                    .path(self.path.as_str())
-                    .annotation(AnnotationKind::Primary.span(span.clone())),
-            ),
-            _ => title.element(Origin::path(self.path.as_str())),
+        let path = printable(&self.path);
+        let group = match (self.source.as_deref(), &self.span, self.location()) {
+            (Some(source), Some(span), Some(loc)) => {
+                let last_line = if span.end > span.start {
+                    source.line_column(span.end - 1).0
+                } else {
+                    loc.line
+                };
+                let quoted = source.line_range(loc.line).start..source.line_range(last_line).end;
+                if quoted.len() <= MAX_QUOTED_BYTES {
+                    let shifted =
+                        span.start - quoted.start..span.end.min(quoted.end) - quoted.start;
+                    title.element(
+                        Snippet::source(&source.text()[quoted])
+                            .line_start(loc.line)
+                            .path(path)
+                            .annotation(AnnotationKind::Primary.span(shifted)),
+                    )
+                } else {
+                    title.element(Origin::path(path).line(loc.line).char_column(loc.column))
+                }
+            }
+            _ => title.element(Origin::path(path)),
         };
         let group: Group<'_> = group.element(Level::HELP.message(self.help.as_str()));
         let mut out = renderer.render(&[group]);
@@ -103,14 +172,25 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
     out
 }
 
-/// 1-based line and character column of byte `offset` in `source` (clamped to its length).
-fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(source.len());
-    while !source.is_char_boundary(offset) {
-        offset -= 1;
+/// `s` with every control character (and U+2028, U+2029) escaped — `\n`, `\r`, `\t`, other
+/// ones as `\u{…}` — so a file name, key or value taken from user input cannot break a
+/// report line, forge one, or send terminal escapes. Other text is returned as is.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
     }
-    let before = &source[..offset];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line = before.matches('\n').count() + 1;
-    (line, before[line_start..].chars().count() + 1)
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if bad(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }

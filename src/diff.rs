@@ -1,10 +1,12 @@
 //! What a registry change means (`diff OLD_DIR NEW_DIR`): servers added and removed, every
 //! changed field, and the security-relevant flips listed first.
 //!
-//! Security-relevant ([`Change::security`]): any change of `starts_flows`, `allowlistable` or
-//! `read_only`; a tool becoming `unattended_safe` (a flip to `true`, or a new tool — on a new
-//! or an existing server — that is `unattended_safe`); an env var whose source becomes
-//! `agent_id` (a changed source, or a new env var, on a new or an existing server).
+//! Security-relevant ([`Change::security`]): any change of `args` (what runs),
+//! `starts_flows`, `allowlistable` or `read_only`; a new server that starts flows (the
+//! server's own deny-list needs it) or claims `read_only` (its tools may be auto-approved); a
+//! tool becoming `unattended_safe` (a flip to `true`, or a new tool — on a new or an existing
+//! server — that is `unattended_safe`); an env var whose source becomes `agent_id` (a changed
+//! source, or a new env var, on a new or an existing server).
 
 use std::fmt::Write as _;
 
@@ -83,6 +85,11 @@ fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> 
 
 /// The security-relevant facts of a server that did not exist before.
 fn new_server_flips(n: &Entry, out: &mut Vec<Change>) {
+    for (field, set) in [("starts_flows", n.starts_flows), ("read_only", n.read_only)] {
+        if set {
+            out.push(change(&n.id, field, Value::Null, json!(true), true));
+        }
+    }
     for (name, src) in &n.env {
         if *src == crate::EnvSource::AgentId {
             out.push(change(
@@ -118,7 +125,7 @@ fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
         json!(n.description),
         false,
     );
-    field("args", json!(o.args), json!(n.args), false);
+    field("args", json!(o.args), json!(n.args), true);
     field(
         "starts_flows",
         json!(o.starts_flows),
@@ -226,7 +233,8 @@ impl RegistryDiff {
     /// The diff as GitHub-flavoured Markdown for a pull request comment: a
     /// `## MCP server registry changes` heading, then the sections `Security-relevant
     /// changes`, `Added servers`, `Removed servers` and `Other changes`, each only when not
-    /// empty, or `No changes.`. Values are JSON in code spans.
+    /// empty, or `No changes.`. Values are JSON in code spans, and so are descriptions, so no
+    /// registry text is read as Markdown or HTML.
     pub fn markdown(&self) -> String {
         let mut out = String::from("## MCP server registry changes\n");
         if self.is_empty() {
@@ -246,7 +254,7 @@ impl RegistryDiff {
             format!(
                 "{}: {} (args {}, starts_flows {}, allowlistable {}, read_only {})",
                 code(&e.id),
-                e.description,
+                code(&e.description),
                 code(&json!(e.args).to_string()),
                 code(&e.starts_flows.to_string()),
                 code(&e.allowlistable.to_string()),
@@ -255,7 +263,7 @@ impl RegistryDiff {
         });
         let removed: Vec<&Entry> = self.removed.iter().collect();
         section(&mut out, "Removed servers", &removed, |e| {
-            format!("{}: {}", code(&e.id), e.description)
+            format!("{}: {}", code(&e.id), code(&e.description))
         });
         section(&mut out, "Other changes", &other, change_line);
         out

@@ -5,7 +5,8 @@
 //! expected `command` (the kcap binary, `kcap` unless told otherwise) and its `args`: exactly
 //! what [`crate::export::claude_mcp_json`] and [`crate::export::codex_toml`] write. A server
 //! the registry lists and the file lacks is *missing*; a server the file lists and the
-//! registry does not is *extra*; a server in both with another `command` or `args` differs.
+//! registry does not is *extra*; a server in both with another `command` or `args`, or
+//! turned off with `enabled = false`, differs.
 //! Other keys (`env`, `cwd`, `description`, timeouts) are not compared.
 
 use std::fmt;
@@ -43,6 +44,8 @@ pub struct Registered {
     pub command: Option<String>,
     /// Its `args`; empty when absent.
     pub args: Vec<String>,
+    /// `false` when the file sets `enabled = false` (Codex); `true` otherwise.
+    pub enabled: bool,
 }
 
 /// A parsed registration file.
@@ -151,16 +154,23 @@ pub fn parse_registration(path: &str, text: &str) -> Result<RegistrationFile, Re
     })
 }
 
-fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcpServers.{}.{key}`", name.escape_debug());
+/// One registered server's `command` and `args` from its JSON value (a Codex TOML table is
+/// converted to JSON first). `at(key)` names a field as the file spells it
+/// (`` `mcpServers.x.args` ``), `table` the kind of value a server must be.
+fn registered(
+    name: &str,
+    v: &serde_json::Value,
+    at: impl Fn(&str) -> String,
+    table: &str,
+) -> Result<Registered, String> {
     let obj = v
         .as_object()
-        .ok_or_else(|| format!("`mcpServers.{}` must be a JSON object", name.escape_debug()))?;
+        .ok_or_else(|| format!("{} must be {table}", at("")))?;
     let command = match obj.get("command") {
         None => None,
         Some(c) => Some(
             c.as_str()
-                .ok_or_else(|| format!("{} must be a string", at("command")))?
+                .ok_or_else(|| format!("{} must be a string", at(".command")))?
                 .to_string(),
         ),
     };
@@ -169,43 +179,32 @@ fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> 
         Some(a) => a
             .as_array()
             .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
-            .ok_or_else(|| format!("{} must be an array of strings", at("args")))?,
+            .ok_or_else(|| format!("{} must be an array of strings", at(".args")))?,
+    };
+    let enabled = match obj.get("enabled") {
+        None => true,
+        Some(e) => e
+            .as_bool()
+            .ok_or_else(|| format!("{} must be a boolean", at(".enabled")))?,
     };
     Ok(Registered {
         name: name.into(),
         command,
         args,
+        enabled,
     })
 }
 
+fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> {
+    let at = |key: &str| format!("`mcpServers.{}{key}`", name.escape_debug());
+    registered(name, v, at, "a JSON object")
+}
+
 fn toml_server(name: &str, v: &toml::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcp_servers.\"{}\".{key}`", name.escape_debug());
-    let table = v.as_table().ok_or_else(|| {
-        format!(
-            "`mcp_servers.\"{}\"` must be a TOML table",
-            name.escape_debug()
-        )
-    })?;
-    let command = match table.get("command") {
-        None => None,
-        Some(c) => Some(
-            c.as_str()
-                .ok_or_else(|| format!("{} must be a string", at("command")))?
-                .to_string(),
-        ),
-    };
-    let args = match table.get("args") {
-        None => Vec::new(),
-        Some(a) => a
-            .as_array()
-            .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
-            .ok_or_else(|| format!("{} must be an array of strings", at("args")))?,
-    };
-    Ok(Registered {
-        name: name.into(),
-        command,
-        args,
-    })
+    let at = |key: &str| format!("`mcp_servers.\"{}\"{key}`", name.escape_debug());
+    // Every TOML value has a JSON form (datetimes become objects, never strings).
+    let v = serde_json::to_value(v).map_err(|e| format!("{}: {e}", at("")))?;
+    registered(name, &v, at, "a TOML table")
 }
 
 /// How a registration file differs from the registry for one server.
@@ -230,6 +229,8 @@ pub enum DriftKind {
         /// The file's command; `None` when it has none.
         found: Option<String>,
     },
+    /// The file registers the server but turns it off (`enabled = false`).
+    Disabled,
     /// The file's `args` are not the registry's.
     Args {
         /// The registry's args.
@@ -253,11 +254,13 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-command` or `drift-args`.
+    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-disabled`, `drift-command`
+    /// or `drift-args`.
     pub const fn rule(&self) -> &'static str {
         match self.kind {
             DriftKind::Missing { .. } => "drift-missing",
             DriftKind::Extra { .. } => "drift-extra",
+            DriftKind::Disabled => "drift-disabled",
             DriftKind::Command { .. } => "drift-command",
             DriftKind::Args { .. } => "drift-args",
         }
@@ -288,6 +291,10 @@ impl Drift {
             DriftKind::Extra { injection_only: false } => (
                 format!("{file} registers MCP server `{server}`, which is not in the registry"),
                 format!("remove it, or add `registry/{server}.toml` if it is a kcap MCP server"),
+            ),
+            DriftKind::Disabled => (
+                format!("MCP server `{server}` is registered in {file} but disabled (`enabled = false`)"),
+                "remove `enabled = false`, or regenerate the file with `kcap-mcp-registry export codex-toml`".into(),
             ),
             DriftKind::Command { expected, found } => (
                 match found {
@@ -352,6 +359,9 @@ pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<D
             ));
             continue;
         };
+        if !found.enabled {
+            out.push(make(&entry.id, DriftKind::Disabled));
+        }
         if found.command.as_deref() != Some(command) {
             out.push(make(
                 &entry.id,

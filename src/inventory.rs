@@ -9,6 +9,7 @@ use std::fmt;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -143,18 +144,37 @@ pub fn codex_inventory_within(
     codex_bin: &Path,
     timeout: Duration,
 ) -> Result<Vec<InheritedServer>, IsolationError> {
-    let mut child = Command::new(codex_bin)
+    codex_inventory_from(Command::new(codex_bin), timeout)
+}
+
+/// Runs `mcp list --json` through `codex`, a [`Command`] for the Codex binary that the caller
+/// has given the reviewer's environment and working directory (`env`, `env_clear`,
+/// `current_dir`): Codex reads `$CODEX_HOME/config.toml` and, in a trusted project, the
+/// working directory's `.codex/config.toml`, so the inventory must be taken where and as the
+/// reviewer will run. Stdin, stdout and stderr are set here; waits at most `timeout`.
+///
+/// # Errors
+/// As [`codex_inventory`].
+pub fn codex_inventory_from(
+    mut codex: Command,
+    timeout: Duration,
+) -> Result<Vec<InheritedServer>, IsolationError> {
+    let mut child = codex
         .args(["mcp", "list", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(IsolationError::Spawn)?;
+    // Each pipe is read on its own thread, which reports through a channel, so a grandchild
+    // that keeps a pipe open cannot hold us past the deadline.
     let read_all = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
-            pipe.read_to_end(&mut buf).map(|_| buf)
-        })
+            let _ = tx.send(pipe.read_to_end(&mut buf).map(|_| buf));
+        });
+        rx
     };
     let stdout = read_all(Box::new(child.stdout.take().expect("piped")));
     let stderr = read_all(Box::new(child.stderr.take().expect("piped")));
@@ -171,12 +191,17 @@ pub fn codex_inventory_within(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let join = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| {
-        h.join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("reader thread panicked")))
-            .map_err(IsolationError::Spawn)
+    let collect = |rx: mpsc::Receiver<std::io::Result<Vec<u8>>>| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(read) => read.map_err(IsolationError::Spawn),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(IsolationError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(IsolationError::Spawn(
+                std::io::Error::other("the pipe reader stopped without a result"),
+            )),
+        }
     };
-    let (out, err) = (join(stdout)?, join(stderr)?);
+    let (out, err) = (collect(stdout)?, collect(stderr)?);
     if !status.success() {
         return Err(IsolationError::Exit {
             status: status.to_string(),

@@ -8,6 +8,7 @@
 //! 2 usage errors and inputs that cannot be read or understood.
 
 use std::io::IsTerminal;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -18,6 +19,31 @@ use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::{CheckError, Entry, LaunchCommand, Policy, diagnostic, inspect, inventory};
+
+/// `print!` that never panics: see [`write_stdout`].
+macro_rules! out {
+    ($($arg:tt)*) => { write_stdout(&format!($($arg)*)) };
+}
+
+/// `println!` that never panics: see [`write_stdout`].
+macro_rules! outln {
+    ($($arg:tt)*) => { write_stdout(&format!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Writes `text` to standard output. A closed pipe (`… | head`) ends the process quietly
+/// and any other write error (a full disk) with a message, both with exit code 2 (I/O error).
+fn write_stdout(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: cannot write to standard output: {e}");
+        }
+        std::process::exit(2);
+    }
+}
 
 const ROOT_HELP: &str = "\
 Exit codes: 0 success; 1 a problem was found (rule violations, drift, a security-relevant
@@ -247,7 +273,8 @@ Example:
     /// [mcp_servers.<id>] tables for Codex CLI's config.toml.
     #[command(after_help = "\
 Example:
-  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" >> .codex/config.toml")]
+  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" > kcap-servers.toml
+  # then paste its tables into .codex/config.toml once (appending twice duplicates them)")]
     CodexToml {
         #[command(flatten)]
         common: RegistrationArgs,
@@ -299,7 +326,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::List { format } => {
             let entries = inspect::compiled_entries();
-            print!(
+            out!(
                 "{}",
                 match format {
                     ListFormat::Table => inspect::list_table(&entries),
@@ -315,7 +342,7 @@ fn main() -> ExitCode {
                 Policy::Lenient
             };
             let report = inspect::resolve_report(&names, policy);
-            print!("{}", report.text);
+            out!("{}", report.text);
             exit(!report.rejected)
         }
         Command::Render(client) => render(client),
@@ -331,7 +358,7 @@ fn main() -> ExitCode {
                 (Err(code), _) | (_, Err(code)) => return code,
             };
             let d = kcap_mcp_registry::diff::diff(&old, &new);
-            print!(
+            out!(
                 "{}",
                 match format {
                     DiffFormat::Markdown => d.markdown(),
@@ -389,8 +416,8 @@ fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
 fn check(args: CheckArgs) -> ExitCode {
     let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
         CheckFormat::Human => eprint!("{}", human()),
-        CheckFormat::Json => print!("{}", report::json(findings)),
-        CheckFormat::Github => print!("{}", report::github(findings)),
+        CheckFormat::Json => out!("{}", report::json(findings)),
+        CheckFormat::Github => out!("{}", report::github(findings)),
     };
     let entries = match kcap_mcp_registry::validate_dir(&args.dir) {
         Ok(entries) => entries,
@@ -423,21 +450,22 @@ fn check(args: CheckArgs) -> ExitCode {
     }
     match args.format {
         CheckFormat::Human => {
-            println!(
+            outln!(
                 "ok: {} registry entries in {}",
                 entries.len(),
                 args.dir.display()
             );
             for f in &files {
-                println!(
-                    "ok: {} ({}) registers the registry's {} allowlistable servers",
+                let n = export::registrations(&entries).count();
+                outln!(
+                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
                     f.path,
                     f.client.name(),
-                    export::registrations(&entries).count()
+                    if n == 1 { "" } else { "s" }
                 );
             }
         }
-        CheckFormat::Json => print!("{}", report::json(&[])),
+        CheckFormat::Json => out!("{}", report::json(&[])),
         CheckFormat::Github => {}
     }
     ExitCode::SUCCESS
@@ -526,13 +554,21 @@ fn render(client: RenderClient) -> ExitCode {
                         Err(e) => return input_error(format!("{}: {e}", path.display())),
                     }
                 }
-                InventorySource::Run(bin) => match inventory::codex_inventory(&bin) {
-                    Ok(inv) => inv,
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(1);
+                InventorySource::Run(bin) => {
+                    // Taken where the reviewer runs: a trusted worktree's `.codex/config.toml`
+                    // adds servers too.
+                    let mut codex = std::process::Command::new(&bin);
+                    if let Some(worktree) = ctx.worktree.as_deref().filter(|w| !w.is_empty()) {
+                        codex.current_dir(worktree);
                     }
-                },
+                    match inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT) {
+                        Ok(inv) => inv,
+                        Err(e) => {
+                            eprintln!("error: {}: {e}", bin.display());
+                            return ExitCode::from(1);
+                        }
+                    }
+                }
             };
             codex_reviewer_args(&ctx, policy, &inventory)
         }
@@ -547,6 +583,7 @@ fn render(client: RenderClient) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+
     let format = match common.format {
         RenderFormat::Lines => ArgvFormat::Lines,
         RenderFormat::Json => ArgvFormat::Json,
@@ -554,7 +591,14 @@ fn render(client: RenderClient) -> ExitCode {
     };
     match launch::format_argv(&args, format) {
         Ok(text) => {
-            print!("{text}");
+            if ctx.is_gated() {
+                eprintln!(
+                    "warning: agent {:?}: no --server-url or no --capacitor-path, so every MCP server \
+                 (the result channel and any allowlist) is gated off",
+                    ctx.agent_id
+                );
+            }
+            out!("{text}");
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -598,6 +642,6 @@ fn export(what: ExportWhat) -> ExitCode {
         },
         ExportWhat::JsonSchema => export::json_schema(),
     };
-    print!("{text}");
+    out!("{text}");
     ExitCode::SUCCESS
 }

@@ -53,7 +53,7 @@ pub struct Tool {
 pub struct McpServer {
     /// Canonical id: `^[a-z][a-z0-9-]*[a-z0-9]$`, ASCII, at most 64 bytes; equal to the file stem.
     pub id: &'static str,
-    /// One line of 1 to 300 characters, no control characters.
+    /// One line of 1 to 300 characters, no control or invisible characters.
     pub description: &'static str,
     /// Argv after the kcap binary; never empty, no empty element.
     pub args: &'static [&'static str],

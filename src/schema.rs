@@ -16,7 +16,7 @@ use std::sync::Arc;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, SourceText, printable};
 use crate::model::{EnvSource, MAX_ID_LEN, RESULT_CHANNEL_ID};
 
 /// A registry rule. Each has a stable kebab-case [`Rule::name`] used in diagnostics
@@ -39,9 +39,11 @@ pub enum Rule {
     IdFileStem,
     /// Ids are unique across the directory, ignoring ASCII case.
     IdUnique,
-    /// `description` is one line of 1 to 300 characters without control characters.
+    /// `description` is one line of 1 to 300 characters without control or invisible
+    /// characters ([`is_forbidden_char`]).
     DescriptionFormat,
-    /// `args` is non-empty; no element is empty, holds a control character, or holds `${`.
+    /// `args` is non-empty; no element is empty, holds a control or invisible character
+    /// ([`is_forbidden_char`]), or holds `${`.
     ArgsFormat,
     /// Env names match `^[A-Z][A-Z0-9_]*$`.
     EnvName,
@@ -297,10 +299,20 @@ pub fn is_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
-/// Whether `c` may not appear in a one-line text: a Unicode control character (C0, DEL, C1)
-/// or a line/paragraph separator (U+2028, U+2029).
+/// Whether `c` may not appear in a one-line text: a Unicode control character (C0, DEL, C1),
+/// a line/paragraph separator (U+2028, U+2029), or an invisible character that can make text
+/// read other than it is: zero-width characters and joiners (U+200B–U+200F, U+2060, U+FEFF)
+/// and bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069).
 pub fn is_forbidden_char(c: char) -> bool {
-    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200B}'..='\u{200F}'
+                | '\u{2028}'..='\u{202E}'
+                | '\u{2060}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
 }
 
 /// One tool of a validated [`Entry`].
@@ -395,9 +407,10 @@ impl std::error::Error for CheckError {
     }
 }
 
-/// Reads every regular `*.toml` file directly in `dir`, sorted by file name. Other files and
-/// subdirectories are ignored (rule 11). Diagnostic paths are `dir` joined with the file name,
-/// as given.
+/// Reads every `*.toml` file (extension in any case) directly in `dir`, sorted by file name.
+/// Other files and subdirectories are ignored (rule 11); a `*.toml` entry that is not a
+/// regular file (after following symlinks) is an error, not skipped. Diagnostic paths are
+/// `dir` joined with the file name, as given.
 ///
 /// # Errors
 /// [`LoadError`] when `dir` or one of its `.toml` files cannot be read.
@@ -410,7 +423,10 @@ pub fn load_dir(dir: &Path) -> Result<Vec<SourceFile>, LoadError> {
     for item in std::fs::read_dir(dir).map_err(err(dir))? {
         let item = item.map_err(err(dir))?;
         let path = item.path();
-        if path.extension().is_none_or(|e| e != "toml") {
+        if path
+            .extension()
+            .is_none_or(|e| !e.eq_ignore_ascii_case("toml"))
+        {
             continue;
         }
         // The directory entry's type costs no system call; a symlink is followed.
@@ -418,9 +434,18 @@ pub fn load_dir(dir: &Path) -> Result<Vec<SourceFile>, LoadError> {
             Ok(t) if !t.is_symlink() => t.is_file(),
             _ => path.is_file(),
         };
-        if is_file {
-            paths.push(path);
+        if !is_file {
+            // Never silently skipped, never opened (a FIFO would block).
+            return Err(LoadError {
+                path,
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file (a directory, FIFO, socket, or a symlink that leads \
+                     nowhere); registry entries must be regular `.toml` files",
+                ),
+            });
         }
+        paths.push(path);
     }
     let read = |path: &PathBuf| {
         let stem = path
@@ -507,7 +532,7 @@ pub fn validate(files: &[SourceFile], dir_path: &str) -> Result<Vec<Entry>, Vec<
     let mut diags = Vec::new();
     let mut entries = Vec::new();
     // Every id seen (valid or not), for the directory-wide rules.
-    let mut ids: Vec<(String, Spanned<String>, Arc<str>)> = Vec::new();
+    let mut ids: Vec<(String, Spanned<String>, Arc<SourceText>)> = Vec::new();
     let mut has_result_channel = false;
     for file in parallel_map(files, check_file) {
         has_result_channel |= file.result_channel;
@@ -548,7 +573,7 @@ struct CheckedFile {
     /// Its entry, when the file broke no rule.
     entry: Option<Entry>,
     /// `(path, id, source)` for the directory-wide rules, when it has a string `id`.
-    id: Option<(String, Spanned<String>, Arc<str>)>,
+    id: Option<(String, Spanned<String>, Arc<SourceText>)>,
     /// Its stem or its id is the result channel's.
     result_channel: bool,
 }
@@ -560,7 +585,7 @@ fn check_file(file: &SourceFile) -> CheckedFile {
     let mut entry = None;
     let mut cx = FileCx {
         path: &file.path,
-        source: Arc::from(""),
+        source: Arc::new(SourceText::new(String::new())),
         diags: Vec::new(),
     };
     if let Some(raw) = cx.parse(&file.bytes) {
@@ -595,9 +620,22 @@ fn dir_diag(rule: Rule, path: &str, message: String, help: String) -> Diagnostic
 }
 
 /// Rule `id-unique`: a later file whose id equals an earlier one's, ignoring ASCII case.
-fn check_unique_ids(ids: &[(String, Spanned<String>, Arc<str>)], diags: &mut Vec<Diagnostic>) {
+fn check_unique_ids(
+    ids: &[(String, Spanned<String>, Arc<SourceText>)],
+    diags: &mut Vec<Diagnostic>,
+) {
+    // A file whose id is canonical and matches its name keeps the id; the other is blamed.
+    let proper = |(path, id, _): &(String, Spanned<String>, Arc<SourceText>)| {
+        is_canonical_id(id.get_ref())
+            && Path::new(path)
+                .file_stem()
+                .is_some_and(|s| s == id.get_ref().as_str())
+    };
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| !proper(&ids[i]));
     let mut first_of: HashMap<String, usize> = HashMap::with_capacity(ids.len());
-    for (i, (path, id, source)) in ids.iter().enumerate() {
+    for i in order {
+        let (path, id, source) = &ids[i];
         let first = *first_of
             .entry(id.get_ref().to_ascii_lowercase())
             .or_insert(i);
@@ -611,12 +649,17 @@ fn check_unique_ids(ids: &[(String, Spanned<String>, Arc<str>)], diags: &mut Vec
             span: Some(id.span()),
             source: Some(source.clone()),
             message: if first_id.get_ref() == id.get_ref() {
-                format!("id `{}` is already used in {first_path}", id.get_ref())
+                format!(
+                    "id `{}` is already used in {}",
+                    printable(id.get_ref()),
+                    printable(first_path)
+                )
             } else {
                 format!(
-                    "id `{}` is already used as `{}` in {first_path} (ids are compared ignoring case)",
-                    id.get_ref(),
-                    first_id.get_ref()
+                    "id `{}` is already used as `{}` in {} (ids are compared ignoring case)",
+                    printable(id.get_ref()),
+                    printable(first_id.get_ref()),
+                    printable(first_path)
                 )
             },
             help: "give each MCP server its own id, or delete the duplicate file".into(),
@@ -647,7 +690,7 @@ struct RawEntry {
 /// Checks one file, collecting its diagnostics.
 struct FileCx<'a> {
     path: &'a str,
-    source: Arc<str>,
+    source: Arc<SourceText>,
     diags: Vec<Diagnostic>,
 }
 
@@ -670,29 +713,37 @@ impl FileCx<'_> {
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
-                self.source = Arc::from(String::from_utf8_lossy(bytes).as_ref());
+                self.source =
+                    Arc::new(SourceText::new(String::from_utf8_lossy(bytes).into_owned()));
                 let at = e.valid_up_to();
                 self.report(
                     Rule::TomlUtf8,
                     at..at + char::REPLACEMENT_CHARACTER.len_utf8(),
                     "the file is not valid UTF-8".into(),
-                    "save the file as UTF-8 (TOML 1.0 requires it)".into(),
+                    "save the file as UTF-8 (TOML requires it)".into(),
                 );
                 return None;
             }
         };
-        self.source = Arc::from(text);
+        self.source = Arc::new(SourceText::new(text.to_owned()));
         let source = self.source.clone();
-        let (table, errors) = DeTable::parse_recoverable(&source);
+        let (table, errors) = DeTable::parse_recoverable(source.text());
         if !errors.is_empty() {
+            let mut seen: Vec<(Range<usize>, String)> = Vec::new();
             for e in errors {
                 let span = e.span().unwrap_or(0..0);
-                let message = e.message().trim_end().to_string();
+                let message = printable(e.message().trim_end()).into_owned();
+                // The recovering parser can report one mistake twice.
+                if seen.contains(&(span.clone(), message.clone())) {
+                    continue;
+                }
+                seen.push((span.clone(), message.clone()));
                 self.report(
                     Rule::TomlSyntax,
                     span,
                     format!("invalid TOML: {message}"),
-                    "fix the TOML syntax (see https://toml.io/en/v1.0.0)".into(),
+                    "fix the TOML syntax (TOML 1.1, a superset of 1.0: https://toml.io/en/v1.1.0)"
+                        .into(),
                 );
             }
             return None;
@@ -739,7 +790,7 @@ impl FileCx<'_> {
         self.report(
             Rule::UnknownKey,
             k.span(),
-            format!("unknown key `{name}`{at}"),
+            format!("unknown key `{}`{at}", printable(name)),
             help,
         );
         suggestion
@@ -774,15 +825,19 @@ impl FileCx<'_> {
     }
 
     fn wrong_type(&mut self, v: &Spanned<DeValue<'_>>, what: &str, kind: ValueKind) {
+        self.wrong_type_as(v, what, kind.describe());
+    }
+
+    /// Rule `wrong-type`: `what` must be `expected` (e.g. "a boolean").
+    fn wrong_type_as(&mut self, v: &Spanned<DeValue<'_>>, what: &str, expected: &str) {
         self.report(
             Rule::WrongType,
             v.span(),
             format!(
-                "`{what}` must be {}, found {}",
-                kind.describe(),
+                "`{what}` must be {expected}, found {}",
                 article(v.get_ref().type_str())
             ),
-            format!("write `{what}` as {}", kind.describe()),
+            format!("write `{what}` as {expected}"),
         );
     }
 
@@ -817,7 +872,12 @@ impl FileCx<'_> {
             d.get_ref()
                 .chars()
                 .find(|&c| is_forbidden_char(c))
-                .map(|c| format!("contains the control character {}", c.escape_unicode()))
+                .map(|c| {
+                    format!(
+                        "contains {}, a control or invisible character",
+                        c.escape_unicode()
+                    )
+                })
         };
         match problem {
             Some(p) => {
@@ -826,7 +886,7 @@ impl FileCx<'_> {
                     d.span(),
                     format!("`description` {p}"),
                     format!(
-                        "write one line of 1 to {MAX_DESCRIPTION_CHARS} characters without control characters or line breaks"
+                        "write one line of 1 to {MAX_DESCRIPTION_CHARS} characters without control, invisible or line-break characters"
                     ),
                 );
                 None
@@ -860,7 +920,7 @@ impl FileCx<'_> {
                 Some("is empty".to_string())
             } else if let Some(c) = s.get_ref().chars().find(|&c| is_forbidden_char(c)) {
                 Some(format!(
-                    "contains the control character {}",
+                    "contains {}, a control or invisible character",
                     c.escape_unicode()
                 ))
             } else if s.get_ref().contains("${") {
@@ -898,12 +958,12 @@ impl FileCx<'_> {
                     k.span(),
                     format!(
                         "env name `{}` does not match {ENV_NAME_PATTERN}",
-                        name.escape_debug()
+                        printable(&name)
                     ),
                     "use upper-case ASCII letters, digits and `_`, starting with a letter".into(),
                 );
             }
-            let what = format!("env.{name}");
+            let what = format!("env.{}", printable(&name));
             let Some(src) = self.string(val, &what) else {
                 ok = false;
                 continue;
@@ -920,7 +980,7 @@ impl FileCx<'_> {
                         src.span(),
                         format!(
                             "unknown env source `{}` for `{what}`",
-                            src.get_ref().escape_debug()
+                            printable(src.get_ref())
                         ),
                         format!("{hint}the source is `\"server_url\"` or `\"agent_id\"`"),
                     );
@@ -940,7 +1000,7 @@ impl FileCx<'_> {
         for (i, item) in items.iter().enumerate() {
             let DeValue::Table(table) = item.get_ref() else {
                 ok = false;
-                self.wrong_type(item, &format!("tools[{i}]"), ValueKind::ToolArray);
+                self.wrong_type_as(item, &format!("tools[{i}]"), "a [[tools]] table");
                 continue;
             };
             let at = format!(" in tools[{i}]");
@@ -979,7 +1039,7 @@ impl FileCx<'_> {
                 name.span(),
                 format!(
                     "tool name `{}` does not match {TOOL_NAME_PATTERN}",
-                    name.get_ref().escape_debug()
+                    printable(name.get_ref())
                 ),
                 "use 1 to 128 ASCII letters, digits, `_`, `.` or `-`".into(),
             );
@@ -1128,7 +1188,7 @@ impl FileCx<'_> {
                 id.span(),
                 format!(
                     "id `{}` is not canonical ({ID_PATTERN}, at most {MAX_ID_LEN} bytes)",
-                    s.escape_debug()
+                    printable(s)
                 ),
                 help,
             );
@@ -1136,11 +1196,15 @@ impl FileCx<'_> {
             self.report(
                 Rule::IdFileStem,
                 id.span(),
-                format!("id `{s}` does not match the file name `{stem}.toml`"),
                 format!(
-                    "rename the file to `{s}.toml`, or set `id = \"{}\"`",
-                    stem.escape_debug()
+                    "id `{s}` does not match the file name `{}.toml`",
+                    printable(stem)
                 ),
+                if is_canonical_id(stem) {
+                    format!("rename the file to `{s}.toml`, or set `id = \"{stem}\"`")
+                } else {
+                    format!("rename the file to `{s}.toml`")
+                },
             );
         }
     }

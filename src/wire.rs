@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchCommand {
-    /// The reviewer's agent id (`KCAP_FLOW_AGENT_ID` of the result channel).
-    #[serde(default)]
+    /// The reviewer's agent id (`KCAP_FLOW_AGENT_ID` of the result channel). Required: a
+    /// payload without it is an error, never an empty id.
     pub agent_id: String,
     /// The flow's MCP allowlist: absent or `null` → `None`; `null` elements are kept as
     /// `None` entries (resolution reports them as blank). A non-string element is an error

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
-/// and `benches/`, whose targets the manifest names) into a fresh temp dir.
+/// `benches/`, whose targets the manifest names, and the CI bootstrap registry) into a fresh
+/// temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
         std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
     }
-    for dir in ["src", "registry", "benches"] {
+    for dir in ["src", "registry", "benches", ".ci/bootstrap-registry"] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
     }
     tmp
@@ -179,4 +180,43 @@ fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
     let (ok, stderr) =
         cargo_build_with_registry_dir(krate.path(), elsewhere.path(), Path::new("alt"));
     assert!(ok, "{stderr}");
+}
+
+#[test]
+fn a_checker_built_on_the_bootstrap_registry_reports_a_broken_registry() {
+    let krate = copy_crate();
+    edit(
+        &krate.path().join("registry/kcap-memory.toml"),
+        "starts_flows",
+        "start_flows",
+    );
+    // The CI recipe of the README: the checker does not compile the broken registry in.
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--offline",
+            "--quiet",
+            "--bin",
+            "kcap-mcp-registry",
+            "--",
+        ])
+        .args(["check", "registry", "--format", "github"])
+        .current_dir(krate.path())
+        .env("CARGO_TARGET_DIR", target_dir().join("checker"))
+        .env("KCAP_MCP_REGISTRY_DIR", ".ci/bootstrap-registry")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(
+            "::error file=registry/kcap-memory.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::unknown key `start_flows`"
+        ),
+        "{stdout}"
+    );
 }

@@ -14,26 +14,27 @@ const NEW: &str = "tests/fixtures/cli/diff/new";
 
 const SECURITY_MARKDOWN: &str = r#"## MCP server registry changes
 
-### Security-relevant changes (5)
+### Security-relevant changes (7)
 
 - `kcap-audit`: `env.KCAP_AUDIT_ID` `"server_url"` → `"agent_id"`
 - `kcap-flows`: `starts_flows` `true` → `false`
+- `kcap-new`: `read_only` (absent) → `true`
 - `kcap-new`: `tools.peek.unattended_safe` (absent) → `true`
+- `kcap-notes`: `args` `["mcp","notes"]` → `["mcp","notes","--read-only"]`
 - `kcap-notes`: `read_only` `false` → `true`
 - `kcap-notes`: `tools.list_notes.unattended_safe` `false` → `true`
 
 ### Added servers (1)
 
-- `kcap-new`: A new read-only server. (args `["mcp","new"]`, starts_flows `false`, allowlistable `true`, read_only `true`)
+- `kcap-new`: `A new read-only server.` (args `["mcp","new"]`, starts_flows `false`, allowlistable `true`, read_only `true`)
 
 ### Removed servers (1)
 
-- `kcap-old`: A retired server.
+- `kcap-old`: `A retired server.`
 
-### Other changes (3)
+### Other changes (2)
 
 - `kcap-flow-result`: `description` `"Result channel."` → `"Result channel for verdicts."`
-- `kcap-notes`: `args` `["mcp","notes"]` → `["mcp","notes","--read-only"]`
 - `kcap-notes`: `tools.write_note.unattended_safe` `false` → (absent)
 "#;
 
@@ -73,9 +74,28 @@ fn a_security_diff_in_json() {
     },
     {
       "server": "kcap-new",
+      "field": "read_only",
+      "old": null,
+      "new": true
+    },
+    {
+      "server": "kcap-new",
       "field": "tools.peek.unattended_safe",
       "old": null,
       "new": true
+    },
+    {
+      "server": "kcap-notes",
+      "field": "args",
+      "old": [
+        "mcp",
+        "notes"
+      ],
+      "new": [
+        "mcp",
+        "notes",
+        "--read-only"
+      ]
     },
     {
       "server": "kcap-notes",
@@ -133,19 +153,6 @@ fn a_security_diff_in_json() {
       "field": "description",
       "old": "Result channel.",
       "new": "Result channel for verdicts."
-    },
-    {
-      "server": "kcap-notes",
-      "field": "args",
-      "old": [
-        "mcp",
-        "notes"
-      ],
-      "new": [
-        "mcp",
-        "notes",
-        "--read-only"
-      ]
     },
     {
       "server": "kcap-notes",
@@ -209,7 +216,7 @@ fn a_diff_without_security_flips_passes_fail_on_security() {
 fn reversing_a_diff_reverses_every_flip() {
     let r = run(&["diff", NEW, OLD, "--format", "json"]);
     let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    // new → old: starts_flows and read_only flip back (still security-relevant); the tool
+    // new → old: args, starts_flows and read_only flip back (still security-relevant); the tool
     // losing unattended_safe and the env source leaving agent_id are not.
     let fields: Vec<(String, String)> = json["security"]
         .as_array()
@@ -226,6 +233,7 @@ fn reversing_a_diff_reverses_every_flip() {
         fields,
         [
             ("kcap-flows".to_string(), "starts_flows".to_string()),
+            ("kcap-notes".to_string(), "args".to_string()),
             ("kcap-notes".to_string(), "read_only".to_string()),
         ]
     );
@@ -322,7 +330,8 @@ fn which_changes_are_security_relevant() {
         ]
     );
 
-    // A new server's unattended_safe tools and agent_id env vars are security-relevant.
+    // A new server's read_only claim, unattended_safe tools and agent_id env vars are
+    // security-relevant.
     let mut injected = entry("kcap-y");
     injected.allowlistable = false;
     injected.env = vec![("KCAP_FLOW_AGENT_ID".into(), EnvSource::AgentId)];
@@ -331,9 +340,21 @@ fn which_changes_are_security_relevant() {
     let security: Vec<&str> = d.security().map(|c| c.field.as_str()).collect();
     assert_eq!(
         security,
-        ["env.KCAP_FLOW_AGENT_ID", "tools.t.unattended_safe"]
+        [
+            "read_only",
+            "env.KCAP_FLOW_AGENT_ID",
+            "tools.t.unattended_safe"
+        ]
     );
     assert!(d.has_security());
+
+    // A new server that starts flows: the server's own deny-list must learn it.
+    let mut flows = entry("kcap-z");
+    flows.read_only = false;
+    flows.starts_flows = true;
+    let d = diff(&[], &[flows]);
+    let security: Vec<&str> = d.security().map(|c| c.field.as_str()).collect();
+    assert_eq!(security, ["starts_flows"]);
 
     // The compiled registry against itself: nothing.
     let compiled = inspect::compiled_entries();

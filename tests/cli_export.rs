@@ -402,3 +402,44 @@ fn files_that_are_not_registration_files_exit_2_with_the_reason() {
         r.stderr
     );
 }
+
+#[test]
+fn a_disabled_registration_is_drift() {
+    let export = run(&["export", "codex-toml"]).stdout;
+    let text = export.replace(
+        "[mcp_servers.kcap-review]\n",
+        "[mcp_servers.kcap-review]\nenabled = false\n",
+    );
+    assert_ne!(text, export);
+    let r = check_against("config.toml", &text, &["--format", "json"]);
+    assert_eq!(r.code, 1);
+    let findings: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let rules: Vec<(&str, &str)> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].0, "drift-disabled");
+    assert!(
+        rules[0]
+            .1
+            .starts_with("MCP server `kcap-review` is registered in ")
+            && rules[0].1.ends_with(" but disabled (`enabled = false`)"),
+        "{}",
+        rules[0].1
+    );
+    let bad = export.replace(
+        "[mcp_servers.kcap-review]\n",
+        "[mcp_servers.kcap-review]\nenabled = \"no\"\n",
+    );
+    let r = check_against("config.toml", &bad, &[]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("`mcp_servers.\"kcap-review\".enabled` must be a boolean"),
+        "{}",
+        r.stderr
+    );
+}

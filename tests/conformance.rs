@@ -27,7 +27,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use kcap_mcp_registry::inventory::{InheritedServer, codex_inventory};
+use kcap_mcp_registry::inventory::{INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from};
 use kcap_mcp_registry::render::claude::claude_reviewer_args;
 use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
@@ -231,24 +231,10 @@ impl Codex {
         cmd
     }
 
-    /// Our own [`codex_inventory`], run through a wrapper that gives Codex this setup's
-    /// environment and cwd: `codex_inventory` inherits the caller's environment and has no
-    /// parameter for it.
+    /// Our own [`codex_inventory_from`], given this setup's environment and cwd.
     fn inventory(&self) -> Vec<InheritedServer> {
-        let wrapper = self.home.path().join("codex-with-test-env");
-        let mut body = b"#!/bin/sh\ncd ".to_vec();
-        body.extend(sh_quote(self.cwd.path().as_os_str().as_bytes()));
-        body.extend_from_slice(b" || exit 97\nexec env -i PATH=");
-        body.extend(sh_quote(inherited_path().as_bytes()));
-        body.extend_from_slice(b" HOME=");
-        body.extend(sh_quote(self.home.path().as_os_str().as_bytes()));
-        body.extend_from_slice(b" CODEX_HOME=");
-        body.extend(sh_quote(self.codex_home.path().as_os_str().as_bytes()));
-        body.push(b' ');
-        body.extend(sh_quote(self.bin.as_os_str().as_bytes()));
-        body.extend_from_slice(b" \"$@\"\n");
-        write_script(&wrapper, &body);
-        codex_inventory(&wrapper).unwrap_or_else(|e| panic!("codex_inventory failed: {e}"))
+        codex_inventory_from(self.command(), INVENTORY_TIMEOUT)
+            .unwrap_or_else(|e| panic!("codex_inventory failed: {e}"))
     }
 
     /// `codex <reviewer args> <tail…>`; panics unless it exits 0; returns stdout as JSON.

@@ -178,6 +178,13 @@ fn running_codex_fails_closed() {
         IsolationError::Parse(_)
     ));
 
+    // A grandchild that keeps stdout open after codex exits cannot hold the caller either.
+    let bin = fake_codex(dir.path(), "echo '[]'\nsleep 30 &");
+    let started = std::time::Instant::now();
+    let err = codex_inventory_within(&bin, Duration::from_millis(300)).unwrap_err();
+    assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+
     let bin = fake_codex(dir.path(), "exec sleep 30");
     let err = codex_inventory_within(&bin, Duration::from_millis(200)).unwrap_err();
     assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");

@@ -209,7 +209,7 @@ fn the_one_line_pattern_is_built_from_is_forbidden_char() {
     let pattern = one_line_pattern();
     assert_eq!(
         pattern,
-        "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028-\\u2029]*$"
+        "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u2028-\\u202e\\u2060\\u2066-\\u2069\\ufeff]*$"
     );
     // `\uXXXX` can only name characters of the Basic Multilingual Plane.
     assert!(

@@ -401,6 +401,10 @@ fn codex_refuses_inherited_fields_it_cannot_neutralize() {
     no_worktree.worktree = None;
     let err = codex_reviewer_args(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
     assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `cwd`, which would merge into kcap's server of the same name; give the reviewer a worktree (its `cwd` then points there), or remove `cwd` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
+    );
+    assert_eq!(
         err,
         LaunchError::Render(RenderError::CodexInheritedField {
             server: "kcap-review".into(),
@@ -459,4 +463,51 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     c.prompt = None;
     let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
     assert_eq!(a.last().unwrap(), "Agent");
+}
+
+#[test]
+fn values_that_would_read_as_options_are_refused() {
+    // (edit of the baseline context, the field refused)
+    type Case = (fn(&mut LaunchContext), &'static str);
+    let cases: [Case; 3] = [
+        (|c| c.model = Some("-weird".into()), "model"),
+        (|c| c.effort = Some("--max".into()), "effort"),
+        (|c| c.worktree = Some("-w".into()), "worktree"),
+    ];
+    for (edit, field) in cases {
+        let mut c = ctx(None);
+        edit(&mut c);
+        let claude = claude_reviewer_args(&c, Policy::Lenient);
+        let codex = codex_reviewer_args(&c, Policy::Lenient, &[]);
+        let refused = LaunchError::Render(RenderError::OptionLike { field });
+        // Claude takes no worktree; Codex puts the effort inside a `-c` value.
+        match field {
+            "worktree" => assert!(claude.is_ok()),
+            _ => assert_eq!(claude.unwrap_err(), refused),
+        }
+        match field {
+            "effort" => assert!(codex.is_ok()),
+            _ => assert_eq!(codex.unwrap_err(), refused),
+        }
+    }
+    assert_eq!(
+        RenderError::OptionLike { field: "model" }.to_string(),
+        "the reviewer's `model` starts with `-`, so the client would read it as an option; use a value that does not start with `-`"
+    );
+}
+
+#[test]
+fn an_inventory_listing_a_name_twice_is_refused() {
+    let json = r#"[
+      {"name":"a","enabled":true,"transport":{"type":"stdio","command":"x"}},
+      {"name":"a","enabled":true,"transport":{"type":"streamable_http","url":"https://x"}}
+    ]"#;
+    let c = ctx(None);
+    let r = c.resolve(Policy::Lenient).unwrap();
+    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
+    assert_eq!(err, RenderError::DuplicateInherited { server: "a".into() });
+    assert_eq!(
+        err.to_string(),
+        "the Codex inventory lists MCP server `a` twice; take the inventory again with `codex mcp list --json`"
+    );
 }

@@ -258,6 +258,15 @@ fn hostile_values_are_reported_not_panicked_on() {
             BASE.replace("\"X.\"", &format!("\"{}\"", "é".repeat(301))),
             vec![("description-format".into(), 2, 15)],
         ),
+        // Invisible characters: a right-to-left override, a zero-width space.
+        (
+            BASE.replace("\"X.\"", "\"X\u{202e}Y\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"x\u{200b}\"]"),
+            vec![("args-format".into(), 3, 16)],
+        ),
         // Empty args, an empty arg, a newline in an arg.
         (
             BASE.replace("[\"mcp\", \"x\"]", "[]"),
@@ -344,12 +353,62 @@ fn non_toml_files_and_subdirectories_are_ignored() {
     )
     .unwrap();
     std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
-    std::fs::create_dir(dir.path().join("sub.toml")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.path().join("notes.txt")).unwrap();
     let entries = validate_dir(dir.path()).unwrap();
     assert_eq!(
         entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
         ["kcap-flow-result"]
     );
+    // An upper-case extension is a registry file too, and its stem is checked.
+    std::fs::write(
+        dir.path().join("KCAP-X.TOML"),
+        BASE.replace("kcap-x", "KCAP-X"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("KCAP-X.TOML should be checked");
+    };
+    assert_eq!(diags[0].rule.name(), "id-canonical");
+}
+
+#[test]
+fn toml_entries_that_are_not_regular_files_are_load_errors() {
+    // (file name, how to create it)
+    type Make = (&'static str, fn(&Path));
+    let make: [Make; 3] = [
+        ("sub.toml", |p| std::fs::create_dir(p).unwrap()),
+        ("dangling.toml", |p| {
+            std::os::unix::fs::symlink("nowhere", p).unwrap()
+        }),
+        ("fifo.toml", |p| {
+            assert!(
+                std::process::Command::new("mkfifo")
+                    .arg(p)
+                    .status()
+                    .unwrap()
+                    .success()
+            )
+        }),
+    ];
+    for (name, create) in make {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            "registry/kcap-flow-result.toml",
+            dir.path().join("kcap-flow-result.toml"),
+        )
+        .unwrap();
+        create(&dir.path().join(name));
+        let err = validate_dir(dir.path()).unwrap_err();
+        assert!(matches!(err, CheckError::Load(_)), "{name}: {err:?}");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot read {}: not a regular file (a directory, FIFO, socket, or a symlink that leads nowhere); registry entries must be regular `.toml` files",
+                dir.path().join(name).display()
+            )
+        );
+    }
 }
 
 #[test]
@@ -360,5 +419,194 @@ fn a_missing_directory_is_a_load_error_not_a_violation() {
         err.to_string()
             .starts_with("cannot read tests/fixtures/no-such-dir: "),
         "{err}"
+    );
+}
+
+#[test]
+fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-x.toml"),
+        format!("{BASE}\"a\\nerror[id-unique]: forged\" = 1\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap\ny.toml"),
+        BASE.replace("kcap-x", "kcap-y"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let messages: Vec<&str> = diags.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "id `kcap-y` does not match the file name `kcap\\ny.toml`",
+            "unknown key `a\\nerror[id-unique]: forged`",
+        ]
+    );
+    let report = diagnostic::render_all(&diags, false);
+    let headers = report.lines().filter(|l| l.starts_with("error[")).count();
+    assert_eq!(headers, 2, "{report}");
+    assert!(report.contains("/kcap\\ny.toml:1:6"), "{report}");
+}
+
+#[test]
+fn only_the_lines_of_the_span_are_quoted_and_huge_lines_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    // A span over three lines is quoted whole; line numbers stay those of the file.
+    let multi = BASE.replace("starts_flows = false", "starts_flows = [\n  1,\n]");
+    std::fs::write(dir.path().join("kcap-x.toml"), format!("\n\n{multi}")).unwrap();
+    // A 5,000-byte line is named by position only.
+    let long = format!("{}\"{}\", \"\"]", "args = [", "a".repeat(5000));
+    std::fs::write(
+        dir.path().join("kcap-y.toml"),
+        BASE.replace("kcap-x", "kcap-y")
+            .replace("args = [\"mcp\", \"x\"]", &long),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let report = diagnostic::render_all(&diags, false);
+    let x = dir.path().join("kcap-x.toml").display().to_string();
+    let y = dir.path().join("kcap-y.toml").display().to_string();
+    let expected = format!(
+        "error[wrong-type]: `starts_flows` must be a boolean, found an array
+ --> {x}:6:16
+  |
+6 |   starts_flows = [
+  |  ________________^
+7 | |   1,
+8 | | ]
+  | |_^
+  |
+  = help: write `starts_flows` as a boolean
+
+error[args-format]: `args[1]` is empty
+--> {y}:3:5013
+ = help: write each argument as a non-empty, single-line string without `${{`
+
+error: 2 registry rule violations
+"
+    );
+    assert_eq!(report, expected);
+}
+
+#[test]
+fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
+    let text = format!("{BASE}[env]\n\"X\\u001b]0;pwned\\u0007\\nerror[forged]\" = 5\n");
+    let found = check_files(&[("kcap-x.toml", text.as_bytes())]);
+    assert_eq!(
+        found,
+        vec![
+            ("env-name".to_string(), 6, 1),
+            ("wrong-type".to_string(), 6, 42)
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("kcap-x.toml"), &text).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    for d in &diags {
+        for text in [&d.message, &d.help] {
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+        }
+    }
+    assert_eq!(
+        diags[1].message,
+        "`env.X\\u{1b}]0;pwned\\u{7}\\nerror[forged]` must be a string, found an integer"
+    );
+}
+
+#[test]
+fn a_tools_element_that_is_not_a_table_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-x.toml"),
+        format!("{BASE}tools = [1]\n"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    assert_eq!(
+        (diags[0].message.as_str(), diags[0].help.as_str()),
+        (
+            "`tools[0]` must be a [[tools]] table, found an integer",
+            "write `tools[0]` as a [[tools]] table"
+        )
+    );
+}
+
+#[test]
+fn the_misnamed_file_is_blamed_and_never_told_to_take_a_non_canonical_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        "registry/kcap-flow-result.toml",
+        dir.path().join("kcap-flow-result.toml"),
+    )
+    .unwrap();
+    // Sorted first, but misnamed: it is the one blamed for the duplicate id.
+    std::fs::write(
+        dir.path().join("KCAP-A.toml"),
+        BASE.replace("kcap-x", "kcap-a"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("kcap-a.toml"),
+        BASE.replace("kcap-x", "kcap-a"),
+    )
+    .unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    let got: Vec<(&str, String, &str)> = diags
+        .iter()
+        .map(|d| {
+            let file = Path::new(&d.path)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (d.rule.name(), file, d.help.as_str())
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "id-file-stem",
+                "KCAP-A.toml".to_string(),
+                "rename the file to `kcap-a.toml`"
+            ),
+            (
+                "id-unique",
+                "KCAP-A.toml".to_string(),
+                "give each MCP server its own id, or delete the duplicate file"
+            ),
+        ]
     );
 }

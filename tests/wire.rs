@@ -69,6 +69,8 @@ fn a_non_string_element_is_an_error_naming_its_index() {
         err.starts_with("mcp_allowlist[0]: invalid type: map, expected a string"),
         "{err}"
     );
+    let err = read(r#"{"mcp_allowlist":["kcap-review"]}"#).unwrap_err();
+    assert!(err.starts_with("missing field `agent_id`"), "{err}");
     let err = read(r#"{"agent_id":"a","mcp_allowlist":"kcap-review"}"#).unwrap_err();
     assert!(
         err.contains("expected an array of strings or nulls, or null"),

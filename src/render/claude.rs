@@ -9,7 +9,7 @@
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-use super::{LaunchContext, LaunchError, RenderError, set};
+use super::{LaunchContext, LaunchError, RenderError, option_value};
 use crate::allowlist::{Policy, Resolution};
 use crate::model::McpServer;
 
@@ -165,10 +165,10 @@ pub fn claude_reviewer_args(
     ]
     .map(String::from)
     .into();
-    if let Some(effort) = set(&ctx.effort) {
+    if let Some(effort) = option_value("effort", &ctx.effort)? {
         args.extend(["--effort".into(), effort.into()]);
     }
-    if let Some(model) = set(&ctx.model) {
+    if let Some(model) = option_value("model", &ctx.model)? {
         args.extend(["--model".into(), model.into()]);
     }
     if let Some(prompt) = ctx.prompt.as_deref().filter(|p| !p.is_empty()) {

@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use super::{LaunchContext, LaunchError, RenderError, set};
+use super::{LaunchContext, LaunchError, RenderError, option_value, set};
 use crate::allowlist::{Policy, Resolution};
 use crate::inventory::{InheritedServer, Transport};
 use crate::model::McpServer;
@@ -134,6 +134,14 @@ pub fn codex_mcp_overrides(
     let servers: Vec<_> = ctx.servers(resolution).collect();
     let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
 
+    if inventory.len() > 1 {
+        let mut names = std::collections::HashSet::with_capacity(inventory.len());
+        if let Some(s) = inventory.iter().find(|s| !names.insert(s.name.as_str())) {
+            return Err(RenderError::DuplicateInherited {
+                server: s.name.clone(),
+            });
+        }
+    }
     let mut clear = String::from("mcp_servers={");
     for (i, inherited) in inventory.iter().filter(|s| !enabled(&s.name)).enumerate() {
         if i > 0 {
@@ -276,7 +284,7 @@ pub fn codex_reviewer_args(
     let resolution = ctx.resolve(policy)?;
     let overrides = codex_mcp_overrides(ctx, &resolution, inventory)?;
     let mut args = Vec::with_capacity(overrides.len() * 2 + 12);
-    if let Some(worktree) = set(&ctx.worktree) {
+    if let Some(worktree) = option_value("worktree", &ctx.worktree)? {
         args.extend(["--cd".into(), worktree.into()]);
     }
     args.extend(
@@ -291,7 +299,9 @@ pub fn codex_reviewer_args(
     for o in overrides {
         args.extend(["-c".into(), o]);
     }
-    if let Some(model) = set(&ctx.model).filter(|m| !m.eq_ignore_ascii_case("default")) {
+    if let Some(model) =
+        option_value("model", &ctx.model)?.filter(|m| !m.eq_ignore_ascii_case("default"))
+    {
         args.extend(["-m".into(), model.into()]);
     }
     if let Some(effort) = set(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {

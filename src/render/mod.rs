@@ -99,6 +99,18 @@ fn set(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.trim().is_empty())
 }
 
+/// [`set`] for a value that follows an option in argv (`--model M`): one starting with `-`
+/// would be read as an option, so it is refused.
+fn option_value<'a>(
+    field: &'static str,
+    value: &'a Option<String>,
+) -> Result<Option<&'a str>, RenderError> {
+    match set(value) {
+        Some(v) if v.starts_with('-') => Err(RenderError::OptionLike { field }),
+        v => Ok(v),
+    }
+}
+
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RenderError {
@@ -118,6 +130,18 @@ pub enum RenderError {
         /// The field, e.g. `url`, `env.EXTRA`.
         field: String,
     },
+    /// A launch value that follows an option in argv (`model`, `effort`, `worktree`) starts
+    /// with `-`, so the client would read it as an option.
+    OptionLike {
+        /// The [`LaunchContext`] field.
+        field: &'static str,
+    },
+    /// The Codex inventory lists a server name twice (Codex never does); which entry is real
+    /// cannot be known, so nothing is rendered.
+    DuplicateInherited {
+        /// The repeated name.
+        server: String,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -129,14 +153,33 @@ impl fmt::Display for RenderError {
                  which Claude Code expands as a variable reference and cannot escape; \
                  remove `${{` from that value"
             ),
-            RenderError::CodexInheritedField { server, field } => write!(
+            RenderError::CodexInheritedField { server, field } => {
+                write!(
+                    f,
+                    "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
+                     `{}` with `{}`, which would merge into kcap's server of the same name; ",
+                    server.escape_debug(),
+                    field.escape_debug(),
+                )?;
+                if field == "cwd" {
+                    f.write_str("give the reviewer a worktree (its `cwd` then points there), or ")?;
+                }
+                write!(
+                    f,
+                    "remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
+                    field.escape_debug(),
+                    server.escape_debug()
+                )
+            }
+            RenderError::OptionLike { field } => write!(
                 f,
-                "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
-                 `{}` with `{}`, which would merge into kcap's server of the same name; \
-                 remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
-                server.escape_debug(),
-                field.escape_debug(),
-                field.escape_debug(),
+                "the reviewer's `{field}` starts with `-`, so the client would read it as an \
+                 option; use a value that does not start with `-`"
+            ),
+            RenderError::DuplicateInherited { server } => write!(
+                f,
+                "the Codex inventory lists MCP server `{}` twice; take the inventory again \
+                 with `codex mcp list --json`",
                 server.escape_debug()
             ),
         }
