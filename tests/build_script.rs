@@ -105,25 +105,31 @@ fn an_allowlistable_result_channel_fails_the_build() {
 #[test]
 fn the_generated_table_is_byte_identical_across_builds() {
     let krate = copy_crate();
-    let table = |krate: &Path| {
-        let (ok, stderr) = cargo_build(krate);
-        assert!(ok, "{stderr}");
-        // The newest registry_table.rs under the shared target dir is this build's.
-        let build = target_dir().join("debug/build");
-        let newest = std::fs::read_dir(build)
+    // Two independent builds, each in its own target dir, so nothing is shared or cached.
+    let table = |name: &str| {
+        let target = target_dir().join(name);
+        let out = Command::new(env!("CARGO"))
+            .args(["build", "--offline", "--lib", "--no-default-features"])
+            .current_dir(krate.path())
+            .env("CARGO_TARGET_DIR", &target)
+            .env_remove("KCAP_MCP_REGISTRY_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tables: Vec<PathBuf> = std::fs::read_dir(target.join("debug/build"))
             .unwrap()
             .map(|e| e.unwrap().path().join("out/registry_table.rs"))
             .filter(|p| p.is_file())
-            .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
-            .unwrap();
-        std::fs::read(newest).unwrap()
+            .collect();
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        std::fs::read(&tables[0]).unwrap()
     };
-    let first = table(krate.path());
-    // Rewrite a registry file with identical content: the build script reruns.
-    let file = krate.path().join("registry/kcap-review.toml");
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    std::fs::write(&file, std::fs::read(&file).unwrap()).unwrap();
-    let second = table(krate.path());
+    let first = table("determinism-a");
+    let second = table("determinism-b");
     assert!(first.starts_with(b"// @generated"));
     assert_eq!(first, second);
 }
