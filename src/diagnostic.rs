@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
-use crate::schema::Rule;
+use crate::schema::{Rule, is_forbidden_char};
 
 /// One violation of a registry rule, located in a registry file (or in the registry
 /// directory, for rules about the directory as a whole).
@@ -172,11 +172,12 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
     out
 }
 
-/// `s` with every control character (and U+2028, U+2029) escaped — `\n`, `\r`, `\t`, other
-/// ones as `\u{…}` — so a file name, key or value taken from user input cannot break a
-/// report line, forge one, or send terminal escapes. Other text is returned as is.
+/// `s` with every control or invisible character ([`is_forbidden_char`]) escaped — `\n`,
+/// `\r`, `\t`, others as `\u{…}` — so a file name, key or value taken from user input
+/// cannot break a report line, forge one, reorder it, or send terminal escapes. Other text is
+/// returned as is.
 pub fn printable(s: &str) -> Cow<'_, str> {
-    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    let bad = is_forbidden_char;
     if !s.chars().any(bad) {
         return Cow::Borrowed(s);
     }

@@ -30,6 +30,18 @@ macro_rules! outln {
     ($($arg:tt)*) => { write_stdout(&format!("{}\n", format_args!($($arg)*))) };
 }
 
+/// `eprint!` that never panics: a closed or full standard error loses the text, nothing more.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        let _ = std::io::stderr().lock().write_all(format!($($arg)*).as_bytes());
+    }};
+}
+
+/// `eprintln!` that never panics (see [`err!`]).
+macro_rules! errln {
+    ($($arg:tt)*) => { err!("{}\n", format_args!($($arg)*)) };
+}
+
 /// Writes `text` to standard output. A closed pipe (`… | head`) ends the process quietly
 /// and any other write error (a full disk) with a message, both with exit code 2 (I/O error).
 fn write_stdout(text: &str) {
@@ -39,7 +51,7 @@ fn write_stdout(text: &str) {
         .and_then(|()| stdout.flush())
     {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("error: cannot write to standard output: {e}");
+            errln!("error: cannot write to standard output: {e}");
         }
         std::process::exit(2);
     }
@@ -381,7 +393,7 @@ fn exit(ok: bool) -> ExitCode {
 
 /// Prints `error: {message}` on stderr; exit code 2.
 fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    errln!("error: {message}");
     ExitCode::from(2)
 }
 
@@ -402,8 +414,8 @@ fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
         Ok(entries) => Ok(entries),
         Err(CheckError::Load(e)) => Err(input_error(e)),
         Err(CheckError::Invalid(diags)) => {
-            eprint!("{}", diagnostic::render_all(&diags, stderr_color()));
-            eprintln!(
+            err!("{}", diagnostic::render_all(&diags, stderr_color()));
+            errln!(
                 "error: {} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
                 dir.display(),
                 dir.display()
@@ -415,7 +427,7 @@ fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
 
 fn check(args: CheckArgs) -> ExitCode {
     let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
-        CheckFormat::Human => eprint!("{}", human()),
+        CheckFormat::Human => err!("{}", human()),
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
@@ -564,7 +576,7 @@ fn render(client: RenderClient) -> ExitCode {
                     match inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT) {
                         Ok(inv) => inv,
                         Err(e) => {
-                            eprintln!("error: {}: {e}", bin.display());
+                            errln!("error: {}: {e}", bin.display());
                             return ExitCode::from(1);
                         }
                     }
@@ -574,12 +586,12 @@ fn render(client: RenderClient) -> ExitCode {
         }
     };
     for warning in launch::skip_warnings(&ctx, policy) {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let args = match args {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(1);
         }
     };
@@ -592,7 +604,7 @@ fn render(client: RenderClient) -> ExitCode {
     match launch::format_argv(&args, format) {
         Ok(text) => {
             if ctx.is_gated() {
-                eprintln!(
+                errln!(
                     "warning: agent {:?}: no --server-url or no --capacitor-path, so every MCP server \
                  (the result channel and any allowlist) is gated off",
                     ctx.agent_id
@@ -602,7 +614,7 @@ fn render(client: RenderClient) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(1)
         }
     }

@@ -142,7 +142,7 @@ pub fn github(findings: &[Finding]) -> String {
     let mut out = String::new();
     for f in findings {
         out.push_str("::error file=");
-        out.push_str(&escape_property(&f.file));
+        out.push_str(&escape_property(&crate::diagnostic::printable(&f.file)));
         if let Some(l) = f.location {
             out.push_str(&format!(
                 ",line={},col={},endLine={},endColumn={}",

@@ -301,17 +301,43 @@ pub fn is_tool_name(name: &str) -> bool {
 
 /// Whether `c` may not appear in a one-line text: a Unicode control character (C0, DEL, C1),
 /// a line/paragraph separator (U+2028, U+2029), or an invisible character that can make text
-/// read other than it is: zero-width characters and joiners (U+200B–U+200F, U+2060, U+FEFF)
-/// and bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069).
+/// read other than it is: every `Default_Ignorable_Code_Point` of Unicode 16's
+/// `DerivedCoreProperties.txt` (zero-width characters, joiners, bidirectional controls,
+/// variation selectors, Hangul fillers, tag characters, …) and every other format character
+/// (general category `Cf`).
 pub fn is_forbidden_char(c: char) -> bool {
     c.is_control()
         || matches!(
-            c,
-            '\u{200B}'..='\u{200F}'
-                | '\u{2028}'..='\u{202E}'
-                | '\u{2060}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{FEFF}'
+            c as u32,
+            // Default_Ignorable_Code_Point
+            0x00AD
+                | 0x034F
+                | 0x061C
+                | 0x115F..=0x1160
+                | 0x17B4..=0x17B5
+                | 0x180B..=0x180F
+                | 0x200B..=0x200F
+                | 0x202A..=0x202E
+                | 0x2060..=0x206F
+                | 0x3164
+                | 0xFE00..=0xFE0F
+                | 0xFEFF
+                | 0xFFA0
+                | 0xFFF0..=0xFFF8
+                | 0x1BCA0..=0x1BCA3
+                | 0x1D173..=0x1D17A
+                | 0xE0000..=0xE0FFF
+                // Other format characters (Cf), and the line and paragraph separators
+                | 0x0600..=0x0605
+                | 0x06DD
+                | 0x070F
+                | 0x0890..=0x0891
+                | 0x08E2
+                | 0x110BD
+                | 0x110CD
+                | 0x13430..=0x1343F
+                | 0xFFF9..=0xFFFB
+                | 0x2028..=0x2029
         )
 }
 
@@ -370,7 +396,8 @@ pub struct LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot read {}: {}", self.path.display(), self.source)
+        let path = self.path.display().to_string();
+        write!(f, "cannot read {}: {}", printable(&path), self.source)
     }
 }
 

@@ -252,6 +252,8 @@ fn github_format_escapes_percent_newline_and_a_colon_in_the_file_name() {
 
 #[test]
 fn github_escaping_of_carriage_returns_commas_and_percent_in_properties() {
+    // Control characters in the file name are escaped as text first (`printable`), so they
+    // cannot reach the runner; the message's CR LF get GitHub's %0D%0A.
     let finding = Finding {
         file: "a,b:c%d\r\n.toml".into(),
         location: Some(Location {
@@ -266,7 +268,7 @@ fn github_escaping_of_carriage_returns_commas_and_percent_in_properties() {
     };
     assert_eq!(
         github(&[finding]),
-        "::error file=a%2Cb%3Ac%25d%0D%0A.toml,line=2,col=3,endLine=2,endColumn=9,title=x%3Ay::100%25 done%0D%0Anext: a,b%0Ahelp: fix\n"
+        "::error file=a%2Cb%3Ac%25d\\r\\n.toml,line=2,col=3,endLine=2,endColumn=9,title=x%3Ay::100%25 done%0D%0Anext: a,b%0Ahelp: fix\n"
     );
 }
 

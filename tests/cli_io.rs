@@ -38,3 +38,25 @@ fn a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!stderr.contains("error:"), "{stderr}");
 }
+
+#[test]
+fn a_full_standard_error_does_not_panic() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let out = bin()
+        .args(["check", "tests/fixtures/three-violations-two-files"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = bin()
+        .args(["render", "claude", "--agent-id", "a"])
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -267,6 +267,19 @@ fn hostile_values_are_reported_not_panicked_on() {
             BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"x\u{200b}\"]"),
             vec![("args-format".into(), 3, 16)],
         ),
+        // More invisible characters: Arabic letter mark, soft hyphen, a tag character.
+        (
+            BASE.replace("\"X.\"", "\"\u{61c}X\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        (
+            BASE.replace("\"X.\"", "\"X\u{ad}Y\""),
+            vec![("description-format".into(), 2, 15)],
+        ),
+        (
+            BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"x\u{e0041}\"]"),
+            vec![("args-format".into(), 3, 16)],
+        ),
         // Empty args, an empty arg, a newline in an arg.
         (
             BASE.replace("[\"mcp\", \"x\"]", "[]"),
