@@ -520,7 +520,22 @@ fn render(client: RenderClient) -> ExitCode {
                 Ok(text) => text,
                 Err(e) => return input_error(format!("cannot read {}: {e}", path.display())),
             };
-            match serde_json::from_str::<LaunchCommand>(&text) {
+            // `--agent-id` stands in for a payload that lacks one (flags override fields);
+            // otherwise the parser's own error, with its line and column, stands.
+            let parsed = serde_json::from_str::<LaunchCommand>(&text).or_else(|e| {
+                let mut v = match (
+                    &common.agent_id,
+                    serde_json::from_str::<serde_json::Value>(&text),
+                ) {
+                    (Some(_), Ok(v)) if v.get("agent_id").is_none() => v,
+                    _ => return Err(e),
+                };
+                if let (Some(obj), Some(id)) = (v.as_object_mut(), &common.agent_id) {
+                    obj.insert("agent_id".into(), id.clone().into());
+                }
+                serde_json::from_value::<LaunchCommand>(v)
+            });
+            match parsed {
                 Ok(cmd) => Some(cmd),
                 Err(e) => {
                     return input_error(format!(
@@ -569,8 +584,21 @@ fn render(client: RenderClient) -> ExitCode {
                 InventorySource::Run(bin) => {
                     // Taken where the reviewer runs: a trusted worktree's `.codex/config.toml`
                     // adds servers too.
+                    // A relative binary path means the current directory, not the worktree.
+                    let bin = if bin.components().count() > 1 && bin.is_relative() {
+                        std::env::current_dir().map_or(bin.clone(), |cwd| cwd.join(&bin))
+                    } else {
+                        bin
+                    };
                     let mut codex = std::process::Command::new(&bin);
                     if let Some(worktree) = ctx.worktree.as_deref().filter(|w| !w.is_empty()) {
+                        if !Path::new(worktree).is_dir() {
+                            return input_error(format!(
+                                "--worktree {}: not a directory, so Codex's inventory cannot be \
+                                 taken there",
+                                diagnostic::printable(worktree)
+                            ));
+                        }
                         codex.current_dir(worktree);
                     }
                     match inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT) {

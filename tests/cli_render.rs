@@ -6,7 +6,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt as _;
 
-use common::{Run, bin, finish, run};
+use common::{Run, bin, finish, run, run_in};
 use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
@@ -591,4 +591,97 @@ fn shell_format_round_trips_hostile_values_through_sh() {
     codex.extend(common);
     let expected = codex_reviewer_args(&ctx, Policy::Lenient, &[]).unwrap();
     assert_round_trip(&codex, &expected);
+}
+
+#[test]
+fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let worktree = dir.path().join("wt");
+    std::fs::create_dir(&worktree).unwrap();
+    fake_codex(dir.path(), "pwd > \"$0.cwd\"\necho '[]'");
+    let wt = worktree.to_str().unwrap();
+    let args = [
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--worktree",
+        wt,
+        "--codex-bin",
+        "./codex",
+    ];
+    let r = run_in(dir.path(), &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let cwd = std::fs::read_to_string(dir.path().join("codex.cwd")).unwrap();
+    assert_eq!(
+        cwd.trim_end(),
+        worktree.canonicalize().unwrap().to_str().unwrap()
+    );
+
+    let missing = dir.path().join("no-such-worktree");
+    let args = [
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--worktree",
+        missing.to_str().unwrap(),
+        "--codex-bin",
+        "./codex",
+    ];
+    let r = run_in(dir.path(), &args);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: --worktree {}: not a directory, so Codex's inventory cannot be taken there\n",
+            missing.display()
+        )
+    );
+}
+
+#[test]
+fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let payload = dir.path().join("launch.json");
+    std::fs::write(&payload, r#"{"mcp_allowlist":["kcap-review"]}"#).unwrap();
+    let p = payload.to_str().unwrap();
+    let common = [
+        "--server-url",
+        "http://h",
+        "--capacitor-path",
+        "/k",
+        "--format",
+        "json",
+    ];
+    let mut args = vec!["render", "claude", "--launch-json", p, "--agent-id", "a7"];
+    args.extend(common);
+    let r = run(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(r#"\"KCAP_FLOW_AGENT_ID\":\"a7\""#),
+        "{}",
+        r.stdout
+    );
+
+    let mut args = vec!["render", "claude", "--launch-json", p];
+    args.extend(common);
+    let r = run(&args);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("missing field `agent_id`"),
+        "{}",
+        r.stderr
+    );
+
+    let mut args = vec!["render", "claude", "--agent-id", " "];
+    args.extend(common);
+    assert_eq!(
+        run(&args),
+        Run {
+            code: 1,
+            stdout: String::new(),
+            stderr: "error: the reviewer's agent id is blank, and the result channel needs it (KCAP_FLOW_AGENT_ID); give the launch its agent id\n".into(),
+        }
+    );
 }

@@ -168,6 +168,10 @@ proptest! {
         let r = ctx.resolve(Policy::Lenient).unwrap();
         let gated = ctx.is_gated();
         let rendered = claude_mcp_config(&ctx, &r);
+        if !gated && ctx.agent_id.trim().is_empty() {
+            prop_assert_eq!(rendered, Err(RenderError::BlankAgentId));
+            return Ok(());
+        }
         let values = [ctx.server_url.as_deref().unwrap(), ctx.capacitor_path.as_deref().unwrap(), &ctx.agent_id];
         if !gated && values.iter().any(|v| v.contains("${")) {
             let refused = matches!(rendered, Err(RenderError::ClaudeExpansion { .. }));
@@ -201,7 +205,12 @@ proptest! {
     #[test]
     fn codex_overrides_are_toml_and_build_exactly_the_intended_table(ctx in context()) {
         let r = ctx.resolve(Policy::Lenient).unwrap();
-        let overrides = codex_mcp_overrides(&ctx, &r, &[]).unwrap();
+        let rendered = codex_mcp_overrides(&ctx, &r, &[]);
+        if !ctx.is_gated() && ctx.agent_id.trim().is_empty() {
+            prop_assert_eq!(rendered, Err(RenderError::BlankAgentId));
+            return Ok(());
+        }
+        let overrides = rendered.unwrap();
         prop_assert_eq!(&overrides[0], "mcp_servers={}");
         let table = apply_overrides(&overrides);
         let servers_table = table["mcp_servers"].as_table().unwrap();
@@ -279,6 +288,10 @@ proptest! {
             enabled.extend(intended(ctx.mcp_allowlist.as_deref().unwrap()));
         }
         let rendered = codex_mcp_overrides(&ctx, &r, &inventory);
+        if !ctx.is_gated() && ctx.agent_id.trim().is_empty() {
+            prop_assert_eq!(rendered, Err(RenderError::BlankAgentId));
+            return Ok(());
+        }
         let clash_with_url = inventory.iter().any(|s| {
             enabled.contains(&s.name.as_str()) && matches!(s.transport, Transport::StreamableHttp { .. })
         });

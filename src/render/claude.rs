@@ -20,7 +20,8 @@ use crate::model::McpServer;
 /// `{"command":<capacitor_path>,"args":[…],"env":{…}}` with env names in registry order.
 ///
 /// # Errors
-/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`.
+/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`;
+/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, render::claude::claude_mcp_config};
@@ -44,6 +45,7 @@ pub fn claude_mcp_config(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
+    ctx.require_agent_id()?;
     let command = ctx.capacitor_path.as_deref().unwrap_or_default();
     let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
     // The JSON's size, to write it without growing the buffer: every string plus 64 bytes

@@ -106,7 +106,9 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 ///
 /// # Errors
 /// [`RenderError::CodexInheritedField`] when an inherited server of the same name as one we
-/// enable has a `url`, an `env` key we do not set, or a `cwd` while `ctx.worktree` is unset.
+/// enable has a `url`, an `env` key we do not set, or a `cwd` while `ctx.worktree` is unset;
+/// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
+/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, render::codex::codex_mcp_overrides};
@@ -131,6 +133,7 @@ pub fn codex_mcp_overrides(
     resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
+    ctx.require_agent_id()?;
     let servers: Vec<_> = ctx.servers(resolution).collect();
     let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
 

@@ -53,6 +53,15 @@ impl LaunchContext {
         Some((path, url))
     }
 
+    /// Refuses a blank agent id unless gated: the result channel, injected into every
+    /// ungated reviewer, carries it as `KCAP_FLOW_AGENT_ID`.
+    fn require_agent_id(&self) -> Result<(), RenderError> {
+        if !self.is_gated() && self.agent_id.trim().is_empty() {
+            return Err(RenderError::BlankAgentId);
+        }
+        Ok(())
+    }
+
     /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy`.
     ///
     /// # Errors
@@ -136,6 +145,9 @@ pub enum RenderError {
         /// The [`LaunchContext`] field.
         field: &'static str,
     },
+    /// The reviewer's agent id is blank, so the result channel could not tell whose result
+    /// it receives.
+    BlankAgentId,
     /// The Codex inventory lists a server name twice (Codex never does); which entry is real
     /// cannot be known, so nothing is rendered.
     DuplicateInherited {
@@ -171,6 +183,10 @@ impl fmt::Display for RenderError {
                     server.escape_debug()
                 )
             }
+            RenderError::BlankAgentId => f.write_str(
+                "the reviewer's agent id is blank, and the result channel needs it \
+                 (KCAP_FLOW_AGENT_ID); give the launch its agent id",
+            ),
             RenderError::OptionLike { field } => write!(
                 f,
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
