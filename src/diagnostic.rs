@@ -53,15 +53,26 @@ pub struct Location {
 pub struct SourceText {
     text: String,
     line_starts: Vec<usize>,
+    /// Whether each line is ASCII, where a column is a byte count.
+    ascii_lines: Vec<bool>,
 }
 
 impl SourceText {
     /// Indexes `text`.
     pub fn new(text: String) -> Self {
-        let line_starts = std::iter::once(0)
+        let line_starts: Vec<usize> = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        SourceText { text, line_starts }
+        let ascii_lines = line_starts
+            .iter()
+            .zip(line_starts.iter().skip(1).chain([&text.len()]))
+            .map(|(&start, &end)| text.as_bytes()[start..end].is_ascii())
+            .collect();
+        SourceText {
+            text,
+            line_starts,
+            ascii_lines,
+        }
     }
 
     /// The text.
@@ -78,7 +89,12 @@ impl SourceText {
         }
         let line = self.line_starts.partition_point(|&start| start <= offset);
         let start = self.line_starts[line - 1];
-        (line, self.text[start..offset].chars().count() + 1)
+        let column = if self.ascii_lines[line - 1] {
+            offset - start
+        } else {
+            self.text[start..offset].chars().count()
+        };
+        (line, column + 1)
     }
 
     /// Byte range of 1-based `line`, without its line break.
