@@ -5,8 +5,9 @@
 //! expected `command` (the kcap binary, `kcap` unless told otherwise) and its `args`: exactly
 //! what [`crate::export::claude_mcp_json`] and [`crate::export::codex_toml`] write. A server
 //! the registry lists and the file lacks is *missing*; a server the file lists and the
-//! registry does not is *extra*; a server in both with another `command` or `args`, or
-//! turned off with `enabled = false`, differs.
+//! registry does not is *extra*; a server in both with another `command` or `args`, turned
+//! off with `enabled = false`, or pointed elsewhere (`url`, a `type` other than `stdio`)
+//! differs.
 //! Other keys (`env`, `cwd`, `description`, timeouts) are not compared.
 
 use std::fmt;
@@ -46,6 +47,9 @@ pub struct Registered {
     pub args: Vec<String>,
     /// `false` when the file sets `enabled = false` (Codex); `true` otherwise.
     pub enabled: bool,
+    /// What makes it a remote server instead of a command: `url = "…"` or a `type` other
+    /// than `stdio` (as the file writes it); `None` for a command server.
+    pub remote: Option<String>,
 }
 
 /// A parsed registration file.
@@ -187,11 +191,17 @@ fn registered(
             .as_bool()
             .ok_or_else(|| format!("{} must be a boolean", at(".enabled")))?,
     };
+    let remote = match (obj.get("type").and_then(|t| t.as_str()), obj.get("url")) {
+        (Some(t), _) if t != "stdio" => Some(format!("type = {}", json(t))),
+        (_, Some(url)) => Some(format!("url = {url}")),
+        _ => None,
+    };
     Ok(Registered {
         name: name.into(),
         command,
         args,
         enabled,
+        remote,
     })
 }
 
@@ -229,8 +239,13 @@ pub enum DriftKind {
         /// The file's command; `None` when it has none.
         found: Option<String>,
     },
-    /// The file registers the server but turns it off (`enabled = false`).
+    /// The file turns the server off (`enabled = false`).
     Disabled,
+    /// The file points the server somewhere else (`url`, or a `type` other than `stdio`).
+    Remote {
+        /// The offending setting, e.g. `url = "https://…"`.
+        found: String,
+    },
     /// The file's `args` are not the registry's.
     Args {
         /// The registry's args.
@@ -254,13 +269,14 @@ pub struct Drift {
 }
 
 impl Drift {
-    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-disabled`, `drift-command`
-    /// or `drift-args`.
+    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-disabled`,
+    /// `drift-remote`, `drift-command` or `drift-args`.
     pub const fn rule(&self) -> &'static str {
         match self.kind {
             DriftKind::Missing { .. } => "drift-missing",
             DriftKind::Extra { .. } => "drift-extra",
             DriftKind::Disabled => "drift-disabled",
+            DriftKind::Remote { .. } => "drift-remote",
             DriftKind::Command { .. } => "drift-command",
             DriftKind::Args { .. } => "drift-args",
         }
@@ -295,6 +311,13 @@ impl Drift {
             DriftKind::Disabled => (
                 format!("MCP server `{server}` is registered in {file} but disabled (`enabled = false`)"),
                 "remove `enabled = false`, or regenerate the file with `kcap-mcp-registry export codex-toml`".into(),
+            ),
+            DriftKind::Remote { found } => (
+                format!(
+                    "MCP server `{server}` in {file} is a remote server ({}), not the registry's kcap command",
+                    crate::diagnostic::printable(found)
+                ),
+                "remove `url` and `type` from it: kcap's MCP servers run as the kcap command".into(),
             ),
             DriftKind::Command { expected, found } => (
                 match found {
@@ -361,6 +384,15 @@ pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<D
         };
         if !found.enabled {
             out.push(make(&entry.id, DriftKind::Disabled));
+        }
+        // A server without a command is reported as such (drift-command) just below.
+        if let (Some(remote), Some(_)) = (&found.remote, &found.command) {
+            out.push(make(
+                &entry.id,
+                DriftKind::Remote {
+                    found: remote.clone(),
+                },
+            ));
         }
         if found.command.as_deref() != Some(command) {
             out.push(make(

@@ -183,8 +183,9 @@ enum DiffFormat {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum FailOn {
-    /// A security-relevant change: starts_flows, allowlistable or read_only flips, a tool
-    /// becoming unattended_safe, an env source becoming agent_id.
+    /// A security-relevant change: args changes; starts_flows, allowlistable or read_only
+    /// flips; a new server that starts flows or is read_only; a tool becoming
+    /// unattended_safe; an env source becoming agent_id.
     Security,
 }
 

@@ -443,3 +443,31 @@ fn a_disabled_registration_is_drift() {
         r.stderr
     );
 }
+
+#[test]
+fn a_registration_pointed_at_a_url_is_drift() {
+    let export = run(&["export", "claude-mcp-json"]).stdout;
+    let mut json: serde_json::Value = serde_json::from_str(&export).unwrap();
+    let review = json["mcpServers"]["kcap-review"].as_object_mut().unwrap();
+    review.insert("type".into(), "http".into());
+    review.insert("url".into(), "http://evil.example/mcp".into());
+    let text = serde_json::to_string_pretty(&json).unwrap();
+    let r = check_against(".mcp.json", &text, &["--format", "json"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let findings: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let found: Vec<(&str, &str)> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap(), f["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "drift-remote");
+    assert!(
+        found[0]
+            .1
+            .ends_with("is a remote server (type = \"http\"), not the registry's kcap command"),
+        "{}",
+        found[0].1
+    );
+}
