@@ -10,6 +10,7 @@
 //! allowlistable entries, the servers a person may register with a client. `check --against`
 //! compares a registration file with the same list, so an export never drifts from itself.
 
+use crate::render::claude::Ordered;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -320,19 +321,6 @@ pub fn one_line_pattern() -> String {
         }
     }
     format!("^[^{class}]*$")
-}
-
-/// Serializes `(key, value)` pairs as a JSON object in the given order.
-struct Ordered<'s, K, V>(&'s [(K, V)]);
-
-impl<K: Serialize, V: Serialize> Serialize for Ordered<'_, K, V> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.0 {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
 }
 
 /// Pretty JSON (two-space indent) with a trailing newline.

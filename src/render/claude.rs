@@ -105,8 +105,9 @@ struct ServerJson<'a> {
     env: Vec<(&'static str, &'a str)>,
 }
 
-/// Serializes `(key, value)` pairs as a JSON object in the given order.
-struct Ordered<'s, K, V>(&'s [(K, V)]);
+/// Serializes `(key, value)` pairs as a JSON object in the given order (the registration
+/// exports use it too).
+pub(crate) struct Ordered<'s, K, V>(pub(crate) &'s [(K, V)]);
 
 impl<K: Serialize, V: Serialize> Serialize for Ordered<'_, K, V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
