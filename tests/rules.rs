@@ -193,15 +193,21 @@ fn bundled_registry_passes_and_matches_the_compiled_table() {
     }
 }
 
-/// Writes `files` into a fresh registry directory (with a valid result channel unless a
-/// file replaces it) and returns the diagnostics' (rule, line, column).
-fn check_files(files: &[(&str, &[u8])]) -> Vec<Found> {
+/// A fresh registry directory holding only a valid result channel.
+fn registry_with_result_channel() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
-        "tests/fixtures/unknown-key/kcap-flow-result.toml",
+        "registry/kcap-flow-result.toml",
         dir.path().join("kcap-flow-result.toml"),
     )
     .unwrap();
+    dir
+}
+
+/// Writes `files` into a fresh registry directory (with a valid result channel unless a
+/// file replaces it) and returns the diagnostics' (rule, line, column).
+fn check_files(files: &[(&str, &[u8])]) -> Vec<Found> {
+    let dir = registry_with_result_channel();
     for (name, bytes) in files {
         std::fs::write(dir.path().join(name), bytes).unwrap();
     }
@@ -359,12 +365,7 @@ fn hostile_values_are_reported_not_panicked_on() {
 
 #[test]
 fn non_toml_files_and_subdirectories_are_ignored() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "tests/fixtures/unknown-key/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::os::unix::fs::symlink("nowhere", dir.path().join("notes.txt")).unwrap();
@@ -405,12 +406,7 @@ fn toml_entries_that_are_not_regular_files_are_load_errors() {
         }),
     ];
     for (name, create) in make {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(
-            "registry/kcap-flow-result.toml",
-            dir.path().join("kcap-flow-result.toml"),
-        )
-        .unwrap();
+        let dir = registry_with_result_channel();
         create(&dir.path().join(name));
         let err = validate_dir(dir.path()).unwrap_err();
         assert!(matches!(err, CheckError::Load(_)), "{name}: {err:?}");
@@ -437,12 +433,7 @@ fn a_missing_directory_is_a_load_error_not_a_violation() {
 
 #[test]
 fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "registry/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     std::fs::write(
         dir.path().join("kcap-x.toml"),
         format!("{BASE}\"a\\nerror[id-unique]: forged\" = 1\n"),
@@ -472,12 +463,7 @@ fn keys_and_file_names_from_the_input_cannot_forge_report_lines() {
 
 #[test]
 fn only_the_lines_of_the_span_are_quoted_and_huge_lines_not_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "registry/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     // A span over three lines is quoted whole; line numbers stay those of the file.
     let multi = BASE.replace("starts_flows = false", "starts_flows = [\n  1,\n]");
     std::fs::write(dir.path().join("kcap-x.toml"), format!("\n\n{multi}")).unwrap();
@@ -528,12 +514,7 @@ fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
             ("wrong-type".to_string(), 6, 42)
         ]
     );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "registry/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     std::fs::write(dir.path().join("kcap-x.toml"), &text).unwrap();
     let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
         panic!("should be invalid");
@@ -551,12 +532,7 @@ fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
 
 #[test]
 fn a_tools_element_that_is_not_a_table_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "registry/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     std::fs::write(
         dir.path().join("kcap-x.toml"),
         format!("{BASE}tools = [1]\n"),
@@ -576,12 +552,7 @@ fn a_tools_element_that_is_not_a_table_says_so() {
 
 #[test]
 fn the_misnamed_file_is_blamed_and_never_told_to_take_a_non_canonical_id() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        "registry/kcap-flow-result.toml",
-        dir.path().join("kcap-flow-result.toml"),
-    )
-    .unwrap();
+    let dir = registry_with_result_channel();
     // Sorted first, but misnamed: it is the one blamed for the duplicate id.
     std::fs::write(
         dir.path().join("KCAP-A.toml"),
