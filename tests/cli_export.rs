@@ -403,6 +403,20 @@ fn files_that_are_not_registration_files_exit_2_with_the_reason() {
     );
 }
 
+/// The `(rule, message)` of each finding of `check --format json` output.
+fn rules_and_messages(stdout: &str) -> Vec<(String, String)> {
+    let findings: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let field = |k: &str| f[k].as_str().unwrap().to_string();
+            (field("rule"), field("message"))
+        })
+        .collect()
+}
+
 #[test]
 fn a_disabled_registration_is_drift() {
     let export = run(&["export", "codex-toml"]).stdout;
@@ -413,13 +427,7 @@ fn a_disabled_registration_is_drift() {
     assert_ne!(text, export);
     let r = check_against("config.toml", &text, &["--format", "json"]);
     assert_eq!(r.code, 1);
-    let findings: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let rules: Vec<(&str, &str)> = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["rule"].as_str().unwrap(), f["message"].as_str().unwrap()))
-        .collect();
+    let rules = rules_and_messages(&r.stdout);
     assert_eq!(rules.len(), 1, "{rules:?}");
     assert_eq!(rules[0].0, "drift-disabled");
     assert!(
@@ -454,13 +462,7 @@ fn a_registration_pointed_at_a_url_is_drift() {
     let text = serde_json::to_string_pretty(&json).unwrap();
     let r = check_against(".mcp.json", &text, &["--format", "json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    let findings: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let found: Vec<(&str, &str)> = findings
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (f["rule"].as_str().unwrap(), f["message"].as_str().unwrap()))
-        .collect();
+    let found = rules_and_messages(&r.stdout);
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].0, "drift-remote");
     assert!(
