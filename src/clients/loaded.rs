@@ -269,6 +269,14 @@ pub(crate) fn parse_json(text: &str, source: usize) -> Result<Node, (String, usi
 #[cfg(feature = "cli")]
 pub(crate) fn parse_toml(text: &str, source: usize) -> Result<Node, (String, usize)> {
     use toml::de::{DeTable, DeValue};
+    // The `toml` parser skips a leading byte order mark itself; the caller has dropped the
+    // one a client accepts, so one left here is the second: a syntax error, as for Codex.
+    if text.starts_with(crate::decode::BOM) {
+        return Err((
+            "a second byte order mark: key with no value, expected `=`".into(),
+            0,
+        ));
+    }
     let doc = DeTable::parse(text).map_err(|e| {
         (
             e.message().trim_end().to_string(),
