@@ -1111,7 +1111,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
         assert_eq!(
             claude_reviewer_args(ctx, Policy::Lenient),
             Err(LaunchError::Render(RenderError::ClaudeExpansion {
-                server: "kcap-flow-result",
+                server: "kcap-flow-result".to_string(),
                 field: field.into()
             }))
         );
