@@ -280,7 +280,7 @@ impl fmt::Display for RenderError {
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
                  remove it",
-                file.display()
+                claude::preflight::escape_controls(&file.to_string_lossy())
             ),
             RenderError::DuplicateInherited { server } => write!(
                 f,

@@ -224,10 +224,23 @@ impl fmt::Display for Veto {
             f,
             "Claude Code would not start MCP server `{}`: `{}` in {} {why}",
             self.server,
-            self.json_path.escape_debug(),
-            self.file.display()
+            escape_controls(&self.json_path),
+            escape_controls(&self.file.to_string_lossy())
         )
     }
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`), everything else as is.
+pub(crate) fn escape_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Every injected server (the result channel, then the resolved allowlist, as
@@ -626,7 +639,7 @@ fn bad_shape(file: &Path, path: &str, want: &str) -> RenderError {
         problem: if path.is_empty() {
             format!("is not {want}")
         } else {
-            format!("has `{}` that is not {want}", path.escape_debug())
+            format!("has `{}` that is not {want}", escape_controls(path))
         },
     }
 }
