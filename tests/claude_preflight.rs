@@ -610,7 +610,7 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
         json_path: "deniedMcpServers[0].serverName".into(),
         kind: VetoKind::DeniedByName,
     };
-    assert_eq!(warnings, [veto.clone()]);
+    assert_eq!(warnings, std::slice::from_ref(&veto));
     assert_eq!(
         veto.to_string(),
         format!(
