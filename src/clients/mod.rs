@@ -5,7 +5,8 @@
 //! would inherit from the user or the reviewed repository are found and neutralized, and how
 //! its tools are trusted.
 //!
-//! - [`claude`]: Claude Code (pinned 2.1.197): the inline `--mcp-config` JSON and the argv.
+//! - [`claude`]: Claude Code (pinned 2.1.197, also run on 2.1.328): the inline `--mcp-config`
+//!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
 //!

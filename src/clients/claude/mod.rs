@@ -18,7 +18,16 @@
 //!   at a dead local port) both start them, then retry the API for minutes.
 //! - 2.1.328 starts each stdio server a second time when the first process exits at once
 //!   (2.1.197: once). Same argv, env and cwd both times.
-//! - Every veto in [`preflight`] behaves the same on both.
+//! - `claude mcp list` reports a server that exits at once as `✘ Failed to connect` on
+//!   2.1.197 and adds `— CONNECTION_CLOSED: Connection closed` on 2.1.328.
+//! - 2.1.328 adds four variables to every MCP server's environment that 2.1.197 does not:
+//!   `CLAUDE_CODE_CHILD_NOTES_DIR`, `CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS`, and, in a
+//!   session (not `mcp list`), `CLAUDE_CODE_MESSAGING_SOCKET` and
+//!   `CLAUDE_CODE_MESSAGING_TOKEN` (a token reaches our servers; we do not use it).
+//! - A project's `disabledMcpServers` given as a string, not an array: 2.1.197 vetoes the
+//!   servers whose names occur in it (a substring test); 2.1.328 ignores it. The preflight
+//!   refuses such a file on either. Every other veto in [`preflight`] behaves the same on
+//!   both.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
