@@ -206,6 +206,13 @@ pub enum RenderError {
         /// The repeated name.
         server: String,
     },
+    /// A Codex server inherited under the name of one we enable is known only from
+    /// `codex mcp list --json` (a plugin's server, or an inventory saved from `mcp list`),
+    /// which hides most fields, so whether any of them would merge into ours is unknown.
+    CodexUnseenFields {
+        /// The server name.
+        server: String,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -243,6 +250,14 @@ impl fmt::Display for RenderError {
                 f,
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
+            ),
+            RenderError::CodexUnseenFields { server } => write!(
+                f,
+                "cannot isolate the Codex reviewer: MCP server `{}` has the name of one of kcap's, \
+                 and only `codex mcp list --json` reports it, which hides most of its fields; take \
+                 the inventory from `codex app-server` `config/read` (--codex-bin, or a saved \
+                 answer), or rename or remove that server",
+                server.escape_debug()
             ),
             RenderError::DuplicateInherited { server } => write!(
                 f,
