@@ -541,3 +541,22 @@ fn an_inventory_listing_a_name_twice_is_refused() {
         "the Codex inventory lists MCP server `a` twice; take the inventory again with `codex mcp list --json`"
     );
 }
+
+#[test]
+fn a_same_named_server_seen_only_by_mcp_list_is_refused() {
+    let c = ctx(Some(vec![Some("kcap-review")]));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    let json =
+        r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x"}}]"#;
+    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::CodexUnseenFields {
+            server: "kcap-review".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: MCP server `kcap-review` has the name of one of kcap's, and only `codex mcp list --json` reports it, which hides most of its fields; take the inventory from `codex app-server` `config/read` (--codex-bin, or a saved answer), or rename or remove that server"
+    );
+}
