@@ -63,6 +63,7 @@
 
 mod allowlist;
 pub mod clients;
+pub mod decode;
 #[cfg(feature = "validate")]
 pub mod diagnostic;
 #[cfg(feature = "cli")]

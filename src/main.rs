@@ -15,7 +15,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::codex::inventory;
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
-use kcap_mcp_registry::drift::{self, Drift};
+use kcap_mcp_registry::clients::{
+    claude::registration::claude_mcp_json, codex::registration::codex_toml,
+};
+use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
@@ -161,6 +164,15 @@ struct CheckArgs {
     /// The command (kcap binary) the registration files run.
     #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
     command: String,
+    /// Claude Code: the project directory a session runs in (absolute). A ~/.claude.json
+    /// is checked for the servers effective there (its local scope over its user scope);
+    /// without it, each project the file holds servers for is checked and named.
+    #[arg(long, value_name = "DIR", requires = "against")]
+    project: Option<String>,
+    /// Codex CLI: the profile selected with `--profile NAME`, read from NAME.config.toml
+    /// next to the file and merged over it.
+    #[arg(long, value_name = "NAME", requires = "against")]
+    codex_profile: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -449,17 +461,21 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let opts = AgainstOptions {
+        project: args.project.clone(),
+        codex_profile: args.codex_profile.clone(),
+    };
     let mut files = Vec::new();
     for path in &args.against {
-        match drift::read_registration(path) {
-            Ok(file) => files.push(file),
+        match drift::check_against(&entries, &args.command, path, &opts) {
+            Ok(checked) => files.extend(checked),
             Err(e) => return input_error(e),
         }
     }
     let findings: Vec<Finding> = files
         .iter()
-        .flat_map(|f| drift::drift(&entries, &args.command, f))
-        .map(|d: Drift| d.finding())
+        .flat_map(|f| &f.drift)
+        .map(Drift::finding)
         .collect();
     if !findings.is_empty() {
         print_findings(&findings, &|| {
@@ -476,10 +492,15 @@ fn check(args: CheckArgs) -> ExitCode {
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
+                let project = f
+                    .project
+                    .as_deref()
+                    .map(|p| format!(" for project {p}"))
+                    .unwrap_or_default();
                 outln!(
-                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
+                    "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
                     f.path,
-                    f.client.name(),
+                    drift::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
             }
@@ -673,14 +694,17 @@ fn export(what: ExportWhat) -> ExitCode {
     };
     let text = match what {
         ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => export::claude_mcp_json(&entries, &opts),
+            Ok((entries, opts)) => match claude_mcp_json(&entries, &opts) {
+                Ok(text) => text,
+                Err(e) => return input_error(e),
+            },
             Err(code) => return code,
         },
         ExportWhat::CodexToml {
             common,
             project_dir,
         } => match registration(common, project_dir) {
-            Ok((entries, opts)) => export::codex_toml(&entries, &opts),
+            Ok((entries, opts)) => codex_toml(&entries, &opts),
             Err(code) => return code,
         },
         ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {

@@ -6,9 +6,12 @@
 //! server we render, exactly the fields we rendered (plus the ones Codex adds itself), every
 //! inherited server disabled, and every closed feature off.
 //!
-//! Needs `KCAP_CODEX_BIN`; without it each test says SKIPPED on stderr and returns, unless
-//! `KCAP_REQUIRE_PEERS=1` (CI), which makes a missing client a failure. Every Codex run is
-//! bounded by the library's timeout, which ends the child's process group.
+//! Needs `KCAP_CODEX_BIN`; without it each test is reported as ignored with the reason, and
+//! `KCAP_REQUIRE_PEERS=1` (CI) makes a missing client a failure (`common::peers`, this file's
+//! harness). Every Codex run is bounded by the library's timeout, which ends the child's
+//! process group.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,23 +41,18 @@ const CODEX_OMITS: [(&str, &str); 3] = [
     ("env_vars", "[]"),
 ];
 
+fn main() {
+    common::peers::main(real_client_tests![
+        every_field_of_a_hostile_config_is_neutralized_or_refused,
+        fields_that_cannot_be_neutralized_are_refused_by_name,
+        config_read_misses_plugin_servers_and_the_merged_inventory_has_them,
+        random_subsets_of_fields_are_neutralized,
+        the_typed_model_lists_what_it_documents,
+    ]);
+}
+
 fn codex_bin() -> Option<PathBuf> {
-    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
-    match std::env::var_os("KCAP_CODEX_BIN").filter(|v| !v.is_empty()) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            assert!(p.is_file(), "KCAP_CODEX_BIN={} is not a file", p.display());
-            Some(p)
-        }
-        None if required => panic!("KCAP_CODEX_BIN is not set but KCAP_REQUIRE_PEERS=1"),
-        None => {
-            eprintln!(
-                "SKIPPED conformance_codex_config: KCAP_CODEX_BIN not set; run \
-                 `bash scripts/install-peers.sh` and export the paths it prints"
-            );
-            None
-        }
-    }
+    common::peers::peer("KCAP_CODEX_BIN")
 }
 
 /// A throwaway Codex: own HOME, CODEX_HOME and cwd, dummy key, API at a dead local port.
@@ -269,7 +267,6 @@ fn assert_isolated(setup: &Setup, c: &LaunchContext) {
     }
 }
 
-#[test]
 fn every_field_of_a_hostile_config_is_neutralized_or_refused() {
     let Some(bin) = codex_bin() else { return };
     // Same-named copies of every registry server whose fields can all be neutralized
@@ -339,7 +336,6 @@ fn every_field_of_a_hostile_config_is_neutralized_or_refused() {
     );
 }
 
-#[test]
 fn fields_that_cannot_be_neutralized_are_refused_by_name() {
     let Some(bin) = codex_bin() else { return };
     let cases = [
@@ -374,7 +370,6 @@ fn fields_that_cannot_be_neutralized_are_refused_by_name() {
     }
 }
 
-#[test]
 fn config_read_misses_plugin_servers_and_the_merged_inventory_has_them() {
     let Some(bin) = codex_bin() else { return };
     let setup = Setup::new(bin, "[plugins.\"p1@m1\"]\nenabled = true\n");
@@ -436,33 +431,40 @@ fn field_value() -> impl Strategy<Value = (&'static str, &'static str)> {
     ]
 }
 
-proptest! {
-    // Each case starts Codex three times (~1 s): 10 cases stay well under a minute.
-    #![proptest_config(ProptestConfig { cases: 10, failure_persistence: None, ..ProptestConfig::default() })]
-
-    #[test]
-    fn random_subsets_of_fields_are_neutralized(
-        fields in proptest::collection::btree_map(field_value().prop_map(|(f, v)| (f, v)), Just(()), 1..8),
-        server in prop_oneof![Just("kcap-review"), Just("kcap-flow-result")],
-    ) {
-        let Some(bin) = codex_bin() else { return Ok(()) };
+/// A property test over random subsets of fields and values of a same-named server. Each
+/// case starts Codex three times (about 1 s here), so 10 cases stay well under a minute.
+fn random_subsets_of_fields_are_neutralized() {
+    let Some(bin) = codex_bin() else { return };
+    let strategy = (
+        proptest::collection::vec(field_value(), 1..8),
+        prop_oneof![Just("kcap-review"), Just("kcap-flow-result")],
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 10,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&strategy, |(fields, server)| {
         let mut user = format!("[mcp_servers.{server}]\ncommand = \"k\"\n");
         let mut seen = Vec::new();
-        for (field, value) in fields.keys() {
-            if seen.contains(field) || (*field == "enabled_tools" && server == "kcap-flow-result") {
+        for (field, value) in fields {
+            if seen.contains(&field) || (field == "enabled_tools" && server == "kcap-flow-result") {
                 continue;
             }
-            seen.push(*field);
+            seen.push(field);
             user.push_str(&format!("{field} = {value}\n"));
         }
-        let setup = Setup::new(bin, &user);
+        let setup = Setup::new(bin.clone(), &user);
         let mut c = ctx(&["kcap-review"]);
         c.worktree = Some(setup.cwd.path().to_str().unwrap().into());
         assert_isolated(&setup, &c);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }
 
-#[test]
 fn the_typed_model_lists_what_it_documents() {
     // Not a Codex run: the field list and the default approval constants agree with the model.
     let all: ServerConfig = serde_json::from_value(serde_json::json!({

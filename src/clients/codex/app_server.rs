@@ -3,7 +3,7 @@
 //! `initialized` notification, then `config/read` with `{"includeLayers": false}` (id 2);
 //! the answer's `result.config.mcp_servers` holds every field of every server of the
 //! configuration files (user, trusted project, `-c`), in the shape of
-//! [`ServerConfig`](super::config::ServerConfig). It does **not** hold servers that plugins
+//! [`ServerConfig`]. It does **not** hold servers that plugins
 //! provide (measured: a plugin's `.mcp.json` server is listed by `codex mcp list --json` and
 //! absent from `config/read`), so [`super::inventory`] merges both.
 //!

@@ -201,8 +201,12 @@ impl std::error::Error for IsolationError {
 /// assert_eq!(inv[0].config.as_ref().unwrap().required, Some(true));
 /// assert!(parse_inventory("").is_err());
 /// assert!(parse_inventory("{}").is_err());
+/// // One leading byte order mark is accepted (`crate::decode`), a second is not.
+/// assert!(parse_inventory("\u{feff}[]").is_ok());
+/// assert!(parse_inventory("\u{feff}\u{feff}[]").is_err());
 /// ```
 pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, IsolationError> {
+    let json = crate::decode::strip_bom(json);
     if json.trim_start().starts_with('{') {
         let servers = app_server::parse_config_read(json)?;
         return Ok(merge_inventories(Vec::new(), servers));

@@ -45,7 +45,7 @@
 //! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
 //! Codex's `request_user_input` (`maybe_request_mcp_tool_approval` in
 //! `codex-rs/core/src/mcp_tool_call.rs`); an unattended reviewer has no one to answer, so
-//! the call does not run. [K] measured that with no `default_tools_approval_mode` the
+//! the call does not run. The original C# system measured that with no `default_tools_approval_mode` the
 //! app-server transport asks even on the first call of an `auto` tool; setting it explicitly
 //! removes that dependence on the tool's annotations.
 //!
@@ -55,6 +55,11 @@
 pub mod app_server;
 pub mod config;
 pub mod inventory;
+
+#[cfg(feature = "cli")]
+pub mod loader;
+#[cfg(feature = "cli")]
+pub mod registration;
 
 use std::fmt::Write as _;
 
