@@ -14,8 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::export::pretty;
-use crate::inspect::EntryJson;
-use crate::schema::Entry;
+use crate::schema::RegistryEntry;
 
 /// One changed field of a server present in both registries, or a security-relevant field of
 /// a new server.
@@ -40,15 +39,15 @@ pub struct Change {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RegistryDiff {
     /// Servers only in the new registry, sorted by id.
-    pub added: Vec<Entry>,
+    pub added: Vec<RegistryEntry>,
     /// Servers only in the old registry, sorted by id.
-    pub removed: Vec<Entry>,
+    pub removed: Vec<RegistryEntry>,
     /// Field changes, by server id, then in field order.
     pub changes: Vec<Change>,
 }
 
 /// Compares two registries (each sorted by id, as `validate_dir` returns them).
-pub fn diff(old: &[Entry], new: &[Entry]) -> RegistryDiff {
+pub fn diff(old: &[RegistryEntry], new: &[RegistryEntry]) -> RegistryDiff {
     let mut d = RegistryDiff {
         added: Vec::new(),
         removed: Vec::new(),
@@ -84,7 +83,7 @@ fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> 
 }
 
 /// The security-relevant facts of a server that did not exist before.
-fn new_server_flips(n: &Entry, out: &mut Vec<Change>) {
+fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
     for (field, set) in [("starts_flows", n.starts_flows), ("read_only", n.read_only)] {
         if set {
             out.push(change(&n.id, field, Value::Null, json!(true), true));
@@ -112,7 +111,7 @@ fn new_server_flips(n: &Entry, out: &mut Vec<Change>) {
     }
 }
 
-fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
+fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
     let id = &n.id;
     let mut field = |name: &str, old: Value, new: Value, security: bool| {
         if old != new {
@@ -146,7 +145,7 @@ fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
         false,
     );
 
-    let source = |e: &Entry, name: &str| {
+    let source = |e: &RegistryEntry, name: &str| {
         e.env
             .iter()
             .find(|(n, _)| n == name)
@@ -165,7 +164,7 @@ fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
         field(&format!("env.{name}"), old, new, security);
     }
 
-    let safe = |e: &Entry, name: &str| {
+    let safe = |e: &RegistryEntry, name: &str| {
         e.tools
             .iter()
             .find(|t| t.name == name)
@@ -183,7 +182,7 @@ fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
         let security = new == json!(true);
         field(&format!("tools.{name}.unattended_safe"), old, new, security);
     }
-    let common = |a: &Entry, b: &Entry| -> Vec<String> {
+    let common = |a: &RegistryEntry, b: &RegistryEntry| -> Vec<String> {
         a.tools
             .iter()
             .filter(|t| b.tools.iter().any(|u| u.name == t.name))
@@ -218,14 +217,14 @@ impl RegistryDiff {
         #[derive(Serialize)]
         struct DiffJson<'a> {
             security: Vec<&'a Change>,
-            added: Vec<EntryJson<'a>>,
-            removed: Vec<EntryJson<'a>>,
+            added: &'a [RegistryEntry],
+            removed: &'a [RegistryEntry],
             changes: Vec<&'a Change>,
         }
         pretty(&DiffJson {
             security: self.security().collect(),
-            added: self.added.iter().map(EntryJson::from).collect(),
-            removed: self.removed.iter().map(EntryJson::from).collect(),
+            added: &self.added,
+            removed: &self.removed,
             changes: self.changes.iter().filter(|c| !c.security).collect(),
         })
     }
@@ -249,7 +248,7 @@ impl RegistryDiff {
             &security,
             change_line,
         );
-        let added: Vec<&Entry> = self.added.iter().collect();
+        let added: Vec<&RegistryEntry> = self.added.iter().collect();
         section(&mut out, "Added servers", &added, |e| {
             format!(
                 "{}: {} (args {}, starts_flows {}, allowlistable {}, read_only {})",
@@ -261,7 +260,7 @@ impl RegistryDiff {
                 code(&e.read_only.to_string()),
             )
         });
-        let removed: Vec<&Entry> = self.removed.iter().collect();
+        let removed: Vec<&RegistryEntry> = self.removed.iter().collect();
         section(&mut out, "Removed servers", &removed, |e| {
             format!("{}: {}", code(&e.id), code(&e.description))
         });

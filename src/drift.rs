@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::export::registrations;
 use crate::report::Finding;
-use crate::schema::Entry;
+use crate::schema::RegistryEntry;
 
 /// Which client a registration file is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -363,7 +363,7 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// Every difference between the registry `entries` (as [`registrations`], each expected to
 /// run `command`) and `file`: missing and differing servers in registry order, then extra
 /// ones sorted by name.
-pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<Drift> {
+pub fn drift(entries: &[RegistryEntry], command: &str, file: &RegistrationFile) -> Vec<Drift> {
     let mut out = Vec::new();
     let make = |server: &str, kind| Drift {
         file: file.path.clone(),

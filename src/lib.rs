@@ -60,8 +60,6 @@
 #![deny(missing_docs)]
 
 mod allowlist;
-#[cfg(feature = "validate")]
-pub mod diagnostic;
 #[cfg(feature = "cli")]
 pub mod diff;
 #[cfg(feature = "cli")]
@@ -89,5 +87,7 @@ pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 pub use registry::{lookup, result_channel, servers};
 pub use render::{LaunchContext, LaunchError, RenderError};
 #[cfg(feature = "validate")]
-pub use schema::{CheckError, Entry, validate_dir};
+pub use schema::diagnostic;
+#[cfg(feature = "validate")]
+pub use schema::{CheckError, RegistryEntry, validate_dir, validate_path};
 pub use wire::LaunchCommand;

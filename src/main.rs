@@ -18,7 +18,9 @@ use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{CheckError, Entry, LaunchCommand, Policy, diagnostic, inspect, inventory};
+use kcap_mcp_registry::{
+    CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect, inventory,
+};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -407,7 +409,7 @@ fn stderr_color() -> bool {
 
 /// The registry in `dir` (validated), or the compiled-in one. Violations are printed
 /// (human format) and give exit code 1; an unreadable directory gives 2.
-fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
+fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, ExitCode> {
     let Some(dir) = dir else {
         return Ok(inspect::compiled_entries());
     };

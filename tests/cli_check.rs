@@ -154,7 +154,7 @@ fn directory_level_diagnostics_have_null_positions_and_no_position_properties() 
     "rule": "registry-empty",
     "severity": "error",
     "message": "the registry directory holds no `.toml` file",
-    "help": "add one `<id>.toml` file per MCP server; other files are ignored"
+    "help": "add one `<id>.toml` file per MCP server"
   }
 ]
 "#
@@ -167,7 +167,7 @@ fn directory_level_diagnostics_have_null_positions_and_no_position_properties() 
     ]);
     assert_eq!(
         r.stdout,
-        "::error file=tests/fixtures/registry-empty,title=registry-empty::the registry directory holds no `.toml` file%0Ahelp: add one `<id>.toml` file per MCP server; other files are ignored\n"
+        "::error file=tests/fixtures/registry-empty,title=registry-empty::the registry directory holds no `.toml` file%0Ahelp: add one `<id>.toml` file per MCP server\n"
     );
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{Run, run};
 use kcap_mcp_registry::diff::diff;
-use kcap_mcp_registry::schema::{Entry, ToolEntry};
+use kcap_mcp_registry::schema::{RegistryEntry, ToolEntry};
 use kcap_mcp_registry::{EnvSource, inspect};
 
 const OLD: &str = "tests/fixtures/cli/diff/old";
@@ -259,8 +259,8 @@ fn invalid_or_missing_registries_fail() {
     assert_eq!(run(&["diff", OLD, NEW, "--fail-on", "anything"]).code, 2);
 }
 
-fn entry(id: &str) -> Entry {
-    Entry {
+fn entry(id: &str) -> RegistryEntry {
+    RegistryEntry {
         id: id.into(),
         description: "D.".into(),
         args: vec!["mcp".into(), id.into()],
@@ -281,7 +281,7 @@ fn tool(name: &str, unattended_safe: bool) -> ToolEntry {
 }
 
 /// (field, old, new, security) of each change.
-fn changes(old: Entry, new: Entry) -> Vec<(String, String, String, bool)> {
+fn changes(old: RegistryEntry, new: RegistryEntry) -> Vec<(String, String, String, bool)> {
     diff(&[old], &[new])
         .changes
         .into_iter()

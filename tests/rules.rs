@@ -70,6 +70,7 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
         ("starts-flows-unattended-safe", "kcap-x.toml", 8, 19),
         ("unattended-safe-scope", "kcap-x.toml", 8, 19),
         ("registry-empty", "", 0, 0),
+        ("stray-file", "kcap-search.tml", 0, 0),
     ];
     for &(rule, file, line, column) in cases {
         assert_eq!(
@@ -364,11 +365,15 @@ fn hostile_values_are_reported_not_panicked_on() {
 }
 
 #[test]
-fn non_toml_files_and_subdirectories_are_ignored() {
+fn readme_files_dotfiles_and_subdirectories_without_toml_files_are_not_strays() {
     let dir = registry_with_result_channel();
     std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
+    std::fs::write(dir.path().join(".gitkeep"), "").unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    std::os::unix::fs::symlink("nowhere", dir.path().join("notes.txt")).unwrap();
+    std::fs::write(dir.path().join("sub/notes.txt"), "").unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/x.toml"), "").unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.path().join(".notes")).unwrap();
     let entries = validate_dir(dir.path()).unwrap();
     assert_eq!(
         entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
@@ -384,6 +389,48 @@ fn non_toml_files_and_subdirectories_are_ignored() {
         panic!("KCAP-X.TOML should be checked");
     };
     assert_eq!(diags[0].rule.name(), "id-canonical");
+}
+
+/// The rendered report for a temp registry holding the result channel and `files`, with the
+/// temp directory shown as `reg`.
+fn report(files: &[(&str, &str)]) -> String {
+    let dir = registry_with_result_channel();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    diagnostic::render_all(&diags, false).replace(&dir.path().display().to_string(), "reg")
+}
+
+#[test]
+fn a_misnamed_file_and_a_subdirectory_of_entries_are_stray_files() {
+    let search = BASE.replace("kcap-x", "kcap-search");
+    let expected = "error[stray-file]: `kcap-search.tml` is not a registry file: only `<id>.toml` files are read
+--> reg/kcap-search.tml
+ = help: rename it to `kcap-search.toml` if it describes an MCP server, or remove it (README files and dotfiles may stay)
+
+error[stray-file]: `notes.txt` is not a registry file: only `<id>.toml` files are read
+--> reg/notes.txt
+ = help: rename it to `notes.toml` if it describes an MCP server, or remove it (README files and dotfiles may stay)
+
+error[stray-file]: `sub/` is a subdirectory holding `.toml` files, which the registry does not read
+--> reg/sub
+ = help: move each MCP server's `<id>.toml` into the registry directory itself, or remove the subdirectory
+
+error: 3 registry rule violations
+";
+    assert_eq!(
+        report(&[
+            ("kcap-search.tml", &search),
+            ("notes.txt", "notes"),
+            ("sub/deeper/kcap-x.toml", BASE),
+        ]),
+        expected
+    );
 }
 
 #[test]
