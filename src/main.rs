@@ -149,8 +149,9 @@ Example:
 
 #[derive(Args)]
 struct CheckArgs {
-    /// The registry directory.
-    #[arg(default_value = "registry")]
+    /// The registry directory, or one file of it (checked with its directory's cross-file
+    /// rules: unique ids, the result channel).
+    #[arg(default_value = "registry", value_name = "DIR|FILE")]
     dir: PathBuf,
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
@@ -434,7 +435,12 @@ fn check(args: CheckArgs) -> ExitCode {
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    let entries = match kcap_mcp_registry::validate_dir(&args.dir) {
+    if !args.against.is_empty() && args.dir.is_file() {
+        return input_error(
+            "--against compares a whole registry with a registration file: give the registry directory",
+        );
+    }
+    let entries = match kcap_mcp_registry::validate_path(&args.dir) {
         Ok(entries) => entries,
         Err(CheckError::Load(e)) => return input_error(e),
         Err(CheckError::Invalid(diags)) => {
@@ -466,8 +472,9 @@ fn check(args: CheckArgs) -> ExitCode {
     match args.format {
         CheckFormat::Human => {
             outln!(
-                "ok: {} registry entries in {}",
+                "ok: {} registry entr{} in {}",
                 entries.len(),
+                if entries.len() == 1 { "y" } else { "ies" },
                 args.dir.display()
             );
             for f in &files {

@@ -340,3 +340,32 @@ fn human_output_is_coloured_only_on_a_terminal_without_no_color() {
     assert!(!plain.contains('\x1b'), "{plain:?}");
     assert!(plain.starts_with("error[unknown-key]: unknown key `start_flows`\r\n"));
 }
+
+#[test]
+fn check_accepts_one_registry_file() {
+    assert_eq!(
+        run(&["check", "registry/kcap-review.toml"]),
+        Run {
+            code: 0,
+            stdout: "ok: 1 registry entry in registry/kcap-review.toml\n".into(),
+            stderr: String::new(),
+        }
+    );
+    let broken = run(&[
+        "check",
+        "tests/fixtures/three-violations-two-files/kcap-y.toml",
+        "--format",
+        "github",
+    ]);
+    assert_eq!(broken.code, 1);
+    assert_eq!(
+        broken
+            .stdout
+            .lines()
+            .map(|l| l.split("::").nth(1).unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "error file=tests/fixtures/three-violations-two-files/kcap-y.toml,line=7,col=22,endLine=7,endColumn=32,title=agent-id-injection-only"
+        ]
+    );
+}

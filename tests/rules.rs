@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use kcap_mcp_registry::schema::{Rule, validate_dir};
+use kcap_mcp_registry::schema::{Rule, validate_dir, validate_path};
 use kcap_mcp_registry::{CheckError, diagnostic};
 
 /// (rule name, file name or "" for the directory, line, column) of each diagnostic.
@@ -640,4 +640,161 @@ fn the_misnamed_file_is_blamed_and_never_told_to_take_a_non_canonical_id() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_syntax_error_reports_that_one_error_and_nothing_that_follows_from_it() {
+    // A missing `]`: the recovering parser reads every later line as array elements.
+    let text = format!(
+        "{}\n[env]\nKCAP_URL = \"server_url\"\n\n[[tools]]\nname = \"list_sessions\"\nunattended_safe = true\n",
+        BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"sessions\"")
+    );
+    let expected =
+        "error[toml-syntax]: invalid TOML: missing comma between array elements, expected `,`
+ --> reg/kcap-x.toml:4:1
+  |
+4 | starts_flows = false
+  | ^
+  |
+  = help: fix the TOML syntax (TOML 1.1, a superset of 1.0: https://toml.io/en/v1.1.0)
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+}
+
+#[test]
+fn a_root_cause_is_reported_without_its_consequences() {
+    // The bundled result channel made allowlistable: its agent id and its unattended-safe
+    // tools would follow from that, and their advice would be wrong.
+    let rc = std::fs::read_to_string("registry/kcap-flow-result.toml")
+        .unwrap()
+        .replace("allowlistable = false", "allowlistable = true");
+    let expected = "error[result-channel-allowlistable]: `kcap-flow-result` is the reserved result channel and must not be allowlistable
+ --> reg/kcap-flow-result.toml:7:17
+  |
+7 | allowlistable = true
+  |                 ^^^^
+  |
+  = help: set `allowlistable = false`: the launcher injects the result channel itself
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-flow-result.toml", &rc)]), expected);
+    // Flow-starting: the unattended-safe tools follow from it.
+    let rc = std::fs::read_to_string("registry/kcap-flow-result.toml")
+        .unwrap()
+        .replace("starts_flows = false", "starts_flows = true");
+    assert_eq!(
+        check_files(&[("kcap-flow-result.toml", rc.as_bytes())]),
+        vec![("result-channel-starts-flows".into(), 6, 16)]
+    );
+    // A flag of the wrong type: no rule judges the entry by a default it does not hold.
+    let text = format!(
+        "{}allowlistable = \"false\"\n[env]\nKCAP_FLOW_AGENT_ID = \"agent_id\"\n",
+        BASE
+    );
+    assert_eq!(
+        check_files(&[("kcap-x.toml", text.as_bytes())]),
+        vec![("wrong-type".into(), 5, 17)]
+    );
+}
+
+#[test]
+fn a_top_level_key_inside_a_table_is_told_to_move_above_it() {
+    let text = format!("{BASE}\n[env]\nKCAP_URL = \"server_url\"\nread_only = false\n");
+    let expected = "error[env-name]: `read_only` is a top-level key, but here it is inside the `[env]` table
+ --> reg/kcap-x.toml:8:1
+  |
+8 | read_only = false
+  | ^^^^^^^^^
+  |
+  = help: move `read_only` above the first table header: every key after `[env]` belongs to that table
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+    // In a [[tools]] table too; a required key found there is not also reported missing.
+    let text = format!(
+        "{}\n[[tools]]\nname = \"a\"\nstarts_flows = false\n",
+        BASE.replace("starts_flows = false\n", "")
+    );
+    let expected = "error[unknown-key]: `starts_flows` is a top-level key, but here it is inside the `[[tools]]` table
+ --> reg/kcap-x.toml:7:1
+  |
+7 | starts_flows = false
+  | ^^^^^^^^^^^^
+  |
+  = help: move `starts_flows` above the first table header: every key after `[[tools]]` belongs to that table
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+}
+
+#[test]
+fn help_never_asks_for_what_is_already_true() {
+    let text = BASE.replace("kcap-x", "Kcap-Review");
+    let help = |file: &str| {
+        let dir = registry_with_result_channel();
+        std::fs::write(dir.path().join(file), &text).unwrap();
+        let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+            panic!("should be invalid");
+        };
+        diags
+            .iter()
+            .map(|d| d.help.clone())
+            .collect::<Vec<String>>()
+    };
+    // Already named `kcap-review.toml`: only the id needs changing.
+    assert_eq!(help("kcap-review.toml"), ["write it as `kcap-review`"]);
+    assert_eq!(
+        help("Kcap-Review.toml"),
+        ["write it as `kcap-review` (and name the file `kcap-review.toml`)"]
+    );
+}
+
+#[test]
+fn one_file_is_checked_with_its_directory_s_cross_file_rules() {
+    let dir = registry_with_result_channel();
+    let x = dir.path().join("kcap-x.toml");
+    std::fs::write(&x, BASE).unwrap();
+    // Another file is broken: checking kcap-x.toml alone does not report it.
+    std::fs::write(dir.path().join("kcap-y.toml"), "id = 1\n").unwrap();
+    let entries = validate_path(&x).unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        ["kcap-x"]
+    );
+    // A duplicate id in the directory, blamed on the file checked.
+    let dup = dir.path().join("kcap-z.toml");
+    std::fs::write(&dup, BASE).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_path(&dup) else {
+        panic!("should be invalid");
+    };
+    let found: Vec<(&str, &str)> = diags
+        .iter()
+        .map(|d| (d.rule.name(), d.message.as_str()))
+        .collect();
+    let first = x.display().to_string();
+    assert_eq!(
+        found,
+        [
+            (
+                "id-file-stem",
+                "id `kcap-x` does not match the file name `kcap-z.toml`"
+            ),
+            (
+                "id-unique",
+                format!("id `kcap-x` is already used in {first}").as_str()
+            ),
+        ]
+    );
+    // The result channel is looked for in the file's directory.
+    std::fs::remove_file(dir.path().join("kcap-flow-result.toml")).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_path(&x) else {
+        panic!("should be invalid");
+    };
+    assert_eq!(diags[0].rule.name(), "result-channel-missing");
+    assert_eq!(diags.len(), 1);
 }
