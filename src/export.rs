@@ -1,7 +1,9 @@
 //! Files generated from the registry, so no list of kcap's MCP servers is kept by hand:
 //!
-//! - [`claude_mcp_json`]: a project `.mcp.json` for Claude Code;
-//! - [`codex_toml`]: `[mcp_servers.<id>]` tables for Codex CLI's `config.toml`;
+//! - [`crate::clients::claude::registration::claude_mcp_json`]: a project `.mcp.json` for
+//!   Claude Code (in Claude Code's room, with the loader model that reads it);
+//! - [`crate::clients::codex::registration::codex_toml`]: `[mcp_servers.<id>]` tables for
+//!   Codex CLI's `config.toml` (in Codex's room);
 //! - [`denylist`]: the ids of flow-starting servers, for the kcap server's own strip list;
 //! - [`json_schema`]: a JSON Schema (draft 2020-12) of one registry file, for editors.
 //!
@@ -10,13 +12,10 @@
 //! allowlistable entries, the servers a person may register with a client. `check --against`
 //! compares a registration file with the same list, so an export never drifts from itself.
 
-use crate::render::claude::Ordered;
 use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::model::{EnvSource, MAX_ID_LEN};
-use crate::render::codex::toml_basic_string;
 use crate::schema::{
     ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, RegistryEntry,
     TOOL_NAME_PATTERN, ToolKey, ValueKind, is_forbidden_char,
@@ -61,7 +60,7 @@ impl Default for RegistrationOptions {
 impl RegistrationOptions {
     /// The env vars written for `entry`: those whose source is `server_url`, in registry
     /// order, when [`RegistrationOptions::server_url`] is set.
-    fn env<'e>(&'e self, entry: &'e RegistryEntry) -> Vec<(&'e str, &'e str)> {
+    pub(crate) fn env<'e>(&'e self, entry: &'e RegistryEntry) -> Vec<(&'e str, &'e str)> {
         let Some(url) = &self.server_url else {
             return Vec::new();
         };
@@ -72,107 +71,6 @@ impl RegistrationOptions {
             .map(|(name, _)| (name.as_str(), url.as_str()))
             .collect()
     }
-}
-
-/// A project `.mcp.json` for Claude Code, registering every one of [`registrations`]:
-///
-/// ```json
-/// {
-///   "mcpServers": {
-///     "kcap-review": {
-///       "command": "kcap",
-///       "args": ["mcp", "review"],
-///       "description": "Read-only view of the pull request under review: …"
-///     }
-///   }
-/// }
-/// ```
-///
-/// (pretty-printed with two-space indent, one array element per line). `env` follows `args`
-/// when [`RegistrationOptions::server_url`] is set. Claude Code ignores `description` (and
-/// `cwd`) in `.mcp.json` and starts project servers in the project directory, so
-/// `needs_project_cwd` holds without a key. [`RegistrationOptions::project_dir`] is not used.
-///
-/// Format: Claude Code's project MCP configuration (`.mcp.json`, Claude Code 2.1.197).
-pub fn claude_mcp_json(entries: &[RegistryEntry], opts: &RegistrationOptions) -> String {
-    struct Server<'a> {
-        entry: &'a RegistryEntry,
-        opts: &'a RegistrationOptions,
-    }
-    impl Serialize for Server<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let env = self.opts.env(self.entry);
-            let mut map = s.serialize_map(None)?;
-            map.serialize_entry("command", &self.opts.command)?;
-            map.serialize_entry("args", &self.entry.args)?;
-            if !env.is_empty() {
-                map.serialize_entry("env", &Ordered(&env))?;
-            }
-            map.serialize_entry("description", &self.entry.description)?;
-            map.end()
-        }
-    }
-    struct Root<'a>(Vec<(&'a str, Server<'a>)>);
-    impl Serialize for Root<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut map = s.serialize_map(Some(1))?;
-            map.serialize_entry("mcpServers", &Ordered(&self.0))?;
-            map.end()
-        }
-    }
-    let servers = registrations(entries)
-        .map(|entry| (entry.id.as_str(), Server { entry, opts }))
-        .collect();
-    pretty(&Root(servers))
-}
-
-/// `[mcp_servers.<id>]` tables for Codex CLI's `config.toml`, one per [`registrations`]
-/// entry, each preceded by its description as a comment:
-///
-/// ```toml
-/// # Read-only view of the pull request under review: …
-/// [mcp_servers.kcap-review]
-/// command = "kcap"
-/// args = ["mcp", "review"]
-/// ```
-///
-/// then `env = { NAME = "…" }` when [`RegistrationOptions::server_url`] is set, and
-/// `cwd = "…"` for entries with `needs_project_cwd` when
-/// [`RegistrationOptions::project_dir`] is set (otherwise the comment says the server needs
-/// the project directory). Strings are TOML basic strings
-/// ([`toml_basic_string`]); ids are canonical, so they are bare keys.
-///
-/// Format: Codex CLI's `config.toml` `[mcp_servers]` (Codex CLI 0.169.0).
-pub fn codex_toml(entries: &[RegistryEntry], opts: &RegistrationOptions) -> String {
-    let mut out = String::from(
-        "# kcap's MCP servers for Codex CLI's config.toml.\n\
-         # @generated by `kcap-mcp-registry export codex-toml` from the kcap MCP server registry.\n",
-    );
-    for entry in registrations(entries) {
-        out.push('\n');
-        out.push_str(&format!("# {}\n", entry.description));
-        if entry.needs_project_cwd && opts.project_dir.is_none() {
-            out.push_str(
-                "# Runs in the project directory: export with --project-dir DIR to set `cwd`.\n",
-            );
-        }
-        out.push_str(&format!("[mcp_servers.{}]\n", entry.id));
-        out.push_str(&format!("command = {}\n", toml_basic_string(&opts.command)));
-        let args: Vec<String> = entry.args.iter().map(|a| toml_basic_string(a)).collect();
-        out.push_str(&format!("args = [{}]\n", args.join(", ")));
-        let env = opts.env(entry);
-        if !env.is_empty() {
-            let pairs: Vec<String> = env
-                .iter()
-                .map(|(name, value)| format!("{name} = {}", toml_basic_string(value)))
-                .collect();
-            out.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
-        }
-        if let (true, Some(dir)) = (entry.needs_project_cwd, &opts.project_dir) {
-            out.push_str(&format!("cwd = {}\n", toml_basic_string(dir)));
-        }
-    }
-    out
 }
 
 /// The ids of the entries with `starts_flows = true`, as a pretty-printed JSON array of

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use crate::allowlist::Policy;
-use crate::render::LaunchContext;
+use crate::clients::LaunchContext;
 use crate::wire::LaunchCommand;
 
 /// The launch values given on the command line; each one that is set overrides the launch
@@ -17,8 +17,8 @@ use crate::wire::LaunchCommand;
 pub struct LaunchOverrides {
     /// `--server-url`.
     pub server_url: Option<String>,
-    /// `--capacitor-path` (the kcap binary).
-    pub capacitor_path: Option<String>,
+    /// `--kcap-bin` (the kcap binary).
+    pub kcap_bin: Option<String>,
     /// `--agent-id`.
     pub agent_id: Option<String>,
     /// `--allowlist`, every comma-separated entry of every occurrence, in order.
@@ -39,7 +39,7 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
     let launch = launch.unwrap_or_default();
     LaunchContext {
         server_url: overrides.server_url,
-        capacitor_path: overrides.capacitor_path,
+        kcap_bin: overrides.kcap_bin,
         agent_id: overrides.agent_id.unwrap_or(launch.agent_id),
         mcp_allowlist: overrides
             .allowlist
@@ -123,16 +123,21 @@ pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvEr
     })
 }
 
-/// Reads `path` as UTF-8 text; `-` reads standard input.
+/// Reads `path` as UTF-8 text without one leading byte order mark
+/// ([`crate::decode::strip_bom`]); `-` reads standard input.
 ///
 /// # Errors
 /// The I/O error, including invalid UTF-8.
 pub fn read_input(path: &Path) -> std::io::Result<String> {
-    if path == Path::new("-") {
+    let s = if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
-        Ok(s)
+        s
     } else {
-        std::fs::read_to_string(path)
+        std::fs::read_to_string(path)?
+    };
+    match crate::decode::strip_bom(&s).len() {
+        n if n == s.len() => Ok(s),
+        n => Ok(s[s.len() - n..].to_string()),
     }
 }

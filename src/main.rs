@@ -13,14 +13,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kcap_mcp_registry::drift::{self, Drift};
+use kcap_mcp_registry::clients::codex::inventory;
+use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::clients::{
+    claude::registration::claude_mcp_json, codex::registration::codex_toml,
+};
+use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
-use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{
-    CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect, inventory,
-};
+use kcap_mcp_registry::{CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -163,6 +165,15 @@ struct CheckArgs {
     /// The command (kcap binary) the registration files run.
     #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
     command: String,
+    /// Claude Code: the project directory a session runs in (absolute). A ~/.claude.json
+    /// is checked for the servers effective there (its local scope over its user scope);
+    /// without it, each project the file holds servers for is checked and named.
+    #[arg(long, value_name = "DIR", requires = "against")]
+    project: Option<String>,
+    /// Codex CLI: the profile selected with `--profile NAME`, read from NAME.config.toml
+    /// next to the file and merged over it.
+    #[arg(long, value_name = "NAME", requires = "against")]
+    codex_profile: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -198,7 +209,7 @@ enum RenderClient {
     #[command(after_help = "\
 Example:
   kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
-    --capacitor-path /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
+    --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
     Claude(RenderArgs),
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(after_help = "\
@@ -208,7 +219,7 @@ remove: give their inventory (--inventory or --codex-bin), or --no-inherited-ser
 Example:
   codex mcp list --json > inventory.json
   kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
-    --capacitor-path /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
+    --kcap-bin /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
     Codex {
         #[command(flatten)]
         common: RenderArgs,
@@ -230,8 +241,13 @@ struct RenderArgs {
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     server_url: Option<String>,
     /// The kcap binary, the command of every MCP server (absent: gated off).
-    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
-    capacitor_path: Option<String>,
+    #[arg(
+        long,
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        alias = "capacitor-path"
+    )]
+    kcap_bin: Option<String>,
     /// The reviewer's agent id.
     #[arg(
         long,
@@ -451,17 +467,21 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let opts = AgainstOptions {
+        project: args.project.clone(),
+        codex_profile: args.codex_profile.clone(),
+    };
     let mut files = Vec::new();
     for path in &args.against {
-        match drift::read_registration(path) {
-            Ok(file) => files.push(file),
+        match drift::check_against(&entries, &args.command, path, &opts) {
+            Ok(checked) => files.extend(checked),
             Err(e) => return input_error(e),
         }
     }
     let findings: Vec<Finding> = files
         .iter()
-        .flat_map(|f| drift::drift(&entries, &args.command, f))
-        .map(|d: Drift| d.finding())
+        .flat_map(|f| &f.drift)
+        .map(Drift::finding)
         .collect();
     if !findings.is_empty() {
         print_findings(&findings, &|| {
@@ -479,10 +499,15 @@ fn check(args: CheckArgs) -> ExitCode {
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
+                let project = f
+                    .project
+                    .as_deref()
+                    .map(|p| format!(" for project {p}"))
+                    .unwrap_or_default();
                 outln!(
-                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
+                    "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
                     f.path,
-                    f.client.name(),
+                    drift::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
             }
@@ -560,7 +585,7 @@ fn render(client: RenderClient) -> ExitCode {
         launch,
         LaunchOverrides {
             server_url: common.server_url,
-            capacitor_path: common.capacitor_path,
+            kcap_bin: common.kcap_bin,
             agent_id: common.agent_id,
             allowlist: common.allowlist,
             model: common.model,
@@ -643,7 +668,7 @@ fn render(client: RenderClient) -> ExitCode {
         Ok(text) => {
             if ctx.is_gated() {
                 errln!(
-                    "warning: agent {:?}: no --server-url or no --capacitor-path, so every MCP server \
+                    "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
                  (the result channel and any allowlist) is gated off",
                     ctx.agent_id
                 );
@@ -676,14 +701,17 @@ fn export(what: ExportWhat) -> ExitCode {
     };
     let text = match what {
         ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => export::claude_mcp_json(&entries, &opts),
+            Ok((entries, opts)) => match claude_mcp_json(&entries, &opts) {
+                Ok(text) => text,
+                Err(e) => return input_error(e),
+            },
             Err(code) => return code,
         },
         ExportWhat::CodexToml {
             common,
             project_dir,
         } => match registration(common, project_dir) {
-            Ok((entries, opts)) => export::codex_toml(&entries, &opts),
+            Ok((entries, opts)) => codex_toml(&entries, &opts),
             Err(code) => return code,
         },
         ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {
