@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
+use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::codex::inventory;
-use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::clients::{
     claude::registration::claude_mcp_json, codex::registration::codex_toml,
 };
@@ -210,7 +212,16 @@ enum RenderClient {
 Example:
   kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
     --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
-    Claude(RenderArgs),
+    Claude {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Skip the preflight that, with --worktree, reads the Claude Code configuration this
+        /// environment's reviewer would read (HOME, CLAUDE_CONFIG_DIR, the worktree's
+        /// .claude/, /etc/claude-code) and refuses a launch whose result channel a setting
+        /// there would silently stop.
+        #[arg(long)]
+        no_preflight: bool,
+    },
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
@@ -519,8 +530,15 @@ fn check(args: CheckArgs) -> ExitCode {
 }
 
 fn render(client: RenderClient) -> ExitCode {
+    let mut claude_preflight = false;
     let (common, inventory_source) = match client {
-        RenderClient::Claude(common) => (common, None),
+        RenderClient::Claude {
+            common,
+            no_preflight,
+        } => {
+            claude_preflight = !no_preflight;
+            (common, None)
+        }
         RenderClient::Codex {
             common,
             inventory,
@@ -600,7 +618,24 @@ fn render(client: RenderClient) -> ExitCode {
         Policy::Lenient
     };
     let args = match inventory_source {
-        None => claude_reviewer_args(&ctx, policy),
+        // With a worktree, the preflight reads the Claude Code configuration this
+        // environment's reviewer would read, and reports the servers it would veto.
+        None => match ctx
+            .worktree
+            .as_deref()
+            .filter(|w| claude_preflight && !w.is_empty())
+        {
+            Some(worktree) => {
+                let sources = ClaudeConfigSources::from_env(worktree);
+                claude_reviewer_args_preflighted(&ctx, policy, &sources).map(|(args, vetoes)| {
+                    for veto in vetoes {
+                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                    }
+                    args
+                })
+            }
+            None => claude_reviewer_args(&ctx, policy),
+        },
         Some(source) => {
             let inventory = match source {
                 InventorySource::None => Vec::new(),
