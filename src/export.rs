@@ -230,12 +230,15 @@ impl fmt::Display for RegistrationError {
                 server,
                 field,
                 token,
-            } => write!(
-                f,
-                "cannot register MCP server `{server}` with {client}: `{field}` contains \
-                 `{token}`, which {client} expands and cannot escape; use a value without \
-                 `{token}` (e.g. another --kcap-bin or --server-url)"
-            ),
+            } => {
+                let client = client.display_name();
+                write!(
+                    f,
+                    "cannot register MCP server `{server}` with {client}: `{field}` contains \
+                     `{token}`, which {client} expands and cannot escape; use a value without \
+                     `{token}` (e.g. another --kcap-bin or --server-url)"
+                )
+            }
         }
     }
 }

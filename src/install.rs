@@ -31,8 +31,9 @@
 //!   the original file's permissions, and renamed over it; then the ledger the same way (or
 //!   removed when it records nothing). A crash between the two leaves a config whose new
 //!   entries the next run finds identical and adopts: nothing is duplicated or lost. An
-//!   advisory lock on `<file name>.kcap-lock` beside the config serializes concurrent
-//!   `install`/`uninstall` runs.
+//!   advisory lock (`flock`, through `fs4`) on the config's directory serializes concurrent
+//!   `install`/`uninstall` runs (Unix; elsewhere opening a directory fails and so does the
+//!   command, with that error).
 //! - **`--dry-run`** computes the same result, writes nothing and takes no lock;
 //!   [`Outcome::diff`] is the unified diff of the config.
 
@@ -206,11 +207,6 @@ pub fn ledger_path(config: &Path) -> PathBuf {
     sibling(config, ".kcap-ledger.json")
 }
 
-/// The lock file's path for `config`: `<dir>/<file name>.kcap-lock`.
-pub fn lock_path(config: &Path) -> PathBuf {
-    sibling(config, ".kcap-lock")
-}
-
 fn sibling(config: &Path, suffix: &str) -> PathBuf {
     let mut name = config.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
@@ -289,7 +285,7 @@ pub fn install(
     servers: &[(String, Node)],
     dry_run: bool,
 ) -> Result<Outcome, InstallError> {
-    run(format, config, dry_run, |doc, ledger, actions| {
+    run(format, config, dry_run, true, |doc, ledger, actions| {
         let existing = doc.entries(format.block)?;
         if ledger.entries.is_empty() && existing.as_ref().is_some_and(|e| e.is_empty()) {
             ledger.block_was_empty = true;
@@ -347,7 +343,7 @@ pub fn uninstall(
     config: &Path,
     dry_run: bool,
 ) -> Result<Outcome, InstallError> {
-    run(format, config, dry_run, |doc, ledger, actions| {
+    run(format, config, dry_run, false, |doc, ledger, actions| {
         let existing = doc.entries(format.block)?.unwrap_or_default();
         let owned: Vec<String> = ledger.entries.keys().cloned().collect();
         remove_owned(doc, format, &existing, ledger, &owned, actions);
@@ -384,14 +380,22 @@ fn remove_owned(
     }
 }
 
-/// Reads, edits with `edit`, and writes back (unless `dry_run`), under the lock.
+/// Reads, edits with `edit`, and writes back (unless `dry_run`), under the lock; `create_dir`:
+/// create the config's directory first (install).
 fn run(
     format: &RegistrationFormat,
     config: &Path,
     dry_run: bool,
+    create_dir: bool,
     edit: impl FnOnce(&mut Doc, &mut Ledger, &mut Vec<(String, Action)>) -> Result<(), String>,
 ) -> Result<Outcome, InstallError> {
     let ledger_path = ledger_path(config);
+    if create_dir && !dry_run {
+        if let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs::create_dir_all(dir)
+                .map_err(|e| error(config, format!("cannot create its directory: {e}")))?;
+        }
+    }
     let _lock = if dry_run {
         None
     } else {
@@ -455,11 +459,6 @@ fn run(
             fs::remove_file(config)
                 .map_err(|e| error(config, format!("cannot remove the emptied file: {e}")))?;
         } else if config_changed {
-            if let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty()) {
-                fs::create_dir_all(dir).map_err(|e| {
-                    error(config, format!("cannot create its directory: {e}"))
-                })?;
-            }
             write_atomic(config, after.as_bytes(), mode.as_ref())
                 .map_err(|e| error(config, format!("cannot write it: {e}")))?;
         }
@@ -558,31 +557,34 @@ fn write_atomic(path: &Path, bytes: &[u8], perms: Option<&fs::Permissions>) -> i
     Ok(())
 }
 
-/// An exclusive advisory lock on `<file name>.kcap-lock`, released on drop.
-struct Lock(fs::File);
+/// An exclusive advisory lock (`flock`) on the config's directory, released on drop: the
+/// directory's inode survives the renames that replace the config and the ledger, so every
+/// writer locks the same thing, and no lock file is left behind. A missing directory is
+/// created first (install) or means there is nothing to lock.
+struct Lock(Option<fs::File>);
 
 impl Lock {
     fn take(config: &Path) -> Result<Lock, InstallError> {
-        let path = lock_path(config);
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs::create_dir_all(dir)
-                .map_err(|e| error(config, format!("cannot create its directory: {e}")))?;
-        }
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| error(&path, format!("cannot open the lock file: {e}")))?;
+        let dir = match config.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let file = match fs::File::open(dir) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lock(None)),
+            Err(e) => return Err(error(dir, format!("cannot open the directory to lock it: {e}"))),
+        };
         fs4::FileExt::lock(&file)
-            .map_err(|e| error(&path, format!("cannot lock it: {e}")))?;
-        Ok(Lock(file))
+            .map_err(|e| error(dir, format!("cannot lock the directory: {e}")))?;
+        Ok(Lock(Some(file)))
     }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        let _ = fs4::FileExt::unlock(&self.0);
+        if let Some(f) = &self.0 {
+            let _ = fs4::FileExt::unlock(f);
+        }
     }
 }
 
