@@ -197,7 +197,9 @@ pub fn home_path(
     let home = set_var(var, "HOME")
         .or_else(|| set_var(var, "USERPROFILE"))
         .ok_or("HOME is not set, so the default config location is unknown; give --config PATH")?;
-    Ok(parts.iter().fold(PathBuf::from(home), |p, part| p.join(part)))
+    Ok(parts
+        .iter()
+        .fold(PathBuf::from(home), |p, part| p.join(part)))
 }
 
 /// `var(name)` unless unset or empty.
@@ -285,9 +287,10 @@ fn refuse_expansion(
             None => Ok(()),
         },
         Node::Bool(_) => Ok(()),
-        Node::Array(items) => items.iter().enumerate().try_for_each(|(i, v)| {
-            refuse_expansion(format, server, &format!("{path}[{i}]"), v)
-        }),
+        Node::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| refuse_expansion(format, server, &format!("{path}[{i}]"), v)),
         Node::Object(pairs) => pairs
             .iter()
             .try_for_each(|(k, v)| refuse_expansion(format, server, &format!("{path}.{k}"), v)),

@@ -468,8 +468,7 @@ fn run(
             }
             match &new_ledger {
                 Some(l) => {
-                    let mut text =
-                        serde_json::to_string_pretty(l).expect("the ledger serializes");
+                    let mut text = serde_json::to_string_pretty(l).expect("the ledger serializes");
                     text.push('\n');
                     write_atomic(&ledger_path, text.as_bytes(), None).map_err(|e| {
                         error(&ledger_path, format!("cannot write the ledger: {e}"))
@@ -572,7 +571,12 @@ impl Lock {
         let file = match fs::File::open(dir) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lock(None)),
-            Err(e) => return Err(error(dir, format!("cannot open the directory to lock it: {e}"))),
+            Err(e) => {
+                return Err(error(
+                    dir,
+                    format!("cannot open the directory to lock it: {e}"),
+                ));
+            }
         };
         fs4::FileExt::lock(&file)
             .map_err(|e| error(dir, format!("cannot lock the directory: {e}")))?;
@@ -625,13 +629,22 @@ impl Doc {
                     allow_non_finite_numbers: false,
                     allow_extended_string_escapes: false,
                 };
-                let root = jsonc_parser::cst::CstRootNode::parse(text, &options).map_err(|e| {
+                let invalid = |e: jsonc_parser::errors::ParseError| {
                     format!(
                         "is not valid {} ({e}), so {client} would not read it either: fix it \
                          first",
-                        if comments { "JSON with comments" } else { "JSON" }
+                        if comments {
+                            "JSON with comments"
+                        } else {
+                            "JSON"
+                        }
                     )
-                })?;
+                };
+                // The syntax tree's parser takes comments whatever the options say, so the
+                // options are checked by a plain parse first.
+                jsonc_parser::parse_to_ast(text, &Default::default(), &options).map_err(invalid)?;
+                let root =
+                    jsonc_parser::cst::CstRootNode::parse(text, &options).map_err(invalid)?;
                 if root.object_value().is_none() {
                     return Err(format!(
                         "its top level is not a JSON object, which {client} needs: fix it first"

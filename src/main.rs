@@ -854,10 +854,10 @@ fn export(what: ExportWhat) -> ExitCode {
 fn config_path(target: &InstallTarget) -> Result<PathBuf, ExitCode> {
     match &target.config {
         Some(path) => Ok(path.clone()),
-        None => (target.client.client().registration().default_config)(&|name| {
-            std::env::var_os(name)
-        })
-        .map_err(input_error),
+        None => {
+            (target.client.client().registration().default_config)(&|name| std::env::var_os(name))
+                .map_err(input_error)
+        }
     }
 }
 

@@ -254,7 +254,14 @@ fn violations_are_reported_before_any_drift_comparison() {
 /// written with `--command /usr/local/bin/kcap --server-url http://127.0.0.1:5100`.
 #[test]
 fn every_json_client_export_is_exact() {
-    for client in ["gemini", "opencode", "copilot", "cursor", "kiro", "antigravity"] {
+    for client in [
+        "gemini",
+        "opencode",
+        "copilot",
+        "cursor",
+        "kiro",
+        "antigravity",
+    ] {
         let out = stdout_of(&[
             "export",
             client,
@@ -285,7 +292,11 @@ fn each_client_export_has_its_entry_shape_and_trust_knob() {
     let read_only = |id: &str| kcap_mcp_registry::lookup(id).unwrap().read_only;
     let gemini = json("gemini");
     for (id, server) in gemini["mcpServers"].as_object().unwrap() {
-        assert_eq!(server.get("trust"), read_only(id).then_some(&serde_json::json!(true)), "{id}");
+        assert_eq!(
+            server.get("trust"),
+            read_only(id).then_some(&serde_json::json!(true)),
+            "{id}"
+        );
     }
     assert_eq!(
         gemini["mcpServers"]["kcap-flows"],
@@ -318,7 +329,9 @@ fn each_client_export_has_its_entry_shape_and_trust_knob() {
     let codex: toml::Table = toml::from_str(&stdout_of(&["export", "codex"])).unwrap();
     for (id, server) in codex["mcp_servers"].as_table().unwrap() {
         assert_eq!(
-            server.get("default_tools_approval_mode").and_then(|v| v.as_str()),
+            server
+                .get("default_tools_approval_mode")
+                .and_then(|v| v.as_str()),
             read_only(id).then_some("approve"),
             "{id}"
         );
@@ -331,10 +344,28 @@ fn each_client_export_has_its_entry_shape_and_trust_knob() {
 fn every_client_refuses_values_it_expands() {
     let cases = [
         ("claude", "--command", "/opt/${D}/kcap", "command", "${"),
-        ("gemini", "--server-url", "http://$HOST", "env.KCAP_URL", "$"),
-        ("copilot", "--server-url", "http://${H}", "env.KCAP_URL", "${"),
+        (
+            "gemini",
+            "--server-url",
+            "http://$HOST",
+            "env.KCAP_URL",
+            "$",
+        ),
+        (
+            "copilot",
+            "--server-url",
+            "http://${H}",
+            "env.KCAP_URL",
+            "${",
+        ),
         ("opencode", "--command", "{env:KCAP}", "command[0]", "{env:"),
-        ("opencode", "--server-url", "{env:U}", "environment.KCAP_URL", "{env:"),
+        (
+            "opencode",
+            "--server-url",
+            "{env:U}",
+            "environment.KCAP_URL",
+            "{env:",
+        ),
         ("cursor", "--command", "${userHome}/kcap", "command", "${"),
         ("kiro", "--command", "/x/${K}", "command", "${"),
         ("antigravity", "--server-url", "${U}", "env.KCAP_URL", "${"),
@@ -357,7 +388,12 @@ fn every_client_refuses_values_it_expands() {
         );
     }
     // Values a client does not expand are written as given.
-    assert!(stdout_of(&["export", "codex", "--command", "/opt/${D}/kcap"]).contains("/opt/${D}/kcap"));
+    assert!(
+        stdout_of(&["export", "codex", "--command", "/opt/${D}/kcap"]).contains("/opt/${D}/kcap")
+    );
     assert!(stdout_of(&["export", "gemini", "--command", "/opt/$D/kcap"]).contains("/opt/$D/kcap"));
-    assert!(stdout_of(&["export", "opencode", "--command", "/opt/${D}/kcap"]).contains("/opt/${D}/kcap"));
+    assert!(
+        stdout_of(&["export", "opencode", "--command", "/opt/${D}/kcap"])
+            .contains("/opt/${D}/kcap")
+    );
 }

@@ -30,9 +30,9 @@ pub mod copilot;
 pub mod cursor;
 pub mod gemini;
 pub mod kiro;
-pub mod opencode;
 #[cfg(feature = "cli")]
 pub mod loaded;
+pub mod opencode;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code and Codex,
 /// and registration files for all of them.

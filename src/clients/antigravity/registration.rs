@@ -2,7 +2,9 @@
 //! (`kcap-mcp-registry export antigravity`, `install --client antigravity`).
 
 use crate::clients::Client;
-use crate::export::{Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs};
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
 use crate::schema::Entry;
 
 /// Antigravity's registration format (facts "Registration", [K] only, measured there on

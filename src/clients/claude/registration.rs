@@ -4,8 +4,8 @@
 //! [`super::loader`] models how Claude Code 2.1.197 reads them back.
 
 use crate::export::{
-    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, env_node,
-    home_path, registration_args, registration_file, set_var,
+    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
+    registration_args, registration_file, set_var,
 };
 use crate::schema::Entry;
 

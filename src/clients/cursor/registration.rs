@@ -2,7 +2,9 @@
 //! (`kcap-mcp-registry export cursor`, `install --client cursor`).
 
 use crate::clients::Client;
-use crate::export::{Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs};
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
 use crate::schema::Entry;
 
 /// Cursor's registration format (facts "Registration", [K] only: Cursor is not installable

@@ -2,7 +2,9 @@
 //! (`kcap-mcp-registry export gemini`, `install --client gemini`).
 
 use crate::clients::Client;
-use crate::export::{Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs};
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
 use crate::schema::Entry;
 
 /// Gemini CLI's registration format (Gemini CLI 0.61.0; facts "Registration" and "Verified

@@ -3,8 +3,8 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
-    registration_args, set_var,
+    Node, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path, registration_args,
+    set_var,
 };
 use crate::schema::Entry;
 
