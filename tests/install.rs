@@ -428,7 +428,8 @@ fn default_config_follows_each_clients_home_variables() {
     let h = home.path();
     let other = tempfile::tempdir().unwrap();
     let o = other.path();
-    let cases: [(&str, &[(&str, &Path)], PathBuf); 12] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a Path)], PathBuf);
+    let cases: [Case; 12] = [
         ("claude", &[("HOME", h)], h.join(".claude.json")),
         (
             "claude",
