@@ -47,7 +47,7 @@ pub fn registrations(entries: &[Entry]) -> impl Iterator<Item = &Entry> {
 /// ([`Client::stamps_driver`]).
 ///
 /// The stamp condition is `starts_flows` until the registry's own `driver_stamp` flag
-/// (issue 13, "Registry data v2") lands; every flow-starting server is the one [K] stamps.
+/// (issue 13, "Registry data v2") lands; every flow-starting server is the one \[K\] stamps.
 pub fn registration_args(entry: &Entry, client: Client) -> Vec<String> {
     let mut args = entry.args.clone();
     if entry.starts_flows && client.stamps_driver() {

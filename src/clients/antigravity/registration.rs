@@ -7,7 +7,7 @@ use crate::export::{
 };
 use crate::schema::Entry;
 
-/// Antigravity's registration format (facts "Registration", [K] only, measured there on
+/// Antigravity's registration format (facts "Registration", \[K\] only, measured there on
 /// 1.1.10/1.1.13; `agy` is not installable here):
 ///
 /// - file: `~/.gemini/config/mcp_config.json`, strict JSON; a 0-byte file counts as `{}`;

@@ -20,7 +20,7 @@ use crate::schema::Entry;
 /// - entry: `command`, `args`, `env` when set, `cwd` for `needs_project_cwd` servers when a
 ///   project directory is given, and the trust knob `default_tools_approval_mode = "approve"`
 ///   on read-only servers (without it the app-server transport prompts on the first MCP call
-///   even under approval `never`, [K]). No `--driver` stamp.
+///   even under approval `never`, \[K\]). No `--driver` stamp.
 /// - Codex expands nothing in these values ([`super::loader`] records no expansion).
 pub const FORMAT: RegistrationFormat = RegistrationFormat {
     client: Client::Codex,

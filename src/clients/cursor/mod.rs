@@ -1,4 +1,4 @@
-//! Cursor (not installable here; facts from the original system [K] only): its registration
+//! Cursor (not installable here; facts from the original system \[K\] only): its registration
 //! file.
 
 #[cfg(feature = "cli")]

@@ -7,7 +7,7 @@ use crate::export::{
 };
 use crate::schema::Entry;
 
-/// Cursor's registration format (facts "Registration", [K] only: Cursor is not installable
+/// Cursor's registration format (facts "Registration", \[K\] only: Cursor is not installable
 /// here, so nothing below is measured by this crate):
 ///
 /// - file: `~/.cursor/mcp.json`, read as strict JSON (the lenient reading is not

@@ -7,7 +7,7 @@ use crate::export::{
 };
 use crate::schema::Entry;
 
-/// Kiro's registration format (facts "Registration", [K] only, measured there on
+/// Kiro's registration format (facts "Registration", \[K\] only, measured there on
 /// 2.15.2/2.16.0; Kiro is not installable here):
 ///
 /// - file: `$KIRO_HOME/settings/mcp.json` (`~/.kiro/settings/mcp.json` when unset or
