@@ -326,7 +326,7 @@ pub fn stdio_pairs(e: &Entry, opts: &RegistrationOptions, client: Client) -> Vec
     pairs
 }
 
-/// The `env` object of `entry` ([`RegistrationOptions::env`]) as a [`Node`], or `None` when
+/// The `env` object of `entry` (its `server_url` vars, when [`RegistrationOptions::server_url`] is set) as a [`Node`], or `None` when
 /// there is nothing to write.
 pub fn env_node(entry: &Entry, opts: &RegistrationOptions) -> Option<Node> {
     let env = opts.env(entry);
