@@ -35,10 +35,7 @@ use crate::schema::RegistryEntry;
 
 /// The client's display name in findings: `Claude Code`, `Codex CLI`.
 pub const fn client_name(client: Client) -> &'static str {
-    match client {
-        Client::Claude => "Claude Code",
-        Client::Codex => "Codex CLI",
-    }
+    client.display_name()
 }
 
 /// What `check --against` needs besides the file.
@@ -204,6 +201,16 @@ pub fn check_against(
             );
             push(None, loaded);
         }
+        other => {
+            return Err(RegistrationError {
+                path: shown.clone(),
+                problem: format!(
+                    "is {}'s file, which has no loader model yet: only Claude Code and Codex \
+                     CLI files can be checked",
+                    other.display_name()
+                ),
+            });
+        }
     }
     Ok(out)
 }
@@ -314,10 +321,7 @@ impl Drift {
             Some(p) => format!("{file} (project {})", crate::diagnostic::printable(p)),
             None => file.into_owned(),
         };
-        let export = match self.client {
-            Client::Claude => "claude-mcp-json",
-            Client::Codex => "codex-toml",
-        };
+        let export = self.client.name();
         let regenerate = format!("regenerate it with `kcap-mcp-registry export {export}`");
         let (message, help) = match &self.kind {
             DriftKind::Rejected { scope, reason } => (

@@ -54,7 +54,8 @@
 //! - `validate`: the runtime registry rules ([`schema`], [`diagnostic`]), as `build.rs` runs them.
 //! - `cli` also brings, for the binary: [`report`] (check output formats), [`drift`]
 //!   (registry vs a client's registration file), [`export`] (generated registration files,
-//!   deny-list, JSON Schema), [`diff`] (what a registry change means), [`inspect`] (`list`,
+//!   deny-list, JSON Schema), [`install`] (`install`/`uninstall` into a client's own file),
+//!   [`diff`] (what a registry change means), [`inspect`] (`list`,
 //!   `resolve`) and [`launch`] (`render`).
 //!
 //! With `default-features = false` the library depends at run time on `phf`, `serde` and
@@ -72,6 +73,8 @@ pub mod drift;
 pub mod export;
 #[cfg(feature = "cli")]
 pub mod inspect;
+#[cfg(feature = "cli")]
+pub mod install;
 #[cfg(feature = "cli")]
 pub mod launch;
 mod model;

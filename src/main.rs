@@ -17,9 +17,7 @@ use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::codex::inventory;
-use kcap_mcp_registry::clients::{
-    claude::registration::claude_mcp_json, codex::registration::codex_toml,
-};
+use kcap_mcp_registry::clients::{Client, codex::registration::codex_toml};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
@@ -132,6 +130,24 @@ Example:
   kcap-mcp-registry export claude-mcp-json > .mcp.json"
     )]
     Export(ExportWhat),
+    /// Register the registry's servers in a client's own config file, keeping everything
+    /// else in it as it is.
+    #[command(after_help = "\
+Adds missing entries, rewrites entries kcap wrote earlier, adopts identical ones, and leaves
+an entry that differs and that kcap did not write alone (reported, exit 1). Which entries kcap
+wrote is recorded beside the config, in <file name>.kcap-ledger.json.
+
+Example:
+  kcap-mcp-registry install --client codex --kcap-bin /usr/local/bin/kcap --dry-run")]
+    Install(InstallArgs),
+    /// Remove the entries `install` wrote from a client's config file (edited ones are kept).
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry uninstall --client gemini --dry-run")]
+    Uninstall {
+        #[command(flatten)]
+        target: InstallTarget,
+    },
     /// Show what changes between two registry directories (e.g. a pull request's base and
     /// head), security-relevant flips first.
     #[command(after_help = "\
@@ -306,25 +322,98 @@ enum RenderFormat {
     Shell,
 }
 
+#[derive(Args)]
+struct InstallTarget {
+    /// The client whose config file to edit.
+    #[arg(long, value_enum)]
+    client: ClientArg,
+    /// The config file (default: the client's user-level file, honouring its home variable:
+    /// CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME, KIRO_HOME, XDG_CONFIG_HOME).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Print the unified diff of the config instead of writing anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    target: InstallTarget,
+    #[command(flatten)]
+    source: RegistrySource,
+    /// The kcap binary, the command of every server.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
+    kcap_bin: String,
+    /// Write each server's `server_url` env vars with this URL.
+    #[arg(long, value_name = "URL")]
+    server_url: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ClientArg {
+    Claude,
+    Codex,
+    Gemini,
+    Opencode,
+    Copilot,
+    Cursor,
+    Kiro,
+    Antigravity,
+}
+
+impl ClientArg {
+    fn client(self) -> Client {
+        match self {
+            ClientArg::Claude => Client::Claude,
+            ClientArg::Codex => Client::Codex,
+            ClientArg::Gemini => Client::Gemini,
+            ClientArg::Opencode => Client::OpenCode,
+            ClientArg::Copilot => Client::Copilot,
+            ClientArg::Cursor => Client::Cursor,
+            ClientArg::Kiro => Client::Kiro,
+            ClientArg::Antigravity => Client::Antigravity,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum ExportWhat {
-    /// A project .mcp.json for Claude Code registering every allowlistable server.
-    #[command(after_help = "\
+    /// Claude Code: a project .mcp.json registering every allowlistable server.
+    #[command(
+        alias = "claude-mcp-json",
+        after_help = "\
 Example:
-  kcap-mcp-registry export claude-mcp-json > .mcp.json")]
-    ClaudeMcpJson(RegistrationArgs),
-    /// [mcp_servers.<id>] tables for Codex CLI's config.toml.
-    #[command(after_help = "\
+  kcap-mcp-registry export claude > .mcp.json"
+    )]
+    Claude(RegistrationArgs),
+    /// Codex CLI: [mcp_servers.<id>] tables for config.toml.
+    #[command(
+        alias = "codex-toml",
+        after_help = "\
 Example:
-  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" > kcap-servers.toml
-  # then paste its tables into .codex/config.toml once (appending twice duplicates them)")]
-    CodexToml {
+  kcap-mcp-registry export codex --project-dir \"$PWD\" > kcap-servers.toml
+  # or merge them into config.toml: kcap-mcp-registry install --client codex"
+    )]
+    Codex {
         #[command(flatten)]
         common: RegistrationArgs,
         /// Absolute project directory, written as `cwd` of servers that need it.
         #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         project_dir: Option<String>,
     },
+    /// Gemini CLI: `mcpServers` for ~/.gemini/settings.json (read-only servers trusted).
+    Gemini(RegistrationArgs),
+    /// OpenCode: `mcp` for $XDG_CONFIG_HOME/opencode/opencode.json.
+    Opencode(RegistrationArgs),
+    /// Copilot CLI: `mcpServers` for $COPILOT_HOME/mcp-config.json.
+    Copilot(RegistrationArgs),
+    /// Cursor: `mcpServers` for ~/.cursor/mcp.json.
+    Cursor(RegistrationArgs),
+    /// Kiro: `mcpServers` for $KIRO_HOME/settings/mcp.json.
+    Kiro(RegistrationArgs),
+    /// Antigravity: `mcpServers` for ~/.gemini/config/mcp_config.json.
+    Antigravity(RegistrationArgs),
     /// JSON array of the ids of flow-starting servers, for the kcap server's deny-list.
     #[command(after_help = "\
 Example:
@@ -390,6 +479,8 @@ fn main() -> ExitCode {
         }
         Command::Render(client) => render(client),
         Command::Export(what) => export(what),
+        Command::Install(args) => install(args),
+        Command::Uninstall { target } => uninstall(target),
         Command::Diff {
             old_dir,
             new_dir,
@@ -734,27 +825,106 @@ fn export(what: ExportWhat) -> ExitCode {
         };
         Ok::<_, ExitCode>((entries, opts))
     };
+    let json_file = |client: Client, args: RegistrationArgs| {
+        registration(args, None).and_then(|(entries, opts)| {
+            export::registration_file(client.registration(), &entries, &opts).map_err(input_error)
+        })
+    };
     let text = match what {
-        ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => match claude_mcp_json(&entries, &opts) {
-                Ok(text) => text,
-                Err(e) => return input_error(e),
-            },
-            Err(code) => return code,
-        },
-        ExportWhat::CodexToml {
+        ExportWhat::Claude(args) => json_file(Client::Claude, args),
+        ExportWhat::Gemini(args) => json_file(Client::Gemini, args),
+        ExportWhat::Opencode(args) => json_file(Client::OpenCode, args),
+        ExportWhat::Copilot(args) => json_file(Client::Copilot, args),
+        ExportWhat::Cursor(args) => json_file(Client::Cursor, args),
+        ExportWhat::Kiro(args) => json_file(Client::Kiro, args),
+        ExportWhat::Antigravity(args) => json_file(Client::Antigravity, args),
+        ExportWhat::Codex {
             common,
             project_dir,
-        } => match registration(common, project_dir) {
-            Ok((entries, opts)) => codex_toml(&entries, &opts),
-            Err(code) => return code,
-        },
-        ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {
-            Ok(entries) => export::denylist(&entries),
-            Err(code) => return code,
-        },
-        ExportWhat::JsonSchema => export::json_schema(),
+        } => registration(common, project_dir)
+            .and_then(|(entries, opts)| codex_toml(&entries, &opts).map_err(input_error)),
+        ExportWhat::Denylist(source) => {
+            load(source.registry.as_deref()).map(|entries| export::denylist(&entries))
+        }
+        ExportWhat::JsonSchema => Ok(export::json_schema()),
     };
-    out!("{text}");
-    ExitCode::SUCCESS
+    match text {
+        Ok(text) => {
+            out!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+/// The config file `install`/`uninstall` edit: `--config`, or the client's default.
+fn config_path(target: &InstallTarget) -> Result<PathBuf, ExitCode> {
+    match &target.config {
+        Some(path) => Ok(path.clone()),
+        None => {
+            (target.client.client().registration().default_config)(&|name| std::env::var_os(name))
+                .map_err(input_error)
+        }
+    }
+}
+
+fn install(args: InstallArgs) -> ExitCode {
+    let client = args.target.client.client();
+    let format = client.registration();
+    let config = match config_path(&args.target) {
+        Ok(path) => path,
+        Err(code) => return code,
+    };
+    let entries = match load(args.source.registry.as_deref()) {
+        Ok(entries) => entries,
+        Err(code) => return code,
+    };
+    let opts = RegistrationOptions {
+        command: args.kcap_bin,
+        server_url: args.server_url,
+        project_dir: None,
+    };
+    let servers = match export::registration_entries(format, &entries, &opts) {
+        Ok(servers) => servers,
+        Err(e) => return input_error(e),
+    };
+    let outcome =
+        kcap_mcp_registry::install::install(format, &config, &servers, args.target.dry_run);
+    print_outcome(outcome)
+}
+
+fn uninstall(target: InstallTarget) -> ExitCode {
+    let format = target.client.client().registration();
+    let config = match config_path(&target) {
+        Ok(path) => path,
+        Err(code) => return code,
+    };
+    print_outcome(kcap_mcp_registry::install::uninstall(
+        format,
+        &config,
+        target.dry_run,
+    ))
+}
+
+/// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
+/// kept edited, 2 when nothing could be written.
+fn print_outcome(
+    outcome: Result<kcap_mcp_registry::install::Outcome, kcap_mcp_registry::install::InstallError>,
+) -> ExitCode {
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => return input_error(e),
+    };
+    if outcome.dry_run {
+        out!("{}", outcome.diff());
+    }
+    err!("{}", outcome.report());
+    let path = diagnostic::printable(&outcome.config.to_string_lossy()).into_owned();
+    match (outcome.dry_run, outcome.changed) {
+        (true, true) => errln!("dry run: nothing written to {path} or its ledger"),
+        (true, false) => errln!("dry run: {path} needs no change"),
+        (false, true) => errln!("wrote {path}"),
+        (false, false) => errln!("{path} needs no change"),
+    }
+    exit(!outcome.has_problem())
 }

@@ -10,6 +10,10 @@
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
 //!
+//! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
+//!   client's registration file (the servers a person registers for interactive sessions),
+//!   with the version and evidence of each fact.
+//!
 //! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
 //! launch needs from the daemon), [`RenderError`] and [`LaunchError`].
 //!
@@ -19,12 +23,19 @@
 //! source) reaches only the result channel; an empty or absent allowlist renders
 //! byte-identical args to the no-allowlist baseline.
 
+pub mod antigravity;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
+pub mod cursor;
+pub mod gemini;
+pub mod kiro;
 #[cfg(feature = "cli")]
 pub mod loaded;
+pub mod opencode;
 
-/// A coding-agent client this crate renders reviewer launches for.
+/// A coding-agent client: this crate renders reviewer launches for Claude Code and Codex,
+/// and registration files for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Client {
@@ -32,17 +43,84 @@ pub enum Client {
     Claude,
     /// OpenAI Codex CLI ([`codex`]).
     Codex,
+    /// Gemini CLI ([`gemini`]).
+    Gemini,
+    /// OpenCode ([`opencode`]).
+    OpenCode,
+    /// GitHub Copilot CLI ([`copilot`]).
+    Copilot,
+    /// Cursor ([`cursor`]).
+    Cursor,
+    /// Kiro ([`kiro`]).
+    Kiro,
+    /// Antigravity, `agy` ([`antigravity`]).
+    Antigravity,
 }
 
 impl Client {
     /// Every client, in the order the CLI lists them.
-    pub const ALL: [Client; 2] = [Client::Claude, Client::Codex];
+    pub const ALL: [Client; 8] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::OpenCode,
+        Client::Copilot,
+        Client::Cursor,
+        Client::Kiro,
+        Client::Antigravity,
+    ];
 
-    /// The client's name on the command line and in output: `claude`, `codex`.
+    /// The client's name on the command line and in output: `claude`, `codex`, `gemini`,
+    /// `opencode`, `copilot`, `cursor`, `kiro`, `antigravity`.
     pub const fn name(self) -> &'static str {
         match self {
             Client::Claude => "claude",
             Client::Codex => "codex",
+            Client::Gemini => "gemini",
+            Client::OpenCode => "opencode",
+            Client::Copilot => "copilot",
+            Client::Cursor => "cursor",
+            Client::Kiro => "kiro",
+            Client::Antigravity => "antigravity",
+        }
+    }
+
+    /// The client's display name: `Claude Code`, `Codex CLI`, `Gemini CLI`, `OpenCode`,
+    /// `Copilot CLI`, `Cursor`, `Kiro`, `Antigravity`.
+    pub const fn display_name(self) -> &'static str {
+        match self {
+            Client::Claude => "Claude Code",
+            Client::Codex => "Codex CLI",
+            Client::Gemini => "Gemini CLI",
+            Client::OpenCode => "OpenCode",
+            Client::Copilot => "Copilot CLI",
+            Client::Cursor => "Cursor",
+            Client::Kiro => "Kiro",
+            Client::Antigravity => "Antigravity",
+        }
+    }
+
+    /// Whether registrations for this client append `--driver <client>` to the args of the
+    /// flow-starting server: its only way to learn which client drives the flows it starts.
+    /// The original system stamps the six JSON-configured clients (Gemini, OpenCode, Copilot,
+    /// Cursor, Kiro, Antigravity) and leaves Claude Code and Codex unstamped (facts
+    /// "Registration", kcap-cli 07ef5ebf `Core/Mcp`).
+    pub const fn stamps_driver(self) -> bool {
+        !matches!(self, Client::Claude | Client::Codex)
+    }
+
+    /// The client's registration file format, from its room.
+    #[cfg(feature = "cli")]
+    pub fn registration(self) -> &'static crate::export::RegistrationFormat {
+        match self {
+            Client::Claude => &claude::registration::FORMAT,
+            Client::Codex => &codex::registration::FORMAT,
+            Client::Gemini => &gemini::registration::FORMAT,
+            Client::OpenCode => &opencode::registration::FORMAT,
+            Client::Copilot => &copilot::registration::FORMAT,
+            Client::Cursor => &cursor::registration::FORMAT,
+            Client::Kiro => &kiro::registration::FORMAT,
+            Client::Antigravity => &antigravity::registration::FORMAT,
         }
     }
 

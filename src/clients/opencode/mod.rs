@@ -1,0 +1,4 @@
+//! OpenCode (pinned 1.18.33): its registration file.
+
+#[cfg(feature = "cli")]
+pub mod registration;
