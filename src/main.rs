@@ -1,25 +1,27 @@
 //! `kcap-mcp-registry`: check, inspect, render and export the kcap MCP server registry.
 //!
 //! This file only parses arguments and prints; every rule, comparison and format lives in
-//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `launch`).
+//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `preview`).
 //!
 //! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
-//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
-//! 2 usage errors and inputs that cannot be read or understood.
+//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal,
+//! a Codex inventory that could not be taken); 2 usage errors and inputs that cannot be read
+//! or understood ([`CliError`]).
 
+use std::error::Error;
 use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kcap_mcp_registry::clients::codex::inventory;
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::diagnostic::{self, ShownPath};
 use kcap_mcp_registry::drift::{self, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
-use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
+use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{CheckError, Entry, LaunchCommand, Policy, diagnostic, inspect};
+use kcap_mcp_registry::{CheckError, Entry, Policy, Registry, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -60,7 +62,9 @@ fn write_stdout(text: &str) {
 
 const ROOT_HELP: &str = "\
 Exit codes: 0 success; 1 a problem was found (rule violations, drift, a security-relevant
-diff with --fail-on security, a strict rejection, a refused render); 2 usage or input error.
+diff with --fail-on security, a strict rejection, a refused render, a Codex inventory that
+could not be taken); 2 usage or input error (a file, directory or binary given cannot be
+read, run or understood).
 
 Example:
   kcap-mcp-registry check registry --format github";
@@ -78,38 +82,60 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only complicate the clap derive"
+)]
 enum Command {
     /// Validate a registry directory with the rules build.rs applies, and compare it with
     /// client registration files.
     #[command(after_help = "\
+Without DIR, the `registry` directory of the current directory or of the nearest parent
+that has one is checked (as cargo finds Cargo.toml).
+
 Examples:
   kcap-mcp-registry check
   kcap-mcp-registry check registry --format github
   kcap-mcp-registry check --against .mcp.json --against .codex/config.toml")]
     Check(CheckArgs),
-    /// Print the compiled-in registry.
+    /// Print the registry (the compiled-in one, or --registry DIR).
     #[command(after_help = "\
+Table columns: ID; FLAGS, the registry keys that are set: starts_flows, read_only,
+needs_project_cwd, and injection_only for `allowlistable = false` (`-` for none); TOOLS,
+`SAFE/TOTAL`: how many of the server's [[tools]] are unattended_safe, of how many; ARGS, the
+argv after the kcap binary; DESCRIPTION.
+
 Example:
   kcap-mcp-registry list --format json")]
     List {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+        #[command(flatten)]
+        source: RegistrySource,
     },
-    /// Resolve allowlist entries against the compiled-in registry, as a launch would.
+    /// Resolve an allowlist against the registry, as a launch would.
     #[command(after_help = "\
-Prints one line per entry: its canonical id, `skipped (KIND)` or, with --strict,
-`rejected (REASON)`.
+Prints one line per entry: its canonical id, `skipped (KIND): …` or, with --strict,
+`rejected (REASON): …`; an unknown name gets a did-you-mean suggestion.
 
 Example:
-  kcap-mcp-registry resolve ' KCAP-Review ' kcap-flows kcap-memory --strict")]
+  kcap-mcp-registry resolve --allowlist ' KCAP-Review ',kcap-flows,kcap-memory --strict")]
     Resolve {
-        /// Allowlist entries, in order.
-        #[arg(required = true, value_name = "NAME")]
-        names: Vec<String>,
+        /// MCP allowlist entries, comma-separated (repeatable).
+        #[arg(
+            long,
+            required = true,
+            value_name = "A,B,…",
+            value_delimiter = ',',
+            allow_hyphen_values = true
+        )]
+        allowlist: Vec<String>,
         /// Use the strict policy (unattended reviewers): exit 1 when any entry is rejected.
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        source: RegistrySource,
     },
     /// Print the argv a reviewer would be launched with (after the client binary).
     #[command(
@@ -127,30 +153,39 @@ Example:
   kcap-mcp-registry export claude-mcp-json > .mcp.json"
     )]
     Export(ExportWhat),
-    /// Show what changes between two registry directories (e.g. a pull request's base and
-    /// head), security-relevant flips first.
+    /// Show what changes between two registries (e.g. a pull request's base and head),
+    /// security-relevant flips first.
     #[command(after_help = "\
+With --registry DIR alone, the compiled-in registry is OLD and DIR is NEW.
+
 Example:
   kcap-mcp-registry diff base/registry registry --fail-on security")]
-    Diff {
-        /// The registry before the change.
-        old_dir: PathBuf,
-        /// The registry after the change.
-        new_dir: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
-        format: DiffFormat,
-        /// Exit 1 when the diff holds a change of this kind.
-        #[arg(long, value_enum, value_name = "KIND")]
-        fail_on: Option<FailOn>,
-    },
+    Diff(DiffArgs),
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The registry directory before the change.
+    #[arg(requires = "new_dir", required_unless_present = "registry")]
+    old_dir: Option<PathBuf>,
+    /// The registry directory after the change.
+    #[arg(conflicts_with = "registry")]
+    new_dir: Option<PathBuf>,
+    /// Compare the compiled-in registry (old) with this directory (new).
+    #[arg(long, value_name = "DIR")]
+    registry: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
+    format: DiffFormat,
+    /// Exit 1 when the diff holds a change of this kind.
+    #[arg(long, value_enum, value_name = "KIND")]
+    fail_on: Option<FailOn>,
 }
 
 #[derive(Args)]
 struct CheckArgs {
-    /// The registry directory.
-    #[arg(default_value = "registry")]
-    dir: PathBuf,
+    /// The registry directory [default: `registry` here or in the nearest parent].
+    dir: Option<PathBuf>,
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
@@ -158,9 +193,15 @@ struct CheckArgs {
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]
     against: Vec<PathBuf>,
-    /// The command (kcap binary) the registration files run.
-    #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
-    command: String,
+    /// The kcap binary the registration files run (their `command`).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = DEFAULT_COMMAND,
+        requires = "against",
+        alias = "command"
+    )]
+    kcap_bin: String,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -203,6 +244,12 @@ Example:
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
 remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
 
+Exit codes for the inventory: 2 when an input cannot be used (an --inventory file that
+cannot be read or is not `codex mcp list --json` output, a --codex-bin that cannot be
+started, a --worktree that is not a directory); 1 when Codex ran but its inventory could not
+be taken (it failed, timed out, or printed something else), so the reviewer cannot be
+isolated.
+
 Example:
   codex mcp list --json > inventory.json
   kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
@@ -213,7 +260,7 @@ Example:
         /// Saved `codex mcp list --json` output (`-` for stdin).
         #[arg(long, value_name = "FILE|-", conflicts_with_all = ["codex_bin", "no_inherited_servers"])]
         inventory: Option<PathBuf>,
-        /// Run `PATH mcp list --json` to get the inventory.
+        /// Run `PATH mcp list --json` (in --worktree) to get the inventory.
         #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
         codex_bin: Option<PathBuf>,
         /// Assert that Codex has no MCP servers of its own to disable.
@@ -224,6 +271,14 @@ Example:
 
 #[derive(Args)]
 struct RenderArgs {
+    /// The reviewer's agent id (required unless --launch-json gives one).
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "launch_json",
+        allow_hyphen_values = true
+    )]
+    agent_id: Option<String>,
     /// The kcap server URL (absent: every MCP server is gated off).
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     server_url: Option<String>,
@@ -235,14 +290,6 @@ struct RenderArgs {
         alias = "capacitor-path"
     )]
     kcap_bin: Option<String>,
-    /// The reviewer's agent id.
-    #[arg(
-        long,
-        value_name = "ID",
-        required_unless_present = "launch_json",
-        allow_hyphen_values = true
-    )]
-    agent_id: Option<String>,
     /// MCP allowlist entries, comma-separated (repeatable).
     #[arg(
         long,
@@ -273,6 +320,8 @@ struct RenderArgs {
     /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
+    #[command(flatten)]
+    source: RegistrySource,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -315,7 +364,8 @@ Example:
 
 #[derive(Args)]
 struct RegistrySource {
-    /// Export from this registry directory instead of the compiled-in registry.
+    /// Use this registry directory, checked now with the rules of `check`, instead of the
+    /// compiled-in registry.
     #[arg(long, value_name = "DIR")]
     registry: Option<PathBuf>,
 }
@@ -324,9 +374,9 @@ struct RegistrySource {
 struct RegistrationArgs {
     #[command(flatten)]
     source: RegistrySource,
-    /// The command of every server (the kcap binary).
-    #[arg(long, default_value = DEFAULT_COMMAND)]
-    command: String,
+    /// The kcap binary, the `command` of every server.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
+    kcap_bin: String,
     /// Write each server's `server_url` env vars with this URL.
     #[arg(long, value_name = "URL")]
     server_url: Option<String>,
@@ -340,11 +390,59 @@ fn absolute_path(s: &str) -> Result<String, String> {
     }
 }
 
+/// Why a command did not succeed.
+enum CliError {
+    /// Exit 2: a usage error or an input that cannot be read or understood; printed as
+    /// `error: ` and the error's chain of causes.
+    Usage(Box<dyn Error>),
+    /// Exit 1: the command ran and found a problem; printed like `Usage`, or, for `None`,
+    /// already reported.
+    Found(Option<Box<dyn Error>>),
+}
+
+impl CliError {
+    fn usage(e: impl Into<Box<dyn Error>>) -> CliError {
+        CliError::Usage(e.into())
+    }
+
+    fn found(e: impl Into<Box<dyn Error>>) -> CliError {
+        CliError::Found(Some(e.into()))
+    }
+}
+
+/// `e` and each of its causes, joined by `: ` (each layer displays itself only).
+fn chain(e: &dyn Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(CliError::Usage(e)) => {
+            errln!("error: {}", chain(&*e));
+            ExitCode::from(2)
+        }
+        Err(CliError::Found(e)) => {
+            if let Some(e) = e {
+                errln!("error: {}", chain(&*e));
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
         Command::Check(args) => check(args),
-        Command::List { format } => {
-            let entries = inspect::compiled_entries();
+        Command::List { format, source } => {
+            let entries = load(source.registry.as_deref())?;
             out!(
                 "{}",
                 match format {
@@ -352,56 +450,50 @@ fn main() -> ExitCode {
                     ListFormat::Json => inspect::list_json(&entries),
                 }
             );
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Resolve { names, strict } => {
-            let policy = if strict {
-                Policy::Strict
-            } else {
-                Policy::Lenient
-            };
-            let report = inspect::resolve_report(&names, policy);
+        Command::Resolve {
+            allowlist,
+            strict,
+            source,
+        } => {
+            let registry = registry(source.registry.as_deref())?;
+            let report = inspect::resolve_report_in(registry, &allowlist, policy(strict));
             out!("{}", report.text);
-            exit(!report.rejected)
+            if report.rejected {
+                return Err(CliError::Found(None));
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Render(client) => render(client),
         Command::Export(what) => export(what),
-        Command::Diff {
-            old_dir,
-            new_dir,
-            format,
-            fail_on,
-        } => {
-            let (old, new) = match (load(Some(&old_dir)), load(Some(&new_dir))) {
-                (Ok(old), Ok(new)) => (old, new),
-                (Err(code), _) | (_, Err(code)) => return code,
+        Command::Diff(args) => {
+            let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
+                (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
+                (_, _, new) => (inspect::compiled_entries(), load(new.as_deref())?),
             };
             let d = kcap_mcp_registry::diff::diff(&old, &new);
             out!(
                 "{}",
-                match format {
+                match args.format {
                     DiffFormat::Markdown => d.markdown(),
                     DiffFormat::Json => d.json(),
                 }
             );
-            exit(!(fail_on.is_some() && d.has_security()))
+            if args.fail_on.is_some() && d.has_security() {
+                return Err(CliError::Found(None));
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// 0 when `ok`, else 1.
-fn exit(ok: bool) -> ExitCode {
-    if ok {
-        ExitCode::SUCCESS
+fn policy(strict: bool) -> Policy {
+    if strict {
+        Policy::Strict
     } else {
-        ExitCode::from(1)
+        Policy::Lenient
     }
-}
-
-/// Prints `error: {message}` on stderr; exit code 2.
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {message}");
-    ExitCode::from(2)
 }
 
 fn stderr_color() -> bool {
@@ -413,72 +505,102 @@ fn stderr_color() -> bool {
 
 /// The registry in `dir` (validated), or the compiled-in one. Violations are printed
 /// (human format) and give exit code 1; an unreadable directory gives 2.
-fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
+fn load(dir: Option<&Path>) -> Result<Vec<Entry>, CliError> {
     let Some(dir) = dir else {
         return Ok(inspect::compiled_entries());
     };
     match kcap_mcp_registry::validate_dir(dir) {
         Ok(entries) => Ok(entries),
-        Err(CheckError::Load(e)) => Err(input_error(e)),
         Err(CheckError::Invalid(diags)) => {
             err!("{}", diagnostic::render_all(&diags, stderr_color()));
-            errln!(
-                "error: {} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
-                dir.display(),
-                dir.display()
-            );
-            Err(ExitCode::from(1))
+            Err(CliError::found(format!(
+                "{} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
+                ShownPath(dir),
+                ShownPath(dir)
+            )))
         }
+        Err(e) => Err(CliError::usage(e)),
     }
 }
 
-fn check(args: CheckArgs) -> ExitCode {
+/// [`load`] as a [`Registry`] to resolve and render against.
+fn registry(dir: Option<&Path>) -> Result<Registry, CliError> {
+    match dir {
+        None => Ok(Registry::compiled()),
+        Some(dir) => Registry::from_entries(&load(Some(dir))?).map_err(CliError::found),
+    }
+}
+
+/// The directory `check` runs on: `dir`, or the `registry` directory of the current
+/// directory or its nearest parent that has one, shown relative to the current directory
+/// (`../../registry`).
+fn registry_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(dir) = dir {
+        return Ok(dir);
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+    let mut relative = PathBuf::new();
+    for ancestor in cwd.ancestors() {
+        if ancestor.join("registry").is_dir() {
+            return Ok(relative.join("registry"));
+        }
+        relative.push("..");
+    }
+    Err(CliError::usage(format!(
+        "no `registry` directory in {} or any parent directory; give the registry directory: \
+         `kcap-mcp-registry check DIR`",
+        ShownPath(&cwd)
+    )))
+}
+
+fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
+    let dir = registry_dir(args.dir)?;
     let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
         CheckFormat::Human => err!("{}", human()),
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    let entries = match kcap_mcp_registry::validate_dir(&args.dir) {
+    let entries = match kcap_mcp_registry::validate_dir(&dir) {
         Ok(entries) => entries,
-        Err(CheckError::Load(e)) => return input_error(e),
         Err(CheckError::Invalid(diags)) => {
             let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
             print_findings(&findings, &|| {
                 diagnostic::render_all(&diags, stderr_color())
             });
-            return ExitCode::from(1);
+            return Err(CliError::Found(None));
         }
+        Err(e) => return Err(CliError::usage(e)),
     };
-    let mut files = Vec::new();
-    for path in &args.against {
-        match drift::read_registration(path) {
-            Ok(file) => files.push(file),
-            Err(e) => return input_error(e),
-        }
-    }
+    let files = args
+        .against
+        .iter()
+        .map(|path| drift::read_registration(path))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::usage)?;
     let findings: Vec<Finding> = files
         .iter()
-        .flat_map(|f| drift::drift(&entries, &args.command, f))
+        .flat_map(|f| drift::drift(&entries, &args.kcap_bin, f))
         .map(|d: Drift| d.finding())
         .collect();
     if !findings.is_empty() {
         print_findings(&findings, &|| {
             report::human(&findings, "drift finding", stderr_color())
         });
-        return ExitCode::from(1);
+        return Err(CliError::Found(None));
     }
     match args.format {
         CheckFormat::Human => {
             outln!(
                 "ok: {} registry entries in {}",
                 entries.len(),
-                args.dir.display()
+                ShownPath(&dir)
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
                 outln!(
                     "ok: {} ({}) registers the registry's {n} allowlistable server{}",
-                    f.path,
+                    ShownPath(Path::new(&f.path)),
                     f.client.name(),
                     if n == 1 { "" } else { "s" }
                 );
@@ -487,10 +609,10 @@ fn check(args: CheckArgs) -> ExitCode {
         CheckFormat::Json => out!("{}", report::json(&[])),
         CheckFormat::Github => {}
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
-fn render(client: RenderClient) -> ExitCode {
+fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, inventory_source) = match client {
         RenderClient::Claude(common) => (common, None),
         RenderClient::Codex {
@@ -501,14 +623,21 @@ fn render(client: RenderClient) -> ExitCode {
         } => {
             let source = match (inventory, codex_bin, no_inherited_servers) {
                 (Some(file), _, _) => InventorySource::File(file),
-                (_, Some(bin), _) => InventorySource::Run(bin),
+                (_, Some(codex_bin), _) => InventorySource::Run {
+                    codex_bin,
+                    worktree: common
+                        .worktree
+                        .as_deref()
+                        .filter(|w| !w.is_empty())
+                        .map(PathBuf::from),
+                },
                 (_, _, true) => InventorySource::None,
                 _ => {
-                    return input_error(
+                    return Err(CliError::usage(
                         "Codex also starts the MCP servers of the user's config.toml and plugins, \
                          which `-c` cannot remove; give --inventory FILE (saved `codex mcp list --json` \
                          output), --codex-bin PATH (to run it), or --no-inherited-servers",
-                    );
+                    ));
                 }
             };
             (common, Some(source))
@@ -516,44 +645,18 @@ fn render(client: RenderClient) -> ExitCode {
     };
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&inventory_source, Some(InventorySource::File(f)) if f == stdin)
+        && inventory_source == Some(InventorySource::File(stdin.into()))
     {
-        return input_error("--launch-json and --inventory cannot both read standard input");
+        return Err(CliError::usage(preview::PreviewError::BothStdin));
     }
-    let launch = match &common.launch_json {
-        None => None,
-        Some(path) => {
-            let text = match launch::read_input(path) {
-                Ok(text) => text,
-                Err(e) => return input_error(format!("cannot read {}: {e}", path.display())),
-            };
-            // `--agent-id` stands in for a payload that lacks one (flags override fields);
-            // otherwise the parser's own error, with its line and column, stands.
-            let parsed = serde_json::from_str::<LaunchCommand>(&text).or_else(|e| {
-                let mut v = match (
-                    &common.agent_id,
-                    serde_json::from_str::<serde_json::Value>(&text),
-                ) {
-                    (Some(_), Ok(v)) if v.get("agent_id").is_none() => v,
-                    _ => return Err(e),
-                };
-                if let (Some(obj), Some(id)) = (v.as_object_mut(), &common.agent_id) {
-                    obj.insert("agent_id".into(), id.clone().into());
-                }
-                serde_json::from_value::<LaunchCommand>(v)
-            });
-            match parsed {
-                Ok(cmd) => Some(cmd),
-                Err(e) => {
-                    return input_error(format!(
-                        "{} is not a launch command JSON: {e}",
-                        path.display()
-                    ));
-                }
-            }
-        }
-    };
-    let ctx = launch::launch_context(
+    let launch = common
+        .launch_json
+        .as_deref()
+        .map(|path| preview::read_launch_command(path, common.agent_id.as_deref()))
+        .transpose()
+        .map_err(CliError::usage)?;
+    let registry = registry(common.source.registry.as_deref())?;
+    let ctx = preview::launch_context(
         launch,
         LaunchOverrides {
             server_url: common.server_url,
@@ -566,129 +669,70 @@ fn render(client: RenderClient) -> ExitCode {
             worktree: common.worktree,
         },
     );
-    let policy = if common.strict {
-        Policy::Strict
-    } else {
-        Policy::Lenient
-    };
-    let args = match inventory_source {
-        None => claude_reviewer_args(&ctx, policy),
-        Some(source) => {
-            let inventory = match source {
-                InventorySource::None => Vec::new(),
-                InventorySource::File(path) => {
-                    let text = match launch::read_input(&path) {
-                        Ok(text) => text,
-                        Err(e) => {
-                            return input_error(format!("cannot read {}: {e}", path.display()));
-                        }
-                    };
-                    match inventory::parse_inventory(&text) {
-                        Ok(inv) => inv,
-                        Err(e) => return input_error(format!("{}: {e}", path.display())),
-                    }
-                }
-                InventorySource::Run(bin) => {
-                    // Taken where the reviewer runs: a trusted worktree's `.codex/config.toml`
-                    // adds servers too.
-                    // A relative binary path means the current directory, not the worktree.
-                    let bin = if bin.components().count() > 1 && bin.is_relative() {
-                        std::env::current_dir().map_or(bin.clone(), |cwd| cwd.join(&bin))
-                    } else {
-                        bin
-                    };
-                    let mut codex = std::process::Command::new(&bin);
-                    if let Some(worktree) = ctx.worktree.as_deref().filter(|w| !w.is_empty()) {
-                        if !Path::new(worktree).is_dir() {
-                            return input_error(format!(
-                                "--worktree {}: not a directory, so Codex's inventory cannot be \
-                                 taken there",
-                                diagnostic::printable(worktree)
-                            ));
-                        }
-                        codex.current_dir(worktree);
-                    }
-                    match inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT) {
-                        Ok(inv) => inv,
-                        Err(e) => {
-                            errln!("error: {}: {e}", bin.display());
-                            return ExitCode::from(1);
-                        }
-                    }
-                }
-            };
-            codex_reviewer_args(&ctx, policy, &inventory)
-        }
-    };
-    for warning in launch::skip_warnings(&ctx, policy) {
+    let inventory = inventory_source
+        .as_ref()
+        .map(preview::take_inventory)
+        .transpose()
+        .map_err(|e| {
+            if e.is_input() {
+                CliError::usage(e)
+            } else {
+                CliError::found(e)
+            }
+        })?;
+    let resolution = ctx
+        .resolve_in(registry, policy(common.strict))
+        .map_err(CliError::found)?;
+    for warning in preview::skip_warnings(&ctx, &resolution) {
         errln!("warning: {warning}");
     }
-    let args = match args {
-        Ok(args) => args,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-
+    let args = match &inventory {
+        None => claude_reviewer_args(&ctx, &resolution),
+        Some(inventory) => codex_reviewer_args(&ctx, &resolution, inventory),
+    }
+    .map_err(CliError::found)?;
     let format = match common.format {
         RenderFormat::Lines => ArgvFormat::Lines,
         RenderFormat::Json => ArgvFormat::Json,
         RenderFormat::Shell => ArgvFormat::Shell,
     };
-    match launch::format_argv(&args, format) {
-        Ok(text) => {
-            if ctx.is_gated() {
-                errln!(
-                    "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
-                 (the result channel and any allowlist) is gated off",
-                    ctx.agent_id
-                );
-            }
-            out!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("error: {e}");
-            ExitCode::from(1)
-        }
+    let text = preview::format_argv(&args, format).map_err(CliError::found)?;
+    if ctx.is_gated() {
+        errln!(
+            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
+             (the result channel and any allowlist) is gated off",
+            ctx.agent_id
+        );
     }
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
 }
 
-enum InventorySource {
-    File(PathBuf),
-    Run(PathBuf),
-    None,
-}
-
-fn export(what: ExportWhat) -> ExitCode {
+fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     let registration = |args: RegistrationArgs, project_dir: Option<String>| {
         let entries = load(args.source.registry.as_deref())?;
         let opts = RegistrationOptions {
-            command: args.command,
+            command: args.kcap_bin,
             server_url: args.server_url,
             project_dir,
         };
-        Ok::<_, ExitCode>((entries, opts))
+        Ok::<_, CliError>((entries, opts))
     };
     let text = match what {
-        ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => export::claude_mcp_json(&entries, &opts),
-            Err(code) => return code,
-        },
+        ExportWhat::ClaudeMcpJson(args) => {
+            let (entries, opts) = registration(args, None)?;
+            export::claude_mcp_json(&entries, &opts)
+        }
         ExportWhat::CodexToml {
             common,
             project_dir,
-        } => match registration(common, project_dir) {
-            Ok((entries, opts)) => export::codex_toml(&entries, &opts),
-            Err(code) => return code,
-        },
-        ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {
-            Ok(entries) => export::denylist(&entries),
-            Err(code) => return code,
-        },
+        } => {
+            let (entries, opts) = registration(common, project_dir)?;
+            export::codex_toml(&entries, &opts)
+        }
+        ExportWhat::Denylist(source) => export::denylist(&load(source.registry.as_deref())?),
         ExportWhat::JsonSchema => export::json_schema(),
     };
     out!("{text}");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

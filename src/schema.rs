@@ -396,8 +396,12 @@ pub struct LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = self.path.display().to_string();
-        write!(f, "cannot read {}: {}", printable(&path), self.source)
+        // The I/O error is the `source()`, not repeated here (see `LaunchError`).
+        write!(
+            f,
+            "cannot read {}",
+            crate::diagnostic::ShownPath(&self.path)
+        )
     }
 }
 
@@ -409,6 +413,7 @@ impl std::error::Error for LoadError {
 
 /// Why [`validate_dir`] produced no registry.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CheckError {
     /// The directory or a file in it could not be read.
     Load(LoadError),
@@ -428,7 +433,7 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CheckError::Load(e) => Some(e),
+            CheckError::Load(e) => e.source(),
             CheckError::Invalid(_) => None,
         }
     }

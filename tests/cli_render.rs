@@ -51,8 +51,8 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
                 "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG}\n--disallowedTools\nAgent\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
             ),
             stderr: concat!(
-                "warning: agent \"a1\": MCP allowlist entry 1 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
-                "warning: agent \"a1\": MCP allowlist entry 2 \"evil\\n\\\"x\\\"\" skipped: not a kcap MCP server\n",
+                "warning: agent \"a1\": MCP allowlist entry 2 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
+                "warning: agent \"a1\": MCP allowlist entry 3 \"evil\\n\\\"x\\\"\" skipped: not a kcap MCP server\n",
             )
             .into(),
         }
@@ -159,9 +159,9 @@ model_reasoning_effort=\"xhigh\"
 Review PR #12
 ";
     let expected_stderr = "\
-warning: agent \"agent-7\": MCP allowlist entry 1 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
-warning: agent \"agent-7\": MCP allowlist entry 2 null skipped: blank
-warning: agent \"agent-7\": MCP allowlist entry 3 \"kcap-review\" skipped: duplicate of an earlier entry
+warning: agent \"agent-7\": MCP allowlist entry 2 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
+warning: agent \"agent-7\": MCP allowlist entry 3 null skipped: blank
+warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: duplicate of an earlier entry
 ";
     let args = [
         "render",
@@ -311,13 +311,25 @@ fn bad_inputs_exit_2() {
         bad_inventory.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 2);
-    assert!(
-        r.stderr.starts_with(&format!(
-            "error: {}: cannot list the Codex MCP servers to disable (`codex mcp list --json`): unexpected output: ",
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: {} is not a Codex MCP inventory: invalid type: map, expected a sequence at line 1 column 0\n",
             bad_inventory.display()
-        )),
-        "{}",
-        r.stderr
+        )
+    );
+    // Standard input is named as such, and nothing says Codex was run.
+    let r = finish(
+        bin()
+            .args(["render", "codex", "--agent-id", "a1", "--inventory", "-"])
+            .write_stdin("not json"),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            "error: standard input is not a Codex MCP inventory: expected ident at line 1 column 2\n"
+        )
     );
     let r = run(&[
         "render",
@@ -356,7 +368,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: MCP allowlist entry 1 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval\n".into(),
+            stderr: "error: MCP allowlist entry 2 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval\n".into(),
         }
     );
     let r = run(&[
@@ -420,7 +432,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: argument 8 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
+            stderr: "error: argument 9 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
         }
     );
 }
@@ -490,10 +502,59 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
             code: 1,
             stdout: String::new(),
             stderr: format!(
-                "error: {}: cannot list the Codex MCP servers to disable (`codex mcp list --json`): exit status: 3: config.toml: bad\n",
+                "error: cannot list the MCP servers Codex would start (`{} mcp list --json`): the Codex binary failed (exit status: 3), printing \"config.toml: bad\"\n",
                 failing.display()
             ),
         }
+    );
+    // A failure that prints nothing ends the message cleanly (no dangling `: `).
+    let silent = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--codex-bin",
+        "/bin/false",
+    ]);
+    assert_eq!(
+        silent,
+        Run {
+            code: 1,
+            stdout: String::new(),
+            stderr: "error: cannot list the MCP servers Codex would start (`/bin/false mcp list --json`): the Codex binary failed (exit status: 1) and printed nothing on standard error\n".into(),
+        }
+    );
+    // A binary that cannot be started is an input error, like a missing --inventory file.
+    let missing = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--codex-bin",
+        "/nonexistent/codex",
+    ]);
+    assert_eq!(
+        missing,
+        Run {
+            code: 2,
+            stdout: String::new(),
+            stderr: "error: cannot list the MCP servers Codex would start (`/nonexistent/codex mcp list --json`): the Codex binary could not be run: No such file or directory (os error 2)\n".into(),
+        }
+    );
+    let missing_file = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--inventory",
+        "/nonexistent/inventory.json",
+    ]);
+    assert_eq!(
+        (missing_file.code, missing_file.stderr.as_str()),
+        (
+            2,
+            "error: cannot read /nonexistent/inventory.json: No such file or directory (os error 2)\n"
+        )
     );
 }
 
@@ -577,7 +638,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
 
     let mut claude = vec!["render", "claude"];
     claude.extend(common);
-    let expected = claude_reviewer_args(&ctx, Policy::Lenient).unwrap();
+    let expected = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&claude, &expected);
 
@@ -589,7 +650,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         &worktree,
     ];
     codex.extend(common);
-    let expected = codex_reviewer_args(&ctx, Policy::Lenient, &[]).unwrap();
+    let expected = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
     assert_round_trip(&codex, &expected);
 }
 

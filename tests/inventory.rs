@@ -116,11 +116,13 @@ fn malformed_output_fails_closed() {
     ] {
         let err = parse_inventory(bad).unwrap_err();
         assert!(matches!(err, IsolationError::Parse(_)), "{bad:?}: {err:?}");
-        assert!(
-            err.to_string()
-                .starts_with("cannot list the Codex MCP servers"),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            "the inventory is not the JSON array `codex mcp list --json` prints"
         );
+        // The parser's error is the source, not repeated in the message.
+        let source = std::error::Error::source(&err).expect("the parser's error");
+        assert!(source.is::<serde_json::Error>(), "{source:?}");
     }
 }
 
@@ -160,7 +162,8 @@ fn running_codex_fails_closed() {
     let bin = fake_codex(dir.path(), "echo 'Error: bad config' >&2\nexit 1");
     match codex_inventory(&bin).unwrap_err() {
         IsolationError::Exit { status, stderr } => {
-            assert_eq!(status, "exit status: 1");
+            assert_eq!(status.code(), Some(1));
+            assert_eq!(status.to_string(), "exit status: 1");
             assert_eq!(stderr, "Error: bad config\n");
         }
         other => panic!("{other:?}"),
@@ -188,5 +191,8 @@ fn running_codex_fails_closed() {
     let bin = fake_codex(dir.path(), "exec sleep 30");
     let err = codex_inventory_within(&bin, Duration::from_millis(200)).unwrap_err();
     assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");
-    assert!(err.to_string().ends_with("no answer within 0.2 s"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "the Codex binary gave no answer within 0.2 s (it was stopped)"
+    );
 }

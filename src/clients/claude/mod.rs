@@ -9,8 +9,8 @@
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value};
+use crate::allowlist::Resolution;
+use crate::clients::{LaunchContext, RenderError, option_value};
 use crate::model::McpServer;
 
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
@@ -145,18 +145,17 @@ impl Serialize for ServerJson<'_> {
 /// when set. `--mcp-config` takes several values, so its JSON is always followed by an
 /// option, never by a positional argument.
 ///
-/// Skipped allowlist entries are not reported here; call [`LaunchContext::resolve`] and
-/// [`Resolution::skipped`] to log them.
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs.
 ///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`claude_mcp_config`].
+/// As [`claude_mcp_config`]; [`RenderError::OptionLike`] for a model or effort starting
+/// with `-`.
 pub fn claude_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let config = claude_mcp_config(ctx, &resolution)?;
+    resolution: &Resolution<'_, String>,
+) -> Result<Vec<String>, RenderError> {
+    let config = claude_mcp_config(ctx, resolution)?;
     let mut args: Vec<String> = [
         "--permission-mode",
         "bypassPermissions",

@@ -1,14 +1,14 @@
 //! The Codex CLI's inherited MCP servers: what `codex mcp list --json` reports from the
 //! user's `$CODEX_HOME/config.toml` and plugins. `-c mcp_servers={}` cannot remove them, so
 //! the Codex renderer disables each by name; this inventory is how it knows the names.
-//! Fail-closed: anything but the expected JSON array is an [`IsolationError`], never an
+//! Fail-closed: anything but the expected JSON array is an [`InventoryError`], never an
 //! empty inventory.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -61,42 +61,61 @@ pub enum Transport {
 }
 
 /// Codex's MCP inventory could not be established; the reviewer must not launch.
+///
+/// `Display` says what happened in one layer (without naming the binary or file: the
+/// caller knows which it ran or read); the cause, where there is one, is returned from
+/// [`source`](std::error::Error::source) and not displayed.
 #[derive(Debug)]
-pub enum IsolationError {
-    /// The Codex binary could not be started or its output read.
+#[non_exhaustive]
+pub enum InventoryError {
+    /// The Codex binary could not be started, or its output could not be read.
     Spawn(std::io::Error),
     /// It did not finish within the timeout (it was killed).
     Timeout(Duration),
     /// It exited unsuccessfully.
     Exit {
-        /// The exit status, as `std` displays it.
-        status: String,
+        /// Its exit status.
+        status: ExitStatus,
         /// Its standard error, lossily decoded.
         stderr: String,
     },
-    /// Its output is not the expected JSON array.
-    Parse(String),
+    /// The output is not the expected JSON array.
+    Parse(serde_json::Error),
 }
 
-impl fmt::Display for IsolationError {
+/// The name this error had before it covered reading a saved inventory too.
+#[doc(hidden)]
+pub type IsolationError = InventoryError;
+
+impl fmt::Display for InventoryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("cannot list the Codex MCP servers to disable (`codex mcp list --json`): ")?;
         match self {
-            IsolationError::Spawn(e) => write!(f, "{e}"),
-            IsolationError::Timeout(t) => write!(f, "no answer within {} s", t.as_secs_f64()),
-            IsolationError::Exit { status, stderr } => {
-                write!(f, "{status}: {}", stderr.trim().escape_debug())
+            InventoryError::Spawn(_) => f.write_str("the Codex binary could not be run"),
+            InventoryError::Timeout(t) => write!(
+                f,
+                "the Codex binary gave no answer within {} s (it was stopped)",
+                t.as_secs_f64()
+            ),
+            InventoryError::Exit { status, stderr } => {
+                write!(f, "the Codex binary failed ({status})")?;
+                match stderr.trim() {
+                    "" => f.write_str(" and printed nothing on standard error"),
+                    err => write!(f, ", printing \"{}\"", err.escape_debug()),
+                }
             }
-            IsolationError::Parse(e) => write!(f, "unexpected output: {e}"),
+            InventoryError::Parse(_) => {
+                f.write_str("the inventory is not the JSON array `codex mcp list --json` prints")
+            }
         }
     }
 }
 
-impl std::error::Error for IsolationError {
+impl std::error::Error for InventoryError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            IsolationError::Spawn(e) => Some(e),
-            _ => None,
+            InventoryError::Spawn(e) => Some(e),
+            InventoryError::Parse(e) => Some(e),
+            InventoryError::Timeout(_) | InventoryError::Exit { .. } => None,
         }
     }
 }
@@ -105,7 +124,7 @@ impl std::error::Error for IsolationError {
 /// ignored; a missing `name`, `enabled` or `transport`, or an unknown transport type, fails.
 ///
 /// # Errors
-/// [`IsolationError::Parse`] for anything but that array (an empty string included).
+/// [`InventoryError::Parse`] for anything but that array (an empty string included).
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::inventory::{parse_inventory, Transport};
@@ -118,8 +137,8 @@ impl std::error::Error for IsolationError {
 /// assert!(parse_inventory("").is_err());
 /// assert!(parse_inventory("{}").is_err());
 /// ```
-pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, IsolationError> {
-    serde_json::from_str(json).map_err(|e| IsolationError::Parse(e.to_string()))
+pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, InventoryError> {
+    serde_json::from_str(json).map_err(InventoryError::Parse)
 }
 
 /// How long [`codex_inventory`] waits for `codex mcp list --json`.
@@ -130,9 +149,9 @@ pub const INVENTORY_TIMEOUT: Duration = Duration::from_secs(20);
 /// [`INVENTORY_TIMEOUT`], and parses the output with [`parse_inventory`].
 ///
 /// # Errors
-/// [`IsolationError`] when Codex cannot run, times out, exits non-zero, or prints anything
+/// [`InventoryError`] when Codex cannot run, times out, exits non-zero, or prints anything
 /// but the expected JSON array.
-pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, IsolationError> {
+pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, InventoryError> {
     codex_inventory_within(codex_bin, INVENTORY_TIMEOUT)
 }
 
@@ -143,7 +162,7 @@ pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, Isolati
 pub fn codex_inventory_within(
     codex_bin: &Path,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     codex_inventory_from(Command::new(codex_bin), timeout)
 }
 
@@ -158,14 +177,14 @@ pub fn codex_inventory_within(
 pub fn codex_inventory_from(
     mut codex: Command,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     let mut child = codex
         .args(["mcp", "list", "--json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(IsolationError::Spawn)?;
+        .map_err(InventoryError::Spawn)?;
     // Each pipe is read on its own thread, which reports through a channel, so a grandchild
     // that keeps a pipe open cannot hold us past the deadline.
     let read_all = |mut pipe: Box<dyn Read + Send>| {
@@ -180,34 +199,33 @@ pub fn codex_inventory_from(
     let stderr = read_all(Box::new(child.stderr.take().expect("piped")));
     let deadline = Instant::now() + timeout;
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(IsolationError::Spawn)? {
+        if let Some(status) = child.try_wait().map_err(InventoryError::Spawn)? {
             break status;
         }
         if Instant::now() >= deadline {
             // Best effort: the child may have exited in between.
             let _ = child.kill();
             let _ = child.wait();
-            return Err(IsolationError::Timeout(timeout));
+            return Err(InventoryError::Timeout(timeout));
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     let collect = |rx: mpsc::Receiver<std::io::Result<Vec<u8>>>| {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(read) => read.map_err(IsolationError::Spawn),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(IsolationError::Timeout(timeout)),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(IsolationError::Spawn(
+            Ok(read) => read.map_err(InventoryError::Spawn),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(InventoryError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(InventoryError::Spawn(
                 std::io::Error::other("the pipe reader stopped without a result"),
             )),
         }
     };
     let (out, err) = (collect(stdout)?, collect(stderr)?);
     if !status.success() {
-        return Err(IsolationError::Exit {
-            status: status.to_string(),
+        return Err(InventoryError::Exit {
+            status,
             stderr: String::from_utf8_lossy(&err).into_owned(),
         });
     }
-    let out = std::str::from_utf8(&out).map_err(|e| IsolationError::Parse(e.to_string()))?;
-    parse_inventory(out)
+    serde_json::from_slice(&out).map_err(InventoryError::Parse)
 }

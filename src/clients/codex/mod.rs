@@ -19,8 +19,8 @@ pub mod inventory;
 
 use std::fmt::Write as _;
 
-use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value, set};
+use crate::allowlist::Resolution;
+use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 use inventory::{InheritedServer, Transport};
 
@@ -247,7 +247,7 @@ fn neutralize(
     let id = server.id;
     out.push(format!("mcp_servers.{id}.env_vars=[]"));
     if cwd.is_some() {
-        let worktree = set(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
+        let worktree = non_blank(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
         let mut v = format!("mcp_servers.{id}.cwd=");
         push_toml_string(&mut v, worktree);
         out.push(v);
@@ -278,16 +278,19 @@ fn neutralize(
 /// `-c model_reasoning_effort="E"` unless the effort is empty or `auto` (any case; `max`
 /// becomes `xhigh`), `--no-alt-screen`, then `-- <prompt>` when set.
 ///
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs; `inventory` the servers Codex
+/// inherits ([`inventory::codex_inventory`]).
+///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`codex_mcp_overrides`].
+/// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
+/// starting with `-`.
 pub fn codex_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
+    resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let overrides = codex_mcp_overrides(ctx, &resolution, inventory)?;
+) -> Result<Vec<String>, RenderError> {
+    let overrides = codex_mcp_overrides(ctx, resolution, inventory)?;
     let mut args = Vec::with_capacity(overrides.len() * 2 + 12);
     if let Some(worktree) = option_value("worktree", &ctx.worktree)? {
         args.extend(["--cd".into(), worktree.into()]);
@@ -309,7 +312,7 @@ pub fn codex_reviewer_args(
     {
         args.extend(["-m".into(), model.into()]);
     }
-    if let Some(effort) = set(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
+    if let Some(effort) = non_blank(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
         let effort = if effort.eq_ignore_ascii_case("max") {
             "xhigh"
         } else {
