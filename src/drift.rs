@@ -332,7 +332,7 @@ impl Drift {
                     ),
                 },
                 format!(
-                    "set its `command` to {} (or pass `--command` with the kcap binary this file uses)",
+                    "set its `command` to {} (or pass `--kcap-bin` with the kcap binary this file uses)",
                     json(expected)
                 ),
             ),

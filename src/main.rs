@@ -155,18 +155,30 @@ Example:
     Export(ExportWhat),
     /// Show what changes between two registries (e.g. a pull request's base and head),
     /// security-relevant flips first.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry diff <OLD_DIR> <NEW_DIR> [OPTIONS]\n       \
+                          kcap-mcp-registry diff --registry <DIR> [OPTIONS]",
+        after_help = "\
 With --registry DIR alone, the compiled-in registry is OLD and DIR is NEW.
 
+Security-relevant changes (--fail-on security): any change of args; a starts_flows,
+allowlistable or read_only flip; a new server that starts flows or is read_only; a tool
+becoming unattended_safe; an env source becoming agent_id.
+
 Example:
-  kcap-mcp-registry diff base/registry registry --fail-on security")]
+  kcap-mcp-registry diff base/registry registry --fail-on security"
+    )]
     Diff(DiffArgs),
 }
 
 #[derive(Args)]
 struct DiffArgs {
     /// The registry directory before the change.
-    #[arg(requires = "new_dir", required_unless_present = "registry")]
+    #[arg(
+        requires = "new_dir",
+        required_unless_present = "registry",
+        conflicts_with = "registry"
+    )]
     old_dir: Option<PathBuf>,
     /// The registry directory after the change.
     #[arg(conflicts_with = "registry")]
@@ -225,22 +237,27 @@ enum DiffFormat {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum FailOn {
-    /// A security-relevant change: args changes; starts_flows, allowlistable or read_only
-    /// flips; a new server that starts flows or is read_only; a tool becoming
-    /// unattended_safe; an env source becoming agent_id.
+    // A security-relevant change (listed in `diff --help`). A plain comment: a doc comment
+    // would switch `diff --help` to clap's long layout, unlike every other subcommand.
     Security,
 }
 
 #[derive(Subcommand)]
 enum RenderClient {
     /// Claude Code: `--mcp-config` JSON and the reviewer flags.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render claude --agent-id <ID> [OPTIONS]\n       \
+                          kcap-mcp-registry render claude --launch-json <FILE|-> [OPTIONS]",
+        after_help = "\
 Example:
-  kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
-    --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
+  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH"
+    )]
     Claude(RenderArgs),
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render codex <--agent-id <ID>|--launch-json <FILE|->> \
+                          <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+        after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
 remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
 
@@ -252,8 +269,8 @@ isolated.
 
 Example:
   codex mcp list --json > inventory.json
-  kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
-    --kcap-bin /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
+  kcap-mcp-registry render codex --launch-json launch.json --inventory inventory.json --format shell"
+    )]
     Codex {
         #[command(flatten)]
         common: RenderArgs,

@@ -11,10 +11,11 @@ use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use crate::allowlist::Resolution;
+use crate::allowlist::{Resolution, SkipKind};
 use crate::clients::LaunchContext;
 use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
 use crate::diagnostic::ShownPath;
+use crate::inspect::suggest_id;
 use crate::wire::LaunchCommand;
 
 /// The launch values given on the command line; each one that is set overrides the launch
@@ -60,11 +61,21 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
 
 /// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,
 /// counted from 1) and the agent id (escaped): `agent "a1": MCP allowlist entry 1
-/// "kcap-flows" skipped: can start flows (recursion guard)`.
+/// "kcap-flows" skipped: can start flows (recursion guard)`; an unknown name gets a
+/// did-you-mean suggestion ([`suggest_id`]).
 pub fn skip_warnings(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<String> {
     resolution
         .skipped()
-        .map(|s| format!("agent \"{}\": {s}", ctx.agent_id.escape_debug()))
+        .map(|s| {
+            let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
+            if let (SkipKind::Unknown, Some(id)) = (
+                s.kind,
+                s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
+            ) {
+                line.push_str(&format!("; did you mean \"{id}\"?"));
+            }
+            line
+        })
         .collect()
 }
 

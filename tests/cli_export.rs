@@ -239,7 +239,7 @@ fn an_export_checked_with_another_command_drifts() {
 
 const DRIFT_HUMAN: &str = r#"error[drift-command]: MCP server `kcap-memory` runs "/opt/kcap/bin/kcap" in tests/fixtures/cli/drift/.mcp.json, not "kcap"
 --> tests/fixtures/cli/drift/.mcp.json
- = help: set its `command` to "kcap" (or pass `--command` with the kcap binary this file uses)
+ = help: set its `command` to "kcap" (or pass `--kcap-bin` with the kcap binary this file uses)
 
 error[drift-args]: MCP server `kcap-review` has args ["mcp","review","--verbose"] in tests/fixtures/cli/drift/.mcp.json; the registry has ["mcp","review"]
 --> tests/fixtures/cli/drift/.mcp.json
@@ -259,7 +259,7 @@ error[drift-extra]: tests/fixtures/cli/drift/.mcp.json registers `kcap-flow-resu
 
 error[drift-command]: MCP server `kcap-sessions` has no `command` in tests/fixtures/cli/drift/config.toml; the registry runs "kcap"
 --> tests/fixtures/cli/drift/config.toml
- = help: set its `command` to "kcap" (or pass `--command` with the kcap binary this file uses)
+ = help: set its `command` to "kcap" (or pass `--kcap-bin` with the kcap binary this file uses)
 
 error: 6 drift findings
 "#;
@@ -304,7 +304,7 @@ fn a_drift_report_in_json_and_github() {
     "rule": "drift-command",
     "severity": "error",
     "message": "MCP server `kcap-sessions` has no `command` in tests/fixtures/cli/drift/config.toml; the registry runs \"kcap\"",
-    "help": "set its `command` to \"kcap\" (or pass `--command` with the kcap binary this file uses)"
+    "help": "set its `command` to \"kcap\" (or pass `--kcap-bin` with the kcap binary this file uses)"
   }
 ]
 "#
@@ -320,7 +320,7 @@ fn a_drift_report_in_json_and_github() {
     assert_eq!(
         r.stdout,
         concat!(
-            "::error file=tests/fixtures/cli/drift/.mcp.json,title=drift-command::MCP server `kcap-memory` runs \"/opt/kcap/bin/kcap\" in tests/fixtures/cli/drift/.mcp.json, not \"kcap\"%0Ahelp: set its `command` to \"kcap\" (or pass `--command` with the kcap binary this file uses)\n",
+            "::error file=tests/fixtures/cli/drift/.mcp.json,title=drift-command::MCP server `kcap-memory` runs \"/opt/kcap/bin/kcap\" in tests/fixtures/cli/drift/.mcp.json, not \"kcap\"%0Ahelp: set its `command` to \"kcap\" (or pass `--kcap-bin` with the kcap binary this file uses)\n",
             "::error file=tests/fixtures/cli/drift/.mcp.json,title=drift-args::MCP server `kcap-review` has args [\"mcp\",\"review\",\"--verbose\"] in tests/fixtures/cli/drift/.mcp.json; the registry has [\"mcp\",\"review\"]%0Ahelp: set its `args` to [\"mcp\",\"review\"]\n",
             "::error file=tests/fixtures/cli/drift/.mcp.json,title=drift-missing::MCP server `kcap-workitems` is in the registry but not registered in tests/fixtures/cli/drift/.mcp.json%0Ahelp: register it with command \"kcap\" and args [\"mcp\",\"workitems\"], or regenerate the file with `kcap-mcp-registry export claude-mcp-json`\n",
             "::error file=tests/fixtures/cli/drift/.mcp.json,title=drift-extra::tests/fixtures/cli/drift/.mcp.json registers MCP server `github`, which is not in the registry%0Ahelp: remove it, or add `registry/github.toml` if it is a kcap MCP server\n",
