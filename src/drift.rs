@@ -74,7 +74,12 @@ pub struct RegistrationError {
 
 impl fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.problem)
+        write!(
+            f,
+            "{}: {}",
+            crate::diagnostic::printable(&self.path),
+            self.problem
+        )
     }
 }
 
@@ -286,7 +291,8 @@ impl Drift {
     /// file, and a help saying how to fix it.
     pub fn finding(&self) -> Finding {
         let server = self.server.escape_debug();
-        let file = &self.file;
+        // Escaped: a hostile file name cannot forge or break a report line.
+        let file = crate::diagnostic::printable(&self.file);
         let export = match self.client {
             Client::Claude => "claude-mcp-json",
             Client::Codex => "codex-toml",
