@@ -45,12 +45,16 @@
 //!
 //! # Features
 //!
-//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs.
-//! - `validate`: the runtime registry rules ([`schema`], [`diagnostic`]), as `build.rs` runs them.
-//! - `cli` also brings, for the binary: [`report`] (check output formats), [`drift`]
-//!   (registry vs a client's registration file), [`export`] (generated registration files,
-//!   deny-list, JSON Schema), [`diff`] (what a registry change means), [`inspect`] (`list`,
-//!   `resolve`) and [`preview`] (`render`).
+//! Items behind a feature say so in their documentation (on docs.rs, a "Available on crate
+//! feature … only" note).
+//!
+//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: the modules
+//!   `report` (check output formats), `drift` (registry vs a client's registration file),
+//!   `export` (generated registration files, deny-list, JSON Schema), `diff` (what a registry
+//!   change means), `inspect` (`list`, `resolve`) and `preview` (`render`).
+//! - `validate`: the runtime registry rules (`schema::validate_dir`, the `diagnostic`
+//!   rendering), as `build.rs` runs them, and `Registry::from_entries` (a registry checked
+//!   at run time).
 //!
 //! With `default-features = false` the library depends at run time on `phf`, `serde` and
 //! `serde_json` only.

@@ -39,7 +39,7 @@ pub fn lookup(name: &str) -> Option<&'static McpServer> {
 /// The registry an allowlist resolves against and a reviewer is rendered from: its entries
 /// (sorted by id) and its result channel. [`Registry::compiled`] (the default) is the table
 /// `build.rs` validated and compiled in; the CLI's `--registry DIR` builds one from a
-/// directory checked at run time ([`Registry::from_entries`], feature `validate`), so a pull
+/// directory checked at run time (`Registry::from_entries`, feature `validate`), so a pull
 /// request's edited registry can be previewed without rebuilding. A `Registry` is two
 /// pointers: copy it freely.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

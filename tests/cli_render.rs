@@ -15,6 +15,14 @@ const KCAP: &str = "/usr/bin/kcap";
 const LAUNCH: &str = "tests/fixtures/cli/render/launch.json";
 const INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
+/// Runs `render CLIENT --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
+/// root): the launch values most cases share.
+fn render(client: &str, args: &[&str]) -> Run {
+    let mut all = vec!["render", client, "--server-url", URL, "--kcap-bin", KCAP];
+    all.extend(args);
+    run(&all)
+}
+
 const CLAUDE_CONFIG: &str = concat!(
     r#"{"mcpServers":{"kcap-flow-result":{"command":"/usr/bin/kcap","args":["mcp","flow-result"],"#,
     r#""env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"a1"}},"#,
@@ -23,26 +31,23 @@ const CLAUDE_CONFIG: &str = concat!(
 
 #[test]
 fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--agent-id",
-        "a1",
-        "--allowlist",
-        "kcap-review,kcap-flows",
-        "--allowlist",
-        "evil\n\"x\"",
-        "--effort",
-        "high",
-        "--model",
-        "opus",
-        "--prompt",
-        "Review it",
-    ]);
+        &[
+            "--agent-id",
+            "a1",
+            "--allowlist",
+            "kcap-review,kcap-flows",
+            "--allowlist",
+            "evil\n\"x\"",
+            "--effort",
+            "high",
+            "--model",
+            "opus",
+            "--prompt",
+            "Review it",
+        ],
+    );
     assert_eq!(
         r,
         Run {
@@ -61,20 +66,17 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 
 #[test]
 fn claude_json_is_the_library_argv() {
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--agent-id",
-        "a1",
-        "--allowlist",
-        "kcap-review",
-        "--format",
-        "json",
-    ]);
+        &[
+            "--agent-id",
+            "a1",
+            "--allowlist",
+            "kcap-review",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!((r.code, r.stderr.as_str()), (0, ""));
     let expected = serde_json::to_string(&[
         "--permission-mode",
@@ -113,51 +115,6 @@ fn a_gated_render_has_no_mcp_servers() {
 
 #[test]
 fn codex_from_a_launch_json_and_a_saved_inventory() {
-    let expected_stdout = "\
---cd
-/work/tree
---sandbox
-workspace-write
---ask-for-approval
-never
--c
-mcp_servers={\"corp.flows\"={enabled=false,command=\"false\"},\"http1\"={enabled=false,url=\"https://example.com/mcp\"}}
--c
-mcp_servers.kcap-flow-result.enabled=true
--c
-mcp_servers.kcap-flow-result.command=\"/usr/bin/kcap\"
--c
-mcp_servers.kcap-flow-result.args=[\"mcp\",\"flow-result\"]
--c
-mcp_servers.kcap-flow-result.env={KCAP_URL=\"http://127.0.0.1:5100\",KCAP_FLOW_AGENT_ID=\"agent-7\"}
--c
-mcp_servers.kcap-review.enabled=true
--c
-mcp_servers.kcap-review.command=\"/usr/bin/kcap\"
--c
-mcp_servers.kcap-review.args=[\"mcp\",\"review\"]
--c
-mcp_servers.kcap-review.env={KCAP_URL=\"http://127.0.0.1:5100\"}
--c
-mcp_servers.kcap-review.env_vars=[]
--c
-mcp_servers.kcap-review.cwd=\"/work/tree\"
--c
-mcp_servers.kcap-review.startup_timeout_sec=30
--c
-mcp_servers.kcap-review.tool_timeout_sec=120
--c
-mcp_servers.kcap-review.disabled_tools=[]
--c
-mcp_servers.kcap-review.enabled_tools=[\"get_pr_summary\",\"list_pr_files\",\"get_file_context\",\"search_context\",\"list_sessions\",\"get_transcript\"]
--m
-gpt-5
--c
-model_reasoning_effort=\"xhigh\"
---no-alt-screen
---
-Review PR #12
-";
     let expected_stderr = "\
 warning: agent \"agent-7\": MCP allowlist entry 2 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
 warning: agent \"agent-7\": MCP allowlist entry 3 null skipped: blank
@@ -176,14 +133,19 @@ warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: dupli
         "/work/tree",
         "--inventory",
     ];
-    let expected = Run {
-        code: 0,
-        stdout: expected_stdout.into(),
-        stderr: expected_stderr.into(),
-    };
     let mut from_file = args.to_vec();
     from_file.push(INVENTORY);
-    assert_eq!(run(&from_file), expected);
+    let expected = run(&from_file);
+    assert_eq!(
+        (expected.code, expected.stderr.as_str()),
+        (0, expected_stderr)
+    );
+    // The rendered argv, one per line (`SNAPSHOTS=overwrite` rewrites it after a reviewed
+    // change).
+    snapbox::assert_data_eq!(
+        expected.stdout.as_str(),
+        snapbox::file!["snapshots/render-codex-launch-json.stdout"]
+    );
     // The same inventory on standard input.
     let mut from_stdin = args.to_vec();
     from_stdin.push("-");
@@ -222,22 +184,19 @@ fn command_line_values_override_the_launch_json() {
         argv[7..],
         ["--effort", "max", "--model", "sonnet", "--", "Other"]
     );
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--launch-json",
-        LAUNCH,
-        "--agent-id",
-        "a9",
-        "--allowlist",
-        "kcap-sessions",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--format",
-        "json",
-    ]);
+        &[
+            "--launch-json",
+            LAUNCH,
+            "--agent-id",
+            "a9",
+            "--allowlist",
+            "kcap-sessions",
+            "--format",
+            "json",
+        ],
+    );
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     assert!(argv[4].contains("\"KCAP_FLOW_AGENT_ID\":\"a9\""));
     assert!(argv[4].contains("\"kcap-sessions\""));
@@ -456,30 +415,11 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
         dir.path(),
         &format!("cat '{}/{INVENTORY}'", env!("CARGO_MANIFEST_DIR")),
     );
-    let with_bin = run(&[
-        "render",
+    let with_bin = render(
         "codex",
-        "--agent-id",
-        "a1",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--codex-bin",
-        codex.to_str().unwrap(),
-    ]);
-    let with_file = run(&[
-        "render",
-        "codex",
-        "--agent-id",
-        "a1",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--inventory",
-        INVENTORY,
-    ]);
+        &["--agent-id", "a1", "--codex-bin", codex.to_str().unwrap()],
+    );
+    let with_file = render("codex", &["--agent-id", "a1", "--inventory", INVENTORY]);
     assert_eq!(with_bin.code, 0, "{}", with_bin.stderr);
     assert_eq!(with_bin, with_file);
     assert_eq!(
