@@ -63,6 +63,7 @@
 
 mod allowlist;
 pub mod clients;
+pub mod decode;
 #[cfg(feature = "validate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub mod diagnostic;

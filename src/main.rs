@@ -16,8 +16,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
-use kcap_mcp_registry::diagnostic::{self, ShownPath};
-use kcap_mcp_registry::drift::{self, Drift};
+use kcap_mcp_registry::clients::{
+    claude::registration::claude_mcp_json, codex::registration::codex_toml,
+};
+use kcap_mcp_registry::diagnostic::{self, ShownPath, printable};
+use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
@@ -214,6 +217,15 @@ struct CheckArgs {
         alias = "command"
     )]
     kcap_bin: String,
+    /// Claude Code: the project directory a session runs in (absolute). A ~/.claude.json
+    /// is checked for the servers effective there (its local scope over its user scope);
+    /// without it, each project the file holds servers for is checked and named.
+    #[arg(long, value_name = "DIR", requires = "against")]
+    project: Option<String>,
+    /// Codex CLI: the profile selected with `--profile NAME`, read from NAME.config.toml
+    /// next to the file and merged over it.
+    #[arg(long, value_name = "NAME", requires = "against")]
+    codex_profile: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -589,16 +601,20 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
         }
         Err(e) => return Err(CliError::usage(e)),
     };
-    let files = args
-        .against
-        .iter()
-        .map(|path| drift::read_registration(path))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::usage)?;
+    let opts = AgainstOptions {
+        project: args.project.clone(),
+        codex_profile: args.codex_profile.clone(),
+    };
+    let mut files = Vec::new();
+    for path in &args.against {
+        files.extend(
+            drift::check_against(&entries, &args.kcap_bin, path, &opts).map_err(CliError::usage)?,
+        );
+    }
     let findings: Vec<Finding> = files
         .iter()
-        .flat_map(|f| drift::drift(&entries, &args.kcap_bin, f))
-        .map(|d: Drift| d.finding())
+        .flat_map(|f| &f.drift)
+        .map(Drift::finding)
         .collect();
     if !findings.is_empty() {
         print_findings(&findings, &|| {
@@ -615,10 +631,15 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
+                let project = f
+                    .project
+                    .as_deref()
+                    .map(|p| format!(" for project {}", printable(p)))
+                    .unwrap_or_default();
                 outln!(
-                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
+                    "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
                     ShownPath(Path::new(&f.path)),
-                    f.client.name(),
+                    drift::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
             }
@@ -738,14 +759,14 @@ fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     let text = match what {
         ExportWhat::ClaudeMcpJson(args) => {
             let (entries, opts) = registration(args, None)?;
-            export::claude_mcp_json(&entries, &opts)
+            claude_mcp_json(&entries, &opts).map_err(CliError::usage)?
         }
         ExportWhat::CodexToml {
             common,
             project_dir,
         } => {
             let (entries, opts) = registration(common, project_dir)?;
-            export::codex_toml(&entries, &opts)
+            codex_toml(&entries, &opts)
         }
         ExportWhat::Denylist(source) => export::denylist(&load(source.registry.as_deref())?),
         ExportWhat::JsonSchema => export::json_schema(),

@@ -367,7 +367,8 @@ pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvEr
     })
 }
 
-/// Reads `path` as UTF-8 text; `-` reads standard input.
+/// Reads `path` as UTF-8 text without one leading byte order mark
+/// ([`crate::decode::strip_bom`]); `-` reads standard input.
 ///
 /// # Errors
 /// [`PreviewError::Read`], including for invalid UTF-8.
@@ -378,8 +379,12 @@ pub fn read_input(path: &Path) -> Result<String, PreviewError> {
     } else {
         std::fs::read_to_string(path)
     };
-    read.map_err(|source| PreviewError::Read {
+    let s = read.map_err(|source| PreviewError::Read {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    match crate::decode::strip_bom(&s).len() {
+        n if n == s.len() => Ok(s),
+        n => Ok(s[s.len() - n..].to_string()),
+    }
 }

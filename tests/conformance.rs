@@ -13,20 +13,21 @@
 //!
 //! Every client run gets a fresh temp `HOME` (and `CODEX_HOME`), a fresh temp cwd, stdin
 //! from `/dev/null`, a cleared environment, and a 30 s timeout after which its process group
-//! is killed and the test fails. A missing binary fails the test under `KCAP_REQUIRE_PEERS=1`
-//! (as `.ci/run` sets) and otherwise prints one `SKIPPED` line to stderr.
+//! is killed and the test fails. The file runs on the real-client harness
+//! (`tests/common/README.md`): a missing binary fails the test under `KCAP_REQUIRE_PEERS=1`
+//! (as `.ci/run` sets) and otherwise shows it as `ignored` with the reason.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::{Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Mutex, mpsc};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::peers::{inherited_path, peer, run};
+use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 use kcap_mcp_registry::clients::codex::inventory::{
     INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
@@ -35,9 +36,6 @@ use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-
-/// How long one client run may take before it is killed and the test fails.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A value that needs every kind of escaping: double and single quotes, a tab, a newline,
 /// non-ASCII, `=`, `#`, a backslash and a plain `$HOME` (which no client expands).
@@ -52,122 +50,27 @@ const WINDOWS_KCAP: &str = r"C:\Program Files\kcap\kcap.exe";
 /// A Windows-style value whose backslashes precede `t` and `n` (must not become TAB/LF).
 const WINDOWS_URL: &str = r"C:\tools\new";
 
-// ------------------------------------------------------------------------------------------
-// Finding the clients
-// ------------------------------------------------------------------------------------------
-
-/// Which skip notices were printed already: one line per variable and test binary.
-static SKIP_NOTICES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-
-/// The client binary named by `var`, or `None` when it is not set and `KCAP_REQUIRE_PEERS`
-/// is not `1`; the first such test prints one `SKIPPED` line for all. A variable that is set
-/// must name an existing file: a wrong path fails the test rather than skipping it.
-fn peer(var: &'static str) -> Option<PathBuf> {
-    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(path) => {
-            let path = PathBuf::from(path);
-            assert!(
-                path.is_file(),
-                "{var}={} does not name a file; run `bash scripts/install-peers.sh` and export \
-                 the paths it prints",
-                path.display()
-            );
-            Some(path)
-        }
-        None if required => panic!(
-            "{var} is not set but KCAP_REQUIRE_PEERS=1; run `bash scripts/install-peers.sh` \
-             and export the paths it prints"
-        ),
-        None => {
-            let mut printed = SKIP_NOTICES.lock().unwrap_or_else(|e| e.into_inner());
-            if !printed.contains(&var) {
-                printed.push(var);
-                // Straight to the process's stderr, past libtest's output capture.
-                let _ = std::io::stderr().write_all(
-                    format!(
-                        "\nSKIPPED conformance: {var} not set, so the tests that need it return \
-                         without running the client; run `bash scripts/install-peers.sh` and \
-                         export the paths it prints (KCAP_REQUIRE_PEERS=1 makes this a failure)\n"
-                    )
-                    .as_bytes(),
-                );
-            }
-            None
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// Running a client
-// ------------------------------------------------------------------------------------------
-
-struct Output {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// Runs `cmd` with stdin from `/dev/null` in its own process group; kills the group and
-/// panics after [`CLIENT_TIMEOUT`].
-fn run(mut cmd: Command, what: &str) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let (tx, rx) = mpsc::channel();
-    let pipes: [(u8, Box<dyn Read + Send>); 2] = [
-        (1, Box::new(child.stdout.take().unwrap())),
-        (2, Box::new(child.stderr.take().unwrap())),
-    ];
-    for (fd, mut pipe) in pipes {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((fd, buf));
-        });
-    }
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            // The child is not reaped yet, so its pid (= the group id) cannot be reused.
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{what} did not finish within {} s; killed it",
-                CLIENT_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (None, None);
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(5);
-        let (fd, buf) = rx.recv_timeout(left).unwrap_or_else(|_| {
-            panic!("{what} exited ({status}) but a process it left behind keeps its output open")
-        });
-        if fd == 1 {
-            stdout = Some(buf);
-        } else {
-            stderr = Some(buf);
-        }
-    }
-    Output {
-        status,
-        stdout: stdout.unwrap(),
-        stderr: String::from_utf8_lossy(&stderr.unwrap()).into_owned(),
-    }
+/// The tests, run by the real-client harness (`tests/common/peers.rs`): a test whose client
+/// is missing is reported as ignored, with the reason. Every test function is listed here.
+fn main() {
+    common::peers::main(real_client_tests![
+        codex_case1_baseline_enables_exactly_the_result_channel,
+        codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers,
+        codex_case3_hostile_user_config_is_disabled_and_neutralized,
+        codex_case3_unneutralizable_user_fields_are_refused_by_name,
+        codex_case4_values_reach_the_table_exactly,
+        codex_case5_gated_enables_no_server,
+        claude_case1_baseline_starts_exactly_the_result_channel,
+        claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers,
+        claude_case4_windows_path_and_values_arrive_byte_for_byte,
+        claude_case4_hostile_path_and_values_arrive_byte_for_byte,
+        claude_case4_dollar_brace_is_refused_before_any_process_starts,
+        claude_case5_gated_starts_no_server,
+        #[cfg(feature = "cli")]
+        codex_case6_exported_toml_lists_exactly_the_allowlistable_servers,
+        #[cfg(feature = "cli")]
+        claude_case6_exported_mcp_json_loads_without_diagnostics,
+    ]);
 }
 
 /// Quotes `s` for `/bin/sh` (single quotes; `'` as `'\''`).
@@ -182,16 +85,6 @@ fn sh_quote(s: &[u8]) -> Vec<u8> {
     }
     out.push(b'\'');
     out
-}
-
-fn write_script(path: &Path, body: &[u8]) {
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// The `PATH` given to the clients: the test's own (Codex's launcher needs `node`).
-fn inherited_path() -> OsString {
-    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -329,7 +222,6 @@ fn case2_allowlist() -> Vec<Option<&'static str>> {
     ]
 }
 
-#[test]
 fn codex_case1_baseline_enables_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -355,7 +247,6 @@ fn codex_case1_baseline_enables_exactly_the_result_channel() {
     assert_eq!(got["disabled_tools"], Value::Null);
 }
 
-#[test]
 fn codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -447,7 +338,6 @@ env_vars = ["HOME"]
 disabled_tools = ["submit_review_result"]
 "#;
 
-#[test]
 fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -584,7 +474,6 @@ fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
     );
 }
 
-#[test]
 fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -644,7 +533,6 @@ fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
     );
 }
 
-#[test]
 fn codex_case4_values_reach_the_table_exactly() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -706,7 +594,6 @@ fn codex_case4_values_reach_the_table_exactly() {
     );
 }
 
-#[test]
 fn codex_case5_gated_enables_no_server() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -850,7 +737,7 @@ impl Claude {
               : > \"$d/$$.done\"\n\
               exit 0\n",
         );
-        write_script(path, &body);
+        write_executable(path, &body);
     }
 
     /// The environment Claude Code itself gets (everything else is cleared).
@@ -1029,7 +916,6 @@ fn claude_args(ctx: &LaunchContext) -> Vec<String> {
         .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
 }
 
-#[test]
 fn claude_case1_baseline_starts_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1085,7 +971,6 @@ fn claude_case1_baseline_starts_exactly_the_result_channel() {
     claude.assert_common(r, &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
 }
 
-#[test]
 fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1128,7 +1013,6 @@ fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
     }
 }
 
-#[test]
 fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1171,7 +1055,6 @@ fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-#[test]
 fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1217,7 +1100,6 @@ fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-#[test]
 fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     // Refused by the renderer, for every field it can reach; no client is involved.
     let base = ctx(
@@ -1230,7 +1112,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
         assert_eq!(
             claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap()),
             Err(RenderError::ClaudeExpansion {
-                server: "kcap-flow-result",
+                server: "kcap-flow-result".to_string(),
                 field: field.into()
             })
         );
@@ -1284,7 +1166,6 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     );
 }
 
-#[test]
 fn claude_case5_gated_starts_no_server() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1346,7 +1227,6 @@ fn export(args: &[&str]) -> String {
 }
 
 #[cfg(feature = "cli")]
-#[test]
 fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -1477,7 +1357,6 @@ fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
 }
 
 #[cfg(feature = "cli")]
-#[test]
 fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;

@@ -47,6 +47,8 @@
 
 pub mod claude;
 pub mod codex;
+#[cfg(feature = "cli")]
+pub mod loaded;
 
 /// A coding-agent client this crate renders reviewer launches for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -260,7 +262,7 @@ pub enum RenderError {
     /// environment variable reference in `command`, `args` and `env` with no escape.
     ClaudeExpansion {
         /// The MCP server the value belongs to.
-        server: &'static str,
+        server: String,
         /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
         field: String,
     },

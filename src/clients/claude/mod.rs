@@ -6,6 +6,11 @@
 //! Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`, with
 //! no escape, so a value holding `${` is refused ([`RenderError::ClaudeExpansion`]).
 
+#[cfg(feature = "cli")]
+pub mod loader;
+#[cfg(feature = "cli")]
+pub mod registration;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -86,7 +91,7 @@ fn refuse_expansion(
 ) -> Result<(), RenderError> {
     if value.contains("${") {
         return Err(RenderError::ClaudeExpansion {
-            server: server.id,
+            server: server.id.to_string(),
             field: field(),
         });
     }

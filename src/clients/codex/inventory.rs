@@ -136,9 +136,12 @@ impl std::error::Error for InventoryError {
 /// assert!(matches!(inv[0].transport, Transport::Stdio { .. }));
 /// assert!(parse_inventory("").is_err());
 /// assert!(parse_inventory("{}").is_err());
+/// // One leading byte order mark is accepted (`crate::decode`), a second is not.
+/// assert!(parse_inventory("\u{feff}[]").is_ok());
+/// assert!(parse_inventory("\u{feff}\u{feff}[]").is_err());
 /// ```
 pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, InventoryError> {
-    serde_json::from_str(json).map_err(InventoryError::Parse)
+    serde_json::from_str(crate::decode::strip_bom(json)).map_err(InventoryError::Parse)
 }
 
 /// How long [`codex_inventory`] waits for `codex mcp list --json`.
@@ -227,5 +230,8 @@ pub fn codex_inventory_from(
             stderr: String::from_utf8_lossy(&err).into_owned(),
         });
     }
-    serde_json::from_slice(&out).map_err(InventoryError::Parse)
+    match std::str::from_utf8(&out) {
+        Ok(text) => parse_inventory(text),
+        Err(_) => serde_json::from_slice(&out).map_err(InventoryError::Parse),
+    }
 }
