@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
+use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::{
     claude::registration::claude_mcp_json, codex::registration::codex_toml,
 };
@@ -264,7 +266,16 @@ enum RenderClient {
 Example:
   kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH"
     )]
-    Claude(RenderArgs),
+    Claude {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Skip the preflight that, with --worktree, reads the Claude Code configuration this
+        /// environment's reviewer would read (HOME, CLAUDE_CONFIG_DIR, the worktree's
+        /// .claude/, /etc/claude-code) and refuses a launch whose result channel a setting
+        /// there would silently stop.
+        #[arg(long)]
+        no_preflight: bool,
+    },
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(
         override_usage = "kcap-mcp-registry render codex <--agent-id <ID>|--launch-json <FILE|->> \
@@ -651,8 +662,15 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
 }
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
+    let mut claude_preflight = false;
     let (common, inventory_source) = match client {
-        RenderClient::Claude(common) => (common, None),
+        RenderClient::Claude {
+            common,
+            no_preflight,
+        } => {
+            claude_preflight = !no_preflight;
+            (common, None)
+        }
         RenderClient::Codex {
             common,
             inventory,
@@ -718,15 +736,31 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
                 CliError::found(e)
             }
         })?;
-    let resolution = ctx
-        .resolve_in(registry, policy(common.strict))
-        .map_err(CliError::found)?;
+    let policy = policy(common.strict);
+    let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
     for warning in preview::skip_warnings(&ctx, &resolution) {
         errln!("warning: {warning}");
     }
-    let args = match &inventory {
-        None => claude_reviewer_args(&ctx, &resolution),
-        Some(inventory) => codex_reviewer_args(&ctx, &resolution, inventory),
+    // With a worktree, the Claude preflight reads the Claude Code configuration this
+    // environment's reviewer would read, and reports the servers it would veto.
+    let preflight_in = ctx
+        .worktree
+        .as_deref()
+        .filter(|w| claude_preflight && !w.is_empty());
+    let args = match (&inventory, preflight_in) {
+        (Some(inventory), _) => codex_reviewer_args(&ctx, &resolution, inventory),
+        (None, None) => claude_reviewer_args(&ctx, &resolution),
+        (None, Some(worktree)) => {
+            let sources = ClaudeConfigSources::from_env(worktree);
+            claude_reviewer_args_preflighted(&ctx, &resolution, policy, &sources).map(
+                |(args, vetoes)| {
+                    for veto in vetoes {
+                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                    }
+                    args
+                },
+            )
+        }
     }
     .map_err(CliError::found)?;
     let format = match common.format {

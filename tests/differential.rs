@@ -15,50 +15,37 @@
 //!   throwaway `CODEX_HOME`. Compared: refused or not, each server's enabled flag and
 //!   transport (command, args, env, cwd or url), and `enabled_tools` / `disabled_tools`.
 //!
-//! Every variant must agree. Without `KCAP_CLAUDE_BIN` / `KCAP_CODEX_BIN` the test says so
-//! loudly and returns; with `KCAP_REQUIRE_PEERS=1` a missing client fails it.
-#![cfg(feature = "cli")]
+//! Every variant must agree. Without `KCAP_CLAUDE_BIN` / `KCAP_CODEX_BIN` the test is reported
+//! as ignored, with the reason; with `KCAP_REQUIRE_PEERS=1` a missing client fails it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::peers::peer;
 use kcap_mcp_registry::clients::claude::loader::{self as claude_model, ClaudeFile};
 use kcap_mcp_registry::clients::codex::loader as codex_model;
 use kcap_mcp_registry::clients::loaded::Loaded;
 use serde_json::{Value, json};
 
+fn main() {
+    common::peers::main(real_client_tests![
+        claude_code_agrees_with_its_loader_model_on_every_variant,
+        codex_cli_agrees_with_its_loader_model_on_every_variant,
+    ]);
+}
+
 const SEED: u64 = 0x006b_6361_702d_3131;
 const VARIANTS: usize = 110;
 const WORKERS: usize = 2;
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn peer(var: &str) -> Option<PathBuf> {
-    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(p) => {
-            let p = PathBuf::from(p);
-            assert!(p.is_file(), "{var}={} does not name a file", p.display());
-            Some(p)
-        }
-        None if required => panic!("{var} is not set but KCAP_REQUIRE_PEERS=1"),
-        None => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\nSKIPPED differential: {var} not set, so the real client is not compared; run \
-                 `bash scripts/install-peers.sh` and export the paths it prints \
-                 (KCAP_REQUIRE_PEERS=1 makes this a failure)"
-            );
-            None
-        }
-    }
-}
 
 /// xorshift64*: a small deterministic generator.
 struct Rng(u64);
@@ -138,10 +125,7 @@ fn kill_group(pid: u32) {
 }
 
 fn write_exe(path: &Path, body: &str) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, body).unwrap();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
+    common::stand_in::write_executable(path, body);
 }
 
 /// Runs `variants` on `WORKERS` threads; returns the failures.
@@ -632,7 +616,6 @@ fn strip_user_scope(bytes: &[u8]) -> Vec<u8> {
     }
 }
 
-#[test]
 fn claude_code_agrees_with_its_loader_model_on_every_variant() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -997,7 +980,6 @@ fn app_server_read(mut cmd: Command, messages: &[Value]) -> Result<Value, String
     result
 }
 
-#[test]
 fn codex_cli_agrees_with_its_loader_model_on_every_variant() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
