@@ -57,7 +57,7 @@ impl SkipKind {
             SkipKind::Blank => "blank",
             SkipKind::Unknown => "unknown",
             SkipKind::StartsFlows => "starts_flows",
-            SkipKind::Reserved => "reserved",
+            SkipKind::Reserved => "injection_only",
             SkipKind::Duplicate => "duplicate",
         }
     }

@@ -661,16 +661,26 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn render(client: RenderClient) -> Result<ExitCode, CliError> {
-    let mut claude_preflight = false;
-    let (common, inventory_source) = match client {
+/// What `render` renders for.
+enum Target {
+    /// Claude Code, with the preflight unless `--no-preflight`.
+    Claude { preflight: bool },
+    /// Codex, with the inventory taken from this source.
+    Codex(InventorySource),
+}
+
+/// The launch values of `client` and what to render them for.
+fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
+    match client {
         RenderClient::Claude {
             common,
             no_preflight,
-        } => {
-            claude_preflight = !no_preflight;
-            (common, None)
-        }
+        } => Ok((
+            common,
+            Target::Claude {
+                preflight: !no_preflight,
+            },
+        )),
         RenderClient::Codex {
             common,
             inventory,
@@ -696,8 +706,16 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
                     ));
                 }
             };
-            (common, Some(source))
+            Ok((common, Target::Codex(source)))
         }
+    }
+}
+
+fn render(client: RenderClient) -> Result<ExitCode, CliError> {
+    let (common, target) = target(client)?;
+    let (claude_preflight, inventory_source) = match target {
+        Target::Claude { preflight } => (preflight, None),
+        Target::Codex(source) => (false, Some(source)),
     };
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)

@@ -110,7 +110,7 @@ fn resolve_names_each_entry_and_exits_0_when_lenient() {
             stdout: r#"" KCAP-Review " -> kcap-review
 "kcap-flows" -> skipped (starts_flows): can start flows (recursion guard)
 "kcap-sessions" -> kcap-sessions
-"kcap-flow-result" -> skipped (reserved): injection-only, never materialized from an allowlist
+"kcap-flow-result" -> skipped (injection_only): injection-only, never materialized from an allowlist
 "nope\n\"x\"" -> skipped (unknown): not a kcap MCP server
 "" -> skipped (blank): blank
 "kcap-review" -> skipped (duplicate): duplicate of an earlier entry
@@ -132,7 +132,7 @@ fn resolve_strict_reports_every_rejection_and_exits_1() {
             stdout: r#"" KCAP-Review " -> kcap-review
 "kcap-flows" -> rejected (starts_flows): the server can start flows
 "kcap-sessions" -> kcap-sessions
-"kcap-flow-result" -> skipped (reserved): injection-only, never materialized from an allowlist
+"kcap-flow-result" -> skipped (injection_only): injection-only, never materialized from an allowlist
 "nope\n\"x\"" -> rejected (unknown): it is not a kcap MCP server
 "" -> rejected (blank): it is blank
 "kcap-review" -> skipped (duplicate): duplicate of an earlier entry
