@@ -22,13 +22,13 @@
 //!   starts that is not one of the registry's registrations.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::clients::Client;
 use crate::clients::claude::loader::{self as claude, ClaudeFile};
 use crate::clients::codex::loader as codex;
 use crate::clients::loaded::{Loaded, Span};
-use crate::diagnostic::{Location, SourceText};
+use crate::diagnostic::{Location, ShownPath, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::Entry;
@@ -70,26 +70,47 @@ pub struct Checked {
 }
 
 /// A registration file that could not be read, or whose client cannot be told.
+///
+/// `Display` names the file and what went wrong with it; an I/O error is returned from
+/// [`source`](std::error::Error::source), not displayed.
 #[derive(Debug)]
-pub struct RegistrationError {
-    /// The path as the user gave it.
-    pub path: String,
-    /// What is wrong, e.g. `cannot read it: No such file or directory (os error 2)`.
-    pub problem: String,
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The file (or a Codex profile file next to it) cannot be read.
+    Read {
+        /// The path as the user gave it (or the profile file's).
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Which client reads the file cannot be told ([`detect_client`]).
+    UnknownClient {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// Why neither client's format fits.
+        why: String,
+    },
 }
 
 impl fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}",
-            crate::diagnostic::printable(&self.path),
-            self.problem
-        )
+        match self {
+            RegistrationError::Read { path, .. } => write!(f, "cannot read {}", ShownPath(path)),
+            RegistrationError::UnknownClient { path, why } => {
+                write!(f, "{}: {why}", ShownPath(path))
+            }
+        }
     }
 }
 
-impl std::error::Error for RegistrationError {}
+impl std::error::Error for RegistrationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RegistrationError::Read { source, .. } => Some(source),
+            RegistrationError::UnknownClient { .. } => None,
+        }
+    }
+}
 
 /// Which client reads `path` holding `text`: `.json` files are Claude Code's, `.toml` files
 /// Codex CLI's; otherwise strict JSON is Claude Code's and TOML is Codex CLI's.
@@ -133,13 +154,15 @@ pub fn check_against(
     opts: &AgainstOptions,
 ) -> Result<Vec<Checked>, RegistrationError> {
     let shown = path.display().to_string();
-    let err = |problem: String| RegistrationError {
-        path: shown.clone(),
-        problem,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|source| RegistrationError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
-    let client = detect_client(path, &text).map_err(err)?;
+    let client = detect_client(path, &text).map_err(|why| RegistrationError::UnknownClient {
+        path: path.to_path_buf(),
+        why,
+    })?;
     let env = |name: &str| std::env::var(name).ok();
     let mut out = Vec::new();
     let mut push = |project: Option<String>, loaded: Loaded| {
@@ -189,11 +212,8 @@ pub fn check_against(
                     let bytes = match std::fs::read(&file) {
                         Ok(b) => Some(b),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                        Err(e) => {
-                            return Err(RegistrationError {
-                                path: file.display().to_string(),
-                                problem: format!("cannot read it: {e}"),
-                            });
+                        Err(source) => {
+                            return Err(RegistrationError::Read { path: file, source });
                         }
                     };
                     Some((name.clone(), file.display().to_string(), bytes))
