@@ -128,10 +128,18 @@ impl PreviewError {
     /// be started: exit 2), rather than a reviewer that cannot be isolated (Codex ran and
     /// failed, timed out or printed something else: exit 1).
     pub fn is_input(&self) -> bool {
-        !matches!(
-            self,
-            PreviewError::CodexRun { source, .. } if !matches!(source, InventoryError::Spawn(_))
-        )
+        /// Whether Codex could not be started at all (by either of its inventory commands).
+        fn not_started(e: &InventoryError) -> bool {
+            match e {
+                InventoryError::Spawn(_) => true,
+                InventoryError::ConfigRead(inner) => not_started(inner),
+                _ => false,
+            }
+        }
+        match self {
+            PreviewError::CodexRun { source, .. } => not_started(source),
+            _ => true,
+        }
     }
 }
 
@@ -146,7 +154,11 @@ impl fmt::Display for PreviewError {
                 write!(f, "{} is not a launch command JSON", shown_input(path))
             }
             PreviewError::InventoryFile { path, .. } => {
-                write!(f, "{} is not a Codex MCP inventory", shown_input(path))
+                write!(
+                    f,
+                    "cannot use {} as Codex's MCP inventory",
+                    shown_input(path)
+                )
             }
             PreviewError::BothStdin => {
                 f.write_str("--launch-json and --inventory cannot both read standard input")
@@ -156,10 +168,10 @@ impl fmt::Display for PreviewError {
                 "--worktree {}: not a directory, so Codex's inventory cannot be taken there",
                 ShownPath(worktree)
             ),
-            PreviewError::CodexRun { codex_bin, source } => {
+            PreviewError::CodexRun { codex_bin, .. } => {
                 write!(
                     f,
-                    "cannot list the MCP servers Codex would start (`{} mcp list --json`): {source}",
+                    "cannot take the inventory of the MCP servers Codex would start with {}",
                     ShownPath(codex_bin)
                 )
             }
@@ -172,8 +184,8 @@ impl std::error::Error for PreviewError {
         match self {
             PreviewError::Read { source, .. } => Some(source),
             PreviewError::LaunchJson { source, .. } => Some(source),
-            PreviewError::InventoryFile { source, .. } => source.source(),
-            PreviewError::CodexRun { source, .. } => source.source(),
+            PreviewError::InventoryFile { source, .. } => Some(source),
+            PreviewError::CodexRun { source, .. } => Some(source),
             PreviewError::BothStdin | PreviewError::NoWorktree { .. } => None,
         }
     }

@@ -5,13 +5,16 @@
 mod common;
 
 use common::{Run, bin, finish, run, run_in};
+use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 const URL: &str = "http://127.0.0.1:5100";
 const KCAP: &str = "/usr/bin/kcap";
 const LAUNCH: &str = "tests/fixtures/cli/render/launch.json";
-const INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
+const INVENTORY: &str = "tests/fixtures/cli/render/config-read.json";
+/// The same servers as `codex mcp list --json` reports them (most fields hidden).
+const MCP_LIST_INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
 /// Runs `render CLIENT --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
 /// root): the launch values most cases share.
@@ -107,7 +110,12 @@ fn a_gated_render_has_no_mcp_servers() {
     ]);
     assert_eq!(
         r.stdout,
-        "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n-c\nmcp_servers={}\n--no-alt-screen\n"
+        format!(
+            "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n{}-c\nmcp_servers={{}}\n--no-alt-screen\n",
+            CLOSED_FEATURES
+                .map(|f| format!("--disable\n{f}\n"))
+                .concat()
+        )
     );
 }
 
@@ -271,7 +279,7 @@ fn bad_inputs_exit_2() {
     assert_eq!(
         r.stderr,
         format!(
-            "error: {} is not a Codex MCP inventory: invalid type: map, expected a sequence at line 1 column 0\n",
+            "error: cannot use {} as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected a config/read answer: an object with `result.config` or `config`\n",
             bad_inventory.display()
         )
     );
@@ -285,7 +293,7 @@ fn bad_inputs_exit_2() {
         (r.code, r.stderr.as_str()),
         (
             2,
-            "error: standard input is not a Codex MCP inventory: expected ident at line 1 column 2\n"
+            "error: cannot use standard input as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected ident at line 1 column 2\n"
         )
     );
     let r = run(&[
@@ -347,7 +355,8 @@ fn render_refusals_exit_1_with_the_message() {
         }
     );
     // An inherited server named like ours with an env key we do not set cannot be isolated.
-    let inventory = r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x","args":[],"env":{"EXTRA":"1"},"env_vars":[],"cwd":null}}]"#;
+    let inventory =
+        r#"{"config":{"mcp_servers":{"kcap-review":{"command":"x","env":{"EXTRA":"1"}}}}}"#;
     let r = finish(
         bin()
             .args([
@@ -394,21 +403,26 @@ fn render_refusals_exit_1_with_the_message() {
     );
 }
 
-/// A stand-in for the Codex binary: records its argv and answers `mcp list --json`.
+/// A stand-in for the Codex binary: records its argv per subcommand (`codex.mcp.args`,
+/// `codex.app-server.args`) and runs `body`.
 fn fake_codex(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
     common::stand_in::sh_script(
         dir,
         "codex",
-        &format!("printf '%s\\n' \"$@\" > \"$0.args\"\n{body}"),
+        &format!("printf '%s\\n' \"$@\" > \"$0.$1.args\"\n{body}"),
     )
 }
 
 #[test]
 fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
     let codex = fake_codex(
         dir.path(),
-        &format!("cat '{}/{INVENTORY}'", env!("CARGO_MANIFEST_DIR")),
+        &format!(
+            "case \"$1\" in app-server) tr -d '\\n' < '{root}/{INVENTORY}'; echo;; \
+             *) cat '{root}/{MCP_LIST_INVENTORY}';; esac"
+        ),
     );
     let with_bin = render(
         "codex",
@@ -418,8 +432,12 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     assert_eq!(with_bin.code, 0, "{}", with_bin.stderr);
     assert_eq!(with_bin, with_file);
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("codex.args")).unwrap(),
+        std::fs::read_to_string(dir.path().join("codex.mcp.args")).unwrap(),
         "mcp\nlist\n--json\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("codex.app-server.args")).unwrap(),
+        "app-server\n"
     );
 
     let failing = fake_codex(dir.path(), "echo 'config.toml: bad' >&2; exit 3");
@@ -437,7 +455,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
             code: 1,
             stdout: String::new(),
             stderr: format!(
-                "error: cannot list the MCP servers Codex would start (`{} mcp list --json`): the Codex binary failed (exit status: 3), printing \"config.toml: bad\"\n",
+                "error: cannot take the inventory of the MCP servers Codex would start with {}: codex app-server (config/read) failed: the Codex binary failed (exit status: 3), printing \"config.toml: bad\"\n",
                 failing.display()
             ),
         }
@@ -456,7 +474,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: cannot list the MCP servers Codex would start (`/bin/false mcp list --json`): the Codex binary failed (exit status: 1) and printed nothing on standard error\n".into(),
+            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /bin/false: codex app-server (config/read) failed: the Codex binary failed (exit status: 1) and printed nothing on standard error\n".into(),
         }
     );
     // A binary that cannot be started is an input error, like a missing --inventory file.
@@ -473,7 +491,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
         Run {
             code: 2,
             stdout: String::new(),
-            stderr: "error: cannot list the MCP servers Codex would start (`/nonexistent/codex mcp list --json`): the Codex binary could not be run: No such file or directory (os error 2)\n".into(),
+            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /nonexistent/codex: codex app-server (config/read) failed: the Codex binary could not be run: No such file or directory (os error 2)\n".into(),
         }
     );
     let missing_file = run(&[
@@ -594,7 +612,10 @@ fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_director
     let dir = tempfile::tempdir().unwrap();
     let worktree = dir.path().join("wt");
     std::fs::create_dir(&worktree).unwrap();
-    fake_codex(dir.path(), "pwd > \"$0.cwd\"\necho '[]'");
+    fake_codex(
+        dir.path(),
+        "pwd > \"$0.cwd\"\ncase \"$1\" in app-server) echo '{\"id\":2,\"result\":{\"config\":{}}}';; *) echo '[]';; esac",
+    );
     let wt = worktree.to_str().unwrap();
     let args = [
         "render",
