@@ -64,9 +64,6 @@
 mod allowlist;
 pub mod clients;
 pub mod decode;
-#[cfg(feature = "validate")]
-#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
-pub mod diagnostic;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod diff;
@@ -98,11 +95,16 @@ pub use allowlist::{
 pub use clients::{LaunchContext, LaunchError, RenderError};
 pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 #[cfg(feature = "validate")]
+#[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub use registry::NoResultChannel;
 pub use registry::{Registry, lookup, result_channel, servers};
 #[cfg(feature = "validate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
-pub use schema::{CheckError, Entry, validate_dir};
+pub use schema::diagnostic;
+#[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
+pub use schema::{CheckError, RegistryEntry, validate_dir, validate_path};
 pub use wire::LaunchCommand;
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.

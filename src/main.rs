@@ -26,7 +26,7 @@ use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{CheckError, Entry, Policy, Registry, inspect};
+use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -201,7 +201,10 @@ struct DiffArgs {
 
 #[derive(Args)]
 struct CheckArgs {
-    /// The registry directory [default: `registry` here or in the nearest parent].
+    /// The registry directory, or one file of it (checked with its directory's cross-file
+    /// rules: unique ids, the result channel) [default: `registry` here or in the nearest
+    /// parent].
+    #[arg(value_name = "DIR|FILE")]
     dir: Option<PathBuf>,
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
@@ -545,7 +548,7 @@ fn stderr_color() -> bool {
 
 /// The registry in `dir` (validated), or the compiled-in one. Violations are printed
 /// (human format) and give exit code 1; an unreadable directory gives 2.
-fn load(dir: Option<&Path>) -> Result<Vec<Entry>, CliError> {
+fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
     let Some(dir) = dir else {
         return Ok(inspect::compiled_entries());
     };
@@ -601,7 +604,12 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    let entries = match kcap_mcp_registry::validate_dir(&dir) {
+    if !args.against.is_empty() && dir.is_file() {
+        return Err(CliError::usage(
+            "--against compares a whole registry with a registration file: give the registry directory",
+        ));
+    }
+    let entries = match kcap_mcp_registry::validate_path(&dir) {
         Ok(entries) => entries,
         Err(CheckError::Invalid(diags)) => {
             let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
@@ -636,8 +644,9 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     match args.format {
         CheckFormat::Human => {
             outln!(
-                "ok: {} registry entries in {}",
+                "ok: {} registry entr{} in {}",
                 entries.len(),
+                if entries.len() == 1 { "y" } else { "ies" },
                 ShownPath(&dir)
             );
             for f in &files {

@@ -100,7 +100,9 @@ impl Registry {
     /// or flow-starting (which validation refuses).
     #[cfg(feature = "validate")]
     #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
-    pub fn from_entries(entries: &[crate::schema::Entry]) -> Result<Registry, NoResultChannel> {
+    pub fn from_entries(
+        entries: &[crate::schema::RegistryEntry],
+    ) -> Result<Registry, NoResultChannel> {
         use crate::model::RESULT_CHANNEL_ID;
         fn leak(s: &str) -> &'static str {
             Box::leak(s.to_owned().into_boxed_str())
@@ -165,7 +167,7 @@ impl std::error::Error for NoResultChannel {}
 
 /// [`lookup`] in the compiled-in table.
 fn compiled_lookup(name: &str) -> Option<&'static McpServer> {
-    let name = untrimmed(name);
+    let name = trimmed_bytes(name);
     if name.len() > table::LONGEST_ID || name.len() < table::SHORTEST_ID {
         return None;
     }
@@ -207,7 +209,7 @@ fn hashed(name: &[u8]) -> Option<&'static McpServer> {
 /// return `name` unchanged (every non-ASCII whitespace character starts with a byte
 /// >= 0x80 and ends with a continuation byte >= 0x80).
 #[inline]
-fn untrimmed(name: &str) -> &[u8] {
+fn trimmed_bytes(name: &str) -> &[u8] {
     let kept = |b: u8| b.is_ascii() && !char::from(b).is_whitespace();
     match name.as_bytes() {
         [first, .., last] if kept(*first) && kept(*last) => name.as_bytes(),
@@ -240,7 +242,7 @@ pub fn result_channel() -> &'static McpServer {
 
 #[cfg(test)]
 mod tests {
-    use super::{hashed, lookup, scanned, untrimmed};
+    use super::{hashed, lookup, scanned, trimmed_bytes};
     use proptest::prelude::*;
 
     /// `lookup`'s meaning: `str::trim`, then an ASCII case-insensitive comparison with every
@@ -256,7 +258,7 @@ mod tests {
     /// Both search paths agree with the meaning, whichever one `lookup` takes for the
     /// compiled-in registry.
     fn check(name: &str) {
-        let trimmed = untrimmed(name);
+        let trimmed = trimmed_bytes(name);
         let expected = reference(name);
         assert_eq!(lookup(name).map(|s| s.id), expected, "lookup({name:?})");
         assert_eq!(

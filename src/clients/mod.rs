@@ -101,8 +101,9 @@ use crate::registry::Registry;
 use crate::wire::LaunchCommand;
 
 /// What a reviewer launch needs from the daemon: the launch command's fields
-/// ([`LaunchContext::from_command`]) and the daemon's own settings. Blank `model`,
-/// `effort` and `worktree` count as unset; an empty `prompt` is not passed.
+/// ([`LaunchContext::from_command`]) and the daemon's own settings. A blank (empty or
+/// whitespace-only) `model`, `effort` or `worktree` counts as unset; so does an empty
+/// `prompt`, while a whitespace-only prompt is passed as given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchContext {
     /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.
