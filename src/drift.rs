@@ -22,13 +22,13 @@
 //!   starts that is not one of the registry's registrations.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::clients::Client;
 use crate::clients::claude::loader::{self as claude, ClaudeFile};
 use crate::clients::codex::loader as codex;
 use crate::clients::loaded::{Loaded, Span};
-use crate::diagnostic::{Location, SourceText};
+use crate::diagnostic::{Location, ShownPath, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::RegistryEntry;
@@ -67,21 +67,64 @@ pub struct Checked {
 }
 
 /// A registration file that could not be read, or whose client cannot be told.
+///
+/// `Display` names the file and what went wrong with it; an I/O error is returned from
+/// [`source`](std::error::Error::source), not displayed.
 #[derive(Debug)]
-pub struct RegistrationError {
-    /// The path as the user gave it.
-    pub path: String,
-    /// What is wrong, e.g. `cannot read it: No such file or directory (os error 2)`.
-    pub problem: String,
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The file (or a Codex profile file next to it) cannot be read.
+    Read {
+        /// The path as the user gave it (or the profile file's).
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Which client reads the file cannot be told ([`detect_client`]).
+    UnknownClient {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// Why neither client's format fits.
+        why: String,
+    },
+    /// The file is this client's, and this crate has no model of how the client loads it
+    /// yet (only Claude Code and Codex CLI have one).
+    NoLoaderModel {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// The client whose file it is.
+        client: Client,
+    },
 }
 
 impl fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.problem)
+        match self {
+            RegistrationError::Read { path, .. } => write!(f, "cannot read {}", ShownPath(path)),
+            RegistrationError::UnknownClient { path, why } => {
+                write!(f, "{}: {why}", ShownPath(path))
+            }
+            RegistrationError::NoLoaderModel { path, client } => write!(
+                f,
+                "{} is {}'s file, which has no loader model yet: only Claude Code and Codex \
+                 CLI files can be checked",
+                ShownPath(path),
+                client.display_name()
+            ),
+        }
     }
 }
 
-impl std::error::Error for RegistrationError {}
+impl std::error::Error for RegistrationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RegistrationError::Read { source, .. } => Some(source),
+            RegistrationError::UnknownClient { .. } | RegistrationError::NoLoaderModel { .. } => {
+                None
+            }
+        }
+    }
+}
 
 /// Which client reads `path` holding `text`: `.json` files are Claude Code's, `.toml` files
 /// Codex CLI's; otherwise strict JSON is Claude Code's and TOML is Codex CLI's.
@@ -125,13 +168,15 @@ pub fn check_against(
     opts: &AgainstOptions,
 ) -> Result<Vec<Checked>, RegistrationError> {
     let shown = path.display().to_string();
-    let err = |problem: String| RegistrationError {
-        path: shown.clone(),
-        problem,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|source| RegistrationError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
-    let client = detect_client(path, &text).map_err(err)?;
+    let client = detect_client(path, &text).map_err(|why| RegistrationError::UnknownClient {
+        path: path.to_path_buf(),
+        why,
+    })?;
     let env = |name: &str| std::env::var(name).ok();
     let mut out = Vec::new();
     let mut push = |project: Option<String>, loaded: Loaded| {
@@ -181,11 +226,8 @@ pub fn check_against(
                     let bytes = match std::fs::read(&file) {
                         Ok(b) => Some(b),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                        Err(e) => {
-                            return Err(RegistrationError {
-                                path: file.display().to_string(),
-                                problem: format!("cannot read it: {e}"),
-                            });
+                        Err(source) => {
+                            return Err(RegistrationError::Read { path: file, source });
                         }
                     };
                     Some((name.clone(), file.display().to_string(), bytes))
@@ -202,13 +244,9 @@ pub fn check_against(
             push(None, loaded);
         }
         other => {
-            return Err(RegistrationError {
-                path: shown.clone(),
-                problem: format!(
-                    "is {}'s file, which has no loader model yet: only Claude Code and Codex \
-                     CLI files can be checked",
-                    other.display_name()
-                ),
+            return Err(RegistrationError::NoLoaderModel {
+                path: path.to_path_buf(),
+                client: other,
             });
         }
     }
@@ -370,7 +408,7 @@ impl Drift {
                     json(expected)
                 ),
                 format!(
-                    "set its `command` to {} (or pass `--command` with the kcap binary this file uses)",
+                    "set its `command` to {} (or pass `--kcap-bin` with the kcap binary this file uses)",
                     json(expected)
                 ),
             ),

@@ -38,7 +38,7 @@ use kcap_mcp_registry::clients::codex::inventory::{
     INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
 };
 use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -172,7 +172,8 @@ impl Codex {
 /// `mcp list --json` to it).
 fn codex_args(ctx: &LaunchContext, inventory: &[InheritedServer]) -> Vec<String> {
     assert!(ctx.prompt.is_none(), "the oracle runs without a prompt");
-    let args = codex_reviewer_args(ctx, Policy::Lenient, inventory)
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    let args = codex_reviewer_args(ctx, &resolution, inventory)
         .unwrap_or_else(|e| panic!("codex_reviewer_args: {e}"));
     assert_eq!(args.last().map(String::as_str), Some("--no-alt-screen"));
     args
@@ -915,7 +916,7 @@ fn seen(records: &[Record]) -> Vec<Seen<'_>> {
 
 /// The reviewer argv we hand Claude Code.
 fn claude_args(ctx: &LaunchContext) -> Vec<String> {
-    claude_reviewer_args(ctx, Policy::Lenient)
+    claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap())
         .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
 }
 
@@ -1113,11 +1114,11 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     );
     let refused = |ctx: &LaunchContext, field: &str| {
         assert_eq!(
-            claude_reviewer_args(ctx, Policy::Lenient),
-            Err(LaunchError::Render(RenderError::ClaudeExpansion {
+            claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap()),
+            Err(RenderError::ClaudeExpansion {
                 server: "kcap-flow-result".to_string(),
                 field: field.into()
-            }))
+            })
         );
     };
     let mut c = base.clone();

@@ -10,6 +10,28 @@ use kcap_mcp_registry::clients::codex::{
 };
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
 
+/// The Claude argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
+fn claude(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
+    Ok(claude_reviewer_args(ctx, &ctx.resolve(policy)?)?)
+}
+
+/// The Codex argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
+fn codex(
+    ctx: &LaunchContext,
+    policy: Policy,
+    inventory: &[InheritedServer],
+) -> Result<Vec<String>, LaunchError> {
+    Ok(codex_reviewer_args(ctx, &ctx.resolve(policy)?, inventory)?)
+}
+
+/// The render error of a failed launch.
+fn render_error(e: LaunchError) -> RenderError {
+    match e {
+        LaunchError::Render(e) => e,
+        other => panic!("not a render error: {other:?}"),
+    }
+}
+
 fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
     LaunchContext {
         server_url: Some("http://127.0.0.1:5100".into()),
@@ -111,12 +133,12 @@ fn allowlists_that_materialize_nothing_equal_the_baseline_byte_for_byte() {
             "{allowlist:?}"
         );
         assert_eq!(
-            claude_reviewer_args(&c, Policy::Lenient).unwrap(),
+            claude(&c, Policy::Lenient).unwrap(),
             baseline_claude(),
             "{allowlist:?}"
         );
         assert_eq!(
-            codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap(),
+            codex(&c, Policy::Lenient, &[]).unwrap(),
             baseline_codex(),
             "{allowlist:?}"
         );
@@ -178,10 +200,10 @@ fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
     assert_eq!(
         skipped,
         [
-            r#"MCP allowlist entry 2 "kcap-flows" skipped: can start flows (recursion guard)"#,
-            "MCP allowlist entry 3 null skipped: blank",
-            r#"MCP allowlist entry 4 "kcap-sessions" skipped: duplicate of an earlier entry"#,
-            r#"MCP allowlist entry 6 "nope" skipped: not a kcap MCP server"#,
+            r#"MCP allowlist entry 3 "kcap-flows" skipped: can start flows (recursion guard)"#,
+            "MCP allowlist entry 4 null skipped: blank",
+            r#"MCP allowlist entry 5 "kcap-sessions" skipped: duplicate of an earlier entry"#,
+            r#"MCP allowlist entry 7 "nope" skipped: not a kcap MCP server"#,
         ]
     );
 }
@@ -250,10 +272,7 @@ fn claude_refuses_values_that_it_would_expand() {
                 .contains(&format!("`{server}.{field}` contains `${{`")),
             "{err}"
         );
-        assert_eq!(
-            claude_reviewer_args(&c, Policy::Lenient).unwrap_err(),
-            LaunchError::Render(err)
-        );
+        assert_eq!(render_error(claude(&c, Policy::Lenient).unwrap_err()), err);
     }
     // `$HOME` without braces is not expanded by Claude Code and passes through.
     let mut c = ctx(None);
@@ -319,10 +338,10 @@ fn strict_policy_rejects_the_first_offending_entry() {
         assert_eq!(got, expected, "{allowlist:?}");
     }
     let c = ctx(Some(vec![Some("kcap-memory\n")]));
-    let err = claude_reviewer_args(&c, Policy::Strict).unwrap_err();
+    let err = claude(&c, Policy::Strict).unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"MCP allowlist entry 0 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
+        r#"MCP allowlist entry 1 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
     );
 }
 
@@ -429,17 +448,17 @@ fn codex_refuses_inherited_fields_it_cannot_neutralize() {
     inventory[3] = extra;
     let mut no_worktree = c.clone();
     no_worktree.worktree = None;
-    let err = codex_reviewer_args(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
+    let err = codex(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
     assert_eq!(
         err.to_string(),
         "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `cwd`, which would merge into kcap's server of the same name; give the reviewer a worktree (its `cwd` then points there), or remove `cwd` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
     );
     assert_eq!(
-        err,
-        LaunchError::Render(RenderError::CodexInheritedField {
+        render_error(err),
+        RenderError::CodexInheritedField {
             server: "kcap-review".into(),
             field: "cwd".into()
-        })
+        }
     );
 }
 
@@ -451,7 +470,7 @@ fn codex_model_and_effort_rules() {
         c.effort = effort.map(String::from);
         c.prompt = None;
         c.worktree = None;
-        let a = codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap();
+        let a = codex(&c, Policy::Lenient, &[]).unwrap();
         let tail = a
             .iter()
             .position(|x| x.starts_with("mcp_servers.kcap-flow-result.tools="))
@@ -484,14 +503,14 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     c.model = None;
     c.effort = Some(String::new());
     c.prompt = Some("-x --strict-mcp-config".into());
-    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    let a = claude(&c, Policy::Lenient).unwrap();
     assert_eq!(a[4], BASELINE_JSON);
     assert_eq!(
         a[5..],
         ["--disallowedTools", "Agent", "--", "-x --strict-mcp-config"]
     );
     c.prompt = None;
-    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    let a = claude(&c, Policy::Lenient).unwrap();
     assert_eq!(a.last().unwrap(), "Agent");
 }
 
@@ -507,17 +526,17 @@ fn values_that_would_read_as_options_are_refused() {
     for (edit, field) in cases {
         let mut c = ctx(None);
         edit(&mut c);
-        let claude = claude_reviewer_args(&c, Policy::Lenient);
-        let codex = codex_reviewer_args(&c, Policy::Lenient, &[]);
-        let refused = LaunchError::Render(RenderError::OptionLike { field });
+        let claude = claude(&c, Policy::Lenient);
+        let codex = codex(&c, Policy::Lenient, &[]);
+        let refused = RenderError::OptionLike { field };
         // Claude takes no worktree; Codex puts the effort inside a `-c` value.
         match field {
             "worktree" => assert!(claude.is_ok()),
-            _ => assert_eq!(claude.unwrap_err(), refused),
+            _ => assert_eq!(render_error(claude.unwrap_err()), refused),
         }
         match field {
             "effort" => assert!(codex.is_ok()),
-            _ => assert_eq!(codex.unwrap_err(), refused),
+            _ => assert_eq!(render_error(codex.unwrap_err()), refused),
         }
     }
     assert_eq!(

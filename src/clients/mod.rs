@@ -15,7 +15,34 @@
 //!   with the version and evidence of each fact.
 //!
 //! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
-//! launch needs from the daemon), [`RenderError`] and [`LaunchError`].
+//! launch needs from the daemon), [`RenderError`] and [`LaunchError`] (every error a launch
+//! can meet, so a daemon returns them all with `?`).
+//!
+//! A launch in three steps, each failing into [`LaunchError`]:
+//!
+//! ```
+//! use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, LaunchError, Policy};
+//!
+//! fn reviewer_argv(cmd: LaunchCommand) -> Result<Vec<String>, LaunchError> {
+//!     let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+//!     let resolution = ctx.resolve(Policy::Strict)?; // a Rejection
+//!     for skipped in resolution.skipped() {
+//!         eprintln!("warning: {skipped}");
+//!     }
+//!     Ok(claude_reviewer_args(&ctx, &resolution)?) // a RenderError
+//! }
+//!
+//! let cmd = LaunchCommand { agent_id: "a1".into(), ..LaunchCommand::default() };
+//! assert_eq!(reviewer_argv(cmd)?[0], "--permission-mode");
+//! let cmd = LaunchCommand {
+//!     agent_id: "a1".into(),
+//!     mcp_allowlist: Some(vec![Some("kcap-memory".into())]),
+//!     ..LaunchCommand::default()
+//! };
+//! assert!(matches!(reviewer_argv(cmd), Err(LaunchError::Rejected(_))));
+//! # Ok::<(), LaunchError>(())
+//! ```
 //!
 //! Every renderer keeps the same security rules: the result channel is always injected first
 //! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
@@ -145,13 +172,16 @@ impl fmt::Display for Client {
 
 use std::fmt;
 
-use crate::allowlist::{Policy, Rejection, Resolution, resolve_allowlist};
+use crate::allowlist::{Policy, Rejection, Resolution};
+use crate::clients::codex::inventory::InventoryError;
 use crate::model::{EnvSource, McpServer};
-use crate::registry::result_channel;
+use crate::registry::Registry;
+use crate::wire::LaunchCommand;
 
-/// What a reviewer launch needs from the daemon. A blank (empty or whitespace-only) `model`,
-/// `effort` or `worktree` counts as unset; so does an empty `prompt`, while a whitespace-only
-/// prompt is passed as given.
+/// What a reviewer launch needs from the daemon: the launch command's fields
+/// ([`LaunchContext::from_command`]) and the daemon's own settings. A blank (empty or
+/// whitespace-only) `model`, `effort` or `worktree` counts as unset; so does an empty
+/// `prompt`, while a whitespace-only prompt is passed as given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchContext {
     /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.
@@ -174,16 +204,52 @@ pub struct LaunchContext {
 }
 
 impl LaunchContext {
+    /// The context for launch command `cmd` with the daemon's kcap server URL and kcap
+    /// binary; no worktree (set [`LaunchContext::worktree`] for Codex).
+    ///
+    /// ```
+    /// use kcap_mcp_registry::{LaunchCommand, LaunchContext};
+    ///
+    /// let cmd: LaunchCommand = serde_json::from_str(r#"{"agent_id":"a1","model":"m"}"#)?;
+    /// let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+    /// assert_eq!((ctx.agent_id.as_str(), ctx.model.as_deref()), ("a1", Some("m")));
+    /// assert!(!ctx.is_gated());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_command(
+        cmd: LaunchCommand,
+        server_url: impl Into<String>,
+        kcap_bin: impl Into<String>,
+    ) -> LaunchContext {
+        let LaunchCommand {
+            agent_id,
+            mcp_allowlist,
+            model,
+            effort,
+            prompt,
+        } = cmd;
+        LaunchContext {
+            server_url: Some(server_url.into()),
+            kcap_bin: Some(kcap_bin.into()),
+            agent_id,
+            mcp_allowlist,
+            model,
+            effort,
+            prompt,
+            worktree: None,
+        }
+    }
+
     /// Whether MCP servers are gated off: `server_url` or `kcap_bin` is absent or
     /// blank. A gated reviewer gets an empty MCP configuration.
     pub fn is_gated(&self) -> bool {
-        self.materials().is_none()
+        self.kcap_bin_and_url().is_none()
     }
 
-    /// `(kcap_bin, server_url)` unless gated.
-    fn materials(&self) -> Option<(&str, &str)> {
-        let path = set(&self.kcap_bin)?;
-        let url = set(&self.server_url)?;
+    /// `(kcap_bin, server_url)`, both set and not blank; `None` when gated.
+    fn kcap_bin_and_url(&self) -> Option<(&str, &str)> {
+        let path = non_blank(&self.kcap_bin)?;
+        let url = non_blank(&self.server_url)?;
         Some((path, url))
     }
 
@@ -196,25 +262,39 @@ impl LaunchContext {
         Ok(())
     }
 
-    /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy`.
+    /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy` against
+    /// the compiled-in registry. The renderers take the [`Resolution`]; log its
+    /// [`skipped`](Resolution::skipped) entries.
     ///
     /// # Errors
-    /// [`Rejection`] under [`Policy::Strict`]; see [`resolve_allowlist`].
+    /// [`Rejection`] under [`Policy::Strict`]; see [`crate::resolve_allowlist`].
     pub fn resolve(&self, policy: Policy) -> Result<Resolution<'_, String>, Rejection> {
-        resolve_allowlist(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
+        self.resolve_in(Registry::compiled(), policy)
     }
 
-    /// The servers to materialize with their env values: the result channel, then the
-    /// resolved servers. Empty when gated.
+    /// [`LaunchContext::resolve`] against `registry`.
+    ///
+    /// # Errors
+    /// As [`LaunchContext::resolve`].
+    pub fn resolve_in(
+        &self,
+        registry: Registry,
+        policy: Policy,
+    ) -> Result<Resolution<'_, String>, Rejection> {
+        registry.resolve(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
+    }
+
+    /// The servers to materialize with their env values: the resolution's result channel,
+    /// then the resolved servers. Empty when gated.
     fn servers<'s>(
         &'s self,
         resolution: &'s Resolution<'_, String>,
     ) -> impl Iterator<Item = (&'static McpServer, Vec<(&'static str, &'s str)>)> + 's {
-        let materials = self.materials();
-        materials
+        let result_channel = resolution.registry().result_channel();
+        self.kcap_bin_and_url()
             .into_iter()
             .flat_map(move |(_, url)| {
-                std::iter::once(result_channel())
+                std::iter::once(result_channel)
                     .chain(resolution.servers())
                     .map(move |s| (s, url))
             })
@@ -238,17 +318,17 @@ impl LaunchContext {
 }
 
 /// `Some(s)` when `s` is set and not blank.
-fn set(s: &Option<String>) -> Option<&str> {
+fn non_blank(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.trim().is_empty())
 }
 
-/// [`set`] for a value that follows an option in argv (`--model M`): one starting with `-`
+/// [`non_blank`] for a value that follows an option in argv (`--model M`): one starting with `-`
 /// would be read as an option, so it is refused.
 fn option_value<'a>(
     field: &'static str,
     value: &'a Option<String>,
 ) -> Result<Option<&'a str>, RenderError> {
-    match set(value) {
+    match non_blank(value) {
         Some(v) if v.starts_with('-') => Err(RenderError::OptionLike { field }),
         v => Ok(v),
     }
@@ -256,6 +336,7 @@ fn option_value<'a>(
 
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RenderError {
     /// A value would reach Claude Code containing `${`, which Claude Code expands as an
     /// environment variable reference in `command`, `args` and `env` with no escape.
@@ -345,7 +426,7 @@ impl fmt::Display for RenderError {
                  option; use a value that does not start with `-`"
             ),
             RenderError::ClaudeVetoed(vetoes) => {
-                let result_channel = result_channel().id;
+                let result_channel = crate::model::RESULT_CHANNEL_ID;
                 for (i, veto) in vetoes.iter().enumerate() {
                     if i > 0 {
                         f.write_str("; ")?;
@@ -391,13 +472,22 @@ impl fmt::Display for RenderError {
 
 impl std::error::Error for RenderError {}
 
-/// Why a reviewer argv could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Every way a reviewer launch can fail, so a daemon's launch function returns one error
+/// type with `?` (a `From` impl for each).
+///
+/// Each variant is transparent: it displays as the error it holds and forwards that error's
+/// [`source`](std::error::Error::source), so a chain printer (`anyhow`'s `{:#}`) shows
+/// every cause once. This crate's errors follow one convention: `Display` describes one
+/// layer, and the cause it wraps is returned from `source()`, never also displayed.
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum LaunchError {
-    /// The strict policy refused an allowlist entry.
+    /// The strict policy refused an allowlist entry ([`LaunchContext::resolve`]).
     Rejected(Rejection),
-    /// A value cannot be rendered safely.
+    /// A value cannot be rendered safely (the renderers).
     Render(RenderError),
+    /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
+    Inventory(InventoryError),
 }
 
 impl fmt::Display for LaunchError {
@@ -405,6 +495,7 @@ impl fmt::Display for LaunchError {
         match self {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
+            LaunchError::Inventory(e) => e.fmt(f),
         }
     }
 }
@@ -412,8 +503,9 @@ impl fmt::Display for LaunchError {
 impl std::error::Error for LaunchError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LaunchError::Rejected(e) => Some(e),
-            LaunchError::Render(e) => Some(e),
+            LaunchError::Rejected(e) => e.source(),
+            LaunchError::Render(e) => e.source(),
+            LaunchError::Inventory(e) => e.source(),
         }
     }
 }
@@ -427,5 +519,11 @@ impl From<Rejection> for LaunchError {
 impl From<RenderError> for LaunchError {
     fn from(e: RenderError) -> Self {
         LaunchError::Render(e)
+    }
+}
+
+impl From<InventoryError> for LaunchError {
+    fn from(e: InventoryError) -> Self {
+        LaunchError::Inventory(e)
     }
 }

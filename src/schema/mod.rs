@@ -104,6 +104,7 @@ fn env_json<S: serde::Serializer>(env: &[(String, EnvSource)], s: S) -> Result<S
 
 /// Why [`validate_dir`] produced no registry.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CheckError {
     /// The directory or a file in it could not be read.
     Load(LoadError),
@@ -123,7 +124,7 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CheckError::Load(e) => Some(e),
+            CheckError::Load(e) => e.source(),
             CheckError::Invalid(_) => None,
         }
     }

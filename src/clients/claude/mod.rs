@@ -40,7 +40,7 @@ use serde::ser::{SerializeMap, Serializer};
 pub mod preflight;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value};
+use crate::clients::{LaunchContext, RenderError, option_value};
 use crate::model::McpServer;
 
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
@@ -175,18 +175,17 @@ impl Serialize for ServerJson<'_> {
 /// when set. `--mcp-config` takes several values, so its JSON is always followed by an
 /// option, never by a positional argument.
 ///
-/// Skipped allowlist entries are not reported here; call [`LaunchContext::resolve`] and
-/// [`Resolution::skipped`] to log them.
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs.
 ///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`claude_mcp_config`].
+/// As [`claude_mcp_config`]; [`RenderError::OptionLike`] for a model or effort starting
+/// with `-`.
 pub fn claude_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let config = claude_mcp_config(ctx, &resolution)?;
+    resolution: &Resolution<'_, String>,
+) -> Result<Vec<String>, RenderError> {
+    let config = claude_mcp_config(ctx, resolution)?;
     let mut args: Vec<String> = [
         "--permission-mode",
         "bypassPermissions",
@@ -211,7 +210,7 @@ pub fn claude_reviewer_args(
 }
 
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as
-/// warnings.
+/// warnings. `resolution` is `ctx`'s allowlist resolved under `policy`.
 ///
 /// A vetoed result channel fails the launch under either policy (the reviewer could never
 /// report); a vetoed allowlisted server is returned as a warning under [`Policy::Lenient`]
@@ -222,16 +221,16 @@ pub fn claude_reviewer_args(
 /// [`RenderError::ClaudeConfig`] when a configuration file cannot be understood.
 pub fn claude_reviewer_args_preflighted(
     ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<preflight::Veto>), LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let vetoes = preflight::claude_preflight(ctx, &resolution, sources)?;
-    let result_channel = crate::registry::result_channel().id;
+) -> Result<(Vec<String>, Vec<preflight::Veto>), RenderError> {
+    let vetoes = preflight::claude_preflight(ctx, resolution, sources)?;
+    let result_channel = resolution.registry().result_channel().id;
     if !vetoes.is_empty()
         && (policy == Policy::Strict || vetoes.iter().any(|v| v.server == result_channel))
     {
-        return Err(RenderError::ClaudeVetoed(vetoes).into());
+        return Err(RenderError::ClaudeVetoed(vetoes));
     }
-    Ok((claude_reviewer_args(ctx, policy)?, vetoes))
+    Ok((claude_reviewer_args(ctx, resolution)?, vetoes))
 }

@@ -39,7 +39,7 @@
 //! |---|---|
 //! | tool with `unattended_safe = true` | `tools.<tool>.approval_mode = "approve"` |
 //! | server with `read_only = true` | `default_tools_approval_mode = "approve"` |
-//! | any other server (only [`Policy::Lenient`] admits one) | `default_tools_approval_mode = "prompt"` |
+//! | any other server (only [`Policy::Lenient`](crate::Policy::Lenient) admits one) | `default_tools_approval_mode = "prompt"` |
 //! | a tool the inherited entry configures | `tools.<tool>.approval_mode` = the server's default |
 //!
 //! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
@@ -63,8 +63,8 @@ pub mod registration;
 
 use std::fmt::Write as _;
 
-use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value, set};
+use crate::allowlist::Resolution;
+use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 use inventory::{InheritedServer, Transport};
 
@@ -365,7 +365,7 @@ fn neutralize(
         out.push(format!("mcp_servers.{id}.env_vars=[]"));
     }
     if c.cwd.is_some() {
-        let worktree = set(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
+        let worktree = non_blank(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
         let mut v = format!("mcp_servers.{id}.cwd=");
         push_toml_string(&mut v, worktree);
         out.push(v);
@@ -417,16 +417,19 @@ fn neutralize(
 /// `-c model_reasoning_effort="E"` unless the effort is empty or `auto` (any case; `max`
 /// becomes `xhigh`), `--no-alt-screen`, then `-- <prompt>` when set.
 ///
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs; `inventory` the servers Codex
+/// inherits ([`inventory::codex_inventory`]).
+///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`codex_mcp_overrides`].
+/// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
+/// starting with `-`.
 pub fn codex_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
+    resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let overrides = codex_mcp_overrides(ctx, &resolution, inventory)?;
+) -> Result<Vec<String>, RenderError> {
+    let overrides = codex_mcp_overrides(ctx, resolution, inventory)?;
     let mut args = Vec::with_capacity(overrides.len() * 2 + 12);
     if let Some(worktree) = option_value("worktree", &ctx.worktree)? {
         args.extend(["--cd".into(), worktree.into()]);
@@ -451,7 +454,7 @@ pub fn codex_reviewer_args(
     {
         args.extend(["-m".into(), model.into()]);
     }
-    if let Some(effort) = set(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
+    if let Some(effort) = non_blank(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
         let effort = if effort.eq_ignore_ascii_case("max") {
             "xhigh"
         } else {
