@@ -19,9 +19,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use kcap_mcp_registry::inventory::{InheritedServer, Transport};
-use kcap_mcp_registry::render::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
+use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, Transport};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{
     EnvSource, LaunchContext, McpServer, Policy, resolve_allowlist, result_channel, servers,
 };
@@ -69,7 +69,7 @@ fn usable() -> impl Iterator<Item = &'static McpServer> {
 fn context() -> LaunchContext {
     LaunchContext {
         server_url: Some("http://127.0.0.1:5100".into()),
-        capacitor_path: Some("/usr/local/bin/kcap".into()),
+        kcap_bin: Some("/usr/local/bin/kcap".into()),
         agent_id: "rev-7f3c2a91".into(),
         mcp_allowlist: Some(usable().map(|s| Some(s.id.to_string())).collect()),
         model: Some("claude-sonnet-4-5".into()),
@@ -129,7 +129,7 @@ fn naive_resolve(
 
 /// `claude_mcp_config` built as a `serde_json::Value`.
 fn json_value_config(ctx: &LaunchContext, resolved: &[&'static McpServer]) -> String {
-    let command = ctx.capacitor_path.as_deref().unwrap_or_default();
+    let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     let url = ctx.server_url.as_deref().unwrap_or_default();
     let mut servers = serde_json::Map::new();
     for s in std::iter::once(result_channel()).chain(resolved.iter().copied()) {

@@ -8,13 +8,13 @@
 //! ```
 //!
 //! The Codex inventory is saved `codex mcp list --json` output; a daemon would call
-//! `kcap_mcp_registry::inventory::codex_inventory` instead.
+//! `kcap_mcp_registry::clients::codex::inventory::codex_inventory` instead.
 
 use std::process::ExitCode;
 
-use kcap_mcp_registry::inventory::parse_inventory;
-use kcap_mcp_registry::render::claude::claude_reviewer_args;
-use kcap_mcp_registry::render::codex::codex_reviewer_args;
+use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
+use kcap_mcp_registry::clients::codex::inventory::parse_inventory;
 use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy};
 
 /// The daemon's own settings (from its configuration in a real daemon).
@@ -54,7 +54,7 @@ fn run(
     let cmd: LaunchCommand = serde_json::from_str(&std::fs::read_to_string(payload)?)?;
     let ctx = LaunchContext {
         server_url: Some(SERVER_URL.into()),
-        capacitor_path: Some(KCAP_BIN.into()),
+        kcap_bin: Some(KCAP_BIN.into()),
         agent_id: cmd.agent_id,
         mcp_allowlist: cmd.mcp_allowlist,
         model: cmd.model,

@@ -10,13 +10,13 @@
 //! allowlistable entries, the servers a person may register with a client. `check --against`
 //! compares a registration file with the same list, so an export never drifts from itself.
 
-use crate::render::claude::Ordered;
+use crate::clients::claude::Ordered;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
+use crate::clients::codex::toml_basic_string;
 use crate::model::{EnvSource, MAX_ID_LEN};
-use crate::render::codex::toml_basic_string;
 use crate::schema::{
     ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, RegistryEntry,
     TOOL_NAME_PATTERN, ToolKey, ValueKind, is_forbidden_char,

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use crate::allowlist::Policy;
-use crate::render::LaunchContext;
+use crate::clients::LaunchContext;
 use crate::wire::LaunchCommand;
 
 /// The launch values given on the command line; each one that is set overrides the launch
@@ -17,8 +17,8 @@ use crate::wire::LaunchCommand;
 pub struct LaunchOverrides {
     /// `--server-url`.
     pub server_url: Option<String>,
-    /// `--capacitor-path` (the kcap binary).
-    pub capacitor_path: Option<String>,
+    /// `--kcap-bin` (the kcap binary).
+    pub kcap_bin: Option<String>,
     /// `--agent-id`.
     pub agent_id: Option<String>,
     /// `--allowlist`, every comma-separated entry of every occurrence, in order.
@@ -39,7 +39,7 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
     let launch = launch.unwrap_or_default();
     LaunchContext {
         server_url: overrides.server_url,
-        capacitor_path: overrides.capacitor_path,
+        kcap_bin: overrides.kcap_bin,
         agent_id: overrides.agent_id.unwrap_or(launch.agent_id),
         mcp_allowlist: overrides
             .allowlist

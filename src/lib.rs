@@ -8,8 +8,10 @@
 //!   `registry/*.toml` by `build.rs` and compiled into a `phf` perfect-hash table.
 //! - [`resolve_allowlist`]: which servers an allowlist materializes (recursion guard,
 //!   injection-only entries, duplicates, strict policy).
-//! - [`render::claude`] and [`render::codex`]: the reviewer's MCP configuration and argv.
-//! - [`inventory`]: the MCP servers Codex inherits from the user's configuration.
+//! - [`clients`]: one room per coding-agent client: [`clients::claude`] and
+//!   [`clients::codex`] render the reviewer's MCP configuration and argv;
+//!   [`clients::codex::inventory`] finds the MCP servers Codex inherits from the user's
+//!   configuration.
 //! - [`LaunchCommand`]: the launch payload's wire shape.
 //! - `schema::validate_dir` (feature `validate`): the registry rules at run time, for CI.
 //!
@@ -17,7 +19,7 @@
 //!
 //! ```
 //! use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy, SkipKind};
-//! use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+//! use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 //!
 //! // The launch command as the daemon receives it.
 //! let cmd: LaunchCommand = serde_json::from_str(
@@ -25,7 +27,7 @@
 //! )?;
 //! let ctx = LaunchContext {
 //!     server_url: Some("http://127.0.0.1:5100".into()),
-//!     capacitor_path: Some("/usr/local/bin/kcap".into()),
+//!     kcap_bin: Some("/usr/local/bin/kcap".into()),
 //!     agent_id: cmd.agent_id,
 //!     mcp_allowlist: cmd.mcp_allowlist,
 //!     prompt: cmd.prompt,
@@ -40,7 +42,7 @@
 //! assert!(claude[4].contains(r#""kcap-review":{"command":"/usr/local/bin/kcap""#));
 //! assert!(!claude[4].contains("kcap-flows"));
 //!
-//! // For Codex, pass the inherited servers (`inventory::codex_inventory`) so they are disabled.
+//! // For Codex, pass the inherited servers (`clients::codex::inventory::codex_inventory`) so they are disabled.
 //! let codex = codex_reviewer_args(&ctx, Policy::Lenient, &[])?;
 //! assert!(codex.contains(&"mcp_servers.kcap-review.enabled=true".to_string()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -60,6 +62,7 @@
 #![deny(missing_docs)]
 
 mod allowlist;
+pub mod clients;
 #[cfg(feature = "cli")]
 pub mod diff;
 #[cfg(feature = "cli")]
@@ -68,12 +71,10 @@ pub mod drift;
 pub mod export;
 #[cfg(feature = "cli")]
 pub mod inspect;
-pub mod inventory;
 #[cfg(feature = "cli")]
 pub mod launch;
 mod model;
 mod registry;
-pub mod render;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "validate")]
@@ -83,9 +84,9 @@ mod wire;
 pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
+pub use clients::{LaunchContext, LaunchError, RenderError};
 pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 pub use registry::{lookup, result_channel, servers};
-pub use render::{LaunchContext, LaunchError, RenderError};
 #[cfg(feature = "validate")]
 pub use schema::diagnostic;
 #[cfg(feature = "validate")]

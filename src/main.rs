@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kcap_mcp_registry::clients::codex::inventory;
+use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::drift::{self, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
-use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{
-    CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect, inventory,
-};
+use kcap_mcp_registry::{CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -198,7 +197,7 @@ enum RenderClient {
     #[command(after_help = "\
 Example:
   kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
-    --capacitor-path /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
+    --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
     Claude(RenderArgs),
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(after_help = "\
@@ -208,7 +207,7 @@ remove: give their inventory (--inventory or --codex-bin), or --no-inherited-ser
 Example:
   codex mcp list --json > inventory.json
   kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
-    --capacitor-path /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
+    --kcap-bin /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
     Codex {
         #[command(flatten)]
         common: RenderArgs,
@@ -230,8 +229,13 @@ struct RenderArgs {
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     server_url: Option<String>,
     /// The kcap binary, the command of every MCP server (absent: gated off).
-    #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
-    capacitor_path: Option<String>,
+    #[arg(
+        long,
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        alias = "capacitor-path"
+    )]
+    kcap_bin: Option<String>,
     /// The reviewer's agent id.
     #[arg(
         long,
@@ -560,7 +564,7 @@ fn render(client: RenderClient) -> ExitCode {
         launch,
         LaunchOverrides {
             server_url: common.server_url,
-            capacitor_path: common.capacitor_path,
+            kcap_bin: common.kcap_bin,
             agent_id: common.agent_id,
             allowlist: common.allowlist,
             model: common.model,
@@ -643,7 +647,7 @@ fn render(client: RenderClient) -> ExitCode {
         Ok(text) => {
             if ctx.is_gated() {
                 errln!(
-                    "warning: agent {:?}: no --server-url or no --capacitor-path, so every MCP server \
+                    "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
                  (the result channel and any allowlist) is gated off",
                     ctx.agent_id
                 );

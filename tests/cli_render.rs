@@ -7,7 +7,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt as _;
 
 use common::{Run, bin, finish, run, run_in};
-use kcap_mcp_registry::render::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 const URL: &str = "http://127.0.0.1:5100";
@@ -28,7 +28,7 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
         "claude",
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--agent-id",
         "a1",
@@ -66,7 +66,7 @@ fn claude_json_is_the_library_argv() {
         "claude",
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--agent-id",
         "a1",
@@ -101,7 +101,7 @@ fn a_gated_render_has_no_mcp_servers() {
         "codex",
         "--agent-id",
         "a1",
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--no-inherited-servers",
     ]);
@@ -170,7 +170,7 @@ warning: agent \"agent-7\": MCP allowlist entry 3 \"kcap-review\" skipped: dupli
         LAUNCH,
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--worktree",
         "/work/tree",
@@ -213,7 +213,7 @@ fn command_line_values_override_the_launch_json() {
         (r.code, r.stderr.as_str()),
         (
             0,
-            "warning: agent \"a9\": no --server-url or no --capacitor-path, so every MCP server (the result channel and any allowlist) is gated off\n"
+            "warning: agent \"a9\": no --server-url or no --kcap-bin, so every MCP server (the result channel and any allowlist) is gated off\n"
         )
     );
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
@@ -233,7 +233,7 @@ fn command_line_values_override_the_launch_json() {
         "kcap-sessions",
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--format",
         "json",
@@ -366,7 +366,7 @@ fn render_refusals_exit_1_with_the_message() {
         "a1",
         "--server-url",
         "http://${HOST}",
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
     ]);
     assert_eq!(
@@ -388,7 +388,7 @@ fn render_refusals_exit_1_with_the_message() {
                 "a1",
                 "--server-url",
                 URL,
-                "--capacitor-path",
+                "--kcap-bin",
                 KCAP,
                 "--allowlist",
                 "kcap-review",
@@ -451,7 +451,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
         "a1",
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--codex-bin",
         codex.to_str().unwrap(),
@@ -463,7 +463,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
         "a1",
         "--server-url",
         URL,
-        "--capacitor-path",
+        "--kcap-bin",
         KCAP,
         "--inventory",
         INVENTORY,
@@ -546,7 +546,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
     let [prompt, kcap, agent, model] = HOSTILE;
     let ctx = LaunchContext {
         server_url: Some("http://h/$x `y` 'q' \"z\"\nnl".into()),
-        capacitor_path: Some(kcap.into()),
+        kcap_bin: Some(kcap.into()),
         agent_id: agent.into(),
         mcp_allowlist: Some(vec![Some("kcap-review".into())]),
         model: Some(model.into()),
@@ -559,7 +559,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
     let common = [
         "--server-url",
         url.as_str(),
-        "--capacitor-path",
+        "--kcap-bin",
         kcap,
         "--agent-id",
         agent,
@@ -649,7 +649,7 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
     let common = [
         "--server-url",
         "http://h",
-        "--capacitor-path",
+        "--kcap-bin",
         "/k",
         "--format",
         "json",

@@ -8,7 +8,7 @@
 //!   onto the user's `$CODEX_HOME/config.toml`.
 //! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
 //!   configured MCP server, then exits 1 with "Input must be provided …". Our
-//!   `capacitor_path` points at a recorder script that writes its argv, its whole environment
+//!   `kcap_bin` points at a recorder script that writes its argv, its whole environment
 //!   and its cwd, then exits at once; the test compares them byte for byte.
 //!
 //! Every client run gets a fresh temp `HOME` (and `CODEX_HOME`), a fresh temp cwd, stdin
@@ -27,9 +27,11 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use kcap_mcp_registry::inventory::{INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from};
-use kcap_mcp_registry::render::claude::claude_reviewer_args;
-use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+use kcap_mcp_registry::clients::codex::inventory::{
+    INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
+};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -302,7 +304,7 @@ fn codex_ours(name: &str, command: &str, args: &[&str], env: Value) -> Value {
 fn ctx(url: &str, path: &str, agent: &str, allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
     LaunchContext {
         server_url: Some(url.into()),
-        capacitor_path: Some(path.into()),
+        kcap_bin: Some(path.into()),
         agent_id: agent.into(),
         mcp_allowlist: allowlist.map(|l| l.into_iter().map(|e| e.map(String::from)).collect()),
         ..LaunchContext::default()
@@ -1233,7 +1235,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
         );
     };
     let mut c = base.clone();
-    c.capacitor_path = Some("/opt/${HOME}/kcap".into());
+    c.kcap_bin = Some("/opt/${HOME}/kcap".into());
     refused(&c, "command");
     let mut c = base.clone();
     c.server_url = Some("http://${HOME}:5100".into());

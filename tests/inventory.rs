@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kcap_mcp_registry::inventory::{
+use kcap_mcp_registry::clients::codex::inventory::{
     InheritedServer, IsolationError, Transport, codex_inventory, codex_inventory_within,
     parse_inventory,
 };

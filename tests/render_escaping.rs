@@ -2,7 +2,7 @@
 //! generated strings: byte-equal to the plain per-character definition of a TOML 1.0 basic
 //! string, and read back by the `toml` crate as the input.
 
-use kcap_mcp_registry::render::codex::toml_basic_string;
+use kcap_mcp_registry::clients::codex::toml_basic_string;
 use proptest::prelude::*;
 
 /// The definition: `\\`, `\"`, `\b`, `\t`, `\n`, `\f`, `\r`, other U+0000–U+001F and U+007F

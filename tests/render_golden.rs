@@ -1,14 +1,14 @@
 //! Golden tests for both renderers: exact, order-sensitive strings.
 
-use kcap_mcp_registry::inventory::{InheritedServer, parse_inventory};
-use kcap_mcp_registry::render::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::render::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
+use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, parse_inventory};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
 
 fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
     LaunchContext {
         server_url: Some("http://127.0.0.1:5100".into()),
-        capacitor_path: Some("/opt/kcap/bin/kcap".into()),
+        kcap_bin: Some("/opt/kcap/bin/kcap".into()),
         agent_id: "agent-7".into(),
         mcp_allowlist: allowlist.map(|a| a.into_iter().map(|e| e.map(String::from)).collect()),
         model: Some("sonnet".into()),
@@ -167,9 +167,9 @@ fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
 fn gated_contexts_render_no_mcp_server() {
     let gates: [fn(&mut LaunchContext); 4] = [
         |c| c.server_url = None,
-        |c| c.capacitor_path = None,
+        |c| c.kcap_bin = None,
         |c| c.server_url = Some("  ".into()),
-        |c| c.capacitor_path = Some(String::new()),
+        |c| c.kcap_bin = Some(String::new()),
     ];
     for gate in gates {
         let mut c = ctx(Some(vec![Some("kcap-review"), Some("kcap-memory")]));
@@ -190,7 +190,7 @@ fn claude_refuses_values_that_it_would_expand() {
     type Case = (fn(&mut LaunchContext), &'static str, &'static str);
     let cases: [Case; 4] = [
         (
-            |c| c.capacitor_path = Some("/opt/${HOME}/kcap".into()),
+            |c| c.kcap_bin = Some("/opt/${HOME}/kcap".into()),
             "kcap-flow-result",
             "command",
         ),

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use kcap_mcp_registry::inventory::{InheritedServer, Transport};
-use kcap_mcp_registry::render::claude::claude_mcp_config;
-use kcap_mcp_registry::render::codex::codex_mcp_overrides;
+use kcap_mcp_registry::clients::claude::claude_mcp_config;
+use kcap_mcp_registry::clients::codex::codex_mcp_overrides;
+use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, Transport};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError, servers};
 use proptest::prelude::*;
 use serde::Deserialize;
@@ -106,7 +106,7 @@ fn context() -> impl Strategy<Value = LaunchContext> {
     )
         .prop_map(|(url, path, agent, allowlist)| LaunchContext {
             server_url: Some(url),
-            capacitor_path: Some(path),
+            kcap_bin: Some(path),
             agent_id: agent,
             mcp_allowlist: Some(allowlist),
             ..LaunchContext::default()
@@ -172,7 +172,7 @@ proptest! {
             prop_assert_eq!(rendered, Err(RenderError::BlankAgentId));
             return Ok(());
         }
-        let values = [ctx.server_url.as_deref().unwrap(), ctx.capacitor_path.as_deref().unwrap(), &ctx.agent_id];
+        let values = [ctx.server_url.as_deref().unwrap(), ctx.kcap_bin.as_deref().unwrap(), &ctx.agent_id];
         if !gated && values.iter().any(|v| v.contains("${")) {
             let refused = matches!(rendered, Err(RenderError::ClaudeExpansion { .. }));
             prop_assert!(refused, "not refused: {:?}", rendered);
@@ -191,7 +191,7 @@ proptest! {
             let registry = servers().iter().find(|s| s.id == id).unwrap();
             let keys: Vec<&str> = server.0.iter().map(|(k, _)| k.as_str()).collect();
             prop_assert_eq!(keys, ["command", "args", "env"]);
-            prop_assert_eq!(&server.0[0].1, &Field::Str(ctx.capacitor_path.clone().unwrap()));
+            prop_assert_eq!(&server.0[0].1, &Field::Str(ctx.kcap_bin.clone().unwrap()));
             let args: Vec<String> = registry.args.iter().map(|a| a.to_string()).collect();
             prop_assert_eq!(&server.0[1].1, &Field::List(args));
             let Field::Env(env) = &server.0[2].1 else {
@@ -229,7 +229,7 @@ proptest! {
             let entry = servers_table[id].as_table().unwrap();
             let mut want = toml::Table::new();
             want.insert("enabled".into(), true.into());
-            want.insert("command".into(), ctx.capacitor_path.clone().unwrap().into());
+            want.insert("command".into(), ctx.kcap_bin.clone().unwrap().into());
             want.insert(
                 "args".into(),
                 toml::Value::Array(registry.args.iter().map(|a| (*a).into()).collect()),

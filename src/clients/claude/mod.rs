@@ -9,26 +9,26 @@
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-use super::{LaunchContext, LaunchError, RenderError, option_value};
 use crate::allowlist::{Policy, Resolution};
+use crate::clients::{LaunchContext, LaunchError, RenderError, option_value};
 use crate::model::McpServer;
 
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
 ///
 /// Gated ([`LaunchContext::is_gated`]) → exactly `{"mcpServers":{}}`. Otherwise
 /// `kcap-flow-result` first, then each resolved server in allowlist order, each as
-/// `{"command":<capacitor_path>,"args":[…],"env":{…}}` with env names in registry order.
+/// `{"command":<kcap_bin>,"args":[…],"env":{…}}` with env names in registry order.
 ///
 /// # Errors
 /// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`;
 /// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy, render::claude::claude_mcp_config};
+/// use kcap_mcp_registry::{LaunchContext, Policy, clients::claude::claude_mcp_config};
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
-///     capacitor_path: Some("/usr/bin/kcap".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
 ///     agent_id: "a1".into(),
 ///     mcp_allowlist: Some(vec![Some("kcap-review".into())]),
 ///     ..LaunchContext::default()
@@ -46,7 +46,7 @@ pub fn claude_mcp_config(
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
     ctx.require_agent_id()?;
-    let command = ctx.capacitor_path.as_deref().unwrap_or_default();
+    let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
     // The JSON's size, to write it without growing the buffer: every string plus 64 bytes
     // of punctuation and keys per server (a few more when values need escaping).

@@ -108,7 +108,7 @@ impl std::error::Error for IsolationError {
 /// [`IsolationError::Parse`] for anything but that array (an empty string included).
 ///
 /// ```
-/// use kcap_mcp_registry::inventory::{parse_inventory, Transport};
+/// use kcap_mcp_registry::clients::codex::inventory::{parse_inventory, Transport};
 ///
 /// let inv = parse_inventory(r#"[{"name":"corp.flows","enabled":true,
 ///   "transport":{"type":"stdio","command":"flows","args":[],"env":null,"env_vars":[],"cwd":null},

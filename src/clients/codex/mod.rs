@@ -8,19 +8,21 @@
 //!
 //! Consequences, all probed on 0.169.0, and what the renderer does about them:
 //! - `-c mcp_servers={}` removes nothing: every inherited server (from the
-//!   [inventory](crate::inventory)) that we do not enable is disabled by name in the first
+//!   [inventory]) that we do not enable is disabled by name in the first
 //!   override, as a quoted TOML key so dotted names work, keeping its `url` (URL servers) or
 //!   getting an inert `command` (so the entry stays valid for plugin servers).
 //! - An inherited server named like one we enable merges its fields into ours: `env_vars`,
 //!   `cwd`, timeouts and `disabled_tools` are overridden back to neutral values; extra `env`
 //!   keys and a `url` cannot be neutralized and are refused with a [`RenderError`].
 
+pub mod inventory;
+
 use std::fmt::Write as _;
 
-use super::{LaunchContext, LaunchError, RenderError, option_value, set};
 use crate::allowlist::{Policy, Resolution};
-use crate::inventory::{InheritedServer, Transport};
+use crate::clients::{LaunchContext, LaunchError, RenderError, option_value, set};
 use crate::model::McpServer;
+use inventory::{InheritedServer, Transport};
 
 /// The command given to inherited stdio servers we disable. Never run: the entry is disabled.
 pub const INERT_COMMAND: &str = "false";
@@ -35,7 +37,7 @@ pub const NEUTRAL_TOOL_TIMEOUT_SEC: u32 = 120;
 /// other U+0000–U+001F and U+007F as `\uXXXX`, everything else verbatim.
 ///
 /// ```
-/// use kcap_mcp_registry::render::codex::toml_basic_string;
+/// use kcap_mcp_registry::clients::codex::toml_basic_string;
 ///
 /// assert_eq!(toml_basic_string("C:\\kcap \"x\"\t\u{1}é"), r#""C:\\kcap \"x\"\t\u0001é""#);
 /// ```
@@ -111,11 +113,11 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy, render::codex::codex_mcp_overrides};
+/// use kcap_mcp_registry::{LaunchContext, Policy, clients::codex::codex_mcp_overrides};
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
-///     capacitor_path: Some("/usr/bin/kcap".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
 ///     agent_id: "a1".into(),
 ///     ..LaunchContext::default()
 /// };
@@ -168,7 +170,7 @@ pub fn codex_mcp_overrides(
 
     let mut out = Vec::with_capacity(1 + 4 * servers.len());
     out.push(clear);
-    let command = ctx.capacitor_path.as_deref().unwrap_or_default();
+    let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     for (server, env) in &servers {
         let id = server.id;
         // `mcp_servers.<id>.<field>=`, with room for a value of `value_len` bytes.

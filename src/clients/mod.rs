@@ -1,7 +1,18 @@
-//! Rendering a reviewer's MCP configuration and launch argv for each client:
-//! [`claude`] (Claude Code) and [`codex`] (OpenAI Codex CLI).
+//! The coding-agent clients kcap launches reviewers on, one room per client.
 //!
-//! Both renderers share the security rules: the result channel is always injected first
+//! Each client's room holds everything this crate knows about that client, written once with
+//! the client version and the evidence: how its reviewer is launched, how the MCP servers it
+//! would inherit from the user or the reviewed repository are found and neutralized, and how
+//! its tools are trusted.
+//!
+//! - [`claude`]: Claude Code (pinned 2.1.197): the inline `--mcp-config` JSON and the argv.
+//! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
+//!   [inventory](codex::inventory) of the servers Codex inherits.
+//!
+//! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
+//! launch needs from the daemon), [`RenderError`] and [`LaunchError`].
+//!
+//! Every renderer keeps the same security rules: the result channel is always injected first
 //! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
 //! a server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
 //! source) reaches only the result channel; an empty or absent allowlist renders
@@ -9,6 +20,47 @@
 
 pub mod claude;
 pub mod codex;
+
+/// A coding-agent client this crate renders reviewer launches for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Client {
+    /// Anthropic Claude Code ([`claude`]).
+    Claude,
+    /// OpenAI Codex CLI ([`codex`]).
+    Codex,
+}
+
+impl Client {
+    /// Every client, in the order the CLI lists them.
+    pub const ALL: [Client; 2] = [Client::Claude, Client::Codex];
+
+    /// The client's name on the command line and in output: `claude`, `codex`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Client::Claude => "claude",
+            Client::Codex => "codex",
+        }
+    }
+
+    /// Parses [`Client::name`] (exact, lower case); `None` for anything else.
+    ///
+    /// ```
+    /// use kcap_mcp_registry::clients::Client;
+    ///
+    /// assert_eq!(Client::from_name("codex"), Some(Client::Codex));
+    /// assert_eq!(Client::from_name("Codex"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Client> {
+        Client::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl fmt::Display for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 use std::fmt;
 
@@ -24,7 +76,7 @@ pub struct LaunchContext {
     pub server_url: Option<String>,
     /// Path of the kcap binary, the `command` of every MCP server. Absent or blank gates
     /// every MCP server off.
-    pub capacitor_path: Option<String>,
+    pub kcap_bin: Option<String>,
     /// The reviewer's agent id (`KCAP_FLOW_AGENT_ID`, result channel only).
     pub agent_id: String,
     /// The flow's MCP allowlist as the launch command carries it.
@@ -40,15 +92,15 @@ pub struct LaunchContext {
 }
 
 impl LaunchContext {
-    /// Whether MCP servers are gated off: `server_url` or `capacitor_path` is absent or
+    /// Whether MCP servers are gated off: `server_url` or `kcap_bin` is absent or
     /// blank. A gated reviewer gets an empty MCP configuration.
     pub fn is_gated(&self) -> bool {
         self.materials().is_none()
     }
 
-    /// `(capacitor_path, server_url)` unless gated.
+    /// `(kcap_bin, server_url)` unless gated.
     fn materials(&self) -> Option<(&str, &str)> {
-        let path = set(&self.capacitor_path)?;
+        let path = set(&self.kcap_bin)?;
         let url = set(&self.server_url)?;
         Some((path, url))
     }
