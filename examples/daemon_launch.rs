@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::codex::inventory::parse_inventory;
-use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy};
+use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy, ResultDelivery, Snapshot};
 
 /// The daemon's own settings (from its configuration in a real daemon).
 const SERVER_URL: &str = "http://127.0.0.1:5100";
@@ -61,6 +61,17 @@ fn run(
         effort: cmd.effort,
         prompt: cmd.prompt,
         worktree: Some(WORKTREE.into()),
+        result_delivery: match cmd.result_capability_url {
+            Some(capability_url) => ResultDelivery::Brokered { capability_url },
+            None => ResultDelivery::Direct,
+        },
+        snapshot: if cmd.borrowed_snapshot || cmd.review_context_url.is_some() {
+            Snapshot::Borrowed {
+                review_context_url: cmd.review_context_url,
+            }
+        } else {
+            Snapshot::Own
+        },
     };
     // The daemon's default policy: skip what cannot be materialized, and log it.
     for skipped in ctx.resolve(Policy::Lenient)?.skipped() {

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::export::pretty;
+use crate::model::{EnvSource, Inject};
 use crate::schema::RegistryEntry;
 
 /// One changed field of a server present in both registries, or a security-relevant field of
@@ -89,13 +90,22 @@ fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
             out.push(change(&n.id, field, Value::Null, json!(true), true));
         }
     }
+    if let Some(inject) = n.inject {
+        out.push(change(
+            &n.id,
+            "inject",
+            Value::Null,
+            json!(inject.name()),
+            true,
+        ));
+    }
     for (name, src) in &n.env {
         if *src == crate::EnvSource::AgentId {
             out.push(change(
                 &n.id,
                 &format!("env.{name}"),
                 Value::Null,
-                json!(src.name()),
+                source_json(src),
                 true,
             ));
         }
@@ -137,6 +147,18 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
         json!(n.allowlistable),
         true,
     );
+    field(
+        "inject",
+        json!(o.inject.map(Inject::name)),
+        json!(n.inject.map(Inject::name)),
+        true,
+    );
+    field(
+        "registered",
+        json!(o.registered),
+        json!(n.registered),
+        false,
+    );
     field("read_only", json!(o.read_only), json!(n.read_only), true);
     field(
         "needs_project_cwd",
@@ -144,12 +166,18 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
         json!(n.needs_project_cwd),
         false,
     );
+    field(
+        "driver_stamp",
+        json!(o.driver_stamp),
+        json!(n.driver_stamp),
+        false,
+    );
 
     let source = |e: &RegistryEntry, name: &str| {
         e.env
             .iter()
             .find(|(n, _)| n == name)
-            .map_or(Value::Null, |(_, s)| json!(s.name()))
+            .map_or(Value::Null, |(_, s)| source_json(s))
     };
     let mut env_names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
     env_names.extend(
@@ -160,7 +188,7 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
     );
     for name in env_names {
         let (old, new) = (source(o, name), source(n, name));
-        let security = new == json!(crate::EnvSource::AgentId.name());
+        let security = new == source_json(&crate::EnvSource::AgentId);
         field(&format!("env.{name}"), old, new, security);
     }
 
@@ -190,6 +218,14 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
             .collect()
     };
     field("tools", json!(common(o, n)), json!(common(n, o)), false);
+}
+
+/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
+fn source_json(src: &EnvSource<String>) -> Value {
+    match (src.name(), src) {
+        (_, EnvSource::Constant(value)) => json!({ "value": value }),
+        (name, _) => json!(name),
+    }
 }
 
 impl RegistryDiff {

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use crate::allowlist::Policy;
-use crate::clients::LaunchContext;
+use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
 use crate::wire::LaunchCommand;
 
 /// The launch values given on the command line; each one that is set overrides the launch
@@ -31,6 +31,10 @@ pub struct LaunchOverrides {
     pub prompt: Option<String>,
     /// `--worktree`.
     pub worktree: Option<String>,
+    /// `--result-capability-url`: brokered result delivery.
+    pub result_capability_url: Option<String>,
+    /// `--review-context-url`: a borrowed snapshot with this review-context URL.
+    pub review_context_url: Option<String>,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -49,6 +53,22 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
         effort: overrides.effort.or(launch.effort),
         prompt: overrides.prompt.or(launch.prompt),
         worktree: overrides.worktree,
+        result_delivery: match overrides
+            .result_capability_url
+            .or(launch.result_capability_url)
+        {
+            Some(capability_url) => ResultDelivery::Brokered { capability_url },
+            None => ResultDelivery::Direct,
+        },
+        snapshot: match overrides.review_context_url.or(launch.review_context_url) {
+            Some(url) => Snapshot::Borrowed {
+                review_context_url: Some(url),
+            },
+            None if launch.borrowed_snapshot => Snapshot::Borrowed {
+                review_context_url: None,
+            },
+            None => Snapshot::Own,
+        },
     }
 }
 

@@ -74,7 +74,7 @@ pub mod inspect;
 #[cfg(feature = "cli")]
 pub mod launch;
 mod model;
-mod registry;
+pub mod registry;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "validate")]
@@ -84,8 +84,8 @@ mod wire;
 pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
-pub use clients::{LaunchContext, LaunchError, RenderError};
-pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
+pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
+pub use model::{EnvSource, Inject, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 pub use registry::{lookup, result_channel, servers};
 #[cfg(feature = "validate")]
 pub use schema::diagnostic;

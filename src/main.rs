@@ -87,7 +87,7 @@ Examples:
   kcap-mcp-registry check registry --format github
   kcap-mcp-registry check --against .mcp.json --against .codex/config.toml")]
     Check(CheckArgs),
-    /// Print the compiled-in registry.
+    /// Print the compiled-in registry and its digest.
     #[command(after_help = "\
 Example:
   kcap-mcp-registry list --format json")]
@@ -118,7 +118,7 @@ Example:
 Example:
   kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
     )]
-    Render(RenderClient),
+    Render(Box<RenderClient>),
     /// Generate files from the registry.
     #[command(
         subcommand,
@@ -252,8 +252,9 @@ struct RenderArgs {
         allow_hyphen_values = true
     )]
     allowlist: Option<Vec<String>>,
-    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`;
-    /// other fields ignored), `-` for stdin. Flags given as well override its fields.
+    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`,
+    /// `result_capability_url`, `borrowed_snapshot`, `review_context_url`; other fields
+    /// ignored), `-` for stdin. Flags given as well override its fields.
     #[arg(long, value_name = "FILE|-")]
     launch_json: Option<PathBuf>,
     /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
@@ -271,6 +272,14 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
+    /// Brokered result delivery: the result channel gets this capability URL
+    /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    result_capability_url: Option<String>,
+    /// A borrowed-snapshot review: inject the review-context server with this URL
+    /// (KCAP_REVIEW_CONTEXT_URL).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    review_context_url: Option<String>,
     /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
@@ -346,13 +355,14 @@ fn main() -> ExitCode {
         Command::Check(args) => check(args),
         Command::List { format } => {
             let entries = inspect::compiled_entries();
-            out!(
-                "{}",
-                match format {
-                    ListFormat::Table => inspect::list_table(&entries),
-                    ListFormat::Json => inspect::list_json(&entries),
-                }
-            );
+            match format {
+                ListFormat::Table => out!(
+                    "{}\nregistry digest (SHA-256): {}\n",
+                    inspect::list_table(&entries),
+                    kcap_mcp_registry::registry::DIGEST
+                ),
+                ListFormat::Json => out!("{}", inspect::list_json(&entries)),
+            }
             ExitCode::SUCCESS
         }
         Command::Resolve { names, strict } => {
@@ -365,7 +375,7 @@ fn main() -> ExitCode {
             out!("{}", report.text);
             exit(!report.rejected)
         }
-        Command::Render(client) => render(client),
+        Command::Render(client) => render(*client),
         Command::Export(what) => export(what),
         Command::Diff {
             old_dir,
@@ -444,7 +454,14 @@ fn check(args: CheckArgs) -> ExitCode {
             "--against compares a whole registry with a registration file: give the registry directory",
         );
     }
-    let entries = match kcap_mcp_registry::validate_path(&args.dir) {
+    let checked = kcap_mcp_registry::validate_path(&args.dir);
+    if args.dir.is_dir() {
+        let entries = checked.as_ref().ok().map(Vec::as_slice);
+        if let Some(warning) = inspect::stale_binary(&args.dir, entries) {
+            errln!("warning: {warning}");
+        }
+    }
+    let entries = match checked {
         Ok(entries) => entries,
         Err(CheckError::Load(e)) => return input_error(e),
         Err(CheckError::Invalid(diags)) => {
@@ -571,6 +588,8 @@ fn render(client: RenderClient) -> ExitCode {
             effort: common.effort,
             prompt: common.prompt,
             worktree: common.worktree,
+            result_capability_url: common.result_capability_url,
+            review_context_url: common.review_context_url,
         },
     );
     let policy = if common.strict {

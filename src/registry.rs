@@ -1,15 +1,30 @@
 //! The compiled-in registry: the table `build.rs` generates from `registry/*.toml`, and
 //! [`lookup`], the one way an allowlist name resolves to an MCP server.
 
-use crate::model::{EnvSource, McpServer, Tool};
+use crate::model::{EnvSource, Inject, McpServer, Tool};
 
 #[allow(clippy::unreadable_literal)]
 mod table {
-    // A registry without env vars or tools (e.g. `.ci/bootstrap-registry`) names neither.
+    // A registry without env vars, tools or injected servers names none of them.
     #[allow(unused_imports)]
-    use super::{EnvSource, McpServer, Tool};
+    use super::{EnvSource, Inject, McpServer, Tool};
     include!(concat!(env!("OUT_DIR"), "/registry_table.rs"));
 }
+
+/// The registry digest: SHA-256 of the validated table's canonical form (the compact JSON of
+/// `list --format json`), as 64 lower-case hex digits, computed by `build.rs` from the
+/// directory it read. `kcap-mcp-registry list` prints it; `check DIR` recomputes it for DIR
+/// (`schema::digest`) and warns when DIR is [`SOURCE_DIR`] but the digests differ: cargo
+/// reruns `build.rs` only when a registry file's mtime is newer than the last build
+/// (rust-lang/cargo#10791), so a file replaced by an older one leaves a stale table.
+///
+/// ```
+/// assert_eq!(kcap_mcp_registry::registry::DIGEST.len(), 64);
+/// ```
+pub const DIGEST: &str = table::DIGEST;
+
+/// The registry directory `build.rs` compiled in, canonicalized on the build machine.
+pub const SOURCE_DIR: &str = table::SOURCE_DIR;
 
 /// Resolves an allowlist name to its registry entry.
 ///
@@ -102,6 +117,23 @@ pub fn servers() -> &'static [McpServer] {
 /// ```
 pub fn result_channel() -> &'static McpServer {
     &table::SERVERS[table::RESULT_CHANNEL]
+}
+
+/// The injection-only servers the launcher injects under condition `when`, in registry order:
+/// for [`Inject::Always`] exactly the result channel (rule `inject-always`).
+///
+/// ```
+/// use kcap_mcp_registry::{Inject, registry::injected};
+///
+/// let ids: Vec<&str> = injected(Inject::BorrowedSnapshot).map(|s| s.id).collect();
+/// assert_eq!(ids, ["kcap-review-context"]);
+/// assert_eq!(injected(Inject::Always).map(|s| s.id).collect::<Vec<_>>(), ["kcap-flow-result"]);
+/// ```
+pub fn injected(when: Inject) -> impl Iterator<Item = &'static McpServer> + Clone {
+    table::INJECTED
+        .iter()
+        .map(|&i| &table::SERVERS[i])
+        .filter(move |s| s.inject == Some(when))
 }
 
 #[cfg(test)]

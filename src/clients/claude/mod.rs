@@ -45,7 +45,7 @@ pub fn claude_mcp_config(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
     // The JSON's size, to write it without growing the buffer: every string plus 64 bytes

@@ -135,7 +135,7 @@ pub fn codex_mcp_overrides(
     resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let servers: Vec<_> = ctx.servers(resolution).collect();
     let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
 
