@@ -183,11 +183,20 @@ fn inject_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &mut Flags) {
     }
 }
 
-/// Rule `inject-always`: `inject = "always"` is the result channel's, and only its.
+/// Rule `inject-always`: `inject = "always"` is the result channel's, and only its. Judged
+/// only for a canonical id.
 fn inject_always(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags, is_result_channel: bool) {
     let Some(Some(inject)) = flags.inject else {
         return;
     };
+    // Which entry this is rests on its id: a missing or non-canonical one is the root cause.
+    if !raw
+        .id
+        .as_ref()
+        .is_some_and(|id| is_canonical_id(id.get_ref()))
+    {
+        return;
+    }
     let span = raw.inject.as_ref().map_or(0..0, Spanned::span);
     match (inject, is_result_channel) {
         (Inject::Always, false) => cx.report(

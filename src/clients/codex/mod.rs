@@ -99,7 +99,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// 1. `mcp_servers={…}` disabling every inherited server we do not enable
 ///    (`"<name>"={enabled=false,url="…"}` or `{enabled=false,command="false"}`), or
 ///    `mcp_servers={}` when there is none;
-/// 2. unless gated, for the result channel and then each resolved server:
+/// 2. unless gated, for the result channel, each resolved server, then (for a borrowed
+///    snapshot) each `inject = "borrowed-snapshot"` server:
 ///    `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`, `.env={NAME="…",…}`,
 ///    followed, only where the inventory holds a server of the same name, by `.env_vars=[]`,
 ///    `.cwd="<worktree>"` (if it has a `cwd`), `.startup_timeout_sec=30` and
@@ -109,8 +110,9 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// # Errors
 /// [`RenderError::CodexInheritedField`] when an inherited server of the same name as one we
 /// enable has a `url`, an `env` key we do not set, or a `cwd` while `ctx.worktree` is unset;
-/// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
-/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
+/// [`RenderError::DuplicateInherited`] when the inventory lists a name twice; when not
+/// gated, [`RenderError::BlankAgentId`] for a blank agent id,
+/// [`RenderError::BlankCapabilityUrl`] and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, clients::codex::codex_mcp_overrides};
