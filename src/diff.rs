@@ -1,13 +1,16 @@
 //! What a registry change means (`diff OLD_DIR NEW_DIR`): servers added and removed, every
-//! changed field, and the security-relevant flips listed first.
+//! changed field, and the security-relevant flips listed first. Which keys are
+//! security-relevant is one table (`compare_key`), matched exhaustively over [`EntryKey`].
 //!
 //! Security-relevant ([`Change::security`]): any change of `args` (what runs),
-//! `starts_flows`, `allowlistable` or `read_only`; a new server that starts flows (the
-//! server's own deny-list needs it) or claims `read_only` (its tools may be auto-approved); a
+//! `starts_flows`, `allowlistable`, `inject` (what the launcher injects), `read_only` or
+//! `driver_stamp` (what registrations run); a new server that starts flows (the server's own
+//! deny-list needs it), claims `read_only` (its tools may be auto-approved) or is injected; a
 //! tool becoming `unattended_safe` (a flip to `true`, or a new tool — on a new or an existing
 //! server — that is `unattended_safe`); an env var whose source becomes `agent_id` (a changed
 //! source, or a new env var, on a new or an existing server).
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -15,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::export::pretty;
 use crate::model::{EnvSource, Inject};
-use crate::schema::RegistryEntry;
+use crate::schema::{EntryKey, Key, RegistryEntry};
 
 /// One changed field of a server present in both registries, or a security-relevant field of
 /// a new server.
@@ -47,30 +50,102 @@ pub struct RegistryDiff {
     pub changes: Vec<Change>,
 }
 
-/// Compares two registries (each sorted by id, as `validate_dir` returns them).
+/// How `diff` treats one registry key: the one table of keys and their security relevance.
+#[derive(Clone, Copy)]
+enum Compare {
+    /// The id: what entries are matched by, never a change.
+    Identity,
+    /// The whole value ([`value`]). `security`: any change of it is security-relevant.
+    /// `flag_new`: a new server with it `true` is a security-relevant change too.
+    Whole { security: bool, flag_new: bool },
+    /// Each env var's source, by name; security-relevant when it becomes `agent_id` (also on
+    /// a new server).
+    EnvSources,
+    /// Each tool's `unattended_safe`, by name; security-relevant when it becomes `true` (also
+    /// on a new server). Then the order of the tools both versions have (not relevant).
+    Tools,
+}
+
+/// The table: how each key is compared. Exhaustive, so a new key does not compile until it
+/// is placed here.
+fn compare_key(key: EntryKey) -> Compare {
+    let whole = |security, flag_new| Compare::Whole { security, flag_new };
+    match key {
+        EntryKey::Id => Compare::Identity,
+        EntryKey::Description | EntryKey::NeedsProjectCwd | EntryKey::Registered => {
+            whole(false, false)
+        }
+        EntryKey::Args | EntryKey::Allowlistable | EntryKey::DriverStamp => whole(true, false),
+        EntryKey::StartsFlows | EntryKey::ReadOnly | EntryKey::Inject => whole(true, true),
+        EntryKey::Env => Compare::EnvSources,
+        EntryKey::Tools => Compare::Tools,
+    }
+}
+
+/// The value of a [`Compare::Whole`] key as JSON.
+fn value(e: &RegistryEntry, key: EntryKey) -> Value {
+    match key {
+        EntryKey::Id => json!(e.id),
+        EntryKey::Description => json!(e.description),
+        EntryKey::Args => json!(e.args),
+        EntryKey::StartsFlows => json!(e.starts_flows),
+        EntryKey::Allowlistable => json!(e.allowlistable),
+        EntryKey::Inject => json!(e.inject.map(Inject::name)),
+        EntryKey::Registered => json!(e.registered),
+        EntryKey::ReadOnly => json!(e.read_only),
+        EntryKey::NeedsProjectCwd => json!(e.needs_project_cwd),
+        EntryKey::DriverStamp => json!(e.driver_stamp),
+        EntryKey::Env => json!(
+            e.env
+                .iter()
+                .map(|(n, s)| (n, source_json(s)))
+                .collect::<Vec<_>>()
+        ),
+        EntryKey::Tools => json!(e.tools),
+    }
+}
+
+/// Compares two registries in one pass over both, in O(old + new) comparisons of entries.
+/// Each side is taken in id order (as `validate_dir` returns it; another order is sorted
+/// first).
 pub fn diff(old: &[RegistryEntry], new: &[RegistryEntry]) -> RegistryDiff {
     let mut d = RegistryDiff {
         added: Vec::new(),
         removed: Vec::new(),
         changes: Vec::new(),
     };
-    let mut ids: Vec<&str> = old.iter().chain(new).map(|e| e.id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for id in ids {
-        let o = old.iter().find(|e| e.id == id);
-        let n = new.iter().find(|e| e.id == id);
-        match (o, n) {
-            (Some(o), Some(n)) => compare(o, n, &mut d.changes),
-            (None, Some(n)) => {
-                d.added.push(n.clone());
-                new_server_flips(n, &mut d.changes);
+    let (old, new) = (by_id(old), by_id(new));
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let order = match (o.peek(), n.peek()) {
+            (Some(a), Some(b)) => a.id.cmp(&b.id),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Less => d.removed.extend(o.next().map(|&e| e.clone())),
+            Ordering::Greater => {
+                let added = n.next().expect("peeked");
+                new_server_flips(added, &mut d.changes);
+                d.added.push((*added).clone());
             }
-            (Some(o), None) => d.removed.push(o.clone()),
-            (None, None) => {}
+            Ordering::Equal => {
+                let (a, b) = (o.next().expect("peeked"), n.next().expect("peeked"));
+                compare(a, b, &mut d.changes);
+            }
         }
     }
     d
+}
+
+/// `entries` in id order, without sorting when they already are.
+fn by_id(entries: &[RegistryEntry]) -> Vec<&RegistryEntry> {
+    let mut refs: Vec<&RegistryEntry> = entries.iter().collect();
+    if !refs.is_sorted_by(|a, b| a.id <= b.id) {
+        refs.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    refs
 }
 
 fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> Change {
@@ -85,42 +160,46 @@ fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> 
 
 /// The security-relevant facts of a server that did not exist before.
 fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
-    for (field, set) in [("starts_flows", n.starts_flows), ("read_only", n.read_only)] {
-        if set {
-            out.push(change(&n.id, field, Value::Null, json!(true), true));
+    for &key in EntryKey::ALL {
+        match compare_key(key) {
+            Compare::Identity
+            | Compare::Whole {
+                flag_new: false, ..
+            } => {}
+            Compare::Whole { flag_new: true, .. } => {
+                // Set: `true`, or an `inject` condition.
+                let v = value(n, key);
+                if !matches!(v, Value::Null | Value::Bool(false)) {
+                    out.push(change(&n.id, key.name(), Value::Null, v, true));
+                }
+            }
+            Compare::EnvSources => {
+                for (name, src) in n.env.iter().filter(|(_, s)| *s == EnvSource::AgentId) {
+                    out.push(change(
+                        &n.id,
+                        &format!("env.{name}"),
+                        Value::Null,
+                        source_json(src),
+                        true,
+                    ));
+                }
+            }
+            Compare::Tools => {
+                for t in n.tools.iter().filter(|t| t.unattended_safe) {
+                    out.push(change(
+                        &n.id,
+                        &format!("tools.{}.unattended_safe", t.name),
+                        Value::Null,
+                        json!(true),
+                        true,
+                    ));
+                }
+            }
         }
-    }
-    if let Some(inject) = n.inject {
-        out.push(change(
-            &n.id,
-            "inject",
-            Value::Null,
-            json!(inject.name()),
-            true,
-        ));
-    }
-    for (name, src) in &n.env {
-        if *src == crate::EnvSource::AgentId {
-            out.push(change(
-                &n.id,
-                &format!("env.{name}"),
-                Value::Null,
-                source_json(src),
-                true,
-            ));
-        }
-    }
-    for t in n.tools.iter().filter(|t| t.unattended_safe) {
-        out.push(change(
-            &n.id,
-            &format!("tools.{}.unattended_safe", t.name),
-            Value::Null,
-            json!(true),
-            true,
-        ));
     }
 }
 
+/// Every changed field of a server in both registries, in key order.
 fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
     let id = &n.id;
     let mut field = |name: &str, old: Value, new: Value, security: bool| {
@@ -128,103 +207,61 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
             out.push(change(id, name, old, new, security));
         }
     };
-    field(
-        "description",
-        json!(o.description),
-        json!(n.description),
-        false,
-    );
-    field("args", json!(o.args), json!(n.args), true);
-    field(
-        "starts_flows",
-        json!(o.starts_flows),
-        json!(n.starts_flows),
-        true,
-    );
-    field(
-        "allowlistable",
-        json!(o.allowlistable),
-        json!(n.allowlistable),
-        true,
-    );
-    field(
-        "inject",
-        json!(o.inject.map(Inject::name)),
-        json!(n.inject.map(Inject::name)),
-        true,
-    );
-    field(
-        "registered",
-        json!(o.registered),
-        json!(n.registered),
-        false,
-    );
-    field("read_only", json!(o.read_only), json!(n.read_only), true);
-    field(
-        "needs_project_cwd",
-        json!(o.needs_project_cwd),
-        json!(n.needs_project_cwd),
-        false,
-    );
-    field(
-        "driver_stamp",
-        json!(o.driver_stamp),
-        json!(n.driver_stamp),
-        false,
-    );
-
-    let source = |e: &RegistryEntry, name: &str| {
-        e.env
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(Value::Null, |(_, s)| source_json(s))
-    };
-    let mut env_names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
-    env_names.extend(
-        o.env
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .filter(|name| !n.env.iter().any(|(m, _)| m == name)),
-    );
-    for name in env_names {
-        let (old, new) = (source(o, name), source(n, name));
-        let security = new == source_json(&crate::EnvSource::AgentId);
-        field(&format!("env.{name}"), old, new, security);
-    }
-
-    let safe = |e: &RegistryEntry, name: &str| {
-        e.tools
-            .iter()
-            .find(|t| t.name == name)
-            .map_or(Value::Null, |t| json!(t.unattended_safe))
-    };
-    let mut tool_names: Vec<&str> = n.tools.iter().map(|t| t.name.as_str()).collect();
-    tool_names.extend(
-        o.tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .filter(|name| !n.tools.iter().any(|t| t.name == *name)),
-    );
-    for name in tool_names {
-        let (old, new) = (safe(o, name), safe(n, name));
-        let security = new == json!(true);
-        field(&format!("tools.{name}.unattended_safe"), old, new, security);
-    }
-    let common = |a: &RegistryEntry, b: &RegistryEntry| -> Vec<String> {
-        a.tools
-            .iter()
-            .filter(|t| b.tools.iter().any(|u| u.name == t.name))
-            .map(|t| t.name.clone())
-            .collect()
-    };
-    field("tools", json!(common(o, n)), json!(common(n, o)), false);
-}
-
-/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
-fn source_json(src: &EnvSource<String>) -> Value {
-    match (src.name(), src) {
-        (_, EnvSource::Constant(value)) => json!({ "value": value }),
-        (name, _) => json!(name),
+    for &key in EntryKey::ALL {
+        match compare_key(key) {
+            Compare::Identity => {}
+            Compare::Whole { security, .. } => {
+                field(key.name(), value(o, key), value(n, key), security);
+            }
+            Compare::EnvSources => {
+                let source = |e: &RegistryEntry, name: &str| {
+                    e.env
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or(Value::Null, |(_, s)| source_json(s))
+                };
+                let mut names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
+                names.extend(
+                    o.env
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .filter(|name| !n.env.iter().any(|(m, _)| m == name)),
+                );
+                for name in names {
+                    let (old, new) = (source(o, name), source(n, name));
+                    let security = new == source_json(&EnvSource::AgentId);
+                    field(&format!("env.{name}"), old, new, security);
+                }
+            }
+            Compare::Tools => {
+                let safe = |e: &RegistryEntry, name: &str| {
+                    e.tools
+                        .iter()
+                        .find(|t| t.name == name)
+                        .map_or(Value::Null, |t| json!(t.unattended_safe))
+                };
+                let mut names: Vec<&str> = n.tools.iter().map(|t| t.name.as_str()).collect();
+                names.extend(
+                    o.tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .filter(|name| !n.tools.iter().any(|t| t.name == *name)),
+                );
+                for name in names {
+                    let (old, new) = (safe(o, name), safe(n, name));
+                    let security = new == json!(true);
+                    field(&format!("tools.{name}.unattended_safe"), old, new, security);
+                }
+                let common = |a: &RegistryEntry, b: &RegistryEntry| -> Vec<String> {
+                    a.tools
+                        .iter()
+                        .filter(|t| b.tools.iter().any(|u| u.name == t.name))
+                        .map(|t| t.name.clone())
+                        .collect()
+                };
+                field("tools", json!(common(o, n)), json!(common(n, o)), false);
+            }
+        }
     }
 }
 
@@ -351,5 +388,13 @@ mod tests {
         assert_eq!(code("a"), "`a`");
         assert_eq!(code("a`b"), "``a`b``");
         assert_eq!(code("`x``"), "``` `x`` ```");
+    }
+}
+
+/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
+fn source_json(src: &EnvSource<String>) -> Value {
+    match (src.name(), src) {
+        (_, EnvSource::Constant(value)) => json!({ "value": value }),
+        (name, _) => json!(name),
     }
 }

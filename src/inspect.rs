@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::allowlist::{Policy, RejectReason, resolve_allowlist};
+use crate::allowlist::{Policy, resolve_allowlist};
 use crate::export::pretty;
 use crate::model::McpServer;
 use crate::schema::{RegistryEntry, ToolEntry};
@@ -149,15 +149,7 @@ pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
         match (rejection, skip) {
             (Some(r), _) => {
                 rejected = true;
-                let (reason, why) = match r.reason {
-                    RejectReason::Blank => ("blank", "it is blank"),
-                    RejectReason::Unknown => ("unknown", "it is not a kcap MCP server"),
-                    RejectReason::StartsFlows => ("starts_flows", "the server can start flows"),
-                    RejectReason::NotReadOnly => (
-                        "not_read_only",
-                        "the server is not read-only, so its tools need approval",
-                    ),
-                };
+                let (reason, why) = (r.reason.name(), r.reason.explanation());
                 let _ = writeln!(text, "rejected ({reason}): {why}");
             }
             (None, Some(s)) => {

@@ -63,6 +63,7 @@
 
 mod allowlist;
 pub mod clients;
+pub mod decode;
 #[cfg(feature = "cli")]
 pub mod diff;
 #[cfg(feature = "cli")]

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
-/// `benches/`, whose targets the manifest names, and the CI bootstrap registry) into a fresh
-/// temp dir.
+/// `benches/` and the `[[test]]` files, whose targets the manifest names, and the CI bootstrap
+/// registry) into a fresh temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
@@ -15,6 +15,22 @@ fn copy_crate() -> tempfile::TempDir {
     }
     for dir in ["src", "registry", "benches", ".ci/bootstrap-registry"] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
+    }
+    // The test targets the manifest declares (`[[test]]`) must exist for it to load.
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    for test in manifest
+        .get("test")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let file = match test.get("path") {
+            Some(path) => PathBuf::from(path.as_str().unwrap()),
+            None => Path::new("tests").join(format!("{}.rs", test["name"].as_str().unwrap())),
+        };
+        std::fs::create_dir_all(tmp.path().join(&file).parent().unwrap()).unwrap();
+        std::fs::copy(root.join(&file), tmp.path().join(&file)).unwrap();
     }
     tmp
 }

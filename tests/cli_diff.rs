@@ -327,7 +327,7 @@ fn which_changes_are_security_relevant() {
             c("registered", "true", "false", false),
             c("read_only", "true", "false", true),
             c("needs_project_cwd", "false", "true", false),
-            c("driver_stamp", "false", "true", false),
+            c("driver_stamp", "false", "true", true),
             c("env.KCAP_URL", "null", "\"server_url\"", false),
             c("env.KCAP_FLOW_AGENT_ID", "null", "\"agent_id\"", true),
             c("env.KCAP_MODE", "null", "{\"value\":\"1\"}", false),
@@ -378,4 +378,31 @@ fn which_changes_are_security_relevant() {
     // The compiled registry against itself: nothing.
     let compiled = inspect::compiled_entries();
     assert!(diff(&compiled, &compiled).is_empty());
+}
+
+#[test]
+fn both_sides_are_walked_in_id_order_whatever_order_they_come_in() {
+    let ids = |v: &[RegistryEntry]| v.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+    let old: Vec<RegistryEntry> = ["kcap-a", "kcap-b", "kcap-d"].map(entry).into();
+    let mut new: Vec<RegistryEntry> = ["kcap-b", "kcap-c", "kcap-e"].map(entry).into();
+    new[0].description = "Changed.".into();
+    let sorted = diff(&old, &new);
+    assert_eq!(ids(&sorted.added), ["kcap-c", "kcap-e"]);
+    assert_eq!(ids(&sorted.removed), ["kcap-a", "kcap-d"]);
+    assert_eq!(
+        sorted
+            .changes
+            .iter()
+            .map(|c| (c.server.as_str(), c.field.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("kcap-b", "description"),
+            ("kcap-c", "read_only"),
+            ("kcap-e", "read_only")
+        ]
+    );
+    let (mut old_rev, mut new_rev) = (old.clone(), new.clone());
+    old_rev.reverse();
+    new_rev.reverse();
+    assert_eq!(diff(&old_rev, &new_rev), sorted);
 }

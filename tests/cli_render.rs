@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt as _;
-
 use common::{Run, bin, finish, run, run_in};
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
@@ -427,14 +425,11 @@ fn render_refusals_exit_1_with_the_message() {
 
 /// A stand-in for the Codex binary: records its argv and answers `mcp list --json`.
 fn fake_codex(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
-    let path = dir.join("codex");
-    std::fs::write(
-        &path,
-        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\n{body}\n"),
+    common::stand_in::sh_script(
+        dir,
+        "codex",
+        &format!("printf '%s\\n' \"$@\" > \"$0.args\"\n{body}"),
     )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
 }
 
 #[test]

@@ -1,32 +1,38 @@
 //! Conformance of the renderers against the real clients: Codex CLI 0.169.0 and Claude Code
 //! 2.1.197 (issue 5). Install them with `bash scripts/install-peers.sh`, then run
-//! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test conformance`.
+//! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test conformance`. The Claude cases run
+//! unchanged on Claude Code 2.1.328 with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN` (as
+//! `.ci/run` does).
 //!
 //! Oracles, both offline (no login, no model, no network):
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
 //!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
 //!   onto the user's `$CODEX_HOME/config.toml`.
-//! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
-//!   configured MCP server, then exits 1 with "Input must be provided …". Our
-//!   `kcap_bin` points at a recorder script that writes its argv, its whole environment
-//!   and its cwd, then exits at once; the test compares them byte for byte.
+//! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
+//!   and the API at a dead local port starts every configured MCP server; once the
+//!   recorders have settled the oracle kills it (`tests/claude_oracle`). Our `kcap_bin`
+//!   points at a recorder script that writes its argv, its whole environment and its cwd,
+//!   then exits at once; the test compares them byte for byte, once per distinct server.
 //!
 //! Every client run gets a fresh temp `HOME` (and `CODEX_HOME`), a fresh temp cwd, stdin
 //! from `/dev/null`, a cleared environment, and a 30 s timeout after which its process group
-//! is killed and the test fails. A missing binary fails the test under `KCAP_REQUIRE_PEERS=1`
-//! (as `.ci/run` sets) and otherwise prints one `SKIPPED` line to stderr.
+//! is killed and the test fails. The file runs on the real-client harness
+//! (`tests/common/README.md`): a missing binary fails the test under `KCAP_REQUIRE_PEERS=1`
+//! (as `.ci/run` sets) and otherwise shows it as `ignored` with the reason.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::{Read, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{Mutex, mpsc};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod claude_oracle;
+
+use common::peers::{inherited_path, peer, run};
+use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 use kcap_mcp_registry::clients::codex::inventory::{
     INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
@@ -35,9 +41,6 @@ use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-
-/// How long one client run may take before it is killed and the test fails.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A value that needs every kind of escaping: double and single quotes, a tab, a newline,
 /// non-ASCII, `=`, `#`, a backslash and a plain `$HOME` (which no client expands).
@@ -52,122 +55,27 @@ const WINDOWS_KCAP: &str = r"C:\Program Files\kcap\kcap.exe";
 /// A Windows-style value whose backslashes precede `t` and `n` (must not become TAB/LF).
 const WINDOWS_URL: &str = r"C:\tools\new";
 
-// ------------------------------------------------------------------------------------------
-// Finding the clients
-// ------------------------------------------------------------------------------------------
-
-/// Which skip notices were printed already: one line per variable and test binary.
-static SKIP_NOTICES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-
-/// The client binary named by `var`, or `None` when it is not set and `KCAP_REQUIRE_PEERS`
-/// is not `1`; the first such test prints one `SKIPPED` line for all. A variable that is set
-/// must name an existing file: a wrong path fails the test rather than skipping it.
-fn peer(var: &'static str) -> Option<PathBuf> {
-    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(path) => {
-            let path = PathBuf::from(path);
-            assert!(
-                path.is_file(),
-                "{var}={} does not name a file; run `bash scripts/install-peers.sh` and export \
-                 the paths it prints",
-                path.display()
-            );
-            Some(path)
-        }
-        None if required => panic!(
-            "{var} is not set but KCAP_REQUIRE_PEERS=1; run `bash scripts/install-peers.sh` \
-             and export the paths it prints"
-        ),
-        None => {
-            let mut printed = SKIP_NOTICES.lock().unwrap_or_else(|e| e.into_inner());
-            if !printed.contains(&var) {
-                printed.push(var);
-                // Straight to the process's stderr, past libtest's output capture.
-                let _ = std::io::stderr().write_all(
-                    format!(
-                        "\nSKIPPED conformance: {var} not set, so the tests that need it return \
-                         without running the client; run `bash scripts/install-peers.sh` and \
-                         export the paths it prints (KCAP_REQUIRE_PEERS=1 makes this a failure)\n"
-                    )
-                    .as_bytes(),
-                );
-            }
-            None
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// Running a client
-// ------------------------------------------------------------------------------------------
-
-struct Output {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// Runs `cmd` with stdin from `/dev/null` in its own process group; kills the group and
-/// panics after [`CLIENT_TIMEOUT`].
-fn run(mut cmd: Command, what: &str) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let (tx, rx) = mpsc::channel();
-    let pipes: [(u8, Box<dyn Read + Send>); 2] = [
-        (1, Box::new(child.stdout.take().unwrap())),
-        (2, Box::new(child.stderr.take().unwrap())),
-    ];
-    for (fd, mut pipe) in pipes {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((fd, buf));
-        });
-    }
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            // The child is not reaped yet, so its pid (= the group id) cannot be reused.
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{what} did not finish within {} s; killed it",
-                CLIENT_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (None, None);
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(5);
-        let (fd, buf) = rx.recv_timeout(left).unwrap_or_else(|_| {
-            panic!("{what} exited ({status}) but a process it left behind keeps its output open")
-        });
-        if fd == 1 {
-            stdout = Some(buf);
-        } else {
-            stderr = Some(buf);
-        }
-    }
-    Output {
-        status,
-        stdout: stdout.unwrap(),
-        stderr: String::from_utf8_lossy(&stderr.unwrap()).into_owned(),
-    }
+/// The tests, run by the real-client harness (`tests/common/peers.rs`): a test whose client
+/// is missing is reported as ignored, with the reason. Every test function is listed here.
+fn main() {
+    common::peers::main(real_client_tests![
+        codex_case1_baseline_enables_exactly_the_result_channel,
+        codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers,
+        codex_case3_hostile_user_config_is_disabled_and_neutralized,
+        codex_case3_unneutralizable_user_fields_are_refused_by_name,
+        codex_case4_values_reach_the_table_exactly,
+        codex_case5_gated_enables_no_server,
+        claude_case1_baseline_starts_exactly_the_result_channel,
+        claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers,
+        claude_case4_windows_path_and_values_arrive_byte_for_byte,
+        claude_case4_hostile_path_and_values_arrive_byte_for_byte,
+        claude_case4_dollar_brace_is_refused_before_any_process_starts,
+        claude_case5_gated_starts_no_server,
+        #[cfg(feature = "cli")]
+        codex_case6_exported_toml_lists_exactly_the_allowlistable_servers,
+        #[cfg(feature = "cli")]
+        claude_case6_exported_mcp_json_loads_without_diagnostics,
+    ]);
 }
 
 /// Quotes `s` for `/bin/sh` (single quotes; `'` as `'\''`).
@@ -182,16 +90,6 @@ fn sh_quote(s: &[u8]) -> Vec<u8> {
     }
     out.push(b'\'');
     out
-}
-
-fn write_script(path: &Path, body: &[u8]) {
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// The `PATH` given to the clients: the test's own (Codex's launcher needs `node`).
-fn inherited_path() -> OsString {
-    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -328,7 +226,6 @@ fn case2_allowlist() -> Vec<Option<&'static str>> {
     ]
 }
 
-#[test]
 fn codex_case1_baseline_enables_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -354,7 +251,6 @@ fn codex_case1_baseline_enables_exactly_the_result_channel() {
     assert_eq!(got["disabled_tools"], Value::Null);
 }
 
-#[test]
 fn codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -446,7 +342,6 @@ env_vars = ["HOME"]
 disabled_tools = ["submit_review_result"]
 "#;
 
-#[test]
 fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -583,7 +478,6 @@ fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
     );
 }
 
-#[test]
 fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -643,7 +537,6 @@ fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
     );
 }
 
-#[test]
 fn codex_case4_values_reach_the_table_exactly() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -705,7 +598,6 @@ fn codex_case4_values_reach_the_table_exactly() {
     );
 }
 
-#[test]
 fn codex_case5_gated_enables_no_server() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -773,19 +665,8 @@ fn codex_case5_gated_enables_no_server() {
 // Claude Code
 // ------------------------------------------------------------------------------------------
 
-/// Variables Claude Code 2.1.197 adds to every MCP server's environment (probed).
-const CLAUDE_ADDED_ENV: [&str; 7] = [
-    "AI_AGENT",
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_PROJECT_DIR",
-    "COREPACK_ENABLE_AUTO_PIN",
-    "NoDefaultCurrentDirectoryInExePath",
-];
-
 /// What one recorder invocation saw.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct Record {
     /// `$0` and the arguments, byte for byte.
     argv: Vec<Vec<u8>>,
@@ -809,6 +690,8 @@ impl Record {
 /// A throwaway Claude Code setup: its own `HOME`, project dir (the cwd) and recorder output.
 struct Claude {
     bin: PathBuf,
+    /// `claude --version`, e.g. `2.1.197`.
+    version: String,
     home: TempDir,
     project: TempDir,
     scratch: TempDir,
@@ -819,6 +702,7 @@ struct Claude {
 impl Claude {
     fn new(bin: PathBuf) -> Claude {
         let claude = Claude {
+            version: claude_oracle::version(&bin),
             bin,
             home: tempfile::tempdir().unwrap(),
             project: tempfile::tempdir().unwrap(),
@@ -849,7 +733,7 @@ impl Claude {
               : > \"$d/$$.done\"\n\
               exit 0\n",
         );
-        write_script(path, &body);
+        write_executable(path, &body);
     }
 
     /// The environment Claude Code itself gets (everything else is cleared).
@@ -866,43 +750,38 @@ impl Claude {
             // `--permission-mode bypassPermissions` refuses to run as root otherwise (CI
             // containers run as root).
             ("IS_SANDBOX", "1".into()),
+            ("ANTHROPIC_API_KEY", "dummy".into()),
             // Offline even where the machine has a network: every HTTP request (the API,
             // telemetry) goes to a dead local port; no update check.
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
             ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
             ("DISABLE_AUTOUPDATER", "1".into()),
-            // Not `DISABLE_TELEMETRY=1` nor `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: with
-            // either, Claude Code 2.1.197 exits at the missing prompt before it has spawned
-            // the `--mcp-config` servers (it spawns them asynchronously; the failed telemetry
-            // flush at exit is what gives them time), and the oracle would see nothing.
         ]
     }
 
-    /// Runs `claude <args>` in the project dir with stdin from `/dev/null`, checks that it
-    /// stopped at the missing prompt, and returns every recorder invocation, sorted by argv.
+    /// Runs `claude <args> -- <prompt>` in the project dir with stdin from `/dev/null` until
+    /// the servers it starts have been recorded (`claude_oracle::run_until_recorded`), and
+    /// returns every distinct recorder invocation, sorted by argv.
     fn run(&self, args: &[String]) -> Vec<Record> {
         assert!(
             !args.iter().any(|a| a == "--"),
-            "never give Claude Code a prompt here"
+            "the oracle gives the prompt itself"
         );
         let mut cmd = Command::new(&self.bin);
         cmd.env_clear()
             .envs(self.parent_env())
             .args(args)
+            .args(["--", claude_oracle::PROMPT])
             .current_dir(self.project.path());
-        let out = run(cmd, "claude");
-        assert_eq!(
-            (out.status.code(), out.stderr.as_str()),
-            (
-                Some(1),
-                "Error: Input must be provided either through stdin or as a prompt argument \
-                 when using --print\n"
-            ),
-            "claude did not stop at the missing prompt; stdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        self.records()
+        let log = self.scratch.path().join("claude.log");
+        claude_oracle::run_until_recorded(cmd, &self.records_dir(), &log);
+        let records = self.records();
+        // Consumed: the next run of the same setup starts from an empty log.
+        for entry in std::fs::read_dir(self.records_dir()).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        records
     }
 
     /// Waits until every started recorder is done and none has started for a while.
@@ -966,6 +845,9 @@ impl Claude {
             })
             .collect();
         records.sort_by(|a, b| a.argv.cmp(&b.argv));
+        // Claude Code 2.1.328 starts a server that exits at once a second time, with the same
+        // argv, env and cwd: one record per distinct start.
+        records.dedup();
         records
     }
 
@@ -973,13 +855,23 @@ impl Claude {
     /// exactly Claude Code's own, the variables Claude Code adds, `PWD` (set by `/bin/sh`)
     /// and `ours` (the names of the entry's `env`).
     fn assert_common(&self, record: &Record, ours: &[&str]) {
+        self.assert_common_in(record, ours, true);
+    }
+
+    /// [`Claude::assert_common`] for servers started by a reviewer session (`session`) or by
+    /// `claude mcp list`.
+    fn assert_common_in(&self, record: &Record, ours: &[&str], session: bool) {
         let project = self.project.path().canonicalize().unwrap();
         assert_eq!(record.cwd, project.as_os_str().as_bytes());
         let expected: BTreeSet<&[u8]> = self
             .parent_env()
             .iter()
             .map(|(k, _)| k.as_bytes())
-            .chain(CLAUDE_ADDED_ENV.iter().map(|k| k.as_bytes()))
+            .chain(
+                claude_oracle::added_env(&self.version, session)
+                    .into_iter()
+                    .map(str::as_bytes),
+            )
             .chain([b"PWD".as_slice()])
             .chain(ours.iter().map(|k| k.as_bytes()))
             .collect();
@@ -1028,7 +920,6 @@ fn claude_args(ctx: &LaunchContext) -> Vec<String> {
         .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
 }
 
-#[test]
 fn claude_case1_baseline_starts_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1042,7 +933,7 @@ fn claude_case1_baseline_starts_exactly_the_result_channel() {
         "agent-1",
         None,
     );
-    // Model and effort are rendered too; no prompt (that would contact a model).
+    // Model and effort are rendered too; the oracle adds the prompt (the API is a dead port).
     context.model = Some("sonnet".into());
     context.effort = Some("high".into());
     let args = claude_args(&context);
@@ -1084,7 +975,6 @@ fn claude_case1_baseline_starts_exactly_the_result_channel() {
     claude.assert_common(r, &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
 }
 
-#[test]
 fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1127,7 +1017,6 @@ fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
     }
 }
 
-#[test]
 fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1170,7 +1059,6 @@ fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-#[test]
 fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1216,7 +1104,6 @@ fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-#[test]
 fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     // Refused by the renderer, for every field it can reach; no client is involved.
     let base = ctx(
@@ -1229,7 +1116,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
         assert_eq!(
             claude_reviewer_args(ctx, Policy::Lenient),
             Err(LaunchError::Render(RenderError::ClaudeExpansion {
-                server: "kcap-flow-result",
+                server: "kcap-flow-result".to_string(),
                 field: field.into()
             }))
         );
@@ -1283,7 +1170,6 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     );
 }
 
-#[test]
 fn claude_case5_gated_starts_no_server() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1345,7 +1231,6 @@ fn export(args: &[&str]) -> String {
 }
 
 #[cfg(feature = "cli")]
-#[test]
 fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -1476,7 +1361,6 @@ fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
 }
 
 #[cfg(feature = "cli")]
-#[test]
 fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -1547,7 +1431,12 @@ fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
         ]),
     )
     .unwrap();
-    let failed = "\u{2718} Failed to connect";
+    // 2.1.328 adds the reason (measured); 2.1.197 prints none.
+    let failed = if claude.version == "2.1.197" {
+        "\u{2718} Failed to connect"
+    } else {
+        "\u{2718} Failed to connect \u{2014} CONNECTION_CLOSED: Connection closed"
+    };
     let k = kcap.to_str().unwrap();
     assert_eq!(
         list(&claude),
@@ -1582,6 +1471,6 @@ fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
     let got: BTreeSet<Seen<'_>> = seen(&records).into_iter().collect();
     assert_eq!(got, expected);
     for r in &records {
-        claude.assert_common(r, &["KCAP_URL"]);
+        claude.assert_common_in(r, &["KCAP_URL"], false);
     }
 }

@@ -9,124 +9,30 @@
 //!   script that writes its argv and its whole environment.
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` prints the effective server table.
 //!
-//! Each run gets a fresh temp `HOME` (and `CODEX_HOME`) and cwd, a cleared environment,
-//! stdin from `/dev/null`, and a 30 s timeout after which its own process group is killed and
-//! the test fails. Without `KCAP_CLAUDE_BIN` / `KCAP_CODEX_BIN` a test prints a `SKIPPED`
-//! line and returns; with `KCAP_REQUIRE_PEERS=1` (CI) it fails instead.
+//! Each run gets a fresh temp `HOME` (and `CODEX_HOME`) and cwd, a cleared environment, and
+//! the shared harness (`tests/common/peers.rs`): stdin from `/dev/null`, a timeout that kills
+//! the client's own process group, and a missing client reported as ignored (a failure under
+//! `KCAP_REQUIRE_PEERS=1`).
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::peers::{inherited_path, peer, run};
+use common::stand_in::write_executable;
 
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 const SERVER_URL: &str = "http://127.0.0.1:5100";
 const CAPABILITY_URL: &str = "http://127.0.0.1:7000/cap-t0k3n";
 const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:7001/review-context/workspace-mcp-configs";
 const AGENT: &str = "agent-13";
-
-/// The client named by `var`; `None` (after a `SKIPPED` line) when it is unset and
-/// `KCAP_REQUIRE_PEERS` is not `1`.
-fn peer(var: &str) -> Option<PathBuf> {
-    let required = std::env::var_os("KCAP_REQUIRE_PEERS").is_some_and(|v| v == "1");
-    match std::env::var_os(var).filter(|v| !v.is_empty()) {
-        Some(path) => {
-            let path = PathBuf::from(path);
-            assert!(path.is_file(), "{var}={} is not a file", path.display());
-            Some(path)
-        }
-        None if required => {
-            panic!("{var} is not set but KCAP_REQUIRE_PEERS=1; run `bash scripts/install-peers.sh`")
-        }
-        None => {
-            let _ = std::io::stderr().write_all(
-                format!(
-                    "\nSKIPPED conformance_injection: {var} not set; run \
-                     `bash scripts/install-peers.sh` and export the paths it prints\n"
-                )
-                .as_bytes(),
-            );
-            None
-        }
-    }
-}
-
-struct Output {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// Runs `cmd` with stdin from `/dev/null` in its own process group; kills that group and
-/// panics after [`CLIENT_TIMEOUT`].
-fn run(mut cmd: Command, what: &str) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-    let (tx, rx) = mpsc::channel();
-    let pipes: [(u8, Box<dyn Read + Send>); 2] = [
-        (1, Box::new(child.stdout.take().unwrap())),
-        (2, Box::new(child.stderr.take().unwrap())),
-    ];
-    for (fd, mut pipe) in pipes {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            let _ = tx.send((fd, buf));
-        });
-    }
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            // Not reaped yet, so the group id (its pid) cannot have been reused.
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not finish within {CLIENT_TIMEOUT:?}; killed its process group");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    for _ in 0..2 {
-        let (fd, buf) = rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("{what} left a process holding its output open"));
-        if fd == 1 {
-            stdout = buf;
-        } else {
-            stderr = buf;
-        }
-    }
-    Output {
-        status,
-        stdout,
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
-}
-
-fn path_env() -> std::ffi::OsString {
-    std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into())
-}
 
 /// The launch under test: brokered result delivery, a borrowed snapshot, `kcap-review`
 /// allowlisted (with the reserved names too, which must change nothing).
@@ -192,7 +98,13 @@ const CLAUDE_ADDED_ENV: [&str; 7] = [
     "NoDefaultCurrentDirectoryInExePath",
 ];
 
-#[test]
+fn main() {
+    common::peers::main(real_client_tests![
+        claude_starts_the_result_channel_one_allowlisted_server_and_the_review_context,
+        codex_enables_the_result_channel_one_allowlisted_server_and_the_review_context,
+    ])
+}
+
 fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_context() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
@@ -209,12 +121,11 @@ fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_contex
          env -0 > \"$d/$$.env\"\n: > \"$d/$$.done\"\nexit 0\n",
         records.display()
     );
-    std::fs::write(&kcap, script).unwrap();
-    std::fs::set_permissions(&kcap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&kcap, script);
 
     let args = claude_reviewer_args(&launch(&kcap), Policy::Strict).unwrap();
     let parent_env: [(&str, std::ffi::OsString); 7] = [
-        ("PATH", path_env()),
+        ("PATH", inherited_path()),
         ("HOME", home.path().into()),
         ("IS_SANDBOX", "1".into()),
         ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
@@ -320,7 +231,6 @@ fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_contex
     );
 }
 
-#[test]
 fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_context() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -332,7 +242,7 @@ fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_contex
     let args = codex_reviewer_args(&launch(kcap), Policy::Strict, &[]).unwrap();
     let mut cmd = Command::new(&bin);
     cmd.env_clear()
-        .env("PATH", path_env())
+        .env("PATH", inherited_path())
         .env("HOME", home.path())
         .env("CODEX_HOME", codex_home.path())
         .current_dir(cwd.path())

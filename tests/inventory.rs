@@ -1,8 +1,9 @@
 //! The Codex inventory parser on real `codex mcp list --json` shapes (Codex CLI 0.169.0),
 //! and fail-closed behaviour of parsing and of running the binary.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -126,10 +127,7 @@ fn malformed_output_fails_closed() {
 
 /// Writes an executable `/bin/sh` script standing in for `codex`.
 fn fake_codex(dir: &Path, body: &str) -> PathBuf {
-    let path = dir.join("codex");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    common::stand_in::sh_script(dir, "codex", body)
 }
 
 #[test]

@@ -225,7 +225,7 @@ fn claude_refuses_values_that_it_would_expand() {
         assert_eq!(
             err,
             RenderError::ClaudeExpansion {
-                server,
+                server: server.to_string(),
                 field: field.into()
             }
         );
@@ -749,7 +749,7 @@ fn allowlisting_the_review_context_injects_nothing_and_claude_refuses_an_expandi
     assert_eq!(
         claude_mcp_config(&c, &r),
         Err(RenderError::ClaudeExpansion {
-            server: "kcap-review-context",
+            server: "kcap-review-context".into(),
             field: "env.KCAP_REVIEW_CONTEXT_URL".into()
         })
     );

@@ -5,7 +5,8 @@
 //! would inherit from the user or the reviewed repository are found and neutralized, and how
 //! its tools are trusted.
 //!
-//! - [`claude`]: Claude Code (pinned 2.1.197): the inline `--mcp-config` JSON and the argv.
+//! - [`claude`]: Claude Code (pinned 2.1.197, also run on 2.1.328): the inline `--mcp-config`
+//!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
 //!
@@ -23,6 +24,8 @@
 
 pub mod claude;
 pub mod codex;
+#[cfg(feature = "cli")]
+pub mod loaded;
 
 /// A coding-agent client this crate renders reviewer launches for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,7 +83,7 @@ use std::fmt;
 
 use crate::allowlist::{Policy, Rejection, Resolution, resolve_allowlist};
 use crate::model::{EnvSource, Inject, McpServer};
-use crate::registry::injected;
+use crate::registry::{injected, result_channel};
 
 /// How the result channel hands a reviewer's result to the daemon.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,8 +122,9 @@ pub enum Snapshot {
     },
 }
 
-/// What a reviewer launch needs from the daemon. Empty strings in `model`, `effort`,
-/// `prompt` and `worktree` count as unset.
+/// What a reviewer launch needs from the daemon. A blank (empty or whitespace-only) `model`,
+/// `effort` or `worktree` counts as unset; so does an empty `prompt`, while a whitespace-only
+/// prompt is passed as given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchContext {
     /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.
@@ -278,7 +282,7 @@ pub enum RenderError {
     /// environment variable reference in `command`, `args` and `env` with no escape.
     ClaudeExpansion {
         /// The MCP server the value belongs to.
-        server: &'static str,
+        server: String,
         /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
         field: String,
     },
@@ -299,6 +303,17 @@ pub enum RenderError {
     /// The reviewer's agent id is blank, so the result channel could not tell whose result
     /// it receives.
     BlankAgentId,
+    /// Settings the reviewer's Claude Code reads would stop these injected servers from
+    /// starting ([`claude::preflight`]): every veto found, in server order.
+    ClaudeVetoed(Vec<claude::preflight::Veto>),
+    /// A configuration file the reviewer's Claude Code reads cannot be understood, so
+    /// whether it vetoes an injected server is unknown.
+    ClaudeConfig {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong, e.g. `is not JSON (…)`.
+        problem: String,
+    },
     /// The Codex inventory lists a server name twice (Codex never does); which entry is real
     /// cannot be known, so nothing is rendered.
     DuplicateInherited {
@@ -357,6 +372,33 @@ impl fmt::Display for RenderError {
                 "a borrowed-snapshot review needs the review-context URL \
                  (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
                  give the launch its review-context URL",
+            ),
+            RenderError::ClaudeVetoed(vetoes) => {
+                let result_channel = result_channel().id;
+                for (i, veto) in vetoes.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    veto.fmt(f)?;
+                }
+                if vetoes.iter().any(|v| v.server == result_channel) {
+                    f.write_str(
+                        "; without its result channel the reviewer could never report, so it \
+                         is not launched",
+                    )?;
+                } else {
+                    f.write_str("; the strict policy launches no reviewer without them")?;
+                }
+                f.write_str(
+                    "; remove those entries (or the file), or launch the reviewer with a HOME, \
+                     CLAUDE_CONFIG_DIR and worktree that do not carry them",
+                )
+            }
+            RenderError::ClaudeConfig { file, problem } => write!(
+                f,
+                "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
+                 remove it",
+                claude::preflight::escape_controls(&file.to_string_lossy())
             ),
             RenderError::DuplicateInherited { server } => write!(
                 f,

@@ -10,7 +10,7 @@
 //!
 //! The parts, each depending only on those before it:
 //!
-//! - `text`-level checks: forbidden characters and [`printable`];
+//! - text checks: forbidden characters ([`is_forbidden_char`]) and [`printable`];
 //! - the rule catalog [`Rule`], the keys [`EntryKey`] and [`ToolKey`], and the patterns;
 //! - [`diagnostic`]: a violation and its rustc-style rendering;
 //! - loading ([`load_dir`]): the directory's files, read in parallel when there are many;

@@ -1,7 +1,13 @@
-//! Helpers shared by the `cli_*` tests: run the `kcap-mcp-registry` binary and capture its
-//! exit code, stdout and stderr exactly.
+//! Helpers shared by the tests (`mod common;`): run the `kcap-mcp-registry` binary and
+//! capture its exit code, stdout and stderr exactly (with the `cli` feature); write an
+//! executable stand-in ([`stand_in`]); run the real clients ([`peers`]). `README.md` here
+//! says how to write a test file that runs a real client.
 #![allow(dead_code)]
 
+pub mod peers;
+pub mod stand_in;
+
+#[cfg(feature = "cli")]
 use std::path::Path;
 
 /// What one run of the binary produced.
@@ -13,6 +19,7 @@ pub struct Run {
 }
 
 /// The binary, run in the crate root with `NO_COLOR` unset.
+#[cfg(feature = "cli")]
 pub fn bin() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -21,11 +28,13 @@ pub fn bin() -> assert_cmd::Command {
 }
 
 /// Runs the binary with `args` (in the crate root).
+#[cfg(feature = "cli")]
 pub fn run(args: &[&str]) -> Run {
     finish(bin().args(args))
 }
 
 /// Runs the binary with `args` in `dir`.
+#[cfg(feature = "cli")]
 pub fn run_in(dir: &Path, args: &[&str]) -> Run {
     finish(bin().current_dir(dir).args(args))
 }
@@ -41,6 +50,7 @@ pub fn finish(cmd: &mut assert_cmd::Command) -> Run {
 }
 
 /// A successful run's stdout, with nothing on stderr.
+#[cfg(feature = "cli")]
 pub fn stdout_of(args: &[&str]) -> String {
     let r = run(args);
     assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}");
