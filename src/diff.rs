@@ -379,6 +379,14 @@ fn code(s: &str) -> String {
     format!("{fence}{pad}{s}{pad}{fence}")
 }
 
+/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
+fn source_json(src: &EnvSource<String>) -> Value {
+    match (src.name(), src) {
+        (_, EnvSource::Constant(value)) => json!({ "value": value }),
+        (name, _) => json!(name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::code;
@@ -388,13 +396,5 @@ mod tests {
         assert_eq!(code("a"), "`a`");
         assert_eq!(code("a`b"), "``a`b``");
         assert_eq!(code("`x``"), "``` `x`` ```");
-    }
-}
-
-/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
-fn source_json(src: &EnvSource<String>) -> Value {
-    match (src.name(), src) {
-        (_, EnvSource::Constant(value)) => json!({ "value": value }),
-        (name, _) => json!(name),
     }
 }
