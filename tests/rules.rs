@@ -388,6 +388,16 @@ fn a_leading_bom_is_accepted_and_columns_ignore_it() {
 }
 
 #[test]
+fn a_second_bom_is_a_syntax_error_at_its_position() {
+    let mut bytes = b"\xEF\xBB\xBF\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(BASE.as_bytes());
+    assert_eq!(
+        check_files(&[("kcap-x.toml", &bytes)]),
+        vec![("toml-syntax".into(), 1, 1)]
+    );
+}
+
+#[test]
 fn hostile_values_are_reported_not_panicked_on() {
     let cases: Vec<(String, Vec<Found>)> = vec![
         // Control character in a description (TOML escape), and a line separator.

@@ -128,6 +128,19 @@ impl<'a> FileCx<'a> {
             }
         };
         self.source = Arc::new(SourceText::new(text.to_owned()));
+        // One leading BOM is dropped above, as every client drops it; the `toml` parser would
+        // silently drop a second one too, which no client does.
+        if text.starts_with('\u{feff}') {
+            self.report(
+                Rule::TomlSyntax,
+                0..'\u{feff}'.len_utf8(),
+                "invalid TOML: a second byte order mark (U+FEFF) at the start of the file".into(),
+                "remove the repeated byte order mark (an editor that adds one on save may \
+                 have added it twice)"
+                    .into(),
+            );
+            return None;
+        }
         let source = self.source.clone();
         let (table, errors) = DeTable::parse_recoverable(source.text());
         // Only the first syntax error: everything after it may follow from it.
