@@ -171,9 +171,9 @@ pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
 /// [`digest`](crate::schema::digest) than [`registry::DIGEST`](crate::registry::DIGEST).
 /// `None` when `dir` is another directory or holds the compiled registry.
 ///
-/// This happens when a registry file is replaced by one with an older mtime (`cp -p`, `tar`,
-/// `rsync -t`, a `git checkout` of an older commit does not: it writes new files): cargo
-/// reruns `build.rs` only when a watched file is newer than its last run
+/// This happens when a registry file is replaced by one with an older mtime (`cp -p`,
+/// `tar x`, `rsync -t`; a `git checkout` writes files with the current time, so it does not):
+/// cargo reruns `build.rs` only when a watched file is newer than its last run
 /// (rust-lang/cargo#10791), so the binary keeps the old table.
 pub fn stale_binary(dir: &Path, checked: Option<&[RegistryEntry]>) -> Option<String> {
     let built_from = Path::new(crate::registry::SOURCE_DIR);
