@@ -76,6 +76,7 @@ fn context() -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review the pull request. ".repeat(40)),
         worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
+        ..LaunchContext::default()
     }
 }
 
@@ -145,12 +146,15 @@ fn json_value_config(ctx: &LaunchContext, resolved: &[&'static McpServer]) -> St
         let env: BTreeMap<&str, &str> = s
             .env
             .iter()
-            .map(|&(name, source)| {
+            .filter_map(|&(name, source)| {
                 let value = match source {
                     EnvSource::ServerUrl => url,
                     EnvSource::AgentId => ctx.agent_id.as_str(),
+                    EnvSource::Constant(value) => value,
+                    // Direct delivery, own snapshot: neither is set.
+                    EnvSource::ResultCapabilityUrl | EnvSource::ReviewContextUrl => return None,
                 };
-                (name, value)
+                Some((name, value))
             })
             .collect();
         servers.insert(

@@ -10,8 +10,9 @@
 //! - [`json_schema`]: a JSON Schema (draft 2020-12) of one registry file, for editors.
 //!
 //! Every export is deterministic: registry order (sorted by id), fixed key order, and a
-//! trailing newline. The registration files hold exactly [`registrations`]: the
-//! allowlistable entries, the servers a person may register with a client. `check --against`
+//! trailing newline. The registration files hold exactly [`registrations`]: the entries
+//! with `registered` (by default the allowlistable ones), the servers a person may register
+//! with a client. `check --against`
 //! compares a registration file with the same list, so an export never drifts from itself.
 
 use std::ffi::OsString;
@@ -24,33 +25,32 @@ use serde_json::{Map, Value, json};
 
 use crate::clients::Client;
 
-use crate::model::{EnvSource, MAX_ID_LEN};
+use crate::model::{EnvSource, Inject, MAX_ID_LEN};
 use crate::schema::{
-    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, RegistryEntry,
-    TOOL_NAME_PATTERN, ToolKey, ValueKind, is_forbidden_char,
+    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
+    MAX_QUALIFIED_TOOL_NAME_LEN, RegistryEntry, TOOL_NAME_PATTERN, ToolKey, ValueKind,
+    is_forbidden_char, qualified_tool_name,
 };
 
 /// The `command` registration files give every server unless told otherwise: the kcap
 /// binary, found on `PATH`.
 pub const DEFAULT_COMMAND: &str = "kcap";
 
-/// The registry entries a client registration file lists: every allowlistable entry, in
-/// registry order. Injection-only entries (the result channel `kcap-flow-result`) need the
-/// launcher's agent id and are never registered. Flow-starting servers are included: the
-/// recursion guard applies to reviewers, not to a person's own client.
+/// The registry entries a client registration file lists: every entry with `registered`
+/// (default true for allowlistable entries), in registry order. Injection-only entries (the
+/// result channel, the review context) are never registered: rule `registered-scope`.
+/// Flow-starting servers are included: the recursion guard applies to reviewers, not to a
+/// person's own client.
 pub fn registrations(entries: &[RegistryEntry]) -> impl Iterator<Item = &RegistryEntry> {
-    entries.iter().filter(|e| e.allowlistable)
+    entries.iter().filter(|e| e.registered)
 }
 
 /// The `args` a registration of `entry` for `client` runs: the registry's, then
-/// `--driver <client>` when the entry can start flows and the client needs the stamp
+/// `--driver <client>` when the entry has `driver_stamp` and the client needs the stamp
 /// ([`Client::stamps_driver`]).
-///
-/// The stamp condition is `starts_flows` until the registry's own `driver_stamp` flag
-/// (issue 13, "Registry data v2") lands; every flow-starting server is the one \[K\] stamps.
 pub fn registration_args(entry: &RegistryEntry, client: Client) -> Vec<String> {
     let mut args = entry.args.clone();
-    if entry.starts_flows && client.stamps_driver() {
+    if entry.driver_stamp && client.stamps_driver() {
         args.extend(["--driver".to_string(), client.name().to_string()]);
     }
     args
@@ -405,8 +405,13 @@ pub fn json_schema() -> String {
 ///
 /// It expresses every per-key rule: `unknown-key` (`additionalProperties: false`),
 /// `wrong-type`, `missing-key` (`required`), `id-canonical`, `description-format`,
-/// `args-format`, `env-name`, `env-source` and `tool-name`. The other rules need the file
-/// name, other files, the parse itself, or relate several keys; only `check` runs them.
+/// `args-format`, `env-name`, `env-source`, `env-constant`, `tool-name` and `inject-value`;
+/// and, with `if`/`then` over one file, the rules of the injection keys: `inject-scope`,
+/// `inject-always` (without the result channel's own `allowlistable`), `injection-only-starts-flows`,
+/// `env-source-scope`, `capability-url-server-url`, `borrowed-snapshot-server-url`,
+/// `registered-scope` and `driver-stamp-scope`. Tool names are also bounded at 55 bytes, the
+/// most `tool-name-length` allows with the shortest id. The other rules need the file name,
+/// other files, the parse itself, or relate keys in ways left to `check`.
 pub fn json_schema_value() -> Value {
     let mut schema = object_schema(entry_key_schema);
     let fields = schema.as_object_mut().expect("an object");
@@ -424,7 +429,45 @@ pub fn json_schema_value() -> Value {
         ),
     );
     head.append(fields);
+    head.insert("allOf".into(), Value::Array(cross_key_schemas()));
     Value::Object(head)
+}
+
+/// The rules of the injection keys, as `if`/`then` schemas over one file.
+fn cross_key_schemas() -> Vec<Value> {
+    let rc = crate::model::RESULT_CHANNEL_ID;
+    let is = |key: &str, value: Value| json!({ "required": [key], "properties": { key: { "const": value } } });
+    // `env` holds a variable whose source is `source`.
+    let env_has =
+        |source: &str| json!({ "not": { "additionalProperties": { "not": { "const": source } } } });
+    let env_with =
+        |source: &str| json!({ "required": ["env"], "properties": { "env": env_has(source) } });
+    let injection_only = is("allowlistable", json!(false));
+    vec![
+        // inject-scope
+        json!({ "if": injection_only, "then": { "required": ["inject"] } }),
+        json!({ "if": { "required": ["inject"] }, "then": is("allowlistable", json!(false)) }),
+        // inject-always
+        json!({ "if": is("inject", json!("always")), "then": is("id", json!(rc)) }),
+        json!({ "if": { "required": ["inject", "id"], "properties": { "id": { "const": rc } } },
+                "then": is("inject", json!("always")) }),
+        // injection-only-starts-flows
+        json!({ "if": { "required": ["allowlistable"], "properties": {
+                    "allowlistable": { "const": false }, "id": { "not": { "const": rc } } } },
+                "then": { "properties": { "starts_flows": { "const": false } } } }),
+        // env-source-scope
+        json!({ "if": env_with("result_capability_url"), "then": is("inject", json!("always")) }),
+        json!({ "if": env_with("review_context_url"), "then": is("inject", json!("borrowed-snapshot")) }),
+        // capability-url-server-url
+        json!({ "if": env_with("result_capability_url"), "then": env_with("server_url") }),
+        // borrowed-snapshot-server-url
+        json!({ "if": is("inject", json!("borrowed-snapshot")),
+                "then": { "properties": { "env": { "additionalProperties": { "not": { "const": "server_url" } } } } } }),
+        // registered-scope
+        json!({ "if": injection_only, "then": { "properties": { "registered": { "const": false } } } }),
+        // driver-stamp-scope
+        json!({ "if": is("driver_stamp", json!(true)), "then": { "properties": { "starts_flows": { "const": true } } } }),
+    ]
 }
 
 /// `{"type":"object","properties":{…},"required":[…],"additionalProperties":false}` over
@@ -479,10 +522,16 @@ fn entry_key_schema(key: EntryKey) -> Value {
             "type": "array",
             "items": object_schema(tool_key_schema),
         }),
+        EntryKey::Inject => json!({
+            "type": "string",
+            "enum": Inject::ALL.map(Inject::name),
+        }),
         EntryKey::StartsFlows
         | EntryKey::Allowlistable
+        | EntryKey::Registered
         | EntryKey::ReadOnly
         | EntryKey::NeedsProjectCwd
+        | EntryKey::DriverStamp
         | EntryKey::Env => kind_schema(key.kind()),
     }
 }
@@ -492,6 +541,9 @@ fn tool_key_schema(key: ToolKey) -> Value {
         ToolKey::Name => json!({
             "type": "string",
             "pattern": TOOL_NAME_PATTERN,
+            // `mcp__<id>__<tool>` within 64 bytes with the shortest (2-byte) id (rule
+            // `tool-name-length`, which knows the id).
+            "maxLength": MAX_QUALIFIED_TOOL_NAME_LEN - qualified_tool_name("", "").len() - 2,
         }),
         ToolKey::UnattendedSafe => kind_schema(key.kind()),
     }
@@ -506,8 +558,26 @@ fn kind_schema(kind: ValueKind) -> Value {
             "type": "object",
             "propertyNames": { "pattern": ENV_NAME_PATTERN },
             "additionalProperties": {
-                "type": "string",
-                "enum": EnvSource::ALL.map(EnvSource::name),
+                "oneOf": [
+                    {
+                        "type": "string",
+                        "enum": EnvSource::ALL.map(|s| s.name().unwrap_or_default()),
+                    },
+                    {
+                        "type": "object",
+                        "properties": {
+                            // Rule `env-constant`: as an argument (`args-format`).
+                            "value": {
+                                "type": "string",
+                                "minLength": 1,
+                                "pattern": one_line_pattern(),
+                                "not": { "pattern": "\\$\\{" },
+                            },
+                        },
+                        "required": ["value"],
+                        "additionalProperties": false,
+                    },
+                ],
             },
         }),
         ValueKind::ToolArray => json!({ "type": "array", "items": { "type": "object" } }),

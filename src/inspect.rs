@@ -1,8 +1,10 @@
 //! Views of the registry for people: `list` (a table or JSON of the entries) and `resolve`
 //! (what each allowlist entry resolves to), plus [`compiled_entries`], the compiled-in
-//! registry as [`RegistryEntry`] values so every view and export has one input type.
+//! registry as [`RegistryEntry`] values so every view and export has one input type, and
+//! [`stale_binary`], `check`'s test for a binary built from another version of the registry.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use crate::allowlist::{Policy, RejectReason, SkipKind};
 use crate::export::pretty;
@@ -25,8 +27,11 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         args,
         starts_flows,
         allowlistable,
+        inject,
+        registered,
         read_only,
         needs_project_cwd,
+        driver_stamp,
         env,
         tools,
     } = *s;
@@ -36,9 +41,15 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         args: args.iter().map(|&a| a.into()).collect(),
         starts_flows,
         allowlistable,
+        inject,
+        registered,
         read_only,
         needs_project_cwd,
-        env: env.iter().map(|&(n, src)| (n.into(), src)).collect(),
+        driver_stamp,
+        env: env
+            .iter()
+            .map(|&(n, src)| (n.into(), src.map(String::from)))
+            .collect(),
         tools: tools
             .iter()
             .map(|t| ToolEntry {
@@ -56,8 +67,8 @@ pub fn list_json(entries: &[RegistryEntry]) -> String {
 }
 
 /// The entries as an aligned text table, one row per entry: `ID`, `FLAGS` (a comma-separated
-/// subset of the registry keys `starts_flows`, `read_only`, `needs_project_cwd` that are
-/// set, and `injection_only` for `allowlistable = false`; `-` for none), `TOOLS`
+/// subset of the registry keys `starts_flows`, `read_only`, `needs_project_cwd`, `driver_stamp`
+/// that are set, and `injection_only` for `allowlistable = false`; `-` for none), `TOOLS`
 /// (`safe/total`: how many of the entry's tools are `unattended_safe`, of how many), `ARGS` (space-joined) and
 /// `DESCRIPTION`. Columns are separated by two spaces; the last is not padded.
 pub fn list_table(entries: &[RegistryEntry]) -> String {
@@ -74,6 +85,7 @@ pub fn list_table(entries: &[RegistryEntry]) -> String {
             (!e.allowlistable, "injection_only"),
             (e.read_only, "read_only"),
             (e.needs_project_cwd, "needs_project_cwd"),
+            (e.driver_stamp, "driver_stamp"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -196,4 +208,37 @@ pub fn suggest_id(registry: Registry, name: &str) -> Option<&'static str> {
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, id)| id)
+}
+
+/// The warning `check DIR` prints when `dir` is the registry directory this binary was built
+/// from ([`registry::SOURCE_DIR`](crate::registry::SOURCE_DIR), compared as canonical paths)
+/// but holds another registry: `checked` (the entries `dir` validated to, or `None` when it
+/// broke a rule, which the compiled table did not) has another
+/// [`digest`](crate::schema::digest) than [`registry::DIGEST`](crate::registry::DIGEST).
+/// `None` when `dir` is another directory or holds the compiled registry.
+///
+/// This happens when a registry file is replaced by one with an older mtime (`cp -p`,
+/// `tar x`, `rsync -t`; a `git checkout` writes files with the current time, so it does not):
+/// cargo reruns `build.rs` only when a watched file is newer than its last run
+/// (rust-lang/cargo#10791), so the binary keeps the old table.
+pub fn stale_binary(dir: &Path, checked: Option<&[RegistryEntry]>) -> Option<String> {
+    let built_from = Path::new(crate::registry::SOURCE_DIR);
+    if dir.canonicalize().ok()?.as_path() != built_from {
+        return None;
+    }
+    let digest = checked.map(crate::schema::digest);
+    if digest.as_deref() == Some(crate::registry::DIGEST) {
+        return None;
+    }
+    Some(format!(
+        "this binary was built from a different registry: rebuild. {} differs from the \
+         registry compiled in ({}), because cargo reruns build.rs only for registry files \
+         newer than its last run (rust-lang/cargo#10791); `touch {}/*.toml` and build again",
+        dir.display(),
+        match &digest {
+            Some(d) => format!("digest {d}, compiled {}", crate::registry::DIGEST),
+            None => "it breaks rules the compiled one passed".into(),
+        },
+        dir.display()
+    ))
 }

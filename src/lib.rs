@@ -84,7 +84,7 @@ mod model;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod preview;
-mod registry;
+pub mod registry;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod report;
@@ -96,8 +96,8 @@ mod wire;
 pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
-pub use clients::{LaunchContext, LaunchError, RenderError};
-pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
+pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
+pub use model::{EnvSource, Inject, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 #[cfg(feature = "validate")]
 #[cfg(feature = "validate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]

@@ -101,7 +101,7 @@ Examples:
   kcap-mcp-registry check registry --format github
   kcap-mcp-registry check --against .mcp.json --against .codex/config.toml")]
     Check(CheckArgs),
-    /// Print the registry (the compiled-in one, or --registry DIR).
+    /// Print the registry (the compiled-in one, or --registry DIR) and its digest.
     #[command(after_help = "\
 Table columns: ID; FLAGS, the registry keys that are set: starts_flows, read_only,
 needs_project_cwd, and injection_only for `allowlistable = false` (`-` for none); TOOLS,
@@ -147,7 +147,7 @@ Example:
 Example:
   kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
     )]
-    Render(RenderClient),
+    Render(Box<RenderClient>),
     /// Generate files from the registry.
     #[command(
         subcommand,
@@ -183,8 +183,8 @@ Example:
 With --registry DIR alone, the compiled-in registry is OLD and DIR is NEW.
 
 Security-relevant changes (--fail-on security): any change of args; a starts_flows,
-allowlistable or read_only flip; a new server that starts flows or is read_only; a tool
-becoming unattended_safe; an env source becoming agent_id.
+allowlistable, inject, read_only or driver_stamp flip; a new server that starts flows, is
+read_only or is injected; a tool becoming unattended_safe; an env source becoming agent_id.
 
 Example:
   kcap-mcp-registry diff base/registry registry --fail-on security"
@@ -357,8 +357,9 @@ struct RenderArgs {
         allow_hyphen_values = true
     )]
     allowlist: Option<Vec<String>>,
-    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`;
-    /// other fields ignored), `-` for stdin. Flags given as well override its fields.
+    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`,
+    /// `result_capability_url`, `borrowed_snapshot`, `review_context_url`; other fields
+    /// ignored), `-` for stdin. Flags given as well override its fields.
     #[arg(long, value_name = "FILE|-")]
     launch_json: Option<PathBuf>,
     /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
@@ -376,6 +377,14 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
+    /// Brokered result delivery: the result channel gets this capability URL
+    /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    result_capability_url: Option<String>,
+    /// A borrowed-snapshot review: inject the review-context server with this URL
+    /// (KCAP_REVIEW_CONTEXT_URL).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    review_context_url: Option<String>,
     /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
@@ -575,13 +584,14 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Check(args) => check(args),
         Command::List { format, source } => {
             let entries = load(source.registry.as_deref())?;
-            out!(
-                "{}",
-                match format {
-                    ListFormat::Table => inspect::list_table(&entries),
-                    ListFormat::Json => inspect::list_json(&entries),
-                }
-            );
+            match format {
+                ListFormat::Table => out!(
+                    "{}\nregistry digest (SHA-256): {}\n",
+                    inspect::list_table(&entries),
+                    kcap_mcp_registry::schema::digest(&entries)
+                ),
+                ListFormat::Json => out!("{}", inspect::list_json(&entries)),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Resolve {
@@ -597,7 +607,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Render(client) => render(client),
+        Command::Render(client) => render(*client),
         Command::Export(what) => export(what),
         Command::Install(args) => install(args),
         Command::Uninstall { target } => uninstall(target),
@@ -700,7 +710,14 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
             "--against compares a whole registry with a registration file: give the registry directory",
         ));
     }
-    let entries = match kcap_mcp_registry::validate_path(&dir) {
+    let checked = kcap_mcp_registry::validate_path(&dir);
+    if dir.is_dir() {
+        let entries = checked.as_ref().ok().map(Vec::as_slice);
+        if let Some(warning) = inspect::stale_binary(&dir, entries) {
+            errln!("warning: {warning}");
+        }
+    }
+    let entries = match checked {
         Ok(entries) => entries,
         Err(CheckError::Invalid(diags)) => {
             let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
@@ -841,6 +858,8 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
             effort: common.effort,
             prompt: common.prompt,
             worktree: common.worktree,
+            result_capability_url: common.result_capability_url,
+            review_context_url: common.review_context_url,
         },
     );
     let inventory = inventory_source

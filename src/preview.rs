@@ -12,8 +12,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::allowlist::{Resolution, SkipKind};
-use crate::clients::LaunchContext;
 use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
+use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
 use crate::diagnostic::ShownPath;
 use crate::inspect::suggest_id;
 use crate::wire::LaunchCommand;
@@ -38,6 +38,10 @@ pub struct LaunchOverrides {
     pub prompt: Option<String>,
     /// `--worktree`.
     pub worktree: Option<String>,
+    /// `--result-capability-url`: brokered result delivery.
+    pub result_capability_url: Option<String>,
+    /// `--review-context-url`: a borrowed snapshot with this review-context URL.
+    pub review_context_url: Option<String>,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -56,6 +60,15 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
         effort: overrides.effort.or(launch.effort),
         prompt: overrides.prompt.or(launch.prompt),
         worktree: overrides.worktree,
+        result_delivery: ResultDelivery::from_capability_url(
+            overrides
+                .result_capability_url
+                .or(launch.result_capability_url),
+        ),
+        snapshot: Snapshot::from_launch(
+            launch.borrowed_snapshot,
+            overrides.review_context_url.or(launch.review_context_url),
+        ),
     }
 }
 

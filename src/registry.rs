@@ -3,15 +3,30 @@
 //! registry a resolution and a render run against (the compiled-in one unless a tool loads
 //! another at run time).
 
-use crate::model::{EnvSource, McpServer, Tool};
+use crate::model::{EnvSource, Inject, McpServer, Tool};
 
 #[allow(clippy::unreadable_literal)]
 mod table {
-    // A registry without env vars or tools (e.g. `.ci/bootstrap-registry`) names neither.
+    // A registry without env vars, tools or injected servers names none of them.
     #[allow(unused_imports)]
-    use super::{EnvSource, McpServer, Tool};
+    use super::{EnvSource, Inject, McpServer, Tool};
     include!(concat!(env!("OUT_DIR"), "/registry_table.rs"));
 }
+
+/// The registry digest: SHA-256 of the validated table's canonical form (the compact JSON of
+/// `list --format json`), as 64 lower-case hex digits, computed by `build.rs` from the
+/// directory it read. `kcap-mcp-registry list` prints it; `check DIR` recomputes it for DIR
+/// (`schema::digest`) and warns when DIR is [`SOURCE_DIR`] but the digests differ: cargo
+/// reruns `build.rs` only when a registry file's mtime is newer than the last build
+/// (rust-lang/cargo#10791), so a file replaced by an older one leaves a stale table.
+///
+/// ```
+/// assert_eq!(kcap_mcp_registry::registry::DIGEST.len(), 64);
+/// ```
+pub const DIGEST: &str = table::DIGEST;
+
+/// The registry directory `build.rs` compiled in, canonicalized on the build machine.
+pub const SOURCE_DIR: &str = table::SOURCE_DIR;
 
 /// Resolves an allowlist name to its registry entry.
 ///
@@ -70,6 +85,13 @@ impl Registry {
         self.servers
     }
 
+    /// This registry's reserved servers injected `when`, in id order (see [`injected`]).
+    pub fn injected(self, when: Inject) -> impl Iterator<Item = &'static McpServer> + Clone {
+        self.servers()
+            .iter()
+            .filter(move |s| s.inject == Some(when))
+    }
+
     /// The reserved result channel (`kcap-flow-result`), injected into every reviewer.
     pub fn result_channel(&self) -> &'static McpServer {
         self.result_channel
@@ -117,7 +139,15 @@ impl Registry {
                 allowlistable: e.allowlistable,
                 read_only: e.read_only,
                 needs_project_cwd: e.needs_project_cwd,
-                env: Box::leak(e.env.iter().map(|(n, src)| (leak(n), *src)).collect()),
+                inject: e.inject,
+                registered: e.registered,
+                driver_stamp: e.driver_stamp,
+                env: Box::leak(
+                    e.env
+                        .iter()
+                        .map(|(n, src)| (leak(n), src.clone().map(|c| leak(&c))))
+                        .collect(),
+                ),
                 tools: Box::leak(
                     e.tools
                         .iter()
@@ -238,6 +268,23 @@ pub fn servers() -> &'static [McpServer] {
 /// ```
 pub fn result_channel() -> &'static McpServer {
     &table::SERVERS[table::RESULT_CHANNEL]
+}
+
+/// The injection-only servers the launcher injects under condition `when`, in registry order:
+/// for [`Inject::Always`] exactly the result channel (rule `inject-always`).
+///
+/// ```
+/// use kcap_mcp_registry::{Inject, registry::injected};
+///
+/// let ids: Vec<&str> = injected(Inject::BorrowedSnapshot).map(|s| s.id).collect();
+/// assert_eq!(ids, ["kcap-review-context"]);
+/// assert_eq!(injected(Inject::Always).map(|s| s.id).collect::<Vec<_>>(), ["kcap-flow-result"]);
+/// ```
+pub fn injected(when: Inject) -> impl Iterator<Item = &'static McpServer> + Clone {
+    table::INJECTED
+        .iter()
+        .map(|&i| &table::SERVERS[i])
+        .filter(move |s| s.inject == Some(when))
 }
 
 #[cfg(test)]

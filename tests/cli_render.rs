@@ -567,6 +567,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         effort: Some(agent.into()),
         prompt: Some(prompt.into()),
         worktree: Some(format!("/w/{kcap}")),
+        ..LaunchContext::default()
     };
     let url = ctx.server_url.clone().unwrap();
     let worktree = ctx.worktree.clone().unwrap();
@@ -701,4 +702,117 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
             stderr: "error: the reviewer's agent id is blank, and the result channel needs it (KCAP_FLOW_AGENT_ID); give the launch its agent id\n".into(),
         }
     );
+}
+
+#[test]
+fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
+    use kcap_mcp_registry::{ResultDelivery, Snapshot};
+
+    let flags = [
+        "--server-url",
+        URL,
+        "--kcap-bin",
+        KCAP,
+        "--agent-id",
+        "a1",
+        "--allowlist",
+        "kcap-review",
+        "--result-capability-url",
+        "http://127.0.0.1:7000/t",
+        "--review-context-url",
+        "http://127.0.0.1:7001/rc",
+        "--format",
+        "json",
+    ];
+    let ctx = LaunchContext {
+        server_url: Some(URL.into()),
+        kcap_bin: Some(KCAP.into()),
+        agent_id: "a1".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        result_delivery: ResultDelivery::Brokered {
+            capability_url: "http://127.0.0.1:7000/t".into(),
+        },
+        snapshot: Snapshot::Borrowed {
+            review_context_url: Some("http://127.0.0.1:7001/rc".into()),
+        },
+        ..LaunchContext::default()
+    };
+    let claude = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    assert!(claude[4].contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
+    assert!(claude[4].contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
+    let mut args = vec!["render", "claude"];
+    args.extend(flags);
+    assert_eq!(
+        run(&args),
+        Run {
+            code: 0,
+            stdout: format!("{}\n", serde_json::to_string(&claude).unwrap()),
+            stderr: String::new(),
+        }
+    );
+    let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
+    let mut args = vec!["render", "codex", "--no-inherited-servers"];
+    args.extend(flags);
+    assert_eq!(
+        run(&args).stdout,
+        format!("{}\n", serde_json::to_string(&codex).unwrap())
+    );
+
+    // The same launch from a launch command's fields.
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    std::fs::write(
+        &launch,
+        r#"{"agent_id":"a1","mcp_allowlist":["kcap-review"],"result_capability_url":"http://127.0.0.1:7000/t","review_context_url":"http://127.0.0.1:7001/rc"}"#,
+    )
+    .unwrap();
+    let launch = launch.to_str().unwrap();
+    let r = run(&[
+        "render",
+        "claude",
+        "--server-url",
+        URL,
+        "--kcap-bin",
+        KCAP,
+        "--launch-json",
+        launch,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        (r.code, r.stdout),
+        (0, format!("{}\n", serde_json::to_string(&claude).unwrap()))
+    );
+
+    // A borrowed snapshot without its URL is refused, naming what is missing.
+    std::fs::write(
+        dir.path().join("borrowed.json"),
+        r#"{"agent_id":"a1","borrowed_snapshot":true}"#,
+    )
+    .unwrap();
+    let borrowed = dir.path().join("borrowed.json");
+    for client in ["claude", "codex"] {
+        let mut args = vec![
+            "render",
+            client,
+            "--server-url",
+            URL,
+            "--kcap-bin",
+            KCAP,
+            "--launch-json",
+            borrowed.to_str().unwrap(),
+        ];
+        if client == "codex" {
+            args.push("--no-inherited-servers");
+        }
+        assert_eq!(
+            run(&args),
+            Run {
+                code: 1,
+                stdout: String::new(),
+                stderr: "error: a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL\n".into(),
+            },
+            "{client}"
+        );
+    }
 }

@@ -8,7 +8,9 @@ use kcap_mcp_registry::clients::codex::inventory::{
 use kcap_mcp_registry::clients::codex::{
     CLOSED_FEATURES, codex_mcp_overrides, codex_reviewer_args,
 };
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
+use kcap_mcp_registry::{
+    LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
+};
 
 /// The Claude argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
 fn claude(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
@@ -42,6 +44,7 @@ fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review PR 42".into()),
         worktree: Some("/work/tree".into()),
+        ..LaunchContext::default()
     }
 }
 
@@ -577,5 +580,244 @@ fn a_same_named_server_seen_only_by_mcp_list_is_refused() {
     assert_eq!(
         err.to_string(),
         "cannot isolate the Codex reviewer: MCP server `kcap-review` has the name of one of kcap's, and only `codex mcp list --json` reports it, which hides most of its fields; take the inventory from `codex app-server` `config/read` (--codex-bin, or a saved answer), or rename or remove that server"
+    );
+}
+
+const CAPABILITY_URL: &str = "http://127.0.0.1:7000/cap-t0k3n";
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:7001/review-context/workspace-mcp-configs";
+
+/// `ctx` allowlisting `kcap-review`, with a delivery mode and a snapshot.
+fn injection_ctx(brokered: bool, borrowed: Option<Option<&str>>) -> LaunchContext {
+    LaunchContext {
+        result_delivery: if brokered {
+            ResultDelivery::Brokered {
+                capability_url: CAPABILITY_URL.into(),
+            }
+        } else {
+            ResultDelivery::Direct
+        },
+        snapshot: match borrowed {
+            None => Snapshot::Own,
+            Some(url) => Snapshot::Borrowed {
+                review_context_url: url.map(String::from),
+            },
+        },
+        ..ctx(Some(vec![Some("kcap-review")]))
+    }
+}
+
+const RESULT_DIRECT: &str = r#""kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"agent-7"}}"#;
+const RESULT_BROKERED: &str = r#""kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/cap-t0k3n","KCAP_FLOW_AGENT_ID":"agent-7"}}"#;
+const REVIEW: &str = r#""kcap-review":{"command":"/opt/kcap/bin/kcap","args":["mcp","review"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}}"#;
+const REVIEW_CONTEXT: &str = r#""kcap-review-context":{"command":"/opt/kcap/bin/kcap","args":["mcp","review"],"env":{"KCAP_REVIEW_CONTEXT_MODE":"1","KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/review-context/workspace-mcp-configs"}}"#;
+
+fn claude_json(servers: &[&str]) -> String {
+    format!(r#"{{"mcpServers":{{{}}}}}"#, servers.join(","))
+}
+
+/// The Codex overrides of the result channel (`brokered` or direct), `kcap-review`, and the
+/// review context when `borrowed`.
+fn codex_overrides(brokered: bool, borrowed: bool) -> Vec<String> {
+    let mut out = vec![
+        "mcp_servers={}".to_string(),
+        "mcp_servers.kcap-flow-result.enabled=true".into(),
+        r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#.into(),
+        r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#.into(),
+        if brokered {
+            r#"mcp_servers.kcap-flow-result.env={KCAP_FLOW_CAPABILITY_URL="http://127.0.0.1:7000/cap-t0k3n",KCAP_FLOW_AGENT_ID="agent-7"}"#.into()
+        } else {
+            r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#.into()
+        },
+        r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#.into(),
+        r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#.into(),
+        "mcp_servers.kcap-review.enabled=true".into(),
+        r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#.into(),
+        r#"mcp_servers.kcap-review.args=["mcp","review"]"#.into(),
+        r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#.into(),
+        r#"mcp_servers.kcap-review.default_tools_approval_mode="approve""#.into(),
+        r#"mcp_servers.kcap-review.tools={"get_pr_summary"={approval_mode="approve"},"list_pr_files"={approval_mode="approve"},"get_file_context"={approval_mode="approve"},"search_context"={approval_mode="approve"},"list_sessions"={approval_mode="approve"},"get_transcript"={approval_mode="approve"}}"#.into(),
+    ];
+    if borrowed {
+        out.extend([
+            "mcp_servers.kcap-review-context.enabled=true".into(),
+            r#"mcp_servers.kcap-review-context.command="/opt/kcap/bin/kcap""#.into(),
+            r#"mcp_servers.kcap-review-context.args=["mcp","review"]"#.into(),
+            r#"mcp_servers.kcap-review-context.env={KCAP_REVIEW_CONTEXT_MODE="1",KCAP_REVIEW_CONTEXT_URL="http://127.0.0.1:7001/review-context/workspace-mcp-configs"}"#.into(),
+            r#"mcp_servers.kcap-review-context.default_tools_approval_mode="approve""#.into(),
+            r#"mcp_servers.kcap-review-context.tools={"get_branch_authored_mcp_configs"={approval_mode="approve"}}"#.into(),
+        ]);
+    }
+    out
+}
+
+#[test]
+fn direct_brokered_borrowed_and_brokered_borrowed_launches() {
+    let cases = [
+        (false, false, vec![RESULT_DIRECT, REVIEW]),
+        (true, false, vec![RESULT_BROKERED, REVIEW]),
+        (false, true, vec![RESULT_DIRECT, REVIEW, REVIEW_CONTEXT]),
+        (true, true, vec![RESULT_BROKERED, REVIEW, REVIEW_CONTEXT]),
+    ];
+    for (brokered, borrowed, claude_servers) in cases {
+        let c = injection_ctx(brokered, borrowed.then_some(Some(REVIEW_CONTEXT_URL)));
+        let r = c.resolve(Policy::Lenient).unwrap();
+        let what = format!("brokered {brokered}, borrowed {borrowed}");
+        assert_eq!(
+            claude_mcp_config(&c, &r).unwrap(),
+            claude_json(&claude_servers),
+            "{what}"
+        );
+        assert_eq!(
+            codex_mcp_overrides(&c, &r, &[]).unwrap(),
+            codex_overrides(brokered, borrowed),
+            "{what}"
+        );
+        // The argv around the MCP config is the baseline's.
+        let claude = claude_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap()).unwrap();
+        assert_eq!(claude[4], claude_json(&claude_servers), "{what}");
+        let mut expected = baseline_claude();
+        expected[4] = claude_json(&claude_servers);
+        assert_eq!(claude, expected, "{what}");
+        let codex = codex_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap(), &[]).unwrap();
+        let overrides: Vec<&String> = codex
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i > 0 && codex[i - 1] == "-c")
+            .map(|(_, a)| a)
+            .filter(|a| a.starts_with("mcp_servers"))
+            .collect();
+        assert_eq!(
+            overrides,
+            codex_overrides(brokered, borrowed)
+                .iter()
+                .collect::<Vec<_>>(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn the_direct_own_checkout_launch_is_the_unchanged_baseline() {
+    // Every new field at its default, spelled out: byte-identical to the baseline.
+    let c = LaunchContext {
+        result_delivery: ResultDelivery::Direct,
+        snapshot: Snapshot::Own,
+        ..ctx(None)
+    };
+    assert_eq!(c, ctx(None));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert_eq!(claude_mcp_config(&c, &r).unwrap(), BASELINE_JSON);
+    assert_eq!(
+        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap(),
+        baseline_claude()
+    );
+    assert_eq!(
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap(),
+        baseline_codex()
+    );
+}
+
+#[test]
+fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
+    for (brokered, url) in [
+        (false, None),
+        (true, None),
+        (false, Some("")),
+        (true, Some("  ")),
+    ] {
+        let c = injection_ctx(brokered, Some(url));
+        let r = c.resolve(Policy::Lenient).unwrap();
+        assert_eq!(
+            claude_mcp_config(&c, &r),
+            Err(RenderError::MissingReviewContextUrl),
+            "{url:?}"
+        );
+        assert_eq!(
+            codex_mcp_overrides(&c, &r, &[]),
+            Err(RenderError::MissingReviewContextUrl),
+            "{url:?}"
+        );
+        let err = claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        assert_eq!(err, RenderError::MissingReviewContextUrl);
+        assert_eq!(
+            err.to_string(),
+            "a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL"
+        );
+        assert_eq!(
+            codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+            RenderError::MissingReviewContextUrl
+        );
+    }
+    // A blank capability URL is refused too; gated launches need neither.
+    let mut c = injection_ctx(true, None);
+    c.result_delivery = ResultDelivery::Brokered {
+        capability_url: " ".into(),
+    };
+    assert_eq!(
+        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
+        RenderError::BlankCapabilityUrl
+    );
+    assert_eq!(
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+        RenderError::BlankCapabilityUrl
+    );
+    let gated = LaunchContext {
+        server_url: None,
+        ..injection_ctx(true, Some(None))
+    };
+    let r = gated.resolve(Policy::Lenient).unwrap();
+    assert_eq!(
+        claude_mcp_config(&gated, &r).unwrap(),
+        r#"{"mcpServers":{}}"#
+    );
+}
+
+#[test]
+fn allowlisting_the_review_context_injects_nothing_and_claude_refuses_an_expanding_url() {
+    // Named in the allowlist of an own-checkout launch: a no-op (lenient) and harmless
+    // (strict), as for the result channel; in a borrowed one it is injected once, last.
+    let mut c = injection_ctx(false, None);
+    c.mcp_allowlist = Some(vec![
+        Some("kcap-review-context".into()),
+        Some("kcap-review".into()),
+    ]);
+    for policy in [Policy::Lenient, Policy::Strict] {
+        let r = c.resolve(policy).unwrap();
+        assert_eq!(
+            claude_mcp_config(&c, &r).unwrap(),
+            claude_json(&[RESULT_DIRECT, REVIEW])
+        );
+    }
+    let skipped: Vec<String> = c
+        .resolve(Policy::Lenient)
+        .unwrap()
+        .skipped()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "MCP allowlist entry 1 \"kcap-review-context\" skipped: injection-only, never materialized from an allowlist"
+        ]
+    );
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+    };
+    let r = c.resolve(Policy::Strict).unwrap();
+    assert_eq!(
+        claude_mcp_config(&c, &r).unwrap(),
+        claude_json(&[RESULT_DIRECT, REVIEW, REVIEW_CONTEXT])
+    );
+    let mut c = c.clone();
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some("http://h/${HOME}".into()),
+    };
+    let r = c.resolve(Policy::Strict).unwrap();
+    assert_eq!(
+        claude_mcp_config(&c, &r),
+        Err(RenderError::ClaudeExpansion {
+            server: "kcap-review-context".into(),
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+        })
     );
 }

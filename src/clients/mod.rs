@@ -46,9 +46,12 @@
 //!
 //! Every renderer keeps the same security rules: the result channel is always injected first
 //! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
-//! a server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
+//! then, in a borrowed-snapshot review only, the `inject = "borrowed-snapshot"` servers; a
+//! server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
 //! source) reaches only the result channel; an empty or absent allowlist renders
-//! byte-identical args to the no-allowlist baseline.
+//! byte-identical args to the no-allowlist baseline. Which reserved servers are injected,
+//! and each one's env, come from the registry data ([`Inject`], [`EnvSource`]), never from
+//! their names.
 
 pub mod antigravity;
 pub mod claude;
@@ -174,9 +177,70 @@ use std::fmt;
 
 use crate::allowlist::{Policy, Rejection, Resolution};
 use crate::clients::codex::inventory::InventoryError;
-use crate::model::{EnvSource, McpServer};
+use crate::model::{EnvSource, Inject, McpServer};
 use crate::registry::Registry;
 use crate::wire::LaunchCommand;
+
+/// How the result channel hands a reviewer's result to the daemon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ResultDelivery {
+    /// The result channel talks to the kcap server at [`LaunchContext::server_url`]: its
+    /// `"server_url"` variables (`KCAP_URL`) are set, its `"result_capability_url"` ones are not.
+    #[default]
+    Direct,
+    /// The reviewer's HOME is not the daemon user's (a borrowed snapshot, or a client that
+    /// needs a per-launch HOME), so the result goes through a per-launch capability URL
+    /// (`http://127.0.0.1:<port>/<token>`): the result channel's `"result_capability_url"`
+    /// variables (`KCAP_FLOW_CAPABILITY_URL`) are set **instead of** its `"server_url"` ones,
+    /// never both. Allowlisted servers keep `KCAP_URL`. A blank URL is
+    /// [`RenderError::BlankCapabilityUrl`].
+    Brokered {
+        /// The capability URL.
+        capability_url: String,
+    },
+}
+
+impl ResultDelivery {
+    /// [`ResultDelivery::Brokered`] with the launch command's capability URL when it has one,
+    /// else [`ResultDelivery::Direct`].
+    pub fn from_capability_url(capability_url: Option<String>) -> ResultDelivery {
+        match capability_url {
+            Some(capability_url) => ResultDelivery::Brokered { capability_url },
+            None => ResultDelivery::Direct,
+        }
+    }
+}
+
+/// Whose checkout the reviewer reviews.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Snapshot {
+    /// The daemon user's own worktree: no `inject = "borrowed-snapshot"` server is injected.
+    #[default]
+    Own,
+    /// A borrowed snapshot (another user's checkout): every `inject = "borrowed-snapshot"`
+    /// server (`kcap-review-context`) is injected after the allowlisted servers, its
+    /// `"review_context_url"` variables set to the bridge URL. An absent or blank URL is
+    /// [`RenderError::MissingReviewContextUrl`]: the launch fails rather than start a
+    /// review-context server with nothing to read.
+    Borrowed {
+        /// The review-context bridge URL
+        /// (`<bridge>/review-context/workspace-mcp-configs`).
+        review_context_url: Option<String>,
+    },
+}
+
+impl Snapshot {
+    /// The snapshot a launch command describes: [`Snapshot::Borrowed`] when it says
+    /// `borrowed_snapshot` or carries a review-context URL (which marks a borrowed snapshot),
+    /// else [`Snapshot::Own`].
+    pub fn from_launch(borrowed_snapshot: bool, review_context_url: Option<String>) -> Snapshot {
+        if borrowed_snapshot || review_context_url.is_some() {
+            Snapshot::Borrowed { review_context_url }
+        } else {
+            Snapshot::Own
+        }
+    }
+}
 
 /// What a reviewer launch needs from the daemon: the launch command's fields
 /// ([`LaunchContext::from_command`]) and the daemon's own settings. A blank (empty or
@@ -201,6 +265,10 @@ pub struct LaunchContext {
     pub prompt: Option<String>,
     /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get).
     pub worktree: Option<String>,
+    /// How the result channel delivers the result (default: direct).
+    pub result_delivery: ResultDelivery,
+    /// Whose checkout is reviewed (default: the daemon user's own).
+    pub snapshot: Snapshot,
 }
 
 impl LaunchContext {
@@ -227,6 +295,9 @@ impl LaunchContext {
             model,
             effort,
             prompt,
+            result_capability_url,
+            borrowed_snapshot,
+            review_context_url,
         } = cmd;
         LaunchContext {
             server_url: Some(server_url.into()),
@@ -237,6 +308,8 @@ impl LaunchContext {
             effort,
             prompt,
             worktree: None,
+            result_delivery: ResultDelivery::from_capability_url(result_capability_url),
+            snapshot: Snapshot::from_launch(borrowed_snapshot, review_context_url),
         }
     }
 
@@ -253,11 +326,25 @@ impl LaunchContext {
         Some((path, url))
     }
 
-    /// Refuses a blank agent id unless gated: the result channel, injected into every
-    /// ungated reviewer, carries it as `KCAP_FLOW_AGENT_ID`.
-    fn require_agent_id(&self) -> Result<(), RenderError> {
-        if !self.is_gated() && self.agent_id.trim().is_empty() {
+    /// Refuses, unless gated, a blank agent id (the result channel, injected into every
+    /// ungated reviewer, carries it as `KCAP_FLOW_AGENT_ID`), a blank brokered capability URL,
+    /// and a borrowed snapshot without a review-context URL.
+    fn require_launch_values(&self) -> Result<(), RenderError> {
+        if self.is_gated() {
+            return Ok(());
+        }
+        if self.agent_id.trim().is_empty() {
             return Err(RenderError::BlankAgentId);
+        }
+        if let ResultDelivery::Brokered { capability_url } = &self.result_delivery {
+            if capability_url.trim().is_empty() {
+                return Err(RenderError::BlankCapabilityUrl);
+            }
+        }
+        if let Snapshot::Borrowed { review_context_url } = &self.snapshot {
+            if non_blank(review_context_url).is_none() {
+                return Err(RenderError::MissingReviewContextUrl);
+            }
         }
         Ok(())
     }
@@ -284,36 +371,70 @@ impl LaunchContext {
         registry.resolve(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
     }
 
-    /// The servers to materialize with their env values: the resolution's result channel,
-    /// then the resolved servers. Empty when gated.
+    /// The servers to materialize with their env values: the `inject = "always"` servers (the
+    /// result channel), then the resolved servers, then, for a borrowed snapshot, the
+    /// `inject = "borrowed-snapshot"` servers. Empty when gated. Call
+    /// [`LaunchContext::require_launch_values`] first.
     fn servers<'s>(
         &'s self,
         resolution: &'s Resolution<'_, String>,
     ) -> impl Iterator<Item = (&'static McpServer, Vec<(&'static str, &'s str)>)> + 's {
-        let result_channel = resolution.registry().result_channel();
+        let borrowed = matches!(self.snapshot, Snapshot::Borrowed { .. });
+        let registry = resolution.registry();
         self.kcap_bin_and_url()
             .into_iter()
-            .flat_map(move |(_, url)| {
-                std::iter::once(result_channel)
+            .flat_map(move |_| {
+                registry
+                    .injected(Inject::Always)
                     .chain(resolution.servers())
-                    .map(move |s| (s, url))
+                    .chain(
+                        borrowed
+                            .then(|| registry.injected(Inject::BorrowedSnapshot))
+                            .into_iter()
+                            .flatten(),
+                    )
             })
-            .map(move |(s, url)| {
-                let env = s
-                    .env
-                    .iter()
-                    .map(|&(name, source)| {
-                        let value = match source {
-                            EnvSource::ServerUrl => url,
-                            // Build rule `agent-id-injection-only` keeps this source on
-                            // injection-only entries; only the result channel is injected.
-                            EnvSource::AgentId => self.agent_id.as_str(),
-                        };
-                        (name, value)
-                    })
-                    .collect();
-                (s, env)
+            .map(move |s| (s, self.env_of(s)))
+    }
+
+    /// `server`'s env vars with their values, in registry order, leaving out the variables
+    /// whose source this launch does not provide: the `"server_url"` ones of a server that
+    /// also takes `"result_capability_url"` under brokered delivery, and the
+    /// `"result_capability_url"` ones under direct delivery (rule `capability-url-server-url`
+    /// gives such a server both). The other sources are always provided when their server is
+    /// injected (rule `env-source-scope`).
+    fn env_of<'s>(&'s self, server: &'static McpServer) -> Vec<(&'static str, &'s str)> {
+        let url = non_blank(&self.server_url).unwrap_or_default();
+        let capability = match &self.result_delivery {
+            ResultDelivery::Direct => None,
+            ResultDelivery::Brokered { capability_url } => Some(capability_url.as_str()),
+        };
+        let brokered_here = capability.is_some()
+            && server
+                .env
+                .iter()
+                .any(|(_, s)| *s == EnvSource::ResultCapabilityUrl);
+        let review_context_url = match &self.snapshot {
+            Snapshot::Own => None,
+            Snapshot::Borrowed { review_context_url } => non_blank(review_context_url),
+        };
+        server
+            .env
+            .iter()
+            .filter_map(|&(name, source)| {
+                let value = match source {
+                    EnvSource::ServerUrl if brokered_here => return None,
+                    EnvSource::ServerUrl => url,
+                    EnvSource::ResultCapabilityUrl => capability?,
+                    // Build rule `agent-id-injection-only` keeps this source on
+                    // injection-only entries.
+                    EnvSource::AgentId => self.agent_id.as_str(),
+                    EnvSource::ReviewContextUrl => review_context_url?,
+                    EnvSource::Constant(value) => value,
+                };
+                Some((name, value))
             })
+            .collect()
     }
 }
 
@@ -387,6 +508,12 @@ pub enum RenderError {
         /// The server name.
         server: String,
     },
+    /// Brokered result delivery with a blank capability URL: the result channel could reach
+    /// nothing.
+    BlankCapabilityUrl,
+    /// A borrowed-snapshot review without a review-context URL: the review-context server
+    /// would have nothing to read.
+    MissingReviewContextUrl,
 }
 
 impl fmt::Display for RenderError {
@@ -424,6 +551,15 @@ impl fmt::Display for RenderError {
                 f,
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
+            ),
+            RenderError::BlankCapabilityUrl => f.write_str(
+                "brokered result delivery needs the result channel's capability URL \
+                 (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
+            ),
+            RenderError::MissingReviewContextUrl => f.write_str(
+                "a borrowed-snapshot review needs the review-context URL \
+                 (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
+                 give the launch its review-context URL",
             ),
             RenderError::ClaudeVetoed(vetoes) => {
                 let result_channel = crate::model::RESULT_CHANNEL_ID;

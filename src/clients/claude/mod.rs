@@ -46,12 +46,15 @@ use crate::model::McpServer;
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
 ///
 /// Gated ([`LaunchContext::is_gated`]) → exactly `{"mcpServers":{}}`. Otherwise
-/// `kcap-flow-result` first, then each resolved server in allowlist order, each as
-/// `{"command":<kcap_bin>,"args":[…],"env":{…}}` with env names in registry order.
+/// `kcap-flow-result` first, then each resolved server in allowlist order, then (for a
+/// borrowed snapshot) each `inject = "borrowed-snapshot"` server, each as
+/// `{"command":<kcap_bin>,"args":[…],"env":{…}}` with env names in registry order and only
+/// the variables this launch's delivery mode and snapshot provide.
 ///
 /// # Errors
-/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`;
-/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
+/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`; when not gated,
+/// [`RenderError::BlankAgentId`] for a blank agent id, [`RenderError::BlankCapabilityUrl`]
+/// and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, clients::claude::claude_mcp_config};
@@ -75,7 +78,7 @@ pub fn claude_mcp_config(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
     // The JSON's size, to write it without growing the buffer: every string plus 64 bytes

@@ -158,7 +158,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// 1. `mcp_servers={…}` disabling every inherited server we do not enable
 ///    (`"<name>"={enabled=false,url="…"}` or `{enabled=false,command="false"}`), or
 ///    `mcp_servers={}` when there is none;
-/// 2. unless gated, for the result channel and then each resolved server:
+/// 2. unless gated, for the result channel, each resolved server, then (for a borrowed
+///    snapshot) each `inject = "borrowed-snapshot"` server:
 ///    `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`, `.env={NAME="…",…}`,
 ///    `.default_tools_approval_mode="approve"|"prompt"`, `.tools={"<tool>"={approval_mode=…},…}`
 ///    (when there is a tool to set), followed, only where the inventory holds a server of the
@@ -169,7 +170,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// enable has a field the module table refuses; [`RenderError::CodexUnseenFields`] when such a
 /// server is known only from `codex mcp list`;
 /// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
-/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
+/// when not gated, [`RenderError::BlankAgentId`] for a blank agent id,
+/// [`RenderError::BlankCapabilityUrl`] and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, clients::codex::codex_mcp_overrides};
@@ -196,7 +198,7 @@ pub fn codex_mcp_overrides(
     resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let servers: Vec<_> = ctx.servers(resolution).collect();
     let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
 
