@@ -453,6 +453,10 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// Every difference between the registry `entries` (as [`registrations`], each expected to
 /// run `command`) and what `client` does according to `loaded`: refusals first, then
 /// registry servers in registry order, then extra ones sorted by name.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one comparison per registration field, in the order findings are reported"
+)]
 pub fn drift(
     entries: &[RegistryEntry],
     command: &str,

@@ -382,6 +382,10 @@ fn remove_owned(
 
 /// Reads, edits with `edit`, and writes back (unless `dry_run`), under the lock; `create_dir`:
 /// create the config's directory first (install).
+#[allow(
+    clippy::too_many_lines,
+    reason = "the lock, read, edit, atomic write and ledger steps must stay visibly in this order for crash safety"
+)]
 fn run(
     format: &RegistrationFormat,
     config: &Path,
