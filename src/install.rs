@@ -393,6 +393,25 @@ fn run(
     create_dir: bool,
     edit: impl FnOnce(&mut Doc, &mut Ledger, &mut Vec<(String, Action)>) -> Result<(), String>,
 ) -> Result<Outcome, InstallError> {
+    // A config that is a symbolic link (a dotfile manager's `~/.claude.json`) is edited where
+    // it points, and the link stays: the atomic rename would otherwise replace the link with
+    // a file and leave its target unchanged. A link to nothing is refused.
+    let target;
+    let config = match fs::symlink_metadata(config) {
+        Ok(m) if m.file_type().is_symlink() => {
+            target = fs::canonicalize(config).map_err(|e| {
+                error(
+                    config,
+                    format!(
+                        "is a symbolic link whose target cannot be reached ({e}); create the \
+                         target first, or give the target's own path with --config"
+                    ),
+                )
+            })?;
+            target.as_path()
+        }
+        _ => config,
+    };
     let ledger_path = ledger_path(config);
     if create_dir && !dry_run {
         if let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty()) {

@@ -967,6 +967,17 @@ fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
 fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
     let format = args.target.client.client().registration();
     let config = config_path(&args.target)?;
+    // The client's own directory is created for its default location (a first install);
+    // a directory named with --config that does not exist is a typo, not a request.
+    if args.target.config.is_some()
+        && let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "the directory of --config {} does not exist; create it first, or fix the path",
+            ShownPath(&config)
+        )));
+    }
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin,

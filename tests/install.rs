@@ -379,6 +379,74 @@ fn malformed_files_are_refused_and_left_byte_identical() {
 }
 
 #[test]
+fn a_symlinked_config_is_edited_where_it_points_and_a_dangling_link_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("dotfiles/claude.json");
+    std::fs::create_dir(dir.path().join("dotfiles")).unwrap();
+    let original = "{\n  \"mcpServers\": {}\n}\n";
+    std::fs::write(&real, original).unwrap();
+    let link = dir.path().join(".claude.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let r = install_cli("claude", &link, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let written = jsonc_value(&read(&real));
+    let names: Vec<&String> = written["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, IDS);
+    let r = uninstall_cli("claude", &link, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(read(&real), original);
+
+    let dangling = dir.path().join("dangling.json");
+    std::os::unix::fs::symlink(dir.path().join("nowhere/x.json"), &dangling).unwrap();
+    let r = install_cli("claude", &dangling, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("is a symbolic link whose target cannot be reached"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!dir.path().join("nowhere").exists());
+}
+
+#[test]
+fn a_config_in_a_missing_directory_is_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("typo/dir/c.json");
+    let r = install_cli("claude", &config, &[]);
+    assert_eq!(
+        (r.code, r.stderr),
+        (
+            2,
+            format!(
+                "error: the directory of --config {} does not exist; create it first, or fix the path\n",
+                config.display()
+            )
+        )
+    );
+    assert!(!dir.path().join("typo").exists());
+}
+
+#[test]
 fn dry_run_prints_a_unified_diff_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
@@ -489,7 +557,7 @@ fn default_config_follows_each_clients_home_variables() {
 #[test]
 fn a_new_file_is_created_and_removed_again_and_a_bom_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("new/dir/mcp-config.json");
+    let config = dir.path().join("mcp-config.json");
     assert_eq!(install_cli("copilot", &config, &[]).code, 0);
     assert!(ledger(&config)["file_created"].as_bool().unwrap());
     assert_eq!(uninstall_cli("copilot", &config, &[]).code, 0);
