@@ -4,8 +4,8 @@
 //! [`super::loader`] models how Claude Code 2.1.197 reads them back.
 
 use crate::export::{
-    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
-    registration_args, registration_file, set_var,
+    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, home_path,
+    registration_file, set_var, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -41,16 +41,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
 
 /// The entry of one server: `{"command", "args", "env"?, "description"}`.
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    let mut pairs = vec![
-        ("command".into(), Node::string(&opts.command)),
-        (
-            "args".into(),
-            Node::strings(registration_args(e, Client::Claude)),
-        ),
-    ];
-    if let Some(env) = env_node(e, opts) {
-        pairs.push(("env".into(), env));
-    }
+    let mut pairs = stdio_pairs(e, opts, Client::Claude);
     pairs.push(("description".into(), Node::string(&e.description)));
     Node::Object(pairs)
 }

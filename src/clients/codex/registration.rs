@@ -7,8 +7,8 @@
 use super::toml_basic_string;
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
-    registration_args, registration_entries, set_var,
+    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, home_path,
+    registration_entries, set_var, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -38,16 +38,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
 
 /// The table of one server: `command`, `args`, `env`?, `cwd`?, `default_tools_approval_mode`?.
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    let mut pairs = vec![
-        ("command".into(), Node::string(&opts.command)),
-        (
-            "args".into(),
-            Node::strings(registration_args(e, Client::Codex)),
-        ),
-    ];
-    if let Some(env) = env_node(e, opts) {
-        pairs.push(("env".into(), env));
-    }
+    let mut pairs = stdio_pairs(e, opts, Client::Codex);
     if let (true, Some(dir)) = (e.needs_project_cwd, &opts.project_dir) {
         pairs.push(("cwd".into(), Node::string(dir)));
     }
