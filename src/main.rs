@@ -225,7 +225,8 @@ struct CheckArgs {
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
-    /// A Claude Code .mcp.json or Codex config.toml that must register exactly the
+    /// A client's registration file (any of the eight clients': .mcp.json, config.toml,
+    /// settings.json, opencode.json, mcp-config.json, …) that must register exactly the
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]
     against: Vec<PathBuf>,
@@ -247,6 +248,10 @@ struct CheckArgs {
     /// next to the file and merged over it.
     #[arg(long, value_name = "NAME", requires = "against")]
     codex_profile: Option<String>,
+    /// The client that reads every --against file (default: told from each file's name,
+    /// then its extension, then its content).
+    #[arg(long, value_enum, requires = "against")]
+    client: Option<ClientArg>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -731,6 +736,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     let opts = AgainstOptions {
         project: args.project.clone(),
         codex_profile: args.codex_profile.clone(),
+        client: args.client.map(ClientArg::client),
     };
     let mut files = Vec::new();
     for path in &args.against {
