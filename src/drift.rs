@@ -365,6 +365,10 @@ impl Drift {
 
     /// This drift as a [`Finding`] at its location, with a message saying what the client
     /// does and a help saying how to fix it.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one message and help per drift kind, each worded for its client"
+    )]
     pub fn finding(&self) -> Finding {
         let server = self.server.escape_debug();
         let client = client_name(self.client);
