@@ -385,7 +385,9 @@ struct RenderArgs {
     /// (KCAP_REVIEW_CONTEXT_URL).
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     review_context_url: Option<String>,
-    /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
+    /// Output: one argument per line (for reading: control and invisible characters shown
+    /// escaped, as \n, \t, \u{1b}), a JSON array, or one POSIX-quoted shell line (json and
+    /// shell are exact).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
     #[command(flatten)]

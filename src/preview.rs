@@ -328,8 +328,10 @@ pub fn take_inventory(source: &InventorySource) -> Result<Vec<InheritedServer>, 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ArgvFormat {
-    /// One argument per line. Ambiguous for arguments holding a newline: use `Json` or
-    /// `Shell` for those.
+    /// One argument per line, for reading: each control or invisible character is shown
+    /// escaped ([`crate::text::printable`]: `\n`, `\r`, `\t`, others `\u{…}`), so a prompt
+    /// cannot break a line, forge one or send terminal escapes. Not reversible (a backslash
+    /// is not escaped): use `Json` or `Shell`, which are exact, to get the argv back.
     Lines,
     /// A compact JSON array of strings, then a newline.
     Json,
@@ -374,7 +376,10 @@ impl std::error::Error for ArgvError {}
 /// [`ArgvError`] for [`ArgvFormat::Shell`] when an argument contains NUL.
 pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvError> {
     Ok(match format {
-        ArgvFormat::Lines => args.iter().map(|a| format!("{a}\n")).collect(),
+        ArgvFormat::Lines => args
+            .iter()
+            .map(|a| format!("{}\n", crate::text::printable(a)))
+            .collect(),
         ArgvFormat::Json => {
             let mut out = serde_json::to_string(args).expect("strings serialize");
             out.push('\n');

@@ -66,6 +66,41 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 }
 
 #[test]
+fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_them() {
+    let prompt = "Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz";
+    let base = ["--agent-id", "a1", "--prompt", prompt, "--format"];
+    let r = render("claude", &[&base[..], &["lines"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    // One line per argument: the prompt's newline did not add one.
+    let ctx = LaunchContext {
+        server_url: Some(URL.into()),
+        kcap_bin: Some(KCAP.into()),
+        agent_id: "a1".into(),
+        prompt: Some(prompt.into()),
+        ..LaunchContext::default()
+    };
+    let exact = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    assert_eq!(lines.len(), exact.len(), "{}", r.stdout);
+    assert_eq!(
+        lines.last().unwrap(),
+        &r"Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz"
+    );
+    assert!(
+        !r.stdout
+            .chars()
+            .any(|c| c != '\n' && kcap_mcp_registry::text::is_forbidden_char(c)),
+        "{:?}",
+        r.stdout
+    );
+    // `json` stays exact.
+    let r = render("claude", &[&base[..], &["json"]].concat());
+    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(argv, exact);
+    assert_eq!(argv.last().unwrap(), prompt);
+}
+
+#[test]
 fn claude_json_is_the_library_argv() {
     let r = render(
         "claude",
