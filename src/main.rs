@@ -385,9 +385,9 @@ struct RenderArgs {
     /// (KCAP_REVIEW_CONTEXT_URL).
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     review_context_url: Option<String>,
-    /// Output: one argument per line (for reading: control and invisible characters shown
-    /// escaped, as \n, \t, \u{1b}), a JSON array, or one POSIX-quoted shell line (json and
-    /// shell are exact).
+    /// Output: one argument per line (for reading: control and invisible characters are
+    /// shown as escapes), a JSON array, or one POSIX-quoted shell line (json and shell are
+    /// exact).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
     #[command(flatten)]
@@ -734,6 +734,9 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
         project: args.project.clone(),
         codex_profile: args.codex_profile.clone(),
     };
+    if !args.against.is_empty() {
+        check_kcap_values(&args.kcap_bin, None)?;
+    }
     let mut files = Vec::new();
     for path in &args.against {
         files.extend(
@@ -848,22 +851,21 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         .map(|path| preview::read_launch_command(path, common.agent_id.as_deref()))
         .transpose()
         .map_err(CliError::usage)?;
+    let overrides = LaunchOverrides {
+        server_url: common.server_url,
+        kcap_bin: common.kcap_bin,
+        agent_id: common.agent_id,
+        allowlist: common.allowlist,
+        model: common.model,
+        effort: common.effort,
+        prompt: common.prompt,
+        worktree: common.worktree,
+        result_capability_url: common.result_capability_url,
+        review_context_url: common.review_context_url,
+    };
+    preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
-    let ctx = preview::launch_context(
-        launch,
-        LaunchOverrides {
-            server_url: common.server_url,
-            kcap_bin: common.kcap_bin,
-            agent_id: common.agent_id,
-            allowlist: common.allowlist,
-            model: common.model,
-            effort: common.effort,
-            prompt: common.prompt,
-            worktree: common.worktree,
-            result_capability_url: common.result_capability_url,
-            review_context_url: common.review_context_url,
-        },
-    );
+    let ctx = preview::launch_context(launch, overrides);
     let inventory = inventory_source
         .as_ref()
         .map(preview::take_inventory)
@@ -921,6 +923,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
 
 fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     let registration = |args: RegistrationArgs, project_dir: Option<String>| {
+        check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
         let entries = load(args.source.registry.as_deref())?;
         let opts = RegistrationOptions {
             command: args.kcap_bin,
@@ -955,6 +958,16 @@ fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuses a blank `--kcap-bin` or `--server-url`, or one holding a control or invisible
+/// character, of `export`, `install` and `check --against` (exit 2).
+fn check_kcap_values(kcap_bin: &str, server_url: Option<&str>) -> Result<(), CliError> {
+    preview::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
+    if let Some(url) = server_url {
+        preview::check_value("--server-url", url, false).map_err(CliError::usage)?;
+    }
+    Ok(())
+}
+
 /// The config file `install`/`uninstall` edit: `--config`, or the client's default.
 fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
     match &target.config {
@@ -980,6 +993,7 @@ fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
             ShownPath(&config)
         )));
     }
+    check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin,

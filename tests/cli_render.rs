@@ -550,7 +550,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
 const HOSTILE: [&str; 4] = [
     "it's \"quoted\" $HOME `id` $(id) ${HOME}\nline 2\t\\ * ~ # ! ; & | < >",
     "/opt/my kcap/'k'\"c\"ap$x`y`",
-    "a'b\nc\"d\\e",
+    // No control character: `render` refuses one in an agent id, URL or binary path.
+    "a'b c\"d\\e",
     "m -- --not-an-option",
 ];
 
@@ -594,7 +595,7 @@ fn assert_round_trip(cli: &[&str], expected: &[String]) {
 fn shell_format_round_trips_hostile_values_through_sh() {
     let [prompt, kcap, agent, model] = HOSTILE;
     let ctx = LaunchContext {
-        server_url: Some("http://h/$x `y` 'q' \"z\"\nnl".into()),
+        server_url: Some("http://h/$x `y` 'q' \"z\" nl".into()),
         kcap_bin: Some(kcap.into()),
         agent_id: agent.into(),
         mcp_allowlist: Some(vec![Some("kcap-review".into())]),
@@ -850,4 +851,92 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
             "{client}"
         );
     }
+}
+
+#[test]
+fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    std::fs::write(
+        &launch,
+        r#"{"agent_id":"a\u001b]0;x\u0007","review_context_url":"http://h/\u202e","borrowed_snapshot":true}"#,
+    )
+    .unwrap();
+    let launch = launch.to_str().unwrap();
+    let refused = |args: &[&str], message: &str| {
+        assert_eq!(
+            run(args),
+            Run {
+                code: 2,
+                stdout: String::new(),
+                stderr: format!("error: {message}; give it without one\n"),
+            },
+            "{args:?}"
+        );
+    };
+    refused(
+        &["render", "claude", "--agent-id", "a\nerror: forged"],
+        r"--agent-id `a\nerror: forged` contains \u{a}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "codex",
+            "--no-inherited-servers",
+            "--agent-id",
+            "a1",
+            "--kcap-bin",
+            "/k\u{200b}",
+        ],
+        r"--kcap-bin `/k\u{200b}` contains \u{200b}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--agent-id",
+            "a1",
+            "--server-url",
+            "http://h\r",
+        ],
+        r"--server-url `http://h\r` contains \u{d}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--agent-id",
+            "a1",
+            "--result-capability-url",
+            "http://h/\u{85}",
+        ],
+        r"--result-capability-url `http://h/\u{85}` contains \u{85}, a control or invisible character",
+    );
+    // From the launch JSON, named as its field; a flag given instead is what counts.
+    refused(
+        &["render", "claude", "--launch-json", launch],
+        r"`agent_id` of the launch JSON `a\u{1b}]0;x\u{7}` contains \u{1b}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--launch-json",
+            launch,
+            "--agent-id",
+            "a1",
+        ],
+        r"`review_context_url` of the launch JSON `http://h/\u{202e}` contains \u{202e}, a control or invisible character",
+    );
+    let r = run(&[
+        "render",
+        "claude",
+        "--launch-json",
+        launch,
+        "--agent-id",
+        "a1",
+        "--review-context-url",
+        "http://h/rc",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }
