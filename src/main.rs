@@ -879,7 +879,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         })?;
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
-    for warning in preview::skip_warnings(&ctx, &resolution) {
+    for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
         errln!("warning: {warning}");
     }
     // With a worktree, the Claude preflight reads the Claude Code configuration this

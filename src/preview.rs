@@ -208,21 +208,78 @@ pub fn check_launch_values(
 /// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,
 /// counted from 1) and the agent id (escaped): `agent "a1": MCP allowlist entry 1
 /// "kcap-flows" skipped: can start flows (recursion guard)`; an unknown name gets a
-/// did-you-mean suggestion ([`suggest_id`]).
+/// did-you-mean suggestion ([`suggest_id`]). Every skipped entry has its line; for a person,
+/// [`shown_skip_warnings`] caps them.
 pub fn skip_warnings(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<String> {
     resolution
         .skipped()
-        .map(|s| {
-            let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
-            if let (SkipKind::Unknown, Some(id)) = (
-                s.kind,
-                s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
-            ) {
-                line.push_str(&format!("; did you mean \"{id}\"?"));
-            }
-            line
-        })
+        .map(|s| skip_warning(ctx, resolution, &s))
         .collect()
+}
+
+/// How many skipped allowlist entries `render` names one by one on standard error; the rest
+/// are counted ([`shown_skip_warnings`]).
+pub const SHOWN_SKIP_WARNINGS: usize = 20;
+
+/// [`skip_warnings`] for a person to read: the lines of the first `max` skipped entries,
+/// then, when more were skipped, one line counting them: `agent "a1": … and 3 more skipped
+/// MCP allowlist entries (`kcap-mcp-registry resolve` lists each)`. Only the shown lines
+/// are built, so a huge allowlist costs one line per shown entry.
+///
+/// ```
+/// use kcap_mcp_registry::preview::shown_skip_warnings;
+/// use kcap_mcp_registry::{LaunchContext, Policy};
+///
+/// let ctx = LaunchContext {
+///     agent_id: "a1".into(),
+///     mcp_allowlist: Some((0..5).map(|i| Some(format!("x{i}"))).collect()),
+///     ..LaunchContext::default()
+/// };
+/// let lines = shown_skip_warnings(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), 2);
+/// assert_eq!(lines.len(), 3);
+/// assert!(lines[1].starts_with(r#"agent "a1": MCP allowlist entry 2 "x1" skipped"#));
+/// assert_eq!(
+///     lines[2],
+///     r#"agent "a1": … and 3 more skipped MCP allowlist entries (`kcap-mcp-registry resolve` lists each)"#
+/// );
+/// ```
+pub fn shown_skip_warnings(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    max: usize,
+) -> Vec<String> {
+    let mut skipped = resolution.skipped();
+    let mut lines: Vec<String> = skipped
+        .by_ref()
+        .take(max)
+        .map(|s| skip_warning(ctx, resolution, &s))
+        .collect();
+    let more = skipped.count();
+    if more > 0 {
+        lines.push(format!(
+            "agent \"{}\": … and {more} more skipped MCP allowlist entr{} (`kcap-mcp-registry \
+             resolve` lists each)",
+            ctx.agent_id.escape_debug(),
+            if more == 1 { "y" } else { "ies" }
+        ));
+    }
+    lines
+}
+
+/// The [`skip_warnings`] line of one skipped entry.
+fn skip_warning(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    s: &crate::allowlist::Skipped<'_>,
+) -> String {
+    let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
+    if let (SkipKind::Unknown, Some(id)) = (
+        s.kind,
+        s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
+    ) {
+        line.push_str(&format!("; did you mean \"{id}\"?"));
+    }
+    line
 }
 
 /// A launch input `render` cannot read or use, or a Codex inventory it cannot take.

@@ -940,3 +940,71 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+#[test]
+fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest() {
+    use kcap_mcp_registry::preview::{SHOWN_SKIP_WARNINGS, shown_skip_warnings, skip_warnings};
+
+    const N: usize = 2_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    let allowlist: Vec<String> = std::iter::once("kcap-review".to_string())
+        .chain((0..N).map(|i| format!("x{i}")))
+        .collect();
+    std::fs::write(
+        &launch,
+        serde_json::json!({"agent_id": "a1", "mcp_allowlist": allowlist}).to_string(),
+    )
+    .unwrap();
+    let r = render(
+        "claude",
+        &[
+            "--launch-json",
+            launch.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), SHOWN_SKIP_WARNINGS + 1, "{}", r.stderr);
+    assert_eq!(SHOWN_SKIP_WARNINGS, 20);
+    assert_eq!(
+        lines[0],
+        "warning: agent \"a1\": MCP allowlist entry 2 \"x0\" skipped: not a kcap MCP server"
+    );
+    assert_eq!(
+        lines[19],
+        "warning: agent \"a1\": MCP allowlist entry 21 \"x19\" skipped: not a kcap MCP server"
+    );
+    assert_eq!(
+        lines[20],
+        format!(
+            "warning: agent \"a1\": … and {} more skipped MCP allowlist entries \
+             (`kcap-mcp-registry resolve` lists each)",
+            N - 20
+        )
+    );
+    // The argv is that of the one real entry.
+    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
+    assert!(argv[4].contains("\"kcap-review\""), "{}", argv[4]);
+
+    // The library keeps every line for a machine; exactly `max` lines never add a count.
+    let ctx = LaunchContext {
+        agent_id: "a1".into(),
+        mcp_allowlist: Some((0..1000).map(|i| Some(format!("x{i}"))).collect()),
+        ..LaunchContext::default()
+    };
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    assert_eq!(skip_warnings(&ctx, &resolution).len(), 1000);
+    assert_eq!(
+        shown_skip_warnings(&ctx, &resolution, 1000),
+        skip_warnings(&ctx, &resolution)
+    );
+    let shown = shown_skip_warnings(&ctx, &resolution, 999);
+    assert_eq!(shown.len(), 1000);
+    assert_eq!(
+        shown[999],
+        "agent \"a1\": … and 1 more skipped MCP allowlist entry (`kcap-mcp-registry resolve` lists each)"
+    );
+}
