@@ -28,10 +28,11 @@ use crate::clients::Client;
 use crate::clients::claude::loader::{self as claude, ClaudeFile};
 use crate::clients::codex::loader as codex;
 use crate::clients::loaded::{Loaded, Span};
-use crate::diagnostic::{Location, ShownPath, SourceText};
+use crate::diagnostic::{Location, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::RegistryEntry;
+use crate::text::ShownPath;
 
 /// The client's display name in findings: `Claude Code`, `Codex CLI`.
 pub const fn client_name(client: Client) -> &'static str {

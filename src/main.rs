@@ -19,11 +19,12 @@ use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::{Client, codex::registration::codex_toml};
-use kcap_mcp_registry::diagnostic::{self, ShownPath, printable};
+use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
+use kcap_mcp_registry::text::{ShownPath, printable};
 use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
