@@ -140,8 +140,9 @@ impl Diagnostic {
     /// styles. Ends with a newline. Control characters in the path are escaped
     /// ([`printable`]); only the lines of the span are quoted, and none when they exceed
     /// 4 KiB. In the quoted lines, an invisible or non-ASCII control character is shown as
-    /// U+FFFD (see [`visible`]), and `annotate-snippets` shows ASCII controls as their
-    /// control pictures (`␛`), so neither reaches the terminal raw.
+    /// U+FFFD, one for one (columns and carets stay the file's), and `annotate-snippets`
+    /// shows ASCII controls as their control pictures (`␛`), so neither reaches the terminal
+    /// raw.
     pub fn render(&self, color: bool) -> String {
         let renderer = if color {
             Renderer::styled()
