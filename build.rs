@@ -11,6 +11,9 @@ mod model;
 #[path = "src/schema/mod.rs"]
 #[allow(dead_code, unused_imports)]
 mod schema;
+#[path = "src/text.rs"]
+#[allow(dead_code)]
+mod text;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -296,7 +296,7 @@ impl Ctx<'_> {
         if project.is_some() {
             return format!(
                 "edit or remove it under `projects` in {}",
-                crate::diagnostic::ShownPath(&self.file.path)
+                crate::text::ShownPath(&self.file.path)
             );
         }
         if self.owned.get(name) == Some(&fingerprint(value)) {
@@ -372,7 +372,7 @@ impl Ctx<'_> {
                 let current = match &current {
                     Some(p) if p.as_os_str() != want => format!(
                         " ({})",
-                        crate::diagnostic::ShownPath(p).to_string().escape_debug()
+                        crate::text::ShownPath(p).to_string().escape_debug()
                     ),
                     Some(_) => String::new(),
                     None => " (not found)".into(),
@@ -685,7 +685,7 @@ fn claude_projects(
                 ),
                 format!(
                     "remove one of the two by hand if they should be the same (`projects` in {})",
-                    crate::diagnostic::ShownPath(&ctx.file.path)
+                    crate::text::ShownPath(&ctx.file.path)
                 ),
             ));
             ctx.check_entry(entry, canonical, local, Some(dir), false, problems);

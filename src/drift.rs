@@ -32,10 +32,11 @@ use crate::clients::{
     antigravity::loader as antigravity, copilot::loader as copilot, cursor::loader as cursor,
     gemini::loader as gemini, kiro::loader as kiro, opencode::loader as opencode,
 };
-use crate::diagnostic::{Location, ShownPath, SourceText};
+use crate::diagnostic::{Location, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::RegistryEntry;
+use crate::text::ShownPath;
 
 /// The client's display name in findings: `Claude Code`, `Codex CLI`.
 pub const fn client_name(client: Client) -> &'static str {
@@ -372,9 +373,9 @@ impl Drift {
     pub fn finding(&self) -> Finding {
         let server = self.server.escape_debug();
         let client = client_name(self.client);
-        let file = crate::diagnostic::printable(&self.file);
+        let file = crate::text::printable(&self.file);
         let file = match &self.project {
-            Some(p) => format!("{file} (project {})", crate::diagnostic::printable(p)),
+            Some(p) => format!("{file} (project {})", crate::text::printable(p)),
             None => file.into_owned(),
         };
         let export = self.client.name();

@@ -214,7 +214,7 @@ impl fmt::Display for InstallError {
         write!(
             f,
             "{}: {}; nothing was written",
-            crate::diagnostic::printable(&self.path.to_string_lossy()),
+            crate::text::printable(&self.path.to_string_lossy()),
             self.problem
         )
     }

@@ -13,6 +13,8 @@
 //!   [`clients::codex::inventory`] finds the MCP servers Codex inherits from the user's
 //!   configuration.
 //! - [`LaunchCommand`]: the launch payload's wire shape.
+//! - [`text`]: how user input is shown in every message ([`text::printable`],
+//!   [`text::ShownPath`]).
 //! - `schema::validate_dir` (feature `validate`): the registry rules at run time, for CI.
 //!
 //! # Quick start
@@ -94,6 +96,7 @@ pub mod report;
 #[cfg(feature = "validate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub mod schema;
+pub mod text;
 mod wire;
 
 pub use allowlist::{

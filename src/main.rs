@@ -20,12 +20,13 @@ use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::{Client, codex::registration::codex_toml};
-use kcap_mcp_registry::diagnostic::{self, ShownPath, printable};
+use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
+use kcap_mcp_registry::text::{ShownPath, printable};
 use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
@@ -413,7 +414,9 @@ struct RenderArgs {
     /// (KCAP_REVIEW_CONTEXT_URL).
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     review_context_url: Option<String>,
-    /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
+    /// Output: one argument per line (for reading: control and invisible characters are
+    /// shown as escapes), a JSON array, or one POSIX-quoted shell line (json and shell are
+    /// exact).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
     #[command(flatten)]
@@ -809,6 +812,9 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
         codex_profile: args.codex_profile.clone(),
         client: args.client.map(ClientArg::client),
     };
+    if !args.against.is_empty() {
+        check_kcap_values(&args.kcap_bin, None)?;
+    }
     let mut files = Vec::new();
     for path in &args.against {
         files.extend(
@@ -923,22 +929,21 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         .map(|path| preview::read_launch_command(path, common.agent_id.as_deref()))
         .transpose()
         .map_err(CliError::usage)?;
+    let overrides = LaunchOverrides {
+        server_url: common.server_url,
+        kcap_bin: common.kcap_bin,
+        agent_id: common.agent_id,
+        allowlist: common.allowlist,
+        model: common.model,
+        effort: common.effort,
+        prompt: common.prompt,
+        worktree: common.worktree,
+        result_capability_url: common.result_capability_url,
+        review_context_url: common.review_context_url,
+    };
+    preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
-    let ctx = preview::launch_context(
-        launch,
-        LaunchOverrides {
-            server_url: common.server_url,
-            kcap_bin: common.kcap_bin,
-            agent_id: common.agent_id,
-            allowlist: common.allowlist,
-            model: common.model,
-            effort: common.effort,
-            prompt: common.prompt,
-            worktree: common.worktree,
-            result_capability_url: common.result_capability_url,
-            review_context_url: common.review_context_url,
-        },
-    );
+    let ctx = preview::launch_context(launch, overrides);
     let inventory = inventory_source
         .as_ref()
         .map(preview::take_inventory)
@@ -952,7 +957,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         })?;
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
-    for warning in preview::skip_warnings(&ctx, &resolution) {
+    for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
         errln!("warning: {warning}");
     }
     // With a worktree, the Claude preflight reads the Claude Code configuration this
@@ -996,6 +1001,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
 
 fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     let registration = |args: RegistrationArgs, project_dir: Option<String>| {
+        check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
         let entries = load(args.source.registry.as_deref())?;
         let opts = RegistrationOptions {
             command: args.kcap_bin,
@@ -1030,6 +1036,16 @@ fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuses a blank `--kcap-bin` or `--server-url`, or one holding a control or invisible
+/// character, of `export`, `install` and `check --against` (exit 2).
+fn check_kcap_values(kcap_bin: &str, server_url: Option<&str>) -> Result<(), CliError> {
+    preview::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
+    if let Some(url) = server_url {
+        preview::check_value("--server-url", url, false).map_err(CliError::usage)?;
+    }
+    Ok(())
+}
+
 /// The config file `install`/`uninstall` edit: `--config`, or the client's default.
 fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
     match &target.config {
@@ -1046,6 +1062,7 @@ fn servers(
     args: &InstallArgs,
     format: &export::RegistrationFormat,
 ) -> Result<Vec<(String, export::Node)>, CliError> {
+    check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin.clone(),
@@ -1107,6 +1124,7 @@ fn resolve_command(command: &str) -> Option<PathBuf> {
 }
 
 fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
+    check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin.clone(),

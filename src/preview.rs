@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use crate::allowlist::{Resolution, SkipKind};
 use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
 use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
-use crate::diagnostic::ShownPath;
 use crate::inspect::suggest_id;
+use crate::text::{ShownPath, is_forbidden_char, printable};
 use crate::wire::LaunchCommand;
 
 /// The launch values given on the command line; each one that is set overrides the launch
@@ -72,24 +72,214 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
     }
 }
 
+/// A command-line or launch-JSON value refused before anything is rendered or exported.
+///
+/// `Display` names the input (`--kcap-bin`, or `agent_id` of the launch JSON), shows the
+/// value escaped ([`printable`]) and says how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ValueError {
+    /// The flag (`--server-url`) or launch JSON field (`` `agent_id` of the launch JSON ``).
+    pub input: String,
+    /// The value as given.
+    pub value: String,
+    /// What is wrong with it.
+    pub problem: ValueProblem,
+}
+
+/// What is wrong with a [`ValueError`]'s value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueProblem {
+    /// Empty, or whitespace only, where a value is required.
+    Blank,
+    /// It holds this control or invisible character ([`crate::text::is_forbidden_char`]):
+    /// no binary path, URL or agent id needs one, and each would reach a registration
+    /// file, a launch argv or a terminal.
+    ForbiddenChar(char),
+}
+
+impl fmt::Display for ValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (input, value) = (&self.input, printable(&self.value));
+        match self.problem {
+            ValueProblem::Blank if self.value.is_empty() => {
+                write!(f, "{input} is empty; give a value, or leave it out")
+            }
+            ValueProblem::Blank => write!(
+                f,
+                "{input} `{value}` is only whitespace; give a value, or leave it out"
+            ),
+            ValueProblem::ForbiddenChar(c) => write!(
+                f,
+                "{input} `{value}` contains {}, a control or invisible character; give it \
+                 without one",
+                c.escape_unicode()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
+/// Refuses `value` of `input` (a flag name, or a launch JSON field as `ValueError::input`
+/// shows it) when it holds a control or invisible character, or, unless `blank_ok`, when it
+/// is blank.
+///
+/// # Errors
+/// [`ValueError`].
+///
+/// ```
+/// use kcap_mcp_registry::preview::check_value;
+///
+/// assert!(check_value("--kcap-bin", "/usr/bin/kcap", false).is_ok());
+/// assert_eq!(
+///     check_value("--kcap-bin", " ", false).unwrap_err().to_string(),
+///     "--kcap-bin ` ` is only whitespace; give a value, or leave it out"
+/// );
+/// assert_eq!(
+///     check_value("--server-url", "http://h/\u{1b}[2J", true).unwrap_err().to_string(),
+///     r"--server-url `http://h/\u{1b}[2J` contains \u{1b}, a control or invisible character; give it without one"
+/// );
+/// ```
+pub fn check_value(input: &str, value: &str, blank_ok: bool) -> Result<(), ValueError> {
+    let problem = if let Some(c) = value.chars().find(|&c| is_forbidden_char(c)) {
+        ValueProblem::ForbiddenChar(c)
+    } else if !blank_ok && value.trim().is_empty() {
+        ValueProblem::Blank
+    } else {
+        return Ok(());
+    };
+    Err(ValueError {
+        input: input.to_string(),
+        value: value.to_string(),
+        problem,
+    })
+}
+
+/// Refuses, as [`check_value`] does (blank values are left to the renderer, which gates or
+/// refuses them), a control or invisible character in the values that name the reviewer and
+/// the kcap server it reports to: `--server-url`, `--kcap-bin`, and the agent id, result
+/// capability URL and review-context URL, each from its flag when given, else from the
+/// launch JSON.
+///
+/// # Errors
+/// [`ValueError`] for the first such value.
+pub fn check_launch_values(
+    launch: Option<&LaunchCommand>,
+    overrides: &LaunchOverrides,
+) -> Result<(), ValueError> {
+    let flag_or_field = |flag: &'static str,
+                         given: &Option<String>,
+                         field: &'static str,
+                         json: Option<&str>| {
+        match (given, json) {
+            (Some(v), _) => check_value(flag, v, true),
+            (None, Some(v)) => check_value(&format!("`{field}` of the launch JSON"), v, true),
+            (None, None) => Ok(()),
+        }
+    };
+    for (flag, value) in [
+        ("--server-url", &overrides.server_url),
+        ("--kcap-bin", &overrides.kcap_bin),
+    ] {
+        flag_or_field(flag, value, "", None)?;
+    }
+    flag_or_field(
+        "--agent-id",
+        &overrides.agent_id,
+        "agent_id",
+        launch.map(|l| l.agent_id.as_str()),
+    )?;
+    flag_or_field(
+        "--result-capability-url",
+        &overrides.result_capability_url,
+        "result_capability_url",
+        launch.and_then(|l| l.result_capability_url.as_deref()),
+    )?;
+    flag_or_field(
+        "--review-context-url",
+        &overrides.review_context_url,
+        "review_context_url",
+        launch.and_then(|l| l.review_context_url.as_deref()),
+    )
+}
+
 /// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,
 /// counted from 1) and the agent id (escaped): `agent "a1": MCP allowlist entry 1
 /// "kcap-flows" skipped: can start flows (recursion guard)`; an unknown name gets a
-/// did-you-mean suggestion ([`suggest_id`]).
+/// did-you-mean suggestion ([`suggest_id`]). Every skipped entry has its line; for a person,
+/// [`shown_skip_warnings`] caps them.
 pub fn skip_warnings(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<String> {
     resolution
         .skipped()
-        .map(|s| {
-            let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
-            if let (SkipKind::Unknown, Some(id)) = (
-                s.kind,
-                s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
-            ) {
-                line.push_str(&format!("; did you mean \"{id}\"?"));
-            }
-            line
-        })
+        .map(|s| skip_warning(ctx, resolution, &s))
         .collect()
+}
+
+/// How many skipped allowlist entries `render` names one by one on standard error; the rest
+/// are counted ([`shown_skip_warnings`]).
+pub const SHOWN_SKIP_WARNINGS: usize = 20;
+
+/// [`skip_warnings`] for a person to read: the lines of the first `max` skipped entries,
+/// then, when more were skipped, one line counting them: `agent "a1": … and 3 more skipped
+/// MCP allowlist entries (`kcap-mcp-registry resolve` lists each)`. Only the shown lines
+/// are built, so a huge allowlist costs one line per shown entry.
+///
+/// ```
+/// use kcap_mcp_registry::preview::shown_skip_warnings;
+/// use kcap_mcp_registry::{LaunchContext, Policy};
+///
+/// let ctx = LaunchContext {
+///     agent_id: "a1".into(),
+///     mcp_allowlist: Some((0..5).map(|i| Some(format!("x{i}"))).collect()),
+///     ..LaunchContext::default()
+/// };
+/// let lines = shown_skip_warnings(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), 2);
+/// assert_eq!(lines.len(), 3);
+/// assert!(lines[1].starts_with(r#"agent "a1": MCP allowlist entry 2 "x1" skipped"#));
+/// assert_eq!(
+///     lines[2],
+///     r#"agent "a1": … and 3 more skipped MCP allowlist entries (`kcap-mcp-registry resolve` lists each)"#
+/// );
+/// ```
+pub fn shown_skip_warnings(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    max: usize,
+) -> Vec<String> {
+    let mut skipped = resolution.skipped();
+    let mut lines: Vec<String> = skipped
+        .by_ref()
+        .take(max)
+        .map(|s| skip_warning(ctx, resolution, &s))
+        .collect();
+    let more = skipped.count();
+    if more > 0 {
+        lines.push(format!(
+            "agent \"{}\": … and {more} more skipped MCP allowlist entr{} (`kcap-mcp-registry \
+             resolve` lists each)",
+            ctx.agent_id.escape_debug(),
+            if more == 1 { "y" } else { "ies" }
+        ));
+    }
+    lines
+}
+
+/// The [`skip_warnings`] line of one skipped entry.
+fn skip_warning(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    s: &crate::allowlist::Skipped<'_>,
+) -> String {
+    let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
+    if let (SkipKind::Unknown, Some(id)) = (
+        s.kind,
+        s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
+    ) {
+        line.push_str(&format!("; did you mean \"{id}\"?"));
+    }
+    line
 }
 
 /// A launch input `render` cannot read or use, or a Codex inventory it cannot take.
@@ -328,8 +518,10 @@ pub fn take_inventory(source: &InventorySource) -> Result<Vec<InheritedServer>, 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ArgvFormat {
-    /// One argument per line. Ambiguous for arguments holding a newline: use `Json` or
-    /// `Shell` for those.
+    /// One argument per line, for reading: each control or invisible character is shown
+    /// escaped ([`crate::text::printable`]: `\n`, `\r`, `\t`, others `\u{…}`), so a prompt
+    /// cannot break a line, forge one or send terminal escapes. Not reversible (a backslash
+    /// is not escaped): use `Json` or `Shell`, which are exact, to get the argv back.
     Lines,
     /// A compact JSON array of strings, then a newline.
     Json,
@@ -374,7 +566,10 @@ impl std::error::Error for ArgvError {}
 /// [`ArgvError`] for [`ArgvFormat::Shell`] when an argument contains NUL.
 pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvError> {
     Ok(match format {
-        ArgvFormat::Lines => args.iter().map(|a| format!("{a}\n")).collect(),
+        ArgvFormat::Lines => args
+            .iter()
+            .map(|a| format!("{}\n", crate::text::printable(a)))
+            .collect(),
         ArgvFormat::Json => {
             let mut out = serde_json::to_string(args).expect("strings serialize");
             out.push('\n');

@@ -71,7 +71,7 @@ pub fn human(findings: &[Finding], noun: &str, color: bool) -> String {
     let mut out = String::new();
     for f in findings {
         // The file as the user named it, escaped: a hostile name cannot forge a line.
-        let file = crate::diagnostic::printable(&f.file);
+        let file = crate::text::printable(&f.file);
         let origin = match f.location {
             Some(l) => Origin::path(file.as_ref())
                 .line(l.line)
@@ -110,14 +110,14 @@ struct FindingJson<'a> {
 /// The findings as a pretty-printed JSON array (two-space indent, trailing newline), each
 /// `{"file", "line", "column", "end_line", "end_column", "rule", "severity", "message",
 /// "help"}` in that key order. `file` is escaped as every shown path is
-/// ([`crate::diagnostic::printable`]). Positions are 1-based, columns count Unicode scalar values,
+/// ([`crate::text::printable`]). Positions are 1-based, columns count Unicode scalar values,
 /// `end_column` is just past the last character; all four are `null` for findings without a
 /// location. `severity` is always `"error"`. No findings give `[]`.
 pub fn json(findings: &[Finding]) -> String {
     let items: Vec<FindingJson<'_>> = findings
         .iter()
         .map(|f| FindingJson {
-            file: crate::diagnostic::printable(&f.file),
+            file: crate::text::printable(&f.file),
             line: f.location.map(|l| l.line),
             column: f.location.map(|l| l.column),
             end_line: f.location.map(|l| l.end_line),
@@ -145,7 +145,7 @@ pub fn github(findings: &[Finding]) -> String {
     let mut out = String::new();
     for f in findings {
         out.push_str("::error file=");
-        out.push_str(&escape_property(&crate::diagnostic::printable(&f.file)));
+        out.push_str(&escape_property(&crate::text::printable(&f.file)));
         if let Some(l) = f.location {
             out.push_str(&format!(
                 ",line={},col={},endLine={},endColumn={}",

@@ -647,6 +647,72 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
     );
 }
 
+/// Every character `kcap_mcp_registry::text::printable` escapes that a hostile directory
+/// name below can hold, and how each must show.
+const HOSTILE: [(char, &str); 4] = [
+    ('\n', r"\n"),
+    ('\u{1b}', r"\u{1b}"),
+    ('\u{202e}', r"\u{202e}"),
+    ('\u{200b}', r"\u{200b}"),
+];
+
+/// `text` holds none of the [`HOSTILE`] characters raw, and each of them escaped.
+fn assert_escaped(text: &str) {
+    for (raw, shown) in HOSTILE {
+        assert!(!text.contains(raw), "raw {raw:?} in {text:?}");
+        assert!(text.contains(shown), "no {shown} in {text:?}");
+    }
+}
+
+#[test]
+fn a_hostile_worktree_name_shows_escaped_in_vetoes_and_errors() {
+    // The worktree's name reaches the messages twice: in the project key (a JSON path) and in
+    // the paths of its settings files. A newline could forge a line, ESC send a terminal
+    // sequence, U+202E reorder the line and U+200B hide a difference.
+    let s = Setup::new();
+    let name: String = [
+        "wt",
+        "\n",
+        "error: forged",
+        "\u{1b}[31m",
+        "\u{202e}",
+        "x\u{200b}y",
+    ]
+    .concat();
+    let wt = s.path(&name);
+    std::fs::create_dir(&wt).unwrap();
+    let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
+    let sources = s.sources_in(&wt);
+    let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
+    let RenderError::ClaudeVetoed(v) = &e else {
+        panic!("{e:?}");
+    };
+    // The veto keeps the path as it is; only its display escapes.
+    assert_eq!(v[0].file, file);
+    let shown = e.to_string();
+    assert_escaped(&shown);
+    assert_eq!(shown.lines().count(), 1, "{shown}");
+
+    // A settings file inside that worktree, of a shape that fails closed: its path escaped.
+    let settings = format!("{name}/.claude/settings.json");
+    s.write(
+        &settings,
+        r#"{"allowedMcpServers":{"serverName":"kcap-review"}}"#,
+    );
+    std::fs::remove_file(&file).unwrap();
+    let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
+    let RenderError::ClaudeConfig { file: got, .. } = &e else {
+        panic!("{e:?}");
+    };
+    assert_eq!(got, &s.path(&settings));
+    let shown = e.to_string();
+    assert_escaped(&shown);
+    assert!(
+        shown.contains("has `allowedMcpServers` that is not an array"),
+        "{shown}"
+    );
+}
+
 #[test]
 fn variable_expansion_follows_claude_code() {
     let vars = [

@@ -369,3 +369,52 @@ fn check_accepts_one_registry_file() {
         ]
     );
 }
+
+#[test]
+fn invisible_characters_in_quoted_source_show_as_replacement_characters_under_the_right_caret() {
+    // kcap-x.toml's description holds U+200B, U+202E and U+00AD; kcap-y.toml has a byte order
+    // mark at the start of line 4 (a TOML syntax error there).
+    let r = run(&["check", "tests/fixtures/invisible-characters"]);
+    let expected = "\
+error[description-format]: `description` contains \\u{200b}, a control or invisible character
+ --> tests/fixtures/invisible-characters/kcap-x.toml:2:15
+  |
+2 | description = \"Re\u{fffd}view \u{fffd}tool\u{fffd}\"
+  |               ^^^^^^^^^^^^^^^^
+  |
+  = help: write one line of 1 to 300 characters without control, invisible or line-break characters
+
+error[toml-syntax]: invalid TOML: invalid unquoted key, expected letters, numbers, `-`, `_`
+ --> tests/fixtures/invisible-characters/kcap-y.toml:4:1
+  |
+4 | \u{fffd}starts_flows = false
+  | ^
+  |
+  = help: fix the TOML syntax (TOML 1.1, a superset of 1.0: https://toml.io/en/v1.1.0)
+
+error: 2 registry rule violations
+";
+    assert_eq!(
+        r,
+        Run {
+            code: 1,
+            stdout: String::new(),
+            stderr: expected.into(),
+        }
+    );
+    // The fixture does hold the raw characters, and the machine formats keep the file's
+    // columns (one replacement character per hidden one, so they agree with the snippet).
+    let file = std::fs::read_to_string("tests/fixtures/invisible-characters/kcap-x.toml").unwrap();
+    assert!(file.contains("Re\u{200b}view \u{202e}tool\u{ad}\""));
+    let json = run(&[
+        "check",
+        "tests/fixtures/invisible-characters",
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        (&json[0]["line"], &json[0]["column"], &json[0]["end_column"]),
+        (&2.into(), &15.into(), &31.into())
+    );
+}

@@ -66,6 +66,41 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 }
 
 #[test]
+fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_them() {
+    let prompt = "Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz";
+    let base = ["--agent-id", "a1", "--prompt", prompt, "--format"];
+    let r = render("claude", &[&base[..], &["lines"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    // One line per argument: the prompt's newline did not add one.
+    let ctx = LaunchContext {
+        server_url: Some(URL.into()),
+        kcap_bin: Some(KCAP.into()),
+        agent_id: "a1".into(),
+        prompt: Some(prompt.into()),
+        ..LaunchContext::default()
+    };
+    let exact = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    assert_eq!(lines.len(), exact.len(), "{}", r.stdout);
+    assert_eq!(
+        lines.last().unwrap(),
+        &r"Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz"
+    );
+    assert!(
+        !r.stdout
+            .chars()
+            .any(|c| c != '\n' && kcap_mcp_registry::text::is_forbidden_char(c)),
+        "{:?}",
+        r.stdout
+    );
+    // `json` stays exact.
+    let r = render("claude", &[&base[..], &["json"]].concat());
+    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(argv, exact);
+    assert_eq!(argv.last().unwrap(), prompt);
+}
+
+#[test]
 fn claude_json_is_the_library_argv() {
     let r = render(
         "claude",
@@ -515,7 +550,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
 const HOSTILE: [&str; 4] = [
     "it's \"quoted\" $HOME `id` $(id) ${HOME}\nline 2\t\\ * ~ # ! ; & | < >",
     "/opt/my kcap/'k'\"c\"ap$x`y`",
-    "a'b\nc\"d\\e",
+    // No control character: `render` refuses one in an agent id, URL or binary path.
+    "a'b c\"d\\e",
     "m -- --not-an-option",
 ];
 
@@ -559,7 +595,7 @@ fn assert_round_trip(cli: &[&str], expected: &[String]) {
 fn shell_format_round_trips_hostile_values_through_sh() {
     let [prompt, kcap, agent, model] = HOSTILE;
     let ctx = LaunchContext {
-        server_url: Some("http://h/$x `y` 'q' \"z\"\nnl".into()),
+        server_url: Some("http://h/$x `y` 'q' \"z\" nl".into()),
         kcap_bin: Some(kcap.into()),
         agent_id: agent.into(),
         mcp_allowlist: Some(vec![Some("kcap-review".into())]),
@@ -815,4 +851,160 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
             "{client}"
         );
     }
+}
+
+#[test]
+fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    std::fs::write(
+        &launch,
+        r#"{"agent_id":"a\u001b]0;x\u0007","review_context_url":"http://h/\u202e","borrowed_snapshot":true}"#,
+    )
+    .unwrap();
+    let launch = launch.to_str().unwrap();
+    let refused = |args: &[&str], message: &str| {
+        assert_eq!(
+            run(args),
+            Run {
+                code: 2,
+                stdout: String::new(),
+                stderr: format!("error: {message}; give it without one\n"),
+            },
+            "{args:?}"
+        );
+    };
+    refused(
+        &["render", "claude", "--agent-id", "a\nerror: forged"],
+        r"--agent-id `a\nerror: forged` contains \u{a}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "codex",
+            "--no-inherited-servers",
+            "--agent-id",
+            "a1",
+            "--kcap-bin",
+            "/k\u{200b}",
+        ],
+        r"--kcap-bin `/k\u{200b}` contains \u{200b}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--agent-id",
+            "a1",
+            "--server-url",
+            "http://h\r",
+        ],
+        r"--server-url `http://h\r` contains \u{d}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--agent-id",
+            "a1",
+            "--result-capability-url",
+            "http://h/\u{85}",
+        ],
+        r"--result-capability-url `http://h/\u{85}` contains \u{85}, a control or invisible character",
+    );
+    // From the launch JSON, named as its field; a flag given instead is what counts.
+    refused(
+        &["render", "claude", "--launch-json", launch],
+        r"`agent_id` of the launch JSON `a\u{1b}]0;x\u{7}` contains \u{1b}, a control or invisible character",
+    );
+    refused(
+        &[
+            "render",
+            "claude",
+            "--launch-json",
+            launch,
+            "--agent-id",
+            "a1",
+        ],
+        r"`review_context_url` of the launch JSON `http://h/\u{202e}` contains \u{202e}, a control or invisible character",
+    );
+    let r = run(&[
+        "render",
+        "claude",
+        "--launch-json",
+        launch,
+        "--agent-id",
+        "a1",
+        "--review-context-url",
+        "http://h/rc",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest() {
+    use kcap_mcp_registry::preview::{SHOWN_SKIP_WARNINGS, shown_skip_warnings, skip_warnings};
+
+    const N: usize = 2_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    let allowlist: Vec<String> = std::iter::once("kcap-review".to_string())
+        .chain((0..N).map(|i| format!("x{i}")))
+        .collect();
+    std::fs::write(
+        &launch,
+        serde_json::json!({"agent_id": "a1", "mcp_allowlist": allowlist}).to_string(),
+    )
+    .unwrap();
+    let r = render(
+        "claude",
+        &[
+            "--launch-json",
+            launch.to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), SHOWN_SKIP_WARNINGS + 1, "{}", r.stderr);
+    assert_eq!(SHOWN_SKIP_WARNINGS, 20);
+    assert_eq!(
+        lines[0],
+        "warning: agent \"a1\": MCP allowlist entry 2 \"x0\" skipped: not a kcap MCP server"
+    );
+    assert_eq!(
+        lines[19],
+        "warning: agent \"a1\": MCP allowlist entry 21 \"x19\" skipped: not a kcap MCP server"
+    );
+    assert_eq!(
+        lines[20],
+        format!(
+            "warning: agent \"a1\": … and {} more skipped MCP allowlist entries \
+             (`kcap-mcp-registry resolve` lists each)",
+            N - 20
+        )
+    );
+    // The argv is that of the one real entry.
+    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
+    assert!(argv[4].contains("\"kcap-review\""), "{}", argv[4]);
+
+    // The library keeps every line for a machine; exactly `max` lines never add a count.
+    let ctx = LaunchContext {
+        agent_id: "a1".into(),
+        mcp_allowlist: Some((0..1000).map(|i| Some(format!("x{i}"))).collect()),
+        ..LaunchContext::default()
+    };
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    assert_eq!(skip_warnings(&ctx, &resolution).len(), 1000);
+    assert_eq!(
+        shown_skip_warnings(&ctx, &resolution, 1000),
+        skip_warnings(&ctx, &resolution)
+    );
+    let shown = shown_skip_warnings(&ctx, &resolution, 999);
+    assert_eq!(shown.len(), 1000);
+    assert_eq!(
+        shown[999],
+        "agent \"a1\": … and 1 more skipped MCP allowlist entry (`kcap-mcp-registry resolve` lists each)"
+    );
 }

@@ -49,6 +49,10 @@ const HOSTILE: &str = "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HO
 /// A hostile URL-like value in the same spirit.
 const HOSTILE_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME";
 
+/// [`HOSTILE_URL`] without its control characters, which `export` refuses (the library
+/// renderers still take, and escape, them): what the registration exports are read with.
+const EXPORT_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME";
+
 /// The Windows-style kcap path from the issue.
 const WINDOWS_KCAP: &str = r"C:\Program Files\kcap\kcap.exe";
 
@@ -1310,11 +1314,11 @@ fn codex_exported_toml_lists_exactly_the_allowlistable_servers() {
         "--command",
         WINDOWS_KCAP,
         "--server-url",
-        HOSTILE_URL,
+        EXPORT_URL,
         "--project-dir",
         &project,
     ]));
-    let env = json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"});
+    let env = json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME"});
     let cwd = json!(project);
     let kcap = "C:\\Program Files\\kcap\\kcap.exe";
     assert_eq!(
@@ -1427,7 +1431,7 @@ fn claude_exported_mcp_json_loads_without_diagnostics() {
             "--command",
             kcap.to_str().unwrap(),
             "--server-url",
-            HOSTILE_URL,
+            EXPORT_URL,
         ]),
     )
     .unwrap();
@@ -1453,7 +1457,7 @@ fn claude_exported_mcp_json_loads_without_diagnostics() {
     let records = claude.records();
     let url = kcap_env(&[(
         "KCAP_URL",
-        "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME",
+        "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME",
     )]);
     let k = k.as_bytes();
     // `mcp list` checks each server more than once; every start must be one of these.

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use kcap_mcp_registry::clients::codex::inventory::{
-    INVENTORY_TIMEOUT, InheritedServer, IsolationError, Transport, codex_inventory,
+    INVENTORY_TIMEOUT, InheritedServer, IsolationError, ParseError, Transport, codex_inventory,
     codex_inventory_with, parse_inventory,
 };
 
@@ -120,7 +120,7 @@ fn malformed_output_fails_closed() {
         let err = parse_inventory(bad).unwrap_err();
         assert!(matches!(err, IsolationError::Parse(_)), "{bad:?}: {err:?}");
         assert!(
-            err.to_string().starts_with(
+            chain(&err).starts_with(
                 "the inventory is not the JSON `codex mcp list --json` or codex app-server \
                  (config/read) prints: "
             ),
@@ -186,45 +186,64 @@ echo '{"id":2,"result":{"config":{"mcp_servers":{"kcap-review":{"command":"k","r
 #[test]
 fn a_bad_app_server_answer_fails_closed_naming_the_command() {
     let dir = tempfile::tempdir().unwrap();
-    let cases = [
+    // (answer, the error's chain holds, the typed cause)
+    type Typed = fn(&ParseError) -> bool;
+    let cases: [(&str, &str, Option<Typed>); 6] = [
         (
             "echo '{\"id\":2,\"result\":'",
-            "a line of the answer is not JSON",
+            "a line of the answer is not JSON: \"{\\\"id\\\":2,\\\"result\\\":\": EOF while parsing",
+            Some(
+                |p| matches!(p, ParseError::AnswerLine { line, .. } if line == r#"{"id":2,"result":"#),
+            ),
         ),
         (
             "echo '{\"id\":1,\"result\":{}}'",
             "the answer ended before the config/read response (exit status: 0)",
+            Some(|p| matches!(p, ParseError::Truncated { status, .. } if status.success())),
         ),
         (
             "echo 'boom' >&2; exit 4",
             r#"the Codex binary failed (exit status: 4), printing "boom""#,
+            None,
         ),
         (
             "echo '{\"id\":2,\"error\":{\"code\":-32600,\"message\":\"no\"}}'",
-            "config/read answered with an error",
+            r#"config/read answered with an error: {"code":-32600,"message":"no"}"#,
+            Some(
+                |p| matches!(p, ParseError::Rpc { method: "config/read", error } if error["message"] == "no"),
+            ),
         ),
         (
             "echo '{\"id\":2,\"result\":{\"config\":{\"mcp_servers\":{\"a\":{\"required\":\"yes\"}}}}}'",
-            "config.mcp_servers: invalid type",
+            "in `config.mcp_servers`: invalid type: string \"yes\", expected a boolean",
+            Some(|p| matches!(p, ParseError::McpServers(_))),
         ),
         (
             "echo '{\"id\":2,\"result\":[]}'",
-            "expected a config/read answer",
+            "prints: expected a config/read answer: an object with `result.config` or `config`",
+            Some(|p| matches!(p, ParseError::NotConfigRead)),
         ),
     ];
-    for (body, want) in cases {
+    for (body, want, typed) in cases {
         let codex = stand_in(dir.path(), body, "echo '[]'");
         let err = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err();
-        assert!(
-            matches!(err, IsolationError::ConfigRead(_)),
-            "{body}: {err:?}"
-        );
+        let IsolationError::ConfigRead(inner) = &err else {
+            panic!("{body}: {err:?}");
+        };
+        if let Some(typed) = typed {
+            assert!(
+                matches!(&**inner, IsolationError::Parse(p) if typed(p)),
+                "{body}: {inner:?}"
+            );
+        }
         let text = chain(&err);
         assert!(
             text.starts_with("codex app-server (config/read) failed: "),
             "{text}"
         );
         assert!(text.contains(want), "{body}: {text}");
+        // Each layer shows once: the JSON parser's error is not repeated.
+        assert!(text.matches("EOF while parsing").count() <= 1, "{text}");
     }
 
     // Hung: answers nothing and keeps stdout open; the timeout ends it (and its group).
@@ -272,11 +291,29 @@ fn running_codex_fails_closed() {
         other => panic!("{other:?}"),
     }
 
-    for body in ["echo 'not json'", "printf ''", "echo '{}'"] {
+    for (body, start) in [
+        ("echo 'not json'", "not json\n"),
+        ("printf ''", ""),
+        ("echo '{}'", "{}\n"),
+    ] {
         let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, body);
         let err = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err();
-        assert!(matches!(err, IsolationError::Parse(_)), "{body}: {err:?}");
+        assert!(
+            matches!(&err, IsolationError::Parse(ParseError::NotAnArray { start: s }) if s == start),
+            "{body}: {err:?}"
+        );
     }
+    let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, r"printf '[\377]'");
+    let err = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, IsolationError::Parse(ParseError::NotUtf8(_))),
+        "{err:?}"
+    );
+    assert_eq!(
+        chain(&err),
+        "the inventory is not the JSON `codex mcp list --json` or codex app-server \
+         (config/read) prints: the output is not UTF-8: invalid utf-8 sequence of 1 bytes from index 1"
+    );
 
     // A grandchild that keeps stdout open after codex exits cannot hold the caller either.
     let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, "echo '[]'\nsleep 30 &");

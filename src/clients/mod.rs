@@ -586,7 +586,7 @@ impl fmt::Display for RenderError {
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
                  remove it",
-                claude::preflight::escape_controls(&file.to_string_lossy())
+                crate::text::ShownPath(file)
             ),
             RenderError::CodexUnseenFields { server } => write!(
                 f,

@@ -12,8 +12,8 @@ use super::file::{FileCx, RawEntry};
 use super::rules::{
     EntryKey, ID_PATTERN, MAX_QUALIFIED_TOOL_NAME_LEN, Rule, is_canonical_id, qualified_tool_name,
 };
-use super::text::printable;
 use crate::model::{EnvSource, Inject, MAX_ID_LEN, RESULT_CHANNEL_ID};
+use crate::text::printable;
 
 /// The flags the cross-key rules read, with defaults filled in; `None` where the key is
 /// broken (or, for the required `starts_flows`, absent).

@@ -3,13 +3,15 @@
 //! `build.rs` compiles this file too (through `#[path]`), so a broken registry fails the build
 //! with exactly the text `kcap-mcp-registry check` prints.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
 use super::rules::Rule;
-pub use super::text::printable;
+use crate::text::is_forbidden_char;
+pub use crate::text::{ShownPath, printable};
 
 /// One violation of a registry rule, located in a registry file (or in the registry
 /// directory, for rules about the directory as a whole).
@@ -137,7 +139,10 @@ impl Diagnostic {
     /// the source line with a caret under the span, and a `help:` line. `color` adds ANSI
     /// styles. Ends with a newline. Control characters in the path are escaped
     /// ([`printable`]); only the lines of the span are quoted, and none when they exceed
-    /// 4 KiB.
+    /// 4 KiB. In the quoted lines, an invisible or non-ASCII control character is shown as
+    /// U+FFFD, one for one (columns and carets stay the file's), and `annotate-snippets`
+    /// shows ASCII controls as their control pictures (`␛`), so neither reaches the terminal
+    /// raw.
     pub fn render(&self, color: bool) -> String {
         let renderer = if color {
             Renderer::styled()
@@ -165,8 +170,9 @@ impl Diagnostic {
                 if quoted.len() <= MAX_QUOTED_BYTES {
                     let shifted =
                         span.start - quoted.start..span.end.min(quoted.end) - quoted.start;
+                    let (text, shifted) = visible(&source.text()[quoted], shifted);
                     title.element(
-                        Snippet::source(&source.text()[quoted])
+                        Snippet::source(text)
                             .line_start(loc.line)
                             .path(path)
                             .annotation(AnnotationKind::Primary.span(shifted)),
@@ -184,6 +190,35 @@ impl Diagnostic {
     }
 }
 
+/// `text` (quoted source lines) with each [`is_forbidden_char`] other than an ASCII control
+/// replaced by U+FFFD, and `span` (a byte range in `text`) moved to match.
+///
+/// `annotate-snippets` 0.12 replaces ASCII controls (with control pictures, `␛`) and the
+/// bidirectional embeddings and isolates (with U+FFFD) itself, but shows a zero-width space,
+/// a byte order mark, a C1 control, a direction mark and the other invisible characters
+/// raw. One character for one keeps every column, so the caret and the `line:column` it
+/// prints stay those of the file.
+fn visible(text: &str, span: Range<usize>) -> (Cow<'_, str>, Range<usize>) {
+    let hidden = |c: char| is_forbidden_char(c) && !c.is_ascii_control();
+    if !text.chars().any(hidden) {
+        return (Cow::Borrowed(text), span);
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut start, mut end) = (None, None);
+    for (i, c) in text.char_indices() {
+        if start.is_none() && i >= span.start {
+            start = Some(out.len());
+        }
+        if end.is_none() && i >= span.end {
+            end = Some(out.len());
+        }
+        out.push(if hidden(c) { '\u{fffd}' } else { c });
+    }
+    let start = start.unwrap_or(out.len());
+    let end = end.unwrap_or(out.len()).max(start);
+    (Cow::Owned(out), start..end)
+}
+
 /// Renders every diagnostic (see [`Diagnostic::render`]), a blank line between them, then a
 /// summary line `error: N registry rule violation(s)`.
 pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
@@ -198,25 +233,4 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
         if n == 1 { "" } else { "s" }
     ));
     out
-}
-
-/// A path shown to a person, escaped as [`printable`] escapes text: the one way this crate
-/// prints a file or directory name, in every output format, so a hostile name (one holding
-/// a newline and a forged `error[…]:` line, or a terminal escape) cannot break or forge a
-/// report line. Paths stay `Path`s until they are shown through it.
-///
-/// ```
-/// use std::path::Path;
-/// use kcap_mcp_registry::diagnostic::ShownPath;
-///
-/// let hostile = Path::new("x\nerror[fake]: forged.json");
-/// assert_eq!(ShownPath(hostile).to_string(), r"x\nerror[fake]: forged.json");
-/// ```
-#[derive(Clone, Copy, Debug)]
-pub struct ShownPath<'a>(pub &'a std::path::Path);
-
-impl std::fmt::Display for ShownPath<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&printable(&self.0.to_string_lossy()))
-    }
 }

@@ -14,8 +14,8 @@ use super::rules::{
     ENV_NAME_PATTERN, EntryKey, Key, MAX_DESCRIPTION_CHARS, Rule, TOOL_NAME_PATTERN, ToolKey,
     ValueKind, is_env_name, is_tool_name,
 };
-use super::text::{forbidden_char_problem, printable};
 use crate::model::{EnvSource, Inject};
+use crate::text::{forbidden_char_problem, printable};
 
 /// A tool table as parsed, before the cross-key rules.
 pub(super) struct RawTool {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::text::printable;
+use crate::text::printable;
 
 /// A registry file as read from disk, before validation.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,8 @@
 //!
 //! The parts, each depending only on those before it:
 //!
-//! - text checks: forbidden characters ([`is_forbidden_char`]) and [`printable`];
+//! - text checks (in `crate::text`, shared with the lean library): forbidden characters
+//!   ([`is_forbidden_char`]) and [`printable`];
 //! - the rule catalog [`Rule`], the keys [`EntryKey`] and [`ToolKey`], and the patterns;
 //! - [`diagnostic`]: a violation and its rustc-style rendering;
 //! - loading ([`load_dir`]): the directory's files, read in parallel when there are many;
@@ -24,7 +25,6 @@ pub mod diagnostic;
 mod file;
 mod load;
 mod rules;
-mod text;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -34,6 +34,7 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use toml::Spanned;
 
+pub use crate::text::{is_forbidden_char, printable};
 pub use diagnostic::{Diagnostic, SourceSpan};
 use file::FileCx;
 pub use load::{LoadError, RegistryDir, SourceFile, Stray, load_dir};
@@ -42,7 +43,6 @@ pub use rules::{
     MAX_QUALIFIED_TOOL_NAME_LEN, Rule, TOOL_NAME_PATTERN, ToolKey, ValueKind, is_canonical_id,
     is_env_name, is_tool_name, qualified_tool_name,
 };
-pub use text::{is_forbidden_char, printable};
 
 use crate::model::{EnvSource, Inject, RESULT_CHANNEL_ID};
 

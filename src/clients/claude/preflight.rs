@@ -62,6 +62,7 @@ use serde_json::Value;
 
 use crate::allowlist::Resolution;
 use crate::clients::{LaunchContext, RenderError};
+use crate::text::{ShownPath, printable};
 
 /// Where Claude Code keeps its managed (policy) configuration on Linux.
 pub const MANAGED_DIR: &str = "/etc/claude-code";
@@ -224,23 +225,10 @@ impl fmt::Display for Veto {
             f,
             "Claude Code would not start MCP server `{}`: `{}` in {} {why}",
             self.server,
-            escape_controls(&self.json_path),
-            escape_controls(&self.file.to_string_lossy())
+            printable(&self.json_path),
+            ShownPath(&self.file)
         )
     }
-}
-
-/// `s` with control characters escaped (`\n`, `\u{1b}`), everything else as is.
-pub(crate) fn escape_controls(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_debug().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Every injected server (the result channel, then the resolved allowlist, as
@@ -643,7 +631,7 @@ fn bad_shape(file: &Path, path: &str, want: &str) -> RenderError {
         problem: if path.is_empty() {
             format!("is not {want}")
         } else {
-            format!("has `{}` that is not {want}", escape_controls(path))
+            format!("has `{}` that is not {want}", printable(path))
         },
     }
 }

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::config::ServerConfig;
-use super::inventory::InventoryError;
+use super::inventory::{InventoryError, ParseError};
 
 /// The three JSON-RPC lines written to `codex app-server`.
 pub const CONFIG_READ_REQUEST: &str = concat!(
@@ -37,8 +37,9 @@ pub const CONFIG_READ_COMMAND: &str = "codex app-server (config/read)";
 /// missing or `null` table is empty.
 ///
 /// # Errors
-/// [`InventoryError::Parse`] for a JSON-RPC error, anything but such an object, or a server
-/// entry whose known fields have the wrong type.
+/// [`InventoryError::Parse`] for a JSON-RPC error ([`ParseError::Rpc`]), text that is not
+/// JSON ([`ParseError::Json`]), anything but such an object ([`ParseError::NotConfigRead`]),
+/// or a server entry whose known fields have the wrong type ([`ParseError::McpServers`]).
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::app_server::parse_config_read;
@@ -50,8 +51,7 @@ pub const CONFIG_READ_COMMAND: &str = "codex app-server (config/read)";
 /// assert!(parse_config_read(r#"{"id":2,"error":{"code":-1,"message":"no"}}"#).is_err());
 /// ```
 pub fn parse_config_read(json: &str) -> Result<BTreeMap<String, ServerConfig>, InventoryError> {
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| InventoryError::Parse(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(json).map_err(ParseError::Json)?;
     servers_of(value)
 }
 
@@ -59,26 +59,27 @@ fn servers_of(value: serde_json::Value) -> Result<BTreeMap<String, ServerConfig>
     let mut config = config_of(value)?;
     match config.get_mut("mcp_servers").map(serde_json::Value::take) {
         None | Some(serde_json::Value::Null) => Ok(BTreeMap::new()),
-        Some(servers) => serde_json::from_value(servers)
-            .map_err(|e| InventoryError::Parse(format!("config.mcp_servers: {e}"))),
+        Some(servers) => {
+            serde_json::from_value(servers).map_err(|e| ParseError::McpServers(e).into())
+        }
     }
 }
 
 /// The `config` object of a `config/read` answer (whole response or its `result`).
 fn config_of(mut value: serde_json::Value) -> Result<serde_json::Value, InventoryError> {
-    if let Some(error) = value.get("error") {
-        return Err(InventoryError::Parse(format!(
-            "config/read answered with an error: {error}"
-        )));
+    if let Some(error) = value.get_mut("error") {
+        return Err(ParseError::Rpc {
+            method: "config/read",
+            error: error.take(),
+        }
+        .into());
     }
     if let Some(result) = value.get_mut("result") {
         value = result.take();
     }
     match value.get_mut("config").filter(|c| c.is_object()) {
         Some(config) => Ok(config.take()),
-        None => Err(InventoryError::Parse(
-            "expected a config/read answer: an object with `result.config` or `config`".into(),
-        )),
+        None => Err(ParseError::NotConfigRead.into()),
     }
 }
 
@@ -174,18 +175,19 @@ pub fn config_read_raw_from(
                 if line.trim().is_empty() {
                     continue;
                 }
-                let value: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
-                    InventoryError::Parse(format!(
-                        "a line of the answer is not JSON ({e}): {}",
-                        truncate(&line)
-                    ))
-                })?;
+                let mut value: serde_json::Value =
+                    serde_json::from_str(&line).map_err(|source| ParseError::AnswerLine {
+                        line: truncate(&line).to_string(),
+                        source,
+                    })?;
                 if value.get("id") == Some(&serde_json::Value::from(1))
-                    && let Some(error) = value.get("error")
+                    && let Some(error) = value.get_mut("error")
                 {
-                    return Err(InventoryError::Parse(format!(
-                        "initialize answered with an error: {error}"
-                    )));
+                    return Err(ParseError::Rpc {
+                        method: "initialize",
+                        error: error.take(),
+                    }
+                    .into());
                 }
                 if value.get("id") == Some(&serde_json::Value::from(2)) {
                     drop(stdin);
@@ -205,21 +207,17 @@ pub fn config_read_raw_from(
                 if !status.success() {
                     return Err(InventoryError::Exit { status, stderr });
                 }
-                let mut problem =
-                    format!("the answer ended before the config/read response ({status})");
-                if !stderr.trim().is_empty() {
-                    problem.push_str(&format!(", printing \"{}\"", stderr.trim().escape_debug()));
-                }
-                return Err(InventoryError::Parse(problem));
+                return Err(ParseError::Truncated { status, stderr }.into());
             }
         }
     }
 }
 
-fn truncate(line: &str) -> String {
+/// `line` cut to its first 200 bytes (at a character boundary).
+fn truncate(line: &str) -> &str {
     let mut end = line.len().min(200);
     while !line.is_char_boundary(end) {
         end -= 1;
     }
-    line[..end].escape_debug().to_string()
+    &line[..end]
 }

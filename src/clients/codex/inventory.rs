@@ -138,8 +138,9 @@ pub enum InventoryError {
         /// Its standard error, lossily decoded.
         stderr: String,
     },
-    /// Its output (or the saved inventory) is not the expected JSON; says where and why.
-    Parse(String),
+    /// Its output (or the saved inventory) is not the expected JSON; the [`ParseError`] (the
+    /// `source`) says where and why.
+    Parse(ParseError),
     /// `codex app-server` `config/read` failed; the inner error (the `source`) says how.
     ConfigRead(Box<InventoryError>),
 }
@@ -164,10 +165,10 @@ impl fmt::Display for InventoryError {
                     err => write!(f, ", printing \"{}\"", err.escape_debug()),
                 }
             }
-            InventoryError::Parse(e) => write!(
+            InventoryError::Parse(_) => write!(
                 f,
                 "the inventory is not the JSON `codex mcp list --json` or {CONFIG_READ_COMMAND} \
-                 prints: {e}"
+                 prints"
             ),
             InventoryError::ConfigRead(_) => write!(f, "{CONFIG_READ_COMMAND} failed"),
         }
@@ -179,9 +180,113 @@ impl std::error::Error for InventoryError {
         match self {
             InventoryError::Spawn(e) => Some(e),
             InventoryError::ConfigRead(e) => Some(e),
-            InventoryError::Timeout(_) | InventoryError::Exit { .. } | InventoryError::Parse(_) => {
-                None
+            InventoryError::Parse(e) => Some(e),
+            InventoryError::Timeout(_) | InventoryError::Exit { .. } => None,
+        }
+    }
+}
+
+impl From<ParseError> for InventoryError {
+    fn from(e: ParseError) -> Self {
+        InventoryError::Parse(e)
+    }
+}
+
+/// What is wrong with Codex's answer, or with a saved inventory ([`InventoryError::Parse`]).
+///
+/// `Display` names the problem in one layer; a JSON or UTF-8 error behind it is the
+/// [`source`](std::error::Error::source), except for [`ParseError::Json`], which shows as the
+/// parser's own error (its line and column). Text taken from the answer is shown escaped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// The text is not JSON, or not the shape `codex mcp list --json` prints (a missing
+    /// `name`, `enabled` or `transport`, an unknown transport type, trailing text, …).
+    Json(serde_json::Error),
+    /// A line `codex app-server` printed is not JSON.
+    AnswerLine {
+        /// The line, cut to its first 200 bytes.
+        line: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// A server entry of `config.mcp_servers` has a known field of the wrong type.
+    McpServers(serde_json::Error),
+    /// The output is not UTF-8.
+    NotUtf8(std::str::Utf8Error),
+    /// `codex mcp list --json` printed something other than a JSON array.
+    NotAnArray {
+        /// The first 200 characters printed.
+        start: String,
+    },
+    /// A JSON object that is neither a `config/read` response nor its `result`: it has no
+    /// `result.config` or `config` object.
+    NotConfigRead,
+    /// A JSON-RPC request was answered with an error.
+    Rpc {
+        /// The request's method (`initialize`, `config/read`).
+        method: &'static str,
+        /// The answer's `error` member.
+        error: serde_json::Value,
+    },
+    /// `codex app-server` closed its output and exited successfully without answering
+    /// `config/read`.
+    Truncated {
+        /// Its exit status.
+        status: ExitStatus,
+        /// Its standard error, lossily decoded.
+        stderr: String,
+    },
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Json(e) => e.fmt(f),
+            ParseError::AnswerLine { line, .. } => write!(
+                f,
+                "a line of the answer is not JSON: \"{}\"",
+                line.escape_debug()
+            ),
+            ParseError::McpServers(_) => f.write_str("in `config.mcp_servers`"),
+            ParseError::NotUtf8(_) => f.write_str("the output is not UTF-8"),
+            ParseError::NotAnArray { start } => {
+                write!(f, "expected a JSON array, got: {}", start.escape_debug())
             }
+            ParseError::NotConfigRead => f.write_str(
+                "expected a config/read answer: an object with `result.config` or `config`",
+            ),
+            ParseError::Rpc { method, error } => write!(
+                f,
+                "{method} answered with an error: {}",
+                crate::text::printable(&error.to_string())
+            ),
+            ParseError::Truncated { status, stderr } => {
+                write!(
+                    f,
+                    "the answer ended before the config/read response ({status})"
+                )?;
+                match stderr.trim() {
+                    "" => Ok(()),
+                    err => write!(f, ", printing \"{}\"", err.escape_debug()),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Shown as itself (see the type's docs), so not repeated as a cause.
+            ParseError::Json(e) => e.source(),
+            ParseError::AnswerLine { source, .. } => Some(source),
+            ParseError::McpServers(e) => Some(e),
+            ParseError::NotUtf8(e) => Some(e),
+            ParseError::NotAnArray { .. }
+            | ParseError::NotConfigRead
+            | ParseError::Rpc { .. }
+            | ParseError::Truncated { .. } => None,
         }
     }
 }
@@ -192,7 +297,8 @@ impl std::error::Error for InventoryError {
 /// see [`app_server::parse_config_read`]), whose entries carry every field.
 ///
 /// # Errors
-/// [`InventoryError::Parse`] for anything else (an empty string included).
+/// [`InventoryError::Parse`] for anything else (an empty string included): a
+/// [`ParseError::Json`] for an array, as [`app_server::parse_config_read`] for an object.
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::inventory::{parse_inventory, Transport};
@@ -219,7 +325,7 @@ pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, InventoryErro
         let servers = app_server::parse_config_read(json)?;
         return Ok(merge_inventories(Vec::new(), servers));
     }
-    serde_json::from_str(json).map_err(|e| InventoryError::Parse(e.to_string()))
+    serde_json::from_str(json).map_err(|e| ParseError::Json(e).into())
 }
 
 /// How long [`codex_inventory`] waits for Codex (both commands together).
@@ -361,12 +467,12 @@ fn mcp_list(
             stderr: String::from_utf8_lossy(&err).into_owned(),
         });
     }
-    let out = std::str::from_utf8(&out).map_err(|e| InventoryError::Parse(e.to_string()))?;
+    let out = std::str::from_utf8(&out).map_err(ParseError::NotUtf8)?;
     if !out.trim_start().starts_with('[') {
-        return Err(InventoryError::Parse(format!(
-            "expected a JSON array, got: {}",
-            out.chars().take(200).collect::<String>().escape_debug()
-        )));
+        return Err(ParseError::NotAnArray {
+            start: out.chars().take(200).collect(),
+        }
+        .into());
     }
     parse_inventory(out)
 }

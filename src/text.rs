@@ -1,6 +1,10 @@
-//! Text checks shared by the rules and the reports: which characters a one-line text may not
-//! hold ([`is_forbidden_char`]), and how user input is shown so it cannot forge or reorder a
-//! report line ([`printable`]).
+//! How text from outside is shown: which characters a one-line text may not hold
+//! ([`is_forbidden_char`]), and the one escaping every report, error and warning of this
+//! crate uses for user input ([`printable`], and [`ShownPath`] for paths), so a file name,
+//! key or value cannot forge or reorder a report line or send terminal escapes.
+//!
+//! Always compiled (the lean library's errors show paths through it too), and compiled into
+//! `build.rs` through `#[path]`, as the registry rules use it. It depends on `std` alone.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -49,6 +53,7 @@ pub fn is_forbidden_char(c: char) -> bool {
 
 /// What is wrong with `s` as one line of text, if anything: `"contains \u{…}, a control or
 /// invisible character"` for its first [`is_forbidden_char`].
+#[cfg_attr(not(feature = "validate"), allow(dead_code))]
 pub(crate) fn forbidden_char_problem(s: &str) -> Option<String> {
     s.chars().find(|&c| is_forbidden_char(c)).map(|c| {
         format!(
@@ -80,4 +85,26 @@ pub fn printable(s: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A path shown to a person, escaped as [`printable`] escapes text: the one way this crate
+/// prints a file or directory name, in every output format, so a hostile name (one holding
+/// a newline and a forged `error[…]:` line, a terminal escape, or a bidirectional control)
+/// cannot break, forge or reorder a report line. Paths stay `Path`s until they are shown
+/// through it. A name that is not UTF-8 is shown lossily (`U+FFFD` for each bad sequence).
+///
+/// ```
+/// use std::path::Path;
+/// use kcap_mcp_registry::text::ShownPath;
+///
+/// let hostile = Path::new("x\nerror[fake]: forged.json\u{202e}");
+/// assert_eq!(ShownPath(hostile).to_string(), r"x\nerror[fake]: forged.json\u{202e}");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ShownPath<'a>(pub &'a std::path::Path);
+
+impl std::fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&printable(&self.0.to_string_lossy()))
+    }
 }
