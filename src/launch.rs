@@ -31,6 +31,8 @@ pub struct LaunchOverrides {
     pub prompt: Option<String>,
     /// `--worktree`.
     pub worktree: Option<String>,
+    /// `--launch-dir`.
+    pub launch_dir: Option<String>,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -49,6 +51,7 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
         effort: overrides.effort.or(launch.effort),
         prompt: overrides.prompt.or(launch.prompt),
         worktree: overrides.worktree,
+        launch_dir: overrides.launch_dir,
     }
 }
 

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::codex::inventory;
-use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::{claude, codex, gemini, opencode};
 use kcap_mcp_registry::drift::{self, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
@@ -111,7 +112,8 @@ Example:
         #[arg(long)]
         strict: bool,
     },
-    /// Print the argv a reviewer would be launched with (after the client binary).
+    /// Print the argv a reviewer would be launched with (after the client binary), or its
+    /// whole launch plan (`--format plan`).
     #[command(
         subcommand,
         after_help = "\
@@ -220,6 +222,25 @@ Example:
         #[arg(long)]
         no_inherited_servers: bool,
     },
+    /// Gemini CLI over ACP: servers in `session/new` under per-launch aliased names.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry render gemini --server-url http://127.0.0.1:5100 --kcap-bin /usr/bin/kcap \\
+    --agent-id a1 --worktree /work/tree --allowlist kcap-review --format plan")]
+    Gemini {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Fix the per-launch random suffix of server names (16 hex digits), for
+        /// reproducible output; absent: drawn from the OS random source.
+        #[arg(long, value_name = "HEX")]
+        launch_id: Option<String>,
+    },
+    /// OpenCode over ACP: servers in `session/new`, configuration directories taken away.
+    #[command(after_help = "\
+Example:
+  kcap-mcp-registry render opencode --server-url http://127.0.0.1:5100 --kcap-bin /usr/bin/kcap \\
+    --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --format plan")]
+    Opencode(RenderArgs),
 }
 
 #[derive(Args)]
@@ -270,7 +291,11 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
-    /// Output: one argument per line, a JSON array, or one POSIX-quoted shell line.
+    /// The per-launch directory the daemon creates (absolute; OpenCode needs it).
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    launch_dir: Option<String>,
+    /// Output: one argument per line, a JSON array, one POSIX-quoted shell line, or the
+    /// whole launch plan as JSON (schema in the README).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
 }
@@ -280,6 +305,7 @@ enum RenderFormat {
     Lines,
     Json,
     Shell,
+    Plan,
 }
 
 #[derive(Subcommand)]
@@ -491,8 +517,24 @@ fn check(args: CheckArgs) -> ExitCode {
 }
 
 fn render(client: RenderClient) -> ExitCode {
+    let mut launch_id = None;
     let (common, inventory_source) = match client {
         RenderClient::Claude(common) => (common, None),
+        RenderClient::Opencode(common) => (common, Some(Room::OpenCode)),
+        RenderClient::Gemini {
+            common,
+            launch_id: hex,
+        } => {
+            let id = match hex {
+                Some(hex) => LaunchId::from_hex(&hex),
+                None => LaunchId::random(),
+            };
+            match id {
+                Ok(id) => launch_id = Some(id),
+                Err(e) => return input_error(format!("--launch-id: {e}")),
+            }
+            (common, Some(Room::Gemini))
+        }
         RenderClient::Codex {
             common,
             inventory,
@@ -511,12 +553,12 @@ fn render(client: RenderClient) -> ExitCode {
                     );
                 }
             };
-            (common, Some(source))
+            (common, Some(Room::Codex(source)))
         }
     };
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&inventory_source, Some(InventorySource::File(f)) if f == stdin)
+        && matches!(&inventory_source, Some(Room::Codex(InventorySource::File(f))) if f == stdin)
     {
         return input_error("--launch-json and --inventory cannot both read standard input");
     }
@@ -564,6 +606,7 @@ fn render(client: RenderClient) -> ExitCode {
             effort: common.effort,
             prompt: common.prompt,
             worktree: common.worktree,
+            launch_dir: common.launch_dir,
         },
     );
     let policy = if common.strict {
@@ -571,9 +614,15 @@ fn render(client: RenderClient) -> ExitCode {
     } else {
         Policy::Lenient
     };
-    let args = match inventory_source {
-        None => claude_reviewer_args(&ctx, policy),
-        Some(source) => {
+    let plan = match inventory_source {
+        None => claude::claude_plan(&ctx, policy),
+        Some(Room::Gemini) => gemini::gemini_plan(
+            &ctx,
+            policy,
+            launch_id.as_ref().expect("set for gemini"),
+        ),
+        Some(Room::OpenCode) => opencode::opencode_plan(&ctx, policy),
+        Some(Room::Codex(source)) => {
             let inventory = match source {
                 InventorySource::None => Vec::new(),
                 InventorySource::File(path) => {
@@ -617,14 +666,14 @@ fn render(client: RenderClient) -> ExitCode {
                     }
                 }
             };
-            codex_reviewer_args(&ctx, policy, &inventory)
+            codex::codex_plan(&ctx, policy, &inventory)
         }
     };
     for warning in launch::skip_warnings(&ctx, policy) {
         errln!("warning: {warning}");
     }
-    let args = match args {
-        Ok(args) => args,
+    let plan: LaunchPlan = match plan {
+        Ok(plan) => plan,
         Err(e) => {
             errln!("error: {e}");
             return ExitCode::from(1);
@@ -632,11 +681,16 @@ fn render(client: RenderClient) -> ExitCode {
     };
 
     let format = match common.format {
-        RenderFormat::Lines => ArgvFormat::Lines,
-        RenderFormat::Json => ArgvFormat::Json,
-        RenderFormat::Shell => ArgvFormat::Shell,
+        RenderFormat::Lines => Some(ArgvFormat::Lines),
+        RenderFormat::Json => Some(ArgvFormat::Json),
+        RenderFormat::Shell => Some(ArgvFormat::Shell),
+        RenderFormat::Plan => None,
     };
-    match launch::format_argv(&args, format) {
+    let text = match format {
+        Some(format) => launch::format_argv(&plan.argv, format),
+        None => Ok(plan.to_json()),
+    };
+    match text {
         Ok(text) => {
             if ctx.is_gated() {
                 errln!(
@@ -653,6 +707,13 @@ fn render(client: RenderClient) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The client room `render` renders for, with what only it needs (Claude needs nothing).
+enum Room {
+    Codex(InventorySource),
+    Gemini,
+    OpenCode,
 }
 
 enum InventorySource {

@@ -8,9 +8,13 @@
 //! - [`claude`]: Claude Code (pinned 2.1.197): the inline `--mcp-config` JSON and the argv.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
+//! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
+//! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
+//!   directories taken away.
 //!
 //! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
-//! launch needs from the daemon), [`RenderError`] and [`LaunchError`].
+//! launch needs from the daemon), [`RenderError`] and [`LaunchError`]; [`plan`] holds the
+//! [`LaunchPlan`](plan::LaunchPlan) every room renders and the [`LaunchId`](plan::LaunchId).
 //!
 //! Every renderer keeps the same security rules: the result channel is always injected first
 //! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
@@ -20,6 +24,9 @@
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
+pub mod opencode;
+pub mod plan;
 
 /// A coding-agent client this crate renders reviewer launches for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,17 +36,29 @@ pub enum Client {
     Claude,
     /// OpenAI Codex CLI ([`codex`]).
     Codex,
+    /// Gemini CLI ([`gemini`]).
+    Gemini,
+    /// OpenCode ([`opencode`]).
+    OpenCode,
 }
 
 impl Client {
     /// Every client, in the order the CLI lists them.
-    pub const ALL: [Client; 2] = [Client::Claude, Client::Codex];
+    pub const ALL: [Client; 4] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::OpenCode,
+    ];
 
-    /// The client's name on the command line and in output: `claude`, `codex`.
+    /// The client's name on the command line and in output: `claude`, `codex`, `gemini`,
+    /// `opencode`.
     pub const fn name(self) -> &'static str {
         match self {
             Client::Claude => "claude",
             Client::Codex => "codex",
+            Client::Gemini => "gemini",
+            Client::OpenCode => "opencode",
         }
     }
 
@@ -87,8 +106,14 @@ pub struct LaunchContext {
     pub effort: Option<String>,
     /// The reviewer's prompt, passed after `--`.
     pub prompt: Option<String>,
-    /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get).
+    /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get;
+    /// the ACP `session/new` `cwd`, absolute).
     pub worktree: Option<String>,
+    /// The per-launch directory the daemon creates (absolute, empty, private to this
+    /// launch) and removes afterwards: [`LaunchPlan::files`](plan::LaunchPlan::files) are
+    /// written under it, and clients that need a directory of their own (OpenCode's empty
+    /// configuration home) get one inside it.
+    pub launch_dir: Option<String>,
 }
 
 impl LaunchContext {
@@ -172,6 +197,74 @@ fn option_value<'a>(
     }
 }
 
+/// The absolute worktree an ACP session runs in (`session/new` `cwd`).
+fn acp_cwd(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
+    match set(&ctx.worktree) {
+        Some(w) if is_absolute(w) => Ok(w),
+        _ => Err(RenderError::NeedsAbsolute {
+            client,
+            field: "worktree",
+        }),
+    }
+}
+
+/// The absolute per-launch directory, for a client that needs one.
+fn launch_dir(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
+    match set(&ctx.launch_dir) {
+        Some(d) if is_absolute(d) => Ok(d.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(d)),
+        _ => Err(RenderError::NeedsAbsolute {
+            client,
+            field: "launch_dir",
+        }),
+    }
+}
+
+/// A Unix absolute path: starts with `/`.
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+}
+
+/// The ACP `session/new` servers and their wire names, `wire_name` naming each by its id.
+fn acp_servers(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    wire_name: impl Fn(&str) -> String,
+) -> (Vec<plan::AcpServer>, Vec<plan::WireServer>) {
+    let command = ctx.kcap_bin.as_deref().unwrap_or_default();
+    ctx.servers(resolution)
+        .map(|(server, env)| {
+            let name = wire_name(server.id);
+            let acp = plan::AcpServer {
+                name: name.clone(),
+                command: command.to_owned(),
+                args: server.args.iter().map(|a| (*a).to_owned()).collect(),
+                env: env
+                    .iter()
+                    .map(|(n, v)| plan::EnvVar::new(*n, *v))
+                    .collect(),
+            };
+            let wire = plan::WireServer {
+                id: server.id.to_owned(),
+                wire_name: name,
+            };
+            (acp, wire)
+        })
+        .unzip()
+}
+
+/// The injected servers of a client that names them by id.
+fn wire_servers(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+) -> Vec<plan::WireServer> {
+    ctx.servers(resolution)
+        .map(|(server, _)| plan::WireServer {
+            id: server.id.to_owned(),
+            wire_name: server.id.to_owned(),
+        })
+        .collect()
+}
+
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RenderError {
@@ -205,6 +298,22 @@ pub enum RenderError {
     DuplicateInherited {
         /// The repeated name.
         server: String,
+    },
+    /// A value would reach Gemini CLI in an ACP server's `env` containing `${`, which Gemini
+    /// CLI 0.61.0 expands as an environment variable reference.
+    GeminiExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: &'static str,
+        /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
+    /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
+    /// blank or relative.
+    NeedsAbsolute {
+        /// The client.
+        client: Client,
+        /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
+        field: &'static str,
     },
 }
 
@@ -244,6 +353,23 @@ impl fmt::Display for RenderError {
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
             ),
+            RenderError::GeminiExpansion { server, field } => write!(
+                f,
+                "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
+                 Gemini CLI expands as a variable reference in ACP server env values; remove \
+                 `${{` from that value"
+            ),
+            RenderError::NeedsAbsolute { client, field } => {
+                let (what, flag) = match *field {
+                    "worktree" => ("the reviewer's worktree (the ACP session's `cwd`)", "--worktree"),
+                    _ => ("a per-launch directory", "--launch-dir"),
+                };
+                write!(
+                    f,
+                    "cannot render the {client} launch: it needs {what} as an absolute path; \
+                     give the launch its `{field}` ({flag} DIR)"
+                )
+            }
             RenderError::DuplicateInherited { server } => write!(
                 f,
                 "the Codex inventory lists MCP server `{}` twice; take the inventory again \

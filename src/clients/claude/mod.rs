@@ -179,3 +179,23 @@ pub fn claude_reviewer_args(
     }
     Ok(args)
 }
+
+/// The Claude Code reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
+/// [`claude_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
+/// the injected servers under their registry ids; no environment, files or ACP session.
+///
+/// # Errors
+/// As [`claude_reviewer_args`].
+pub fn claude_plan(
+    ctx: &LaunchContext,
+    policy: Policy,
+) -> Result<crate::clients::plan::LaunchPlan, LaunchError> {
+    let argv = claude_reviewer_args(ctx, policy)?;
+    let resolution = ctx.resolve(policy)?;
+    Ok(crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Claude,
+        ctx,
+        argv,
+        crate::clients::wire_servers(ctx, &resolution),
+    ))
+}

@@ -326,3 +326,24 @@ pub fn codex_reviewer_args(
     }
     Ok(args)
 }
+
+/// The Codex reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
+/// [`codex_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
+/// the injected servers under their registry ids; no environment, files or ACP session.
+///
+/// # Errors
+/// As [`codex_reviewer_args`].
+pub fn codex_plan(
+    ctx: &LaunchContext,
+    policy: Policy,
+    inventory: &[InheritedServer],
+) -> Result<crate::clients::plan::LaunchPlan, LaunchError> {
+    let argv = codex_reviewer_args(ctx, policy, inventory)?;
+    let resolution = ctx.resolve(policy)?;
+    Ok(crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Codex,
+        ctx,
+        argv,
+        crate::clients::wire_servers(ctx, &resolution),
+    ))
+}
