@@ -76,6 +76,7 @@ fn context() -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review the pull request. ".repeat(40)),
         worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
+        launch_dir: None,
     }
 }
 

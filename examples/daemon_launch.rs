@@ -61,6 +61,7 @@ fn run(
         effort: cmd.effort,
         prompt: cmd.prompt,
         worktree: Some(WORKTREE.into()),
+        launch_dir: None,
     };
     // The daemon's default policy: skip what cannot be materialized, and log it.
     for skipped in ctx.resolve(Policy::Lenient)?.skipped() {

@@ -72,3 +72,6 @@ got="$(version_of "$claude_bin" || true)"
 
 echo "KCAP_CODEX_BIN=$codex_bin"
 echo "KCAP_CLAUDE_BIN=$claude_bin"
+
+# The ACP clients (Gemini CLI, OpenCode) have their own script and npm prefixes.
+bash "$root/scripts/install-acp-peers.sh"

@@ -120,7 +120,7 @@ Example:
 Example:
   kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
     )]
-    Render(RenderClient),
+    Render(Box<RenderClient>),
     /// Generate files from the registry.
     #[command(
         subcommand,
@@ -390,7 +390,7 @@ fn main() -> ExitCode {
             out!("{}", report.text);
             exit(!report.rejected)
         }
-        Command::Render(client) => render(client),
+        Command::Render(client) => render(*client),
         Command::Export(what) => export(what),
         Command::Diff {
             old_dir,
@@ -616,11 +616,9 @@ fn render(client: RenderClient) -> ExitCode {
     };
     let plan = match inventory_source {
         None => claude::claude_plan(&ctx, policy),
-        Some(Room::Gemini) => gemini::gemini_plan(
-            &ctx,
-            policy,
-            launch_id.as_ref().expect("set for gemini"),
-        ),
+        Some(Room::Gemini) => {
+            gemini::gemini_plan(&ctx, policy, launch_id.as_ref().expect("set for gemini"))
+        }
         Some(Room::OpenCode) => opencode::opencode_plan(&ctx, policy),
         Some(Room::Codex(source)) => {
             let inventory = match source {

@@ -548,6 +548,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         effort: Some(agent.into()),
         prompt: Some(prompt.into()),
         worktree: Some(format!("/w/{kcap}")),
+        launch_dir: None,
     };
     let url = ctx.server_url.clone().unwrap();
     let worktree = ctx.worktree.clone().unwrap();

@@ -21,6 +21,9 @@
 //!   policy table).
 //! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
 //!   refused ([`RenderError::GeminiExpansion`]).
+//! - Every server inherits Gemini's environment, less names that look like secrets: a
+//!   `KCAP_FLOW_AGENT_ID` in the daemon's own environment reached `kcap-review` (measured), so
+//!   the registry's env names are removed from the client's environment.
 //! - Tool names reach the model as `mcp_<wire name>_<tool>`; over 63 characters Gemini cuts
 //!   them and warns that the tool may need approval, so [`LaunchId`] is 16 hex digits
 //!   ([`qualified_tool_name`]).
@@ -29,6 +32,7 @@ use crate::allowlist::Policy;
 use crate::clients::plan::{LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
     Client, LaunchContext, LaunchError, RenderError, acp_cwd, acp_servers, option_value,
+    registry_env_names,
 };
 
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut.
@@ -49,7 +53,8 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 
 /// The Gemini CLI reviewer launch: argv `--acp --skip-trust --approval-mode yolo
 /// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
-/// servers in `session/new` under their aliased names; no environment, no files. The
+/// servers in `session/new` under their aliased names; the registry's env names removed from
+/// the environment; no files. The
 /// effort is not a Gemini setting and is ignored; the prompt goes in ACP `session/prompt`,
 /// which the daemon sends.
 ///
@@ -120,7 +125,7 @@ pub fn gemini_plan(
         cwd: Some(cwd.into()),
         argv,
         env: Vec::new(),
-        env_remove: Vec::new(),
+        env_remove: registry_env_names().collect(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),

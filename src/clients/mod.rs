@@ -238,10 +238,7 @@ fn acp_servers(
                 name: name.clone(),
                 command: command.to_owned(),
                 args: server.args.iter().map(|a| (*a).to_owned()).collect(),
-                env: env
-                    .iter()
-                    .map(|(n, v)| plan::EnvVar::new(*n, *v))
-                    .collect(),
+                env: env.iter().map(|(n, v)| plan::EnvVar::new(*n, *v)).collect(),
             };
             let wire = plan::WireServer {
                 id: server.id.to_owned(),
@@ -252,11 +249,20 @@ fn acp_servers(
         .unzip()
 }
 
+/// Every env name a registry server is given, sorted, once each: removed from the
+/// environment of clients that pass their own environment on to MCP servers, so a value the
+/// daemon's environment happens to hold (say `KCAP_FLOW_AGENT_ID`) never reaches a server the
+/// registry does not give it to.
+fn registry_env_names() -> impl Iterator<Item = String> {
+    let names: std::collections::BTreeSet<&str> = crate::registry::servers()
+        .iter()
+        .flat_map(|s| s.env.iter().map(|(name, _)| *name))
+        .collect();
+    names.into_iter().map(str::to_owned)
+}
+
 /// The injected servers of a client that names them by id.
-fn wire_servers(
-    ctx: &LaunchContext,
-    resolution: &Resolution<'_, String>,
-) -> Vec<plan::WireServer> {
+fn wire_servers(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<plan::WireServer> {
     ctx.servers(resolution)
         .map(|(server, _)| plan::WireServer {
             id: server.id.to_owned(),
@@ -361,7 +367,10 @@ impl fmt::Display for RenderError {
             ),
             RenderError::NeedsAbsolute { client, field } => {
                 let (what, flag) = match *field {
-                    "worktree" => ("the reviewer's worktree (the ACP session's `cwd`)", "--worktree"),
+                    "worktree" => (
+                        "the reviewer's worktree (the ACP session's `cwd`)",
+                        "--worktree",
+                    ),
                     _ => ("a per-launch directory", "--launch-dir"),
                 };
                 write!(

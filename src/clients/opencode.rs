@@ -10,9 +10,16 @@
 //!   ACP server named like a configured one does not stop the configured one from starting.
 //!   `OPENCODE_PURE=1` and `OPENCODE_CONFIG_DIR=<empty dir>` leave the user's servers
 //!   running.
+//! - `~/.opencode/opencode.json` is read too, whatever else is set (measured on 1.18.33: its
+//!   config loader always adds `<home>/.opencode` to the config directories, after
+//!   `OPENCODE_CONFIG_CONTENT`), where `<home>` is `OPENCODE_TEST_HOME`, else the OS home.
 //! - What holds: `XDG_CONFIG_HOME` pointed at a directory of its own inside the per-launch
-//!   directory (OpenCode creates `opencode/` in it), `OPENCODE_DISABLE_PROJECT_CONFIG=1`,
-//!   and `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`, `OPENCODE_CONFIG_CONTENT` removed.
+//!   directory (OpenCode creates `opencode/` in it), `OPENCODE_TEST_HOME` at another one (it
+//!   moves only the home OpenCode searches for `.opencode`; the XDG data, cache and state
+//!   directories keep following `HOME`/`XDG_*`), `OPENCODE_DISABLE_PROJECT_CONFIG=1`, and
+//!   `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`, `OPENCODE_CONFIG_CONTENT` removed.
+//!   `OPENCODE_TEST_HOME` is a hook OpenCode reads for its own tests; the conformance test
+//!   fails if a later version stops honouring it.
 //!   **Trade-off:** the user's global `opencode.json` is not read, so providers, models and
 //!   options configured there are lost for the reviewer; credentials stay, since they live
 //!   in `$XDG_DATA_HOME/opencode/auth.json`, and so do providers configured through env
@@ -20,6 +27,10 @@
 //!   `OPENCODE_CONFIG_CONTENT` disabling each inherited server by name, needs an inventory
 //!   of every layer's server names (there is no wildcard) and fails open on any name it
 //!   misses; it is not used.
+//! - The ACP front end reaches OpenCode's own server on the loopback interface over HTTP,
+//!   honouring `HTTP_PROXY`/`HTTPS_PROXY`: with a proxy set and loopback not in `NO_PROXY`,
+//!   `session/new` fails ("OpenCode service failure"). The daemon's environment must
+//!   exclude `127.0.0.1` from its proxy (measured on 1.18.33).
 //! - `--pure`: no external plugins, which could start processes of their own.
 //! - Permissions come from env `OPENCODE_PERMISSION` ([`permission_json`]): deny by
 //!   default, the read-only built-in tools allowed, and exactly the admitted MCP tools
@@ -33,12 +44,18 @@ use serde::Serialize;
 use crate::allowlist::Policy;
 use crate::clients::claude::Ordered;
 use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, PLAN_VERSION, SessionNew};
-use crate::clients::{Client, LaunchContext, LaunchError, acp_cwd, acp_servers, launch_dir};
+use crate::clients::{
+    Client, LaunchContext, LaunchError, acp_cwd, acp_servers, launch_dir, registry_env_names,
+};
 use crate::registry::lookup;
 
 /// The directory, relative to the per-launch directory, given to OpenCode as
 /// `XDG_CONFIG_HOME`.
 pub const CONFIG_HOME: &str = "opencode-xdg-config";
+
+/// The directory, relative to the per-launch directory, given to OpenCode as
+/// `OPENCODE_TEST_HOME` (the home it searches for `.opencode/`).
+pub const SEARCH_HOME: &str = "opencode-home";
 
 /// Environment variables removed from the client's environment: each adds configuration,
 /// and so MCP servers, on top of the global config.
@@ -114,9 +131,10 @@ fn to_json(value: &impl Serialize) -> String {
 }
 
 /// The OpenCode reviewer launch: argv `acp --pure`; env `XDG_CONFIG_HOME=<launch
-/// dir>/`[`CONFIG_HOME`], `OPENCODE_DISABLE_PROJECT_CONFIG=1` and `OPENCODE_PERMISSION`
-/// ([`permission_json`]); [`REMOVED_ENV`] removed; the servers in `session/new` under their
-/// registry ids.
+/// dir>/`[`CONFIG_HOME`], `OPENCODE_TEST_HOME=<launch dir>/`[`SEARCH_HOME`],
+/// `OPENCODE_DISABLE_PROJECT_CONFIG=1` and `OPENCODE_PERMISSION` ([`permission_json`]);
+/// removed: the registry's env names (OpenCode passes its whole environment to every server)
+/// and [`REMOVED_ENV`]; the servers in `session/new` under their registry ids.
 ///
 /// # Errors
 /// [`LaunchError::Rejected`] under [`Policy::Strict`];
@@ -134,6 +152,7 @@ pub fn opencode_plan(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, 
         .collect();
     let env = vec![
         EnvVar::new("XDG_CONFIG_HOME", format!("{dir}/{CONFIG_HOME}")),
+        EnvVar::new("OPENCODE_TEST_HOME", format!("{dir}/{SEARCH_HOME}")),
         EnvVar::new("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
         EnvVar::new("OPENCODE_PERMISSION", permission_json(&names)),
     ];
@@ -143,7 +162,9 @@ pub fn opencode_plan(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, 
         cwd: Some(cwd.into()),
         argv: vec!["acp".into(), "--pure".into()],
         env,
-        env_remove: REMOVED_ENV.map(String::from).into(),
+        env_remove: registry_env_names()
+            .chain(REMOVED_ENV.map(String::from))
+            .collect(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),
