@@ -52,7 +52,9 @@ pub struct LaunchPlan {
 }
 
 impl LaunchPlan {
-    /// A plan that is only an argv (clients that take their servers on the command line).
+    /// A plan that is an argv (clients that take their servers on the command line), with
+    /// the registry's env names removed from the environment, since a client may pass its
+    /// own to every server.
     pub(crate) fn argv_only(
         client: super::Client,
         ctx: &crate::LaunchContext,
@@ -65,7 +67,7 @@ impl LaunchPlan {
             cwd: super::set(&ctx.worktree).map(str::to_owned),
             argv,
             env: Vec::new(),
-            env_remove: Vec::new(),
+            env_remove: super::registry_env_names().collect(),
             files: Vec::new(),
             session_new: None,
             servers,
@@ -199,7 +201,8 @@ impl LaunchId {
     /// ```
     pub fn from_hex(hex: &str) -> Result<LaunchId, LaunchIdError> {
         let bad = || LaunchIdError::Hex(hex.to_owned());
-        if hex.len() != LaunchId::HEX_LEN || !hex.is_ascii() {
+        // `from_str_radix` alone would take a sign (`+1`).
+        if hex.len() != LaunchId::HEX_LEN || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let mut bytes = [0; LaunchId::BYTES];

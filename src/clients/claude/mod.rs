@@ -182,7 +182,8 @@ pub fn claude_reviewer_args(
 
 /// The Claude Code reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
 /// [`claude_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
-/// the injected servers under their registry ids; no environment, files or ACP session.
+/// the injected servers under their registry ids, the registry's env names removed from the
+/// environment; no files or ACP session.
 ///
 /// # Errors
 /// As [`claude_reviewer_args`].

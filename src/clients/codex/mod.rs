@@ -329,7 +329,8 @@ pub fn codex_reviewer_args(
 
 /// The Codex reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
 /// [`codex_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
-/// the injected servers under their registry ids; no environment, files or ACP session.
+/// the injected servers under their registry ids, the registry's env names removed from the
+/// environment; no files or ACP session.
 ///
 /// # Errors
 /// As [`codex_reviewer_args`].
