@@ -2,23 +2,29 @@
 # Installs the real clients the conformance tests run against into .peers/ (git-ignored):
 #   @openai/codex@0.169.0             -> .peers/node_modules/.bin/codex
 #   @anthropic-ai/claude-code@2.1.197 -> .peers/node_modules/.bin/claude
+#   @anthropic-ai/claude-code@2.1.328 -> .peers/claude-2.1.328/node_modules/.bin/claude
+#     (the newest Claude Code, in a prefix of its own so both versions coexist)
 # Both binaries ship inside the npm packages (and their per-platform optional dependencies);
 # nothing else is downloaded. Idempotent: when both binaries already report their pinned
-# versions, nothing is installed. Fails loudly when either binary is missing or reports
-# another version. Prints the two binary paths, ready to export:
+# versions, nothing is installed. Fails loudly when any binary is missing or reports
+# another version. Prints the three binary paths, ready to export:
 #   KCAP_CODEX_BIN=…
 #   KCAP_CLAUDE_BIN=…
+#   KCAP_CLAUDE_NEXT_BIN=…
 # Needs node and npm on PATH. Never contacts a model: every version check runs with a
 # throwaway HOME and CODEX_HOME.
 set -euo pipefail
 
 CODEX_VERSION=0.169.0
 CLAUDE_VERSION=2.1.197
+CLAUDE_NEXT_VERSION=2.1.328
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 peers="$root/.peers"
 codex_bin="$peers/node_modules/.bin/codex"
 claude_bin="$peers/node_modules/.bin/claude"
+claude_next_prefix="$peers/claude-$CLAUDE_NEXT_VERSION"
+claude_next_bin="$claude_next_prefix/node_modules/.bin/claude"
 
 die() {
     echo "install-peers: error: $*" >&2
@@ -38,6 +44,20 @@ version_of() {
 
 codex_ok() { [ "$(version_of "$codex_bin")" = "codex-cli $CODEX_VERSION" ]; }
 claude_ok() { [ "$(version_of "$claude_bin")" = "$CLAUDE_VERSION (Claude Code)" ]; }
+claude_next_ok() { [ "$(version_of "$claude_next_bin")" = "$CLAUDE_NEXT_VERSION (Claude Code)" ]; }
+
+# Claude Code's bin/claude.exe is a 500-byte stub until its postinstall (install.cjs) links
+# the native binary from the platform package npm just installed. npm 11 warns that install
+# scripts are "not yet covered by allowScripts" (npm 11.19 still runs them); where npm is
+# configured not to run them, run that postinstall ourselves. It downloads nothing.
+claude_postinstall() {
+    local prefix="$1"
+    if [ -f "$prefix/node_modules/@anthropic-ai/claude-code/install.cjs" ]; then
+        echo "install-peers: claude's postinstall did not run in $prefix; running install.cjs" >&2
+        (cd "$prefix/node_modules/@anthropic-ai/claude-code" && node install.cjs) >&2 \
+            || die "claude's install.cjs in $prefix failed (see above)"
+    fi
+}
 
 command -v npm >/dev/null || die "npm is not on PATH; install Node.js (>= 18) and npm first"
 command -v node >/dev/null || die "node is not on PATH; install Node.js (>= 18) first"
@@ -52,15 +72,18 @@ else
         --loglevel=error \
         "@openai/codex@$CODEX_VERSION" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2 \
         || die "npm install failed (see above)"
-    # Claude Code's bin/claude.exe is a 500-byte stub until its postinstall (install.cjs)
-    # links the native binary from the platform package npm just installed. npm 11 warns that
-    # install scripts are "not yet covered by allowScripts" (npm 11.19 still runs them); where
-    # npm is configured not to run them, run that postinstall ourselves. It downloads nothing.
-    if ! claude_ok && [ -f "$peers/node_modules/@anthropic-ai/claude-code/install.cjs" ]; then
-        echo "install-peers: claude's postinstall did not run; running install.cjs" >&2
-        (cd "$peers/node_modules/@anthropic-ai/claude-code" && node install.cjs) >&2 \
-            || die "claude's install.cjs failed (see above)"
-    fi
+    claude_ok || claude_postinstall "$peers"
+fi
+
+if claude_next_ok; then
+    echo "install-peers: claude $CLAUDE_NEXT_VERSION already in $claude_next_prefix" >&2
+else
+    echo "install-peers: installing @anthropic-ai/claude-code@$CLAUDE_NEXT_VERSION into $claude_next_prefix" >&2
+    mkdir -p "$claude_next_prefix"
+    npm install --prefix "$claude_next_prefix" --no-save --no-audit --no-fund --no-package-lock \
+        --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_NEXT_VERSION" >&2 \
+        || die "npm install failed (see above)"
+    claude_next_ok || claude_postinstall "$claude_next_prefix"
 fi
 
 got="$(version_of "$codex_bin" || true)"
@@ -69,9 +92,13 @@ got="$(version_of "$codex_bin" || true)"
 got="$(version_of "$claude_bin" || true)"
 [ "$got" = "$CLAUDE_VERSION (Claude Code)" ] \
     || die "$claude_bin reports '${got:-nothing}', expected '$CLAUDE_VERSION (Claude Code)'; delete $peers and rerun"
+got="$(version_of "$claude_next_bin" || true)"
+[ "$got" = "$CLAUDE_NEXT_VERSION (Claude Code)" ] \
+    || die "$claude_next_bin reports '${got:-nothing}', expected '$CLAUDE_NEXT_VERSION (Claude Code)'; delete $claude_next_prefix and rerun"
 
 echo "KCAP_CODEX_BIN=$codex_bin"
 echo "KCAP_CLAUDE_BIN=$claude_bin"
+echo "KCAP_CLAUDE_NEXT_BIN=$claude_next_bin"
 
 # The ACP clients (Gemini CLI, OpenCode) have their own script and npm prefixes.
 bash "$root/scripts/install-acp-peers.sh"

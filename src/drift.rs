@@ -1,69 +1,78 @@
-//! Drift between the registry and a client's registration file (`check --against FILE`):
-//! a Claude Code `.mcp.json` or a Codex CLI `config.toml`, told apart by content.
+//! Drift between the registry and a client's registration file (`check --against FILE`).
 //!
-//! The registry's side is [`registrations`] (every allowlistable entry), each with the
-//! expected `command` (the kcap binary, `kcap` unless told otherwise) and its `args`: exactly
-//! what [`crate::export::claude_mcp_json`] and [`crate::export::codex_toml`] write. A server
-//! the registry lists and the file lacks is *missing*; a server the file lists and the
-//! registry does not is *extra*; a server in both with another `command` or `args`, turned
-//! off with `enabled = false`, or pointed elsewhere (`url`, a `type` other than `stdio`)
-//! differs.
-//! Other keys (`env`, `cwd`, `description`, timeouts) are not compared.
+//! The registry's side is [`registrations`] (every allowlistable entry), each expected to run
+//! `command` (the kcap binary, `kcap` unless told otherwise) with its `args`: exactly what the
+//! registration exports write. The file's side is not guessed here: each client's loader
+//! model says what that client does with the file ([`crate::clients::claude::loader`],
+//! [`crate::clients::codex::loader`]): which servers it starts, with which command and args,
+//! which entries it skips, and whether it refuses the file (or one scope of it) as a whole.
+//! Drift is the difference, and each finding is named by what the client will do, at the
+//! `line:column` of the value responsible:
+//!
+//! - `drift-rejected`: the client refuses the file or a scope of it (none of its servers
+//!   start);
+//! - `drift-skipped`: the client skips a registry server's entry;
+//! - `drift-disabled`: the client lists a registry server but does not start it;
+//! - `drift-remote`: the client connects to a URL instead of running the kcap command;
+//! - `drift-command`, `drift-args`: it runs another command or other args;
+//! - `drift-tools`: it starts the server but hides some of its tools;
+//! - `drift-expansion`: it expands `${…}` in the server's values, so what runs depends on
+//!   each session's environment;
+//! - `drift-missing`, `drift-extra`: a registry server it does not know of, or a server it
+//!   starts that is not one of the registry's registrations.
 
 use std::fmt;
 use std::path::Path;
 
+use crate::clients::Client;
+use crate::clients::claude::loader::{self as claude, ClaudeFile};
+use crate::clients::codex::loader as codex;
+use crate::clients::loaded::{Loaded, Span};
+use crate::diagnostic::{Location, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::Entry;
 
-/// Which client a registration file is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Client {
-    /// Claude Code: a JSON object with an `mcpServers` object (`.mcp.json`).
-    Claude,
-    /// Codex CLI: TOML with an `mcp_servers` table (`config.toml`).
-    Codex,
-}
-
-impl Client {
-    /// `"Claude Code"` or `"Codex CLI"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Client::Claude => "Claude Code",
-            Client::Codex => "Codex CLI",
-        }
+/// The client's display name in findings: `Claude Code`, `Codex CLI`, `Gemini CLI`,
+/// `OpenCode`.
+pub const fn client_name(client: Client) -> &'static str {
+    match client {
+        Client::Claude => "Claude Code",
+        Client::Codex => "Codex CLI",
+        Client::Gemini => "Gemini CLI",
+        Client::OpenCode => "OpenCode",
     }
 }
 
-/// One MCP server a registration file registers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Registered {
-    /// The server's name (its key).
-    pub name: String,
-    /// Its `command`; `None` for a server without one (a URL server).
-    pub command: Option<String>,
-    /// Its `args`; empty when absent.
-    pub args: Vec<String>,
-    /// `false` when the file sets `enabled = false` (Codex); `true` otherwise.
-    pub enabled: bool,
-    /// What makes it a remote server instead of a command: `url = "…"` or a `type` other
-    /// than `stdio` (as the file writes it); `None` for a command server.
-    pub remote: Option<String>,
+/// What `check --against` needs besides the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgainstOptions {
+    /// Claude Code: the project directory a session runs in. For a `~/.claude.json`, the
+    /// local scope of this project is merged over the user scope; without it, each project
+    /// the file holds a local scope for is checked in turn (and the user scope alone when
+    /// there is none). For a `.mcp.json`, servers run in it.
+    pub project: Option<String>,
+    /// Codex CLI: the profile (`--profile NAME`), read from `NAME.config.toml` next to the
+    /// file and merged over it.
+    pub codex_profile: Option<String>,
 }
 
-/// A parsed registration file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RegistrationFile {
-    /// The path as the user gave it.
+/// One effective server set checked: a file, or one project's view of a `~/.claude.json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checked {
+    /// The file, as the user named it.
     pub path: String,
-    /// Which client it is for.
+    /// The client that reads it.
     pub client: Client,
-    /// The servers it registers, sorted by name.
-    pub servers: Vec<Registered>,
+    /// The project whose view this is (`~/.claude.json` local scopes), if any.
+    pub project: Option<String>,
+    /// What the client's loader model says.
+    pub loaded: Loaded,
+    /// The differences from the registry.
+    pub drift: Vec<Drift>,
 }
 
-/// A registration file that could not be read or understood.
+/// A registration file that could not be read, or whose client cannot be told.
 #[derive(Debug)]
 pub struct RegistrationError {
     /// The path as the user gave it.
@@ -80,257 +89,295 @@ impl fmt::Display for RegistrationError {
 
 impl std::error::Error for RegistrationError {}
 
-/// Reads and parses the registration file at `path` (see [`parse_registration`]).
+/// Which client reads `path` holding `text`: `.json` files are Claude Code's, `.toml` files
+/// Codex CLI's; otherwise strict JSON is Claude Code's and TOML is Codex CLI's.
 ///
 /// # Errors
-/// [`RegistrationError`] when it cannot be read or is not a registration file.
-pub fn read_registration(path: &Path) -> Result<RegistrationFile, RegistrationError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| RegistrationError {
-        path: shown.clone(),
-        problem: format!("cannot read it: {e}"),
-    })?;
-    parse_registration(&shown, &text)
+/// A sentence saying why neither fits.
+pub fn detect_client(path: &Path, text: &str) -> Result<Client, String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => return Ok(Client::Claude),
+        Some("toml") => return Ok(Client::Codex),
+        _ => {}
+    }
+    let text = crate::decode::strip_bom(text);
+    let json = serde_json::from_str::<serde::de::IgnoredAny>(text);
+    if json.is_ok() {
+        return Ok(Client::Claude);
+    }
+    match toml::from_str::<toml::Table>(text) {
+        Ok(_) => Ok(Client::Codex),
+        Err(toml_err) => Err(format!(
+            "is neither a Claude Code .mcp.json or ~/.claude.json (JSON) nor a Codex config.toml \
+             (TOML): it is not JSON ({}) and not TOML ({}); name it *.json or *.toml to have \
+             it checked as that client's file",
+            json.err().map(|e| e.to_string()).unwrap_or_default(),
+            toml_err.message().trim_end()
+        )),
+    }
 }
 
-/// Parses a registration file's text. A valid JSON object with an `mcpServers` key is a
-/// Claude Code `.mcp.json`; TOML with an `mcp_servers` key is a Codex `config.toml`.
-/// Each server must be an object/table whose `command`, when present, is a string and whose
-/// `args`, when present, is an array of strings.
+/// Reads `path` and checks every effective server set in it against `entries` (see
+/// [`AgainstOptions`]).
 ///
 /// # Errors
-/// [`RegistrationError`] for anything else, saying which of the two shapes it misses and why.
-pub fn parse_registration(path: &str, text: &str) -> Result<RegistrationFile, RegistrationError> {
+/// [`RegistrationError`] when the file (or the named Codex profile file) cannot be read or
+/// its client cannot be told. Everything the client itself refuses is a `drift-rejected`
+/// finding instead.
+pub fn check_against(
+    entries: &[Entry],
+    command: &str,
+    path: &Path,
+    opts: &AgainstOptions,
+) -> Result<Vec<Checked>, RegistrationError> {
+    let shown = path.display().to_string();
     let err = |problem: String| RegistrationError {
-        path: path.to_string(),
+        path: shown.clone(),
         problem,
     };
-    const NEITHER: &str = "is neither a Claude Code .mcp.json (a JSON object with `mcpServers`) \
-                           nor a Codex config.toml (TOML with an `[mcp_servers]` table)";
-    let json = serde_json::from_str::<serde_json::Value>(text);
-    if let Ok(value) = &json {
-        let Some(servers) = value.as_object().and_then(|o| o.get("mcpServers")) else {
-            return Err(err(format!(
-                "{NEITHER}: it is JSON without a top-level `mcpServers` key"
-            )));
-        };
-        let servers = servers
-            .as_object()
-            .ok_or_else(|| err("`mcpServers` must be a JSON object of servers".into()))?;
-        let mut servers: Vec<Registered> = servers
-            .iter()
-            .map(|(name, v)| json_server(name, v).map_err(&err))
-            .collect::<Result<_, _>>()?;
-        servers.sort_by(|a, b| a.name.cmp(&b.name));
-        return Ok(RegistrationFile {
-            path: path.into(),
-            client: Client::Claude,
-            servers,
+    let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let client = detect_client(path, &text).map_err(err)?;
+    let env = |name: &str| std::env::var(name).ok();
+    let mut out = Vec::new();
+    let mut push = |project: Option<String>, loaded: Loaded| {
+        let drift = drift(entries, command, client, project.as_deref(), &loaded);
+        out.push(Checked {
+            path: shown.clone(),
+            client,
+            project,
+            loaded,
+            drift,
         });
-    }
-    let table = match toml::from_str::<toml::Table>(text) {
-        Ok(table) => table,
-        Err(toml_err) => {
-            let json_err = json.err().map(|e| e.to_string()).unwrap_or_default();
-            let toml_err = toml_err.message().trim_end().to_string();
+    };
+    match client {
+        Client::Claude => {
+            let is_user = path.file_name().is_some_and(|n| n == ".claude.json")
+                || ClaudeFile::detect(&text) == ClaudeFile::UserConfig;
+            let file = if is_user {
+                ClaudeFile::UserConfig
+            } else {
+                ClaudeFile::ProjectMcpJson
+            };
+            let projects = match (&opts.project, file) {
+                (Some(p), _) => vec![Some(p.clone())],
+                (None, ClaudeFile::UserConfig) => {
+                    let found = claude::local_scope_projects(&bytes);
+                    if found.is_empty() {
+                        vec![None]
+                    } else {
+                        found.into_iter().map(Some).collect()
+                    }
+                }
+                (None, ClaudeFile::ProjectMcpJson) => vec![None],
+            };
+            for project in projects {
+                let loaded = claude::load(&shown, &bytes, file, project.as_deref(), &env);
+                let label = project.filter(|_| file == ClaudeFile::UserConfig);
+                push(label, loaded);
+            }
+        }
+        Client::Codex => {
+            let profile = match &opts.codex_profile {
+                Some(name) => {
+                    let file = path
+                        .parent()
+                        .unwrap_or(Path::new("."))
+                        .join(format!("{name}.config.toml"));
+                    let bytes = match std::fs::read(&file) {
+                        Ok(b) => Some(b),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                        Err(e) => {
+                            return Err(RegistrationError {
+                                path: file.display().to_string(),
+                                problem: format!("cannot read it: {e}"),
+                            });
+                        }
+                    };
+                    Some((name.clone(), file.display().to_string(), bytes))
+                }
+                None => None,
+            };
+            let loaded = codex::load(
+                &shown,
+                &bytes,
+                profile
+                    .as_ref()
+                    .map(|(n, p, b)| (n.as_str(), p.as_str(), b.as_deref())),
+            );
+            push(None, loaded);
+        }
+        // `detect_client` tells only Claude Code and Codex files apart; the registration
+        // loaders of the other clients are not written yet.
+        Client::Gemini | Client::OpenCode => {
             return Err(err(format!(
-                "{NEITHER}: it is not JSON ({json_err}) and not TOML ({toml_err})"
+                "{} registration files cannot be checked yet",
+                client_name(client)
             )));
         }
-    };
-    let Some(servers) = table.get("mcp_servers") else {
-        return Err(err(format!(
-            "{NEITHER}: it is TOML without an `mcp_servers` table"
-        )));
-    };
-    let servers = servers
-        .as_table()
-        .ok_or_else(|| err("`mcp_servers` must be a TOML table of servers".into()))?;
-    let mut servers: Vec<Registered> = servers
-        .iter()
-        .map(|(name, v)| toml_server(name, v).map_err(&err))
-        .collect::<Result<_, _>>()?;
-    servers.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(RegistrationFile {
-        path: path.into(),
-        client: Client::Codex,
-        servers,
-    })
-}
-
-/// One registered server's `command` and `args` from its JSON value (a Codex TOML table is
-/// converted to JSON first). `at(key)` names a field as the file spells it
-/// (`` `mcpServers.x.args` ``), `table` the kind of value a server must be.
-fn registered(
-    name: &str,
-    v: &serde_json::Value,
-    at: impl Fn(&str) -> String,
-    table: &str,
-) -> Result<Registered, String> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| format!("{} must be {table}", at("")))?;
-    let command = match obj.get("command") {
-        None => None,
-        Some(c) => Some(
-            c.as_str()
-                .ok_or_else(|| format!("{} must be a string", at(".command")))?
-                .to_string(),
-        ),
-    };
-    let args = match obj.get("args") {
-        None => Vec::new(),
-        Some(a) => a
-            .as_array()
-            .and_then(|a| a.iter().map(|s| s.as_str().map(String::from)).collect())
-            .ok_or_else(|| format!("{} must be an array of strings", at(".args")))?,
-    };
-    let enabled = match obj.get("enabled") {
-        None => true,
-        Some(e) => e
-            .as_bool()
-            .ok_or_else(|| format!("{} must be a boolean", at(".enabled")))?,
-    };
-    let remote = match (obj.get("type").and_then(|t| t.as_str()), obj.get("url")) {
-        (Some(t), _) if t != "stdio" => Some(format!("type = {}", json(t))),
-        (_, Some(url)) => Some(format!("url = {url}")),
-        _ => None,
-    };
-    Ok(Registered {
-        name: name.into(),
-        command,
-        args,
-        enabled,
-        remote,
-    })
-}
-
-fn json_server(name: &str, v: &serde_json::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcpServers.{}{key}`", name.escape_debug());
-    registered(name, v, at, "a JSON object")
-}
-
-fn toml_server(name: &str, v: &toml::Value) -> Result<Registered, String> {
-    let at = |key: &str| format!("`mcp_servers.\"{}\"{key}`", name.escape_debug());
-    // Every TOML value has a JSON form (datetimes become objects, never strings).
-    let v = serde_json::to_value(v).map_err(|e| format!("{}: {e}", at("")))?;
-    registered(name, &v, at, "a TOML table")
+    }
+    Ok(out)
 }
 
 /// How a registration file differs from the registry for one server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DriftKind {
-    /// The registry lists the server; the file does not register it.
+    /// The client refuses the file or one scope of it.
+    Rejected {
+        /// What is refused (`the file`, `the user scope`, …).
+        scope: String,
+        /// The client's reason.
+        reason: String,
+    },
+    /// The client skips the registry server's entry.
+    Skipped {
+        /// The client's reason.
+        reason: String,
+    },
+    /// The client lists the server but does not start it (Codex `enabled = false`).
+    Disabled,
+    /// The client connects to a URL instead of running the command.
+    Remote {
+        /// The URL.
+        url: String,
+    },
+    /// The registry lists the server; the client does not know it.
     Missing {
         /// The expected command.
         command: String,
         /// The expected args.
         args: Vec<String>,
     },
-    /// The file registers a server that is not one of the registry's registrations.
+    /// The client starts a server that is not one of the registry's registrations.
     Extra {
         /// Set when the name is a registry entry that is not allowlistable (injection-only).
         injection_only: bool,
     },
-    /// The file's `command` is not the expected one.
+    /// The client runs another command.
     Command {
         /// The expected command.
         expected: String,
-        /// The file's command; `None` when it has none.
-        found: Option<String>,
-    },
-    /// The file turns the server off (`enabled = false`).
-    Disabled,
-    /// The file points the server somewhere else (`url`, or a `type` other than `stdio`).
-    Remote {
-        /// The offending setting, e.g. `url = "https://…"`.
+        /// What the client runs.
         found: String,
     },
-    /// The file's `args` are not the registry's.
+    /// The client passes other args.
     Args {
         /// The registry's args.
         expected: Vec<String>,
-        /// The file's args.
+        /// What the client passes.
         found: Vec<String>,
+    },
+    /// The client starts the server but hides tools the registry lists.
+    Tools {
+        /// The hidden tools, in registry order.
+        hidden: Vec<String>,
+        /// The setting responsible, e.g. `enabled_tools = []`.
+        setting: String,
+    },
+    /// The client expands `${…}` in a value of the server.
+    Expansion {
+        /// The fields, e.g. `command`, `args[1]`.
+        fields: Vec<String>,
     },
 }
 
-/// One difference between the registry and a registration file.
+/// One difference between the registry and what a client does with a registration file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drift {
-    /// The registration file, as the user named it.
+    /// The file, as the user named it (a Codex profile file for a value from there).
     pub file: String,
-    /// Which client it is for.
+    /// The client.
     pub client: Client,
-    /// The server's name.
+    /// The `~/.claude.json` project whose view this is, if any.
+    pub project: Option<String>,
+    /// The server's name (empty for a rejected file or scope).
     pub server: String,
     /// How it differs.
     pub kind: DriftKind,
+    /// Where in `file`.
+    pub location: Location,
 }
 
 impl Drift {
-    /// The stable rule name: `drift-missing`, `drift-extra`, `drift-disabled`,
-    /// `drift-remote`, `drift-command` or `drift-args`.
+    /// The stable rule name (see the module docs).
     pub const fn rule(&self) -> &'static str {
         match self.kind {
-            DriftKind::Missing { .. } => "drift-missing",
-            DriftKind::Extra { .. } => "drift-extra",
+            DriftKind::Rejected { .. } => "drift-rejected",
+            DriftKind::Skipped { .. } => "drift-skipped",
             DriftKind::Disabled => "drift-disabled",
             DriftKind::Remote { .. } => "drift-remote",
+            DriftKind::Missing { .. } => "drift-missing",
+            DriftKind::Extra { .. } => "drift-extra",
             DriftKind::Command { .. } => "drift-command",
             DriftKind::Args { .. } => "drift-args",
+            DriftKind::Tools { .. } => "drift-tools",
+            DriftKind::Expansion { .. } => "drift-expansion",
         }
     }
 
-    /// This drift as a [`Finding`] (no location), with a message naming the server and the
-    /// file, and a help saying how to fix it.
+    /// This drift as a [`Finding`] at its location, with a message saying what the client
+    /// does and a help saying how to fix it.
     pub fn finding(&self) -> Finding {
         let server = self.server.escape_debug();
-        let file = &self.file;
+        let client = client_name(self.client);
+        let file = crate::diagnostic::printable(&self.file);
+        let file = match &self.project {
+            Some(p) => format!("{file} (project {})", crate::diagnostic::printable(p)),
+            None => file.into_owned(),
+        };
         let export = match self.client {
             Client::Claude => "claude-mcp-json",
             Client::Codex => "codex-toml",
+            // No export yet; `check_against` never yields findings for them.
+            Client::Gemini | Client::OpenCode => "--help",
         };
+        let regenerate = format!("regenerate it with `kcap-mcp-registry export {export}`");
         let (message, help) = match &self.kind {
-            DriftKind::Missing { command, args } => (
-                format!("MCP server `{server}` is in the registry but not registered in {file}"),
+            DriftKind::Rejected { scope, reason } => (
+                if scope == "the file" || scope == "the configuration" {
+                    format!("{client} rejects this file, {file}: {reason}")
+                } else {
+                    format!("{client} rejects {scope} of {file}: {reason}")
+                },
+                format!("fix it: until then {client} starts none of the servers in {scope}"),
+            ),
+            DriftKind::Skipped { reason } => (
+                format!("skipped by {client}: MCP server `{server}` in {file}: {reason}"),
+                format!("write the entry as the export does, or {regenerate}"),
+            ),
+            DriftKind::Disabled => (
+                format!("not started by {client}: MCP server `{server}` in {file} has `enabled = false`"),
+                format!("remove `enabled = false`, or {regenerate}"),
+            ),
+            DriftKind::Remote { url } => (
                 format!(
-                    "register it with command {} and args {}, or regenerate the file with `kcap-mcp-registry export {export}`",
+                    "{client} connects MCP server `{server}` in {file} to {} instead of running the kcap command",
+                    json(url)
+                ),
+                "remove `url` and `type` from it: kcap's MCP servers run as the kcap command".into(),
+            ),
+            DriftKind::Missing { command, args } => (
+                format!("MCP server `{server}` is in the registry but {client} does not load it from {file}"),
+                format!(
+                    "register it with command {} and args {}, or {regenerate}",
                     json(command),
                     json(args)
                 ),
             ),
             DriftKind::Extra { injection_only: true } => (
-                format!("{file} registers `{server}`, an injection-only registry entry"),
+                format!("{client} starts `{server}` from {file}, an injection-only registry entry"),
                 "remove it: the launcher injects it into reviewers with their agent id, and no client registers it".into(),
             ),
             DriftKind::Extra { injection_only: false } => (
-                format!("{file} registers MCP server `{server}`, which is not in the registry"),
+                format!("{client} starts MCP server `{server}` from {file}, which is not in the registry"),
                 format!("remove it, or add `registry/{server}.toml` if it is a kcap MCP server"),
             ),
-            DriftKind::Disabled => (
-                format!("MCP server `{server}` is registered in {file} but disabled (`enabled = false`)"),
-                "remove `enabled = false`, or regenerate the file with `kcap-mcp-registry export codex-toml`".into(),
-            ),
-            DriftKind::Remote { found } => (
-                format!(
-                    "MCP server `{server}` in {file} is a remote server ({}), not the registry's kcap command",
-                    crate::diagnostic::printable(found)
-                ),
-                "remove `url` and `type` from it: kcap's MCP servers run as the kcap command".into(),
-            ),
             DriftKind::Command { expected, found } => (
-                match found {
-                    Some(found) => format!(
-                        "MCP server `{server}` runs {} in {file}, not {}",
-                        json(found),
-                        json(expected)
-                    ),
-                    None => format!(
-                        "MCP server `{server}` has no `command` in {file}; the registry runs {}",
-                        json(expected)
-                    ),
-                },
+                format!(
+                    "{client} runs MCP server `{server}` in {file} as {}, not {}",
+                    json(found),
+                    json(expected)
+                ),
                 format!(
                     "set its `command` to {} (or pass `--command` with the kcap binary this file uses)",
                     json(expected)
@@ -338,16 +385,30 @@ impl Drift {
             ),
             DriftKind::Args { expected, found } => (
                 format!(
-                    "MCP server `{server}` has args {} in {file}; the registry has {}",
+                    "{client} passes MCP server `{server}` in {file} the args {}; the registry has {}",
                     json(found),
                     json(expected)
                 ),
                 format!("set its `args` to {}", json(expected)),
             ),
+            DriftKind::Tools { hidden, setting } => (
+                format!(
+                    "{client} starts MCP server `{server}` in {file} but hides its tools {} (`{setting}`)",
+                    json(hidden)
+                ),
+                format!("remove `enabled_tools` and `disabled_tools` from it, or {regenerate}"),
+            ),
+            DriftKind::Expansion { fields } => (
+                format!(
+                    "{client} expands `${{…}}` in MCP server `{server}` in {file} ({}), so what runs depends on each session's environment",
+                    fields.join(", ")
+                ),
+                "write the values without `${`: Claude Code offers no escape".into(),
+            ),
         };
         Finding {
             file: self.file.clone(),
-            location: None,
+            location: Some(self.location),
             rule: self.rule(),
             message,
             help,
@@ -361,65 +422,182 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 }
 
 /// Every difference between the registry `entries` (as [`registrations`], each expected to
-/// run `command`) and `file`: missing and differing servers in registry order, then extra
-/// ones sorted by name.
-pub fn drift(entries: &[Entry], command: &str, file: &RegistrationFile) -> Vec<Drift> {
-    let mut out = Vec::new();
-    let make = |server: &str, kind| Drift {
-        file: file.path.clone(),
-        client: file.client,
-        server: server.into(),
-        kind,
+/// run `command`) and what `client` does according to `loaded`: refusals first, then
+/// registry servers in registry order, then extra ones sorted by name.
+pub fn drift(
+    entries: &[Entry],
+    command: &str,
+    client: Client,
+    project: Option<&str>,
+    loaded: &Loaded,
+) -> Vec<Drift> {
+    let texts: Vec<SourceText> = loaded
+        .sources
+        .iter()
+        .map(|s| SourceText::new(s.text.clone()))
+        .collect();
+    let file_of = |span: Option<&Span>| {
+        let i = span.map_or(0, |s| s.source);
+        loaded
+            .sources
+            .get(i)
+            .map(|s| s.path.clone())
+            .unwrap_or_default()
     };
+    let locate = |span: Option<&Span>| match span.and_then(|s| Some((s, texts.get(s.source)?))) {
+        Some((s, text)) => {
+            let (line, column) = text.line_column(s.range.start);
+            let (end_line, end_column) = text.line_column(s.range.end);
+            Location {
+                line,
+                column,
+                end_line,
+                end_column,
+            }
+        }
+        None => Location {
+            line: 1,
+            column: 1,
+            end_line: 1,
+            end_column: 1,
+        },
+    };
+    let mut out = Vec::new();
+    let mut make = |server: &str, kind, span: Option<&Span>| {
+        out.push(Drift {
+            file: file_of(span),
+            client,
+            project: project.map(String::from),
+            server: server.into(),
+            kind,
+            location: locate(span),
+        })
+    };
+    for r in &loaded.rejected {
+        make(
+            "",
+            DriftKind::Rejected {
+                scope: r.scope.clone(),
+                reason: r.reason.clone(),
+            },
+            r.span.as_ref(),
+        );
+    }
+    let whole_file_rejected = loaded
+        .rejected
+        .iter()
+        .any(|r| r.scope == "the file" || r.scope == "the configuration");
+    if whole_file_rejected {
+        return out;
+    }
     for entry in registrations(entries) {
-        let Some(found) = file.servers.iter().find(|s| s.name == entry.id) else {
-            out.push(make(
+        if let Some(s) = loaded.started.iter().find(|s| s.name == entry.id) {
+            let field = |f: &str| s.fields.get(f).or(Some(&s.span));
+            if !s.expanded.is_empty() {
+                make(
+                    &entry.id,
+                    DriftKind::Expansion {
+                        fields: s.expanded.clone(),
+                    },
+                    Some(&s.span),
+                );
+            }
+            if s.command != command {
+                make(
+                    &entry.id,
+                    DriftKind::Command {
+                        expected: command.into(),
+                        found: s.command.clone(),
+                    },
+                    field("command"),
+                );
+            }
+            if s.args != entry.args {
+                make(
+                    &entry.id,
+                    DriftKind::Args {
+                        expected: entry.args.clone(),
+                        found: s.args.clone(),
+                    },
+                    field("args"),
+                );
+            }
+            let tools: Vec<&str> = entry.tools.iter().map(|t| t.name.as_str()).collect();
+            let mut hidden: Vec<String> = Vec::new();
+            let mut setting = String::new();
+            if let Some(enabled) = &s.enabled_tools {
+                let h: Vec<String> = if enabled.is_empty() {
+                    // No tool at all, whatever the registry lists.
+                    vec!["*".into()]
+                } else {
+                    tools
+                        .iter()
+                        .filter(|t| !enabled.iter().any(|e| e == *t))
+                        .map(|t| t.to_string())
+                        .collect()
+                };
+                if !h.is_empty() {
+                    setting = format!("enabled_tools = {}", json(enabled));
+                    hidden = h;
+                }
+            }
+            let disabled: Vec<String> = tools
+                .iter()
+                .filter(|t| s.disabled_tools.iter().any(|d| d == *t))
+                .map(|t| t.to_string())
+                .collect();
+            if !disabled.is_empty() {
+                if setting.is_empty() {
+                    setting = format!("disabled_tools = {}", json(&s.disabled_tools));
+                }
+                hidden.extend(disabled);
+            }
+            if !hidden.is_empty() {
+                let span = if setting.starts_with("enabled") {
+                    field("enabled_tools")
+                } else {
+                    field("disabled_tools")
+                };
+                make(&entry.id, DriftKind::Tools { hidden, setting }, span);
+            }
+        } else if let Some(r) = loaded.remote.iter().find(|r| r.name == entry.id) {
+            make(
+                &entry.id,
+                DriftKind::Remote { url: r.url.clone() },
+                Some(&r.span),
+            );
+        } else if let Some(k) = loaded.skipped.iter().find(|k| k.name == entry.id) {
+            let kind = if k.disabled {
+                DriftKind::Disabled
+            } else {
+                DriftKind::Skipped {
+                    reason: k.reason.clone(),
+                }
+            };
+            make(&entry.id, kind, Some(&k.span));
+        } else {
+            make(
                 &entry.id,
                 DriftKind::Missing {
                     command: command.into(),
                     args: entry.args.clone(),
                 },
-            ));
-            continue;
-        };
-        if !found.enabled {
-            out.push(make(&entry.id, DriftKind::Disabled));
-        }
-        // A server without a command is reported as such (drift-command) just below.
-        if let (Some(remote), Some(_)) = (&found.remote, &found.command) {
-            out.push(make(
-                &entry.id,
-                DriftKind::Remote {
-                    found: remote.clone(),
-                },
-            ));
-        }
-        if found.command.as_deref() != Some(command) {
-            out.push(make(
-                &entry.id,
-                DriftKind::Command {
-                    expected: command.into(),
-                    found: found.command.clone(),
-                },
-            ));
-        }
-        // A server without a command (a URL server) has no args to compare.
-        if found.command.is_some() && found.args != entry.args {
-            out.push(make(
-                &entry.id,
-                DriftKind::Args {
-                    expected: entry.args.clone(),
-                    found: found.args.clone(),
-                },
-            ));
+                None,
+            );
         }
     }
-    for server in &file.servers {
-        if registrations(entries).any(|e| e.id == server.name) {
-            continue;
-        }
-        let injection_only = entries.iter().any(|e| e.id == server.name);
-        out.push(make(&server.name, DriftKind::Extra { injection_only }));
+    let extras = loaded
+        .started
+        .iter()
+        .map(|s| (&s.name, &s.span))
+        .chain(loaded.remote.iter().map(|r| (&r.name, &r.span)));
+    let mut extras: Vec<_> = extras
+        .filter(|(name, _)| !registrations(entries).any(|e| &e.id == *name))
+        .collect();
+    extras.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, span) in extras {
+        let injection_only = entries.iter().any(|e| &e.id == name);
+        make(name, DriftKind::Extra { injection_only }, Some(span));
     }
     out
 }

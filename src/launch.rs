@@ -126,16 +126,21 @@ pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvEr
     })
 }
 
-/// Reads `path` as UTF-8 text; `-` reads standard input.
+/// Reads `path` as UTF-8 text without one leading byte order mark
+/// ([`crate::decode::strip_bom`]); `-` reads standard input.
 ///
 /// # Errors
 /// The I/O error, including invalid UTF-8.
 pub fn read_input(path: &Path) -> std::io::Result<String> {
-    if path == Path::new("-") {
+    let s = if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
-        Ok(s)
+        s
     } else {
-        std::fs::read_to_string(path)
+        std::fs::read_to_string(path)?
+    };
+    match crate::decode::strip_bom(&s).len() {
+        n if n == s.len() => Ok(s),
+        n => Ok(s[s.len() - n..].to_string()),
     }
 }

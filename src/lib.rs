@@ -64,6 +64,7 @@
 
 mod allowlist;
 pub mod clients;
+pub mod decode;
 #[cfg(feature = "validate")]
 pub mod diagnostic;
 #[cfg(feature = "cli")]

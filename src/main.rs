@@ -13,10 +13,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::codex::inventory;
 use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::{claude, codex, gemini, opencode};
-use kcap_mcp_registry::drift::{self, Drift};
+use kcap_mcp_registry::clients::{
+    claude::registration::claude_mcp_json, codex::registration::codex_toml,
+};
+use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
@@ -163,6 +167,15 @@ struct CheckArgs {
     /// The command (kcap binary) the registration files run.
     #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
     command: String,
+    /// Claude Code: the project directory a session runs in (absolute). A ~/.claude.json
+    /// is checked for the servers effective there (its local scope over its user scope);
+    /// without it, each project the file holds servers for is checked and named.
+    #[arg(long, value_name = "DIR", requires = "against")]
+    project: Option<String>,
+    /// Codex CLI: the profile selected with `--profile NAME`, read from NAME.config.toml
+    /// next to the file and merged over it.
+    #[arg(long, value_name = "NAME", requires = "against")]
+    codex_profile: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -199,7 +212,16 @@ enum RenderClient {
 Example:
   kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
     --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
-    Claude(RenderArgs),
+    Claude {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Skip the preflight that, with --worktree, reads the Claude Code configuration this
+        /// environment's reviewer would read (HOME, CLAUDE_CONFIG_DIR, the worktree's
+        /// .claude/, /etc/claude-code) and refuses a launch whose result channel a setting
+        /// there would silently stop.
+        #[arg(long)]
+        no_preflight: bool,
+    },
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
@@ -475,17 +497,21 @@ fn check(args: CheckArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let opts = AgainstOptions {
+        project: args.project.clone(),
+        codex_profile: args.codex_profile.clone(),
+    };
     let mut files = Vec::new();
     for path in &args.against {
-        match drift::read_registration(path) {
-            Ok(file) => files.push(file),
+        match drift::check_against(&entries, &args.command, path, &opts) {
+            Ok(checked) => files.extend(checked),
             Err(e) => return input_error(e),
         }
     }
     let findings: Vec<Finding> = files
         .iter()
-        .flat_map(|f| drift::drift(&entries, &args.command, f))
-        .map(|d: Drift| d.finding())
+        .flat_map(|f| &f.drift)
+        .map(Drift::finding)
         .collect();
     if !findings.is_empty() {
         print_findings(&findings, &|| {
@@ -502,10 +528,15 @@ fn check(args: CheckArgs) -> ExitCode {
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
+                let project = f
+                    .project
+                    .as_deref()
+                    .map(|p| format!(" for project {p}"))
+                    .unwrap_or_default();
                 outln!(
-                    "ok: {} ({}) registers the registry's {n} allowlistable server{}",
+                    "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
                     f.path,
-                    f.client.name(),
+                    drift::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
             }
@@ -518,8 +549,15 @@ fn check(args: CheckArgs) -> ExitCode {
 
 fn render(client: RenderClient) -> ExitCode {
     let mut launch_id = None;
+    let mut claude_preflight = false;
     let (common, inventory_source) = match client {
-        RenderClient::Claude(common) => (common, None),
+        RenderClient::Claude {
+            common,
+            no_preflight,
+        } => {
+            claude_preflight = !no_preflight;
+            (common, None)
+        }
         RenderClient::Opencode(common) => (common, Some(Room::OpenCode)),
         RenderClient::Gemini {
             common,
@@ -615,7 +653,24 @@ fn render(client: RenderClient) -> ExitCode {
         Policy::Lenient
     };
     let plan = match inventory_source {
-        None => claude::claude_plan(&ctx, policy),
+        // With a worktree, the preflight reads the Claude Code configuration this
+        // environment's reviewer would read, and reports the servers it would veto.
+        None => match ctx
+            .worktree
+            .as_deref()
+            .filter(|w| claude_preflight && !w.is_empty())
+        {
+            Some(worktree) => {
+                let sources = ClaudeConfigSources::from_env(worktree);
+                claude::claude_plan_preflighted(&ctx, policy, &sources).map(|(plan, vetoes)| {
+                    for veto in vetoes {
+                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                    }
+                    plan
+                })
+            }
+            None => claude::claude_plan(&ctx, policy),
+        },
         Some(Room::Gemini) => {
             gemini::gemini_plan(&ctx, policy, launch_id.as_ref().expect("set for gemini"))
         }
@@ -732,14 +787,17 @@ fn export(what: ExportWhat) -> ExitCode {
     };
     let text = match what {
         ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => export::claude_mcp_json(&entries, &opts),
+            Ok((entries, opts)) => match claude_mcp_json(&entries, &opts) {
+                Ok(text) => text,
+                Err(e) => return input_error(e),
+            },
             Err(code) => return code,
         },
         ExportWhat::CodexToml {
             common,
             project_dir,
         } => match registration(common, project_dir) {
-            Ok((entries, opts)) => export::codex_toml(&entries, &opts),
+            Ok((entries, opts)) => codex_toml(&entries, &opts),
             Err(code) => return code,
         },
         ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {

@@ -1,15 +1,18 @@
 //! Conformance of the renderers against the real clients: Codex CLI 0.169.0 and Claude Code
 //! 2.1.197 (issue 5). Install them with `bash scripts/install-peers.sh`, then run
-//! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test conformance`.
+//! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test conformance`. The Claude cases run
+//! unchanged on Claude Code 2.1.328 with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN` (as
+//! `.ci/run` does).
 //!
 //! Oracles, both offline (no login, no model, no network):
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
 //!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
 //!   onto the user's `$CODEX_HOME/config.toml`.
-//! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
-//!   configured MCP server, then exits 1 with "Input must be provided …". Our
-//!   `kcap_bin` points at a recorder script that writes its argv, its whole environment
-//!   and its cwd, then exits at once; the test compares them byte for byte.
+//! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
+//!   and the API at a dead local port starts every configured MCP server; once the
+//!   recorders have settled the oracle kills it (`tests/claude_oracle`). Our `kcap_bin`
+//!   points at a recorder script that writes its argv, its whole environment and its cwd,
+//!   then exits at once; the test compares them byte for byte, once per distinct server.
 //!
 //! Every client run gets a fresh temp `HOME` (and `CODEX_HOME`), a fresh temp cwd, stdin
 //! from `/dev/null`, a cleared environment, and a 30 s timeout after which its process group
@@ -25,6 +28,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+mod claude_oracle;
 
 use common::peers::{inherited_path, peer, run};
 use common::stand_in::write_executable;
@@ -660,19 +665,8 @@ fn codex_case5_gated_enables_no_server() {
 // Claude Code
 // ------------------------------------------------------------------------------------------
 
-/// Variables Claude Code 2.1.197 adds to every MCP server's environment (probed).
-const CLAUDE_ADDED_ENV: [&str; 7] = [
-    "AI_AGENT",
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_PROJECT_DIR",
-    "COREPACK_ENABLE_AUTO_PIN",
-    "NoDefaultCurrentDirectoryInExePath",
-];
-
 /// What one recorder invocation saw.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 struct Record {
     /// `$0` and the arguments, byte for byte.
     argv: Vec<Vec<u8>>,
@@ -696,6 +690,8 @@ impl Record {
 /// A throwaway Claude Code setup: its own `HOME`, project dir (the cwd) and recorder output.
 struct Claude {
     bin: PathBuf,
+    /// `claude --version`, e.g. `2.1.197`.
+    version: String,
     home: TempDir,
     project: TempDir,
     scratch: TempDir,
@@ -706,6 +702,7 @@ struct Claude {
 impl Claude {
     fn new(bin: PathBuf) -> Claude {
         let claude = Claude {
+            version: claude_oracle::version(&bin),
             bin,
             home: tempfile::tempdir().unwrap(),
             project: tempfile::tempdir().unwrap(),
@@ -753,43 +750,38 @@ impl Claude {
             // `--permission-mode bypassPermissions` refuses to run as root otherwise (CI
             // containers run as root).
             ("IS_SANDBOX", "1".into()),
+            ("ANTHROPIC_API_KEY", "dummy".into()),
             // Offline even where the machine has a network: every HTTP request (the API,
             // telemetry) goes to a dead local port; no update check.
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
             ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
             ("DISABLE_AUTOUPDATER", "1".into()),
-            // Not `DISABLE_TELEMETRY=1` nor `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: with
-            // either, Claude Code 2.1.197 exits at the missing prompt before it has spawned
-            // the `--mcp-config` servers (it spawns them asynchronously; the failed telemetry
-            // flush at exit is what gives them time), and the oracle would see nothing.
         ]
     }
 
-    /// Runs `claude <args>` in the project dir with stdin from `/dev/null`, checks that it
-    /// stopped at the missing prompt, and returns every recorder invocation, sorted by argv.
+    /// Runs `claude <args> -- <prompt>` in the project dir with stdin from `/dev/null` until
+    /// the servers it starts have been recorded (`claude_oracle::run_until_recorded`), and
+    /// returns every distinct recorder invocation, sorted by argv.
     fn run(&self, args: &[String]) -> Vec<Record> {
         assert!(
             !args.iter().any(|a| a == "--"),
-            "never give Claude Code a prompt here"
+            "the oracle gives the prompt itself"
         );
         let mut cmd = Command::new(&self.bin);
         cmd.env_clear()
             .envs(self.parent_env())
             .args(args)
+            .args(["--", claude_oracle::PROMPT])
             .current_dir(self.project.path());
-        let out = run(cmd, "claude");
-        assert_eq!(
-            (out.status.code(), out.stderr.as_str()),
-            (
-                Some(1),
-                "Error: Input must be provided either through stdin or as a prompt argument \
-                 when using --print\n"
-            ),
-            "claude did not stop at the missing prompt; stdout: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        self.records()
+        let log = self.scratch.path().join("claude.log");
+        claude_oracle::run_until_recorded(cmd, &self.records_dir(), &log);
+        let records = self.records();
+        // Consumed: the next run of the same setup starts from an empty log.
+        for entry in std::fs::read_dir(self.records_dir()).unwrap() {
+            std::fs::remove_file(entry.unwrap().path()).unwrap();
+        }
+        records
     }
 
     /// Waits until every started recorder is done and none has started for a while.
@@ -853,6 +845,9 @@ impl Claude {
             })
             .collect();
         records.sort_by(|a, b| a.argv.cmp(&b.argv));
+        // Claude Code 2.1.328 starts a server that exits at once a second time, with the same
+        // argv, env and cwd: one record per distinct start.
+        records.dedup();
         records
     }
 
@@ -860,13 +855,23 @@ impl Claude {
     /// exactly Claude Code's own, the variables Claude Code adds, `PWD` (set by `/bin/sh`)
     /// and `ours` (the names of the entry's `env`).
     fn assert_common(&self, record: &Record, ours: &[&str]) {
+        self.assert_common_in(record, ours, true);
+    }
+
+    /// [`Claude::assert_common`] for servers started by a reviewer session (`session`) or by
+    /// `claude mcp list`.
+    fn assert_common_in(&self, record: &Record, ours: &[&str], session: bool) {
         let project = self.project.path().canonicalize().unwrap();
         assert_eq!(record.cwd, project.as_os_str().as_bytes());
         let expected: BTreeSet<&[u8]> = self
             .parent_env()
             .iter()
             .map(|(k, _)| k.as_bytes())
-            .chain(CLAUDE_ADDED_ENV.iter().map(|k| k.as_bytes()))
+            .chain(
+                claude_oracle::added_env(&self.version, session)
+                    .into_iter()
+                    .map(str::as_bytes),
+            )
             .chain([b"PWD".as_slice()])
             .chain(ours.iter().map(|k| k.as_bytes()))
             .collect();
@@ -928,7 +933,7 @@ fn claude_case1_baseline_starts_exactly_the_result_channel() {
         "agent-1",
         None,
     );
-    // Model and effort are rendered too; no prompt (that would contact a model).
+    // Model and effort are rendered too; the oracle adds the prompt (the API is a dead port).
     context.model = Some("sonnet".into());
     context.effort = Some("high".into());
     let args = claude_args(&context);
@@ -1111,7 +1116,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
         assert_eq!(
             claude_reviewer_args(ctx, Policy::Lenient),
             Err(LaunchError::Render(RenderError::ClaudeExpansion {
-                server: "kcap-flow-result",
+                server: "kcap-flow-result".to_string(),
                 field: field.into()
             }))
         );
@@ -1426,7 +1431,12 @@ fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
         ]),
     )
     .unwrap();
-    let failed = "\u{2718} Failed to connect";
+    // 2.1.328 adds the reason (measured); 2.1.197 prints none.
+    let failed = if claude.version == "2.1.197" {
+        "\u{2718} Failed to connect"
+    } else {
+        "\u{2718} Failed to connect \u{2014} CONNECTION_CLOSED: Connection closed"
+    };
     let k = kcap.to_str().unwrap();
     assert_eq!(
         list(&claude),
@@ -1461,6 +1471,6 @@ fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
     let got: BTreeSet<Seen<'_>> = seen(&records).into_iter().collect();
     assert_eq!(got, expected);
     for r in &records {
-        claude.assert_common(r, &["KCAP_URL"]);
+        claude.assert_common_in(r, &["KCAP_URL"], false);
     }
 }

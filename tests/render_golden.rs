@@ -219,7 +219,7 @@ fn claude_refuses_values_that_it_would_expand() {
         assert_eq!(
             err,
             RenderError::ClaudeExpansion {
-                server,
+                server: server.to_string(),
                 field: field.into()
             }
         );

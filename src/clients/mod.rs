@@ -5,7 +5,8 @@
 //! would inherit from the user or the reviewed repository are found and neutralized, and how
 //! its tools are trusted.
 //!
-//! - [`claude`]: Claude Code (pinned 2.1.197): the inline `--mcp-config` JSON and the argv.
+//! - [`claude`]: Claude Code (pinned 2.1.197, also run on 2.1.328): the inline `--mcp-config`
+//!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
 //! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
@@ -25,6 +26,8 @@
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+#[cfg(feature = "cli")]
+pub mod loaded;
 pub mod opencode;
 pub mod plan;
 
@@ -278,7 +281,7 @@ pub enum RenderError {
     /// environment variable reference in `command`, `args` and `env` with no escape.
     ClaudeExpansion {
         /// The MCP server the value belongs to.
-        server: &'static str,
+        server: String,
         /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
         field: String,
     },
@@ -299,6 +302,17 @@ pub enum RenderError {
     /// The reviewer's agent id is blank, so the result channel could not tell whose result
     /// it receives.
     BlankAgentId,
+    /// Settings the reviewer's Claude Code reads would stop these injected servers from
+    /// starting ([`claude::preflight`]): every veto found, in server order.
+    ClaudeVetoed(Vec<claude::preflight::Veto>),
+    /// A configuration file the reviewer's Claude Code reads cannot be understood, so
+    /// whether it vetoes an injected server is unknown.
+    ClaudeConfig {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong, e.g. `is not JSON (…)`.
+        problem: String,
+    },
     /// The Codex inventory lists a server name twice (Codex never does); which entry is real
     /// cannot be known, so nothing is rendered.
     DuplicateInherited {
@@ -379,6 +393,33 @@ impl fmt::Display for RenderError {
                      give the launch its `{field}` ({flag} DIR)"
                 )
             }
+            RenderError::ClaudeVetoed(vetoes) => {
+                let result_channel = result_channel().id;
+                for (i, veto) in vetoes.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    veto.fmt(f)?;
+                }
+                if vetoes.iter().any(|v| v.server == result_channel) {
+                    f.write_str(
+                        "; without its result channel the reviewer could never report, so it \
+                         is not launched",
+                    )?;
+                } else {
+                    f.write_str("; the strict policy launches no reviewer without them")?;
+                }
+                f.write_str(
+                    "; remove those entries (or the file), or launch the reviewer with a HOME, \
+                     CLAUDE_CONFIG_DIR and worktree that do not carry them",
+                )
+            }
+            RenderError::ClaudeConfig { file, problem } => write!(
+                f,
+                "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
+                 remove it",
+                claude::preflight::escape_controls(&file.to_string_lossy())
+            ),
             RenderError::DuplicateInherited { server } => write!(
                 f,
                 "the Codex inventory lists MCP server `{}` twice; take the inventory again \

@@ -5,9 +5,39 @@
 //! Claude Code uses only the servers of `--mcp-config`, ignoring user and project ones.
 //! Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`, with
 //! no escape, so a value holding `${` is refused ([`RenderError::ClaudeExpansion`]).
+//!
+//! Settings the user or the reviewed repository wrote can still stop an inline server from
+//! starting, silently; [`preflight`] finds them (measured findings there), and
+//! [`claude_reviewer_args_preflighted`] refuses a launch whose result channel would not
+//! start.
+//!
+//! Versions: pinned 2.1.197; the conformance suite also runs on 2.1.328 (the newest on
+//! 2026-11-30). Measured differences between them:
+//! - With stdin `/dev/null` and no prompt, 2.1.197 starts the MCP servers before it exits
+//!   at the missing prompt; 2.1.328 exits first and starts none. With a prompt (and the API
+//!   at a dead local port) both start them, then retry the API for minutes.
+//! - 2.1.328 starts each stdio server a second time when the first process exits at once
+//!   (2.1.197: once). Same argv, env and cwd both times.
+//! - `claude mcp list` reports a server that exits at once as `✘ Failed to connect` on
+//!   2.1.197 and adds `— CONNECTION_CLOSED: Connection closed` on 2.1.328.
+//! - 2.1.328 adds four variables to every MCP server's environment that 2.1.197 does not:
+//!   `CLAUDE_CODE_CHILD_NOTES_DIR`, `CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS`, and, in a
+//!   session (not `mcp list`), `CLAUDE_CODE_MESSAGING_SOCKET` and
+//!   `CLAUDE_CODE_MESSAGING_TOKEN` (a token reaches our servers; we do not use it).
+//! - A project's `disabledMcpServers` given as a string, not an array: 2.1.197 vetoes the
+//!   servers whose names occur in it (a substring test); 2.1.328 ignores it. The preflight
+//!   refuses such a file on either. Every other veto in [`preflight`] behaves the same on
+//!   both.
+
+#[cfg(feature = "cli")]
+pub mod loader;
+#[cfg(feature = "cli")]
+pub mod registration;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
+
+pub mod preflight;
 
 use crate::allowlist::{Policy, Resolution};
 use crate::clients::{LaunchContext, LaunchError, RenderError, option_value};
@@ -86,7 +116,7 @@ fn refuse_expansion(
 ) -> Result<(), RenderError> {
     if value.contains("${") {
         return Err(RenderError::ClaudeExpansion {
-            server: server.id,
+            server: server.id.to_string(),
             field: field(),
         });
     }
@@ -199,4 +229,51 @@ pub fn claude_plan(
         argv,
         crate::clients::wire_servers(ctx, &resolution),
     ))
+}
+
+/// [`claude_plan`] after the [`preflight`]: the plan of [`claude_reviewer_args_preflighted`]'s
+/// argv, and the vetoes to report as warnings.
+///
+/// # Errors
+/// As [`claude_reviewer_args_preflighted`].
+pub fn claude_plan_preflighted(
+    ctx: &LaunchContext,
+    policy: Policy,
+    sources: &preflight::ClaudeConfigSources,
+) -> Result<(crate::clients::plan::LaunchPlan, Vec<preflight::Veto>), LaunchError> {
+    let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, policy, sources)?;
+    let resolution = ctx.resolve(policy)?;
+    let plan = crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Claude,
+        ctx,
+        argv,
+        crate::clients::wire_servers(ctx, &resolution),
+    );
+    Ok((plan, vetoes))
+}
+
+/// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as
+/// warnings.
+///
+/// A vetoed result channel fails the launch under either policy (the reviewer could never
+/// report); a vetoed allowlisted server is returned as a warning under [`Policy::Lenient`]
+/// (the reviewer runs without it) and fails the launch under [`Policy::Strict`].
+///
+/// # Errors
+/// As [`claude_reviewer_args`]; [`RenderError::ClaudeVetoed`] with every veto as above;
+/// [`RenderError::ClaudeConfig`] when a configuration file cannot be understood.
+pub fn claude_reviewer_args_preflighted(
+    ctx: &LaunchContext,
+    policy: Policy,
+    sources: &preflight::ClaudeConfigSources,
+) -> Result<(Vec<String>, Vec<preflight::Veto>), LaunchError> {
+    let resolution = ctx.resolve(policy)?;
+    let vetoes = preflight::claude_preflight(ctx, &resolution, sources)?;
+    let result_channel = crate::registry::result_channel().id;
+    if !vetoes.is_empty()
+        && (policy == Policy::Strict || vetoes.iter().any(|v| v.server == result_channel))
+    {
+        return Err(RenderError::ClaudeVetoed(vetoes).into());
+    }
+    Ok((claude_reviewer_args(ctx, policy)?, vetoes))
 }

@@ -117,9 +117,13 @@ impl std::error::Error for IsolationError {
 /// assert!(matches!(inv[0].transport, Transport::Stdio { .. }));
 /// assert!(parse_inventory("").is_err());
 /// assert!(parse_inventory("{}").is_err());
+/// // One leading byte order mark is accepted (`crate::decode`), a second is not.
+/// assert!(parse_inventory("\u{feff}[]").is_ok());
+/// assert!(parse_inventory("\u{feff}\u{feff}[]").is_err());
 /// ```
 pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, IsolationError> {
-    serde_json::from_str(json).map_err(|e| IsolationError::Parse(e.to_string()))
+    serde_json::from_str(crate::decode::strip_bom(json))
+        .map_err(|e| IsolationError::Parse(e.to_string()))
 }
 
 /// How long [`codex_inventory`] waits for `codex mcp list --json`.

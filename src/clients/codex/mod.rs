@@ -17,6 +17,11 @@
 
 pub mod inventory;
 
+#[cfg(feature = "cli")]
+pub mod loader;
+#[cfg(feature = "cli")]
+pub mod registration;
+
 use std::fmt::Write as _;
 
 use crate::allowlist::{Policy, Resolution};

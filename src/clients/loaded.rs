@@ -1,0 +1,359 @@
+//! What a client's loader model says about a registration file: the vocabulary shared by
+//! [`crate::clients::claude::loader`] and [`crate::clients::codex::loader`], and a small
+//! span-carrying value tree both build (from JSON with `jsonc-parser`, from TOML with
+//! `toml`'s spanned document parser) so each loader reads fields the same way.
+//!
+//! Spans are byte ranges into one of [`Loaded::sources`] (the decoded text, without its
+//! byte order mark), so every verdict can be shown at `line:column`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// A byte range in one of the [`Loaded::sources`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Index into [`Loaded::sources`].
+    pub source: usize,
+    /// Byte range in that source's text.
+    pub range: Range<usize>,
+}
+
+/// One file the loader read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The path as the caller named it.
+    pub path: String,
+    /// The decoded text (one leading byte order mark removed, see [`crate::decode`]).
+    pub text: String,
+}
+
+/// A server the client starts as a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    /// The server's name (its key in the file).
+    pub name: String,
+    /// The program, as the client passes it to the OS (after the client's own expansion).
+    pub command: String,
+    /// The arguments (after expansion).
+    pub args: Vec<String>,
+    /// The variables the entry sets (after expansion), on top of what the client passes on.
+    pub env: BTreeMap<String, String>,
+    /// The working directory the client starts it in, when known: Claude Code's project
+    /// directory, or Codex's `cwd` as written (relative to Codex's own directory); `None`
+    /// means the client's own working directory.
+    pub cwd: Option<String>,
+    /// Codex `enabled_tools` (`None` when absent: every tool).
+    pub enabled_tools: Option<Vec<String>>,
+    /// Codex `disabled_tools` (empty when absent).
+    pub disabled_tools: Vec<String>,
+    /// Fields whose value the client expanded (`${…}`), e.g. `args[1]`.
+    pub expanded: Vec<String>,
+    /// The whole entry.
+    pub span: Span,
+    /// The span of each field as written (`command`, `args`, `env`, `cwd`, …).
+    pub fields: BTreeMap<String, Span>,
+}
+
+/// A server the client connects to over the network instead of starting a process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// The server's name.
+    pub name: String,
+    /// Its `url`.
+    pub url: String,
+    /// The whole entry.
+    pub span: Span,
+}
+
+/// An entry the client skips (the rest of the file still loads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The entry's name.
+    pub name: String,
+    /// Why, in the client's terms, e.g. `env.KCAP_URL is not a string`.
+    pub reason: String,
+    /// `true` when the client lists it as configured but off (Codex `enabled = false`),
+    /// `false` when it refuses the entry.
+    pub disabled: bool,
+    /// Where: the offending value, or the entry.
+    pub span: Span,
+}
+
+/// A file (or one scope of a file) the client refuses as a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    /// What is refused: `the file`, `the user scope`, `the local scope of /p`, ….
+    pub scope: String,
+    /// Why, in the client's terms.
+    pub reason: String,
+    /// Where, when the problem has a place (a syntax error, a wrong-typed value).
+    pub span: Option<Span>,
+}
+
+/// The verdict of a loader model on one registration file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// The files read (a Codex profile adds the profile file).
+    pub sources: Vec<Source>,
+    /// Servers started as processes, sorted by name.
+    pub started: Vec<Started>,
+    /// Servers reached over the network, sorted by name.
+    pub remote: Vec<Remote>,
+    /// Entries skipped, sorted by name.
+    pub skipped: Vec<Skipped>,
+    /// Files or scopes refused as a whole; their servers are in none of the lists above.
+    pub rejected: Vec<Rejected>,
+}
+
+impl Loaded {
+    /// Sorts every list by name (the loaders call it last).
+    pub(crate) fn sort(&mut self) {
+        self.started.sort_by(|a, b| a.name.cmp(&b.name));
+        self.remote.sort_by(|a, b| a.name.cmp(&b.name));
+        self.skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+}
+
+/// A parsed value with its span: the common shape of a JSON or TOML document.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Node {
+    pub(crate) kind: Kind,
+    pub(crate) span: Span,
+}
+
+/// The kinds of [`Node`].
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kind {
+    Null,
+    Bool(bool),
+    /// A number as written (JSON) or an integer (TOML).
+    Int(i128),
+    Float(f64),
+    Str(String),
+    /// A TOML date-time (as written).
+    Datetime,
+    Array(Vec<Node>),
+    /// Keys in order of first appearance; a repeated JSON key keeps its last value, as
+    /// `JSON.parse` does. Each key has its own span.
+    Table(Vec<(String, Span, Node)>),
+}
+
+impl Kind {
+    /// The JSON/TOML kind word used in reasons: `a string`, `null`, ….
+    pub(crate) fn noun(&self) -> &'static str {
+        match self {
+            Kind::Null => "null",
+            Kind::Bool(_) => "a boolean",
+            Kind::Int(_) | Kind::Float(_) => "a number",
+            Kind::Str(_) => "a string",
+            Kind::Datetime => "a date-time",
+            Kind::Array(_) => "an array",
+            Kind::Table(_) => "an object",
+        }
+    }
+}
+
+impl Node {
+    /// The value of `key` when this is a table holding it.
+    pub(crate) fn get(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            Kind::Table(entries) => entries.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The entries when this is a table.
+    pub(crate) fn entries(&self) -> Option<&[(String, Span, Node)]> {
+        match &self.kind {
+            Kind::Table(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// The string when this is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Parses strict JSON (RFC 8259, as `JSON.parse` reads it) into a [`Node`] whose spans point
+/// into `source`. `text` must be the decoded text of that source.
+///
+/// # Errors
+/// The parser's message and the byte offset it points at.
+#[cfg(feature = "cli")]
+pub(crate) fn parse_json(text: &str, source: usize) -> Result<Node, (String, usize)> {
+    use jsonc_parser::ast::{ObjectPropName, Value};
+    // Strictness from serde_json (no comments, trailing commas, single quotes, …); spans
+    // from jsonc-parser, which is run with every extension off.
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+        let offset = offset_of(text, e.line(), e.column());
+        let message = e.to_string();
+        let message = message
+            .rsplit_once(" at line ")
+            .map_or(message.as_str(), |(m, _)| m)
+            .to_string();
+        return Err((message, offset));
+    }
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options)
+        .map_err(|e| (e.kind().to_string(), e.range().start))?;
+    let Some(value) = parsed.value else {
+        return Err(("the file holds no JSON value".into(), 0));
+    };
+    fn convert(v: &Value<'_>, source: usize) -> Node {
+        let span = |r: &jsonc_parser::common::Range| Span {
+            source,
+            range: r.start..r.end,
+        };
+        let (kind, range) = match v {
+            Value::NullKeyword(n) => (Kind::Null, &n.range),
+            Value::BooleanLit(b) => (Kind::Bool(b.value), &b.range),
+            Value::NumberLit(n) => (
+                n.value
+                    .parse::<i128>()
+                    .map(Kind::Int)
+                    .unwrap_or_else(|_| Kind::Float(n.value.parse().unwrap_or(f64::NAN))),
+                &n.range,
+            ),
+            Value::StringLit(s) => (Kind::Str(s.value.to_string()), &s.range),
+            Value::Array(a) => (
+                Kind::Array(a.elements.iter().map(|e| convert(e, source)).collect()),
+                &a.range,
+            ),
+            Value::Object(o) => {
+                let mut entries: Vec<(String, Span, Node)> = Vec::new();
+                for p in &o.properties {
+                    let (name, range) = match &p.name {
+                        ObjectPropName::String(s) => (s.value.to_string(), &s.range),
+                        ObjectPropName::Word(w) => (w.value.to_string(), &w.range),
+                    };
+                    let value = convert(&p.value, source);
+                    match entries.iter_mut().find(|(k, _, _)| *k == name) {
+                        Some(slot) => {
+                            slot.1 = span(range);
+                            slot.2 = value;
+                        }
+                        None => entries.push((name, span(range), value)),
+                    }
+                }
+                (Kind::Table(entries), &o.range)
+            }
+        };
+        Node {
+            kind,
+            span: span(range),
+        }
+    }
+    Ok(convert(&value, source))
+}
+
+/// Parses a TOML document into a [`Node`] whose spans point into `source`.
+///
+/// # Errors
+/// The parser's message and the byte offset it points at.
+#[cfg(feature = "cli")]
+pub(crate) fn parse_toml(text: &str, source: usize) -> Result<Node, (String, usize)> {
+    use toml::de::{DeTable, DeValue};
+    // The `toml` parser skips a leading byte order mark itself; the caller has dropped the
+    // one a client accepts, so one left here is the second: a syntax error, as for Codex.
+    if text.starts_with(crate::decode::BOM) {
+        return Err((
+            "a second byte order mark: key with no value, expected `=`".into(),
+            0,
+        ));
+    }
+    let doc = DeTable::parse(text).map_err(|e| {
+        (
+            e.message().trim_end().to_string(),
+            e.span().map_or(0, |s| s.start),
+        )
+    })?;
+    fn table(t: &DeTable<'_>, range: Range<usize>, source: usize) -> Node {
+        let entries = t
+            .iter()
+            .map(|(k, v)| {
+                let key_span = Span {
+                    source,
+                    range: k.span(),
+                };
+                (
+                    k.get_ref().to_string(),
+                    key_span,
+                    value(v.get_ref(), v.span(), source),
+                )
+            })
+            .collect();
+        Node {
+            kind: Kind::Table(entries),
+            span: Span { source, range },
+        }
+    }
+    fn value(v: &DeValue<'_>, range: Range<usize>, source: usize) -> Node {
+        let kind = match v {
+            DeValue::String(s) => Kind::Str(s.to_string()),
+            DeValue::Integer(i) => {
+                let radix = i.radix();
+                let digits = i.as_str().replace('_', "");
+                let (neg, digits) = match digits.strip_prefix('-') {
+                    Some(d) => (true, d.to_string()),
+                    None => (false, digits.trim_start_matches('+').to_string()),
+                };
+                let digits = if radix == 10 {
+                    digits.as_str()
+                } else {
+                    &digits[2..]
+                };
+                let n = i128::from_str_radix(digits, radix).unwrap_or(0);
+                Kind::Int(if neg { -n } else { n })
+            }
+            DeValue::Float(f) => {
+                Kind::Float(f.as_str().replace('_', "").parse().unwrap_or(f64::NAN))
+            }
+            DeValue::Boolean(b) => Kind::Bool(*b),
+            DeValue::Datetime(_) => Kind::Datetime,
+            DeValue::Array(a) => Kind::Array(
+                a.iter()
+                    .map(|e| value(e.get_ref(), e.span(), source))
+                    .collect(),
+            ),
+            DeValue::Table(t) => return table(t, range, source),
+        };
+        Node {
+            kind,
+            span: Span { source, range },
+        }
+    }
+    Ok(table(doc.get_ref(), doc.span(), source))
+}
+
+/// The byte offset of 1-based `line` and `column` (serde_json's error position).
+#[cfg(feature = "cli")]
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let rest = &text[start.min(text.len())..];
+    let col: usize = rest
+        .chars()
+        .take(column.saturating_sub(1))
+        .map(char::len_utf8)
+        .sum();
+    (start + col).min(text.len())
+}
