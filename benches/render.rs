@@ -93,6 +93,7 @@ fn inventory() -> Vec<InheritedServer> {
         },
         startup_timeout_sec: Some(20.0),
         tool_timeout_sec: None,
+        config: None,
     };
     vec![
         stdio("github"),
@@ -104,9 +105,17 @@ fn inventory() -> Vec<InheritedServer> {
             },
             startup_timeout_sec: None,
             tool_timeout_sec: None,
+            config: None,
         },
-        // Named like a kcap server: its fields get neutralized.
-        stdio(usable().next().expect("an allowlistable server").id),
+        // Named like a kcap server, as `config/read` reports it: its fields get neutralized.
+        InheritedServer::from_config(
+            usable().next().expect("an allowlistable server").id.into(),
+            serde_json::from_str(
+                r#"{"command":"npx","args":["-y"],"env_vars":["TOKEN"],"required":true,
+                    "startup_timeout_sec":20.0,"disabled_tools":["x"],"scopes":["s"]}"#,
+            )
+            .unwrap(),
+        ),
     ]
 }
 

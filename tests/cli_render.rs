@@ -5,13 +5,16 @@
 mod common;
 
 use common::{Run, bin, finish, run, run_in};
+use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 const URL: &str = "http://127.0.0.1:5100";
 const KCAP: &str = "/usr/bin/kcap";
 const LAUNCH: &str = "tests/fixtures/cli/render/launch.json";
-const INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
+const INVENTORY: &str = "tests/fixtures/cli/render/config-read.json";
+/// The same servers as `codex mcp list --json` reports them (most fields hidden).
+const MCP_LIST_INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
 const CLAUDE_CONFIG: &str = concat!(
     r#"{"mcpServers":{"kcap-flow-result":{"command":"/usr/bin/kcap","args":["mcp","flow-result"],"#,
@@ -105,7 +108,12 @@ fn a_gated_render_has_no_mcp_servers() {
     ]);
     assert_eq!(
         r.stdout,
-        "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n-c\nmcp_servers={}\n--no-alt-screen\n"
+        format!(
+            "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n{}-c\nmcp_servers={{}}\n--no-alt-screen\n",
+            CLOSED_FEATURES
+                .map(|f| format!("--disable\n{f}\n"))
+                .concat()
+        )
     );
 }
 
@@ -118,6 +126,28 @@ fn codex_from_a_launch_json_and_a_saved_inventory() {
 workspace-write
 --ask-for-approval
 never
+--disable
+apps
+--disable
+enable_mcp_apps
+--disable
+codex_apps_mcp_2026_07_28
+--disable
+plugins
+--disable
+remote_plugin
+--disable
+skill_mcp_dependency_install
+--disable
+tool_suggest
+--disable
+browser_use
+--disable
+browser_use_external
+--disable
+in_app_browser
+--disable
+computer_use
 -c
 mcp_servers={\"corp.flows\"={enabled=false,command=\"false\"},\"http1\"={enabled=false,url=\"https://example.com/mcp\"}}
 -c
@@ -129,6 +159,10 @@ mcp_servers.kcap-flow-result.args=[\"mcp\",\"flow-result\"]
 -c
 mcp_servers.kcap-flow-result.env={KCAP_URL=\"http://127.0.0.1:5100\",KCAP_FLOW_AGENT_ID=\"agent-7\"}
 -c
+mcp_servers.kcap-flow-result.default_tools_approval_mode=\"prompt\"
+-c
+mcp_servers.kcap-flow-result.tools={\"submit_review_result\"={approval_mode=\"approve\"},\"send_flow_message\"={approval_mode=\"approve\"}}
+-c
 mcp_servers.kcap-review.enabled=true
 -c
 mcp_servers.kcap-review.command=\"/usr/bin/kcap\"
@@ -137,17 +171,21 @@ mcp_servers.kcap-review.args=[\"mcp\",\"review\"]
 -c
 mcp_servers.kcap-review.env={KCAP_URL=\"http://127.0.0.1:5100\"}
 -c
+mcp_servers.kcap-review.default_tools_approval_mode=\"approve\"
+-c
+mcp_servers.kcap-review.tools={\"get_pr_summary\"={approval_mode=\"approve\"},\"list_pr_files\"={approval_mode=\"approve\"},\"get_file_context\"={approval_mode=\"approve\"},\"search_context\"={approval_mode=\"approve\"},\"list_sessions\"={approval_mode=\"approve\"},\"get_transcript\"={approval_mode=\"approve\"}}
+-c
 mcp_servers.kcap-review.env_vars=[]
 -c
 mcp_servers.kcap-review.cwd=\"/work/tree\"
+-c
+mcp_servers.kcap-review.required=false
 -c
 mcp_servers.kcap-review.startup_timeout_sec=30
 -c
 mcp_servers.kcap-review.tool_timeout_sec=120
 -c
 mcp_servers.kcap-review.disabled_tools=[]
--c
-mcp_servers.kcap-review.enabled_tools=[\"get_pr_summary\",\"list_pr_files\",\"get_file_context\",\"search_context\",\"list_sessions\",\"get_transcript\"]
 -m
 gpt-5
 -c
@@ -376,7 +414,8 @@ fn render_refusals_exit_1_with_the_message() {
         }
     );
     // An inherited server named like ours with an env key we do not set cannot be isolated.
-    let inventory = r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x","args":[],"env":{"EXTRA":"1"},"env_vars":[],"cwd":null}}]"#;
+    let inventory =
+        r#"{"config":{"mcp_servers":{"kcap-review":{"command":"x","env":{"EXTRA":"1"}}}}}"#;
     let r = finish(
         bin()
             .args([
@@ -423,21 +462,26 @@ fn render_refusals_exit_1_with_the_message() {
     );
 }
 
-/// A stand-in for the Codex binary: records its argv and answers `mcp list --json`.
+/// A stand-in for the Codex binary: records its argv per subcommand (`codex.mcp.args`,
+/// `codex.app-server.args`) and runs `body`.
 fn fake_codex(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
     common::stand_in::sh_script(
         dir,
         "codex",
-        &format!("printf '%s\\n' \"$@\" > \"$0.args\"\n{body}"),
+        &format!("printf '%s\\n' \"$@\" > \"$0.$1.args\"\n{body}"),
     )
 }
 
 #[test]
 fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
     let codex = fake_codex(
         dir.path(),
-        &format!("cat '{}/{INVENTORY}'", env!("CARGO_MANIFEST_DIR")),
+        &format!(
+            "case \"$1\" in app-server) tr -d '\\n' < '{root}/{INVENTORY}'; echo;; \
+             *) cat '{root}/{MCP_LIST_INVENTORY}';; esac"
+        ),
     );
     let with_bin = run(&[
         "render",
@@ -466,8 +510,12 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     assert_eq!(with_bin.code, 0, "{}", with_bin.stderr);
     assert_eq!(with_bin, with_file);
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("codex.args")).unwrap(),
+        std::fs::read_to_string(dir.path().join("codex.mcp.args")).unwrap(),
         "mcp\nlist\n--json\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("codex.app-server.args")).unwrap(),
+        "app-server\n"
     );
 
     let failing = fake_codex(dir.path(), "echo 'config.toml: bad' >&2; exit 3");
@@ -485,7 +533,7 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
             code: 1,
             stdout: String::new(),
             stderr: format!(
-                "error: {}: cannot list the Codex MCP servers to disable (`codex mcp list --json`): exit status: 3: config.toml: bad\n",
+                "error: {}: cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): unexpected output: the answer ended before the config/read response (exit status: 3): config.toml: bad\n",
                 failing.display()
             ),
         }
@@ -594,7 +642,10 @@ fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_director
     let dir = tempfile::tempdir().unwrap();
     let worktree = dir.path().join("wt");
     std::fs::create_dir(&worktree).unwrap();
-    fake_codex(dir.path(), "pwd > \"$0.cwd\"\necho '[]'");
+    fake_codex(
+        dir.path(),
+        "pwd > \"$0.cwd\"\ncase \"$1\" in app-server) echo '{\"id\":2,\"result\":{\"config\":{}}}';; *) echo '[]';; esac",
+    );
     let wt = worktree.to_str().unwrap();
     let args = [
         "render",

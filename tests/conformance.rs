@@ -468,13 +468,12 @@ fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
             &json!([])
         )
     );
+    // The user's kcap-flow-result sets only `disabled_tools`: that is reset, and no
+    // `enabled_tools` is added where the user set none (issue 10: overrides field by field).
     let result = codex.get(&args, "kcap-flow-result");
     assert_eq!(
         (&result["enabled_tools"], &result["disabled_tools"]),
-        (
-            &json!(["submit_review_result", "send_flow_message"]),
-            &json!([])
-        )
+        (&json!(null), &json!([]))
     );
 }
 

@@ -1,15 +1,14 @@
 //! The Codex inventory parser on real `codex mcp list --json` shapes (Codex CLI 0.169.0),
 //! and fail-closed behaviour of parsing and of running the binary.
 
-mod common;
-
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use kcap_mcp_registry::clients::codex::inventory::{
-    InheritedServer, IsolationError, Transport, codex_inventory, codex_inventory_within,
-    parse_inventory,
+    INVENTORY_TIMEOUT, InheritedServer, IsolationError, Transport, codex_inventory,
+    codex_inventory_with, parse_inventory,
 };
 
 /// Output of `codex mcp list --json` with a stdio, a URL and a dotted-name server (0.169.0).
@@ -67,6 +66,7 @@ fn parses_stdio_url_and_dotted_servers() {
                 },
                 startup_timeout_sec: None,
                 tool_timeout_sec: None,
+                config: None,
             },
             InheritedServer {
                 name: "http1".into(),
@@ -76,6 +76,7 @@ fn parses_stdio_url_and_dotted_servers() {
                 },
                 startup_timeout_sec: None,
                 tool_timeout_sec: None,
+                config: None,
             },
             InheritedServer {
                 name: "kcap-review".into(),
@@ -92,6 +93,7 @@ fn parses_stdio_url_and_dotted_servers() {
                 },
                 startup_timeout_sec: Some(15.0),
                 tool_timeout_sec: Some(90.5),
+                config: None,
             },
         ]
     );
@@ -125,38 +127,132 @@ fn malformed_output_fails_closed() {
     }
 }
 
-/// Writes an executable `/bin/sh` script standing in for `codex`.
-fn fake_codex(dir: &Path, body: &str) -> PathBuf {
-    common::stand_in::sh_script(dir, "codex", body)
+/// An empty `config/read` answer.
+const EMPTY_CONFIG_READ: &str = r#"echo '{"id":2,"result":{"config":{"mcp_servers":{}}}}'"#;
+
+/// A stand-in for `codex`: a script file run by `sh` (never exec'd itself, so writing it
+/// cannot race with running it: no ETXTBSY), running `app_server` for `app-server` and
+/// `mcp_list` for `mcp list --json`. Returns the command factory and the script's directory.
+fn stand_in(dir: &Path, app_server: &str, mcp_list: &str) -> impl Fn() -> Command + use<> {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!("codex-{n}.sh"));
+    std::fs::write(
+        &path,
+        format!(
+            "printf '%s\\n' \"$@\" > \"$0.$1.args\"\ncase \"$1\" in\napp-server)\n{app_server}\n;;\n*)\n{mcp_list}\n;;\nesac\n"
+        ),
+    )
+    .unwrap();
+    move || {
+        let mut c = Command::new("sh");
+        c.arg(&path);
+        c
+    }
 }
 
 #[test]
-fn running_codex_reads_its_json_and_passes_mcp_list_json() {
+fn running_codex_merges_config_read_and_mcp_list() {
     let dir = tempfile::tempdir().unwrap();
-    let args_file = dir.path().join("args");
-    let bin = fake_codex(
+    let codex = stand_in(
         dir.path(),
-        &format!(
-            "printf '%s\\n' \"$@\" > '{}'\ncat <<'EOF'\n{REAL}\nEOF",
-            args_file.display()
+        // Reads the three requests, answers `initialize`, a notification, then `config/read`.
+        r#"read a; read b; read c
+echo '{"id":1,"result":{}}'
+echo '{"method":"configWarning","params":{}}'
+echo '{"id":2,"result":{"config":{"mcp_servers":{"kcap-review":{"command":"k","required":true}}}}}'"#,
+        &format!("cat <<'EOF'\n{REAL}\nEOF"),
+    );
+    let inv = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap();
+    let names: Vec<&str> = inv.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["corp.flows", "http1", "kcap-review"]);
+    assert!(inv[0].config.is_none());
+    assert_eq!(inv[2].config.as_ref().unwrap().required, Some(true));
+    let read = |sub: &str| {
+        let suffix = format!(".{sub}.args");
+        let file = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_str().unwrap().ends_with(&suffix))
+            .unwrap();
+        std::fs::read_to_string(file).unwrap()
+    };
+    assert_eq!(read("mcp"), "mcp\nlist\n--json\n");
+    assert_eq!(read("app-server"), "app-server\n");
+}
+
+#[test]
+fn a_bad_app_server_answer_fails_closed_naming_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "echo '{\"id\":2,\"result\":'",
+            "a line of the answer is not JSON",
         ),
-    );
-    let inv = codex_inventory(&bin).unwrap();
-    assert_eq!(inv, parse_inventory(REAL).unwrap());
+        (
+            "echo '{\"id\":1,\"result\":{}}'",
+            "the answer ended before the config/read response (exit status: 0)",
+        ),
+        (
+            "echo 'boom' >&2; exit 4",
+            "the answer ended before the config/read response (exit status: 4): boom",
+        ),
+        (
+            "echo '{\"id\":2,\"error\":{\"code\":-32600,\"message\":\"no\"}}'",
+            "config/read answered with an error",
+        ),
+        (
+            "echo '{\"id\":2,\"result\":{\"config\":{\"mcp_servers\":{\"a\":{\"required\":\"yes\"}}}}}'",
+            "config.mcp_servers: invalid type",
+        ),
+        (
+            "echo '{\"id\":2,\"result\":[]}'",
+            "expected a config/read answer",
+        ),
+    ];
+    for (body, want) in cases {
+        let codex = stand_in(dir.path(), body, "echo '[]'");
+        let err = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err();
+        assert!(
+            matches!(err, IsolationError::ConfigRead(_)),
+            "{body}: {err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): "
+            ),
+            "{text}"
+        );
+        assert!(text.contains(want), "{body}: {text}");
+    }
+
+    // Hung: answers nothing and keeps stdout open; the timeout ends it (and its group).
+    let codex = stand_in(dir.path(), "sleep 30", "echo '[]'");
+    let started = std::time::Instant::now();
+    let err = codex_inventory_with(&codex, Duration::from_millis(300)).unwrap_err();
     assert_eq!(
-        std::fs::read_to_string(args_file).unwrap(),
-        "mcp\nlist\n--json\n"
+        err.to_string(),
+        "cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): no answer within 0.3 s"
     );
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
 fn running_codex_fails_closed() {
     let dir = tempfile::tempdir().unwrap();
     let missing = codex_inventory(&dir.path().join("no-codex")).unwrap_err();
-    assert!(matches!(missing, IsolationError::Spawn(_)), "{missing:?}");
+    assert!(
+        matches!(missing, IsolationError::ConfigRead(ref e) if matches!(**e, IsolationError::Spawn(_))),
+        "{missing:?}"
+    );
 
-    let bin = fake_codex(dir.path(), "echo 'Error: bad config' >&2\nexit 1");
-    match codex_inventory(&bin).unwrap_err() {
+    let codex = stand_in(
+        dir.path(),
+        EMPTY_CONFIG_READ,
+        "echo 'Error: bad config' >&2\nexit 1",
+    );
+    match codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err() {
         IsolationError::Exit { status, stderr } => {
             assert_eq!(status, "exit status: 1");
             assert_eq!(stderr, "Error: bad config\n");
@@ -164,27 +260,21 @@ fn running_codex_fails_closed() {
         other => panic!("{other:?}"),
     }
 
-    let bin = fake_codex(dir.path(), "echo 'not json'");
-    assert!(matches!(
-        codex_inventory(&bin).unwrap_err(),
-        IsolationError::Parse(_)
-    ));
-
-    let bin = fake_codex(dir.path(), "printf ''");
-    assert!(matches!(
-        codex_inventory(&bin).unwrap_err(),
-        IsolationError::Parse(_)
-    ));
+    for body in ["echo 'not json'", "printf ''", "echo '{}'"] {
+        let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, body);
+        let err = codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err();
+        assert!(matches!(err, IsolationError::Parse(_)), "{body}: {err:?}");
+    }
 
     // A grandchild that keeps stdout open after codex exits cannot hold the caller either.
-    let bin = fake_codex(dir.path(), "echo '[]'\nsleep 30 &");
+    let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, "echo '[]'\nsleep 30 &");
     let started = std::time::Instant::now();
-    let err = codex_inventory_within(&bin, Duration::from_millis(300)).unwrap_err();
+    let err = codex_inventory_with(&codex, Duration::from_millis(300)).unwrap_err();
     assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
 
-    let bin = fake_codex(dir.path(), "exec sleep 30");
-    let err = codex_inventory_within(&bin, Duration::from_millis(200)).unwrap_err();
+    let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, "exec sleep 30");
+    let err = codex_inventory_with(&codex, Duration::from_millis(200)).unwrap_err();
     assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");
     assert!(err.to_string().ends_with("no answer within 0.2 s"), "{err}");
 }

@@ -1,8 +1,13 @@
 //! Golden tests for both renderers: exact, order-sensitive strings.
 
 use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, parse_inventory};
-use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::codex::app_server::parse_config_read;
+use kcap_mcp_registry::clients::codex::inventory::{
+    InheritedServer, merge_inventories, parse_inventory,
+};
+use kcap_mcp_registry::clients::codex::{
+    CLOSED_FEATURES, codex_mcp_overrides, codex_reviewer_args,
+};
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
 
 fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
@@ -42,13 +47,20 @@ fn baseline_claude() -> Vec<String> {
 }
 
 fn baseline_codex() -> Vec<String> {
-    [
+    let mut args: Vec<String> = [
         "--cd",
         "/work/tree",
         "--sandbox",
         "workspace-write",
         "--ask-for-approval",
         "never",
+    ]
+    .map(String::from)
+    .into();
+    for f in CLOSED_FEATURES {
+        args.extend(["--disable".into(), f.into()]);
+    }
+    args.extend([
         "-c",
         "mcp_servers={}",
         "-c",
@@ -59,6 +71,10 @@ fn baseline_codex() -> Vec<String> {
         r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
         "-c",
         r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+        "-c",
+        r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
+        "-c",
+        r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
         "-m",
         "sonnet",
         "-c",
@@ -67,8 +83,8 @@ fn baseline_codex() -> Vec<String> {
         "--",
         "Review PR 42",
     ]
-    .map(String::from)
-    .into()
+    .map(String::from));
+    args
 }
 
 #[test]
@@ -138,18 +154,25 @@ fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
             r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
             r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+            r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
+            r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
             "mcp_servers.kcap-sessions.enabled=true",
             r#"mcp_servers.kcap-sessions.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-sessions.args=["mcp","sessions"]"#,
             r#"mcp_servers.kcap-sessions.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            r#"mcp_servers.kcap-sessions.default_tools_approval_mode="approve""#,
+            r#"mcp_servers.kcap-sessions.tools={"search_sessions"={approval_mode="approve"},"get_session_summary"={approval_mode="approve"},"get_session_transcript"={approval_mode="approve"},"get_turn"={approval_mode="approve"},"list_turns"={approval_mode="approve"}}"#,
             "mcp_servers.kcap-review.enabled=true",
             r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-review.args=["mcp","review"]"#,
             r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            r#"mcp_servers.kcap-review.default_tools_approval_mode="approve""#,
+            r#"mcp_servers.kcap-review.tools={"get_pr_summary"={approval_mode="approve"},"list_pr_files"={approval_mode="approve"},"get_file_context"={approval_mode="approve"},"search_context"={approval_mode="approve"},"list_sessions"={approval_mode="approve"},"get_transcript"={approval_mode="approve"}}"#,
             "mcp_servers.kcap-memory.enabled=true",
             r#"mcp_servers.kcap-memory.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-memory.args=["mcp","memory"]"#,
             r#"mcp_servers.kcap-memory.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            r#"mcp_servers.kcap-memory.default_tools_approval_mode="prompt""#,
         ]
     );
     let skipped: Vec<String> = r.skipped().map(|s| s.to_string()).collect();
@@ -305,7 +328,9 @@ fn strict_policy_rejects_the_first_offending_entry() {
 }
 
 fn hostile_inventory() -> Vec<InheritedServer> {
-    parse_inventory(
+    // `codex mcp list --json` entries for the servers only it sees, merged with what
+    // `config/read` reports for kcap-review (as `codex_inventory` merges them).
+    let listed = parse_inventory(
         r#"[
   {"name":"corp.flows","enabled":true,"disabled_reason":null,
    "transport":{"type":"stdio","command":"flows","args":[],"env":null,"env_vars":[],"cwd":null},
@@ -316,14 +341,17 @@ fn hostile_inventory() -> Vec<InheritedServer> {
    "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"bearer_token"},
   {"name":"kcap-flows","enabled":true,"disabled_reason":null,
    "transport":{"type":"stdio","command":"kcap","args":["mcp","flows"],"env":null,"env_vars":[],"cwd":null},
-   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"},
-  {"name":"kcap-review","enabled":false,"disabled_reason":null,
-   "transport":{"type":"stdio","command":"/usr/bin/kcap","args":["mcp","review"],
-     "env":{"KCAP_URL":"http://user"},"env_vars":["TOKEN"],"cwd":"/srv/user"},
-   "startup_timeout_sec":15.0,"tool_timeout_sec":90.5,"auth_status":"unsupported"}
+   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"}
 ]"#,
     )
-    .unwrap()
+    .unwrap();
+    let configured = parse_config_read(
+        r#"{"config":{"mcp_servers":{"kcap-review":{"command":"/usr/bin/kcap","args":["mcp","review"],
+          "env":{"KCAP_URL":"http://user"},"env_vars":["TOKEN"],"cwd":"/srv/user","environment_id":"local",
+          "enabled":false,"startup_timeout_sec":15.0,"tool_timeout_sec":90.5}}}}"#,
+    )
+    .unwrap();
+    merge_inventories(listed, configured)
 }
 
 #[test]
@@ -339,16 +367,18 @@ fn codex_disables_inherited_servers_and_neutralizes_a_same_name_one() {
             r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
             r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+            r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
+            r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
             "mcp_servers.kcap-review.enabled=true",
             r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-review.args=["mcp","review"]"#,
             r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#,
+            r#"mcp_servers.kcap-review.default_tools_approval_mode="approve""#,
+            r#"mcp_servers.kcap-review.tools={"get_pr_summary"={approval_mode="approve"},"list_pr_files"={approval_mode="approve"},"get_file_context"={approval_mode="approve"},"search_context"={approval_mode="approve"},"list_sessions"={approval_mode="approve"},"get_transcript"={approval_mode="approve"}}"#,
             "mcp_servers.kcap-review.env_vars=[]",
             r#"mcp_servers.kcap-review.cwd="/work/tree""#,
             "mcp_servers.kcap-review.startup_timeout_sec=30",
             "mcp_servers.kcap-review.tool_timeout_sec=120",
-            "mcp_servers.kcap-review.disabled_tools=[]",
-            r#"mcp_servers.kcap-review.enabled_tools=["get_pr_summary","list_pr_files","get_file_context","search_context","list_sessions","get_transcript"]"#,
         ]
     );
     // Gated: every inherited server is disabled and nothing is enabled.
@@ -370,8 +400,8 @@ fn codex_refuses_inherited_fields_it_cannot_neutralize() {
 
     // An env key kcap does not set.
     let extra = inventory[3].clone();
-    let json = r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x",
-        "args":[],"env":{"KCAP_URL":"u","EXTRA_TOKEN":"s"},"env_vars":[],"cwd":null}}]"#;
+    let json = r#"{"config":{"mcp_servers":{"kcap-review":{"command":"x",
+        "env":{"KCAP_URL":"u","EXTRA_TOKEN":"s"}}}}}"#;
     let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
     assert_eq!(
         err,
@@ -425,7 +455,7 @@ fn codex_model_and_effort_rules() {
         let a = codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap();
         let tail = a
             .iter()
-            .position(|x| x.starts_with("mcp_servers.kcap-flow-result.env="))
+            .position(|x| x.starts_with("mcp_servers.kcap-flow-result.tools="))
             .unwrap()
             + 1;
         a[tail..].to_vec()
@@ -510,5 +540,24 @@ fn an_inventory_listing_a_name_twice_is_refused() {
     assert_eq!(
         err.to_string(),
         "the Codex inventory lists MCP server `a` twice; take the inventory again with `codex mcp list --json`"
+    );
+}
+
+#[test]
+fn a_same_named_server_seen_only_by_mcp_list_is_refused() {
+    let c = ctx(Some(vec![Some("kcap-review")]));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    let json =
+        r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x"}}]"#;
+    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::CodexUnseenFields {
+            server: "kcap-review".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot isolate the Codex reviewer: MCP server `kcap-review` has the name of one of kcap's, and only `codex mcp list --json` reports it, which hides most of its fields; take the inventory from `codex app-server` `config/read` (--codex-bin, or a saved answer), or rename or remove that server"
     );
 }

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use kcap_mcp_registry::clients::claude::claude_mcp_config;
-use kcap_mcp_registry::clients::codex::codex_mcp_overrides;
+use kcap_mcp_registry::clients::codex::config::ServerConfig;
 use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, Transport};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, default_approval};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError, servers};
 use proptest::prelude::*;
 use serde::Deserialize;
@@ -236,6 +237,18 @@ proptest! {
             );
             let env: BTreeMap<String, String> = expected_env(id, &ctx).into_iter().collect();
             want.insert("env".into(), toml::Value::try_from(env).unwrap());
+            // Approval is ours: the server default from `read_only`, `approve` per
+            // unattended-safe tool.
+            want.insert("default_tools_approval_mode".into(), default_approval(registry).into());
+            let mut tools = toml::Table::new();
+            for t in registry.tools.iter().filter(|t| t.unattended_safe) {
+                let mut mode = toml::Table::new();
+                mode.insert("approval_mode".into(), "approve".into());
+                tools.insert(t.name.into(), mode.into());
+            }
+            if !tools.is_empty() {
+                want.insert("tools".into(), tools.into());
+            }
             prop_assert_eq!(entry, &want);
         }
     }
@@ -253,10 +266,12 @@ fn inherited() -> impl Strategy<Value = InheritedServer> {
         name,
         enabled: true,
         transport: if http {
-            Transport::StreamableHttp { url: target }
+            Transport::StreamableHttp {
+                url: target.clone(),
+            }
         } else {
             Transport::Stdio {
-                command: target,
+                command: target.clone(),
                 args: vec![],
                 env: None,
                 env_vars: vec!["TOKEN".into()],
@@ -265,6 +280,12 @@ fn inherited() -> impl Strategy<Value = InheritedServer> {
         },
         startup_timeout_sec: None,
         tool_timeout_sec: None,
+        // As `config/read` reports it, so a same-named server's fields are seen.
+        config: (!http).then(|| ServerConfig {
+            command: Some(target.clone()),
+            env_vars: Some(vec!["TOKEN".into()]),
+            ..ServerConfig::default()
+        }),
     })
 }
 
@@ -307,7 +328,6 @@ proptest! {
             if enabled.contains(&s.name.as_str()) {
                 prop_assert_eq!(&entry["enabled"], &toml::Value::Boolean(true));
                 prop_assert_eq!(&entry["env_vars"], &toml::Value::Array(vec![]));
-                prop_assert_eq!(&entry["disabled_tools"], &toml::Value::Array(vec![]));
             } else {
                 prop_assert_eq!(&entry["enabled"], &toml::Value::Boolean(false));
                 match &s.transport {

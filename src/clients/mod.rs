@@ -335,6 +335,13 @@ pub enum RenderError {
         /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
         field: &'static str,
     },
+    /// A Codex server inherited under the name of one we enable is known only from
+    /// `codex mcp list --json` (a plugin's server, or an inventory saved from `mcp list`),
+    /// which hides most fields, so whether any of them would merge into ours is unknown.
+    CodexUnseenFields {
+        /// The server name.
+        server: String,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -419,6 +426,14 @@ impl fmt::Display for RenderError {
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
                  remove it",
                 claude::preflight::escape_controls(&file.to_string_lossy())
+            ),
+            RenderError::CodexUnseenFields { server } => write!(
+                f,
+                "cannot isolate the Codex reviewer: MCP server `{}` has the name of one of kcap's, \
+                 and only `codex mcp list --json` reports it, which hides most of its fields; take \
+                 the inventory from `codex app-server` `config/read` (--codex-bin, or a saved \
+                 answer), or rename or remove that server",
+                server.escape_debug()
             ),
             RenderError::DuplicateInherited { server } => write!(
                 f,

@@ -1,8 +1,13 @@
-//! The Codex CLI's inherited MCP servers: what `codex mcp list --json` reports from the
-//! user's `$CODEX_HOME/config.toml` and plugins. `-c mcp_servers={}` cannot remove them, so
-//! the Codex renderer disables each by name; this inventory is how it knows the names.
-//! Fail-closed: anything but the expected JSON array is an [`IsolationError`], never an
-//! empty inventory.
+//! The Codex CLI's inherited MCP servers. `-c mcp_servers={}` cannot remove them, so the
+//! Codex renderer disables each by name, and neutralizes field by field one that has the name
+//! of a server it enables; this inventory is how it knows both.
+//!
+//! Two sources, merged (Codex CLI 0.169.0): the effective configuration from `codex
+//! app-server` `config/read` ([`super::app_server`]), which shows every field of every server
+//! of the configuration files, and `codex mcp list --json`, which hides most fields but is the
+//! only one that lists servers provided by plugins. Both run at once, in the reviewer's
+//! environment and working directory. Fail-closed: any error of either is an
+//! [`IsolationError`], never an empty inventory.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,8 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use super::app_server::{self, CONFIG_READ_COMMAND, Group};
+use super::config::ServerConfig;
+
 /// One MCP server Codex would start, as `codex mcp list --json` (Codex CLI 0.169.0)
-/// reports it.
+/// reports it, with its effective configuration entry when `config/read` reports it.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct InheritedServer {
     /// Server name: the key under `[mcp_servers]`, possibly dotted (`"corp.flows"`).
@@ -30,6 +38,57 @@ pub struct InheritedServer {
     /// `tool_timeout_sec`, when set.
     #[serde(default)]
     pub tool_timeout_sec: Option<f64>,
+    /// Every field of the entry, from `config/read`; `None` when only `codex mcp list` saw the
+    /// server (a plugin's server, or an inventory saved from `mcp list`), whose hidden fields
+    /// are unknown.
+    #[serde(skip)]
+    pub config: Option<ServerConfig>,
+}
+
+impl InheritedServer {
+    /// The server as `config/read` reports it under `name`. An entry with neither `command`
+    /// nor `url` (Codex rejects such a file) is taken as stdio with an empty command.
+    pub fn from_config(name: String, config: ServerConfig) -> InheritedServer {
+        let transport = match &config.url {
+            Some(url) if config.command.is_none() => Transport::StreamableHttp { url: url.clone() },
+            _ => Transport::Stdio {
+                command: config.command.clone().unwrap_or_default(),
+                args: config.args.clone().unwrap_or_default(),
+                env: config.env.clone(),
+                env_vars: config.env_vars.clone().unwrap_or_default(),
+                cwd: config.cwd.clone(),
+            },
+        };
+        InheritedServer {
+            name,
+            enabled: config.enabled.unwrap_or(true),
+            transport,
+            startup_timeout_sec: config.startup_timeout_sec,
+            tool_timeout_sec: config.tool_timeout_sec,
+            config: Some(config),
+        }
+    }
+}
+
+/// `mcp list` entries in their order, each with its `config/read` entry, then the
+/// `config/read` entries `mcp list` does not show.
+pub fn merge_inventories(
+    listed: Vec<InheritedServer>,
+    mut configured: BTreeMap<String, ServerConfig>,
+) -> Vec<InheritedServer> {
+    let mut out: Vec<InheritedServer> = listed
+        .into_iter()
+        .map(|s| match configured.remove(&s.name) {
+            Some(config) => InheritedServer::from_config(s.name, config),
+            None => s,
+        })
+        .collect();
+    out.extend(
+        configured
+            .into_iter()
+            .map(|(name, config)| InheritedServer::from_config(name, config)),
+    );
+    out
 }
 
 /// The `transport` object of an [`InheritedServer`].
@@ -46,9 +105,9 @@ pub enum Transport {
         /// Extra environment, `null` when unset.
         #[serde(default)]
         env: Option<BTreeMap<String, String>>,
-        /// Names of variables forwarded from Codex's own environment.
+        /// Variables forwarded from Codex's own environment (names or `{name, source}`).
         #[serde(default)]
-        env_vars: Vec<String>,
+        env_vars: Vec<super::config::EnvVar>,
         /// Working directory, `null` when unset.
         #[serde(default)]
         cwd: Option<String>,
@@ -76,11 +135,13 @@ pub enum IsolationError {
     },
     /// Its output is not the expected JSON array.
     Parse(String),
+    /// `codex app-server` `config/read` failed; the inner error says how.
+    ConfigRead(Box<IsolationError>),
 }
 
-impl fmt::Display for IsolationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("cannot list the Codex MCP servers to disable (`codex mcp list --json`): ")?;
+impl IsolationError {
+    /// What went wrong, without the command.
+    fn detail(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             IsolationError::Spawn(e) => write!(f, "{e}"),
             IsolationError::Timeout(t) => write!(f, "no answer within {} s", t.as_secs_f64()),
@@ -88,7 +149,22 @@ impl fmt::Display for IsolationError {
                 write!(f, "{status}: {}", stderr.trim().escape_debug())
             }
             IsolationError::Parse(e) => write!(f, "unexpected output: {e}"),
+            IsolationError::ConfigRead(e) => e.detail(f),
         }
+    }
+}
+
+impl fmt::Display for IsolationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let command = match self {
+            IsolationError::ConfigRead(_) => CONFIG_READ_COMMAND,
+            _ => "codex mcp list --json",
+        };
+        write!(
+            f,
+            "cannot list the Codex MCP servers to disable (`{command}`): "
+        )?;
+        self.detail(f)
     }
 }
 
@@ -96,16 +172,19 @@ impl std::error::Error for IsolationError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             IsolationError::Spawn(e) => Some(e),
+            IsolationError::ConfigRead(e) => Some(e),
             _ => None,
         }
     }
 }
 
-/// Parses `codex mcp list --json` output: a JSON array of server objects. Unknown fields are
-/// ignored; a missing `name`, `enabled` or `transport`, or an unknown transport type, fails.
+/// Parses a saved inventory: `codex mcp list --json` output (a JSON array of server objects;
+/// unknown fields are ignored; a missing `name`, `enabled` or `transport`, or an unknown
+/// transport type, fails), or a saved `codex app-server` `config/read` answer (a JSON object,
+/// see [`app_server::parse_config_read`]), whose entries carry every field.
 ///
 /// # Errors
-/// [`IsolationError::Parse`] for anything but that array (an empty string included).
+/// [`IsolationError::Parse`] for anything else (an empty string included).
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::inventory::{parse_inventory, Transport};
@@ -115,6 +194,11 @@ impl std::error::Error for IsolationError {
 ///   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"}]"#).unwrap();
 /// assert_eq!(inv[0].name, "corp.flows");
 /// assert!(matches!(inv[0].transport, Transport::Stdio { .. }));
+/// assert!(inv[0].config.is_none());
+///
+/// let inv = parse_inventory(r#"{"id":2,"result":{"config":{"mcp_servers":
+///   {"corp.flows":{"command":"flows","required":true}}}}}"#).unwrap();
+/// assert_eq!(inv[0].config.as_ref().unwrap().required, Some(true));
 /// assert!(parse_inventory("").is_err());
 /// assert!(parse_inventory("{}").is_err());
 /// // One leading byte order mark is accepted (`crate::decode`), a second is not.
@@ -122,20 +206,23 @@ impl std::error::Error for IsolationError {
 /// assert!(parse_inventory("\u{feff}\u{feff}[]").is_err());
 /// ```
 pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, IsolationError> {
-    serde_json::from_str(crate::decode::strip_bom(json))
-        .map_err(|e| IsolationError::Parse(e.to_string()))
+    let json = crate::decode::strip_bom(json);
+    if json.trim_start().starts_with('{') {
+        let servers = app_server::parse_config_read(json)?;
+        return Ok(merge_inventories(Vec::new(), servers));
+    }
+    serde_json::from_str(json).map_err(|e| IsolationError::Parse(e.to_string()))
 }
 
-/// How long [`codex_inventory`] waits for `codex mcp list --json`.
+/// How long [`codex_inventory`] waits for Codex (both commands together).
 pub const INVENTORY_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Runs `<codex_bin> mcp list --json` with the current environment (run it with the
-/// environment the reviewer will get: the same `CODEX_HOME`), waits at most
-/// [`INVENTORY_TIMEOUT`], and parses the output with [`parse_inventory`].
+/// [`codex_inventory_from`] with `Command::new(codex_bin)` and the current environment (run
+/// it with the environment the reviewer will get: the same `CODEX_HOME`), waiting at most
+/// [`INVENTORY_TIMEOUT`].
 ///
 /// # Errors
-/// [`IsolationError`] when Codex cannot run, times out, exits non-zero, or prints anything
-/// but the expected JSON array.
+/// As [`codex_inventory_from`].
 pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, IsolationError> {
     codex_inventory_within(codex_bin, INVENTORY_TIMEOUT)
 }
@@ -143,33 +230,90 @@ pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, Isolati
 /// [`codex_inventory`] with an explicit timeout.
 ///
 /// # Errors
-/// As [`codex_inventory`].
+/// As [`codex_inventory_from`].
 pub fn codex_inventory_within(
     codex_bin: &Path,
     timeout: Duration,
 ) -> Result<Vec<InheritedServer>, IsolationError> {
-    codex_inventory_from(Command::new(codex_bin), timeout)
+    codex_inventory_with(|| Command::new(codex_bin), timeout)
 }
 
-/// Runs `mcp list --json` through `codex`, a [`Command`] for the Codex binary that the caller
-/// has given the reviewer's environment and working directory (`env`, `env_clear`,
+/// The inventory through `codex`, a [`Command`] for the Codex binary that the caller has
+/// given the reviewer's environment and working directory (`env`, `env_remove`,
 /// `current_dir`): Codex reads `$CODEX_HOME/config.toml` and, in a trusted project, the
 /// working directory's `.codex/config.toml`, so the inventory must be taken where and as the
-/// reviewer will run. Stdin, stdout and stderr are set here; waits at most `timeout`.
+/// reviewer will run. Two commands are built from it (program, arguments, environment
+/// changes and working directory are copied); `std` does not let `env_clear` be seen, so a
+/// caller that clears the environment uses [`codex_inventory_with`] instead. Waits at most
+/// `timeout`.
 ///
 /// # Errors
-/// As [`codex_inventory`].
+/// As [`codex_inventory_with`].
 pub fn codex_inventory_from(
-    mut codex: Command,
+    codex: Command,
     timeout: Duration,
 ) -> Result<Vec<InheritedServer>, IsolationError> {
-    let mut child = codex
-        .args(["mcp", "list", "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(IsolationError::Spawn)?;
+    let make = || {
+        let mut c = Command::new(codex.get_program());
+        c.args(codex.get_args());
+        for (k, v) in codex.get_envs() {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(dir) = codex.get_current_dir() {
+            c.current_dir(dir);
+        }
+        c
+    };
+    codex_inventory_with(make, timeout)
+}
+
+/// Runs `<codex> app-server` (`config/read`, see [`app_server::config_read_from`]) and
+/// `<codex> mcp list --json` at the same time, each from a fresh `make()` [`Command`] (the
+/// reviewer's environment and working directory; stdin, stdout and stderr are set here), and
+/// merges them with [`merge_inventories`]. Each child runs in its own process group, which is
+/// ended on timeout or failure. Waits at most `timeout` in all.
+///
+/// # Errors
+/// [`IsolationError`] when either cannot run, times out, exits non-zero, or answers anything
+/// but the expected JSON ([`IsolationError::ConfigRead`] wraps the `config/read` failure).
+pub fn codex_inventory_with(
+    mut make: impl FnMut() -> Command,
+    timeout: Duration,
+) -> Result<Vec<InheritedServer>, IsolationError> {
+    let deadline = Instant::now() + timeout;
+    let config_read = make();
+    let reader = std::thread::spawn(move || app_server::config_read_from(config_read, timeout));
+    let listed = mcp_list(make(), deadline, timeout);
+    let configured = reader
+        .join()
+        .unwrap_or_else(|_| {
+            Err(IsolationError::Spawn(std::io::Error::other(
+                "the config/read reader stopped without a result",
+            )))
+        })
+        .map_err(|e| IsolationError::ConfigRead(Box::new(e)));
+    // The `config/read` failure is named first: it is the source that sees every field.
+    let configured = configured?;
+    Ok(merge_inventories(listed?, configured))
+}
+
+/// `<codex> mcp list --json`, parsed with [`parse_inventory`] (array form only).
+fn mcp_list(
+    mut codex: Command,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<InheritedServer>, IsolationError> {
+    let mut child = Group::spawn(
+        codex
+            .args(["mcp", "list", "--json"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(IsolationError::Spawn)?;
     // Each pipe is read on its own thread, which reports through a channel, so a grandchild
     // that keeps a pipe open cannot hold us past the deadline.
     let read_all = |mut pipe: Box<dyn Read + Send>| {
@@ -180,17 +324,14 @@ pub fn codex_inventory_from(
         });
         rx
     };
-    let stdout = read_all(Box::new(child.stdout.take().expect("piped")));
-    let stderr = read_all(Box::new(child.stderr.take().expect("piped")));
-    let deadline = Instant::now() + timeout;
+    let stdout = read_all(Box::new(child.0.stdout.take().expect("piped")));
+    let stderr = read_all(Box::new(child.0.stderr.take().expect("piped")));
     let status = loop {
-        if let Some(status) = child.try_wait().map_err(IsolationError::Spawn)? {
+        if let Some(status) = child.0.try_wait().map_err(IsolationError::Spawn)? {
             break status;
         }
         if Instant::now() >= deadline {
-            // Best effort: the child may have exited in between.
-            let _ = child.kill();
-            let _ = child.wait();
+            // Dropping `child` ends its process group.
             return Err(IsolationError::Timeout(timeout));
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -213,5 +354,11 @@ pub fn codex_inventory_from(
         });
     }
     let out = std::str::from_utf8(&out).map_err(|e| IsolationError::Parse(e.to_string()))?;
+    if !out.trim_start().starts_with('[') {
+        return Err(IsolationError::Parse(format!(
+            "expected a JSON array, got: {}",
+            out.chars().take(200).collect::<String>().escape_debug()
+        )));
+    }
     parse_inventory(out)
 }

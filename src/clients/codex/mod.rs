@@ -11,10 +11,49 @@
 //!   [inventory]) that we do not enable is disabled by name in the first
 //!   override, as a quoted TOML key so dotted names work, keeping its `url` (URL servers) or
 //!   getting an inert `command` (so the entry stays valid for plugin servers).
-//! - An inherited server named like one we enable merges its fields into ours: `env_vars`,
-//!   `cwd`, timeouts and `disabled_tools` are overridden back to neutral values; extra `env`
-//!   keys and a `url` cannot be neutralized and are refused with a [`RenderError`].
+//! - An inherited server named like one we enable merges every field it sets into ours. The
+//!   inventory's `config/read` entry ([`config::ServerConfig`]) shows them all, and each one we
+//!   do not set ourselves is handled field by field (nested tables key by key):
+//!
+//!   | inherited field | override |
+//!   |---|---|
+//!   | `env_vars` | `[]` |
+//!   | `cwd` | the worktree (refused without one) |
+//!   | `environment_id` other than `"local"` | `"local"` |
+//!   | `required`, `supports_parallel_tool_calls` | `false` |
+//!   | `startup_timeout_sec`, `tool_timeout_sec` | Codex's defaults, 30 and 120 |
+//!   | `enabled_tools` | the registry's tool catalog (refused for a server without one) |
+//!   | `disabled_tools`, `scopes` | `[]` |
+//!   | `tools.<t>.approval_mode` | ours (below) |
+//!   | `default_tools_approval_mode` | ours (below) |
+//!   | an `env` key we do not set, `url`, `bearer_token_env_var`, `http_headers`, `env_http_headers`, `oauth`, `oauth_resource`, any field or `tools.<t>` key the model does not know | refused: [`RenderError::CodexInheritedField`] |
+//!
+//!   A same-named server only `codex mcp list` reports (its other fields unseen) is refused:
+//!   [`RenderError::CodexUnseenFields`].
+//!
+//! Approval is ours for every server we render, never inherited (`AppToolApproval` in
+//! `codex-rs/config/src/mcp_types.rs`: `approve` runs a tool with no question, `prompt` asks
+//! before every call, `auto`, the default, asks only when the tool's annotations call for it):
+//!
+//! | registry | Codex |
+//! |---|---|
+//! | tool with `unattended_safe = true` | `tools.<tool>.approval_mode = "approve"` |
+//! | server with `read_only = true` | `default_tools_approval_mode = "approve"` |
+//! | any other server (only [`Policy::Lenient`] admits one) | `default_tools_approval_mode = "prompt"` |
+//! | a tool the inherited entry configures | `tools.<tool>.approval_mode` = the server's default |
+//!
+//! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
+//! Codex's `request_user_input` (`maybe_request_mcp_tool_approval` in
+//! `codex-rs/core/src/mcp_tool_call.rs`); an unattended reviewer has no one to answer, so
+//! the call does not run. The original C# system measured that with no `default_tools_approval_mode` the
+//! app-server transport asks even on the first call of an `auto` tool; setting it explicitly
+//! removes that dependence on the tool's annotations.
+//!
+//! Features outside `mcp_servers` that can add tools are closed in every argv:
+//! [`CLOSED_FEATURES`].
 
+pub mod app_server;
+pub mod config;
 pub mod inventory;
 
 #[cfg(feature = "cli")]
@@ -28,6 +67,37 @@ use crate::allowlist::{Policy, Resolution};
 use crate::clients::{LaunchContext, LaunchError, RenderError, option_value, set};
 use crate::model::McpServer;
 use inventory::{InheritedServer, Transport};
+
+/// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
+/// off with `--disable <feature>` in every reviewer argv (a user's `[features]` cannot turn
+/// them back on: `config/read` then reports each as `false`, tested in
+/// `tests/conformance_codex_config.rs`). From `codex features list` on 0.169.0 and the
+/// feature descriptions in `codex-rs/features/src/lib.rs`:
+/// - `apps`: ChatGPT connectors, served as the `codex_apps` MCP server, which bypasses
+///   `mcp_servers` (stable, on by default; needs ChatGPT sign-in);
+/// - `enable_mcp_apps`, `codex_apps_mcp_2026_07_28`: MCP apps and the newer connectors
+///   server (under development, off by default, but a user's config can turn them on);
+/// - `plugins`: MCP servers from installed plugins' `.mcp.json` (stable, on; measured:
+///   `--disable plugins` removes a plugin's server from `codex mcp list`);
+/// - `remote_plugin`: the remote plugin catalog (stable, on);
+/// - `skill_mcp_dependency_install`: skills that install the MCP servers they depend on
+///   (stable, on);
+/// - `tool_suggest`: suggestions to install connectors and plugins (stable, on);
+/// - `browser_use`, `browser_use_external`, `in_app_browser`, `computer_use`: browser and
+///   computer control tools (stable, on; requirements-only gates of the desktop apps).
+pub const CLOSED_FEATURES: [&str; 11] = [
+    "apps",
+    "enable_mcp_apps",
+    "codex_apps_mcp_2026_07_28",
+    "plugins",
+    "remote_plugin",
+    "skill_mcp_dependency_install",
+    "tool_suggest",
+    "browser_use",
+    "browser_use_external",
+    "in_app_browser",
+    "computer_use",
+];
 
 /// The command given to inherited stdio servers we disable. Never run: the entry is disabled.
 pub const INERT_COMMAND: &str = "false";
@@ -47,44 +117,28 @@ pub const NEUTRAL_TOOL_TIMEOUT_SEC: u32 = 120;
 /// assert_eq!(toml_basic_string("C:\\kcap \"x\"\t\u{1}é"), r#""C:\\kcap \"x\"\t\u0001é""#);
 /// ```
 pub fn toml_basic_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let mut out = String::new();
     push_toml_string(&mut out, s);
     out
 }
 
 fn push_toml_string(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
     out.push('"');
-    let needs_escape = |b: u8| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\';
-    // A fold without early exit, which the compiler vectorizes: most values need no escape.
-    if !s.bytes().fold(false, |any, b| any | needs_escape(b)) {
-        out.push_str(s);
-        out.push('"');
-        return;
-    }
-    // Every escaped character is ASCII, so each run between them ends on a char boundary.
-    let mut run = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'\\' => "\\\\",
-            b'"' => "\\\"",
-            0x08 => "\\b",
-            b'\t' => "\\t",
-            b'\n' => "\\n",
-            0x0c => "\\f",
-            b'\r' => "\\r",
-            0x00..=0x1f | 0x7f => "",
-            _ => continue,
-        };
-        out.push_str(&s[run..i]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{b:04X}");
-        } else {
-            out.push_str(escape);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            '\0'..='\u{1f}' | '\u{7f}' => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
         }
-        run = i + 1;
     }
-    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -106,14 +160,14 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 ///    `mcp_servers={}` when there is none;
 /// 2. unless gated, for the result channel and then each resolved server:
 ///    `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`, `.env={NAME="…",…}`,
-///    followed, only where the inventory holds a server of the same name, by `.env_vars=[]`,
-///    `.cwd="<worktree>"` (if it has a `cwd`), `.startup_timeout_sec=30` and
-///    `.tool_timeout_sec=120` (if set), `.disabled_tools=[]`, and `.enabled_tools=[…]` (the
-///    registry's tool catalog, when it has one).
+///    `.default_tools_approval_mode="approve"|"prompt"`, `.tools={"<tool>"={approval_mode=…},…}`
+///    (when there is a tool to set), followed, only where the inventory holds a server of the
+///    same name, by the overrides of the module table, in its order.
 ///
 /// # Errors
 /// [`RenderError::CodexInheritedField`] when an inherited server of the same name as one we
-/// enable has a `url`, an `env` key we do not set, or a `cwd` while `ctx.worktree` is unset;
+/// enable has a field the module table refuses; [`RenderError::CodexUnseenFields`] when such a
+/// server is known only from `codex mcp list`;
 /// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
 /// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
 ///
@@ -133,6 +187,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 ///     r#"mcp_servers.kcap-flow-result.command="/usr/bin/kcap""#,
 ///     r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
 ///     r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="a1"}"#,
+///     r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
+///     r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
 /// ]);
 /// ```
 pub fn codex_mcp_overrides(
@@ -173,37 +229,19 @@ pub fn codex_mcp_overrides(
     }
     clear.push('}');
 
-    let mut out = Vec::with_capacity(1 + 4 * servers.len());
-    out.push(clear);
+    let mut out = vec![clear];
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     for (server, env) in &servers {
         let id = server.id;
-        // `mcp_servers.<id>.<field>=`, with room for a value of `value_len` bytes.
-        let key = |field: &str, value_len: usize| {
-            let mut k = String::with_capacity(14 + id.len() + field.len() + value_len);
-            k.push_str("mcp_servers.");
-            k.push_str(id);
-            k.push('.');
-            k.push_str(field);
-            k.push('=');
-            k
-        };
-        let mut v = key("enabled", 4);
-        v.push_str("true");
-        out.push(v);
-        let mut v = key("command", command.len() + 2);
+        let key = |field: &str| format!("mcp_servers.{id}.{field}=");
+        out.push(key("enabled") + "true");
+        let mut v = key("command");
         push_toml_string(&mut v, command);
         out.push(v);
-        let args_len = server.args.iter().map(|a| a.len() + 3).sum::<usize>();
-        let mut v = key("args", args_len + 2);
+        let mut v = key("args");
         push_toml_array(&mut v, server.args.iter().copied());
         out.push(v);
-        let env_len = env
-            .iter()
-            .map(|(n, v)| n.len() + v.len() + 4)
-            .sum::<usize>();
-        let mut v = key("env", env_len + 2);
-        v.push('{');
+        let mut v = key("env") + "{";
         for (i, (name, value)) in env.iter().enumerate() {
             if i > 0 {
                 v.push(',');
@@ -214,14 +252,62 @@ pub fn codex_mcp_overrides(
         }
         v.push('}');
         out.push(v);
-        if let Some(inherited) = inventory.iter().find(|s| s.name == id) {
+        let inherited = inventory.iter().find(|s| s.name == id);
+        let default = default_approval(server);
+        let mut v = key("default_tools_approval_mode");
+        push_toml_string(&mut v, default);
+        out.push(v);
+        // Per-tool approval: the catalog's unattended-safe tools, then every tool the
+        // inherited entry configures, so none keeps the user's approval.
+        let mut tools: Vec<(&str, &str)> = server
+            .tools
+            .iter()
+            .filter(|t| t.unattended_safe)
+            .map(|t| (t.name, config::APPROVE))
+            .collect();
+        if let Some(inherited_tools) = inherited
+            .and_then(|s| s.config.as_ref())
+            .and_then(|c| c.tools.as_ref())
+        {
+            for name in inherited_tools.keys() {
+                if !tools.iter().any(|(t, _)| t == name) {
+                    tools.push((name, default));
+                }
+            }
+        }
+        if !tools.is_empty() {
+            let mut v = key("tools") + "{";
+            for (i, (name, mode)) in tools.iter().enumerate() {
+                if i > 0 {
+                    v.push(',');
+                }
+                push_toml_string(&mut v, name);
+                v.push_str("={approval_mode=");
+                push_toml_string(&mut v, mode);
+                v.push('}');
+            }
+            v.push('}');
+            out.push(v);
+        }
+        if let Some(inherited) = inherited {
             neutralize(ctx, server, env, inherited, &mut out)?;
         }
     }
     Ok(out)
 }
 
-/// Overrides for the fields an inherited server of the same name would merge into ours.
+/// The `default_tools_approval_mode` kcap gives `server`: [`config::APPROVE`] when it is
+/// `read_only` (every tool is free of side effects), else [`config::PROMPT`].
+pub fn default_approval(server: &McpServer) -> &'static str {
+    if server.read_only {
+        config::APPROVE
+    } else {
+        config::PROMPT
+    }
+}
+
+/// Overrides, field by field, every field of the inherited entry of the same name as
+/// `server` that we do not set ourselves, or refuses the render naming it.
 fn neutralize(
     ctx: &LaunchContext,
     server: &McpServer,
@@ -233,15 +319,18 @@ fn neutralize(
         server: inherited.name.clone(),
         field,
     };
-    let Transport::Stdio {
-        env: inherited_env,
-        cwd,
-        ..
-    } = &inherited.transport
-    else {
+    if let Transport::StreamableHttp { .. } = inherited.transport {
         return Err(refuse("url".into()));
+    }
+    let Some(c) = &inherited.config else {
+        return Err(RenderError::CodexUnseenFields {
+            server: inherited.name.clone(),
+        });
     };
-    if let Some(extra) = inherited_env
+    let id = server.id;
+    // Checked in the model's field order, so the first refusal is deterministic.
+    if let Some(extra) = c
+        .env
         .iter()
         .flatten()
         .map(|(k, _)| k)
@@ -249,36 +338,81 @@ fn neutralize(
     {
         return Err(refuse(format!("env.{extra}")));
     }
-    let id = server.id;
-    out.push(format!("mcp_servers.{id}.env_vars=[]"));
-    if cwd.is_some() {
+    for (field, set) in [
+        ("url", c.url.is_some()),
+        ("bearer_token_env_var", c.bearer_token_env_var.is_some()),
+        ("http_headers", c.http_headers.is_some()),
+        ("env_http_headers", c.env_http_headers.is_some()),
+        ("oauth", c.oauth.is_some()),
+        ("oauth_resource", c.oauth_resource.is_some()),
+    ] {
+        if set {
+            return Err(refuse(field.into()));
+        }
+    }
+    if c.enabled_tools.is_some() && server.tools.is_empty() {
+        return Err(refuse("enabled_tools".into()));
+    }
+    if let Some(field) = c.unknown.keys().next() {
+        return Err(refuse(field.clone()));
+    }
+    for (tool, t) in c.tools.iter().flatten() {
+        if let Some(field) = t.unknown.keys().next() {
+            return Err(refuse(format!("tools.{tool}.{field}")));
+        }
+    }
+    if c.env_vars.is_some() {
+        out.push(format!("mcp_servers.{id}.env_vars=[]"));
+    }
+    if c.cwd.is_some() {
         let worktree = set(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
         let mut v = format!("mcp_servers.{id}.cwd=");
         push_toml_string(&mut v, worktree);
         out.push(v);
     }
-    if inherited.startup_timeout_sec.is_some() {
+    if c.environment_id
+        .as_deref()
+        .is_some_and(|e| e != config::LOCAL_ENVIRONMENT)
+    {
+        let mut v = format!("mcp_servers.{id}.environment_id=");
+        push_toml_string(&mut v, config::LOCAL_ENVIRONMENT);
+        out.push(v);
+    }
+    if c.required.is_some() {
+        out.push(format!("mcp_servers.{id}.required=false"));
+    }
+    if c.supports_parallel_tool_calls.is_some() {
+        out.push(format!(
+            "mcp_servers.{id}.supports_parallel_tool_calls=false"
+        ));
+    }
+    if c.startup_timeout_sec.is_some() {
         out.push(format!(
             "mcp_servers.{id}.startup_timeout_sec={NEUTRAL_STARTUP_TIMEOUT_SEC}"
         ));
     }
-    if inherited.tool_timeout_sec.is_some() {
+    if c.tool_timeout_sec.is_some() {
         out.push(format!(
             "mcp_servers.{id}.tool_timeout_sec={NEUTRAL_TOOL_TIMEOUT_SEC}"
         ));
     }
-    // `codex mcp list` does not show tool filters, so reset them whenever names collide.
-    out.push(format!("mcp_servers.{id}.disabled_tools=[]"));
-    if !server.tools.is_empty() {
+    if c.enabled_tools.is_some() {
         let mut v = format!("mcp_servers.{id}.enabled_tools=");
         push_toml_array(&mut v, server.tools.iter().map(|t| t.name));
         out.push(v);
+    }
+    if c.disabled_tools.is_some() {
+        out.push(format!("mcp_servers.{id}.disabled_tools=[]"));
+    }
+    if c.scopes.is_some() {
+        out.push(format!("mcp_servers.{id}.scopes=[]"));
     }
     Ok(())
 }
 
 /// The Codex reviewer argv (after the `codex` binary): `--cd W` (when a worktree is set),
-/// `--sandbox workspace-write --ask-for-approval never`, `-c` before each of
+/// `--sandbox workspace-write --ask-for-approval never`, `--disable F` for each of
+/// [`CLOSED_FEATURES`], `-c` before each of
 /// [`codex_mcp_overrides`], `-m M` unless the model is empty or `default` (any case),
 /// `-c model_reasoning_effort="E"` unless the effort is empty or `auto` (any case; `max`
 /// becomes `xhigh`), `--no-alt-screen`, then `-- <prompt>` when set.
@@ -306,6 +440,9 @@ pub fn codex_reviewer_args(
         ]
         .map(String::from),
     );
+    for feature in CLOSED_FEATURES {
+        args.extend(["--disable".into(), feature.into()]);
+    }
     for o in overrides {
         args.extend(["-c".into(), o]);
     }
