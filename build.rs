@@ -1,70 +1,95 @@
 //! Validates the MCP server registry and compiles it into a `phf` table.
 //!
 //! Reads `registry/` (or the directory named by `KCAP_MCP_REGISTRY_DIR`), applies every
-//! registry rule from `src/schema.rs` (the same code `kcap-mcp-registry check` runs), and on
+//! registry rule from `src/schema/` (the same code `kcap-mcp-registry check` runs), and on
 //! any violation fails the build with rustc-style diagnostics. Otherwise writes
 //! `$OUT_DIR/registry_table.rs`, which `src/registry.rs` includes.
 
-#[path = "src/diagnostic.rs"]
-#[allow(dead_code)]
-mod diagnostic;
 #[path = "src/model.rs"]
 #[allow(dead_code)]
 mod model;
-#[path = "src/schema.rs"]
-#[allow(dead_code)]
+#[path = "src/schema/mod.rs"]
+#[allow(dead_code, unused_imports)]
 mod schema;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use schema::Entry;
+use schema::diagnostic;
+
+use schema::RegistryEntry;
 
 fn main() {
     println!("cargo::rerun-if-env-changed=KCAP_MCP_REGISTRY_DIR");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let dir = match std::env::var_os("KCAP_MCP_REGISTRY_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from("registry"),
-    };
-    let abs = manifest.join(&dir);
-    println!("cargo::rerun-if-changed={}", abs.display());
+    // Relative to the crate root, wherever cargo runs; diagnostics show it absolute, so
+    // they are right in a dependent crate's build too.
+    let dir = manifest.join(
+        std::env::var_os("KCAP_MCP_REGISTRY_DIR").map_or_else(|| "registry".into(), PathBuf::from),
+    );
+    println!("cargo::rerun-if-changed={}", dir.display());
 
-    let files = match schema::load_dir(&abs) {
-        Ok(files) => files,
-        Err(e) => fail(&format!("error: {e}\n")),
+    let loaded = match schema::load_dir(&dir) {
+        Ok(loaded) => loaded,
+        Err(e) => fail(&format!("error: {e}\n"), &manifest, &dir),
     };
-    for f in &files {
+    for f in &loaded.files {
         println!("cargo::rerun-if-changed={}", f.path);
     }
-    // Diagnostics name files as the user wrote the directory (`registry/x.toml`).
-    let shown: Vec<schema::SourceFile> = files
-        .into_iter()
-        .map(|mut f| {
-            let name = Path::new(&f.path).file_name().expect("a file").to_owned();
-            f.path = dir.join(name).display().to_string();
-            f
-        })
-        .collect();
-    match schema::validate(&shown, &dir.display().to_string()) {
+    match schema::validate(&loaded, &dir.display().to_string()) {
         Ok(entries) => {
             let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
             let code = generate(&entries);
             std::fs::write(out.join("registry_table.rs"), code).unwrap_or_else(|e| {
-                fail(&format!("error: cannot write the registry table: {e}\n"))
+                fail(
+                    &format!("error: cannot write the registry table: {e}\n"),
+                    &manifest,
+                    &dir,
+                )
             });
         }
-        Err(diags) => fail(&diagnostic::render_all(&diags, false)),
+        Err(diags) => fail(&diagnostic::render_all(&diags, false), &manifest, &dir),
     }
 }
 
-fn fail(text: &str) -> ! {
+/// Prints `text` and a command that runs this crate's checker on `dir`, then exits 1. The
+/// command works from any directory: in a checkout (which has `.ci/bootstrap-registry`) it
+/// builds the checker from this crate's manifest on the bootstrap registry; in a packaged
+/// copy (a crates.io dependency) it installs this version of the checker.
+fn fail(text: &str, manifest: &Path, dir: &Path) -> ! {
     eprint!("{text}");
+    let bootstrap = manifest.join(".ci/bootstrap-registry");
+    let checker = if bootstrap.is_dir() {
+        format!(
+            "KCAP_MCP_REGISTRY_DIR={} cargo run --manifest-path {} --bin kcap-mcp-registry -- check {}",
+            shell_word(&bootstrap),
+            shell_word(&manifest.join("Cargo.toml")),
+            shell_word(dir)
+        )
+    } else {
+        format!(
+            "env -u KCAP_MCP_REGISTRY_DIR cargo install kcap-mcp-registry --version {} --locked && kcap-mcp-registry check {}",
+            env!("CARGO_PKG_VERSION"),
+            shell_word(dir)
+        )
+    };
     eprintln!(
-        "the MCP server registry is invalid; the same report, in any format, from a checker built \
-         without it: KCAP_MCP_REGISTRY_DIR=.ci/bootstrap-registry cargo run -- check registry"
+        "the MCP server registry is invalid; the same report, in any format, from a checker \
+         built without it: {checker}"
     );
     std::process::exit(1)
+}
+
+/// `path` as one POSIX shell word: as is when it holds only characters no shell treats
+/// specially, otherwise single-quoted.
+fn shell_word(path: &Path) -> String {
+    let s = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// An id as a `phf` key over its bytes, written as a byte string literal (`b"kcap-review"`).
@@ -88,7 +113,7 @@ impl phf_shared::FmtConst for ByteKey<'_> {
 
 /// The @generated table: `SERVERS` sorted by id, `INDEX` from id to position, and the length
 /// bounds `lookup` checks before hashing.
-fn generate(entries: &[Entry]) -> String {
+fn generate(entries: &[RegistryEntry]) -> String {
     let mut s = String::from(
         "// @generated by build.rs from the registry's *.toml files. Do not edit.\n\n",
     );
@@ -96,14 +121,25 @@ fn generate(entries: &[Entry]) -> String {
     // in linear time, but one array literal of thousands of nested struct literals takes
     // about six times as long (measured at 10,000 entries; see BENCHMARKS.md).
     for (i, e) in entries.iter().enumerate() {
-        let args: Vec<String> = e.args.iter().map(|a| format!("{a:?}")).collect();
-        let env: Vec<String> = e
-            .env
+        // Every field by name, no `..`: a new registry key does not compile until it is
+        // written into the table.
+        let RegistryEntry {
+            id,
+            description,
+            args,
+            starts_flows,
+            allowlistable,
+            read_only,
+            needs_project_cwd,
+            env,
+            tools,
+        } = e;
+        let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+        let env: Vec<String> = env
             .iter()
             .map(|(n, src)| format!("({n:?}, EnvSource::{src:?})"))
             .collect();
-        let tools: Vec<String> = e
-            .tools
+        let tools: Vec<String> = tools
             .iter()
             .map(|t| {
                 format!(
@@ -114,14 +150,8 @@ fn generate(entries: &[Entry]) -> String {
             .collect();
         writeln!(
             s,
-            "const SERVER_{i}: McpServer = McpServer {{\n    id: {:?},\n    description: {:?},\n    args: &[{}],\n    starts_flows: {},\n    allowlistable: {},\n    read_only: {},\n    needs_project_cwd: {},\n    env: &[{}],\n    tools: &[{}],\n}};",
-            e.id,
-            e.description,
+            "const SERVER_{i}: McpServer = McpServer {{\n    id: {id:?},\n    description: {description:?},\n    args: &[{}],\n    starts_flows: {starts_flows},\n    allowlistable: {allowlistable},\n    read_only: {read_only},\n    needs_project_cwd: {needs_project_cwd},\n    env: &[{}],\n    tools: &[{}],\n}};",
             args.join(", "),
-            e.starts_flows,
-            e.allowlistable,
-            e.read_only,
-            e.needs_project_cwd,
             env.join(", "),
             tools.join(", "),
         )

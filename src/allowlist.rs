@@ -99,6 +99,41 @@ pub enum RejectReason {
     NotReadOnly,
 }
 
+impl RejectReason {
+    /// The stable name `resolve` prints: `blank`, `unknown`, `starts_flows` or
+    /// `not_read_only`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RejectReason::Blank => "blank",
+            RejectReason::Unknown => "unknown",
+            RejectReason::StartsFlows => "starts_flows",
+            RejectReason::NotReadOnly => "not_read_only",
+        }
+    }
+
+    /// Why the strict policy refuses the entry, one clause (e.g. "the server can start
+    /// flows").
+    pub const fn explanation(self) -> &'static str {
+        match self {
+            RejectReason::Blank => "it is blank",
+            RejectReason::Unknown => "it is not a kcap MCP server",
+            RejectReason::StartsFlows => "the server can start flows",
+            RejectReason::NotReadOnly => "the server is not read-only, so its tools need approval",
+        }
+    }
+
+    /// Why the strict policy refuses an entry the lenient policy skips as `kind`; `None` for
+    /// the kinds both policies skip (`Reserved`, a no-op, and `Duplicate`).
+    pub const fn of_skip(kind: SkipKind) -> Option<RejectReason> {
+        match kind {
+            SkipKind::Blank => Some(RejectReason::Blank),
+            SkipKind::Unknown => Some(RejectReason::Unknown),
+            SkipKind::StartsFlows => Some(RejectReason::StartsFlows),
+            SkipKind::Reserved | SkipKind::Duplicate => None,
+        }
+    }
+}
+
 /// [`Policy::Strict`] refused the allowlist because of this entry (the first offending one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
@@ -118,12 +153,7 @@ impl fmt::Display for Rejection {
             None => f.write_str("null")?,
         }
         f.write_str(" is refused by the strict policy: ")?;
-        f.write_str(match self.reason {
-            RejectReason::Blank => "it is blank",
-            RejectReason::Unknown => "it is not a kcap MCP server",
-            RejectReason::StartsFlows => "the server can start flows",
-            RejectReason::NotReadOnly => "the server is not read-only, so its tools need approval",
-        })
+        f.write_str(self.reason.explanation())
     }
 }
 
@@ -298,16 +328,59 @@ pub fn resolve_allowlist<S: AsRef<str>>(
                 }
                 resolution.push(index, server);
             }
-            Ok(_) | Err(SkipKind::Reserved | SkipKind::Duplicate) => {}
-            Err(kind) if policy == Policy::Strict => {
-                return Err(reject(match kind {
-                    SkipKind::Blank => RejectReason::Blank,
-                    SkipKind::Unknown => RejectReason::Unknown,
-                    _ => RejectReason::StartsFlows,
-                }));
+            Ok(_) => {}
+            Err(kind) => {
+                if let (Policy::Strict, Some(reason)) = (policy, RejectReason::of_skip(kind)) {
+                    return Err(reject(reason));
+                }
             }
-            Err(_) => {}
         }
     }
     Ok(resolution)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Policy, RejectReason, SkipKind, resolve_allowlist};
+
+    #[test]
+    fn the_strict_policy_refuses_each_skip_kind_for_its_own_reason() {
+        let cases = [
+            (SkipKind::Blank, Some(RejectReason::Blank)),
+            (SkipKind::Unknown, Some(RejectReason::Unknown)),
+            (SkipKind::StartsFlows, Some(RejectReason::StartsFlows)),
+            (SkipKind::Reserved, None),
+            (SkipKind::Duplicate, None),
+        ];
+        for (kind, reason) in cases {
+            assert_eq!(RejectReason::of_skip(kind), reason, "{kind:?}");
+        }
+        let refused = |name: &str| {
+            resolve_allowlist(&[Some(name)], Policy::Strict)
+                .unwrap_err()
+                .reason
+        };
+        assert_eq!(refused(" "), RejectReason::Blank);
+        assert_eq!(refused("kcap-nope"), RejectReason::Unknown);
+        assert_eq!(refused("kcap-flows"), RejectReason::StartsFlows);
+        assert_eq!(refused("kcap-memory"), RejectReason::NotReadOnly);
+        assert_eq!(
+            [
+                RejectReason::Blank,
+                RejectReason::Unknown,
+                RejectReason::StartsFlows,
+                RejectReason::NotReadOnly
+            ]
+            .map(|r| (r.name(), r.explanation())),
+            [
+                ("blank", "it is blank"),
+                ("unknown", "it is not a kcap MCP server"),
+                ("starts_flows", "the server can start flows"),
+                (
+                    "not_read_only",
+                    "the server is not read-only, so its tools need approval"
+                ),
+            ]
+        );
+    }
 }

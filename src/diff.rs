@@ -1,5 +1,6 @@
 //! What a registry change means (`diff OLD_DIR NEW_DIR`): servers added and removed, every
-//! changed field, and the security-relevant flips listed first.
+//! changed field, and the security-relevant flips listed first. Which keys are
+//! security-relevant is one table (`compare_key`), matched exhaustively over [`EntryKey`].
 //!
 //! Security-relevant ([`Change::security`]): any change of `args` (what runs),
 //! `starts_flows`, `allowlistable` or `read_only`; a new server that starts flows (the
@@ -8,14 +9,15 @@
 //! server — that is `unattended_safe`); an env var whose source becomes `agent_id` (a changed
 //! source, or a new env var, on a new or an existing server).
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::export::pretty;
-use crate::inspect::EntryJson;
-use crate::schema::Entry;
+use crate::model::EnvSource;
+use crate::schema::{EntryKey, Key, RegistryEntry};
 
 /// One changed field of a server present in both registries, or a security-relevant field of
 /// a new server.
@@ -40,37 +42,99 @@ pub struct Change {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RegistryDiff {
     /// Servers only in the new registry, sorted by id.
-    pub added: Vec<Entry>,
+    pub added: Vec<RegistryEntry>,
     /// Servers only in the old registry, sorted by id.
-    pub removed: Vec<Entry>,
+    pub removed: Vec<RegistryEntry>,
     /// Field changes, by server id, then in field order.
     pub changes: Vec<Change>,
 }
 
-/// Compares two registries (each sorted by id, as `validate_dir` returns them).
-pub fn diff(old: &[Entry], new: &[Entry]) -> RegistryDiff {
+/// How `diff` treats one registry key: the one table of keys and their security relevance.
+#[derive(Clone, Copy)]
+enum Compare {
+    /// The id: what entries are matched by, never a change.
+    Identity,
+    /// The whole value ([`value`]). `security`: any change of it is security-relevant.
+    /// `flag_new`: a new server with it `true` is a security-relevant change too.
+    Whole { security: bool, flag_new: bool },
+    /// Each env var's source, by name; security-relevant when it becomes `agent_id` (also on
+    /// a new server).
+    EnvSources,
+    /// Each tool's `unattended_safe`, by name; security-relevant when it becomes `true` (also
+    /// on a new server). Then the order of the tools both versions have (not relevant).
+    Tools,
+}
+
+/// The table: how each key is compared. Exhaustive, so a new key does not compile until it
+/// is placed here.
+fn compare_key(key: EntryKey) -> Compare {
+    let whole = |security, flag_new| Compare::Whole { security, flag_new };
+    match key {
+        EntryKey::Id => Compare::Identity,
+        EntryKey::Description | EntryKey::NeedsProjectCwd => whole(false, false),
+        EntryKey::Args | EntryKey::Allowlistable => whole(true, false),
+        EntryKey::StartsFlows | EntryKey::ReadOnly => whole(true, true),
+        EntryKey::Env => Compare::EnvSources,
+        EntryKey::Tools => Compare::Tools,
+    }
+}
+
+/// The value of a [`Compare::Whole`] key as JSON.
+fn value(e: &RegistryEntry, key: EntryKey) -> Value {
+    match key {
+        EntryKey::Id => json!(e.id),
+        EntryKey::Description => json!(e.description),
+        EntryKey::Args => json!(e.args),
+        EntryKey::StartsFlows => json!(e.starts_flows),
+        EntryKey::Allowlistable => json!(e.allowlistable),
+        EntryKey::ReadOnly => json!(e.read_only),
+        EntryKey::NeedsProjectCwd => json!(e.needs_project_cwd),
+        EntryKey::Env => json!(e.env.iter().map(|(n, s)| (n, s.name())).collect::<Vec<_>>()),
+        EntryKey::Tools => json!(e.tools),
+    }
+}
+
+/// Compares two registries in one pass over both, in O(old + new) comparisons of entries.
+/// Each side is taken in id order (as `validate_dir` returns it; another order is sorted
+/// first).
+pub fn diff(old: &[RegistryEntry], new: &[RegistryEntry]) -> RegistryDiff {
     let mut d = RegistryDiff {
         added: Vec::new(),
         removed: Vec::new(),
         changes: Vec::new(),
     };
-    let mut ids: Vec<&str> = old.iter().chain(new).map(|e| e.id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for id in ids {
-        let o = old.iter().find(|e| e.id == id);
-        let n = new.iter().find(|e| e.id == id);
-        match (o, n) {
-            (Some(o), Some(n)) => compare(o, n, &mut d.changes),
-            (None, Some(n)) => {
-                d.added.push(n.clone());
-                new_server_flips(n, &mut d.changes);
+    let (old, new) = (by_id(old), by_id(new));
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let order = match (o.peek(), n.peek()) {
+            (Some(a), Some(b)) => a.id.cmp(&b.id),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => break,
+        };
+        match order {
+            Ordering::Less => d.removed.extend(o.next().map(|&e| e.clone())),
+            Ordering::Greater => {
+                let added = n.next().expect("peeked");
+                new_server_flips(added, &mut d.changes);
+                d.added.push((*added).clone());
             }
-            (Some(o), None) => d.removed.push(o.clone()),
-            (None, None) => {}
+            Ordering::Equal => {
+                let (a, b) = (o.next().expect("peeked"), n.next().expect("peeked"));
+                compare(a, b, &mut d.changes);
+            }
         }
     }
     d
+}
+
+/// `entries` in id order, without sorting when they already are.
+fn by_id(entries: &[RegistryEntry]) -> Vec<&RegistryEntry> {
+    let mut refs: Vec<&RegistryEntry> = entries.iter().collect();
+    if !refs.is_sorted_by(|a, b| a.id <= b.id) {
+        refs.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    refs
 }
 
 fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> Change {
@@ -84,113 +148,108 @@ fn change(server: &str, field: &str, old: Value, new: Value, security: bool) -> 
 }
 
 /// The security-relevant facts of a server that did not exist before.
-fn new_server_flips(n: &Entry, out: &mut Vec<Change>) {
-    for (field, set) in [("starts_flows", n.starts_flows), ("read_only", n.read_only)] {
-        if set {
-            out.push(change(&n.id, field, Value::Null, json!(true), true));
+fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
+    for &key in EntryKey::ALL {
+        match compare_key(key) {
+            Compare::Identity
+            | Compare::Whole {
+                flag_new: false, ..
+            } => {}
+            Compare::Whole { flag_new: true, .. } => {
+                if value(n, key) == json!(true) {
+                    out.push(change(&n.id, key.name(), Value::Null, json!(true), true));
+                }
+            }
+            Compare::EnvSources => {
+                for (name, src) in n.env.iter().filter(|(_, s)| *s == EnvSource::AgentId) {
+                    out.push(change(
+                        &n.id,
+                        &format!("env.{name}"),
+                        Value::Null,
+                        json!(src.name()),
+                        true,
+                    ));
+                }
+            }
+            Compare::Tools => {
+                for t in n.tools.iter().filter(|t| t.unattended_safe) {
+                    out.push(change(
+                        &n.id,
+                        &format!("tools.{}.unattended_safe", t.name),
+                        Value::Null,
+                        json!(true),
+                        true,
+                    ));
+                }
+            }
         }
-    }
-    for (name, src) in &n.env {
-        if *src == crate::EnvSource::AgentId {
-            out.push(change(
-                &n.id,
-                &format!("env.{name}"),
-                Value::Null,
-                json!(src.name()),
-                true,
-            ));
-        }
-    }
-    for t in n.tools.iter().filter(|t| t.unattended_safe) {
-        out.push(change(
-            &n.id,
-            &format!("tools.{}.unattended_safe", t.name),
-            Value::Null,
-            json!(true),
-            true,
-        ));
     }
 }
 
-fn compare(o: &Entry, n: &Entry, out: &mut Vec<Change>) {
+/// Every changed field of a server in both registries, in key order.
+fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
     let id = &n.id;
     let mut field = |name: &str, old: Value, new: Value, security: bool| {
         if old != new {
             out.push(change(id, name, old, new, security));
         }
     };
-    field(
-        "description",
-        json!(o.description),
-        json!(n.description),
-        false,
-    );
-    field("args", json!(o.args), json!(n.args), true);
-    field(
-        "starts_flows",
-        json!(o.starts_flows),
-        json!(n.starts_flows),
-        true,
-    );
-    field(
-        "allowlistable",
-        json!(o.allowlistable),
-        json!(n.allowlistable),
-        true,
-    );
-    field("read_only", json!(o.read_only), json!(n.read_only), true);
-    field(
-        "needs_project_cwd",
-        json!(o.needs_project_cwd),
-        json!(n.needs_project_cwd),
-        false,
-    );
-
-    let source = |e: &Entry, name: &str| {
-        e.env
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(Value::Null, |(_, s)| json!(s.name()))
-    };
-    let mut env_names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
-    env_names.extend(
-        o.env
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .filter(|name| !n.env.iter().any(|(m, _)| m == name)),
-    );
-    for name in env_names {
-        let (old, new) = (source(o, name), source(n, name));
-        let security = new == json!(crate::EnvSource::AgentId.name());
-        field(&format!("env.{name}"), old, new, security);
+    for &key in EntryKey::ALL {
+        match compare_key(key) {
+            Compare::Identity => {}
+            Compare::Whole { security, .. } => {
+                field(key.name(), value(o, key), value(n, key), security);
+            }
+            Compare::EnvSources => {
+                let source = |e: &RegistryEntry, name: &str| {
+                    e.env
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or(Value::Null, |(_, s)| json!(s.name()))
+                };
+                let mut names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
+                names.extend(
+                    o.env
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .filter(|name| !n.env.iter().any(|(m, _)| m == name)),
+                );
+                for name in names {
+                    let (old, new) = (source(o, name), source(n, name));
+                    let security = new == json!(EnvSource::AgentId.name());
+                    field(&format!("env.{name}"), old, new, security);
+                }
+            }
+            Compare::Tools => {
+                let safe = |e: &RegistryEntry, name: &str| {
+                    e.tools
+                        .iter()
+                        .find(|t| t.name == name)
+                        .map_or(Value::Null, |t| json!(t.unattended_safe))
+                };
+                let mut names: Vec<&str> = n.tools.iter().map(|t| t.name.as_str()).collect();
+                names.extend(
+                    o.tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .filter(|name| !n.tools.iter().any(|t| t.name == *name)),
+                );
+                for name in names {
+                    let (old, new) = (safe(o, name), safe(n, name));
+                    let security = new == json!(true);
+                    field(&format!("tools.{name}.unattended_safe"), old, new, security);
+                }
+                let common = |a: &RegistryEntry, b: &RegistryEntry| -> Vec<String> {
+                    a.tools
+                        .iter()
+                        .filter(|t| b.tools.iter().any(|u| u.name == t.name))
+                        .map(|t| t.name.clone())
+                        .collect()
+                };
+                field("tools", json!(common(o, n)), json!(common(n, o)), false);
+            }
+        }
     }
-
-    let safe = |e: &Entry, name: &str| {
-        e.tools
-            .iter()
-            .find(|t| t.name == name)
-            .map_or(Value::Null, |t| json!(t.unattended_safe))
-    };
-    let mut tool_names: Vec<&str> = n.tools.iter().map(|t| t.name.as_str()).collect();
-    tool_names.extend(
-        o.tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .filter(|name| !n.tools.iter().any(|t| t.name == *name)),
-    );
-    for name in tool_names {
-        let (old, new) = (safe(o, name), safe(n, name));
-        let security = new == json!(true);
-        field(&format!("tools.{name}.unattended_safe"), old, new, security);
-    }
-    let common = |a: &Entry, b: &Entry| -> Vec<String> {
-        a.tools
-            .iter()
-            .filter(|t| b.tools.iter().any(|u| u.name == t.name))
-            .map(|t| t.name.clone())
-            .collect()
-    };
-    field("tools", json!(common(o, n)), json!(common(n, o)), false);
 }
 
 impl RegistryDiff {
@@ -218,14 +277,14 @@ impl RegistryDiff {
         #[derive(Serialize)]
         struct DiffJson<'a> {
             security: Vec<&'a Change>,
-            added: Vec<EntryJson<'a>>,
-            removed: Vec<EntryJson<'a>>,
+            added: &'a [RegistryEntry],
+            removed: &'a [RegistryEntry],
             changes: Vec<&'a Change>,
         }
         pretty(&DiffJson {
             security: self.security().collect(),
-            added: self.added.iter().map(EntryJson::from).collect(),
-            removed: self.removed.iter().map(EntryJson::from).collect(),
+            added: &self.added,
+            removed: &self.removed,
             changes: self.changes.iter().filter(|c| !c.security).collect(),
         })
     }
@@ -249,7 +308,7 @@ impl RegistryDiff {
             &security,
             change_line,
         );
-        let added: Vec<&Entry> = self.added.iter().collect();
+        let added: Vec<&RegistryEntry> = self.added.iter().collect();
         section(&mut out, "Added servers", &added, |e| {
             format!(
                 "{}: {} (args {}, starts_flows {}, allowlistable {}, read_only {})",
@@ -261,7 +320,7 @@ impl RegistryDiff {
                 code(&e.read_only.to_string()),
             )
         });
-        let removed: Vec<&Entry> = self.removed.iter().collect();
+        let removed: Vec<&RegistryEntry> = self.removed.iter().collect();
         section(&mut out, "Removed servers", &removed, |e| {
             format!("{}: {}", code(&e.id), code(&e.description))
         });

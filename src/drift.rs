@@ -31,7 +31,7 @@ use crate::clients::loaded::{Loaded, Span};
 use crate::diagnostic::{Location, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
-use crate::schema::Entry;
+use crate::schema::RegistryEntry;
 
 /// The client's display name in findings: `Claude Code`, `Codex CLI`, `Gemini CLI`,
 /// `OpenCode`.
@@ -125,7 +125,7 @@ pub fn detect_client(path: &Path, text: &str) -> Result<Client, String> {
 /// its client cannot be told. Everything the client itself refuses is a `drift-rejected`
 /// finding instead.
 pub fn check_against(
-    entries: &[Entry],
+    entries: &[RegistryEntry],
     command: &str,
     path: &Path,
     opts: &AgainstOptions,
@@ -425,7 +425,7 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// run `command`) and what `client` does according to `loaded`: refusals first, then
 /// registry servers in registry order, then extra ones sorted by name.
 pub fn drift(
-    entries: &[Entry],
+    entries: &[RegistryEntry],
     command: &str,
     client: Client,
     project: Option<&str>,

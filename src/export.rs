@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 
 use crate::model::{EnvSource, MAX_ID_LEN};
 use crate::schema::{
-    ENTRY_KEYS, ENV_NAME_PATTERN, Entry, ID_PATTERN, KeySpec, MAX_DESCRIPTION_CHARS, TOOL_KEYS,
-    TOOL_NAME_PATTERN, ValueKind, is_forbidden_char,
+    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, RegistryEntry,
+    TOOL_NAME_PATTERN, ToolKey, ValueKind, is_forbidden_char,
 };
 
 /// The `command` registration files give every server unless told otherwise: the kcap
@@ -29,7 +29,7 @@ pub const DEFAULT_COMMAND: &str = "kcap";
 /// registry order. Injection-only entries (the result channel `kcap-flow-result`) need the
 /// launcher's agent id and are never registered. Flow-starting servers are included: the
 /// recursion guard applies to reviewers, not to a person's own client.
-pub fn registrations(entries: &[Entry]) -> impl Iterator<Item = &Entry> {
+pub fn registrations(entries: &[RegistryEntry]) -> impl Iterator<Item = &RegistryEntry> {
     entries.iter().filter(|e| e.allowlistable)
 }
 
@@ -60,7 +60,7 @@ impl Default for RegistrationOptions {
 impl RegistrationOptions {
     /// The env vars written for `entry`: those whose source is `server_url`, in registry
     /// order, when [`RegistrationOptions::server_url`] is set.
-    pub(crate) fn env<'e>(&'e self, entry: &'e Entry) -> Vec<(&'e str, &'e str)> {
+    pub(crate) fn env<'e>(&'e self, entry: &'e RegistryEntry) -> Vec<(&'e str, &'e str)> {
         let Some(url) = &self.server_url else {
             return Vec::new();
         };
@@ -75,7 +75,7 @@ impl RegistrationOptions {
 
 /// The ids of the entries with `starts_flows = true`, as a pretty-printed JSON array of
 /// strings in registry order: the kcap server's own deny-list of flow-starting MCP servers.
-pub fn denylist(entries: &[Entry]) -> String {
+pub fn denylist(entries: &[RegistryEntry]) -> String {
     let ids: Vec<&str> = entries
         .iter()
         .filter(|e| e.starts_flows)
@@ -90,7 +90,7 @@ pub fn json_schema() -> String {
 }
 
 /// A JSON Schema (draft 2020-12) of one registry file, read as JSON (as TOML editors such as
-/// taplo / Even Better TOML do), generated from [`ENTRY_KEYS`], [`TOOL_KEYS`], the pattern
+/// taplo / Even Better TOML do), generated from [`EntryKey`], [`ToolKey`], the pattern
 /// constants and [`is_forbidden_char`] of [`crate::schema`].
 ///
 /// It expresses every per-key rule: `unknown-key` (`additionalProperties: false`),
@@ -98,7 +98,7 @@ pub fn json_schema() -> String {
 /// `args-format`, `env-name`, `env-source` and `tool-name`. The other rules need the file
 /// name, other files, the parse itself, or relate several keys; only `check` runs them.
 pub fn json_schema_value() -> Value {
-    let mut schema = object_schema(&ENTRY_KEYS, entry_key_schema);
+    let mut schema = object_schema(entry_key_schema);
     let fields = schema.as_object_mut().expect("an object");
     let mut head = Map::new();
     head.insert(
@@ -117,17 +117,22 @@ pub fn json_schema_value() -> Value {
     Value::Object(head)
 }
 
-/// `{"type":"object","properties":{…},"required":[…],"additionalProperties":false}`.
-fn object_schema(keys: &[KeySpec], key_schema: fn(&KeySpec) -> Value) -> Value {
+/// `{"type":"object","properties":{…},"required":[…],"additionalProperties":false}` over
+/// every key of `K`.
+fn object_schema<K: Key>(key_schema: fn(K) -> Value) -> Value {
     let mut properties = Map::new();
-    for spec in keys {
-        let mut s = key_schema(spec);
+    for &key in K::ALL {
+        let mut s = key_schema(key);
         s.as_object_mut()
             .expect("an object")
-            .insert("description".into(), json!(spec.meaning));
-        properties.insert(spec.name.into(), s);
+            .insert("description".into(), json!(key.meaning()));
+        properties.insert(key.name().into(), s);
     }
-    let required: Vec<&str> = keys.iter().filter(|k| k.required).map(|k| k.name).collect();
+    let required: Vec<&str> = K::ALL
+        .iter()
+        .filter(|k| k.required())
+        .map(|k| k.name())
+        .collect();
     json!({
         "type": "object",
         "properties": properties,
@@ -136,20 +141,20 @@ fn object_schema(keys: &[KeySpec], key_schema: fn(&KeySpec) -> Value) -> Value {
     })
 }
 
-fn entry_key_schema(spec: &KeySpec) -> Value {
-    match (spec.name, spec.kind) {
-        ("id", ValueKind::String) => json!({
+fn entry_key_schema(key: EntryKey) -> Value {
+    match key {
+        EntryKey::Id => json!({
             "type": "string",
             "pattern": ID_PATTERN,
             "maxLength": MAX_ID_LEN,
         }),
-        ("description", ValueKind::String) => json!({
+        EntryKey::Description => json!({
             "type": "string",
             "minLength": 1,
             "maxLength": MAX_DESCRIPTION_CHARS,
             "pattern": one_line_pattern(),
         }),
-        ("args", ValueKind::StringArray) => json!({
+        EntryKey::Args => json!({
             "type": "array",
             "minItems": 1,
             "items": {
@@ -160,21 +165,25 @@ fn entry_key_schema(spec: &KeySpec) -> Value {
                 "not": { "pattern": "\\$\\{" },
             },
         }),
-        ("tools", ValueKind::ToolArray) => json!({
+        EntryKey::Tools => json!({
             "type": "array",
-            "items": object_schema(&TOOL_KEYS, tool_key_schema),
+            "items": object_schema(tool_key_schema),
         }),
-        (_, kind) => kind_schema(kind),
+        EntryKey::StartsFlows
+        | EntryKey::Allowlistable
+        | EntryKey::ReadOnly
+        | EntryKey::NeedsProjectCwd
+        | EntryKey::Env => kind_schema(key.kind()),
     }
 }
 
-fn tool_key_schema(spec: &KeySpec) -> Value {
-    match (spec.name, spec.kind) {
-        ("name", ValueKind::String) => json!({
+fn tool_key_schema(key: ToolKey) -> Value {
+    match key {
+        ToolKey::Name => json!({
             "type": "string",
             "pattern": TOOL_NAME_PATTERN,
         }),
-        (_, kind) => kind_schema(kind),
+        ToolKey::UnattendedSafe => kind_schema(key.kind()),
     }
 }
 

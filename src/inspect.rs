@@ -1,35 +1,44 @@
 //! Views of the registry for people: `list` (a table or JSON of the entries) and `resolve`
 //! (what each allowlist entry resolves to), plus [`compiled_entries`], the compiled-in
-//! registry as [`Entry`] values so every view and export has one input type.
+//! registry as [`RegistryEntry`] values so every view and export has one input type.
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
-
-use crate::allowlist::{Policy, RejectReason, resolve_allowlist};
+use crate::allowlist::{Policy, resolve_allowlist};
 use crate::export::pretty;
-use crate::model::{EnvSource, McpServer};
-use crate::schema::{Entry, ToolEntry};
+use crate::model::McpServer;
+use crate::schema::{RegistryEntry, ToolEntry};
 
 /// The compiled-in registry ([`crate::servers`]) as owned entries, sorted by id: the same
 /// values `validate_dir` returns for the `registry/` directory it was built from.
-pub fn compiled_entries() -> Vec<Entry> {
+pub fn compiled_entries() -> Vec<RegistryEntry> {
     crate::servers().iter().map(entry_of).collect()
 }
 
-/// One compiled server as an [`Entry`].
-pub fn entry_of(s: &McpServer) -> Entry {
-    Entry {
-        id: s.id.into(),
-        description: s.description.into(),
-        args: s.args.iter().map(|&a| a.into()).collect(),
-        starts_flows: s.starts_flows,
-        allowlistable: s.allowlistable,
-        read_only: s.read_only,
-        needs_project_cwd: s.needs_project_cwd,
-        env: s.env.iter().map(|&(n, src)| (n.into(), src)).collect(),
-        tools: s
-            .tools
+/// One compiled server as a [`RegistryEntry`].
+pub fn entry_of(s: &McpServer) -> RegistryEntry {
+    // Every field by name, no `..`: a new registry key does not compile until it is here.
+    let McpServer {
+        id,
+        description,
+        args,
+        starts_flows,
+        allowlistable,
+        read_only,
+        needs_project_cwd,
+        env,
+        tools,
+    } = *s;
+    RegistryEntry {
+        id: id.into(),
+        description: description.into(),
+        args: args.iter().map(|&a| a.into()).collect(),
+        starts_flows,
+        allowlistable,
+        read_only,
+        needs_project_cwd,
+        env: env.iter().map(|&(n, src)| (n.into(), src)).collect(),
+        tools: tools
             .iter()
             .map(|t| ToolEntry {
                 name: t.name.into(),
@@ -39,76 +48,17 @@ pub fn entry_of(s: &McpServer) -> Entry {
     }
 }
 
-/// An entry's JSON shape, keys in registry-file order: `{"id", "description", "args",
-/// "starts_flows", "allowlistable", "read_only", "needs_project_cwd", "env": [{"name",
-/// "source"}…], "tools": [{"name", "unattended_safe"}…]}`. `env` and `tools` are arrays
-/// because their order is meaningful.
-#[derive(Serialize)]
-pub struct EntryJson<'a> {
-    id: &'a str,
-    description: &'a str,
-    args: &'a [String],
-    starts_flows: bool,
-    allowlistable: bool,
-    read_only: bool,
-    needs_project_cwd: bool,
-    env: Vec<EnvJson<'a>>,
-    tools: Vec<ToolJson<'a>>,
-}
-
-#[derive(Serialize)]
-struct EnvJson<'a> {
-    name: &'a str,
-    source: &'static str,
-}
-
-#[derive(Serialize)]
-struct ToolJson<'a> {
-    name: &'a str,
-    unattended_safe: bool,
-}
-
-impl<'a> From<&'a Entry> for EntryJson<'a> {
-    fn from(e: &'a Entry) -> Self {
-        EntryJson {
-            id: &e.id,
-            description: &e.description,
-            args: &e.args,
-            starts_flows: e.starts_flows,
-            allowlistable: e.allowlistable,
-            read_only: e.read_only,
-            needs_project_cwd: e.needs_project_cwd,
-            env: e
-                .env
-                .iter()
-                .map(|(name, src)| EnvJson {
-                    name,
-                    source: EnvSource::name(*src),
-                })
-                .collect(),
-            tools: e
-                .tools
-                .iter()
-                .map(|t| ToolJson {
-                    name: &t.name,
-                    unattended_safe: t.unattended_safe,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The entries as a pretty-printed JSON array of [`EntryJson`], with a trailing newline.
-pub fn list_json(entries: &[Entry]) -> String {
-    let items: Vec<EntryJson<'_>> = entries.iter().map(EntryJson::from).collect();
-    pretty(&items)
+/// The entries as a pretty-printed JSON array in the shape of [`RegistryEntry`]'s `Serialize`
+/// (the keys of a registry file, in file order), with a trailing newline.
+pub fn list_json(entries: &[RegistryEntry]) -> String {
+    pretty(&entries)
 }
 
 /// The entries as an aligned text table, one row per entry: `ID`, `FLAGS` (a comma-separated
 /// subset of `starts-flows`, `injection-only`, `read-only`, `project-cwd`, or `-`), `TOOLS`
 /// (`safe/total`: how many tools are `unattended_safe`), `ARGS` (space-joined) and
 /// `DESCRIPTION`. Columns are separated by two spaces; the last is not padded.
-pub fn list_table(entries: &[Entry]) -> String {
+pub fn list_table(entries: &[RegistryEntry]) -> String {
     let mut rows = vec![[
         "ID".to_string(),
         "FLAGS".into(),
@@ -186,15 +136,7 @@ pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
         match (rejection, skip) {
             (Some(r), _) => {
                 rejected = true;
-                let (reason, why) = match r.reason {
-                    RejectReason::Blank => ("blank", "it is blank"),
-                    RejectReason::Unknown => ("unknown", "it is not a kcap MCP server"),
-                    RejectReason::StartsFlows => ("starts_flows", "the server can start flows"),
-                    RejectReason::NotReadOnly => (
-                        "not_read_only",
-                        "the server is not read-only, so its tools need approval",
-                    ),
-                };
+                let (reason, why) = (r.reason.name(), r.reason.explanation());
                 let _ = writeln!(text, "rejected ({reason}): {why}");
             }
             (None, Some(s)) => {

@@ -65,8 +65,6 @@
 mod allowlist;
 pub mod clients;
 pub mod decode;
-#[cfg(feature = "validate")]
-pub mod diagnostic;
 #[cfg(feature = "cli")]
 pub mod diff;
 #[cfg(feature = "cli")]
@@ -92,5 +90,7 @@ pub use clients::{LaunchContext, LaunchError, RenderError};
 pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 pub use registry::{lookup, result_channel, servers};
 #[cfg(feature = "validate")]
-pub use schema::{CheckError, Entry, validate_dir};
+pub use schema::diagnostic;
+#[cfg(feature = "validate")]
+pub use schema::{CheckError, RegistryEntry, validate_dir, validate_path};
 pub use wire::LaunchCommand;

@@ -24,7 +24,7 @@ use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{CheckError, Entry, LaunchCommand, Policy, diagnostic, inspect};
+use kcap_mcp_registry::{CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -154,8 +154,9 @@ Example:
 
 #[derive(Args)]
 struct CheckArgs {
-    /// The registry directory.
-    #[arg(default_value = "registry")]
+    /// The registry directory, or one file of it (checked with its directory's cross-file
+    /// rules: unique ids, the result channel).
+    #[arg(default_value = "registry", value_name = "DIR|FILE")]
     dir: PathBuf,
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
@@ -461,7 +462,7 @@ fn stderr_color() -> bool {
 
 /// The registry in `dir` (validated), or the compiled-in one. Violations are printed
 /// (human format) and give exit code 1; an unreadable directory gives 2.
-fn load(dir: Option<&Path>) -> Result<Vec<Entry>, ExitCode> {
+fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, ExitCode> {
     let Some(dir) = dir else {
         return Ok(inspect::compiled_entries());
     };
@@ -486,7 +487,12 @@ fn check(args: CheckArgs) -> ExitCode {
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    let entries = match kcap_mcp_registry::validate_dir(&args.dir) {
+    if !args.against.is_empty() && args.dir.is_file() {
+        return input_error(
+            "--against compares a whole registry with a registration file: give the registry directory",
+        );
+    }
+    let entries = match kcap_mcp_registry::validate_path(&args.dir) {
         Ok(entries) => entries,
         Err(CheckError::Load(e)) => return input_error(e),
         Err(CheckError::Invalid(diags)) => {
@@ -522,8 +528,9 @@ fn check(args: CheckArgs) -> ExitCode {
     match args.format {
         CheckFormat::Human => {
             outln!(
-                "ok: {} registry entries in {}",
+                "ok: {} registry entr{} in {}",
                 entries.len(),
+                if entries.len() == 1 { "y" } else { "ies" },
                 args.dir.display()
             );
             for f in &files {

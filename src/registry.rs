@@ -31,7 +31,7 @@ mod table {
 /// assert!(lookup("   ").is_none());
 /// ```
 pub fn lookup(name: &str) -> Option<&'static McpServer> {
-    let name = untrimmed(name);
+    let name = trimmed_bytes(name);
     if name.len() > table::LONGEST_ID || name.len() < table::SHORTEST_ID {
         return None;
     }
@@ -73,7 +73,7 @@ fn hashed(name: &[u8]) -> Option<&'static McpServer> {
 /// return `name` unchanged (every non-ASCII whitespace character starts with a byte
 /// >= 0x80 and ends with a continuation byte >= 0x80).
 #[inline]
-fn untrimmed(name: &str) -> &[u8] {
+fn trimmed_bytes(name: &str) -> &[u8] {
     let kept = |b: u8| b.is_ascii() && !char::from(b).is_whitespace();
     match name.as_bytes() {
         [first, .., last] if kept(*first) && kept(*last) => name.as_bytes(),
@@ -106,7 +106,7 @@ pub fn result_channel() -> &'static McpServer {
 
 #[cfg(test)]
 mod tests {
-    use super::{hashed, lookup, scanned, untrimmed};
+    use super::{hashed, lookup, scanned, trimmed_bytes};
     use proptest::prelude::*;
 
     /// `lookup`'s meaning: `str::trim`, then an ASCII case-insensitive comparison with every
@@ -122,7 +122,7 @@ mod tests {
     /// Both search paths agree with the meaning, whichever one `lookup` takes for the
     /// compiled-in registry.
     fn check(name: &str) {
-        let trimmed = untrimmed(name);
+        let trimmed = trimmed_bytes(name);
         let expected = reference(name);
         assert_eq!(lookup(name).map(|s| s.id), expected, "lookup({name:?})");
         assert_eq!(

@@ -88,10 +88,12 @@ fn a_broken_registry_file_fails_the_build_naming_file_line_and_rule() {
         stderr.contains("error[unknown-key]: unknown key `start_flows`"),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("--> registry/kcap-memory.toml:4:1"),
-        "{stderr}"
+    // Absolute, so the path is right wherever cargo runs.
+    let shown = format!(
+        "--> {}:4:1",
+        krate.path().join("registry/kcap-memory.toml").display()
     );
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
     assert!(
         stderr.contains("help: did you mean `starts_flows`?"),
         "{stderr}"
@@ -112,10 +114,14 @@ fn an_allowlistable_result_channel_fails_the_build() {
         stderr.contains("error[result-channel-allowlistable]"),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("--> registry/kcap-flow-result.toml:7:17"),
-        "{stderr}"
+    let shown = format!(
+        "--> {}:7:17",
+        krate
+            .path()
+            .join("registry/kcap-flow-result.toml")
+            .display()
     );
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
 }
 
 #[test]
@@ -124,6 +130,8 @@ fn the_generated_table_is_byte_identical_across_builds() {
     // Two independent builds, each in its own target dir, so nothing is shared or cached.
     let table = |name: &str| {
         let target = target_dir().join(name);
+        // A previous run may have left a build of another version of the crate there.
+        let _ = std::fs::remove_dir_all(&target);
         let out = Command::new(env!("CARGO"))
             .args(["build", "--offline", "--lib", "--no-default-features"])
             .current_dir(krate.path())
@@ -173,7 +181,8 @@ fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
     let krate = copy_crate();
     let elsewhere = tempfile::tempdir().unwrap();
     // The same registry, broken in one file, in two places: `alt/` inside the crate, and a
-    // directory outside it. Each diagnostic names the directory the build script read.
+    // directory outside it. Each diagnostic names the directory the build script read, as an
+    // absolute path.
     let inside = krate.path().join("alt");
     let outside = elsewhere.path().join("registry");
     for dir in [&inside, &outside] {
@@ -185,7 +194,8 @@ fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
     let (ok, stderr) =
         cargo_build_with_registry_dir(krate.path(), elsewhere.path(), Path::new("alt"));
     assert!(!ok, "build should fail:\n{stderr}");
-    assert!(stderr.contains("--> alt/kcap-memory.toml:4:1"), "{stderr}");
+    let shown = format!("--> {}:4:1", inside.join("kcap-memory.toml").display());
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
 
     // Absolute: taken as is.
     let (ok, stderr) = cargo_build_with_registry_dir(krate.path(), krate.path(), &outside);
@@ -240,5 +250,69 @@ fn a_checker_built_on_the_bootstrap_registry_reports_a_broken_registry() {
             "::error file=registry/kcap-memory.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::unknown key `start_flows`"
         ),
         "{stdout}"
+    );
+}
+
+#[test]
+fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_this_checker() {
+    let krate = copy_crate();
+    edit(
+        &krate.path().join("registry/kcap-memory.toml"),
+        "starts_flows",
+        "start_flows",
+    );
+    // A daemon crate next to it, depending on it as the README says.
+    let daemon = tempfile::tempdir().unwrap();
+    std::fs::write(
+        daemon.path().join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"daemon\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nkcap-mcp-registry = {{ path = {:?}, default-features = false }}\n\n\
+             [workspace]\n",
+            krate.path().display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        krate.path().join("Cargo.lock"),
+        daemon.path().join("Cargo.lock"),
+    )
+    .unwrap();
+    std::fs::create_dir(daemon.path().join("src")).unwrap();
+    std::fs::write(daemon.path().join("src/lib.rs"), "").unwrap();
+
+    let (ok, stderr) = cargo_build(daemon.path());
+    assert!(!ok, "build should fail:\n{stderr}");
+    let registry = krate.path().join("registry");
+    let shown = format!("--> {}:4:1", registry.join("kcap-memory.toml").display());
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
+    let hint = format!(
+        "the MCP server registry is invalid; the same report, in any format, from a checker \
+         built without it: KCAP_MCP_REGISTRY_DIR={} cargo run --manifest-path {} --bin \
+         kcap-mcp-registry -- check {}",
+        krate.path().join(".ci/bootstrap-registry").display(),
+        krate.path().join("Cargo.toml").display(),
+        registry.display()
+    );
+    assert!(
+        stderr.lines().any(|l| l.trim() == hint),
+        "{hint}\nnot in:\n{stderr}"
+    );
+
+    // The hint, run as given in the daemon's directory, runs this crate's checker.
+    let command = hint.rsplit_once("built without it: ").unwrap().1;
+    let out = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(daemon.path())
+        .env("CARGO_TARGET_DIR", target_dir().join("checker"))
+        .env("CARGO_NET_OFFLINE", "true")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
+    assert!(
+        stderr.contains("error[unknown-key]: unknown key `start_flows`"),
+        "{stderr}"
     );
 }

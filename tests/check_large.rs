@@ -63,10 +63,11 @@ fn diagnostics_of_a_large_registry_come_in_file_order() {
 fn a_large_valid_registry_validates_to_sorted_entries() {
     let dir = tempfile::tempdir().unwrap();
     gen_registry::write_registry(1200, dir.path()).unwrap();
-    let files = load_dir(dir.path()).unwrap();
+    let loaded = load_dir(dir.path()).unwrap();
+    let files = &loaded.files;
     assert_eq!(files.len(), 1201);
     assert!(files.windows(2).all(|w| w[0].path < w[1].path));
-    let entries = validate(&files, "reg").unwrap();
+    let entries = validate(&loaded, "reg").unwrap();
     assert_eq!(entries.len(), 1201);
     assert!(entries.windows(2).all(|w| w[0].id < w[1].id));
     for (file, bytes) in files
@@ -89,10 +90,14 @@ fn a_registry_file_larger_than_the_read_buffer_is_read_whole() {
     );
     assert!(text.len() > 40_000);
     std::fs::write(dir.path().join("kcap-flow-result.toml"), &text).unwrap();
-    let files = load_dir(dir.path()).unwrap();
-    let rc = files.iter().find(|f| f.stem == "kcap-flow-result").unwrap();
+    let loaded = load_dir(dir.path()).unwrap();
+    let rc = loaded
+        .files
+        .iter()
+        .find(|f| f.stem == "kcap-flow-result")
+        .unwrap();
     assert_eq!(rc.bytes, text.as_bytes());
-    let entries = validate(&files, "reg").unwrap();
+    let entries = validate(&loaded, "reg").unwrap();
     let rc = entries.iter().find(|e| e.id == "kcap-flow-result").unwrap();
     assert_eq!(rc.tools.last().unwrap().name, "last_tool");
 }

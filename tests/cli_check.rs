@@ -154,7 +154,7 @@ fn directory_level_diagnostics_have_null_positions_and_no_position_properties() 
     "rule": "registry-empty",
     "severity": "error",
     "message": "the registry directory holds no `.toml` file",
-    "help": "add one `<id>.toml` file per MCP server; other files are ignored"
+    "help": "add one `<id>.toml` file per MCP server"
   }
 ]
 "#
@@ -167,7 +167,7 @@ fn directory_level_diagnostics_have_null_positions_and_no_position_properties() 
     ]);
     assert_eq!(
         r.stdout,
-        "::error file=tests/fixtures/registry-empty,title=registry-empty::the registry directory holds no `.toml` file%0Ahelp: add one `<id>.toml` file per MCP server; other files are ignored\n"
+        "::error file=tests/fixtures/registry-empty,title=registry-empty::the registry directory holds no `.toml` file%0Ahelp: add one `<id>.toml` file per MCP server\n"
     );
 }
 
@@ -339,4 +339,33 @@ fn human_output_is_coloured_only_on_a_terminal_without_no_color() {
     let plain = check_on_a_terminal(Some("1"));
     assert!(!plain.contains('\x1b'), "{plain:?}");
     assert!(plain.starts_with("error[unknown-key]: unknown key `start_flows`\r\n"));
+}
+
+#[test]
+fn check_accepts_one_registry_file() {
+    assert_eq!(
+        run(&["check", "registry/kcap-review.toml"]),
+        Run {
+            code: 0,
+            stdout: "ok: 1 registry entry in registry/kcap-review.toml\n".into(),
+            stderr: String::new(),
+        }
+    );
+    let broken = run(&[
+        "check",
+        "tests/fixtures/three-violations-two-files/kcap-y.toml",
+        "--format",
+        "github",
+    ]);
+    assert_eq!(broken.code, 1);
+    assert_eq!(
+        broken
+            .stdout
+            .lines()
+            .map(|l| l.split("::").nth(1).unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "error file=tests/fixtures/three-violations-two-files/kcap-y.toml,line=7,col=22,endLine=7,endColumn=32,title=agent-id-injection-only"
+        ]
+    );
 }

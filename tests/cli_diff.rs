@@ -6,7 +6,7 @@ mod common;
 
 use common::{Run, run};
 use kcap_mcp_registry::diff::diff;
-use kcap_mcp_registry::schema::{Entry, ToolEntry};
+use kcap_mcp_registry::schema::{RegistryEntry, ToolEntry};
 use kcap_mcp_registry::{EnvSource, inspect};
 
 const OLD: &str = "tests/fixtures/cli/diff/old";
@@ -259,8 +259,8 @@ fn invalid_or_missing_registries_fail() {
     assert_eq!(run(&["diff", OLD, NEW, "--fail-on", "anything"]).code, 2);
 }
 
-fn entry(id: &str) -> Entry {
-    Entry {
+fn entry(id: &str) -> RegistryEntry {
+    RegistryEntry {
         id: id.into(),
         description: "D.".into(),
         args: vec!["mcp".into(), id.into()],
@@ -281,7 +281,7 @@ fn tool(name: &str, unattended_safe: bool) -> ToolEntry {
 }
 
 /// (field, old, new, security) of each change.
-fn changes(old: Entry, new: Entry) -> Vec<(String, String, String, bool)> {
+fn changes(old: RegistryEntry, new: RegistryEntry) -> Vec<(String, String, String, bool)> {
     diff(&[old], &[new])
         .changes
         .into_iter()
@@ -359,4 +359,31 @@ fn which_changes_are_security_relevant() {
     // The compiled registry against itself: nothing.
     let compiled = inspect::compiled_entries();
     assert!(diff(&compiled, &compiled).is_empty());
+}
+
+#[test]
+fn both_sides_are_walked_in_id_order_whatever_order_they_come_in() {
+    let ids = |v: &[RegistryEntry]| v.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+    let old: Vec<RegistryEntry> = ["kcap-a", "kcap-b", "kcap-d"].map(entry).into();
+    let mut new: Vec<RegistryEntry> = ["kcap-b", "kcap-c", "kcap-e"].map(entry).into();
+    new[0].description = "Changed.".into();
+    let sorted = diff(&old, &new);
+    assert_eq!(ids(&sorted.added), ["kcap-c", "kcap-e"]);
+    assert_eq!(ids(&sorted.removed), ["kcap-a", "kcap-d"]);
+    assert_eq!(
+        sorted
+            .changes
+            .iter()
+            .map(|c| (c.server.as_str(), c.field.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("kcap-b", "description"),
+            ("kcap-c", "read_only"),
+            ("kcap-e", "read_only")
+        ]
+    );
+    let (mut old_rev, mut new_rev) = (old.clone(), new.clone());
+    old_rev.reverse();
+    new_rev.reverse();
+    assert_eq!(diff(&old_rev, &new_rev), sorted);
 }

@@ -156,7 +156,7 @@ fn parallel<V: Sync>(
     failures.into_inner().unwrap()
 }
 
-fn entries() -> Vec<kcap_mcp_registry::Entry> {
+fn entries() -> Vec<kcap_mcp_registry::RegistryEntry> {
     kcap_mcp_registry::inspect::compiled_entries()
 }
 

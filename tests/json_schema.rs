@@ -8,7 +8,7 @@ use std::path::Path;
 
 use kcap_mcp_registry::CheckError;
 use kcap_mcp_registry::export::{json_schema_value, one_line_pattern};
-use kcap_mcp_registry::schema::{Rule, is_forbidden_char, validate_dir};
+use kcap_mcp_registry::schema::{EntryKey, Key, Rule, is_forbidden_char, validate_dir};
 use serde_json::Value;
 
 /// The rules the schema expresses (types, required keys, patterns, lengths, enums, no extra
@@ -26,13 +26,14 @@ const EXPRESSED: [&str; 9] = [
 ];
 
 /// The rules a schema of one parsed file cannot express, and why.
-const NOT_EXPRESSED: [(&str, &str); 13] = [
+const NOT_EXPRESSED: [(&str, &str); 14] = [
     ("toml-utf8", "decided before there is a document"),
     ("toml-syntax", "decided before there is a document"),
     ("id-file-stem", "needs the file name"),
     ("id-unique", "needs the other files"),
     ("result-channel-missing", "needs the directory"),
     ("registry-empty", "needs the directory"),
+    ("stray-file", "is about files other than the one checked"),
     ("tool-unique", "relates two array items by one key"),
     (
         "result-channel-allowlistable",
@@ -232,10 +233,7 @@ fn the_schema_is_deterministic_and_names_every_key() {
     );
     let props = schema["properties"].as_object().unwrap();
     let keys: Vec<&str> = props.keys().map(String::as_str).collect();
-    let mut expected: Vec<&str> = kcap_mcp_registry::schema::ENTRY_KEYS
-        .iter()
-        .map(|k| k.name)
-        .collect();
+    let mut expected: Vec<&str> = EntryKey::ALL.iter().map(|k| k.name()).collect();
     expected.sort_unstable();
     assert_eq!(keys, expected);
     assert_eq!(

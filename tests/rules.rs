@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use kcap_mcp_registry::schema::{Rule, validate_dir};
+use kcap_mcp_registry::schema::{Rule, validate_dir, validate_path};
 use kcap_mcp_registry::{CheckError, diagnostic};
 
 /// (rule name, file name or "" for the directory, line, column) of each diagnostic.
@@ -70,6 +70,7 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
         ("starts-flows-unattended-safe", "kcap-x.toml", 8, 19),
         ("unattended-safe-scope", "kcap-x.toml", 8, 19),
         ("registry-empty", "", 0, 0),
+        ("stray-file", "kcap-search.tml", 0, 0),
     ];
     for &(rule, file, line, column) in cases {
         assert_eq!(
@@ -248,6 +249,16 @@ fn a_leading_bom_is_accepted_and_columns_ignore_it() {
 }
 
 #[test]
+fn a_second_bom_is_a_syntax_error_at_its_position() {
+    let mut bytes = b"\xEF\xBB\xBF\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(BASE.as_bytes());
+    assert_eq!(
+        check_files(&[("kcap-x.toml", &bytes)]),
+        vec![("toml-syntax".into(), 1, 1)]
+    );
+}
+
+#[test]
 fn hostile_values_are_reported_not_panicked_on() {
     let cases: Vec<(String, Vec<Found>)> = vec![
         // Control character in a description (TOML escape), and a line separator.
@@ -364,11 +375,15 @@ fn hostile_values_are_reported_not_panicked_on() {
 }
 
 #[test]
-fn non_toml_files_and_subdirectories_are_ignored() {
+fn readme_files_dotfiles_and_subdirectories_without_toml_files_are_not_strays() {
     let dir = registry_with_result_channel();
     std::fs::write(dir.path().join("README.md"), "not a registry entry").unwrap();
+    std::fs::write(dir.path().join(".gitkeep"), "").unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
-    std::os::unix::fs::symlink("nowhere", dir.path().join("notes.txt")).unwrap();
+    std::fs::write(dir.path().join("sub/notes.txt"), "").unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/x.toml"), "").unwrap();
+    std::os::unix::fs::symlink("nowhere", dir.path().join(".notes")).unwrap();
     let entries = validate_dir(dir.path()).unwrap();
     assert_eq!(
         entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
@@ -384,6 +399,48 @@ fn non_toml_files_and_subdirectories_are_ignored() {
         panic!("KCAP-X.TOML should be checked");
     };
     assert_eq!(diags[0].rule.name(), "id-canonical");
+}
+
+/// The rendered report for a temp registry holding the result channel and `files`, with the
+/// temp directory shown as `reg`.
+fn report(files: &[(&str, &str)]) -> String {
+    let dir = registry_with_result_channel();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("should be invalid");
+    };
+    diagnostic::render_all(&diags, false).replace(&dir.path().display().to_string(), "reg")
+}
+
+#[test]
+fn a_misnamed_file_and_a_subdirectory_of_entries_are_stray_files() {
+    let search = BASE.replace("kcap-x", "kcap-search");
+    let expected = "error[stray-file]: `kcap-search.tml` is not a registry file: only `<id>.toml` files are read
+--> reg/kcap-search.tml
+ = help: rename it to `kcap-search.toml` if it describes an MCP server, or remove it (README files and dotfiles may stay)
+
+error[stray-file]: `notes.txt` is not a registry file: only `<id>.toml` files are read
+--> reg/notes.txt
+ = help: rename it to `notes.toml` if it describes an MCP server, or remove it (README files and dotfiles may stay)
+
+error[stray-file]: `sub/` is a subdirectory holding `.toml` files, which the registry does not read
+--> reg/sub
+ = help: move each MCP server's `<id>.toml` into the registry directory itself, or remove the subdirectory
+
+error: 3 registry rule violations
+";
+    assert_eq!(
+        report(&[
+            ("kcap-search.tml", &search),
+            ("notes.txt", "notes"),
+            ("sub/deeper/kcap-x.toml", BASE),
+        ]),
+        expected
+    );
 }
 
 #[test]
@@ -593,4 +650,161 @@ fn the_misnamed_file_is_blamed_and_never_told_to_take_a_non_canonical_id() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_syntax_error_reports_that_one_error_and_nothing_that_follows_from_it() {
+    // A missing `]`: the recovering parser reads every later line as array elements.
+    let text = format!(
+        "{}\n[env]\nKCAP_URL = \"server_url\"\n\n[[tools]]\nname = \"list_sessions\"\nunattended_safe = true\n",
+        BASE.replace("[\"mcp\", \"x\"]", "[\"mcp\", \"sessions\"")
+    );
+    let expected =
+        "error[toml-syntax]: invalid TOML: missing comma between array elements, expected `,`
+ --> reg/kcap-x.toml:4:1
+  |
+4 | starts_flows = false
+  | ^
+  |
+  = help: fix the TOML syntax (TOML 1.1, a superset of 1.0: https://toml.io/en/v1.1.0)
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+}
+
+#[test]
+fn a_root_cause_is_reported_without_its_consequences() {
+    // The bundled result channel made allowlistable: its agent id and its unattended-safe
+    // tools would follow from that, and their advice would be wrong.
+    let rc = std::fs::read_to_string("registry/kcap-flow-result.toml")
+        .unwrap()
+        .replace("allowlistable = false", "allowlistable = true");
+    let expected = "error[result-channel-allowlistable]: `kcap-flow-result` is the reserved result channel and must not be allowlistable
+ --> reg/kcap-flow-result.toml:7:17
+  |
+7 | allowlistable = true
+  |                 ^^^^
+  |
+  = help: set `allowlistable = false`: the launcher injects the result channel itself
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-flow-result.toml", &rc)]), expected);
+    // Flow-starting: the unattended-safe tools follow from it.
+    let rc = std::fs::read_to_string("registry/kcap-flow-result.toml")
+        .unwrap()
+        .replace("starts_flows = false", "starts_flows = true");
+    assert_eq!(
+        check_files(&[("kcap-flow-result.toml", rc.as_bytes())]),
+        vec![("result-channel-starts-flows".into(), 6, 16)]
+    );
+    // A flag of the wrong type: no rule judges the entry by a default it does not hold.
+    let text = format!(
+        "{}allowlistable = \"false\"\n[env]\nKCAP_FLOW_AGENT_ID = \"agent_id\"\n",
+        BASE
+    );
+    assert_eq!(
+        check_files(&[("kcap-x.toml", text.as_bytes())]),
+        vec![("wrong-type".into(), 5, 17)]
+    );
+}
+
+#[test]
+fn a_top_level_key_inside_a_table_is_told_to_move_above_it() {
+    let text = format!("{BASE}\n[env]\nKCAP_URL = \"server_url\"\nread_only = false\n");
+    let expected = "error[env-name]: `read_only` is a top-level key, but here it is inside the `[env]` table
+ --> reg/kcap-x.toml:8:1
+  |
+8 | read_only = false
+  | ^^^^^^^^^
+  |
+  = help: move `read_only` above the first table header: every key after `[env]` belongs to that table
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+    // In a [[tools]] table too; a required key found there is not also reported missing.
+    let text = format!(
+        "{}\n[[tools]]\nname = \"a\"\nstarts_flows = false\n",
+        BASE.replace("starts_flows = false\n", "")
+    );
+    let expected = "error[unknown-key]: `starts_flows` is a top-level key, but here it is inside the `[[tools]]` table
+ --> reg/kcap-x.toml:7:1
+  |
+7 | starts_flows = false
+  | ^^^^^^^^^^^^
+  |
+  = help: move `starts_flows` above the first table header: every key after `[[tools]]` belongs to that table
+
+error: 1 registry rule violation
+";
+    assert_eq!(report(&[("kcap-x.toml", &text)]), expected);
+}
+
+#[test]
+fn help_never_asks_for_what_is_already_true() {
+    let text = BASE.replace("kcap-x", "Kcap-Review");
+    let help = |file: &str| {
+        let dir = registry_with_result_channel();
+        std::fs::write(dir.path().join(file), &text).unwrap();
+        let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+            panic!("should be invalid");
+        };
+        diags
+            .iter()
+            .map(|d| d.help.clone())
+            .collect::<Vec<String>>()
+    };
+    // Already named `kcap-review.toml`: only the id needs changing.
+    assert_eq!(help("kcap-review.toml"), ["write it as `kcap-review`"]);
+    assert_eq!(
+        help("Kcap-Review.toml"),
+        ["write it as `kcap-review` (and name the file `kcap-review.toml`)"]
+    );
+}
+
+#[test]
+fn one_file_is_checked_with_its_directory_s_cross_file_rules() {
+    let dir = registry_with_result_channel();
+    let x = dir.path().join("kcap-x.toml");
+    std::fs::write(&x, BASE).unwrap();
+    // Another file is broken: checking kcap-x.toml alone does not report it.
+    std::fs::write(dir.path().join("kcap-y.toml"), "id = 1\n").unwrap();
+    let entries = validate_path(&x).unwrap();
+    assert_eq!(
+        entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        ["kcap-x"]
+    );
+    // A duplicate id in the directory, blamed on the file checked.
+    let dup = dir.path().join("kcap-z.toml");
+    std::fs::write(&dup, BASE).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_path(&dup) else {
+        panic!("should be invalid");
+    };
+    let found: Vec<(&str, &str)> = diags
+        .iter()
+        .map(|d| (d.rule.name(), d.message.as_str()))
+        .collect();
+    let first = x.display().to_string();
+    assert_eq!(
+        found,
+        [
+            (
+                "id-file-stem",
+                "id `kcap-x` does not match the file name `kcap-z.toml`"
+            ),
+            (
+                "id-unique",
+                format!("id `kcap-x` is already used in {first}").as_str()
+            ),
+        ]
+    );
+    // The result channel is looked for in the file's directory.
+    std::fs::remove_file(dir.path().join("kcap-flow-result.toml")).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_path(&x) else {
+        panic!("should be invalid");
+    };
+    assert_eq!(diags[0].rule.name(), "result-channel-missing");
+    assert_eq!(diags.len(), 1);
 }

@@ -90,8 +90,9 @@ use crate::allowlist::{Policy, Rejection, Resolution, resolve_allowlist};
 use crate::model::{EnvSource, McpServer};
 use crate::registry::result_channel;
 
-/// What a reviewer launch needs from the daemon. Empty strings in `model`, `effort`,
-/// `prompt` and `worktree` count as unset.
+/// What a reviewer launch needs from the daemon. A blank (empty or whitespace-only) `model`,
+/// `effort` or `worktree` counts as unset; so does an empty `prompt`, while a whitespace-only
+/// prompt is passed as given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchContext {
     /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.

@@ -8,7 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use super::Ordered;
 use crate::clients::RenderError;
 use crate::export::{RegistrationOptions, pretty, registrations};
-use crate::schema::Entry;
+use crate::schema::RegistryEntry;
 
 /// A project `.mcp.json` for Claude Code, registering every one of [`registrations`] (see [`crate::export`]):
 ///
@@ -37,7 +37,7 @@ use crate::schema::Entry;
 /// arg or an env value holds `${`: Claude Code would expand it (`/opt/${X_DIR:-bin}/kcap`
 /// runs `/opt/bin/kcap`) and offers no escape.
 pub fn claude_mcp_json(
-    entries: &[Entry],
+    entries: &[RegistryEntry],
     opts: &RegistrationOptions,
 ) -> Result<String, RenderError> {
     for entry in registrations(entries) {
@@ -56,7 +56,7 @@ pub fn claude_mcp_json(
         }
     }
     struct Server<'a> {
-        entry: &'a Entry,
+        entry: &'a RegistryEntry,
         opts: &'a RegistrationOptions,
     }
     impl Serialize for Server<'_> {

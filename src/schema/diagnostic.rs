@@ -3,14 +3,13 @@
 //! `build.rs` compiles this file too (through `#[path]`), so a broken registry fails the build
 //! with exactly the text `kcap-mcp-registry check` prints.
 
-use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::Arc;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Origin, Renderer, Snippet};
 
-use crate::schema::{Rule, is_forbidden_char};
+use super::rules::Rule;
+pub use super::text::printable;
 
 /// One violation of a registry rule, located in a registry file (or in the registry
 /// directory, for rules about the directory as a whole).
@@ -20,16 +19,23 @@ pub struct Diagnostic {
     pub rule: Rule,
     /// The file (or directory) as the caller named it, e.g. `registry/kcap-review.toml`.
     pub path: String,
-    /// Byte range in [`Diagnostic::source`] of the offending key or value; `None` for
-    /// diagnostics about the directory (`registry-empty`, `result-channel-missing`).
-    pub span: Option<Range<usize>>,
-    /// The file's text (after a leading UTF-8 BOM is removed) with its line index, shared by
-    /// all diagnostics of the file; `None` together with `span`.
-    pub source: Option<Arc<SourceText>>,
+    /// Where in the file; `None` for diagnostics about the directory or a whole file
+    /// (`registry-empty`, `result-channel-missing`, `stray-file`).
+    pub span: Option<SourceSpan>,
     /// What is wrong, in one sentence.
     pub message: String,
     /// How to fix it, in one sentence.
     pub help: String,
+}
+
+/// The offending key or value of a [`Diagnostic`]: a byte range in its file's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceSpan {
+    /// Byte range in [`SourceSpan::source`].
+    pub range: Range<usize>,
+    /// The file's text (after a leading UTF-8 BOM is removed) with its line index, shared by
+    /// all diagnostics of the file.
+    pub source: Arc<SourceText>,
 }
 
 /// A 1-based position range in a file: `line`/`column` of the first character and
@@ -116,9 +122,9 @@ impl Diagnostic {
     /// The 1-based line and column range of [`Diagnostic::span`], or `None` when the
     /// diagnostic is about the directory.
     pub fn location(&self) -> Option<Location> {
-        let (source, span) = (self.source.as_deref()?, self.span.as_ref()?);
-        let (line, column) = source.line_column(span.start);
-        let (end_line, end_column) = source.line_column(span.end);
+        let SourceSpan { range, source } = self.span.as_ref()?;
+        let (line, column) = source.line_column(range.start);
+        let (end_line, end_column) = source.line_column(range.end);
         Some(Location {
             line,
             column,
@@ -142,8 +148,14 @@ impl Diagnostic {
             .primary_title(self.message.as_str())
             .id(self.rule.name());
         let path = printable(&self.path);
-        let group = match (self.source.as_deref(), &self.span, self.location()) {
-            (Some(source), Some(span), Some(loc)) => {
+        let group = match (&self.span, self.location()) {
+            (
+                Some(SourceSpan {
+                    range: span,
+                    source,
+                }),
+                Some(loc),
+            ) => {
                 let last_line = if span.end > span.start {
                     source.line_column(span.end - 1).0
                 } else {
@@ -186,28 +198,4 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
         if n == 1 { "" } else { "s" }
     ));
     out
-}
-
-/// `s` with every control or invisible character ([`is_forbidden_char`]) escaped — `\n`,
-/// `\r`, `\t`, others as `\u{…}` — so a file name, key or value taken from user input
-/// cannot break a report line, forge one, reorder it, or send terminal escapes. Other text is
-/// returned as is.
-pub fn printable(s: &str) -> Cow<'_, str> {
-    let bad = is_forbidden_char;
-    if !s.chars().any(bad) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if bad(c) => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
 }
