@@ -39,7 +39,17 @@ fn main() {
     match schema::validate(&loaded, &dir.display().to_string()) {
         Ok(entries) => {
             let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
-            let code = generate(&entries);
+            let mut code = generate(&entries);
+            // Where the table came from, so `check` can tell a stale binary (cargo reruns
+            // this script on newer mtimes only: rust-lang/cargo#10791).
+            let source = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            writeln!(
+                code,
+                "pub(crate) const DIGEST: &str = {:?};\npub(crate) const SOURCE_DIR: &str = {:?};",
+                schema::digest(&entries),
+                source.display().to_string()
+            )
+            .unwrap();
             std::fs::write(out.join("registry_table.rs"), code).unwrap_or_else(|e| {
                 fail(
                     &format!("error: cannot write the registry table: {e}\n"),
@@ -129,11 +139,18 @@ fn generate(entries: &[RegistryEntry]) -> String {
             args,
             starts_flows,
             allowlistable,
+            inject,
+            registered,
             read_only,
             needs_project_cwd,
+            driver_stamp,
             env,
             tools,
         } = e;
+        let inject = match inject {
+            Some(i) => format!("Some(Inject::{i:?})"),
+            None => "None".into(),
+        };
         let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
         let env: Vec<String> = env
             .iter()
@@ -150,7 +167,7 @@ fn generate(entries: &[RegistryEntry]) -> String {
             .collect();
         writeln!(
             s,
-            "const SERVER_{i}: McpServer = McpServer {{\n    id: {id:?},\n    description: {description:?},\n    args: &[{}],\n    starts_flows: {starts_flows},\n    allowlistable: {allowlistable},\n    read_only: {read_only},\n    needs_project_cwd: {needs_project_cwd},\n    env: &[{}],\n    tools: &[{}],\n}};",
+            "const SERVER_{i}: McpServer = McpServer {{\n    id: {id:?},\n    description: {description:?},\n    args: &[{}],\n    starts_flows: {starts_flows},\n    allowlistable: {allowlistable},\n    inject: {inject},\n    registered: {registered},\n    read_only: {read_only},\n    needs_project_cwd: {needs_project_cwd},\n    driver_stamp: {driver_stamp},\n    env: &[{}],\n    tools: &[{}],\n}};",
             args.join(", "),
             env.join(", "),
             tools.join(", "),
@@ -187,5 +204,19 @@ fn generate(entries: &[RegistryEntry]) -> String {
         .position(|e| e.id == model::RESULT_CHANNEL_ID)
         .unwrap_or(0);
     writeln!(s, "pub(crate) const RESULT_CHANNEL: usize = {rc};").unwrap();
+    // The injected (reserved) entries, in registry order, for `registry::injected`.
+    let injected: Vec<String> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.inject.is_some())
+        .map(|(i, _)| i.to_string())
+        .collect();
+    writeln!(
+        s,
+        "pub(crate) static INJECTED: [usize; {}] = [{}];",
+        injected.len(),
+        injected.join(", ")
+    )
+    .unwrap();
     s
 }

@@ -17,8 +17,11 @@ fn entry(i: usize) -> RegistryEntry {
         args: vec!["mcp".into(), format!("gen-{i}")],
         starts_flows: false,
         allowlistable: true,
+        inject: None,
+        registered: true,
         read_only: false,
         needs_project_cwd: i % 2 == 0,
+        driver_stamp: false,
         env: vec![
             ("KCAP_URL".into(), EnvSource::ServerUrl),
             ("KCAP_MODE".into(), EnvSource::ServerUrl),

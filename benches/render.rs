@@ -76,7 +76,7 @@ fn context() -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review the pull request. ".repeat(40)),
         worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
-        launch_dir: None,
+        ..LaunchContext::default()
     }
 }
 
@@ -146,12 +146,15 @@ fn json_value_config(ctx: &LaunchContext, resolved: &[&'static McpServer]) -> St
         let env: BTreeMap<&str, &str> = s
             .env
             .iter()
-            .map(|&(name, source)| {
+            .filter_map(|&(name, source)| {
                 let value = match source {
                     EnvSource::ServerUrl => url,
                     EnvSource::AgentId => ctx.agent_id.as_str(),
+                    EnvSource::Constant(value) => value,
+                    // Direct delivery, own snapshot: neither is set.
+                    EnvSource::ResultCapabilityUrl | EnvSource::ReviewContextUrl => return None,
                 };
-                (name, value)
+                Some((name, value))
             })
             .collect();
         servers.insert(
@@ -227,17 +230,21 @@ fn bench_render(c: &mut Criterion) {
     });
     group.finish();
 
-    let claude = claude_reviewer_args(&ctx, Policy::Lenient).expect("renders");
+    let claude_argv = |ctx: &LaunchContext| {
+        let resolution = ctx.resolve(Policy::Lenient).expect("lenient");
+        claude_reviewer_args(ctx, &resolution).expect("renders")
+    };
+    let codex_argv = |ctx: &LaunchContext| {
+        let resolution = ctx.resolve(Policy::Lenient).expect("lenient");
+        codex_reviewer_args(ctx, &resolution, &inventory).expect("renders")
+    };
+    let claude = claude_argv(&ctx);
     assert!(claude.contains(&ours), "the argv carries the config");
-    let codex = codex_reviewer_args(&ctx, Policy::Lenient, &inventory).expect("renders");
+    let codex = codex_argv(&ctx);
     assert_eq!(codex.last(), ctx.prompt.as_ref());
     let mut group = c.benchmark_group("reviewer_argv");
-    group.bench_function("claude", |b| {
-        b.iter(|| claude_reviewer_args(black_box(&ctx), Policy::Lenient))
-    });
-    group.bench_function("codex", |b| {
-        b.iter(|| codex_reviewer_args(black_box(&ctx), Policy::Lenient, &inventory))
-    });
+    group.bench_function("claude", |b| b.iter(|| claude_argv(black_box(&ctx))));
+    group.bench_function("codex", |b| b.iter(|| codex_argv(black_box(&ctx))));
     group.finish();
 }
 

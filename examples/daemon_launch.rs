@@ -52,29 +52,21 @@ fn run(
     inventory: Option<&String>,
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let cmd: LaunchCommand = serde_json::from_str(&std::fs::read_to_string(payload)?)?;
-    let ctx = LaunchContext {
-        server_url: Some(SERVER_URL.into()),
-        kcap_bin: Some(KCAP_BIN.into()),
-        agent_id: cmd.agent_id,
-        mcp_allowlist: cmd.mcp_allowlist,
-        model: cmd.model,
-        effort: cmd.effort,
-        prompt: cmd.prompt,
-        worktree: Some(WORKTREE.into()),
-        launch_dir: None,
-    };
+    let mut ctx = LaunchContext::from_command(cmd, SERVER_URL, KCAP_BIN);
+    ctx.worktree = Some(WORKTREE.into());
     // The daemon's default policy: skip what cannot be materialized, and log it.
-    for skipped in ctx.resolve(Policy::Lenient)?.skipped() {
+    let resolution = ctx.resolve(Policy::Lenient)?;
+    for skipped in resolution.skipped() {
         eprintln!("warning: agent {:?}: {skipped}", ctx.agent_id);
     }
     Ok(match client {
-        "claude" => claude_reviewer_args(&ctx, Policy::Lenient)?,
+        "claude" => claude_reviewer_args(&ctx, &resolution)?,
         "codex" => {
             let inventory = match inventory {
                 Some(path) => parse_inventory(&std::fs::read_to_string(path)?)?,
                 None => Vec::new(),
             };
-            codex_reviewer_args(&ctx, Policy::Lenient, &inventory)?
+            codex_reviewer_args(&ctx, &resolution, &inventory)?
         }
         other => return Err(format!("unknown client {other:?}: use claude or codex").into()),
     })

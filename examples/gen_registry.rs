@@ -92,9 +92,11 @@ description = "Result channel through which a reviewer submits its verdict and m
 args = ["mcp", "flow-result"]
 starts_flows = false
 allowlistable = false
+inject = "always"
 
 [env]
 KCAP_URL = "server_url"
+KCAP_FLOW_CAPABILITY_URL = "result_capability_url"
 KCAP_FLOW_AGENT_ID = "agent_id"
 
 [[tools]]

@@ -1,13 +1,13 @@
 //! Allowlist resolution: which registry entries a reviewer's MCP allowlist materializes.
 //!
-//! Every name resolves through [`lookup`] only, never through user configuration. The
+//! Every name resolves through [`Registry::lookup`] only, never through user configuration. The
 //! recursion guard strips servers that can start flows; injection-only entries (the result
 //! channel) are never materialized from an allowlist.
 
 use std::fmt;
 
 use crate::model::McpServer;
-use crate::registry::lookup;
+use crate::registry::Registry;
 
 /// How strictly [`resolve_allowlist`] treats entries it cannot materialize.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -24,6 +24,7 @@ pub enum Policy {
 
 /// Why an allowlist entry was not materialized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SkipKind {
     /// `null`, empty, or only whitespace.
     Blank,
@@ -56,7 +57,7 @@ impl SkipKind {
             SkipKind::Blank => "blank",
             SkipKind::Unknown => "unknown",
             SkipKind::StartsFlows => "starts_flows",
-            SkipKind::Reserved => "reserved",
+            SkipKind::Reserved => "injection_only",
             SkipKind::Duplicate => "duplicate",
         }
     }
@@ -65,7 +66,7 @@ impl SkipKind {
 /// One allowlist entry that was not materialized, with the entry exactly as given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Skipped<'a> {
-    /// Position in the allowlist, from 0.
+    /// Position in the allowlist, from 0 (messages count from 1: "entry 1" is the first).
     pub index: usize,
     /// The entry as given; `None` for a JSON `null`.
     pub entry: Option<&'a str>,
@@ -74,10 +75,11 @@ pub struct Skipped<'a> {
 }
 
 impl fmt::Display for Skipped<'_> {
-    /// `MCP allowlist entry 2 "KCAP-FLOWS" skipped: can start flows (recursion guard)`; the
-    /// entry is escaped (`str::escape_debug`) so it cannot forge log lines.
+    /// `MCP allowlist entry 2 "KCAP-FLOWS" skipped: can start flows (recursion guard)` for
+    /// the second entry (counted from 1); the entry is escaped (`str::escape_debug`) so it
+    /// cannot forge log lines.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MCP allowlist entry {} ", self.index)?;
+        write!(f, "MCP allowlist entry {} ", self.index + 1)?;
         match self.entry {
             Some(e) => write!(f, "\"{}\"", e.escape_debug())?,
             None => f.write_str("null")?,
@@ -88,6 +90,7 @@ impl fmt::Display for Skipped<'_> {
 
 /// Why [`Policy::Strict`] refused an allowlist entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RejectReason {
     /// `null`, empty, or only whitespace.
     Blank,
@@ -137,7 +140,7 @@ impl RejectReason {
 /// [`Policy::Strict`] refused the allowlist because of this entry (the first offending one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejection {
-    /// Position in the allowlist, from 0.
+    /// Position in the allowlist, from 0 (the message counts from 1).
     pub index: usize,
     /// The entry as given; `None` for a JSON `null`.
     pub entry: Option<String>,
@@ -146,8 +149,10 @@ pub struct Rejection {
 }
 
 impl fmt::Display for Rejection {
+    /// `MCP allowlist entry 1 "kcap-memory" is refused by the strict policy: …`, counting
+    /// entries from 1, the entry escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MCP allowlist entry {} ", self.index)?;
+        write!(f, "MCP allowlist entry {} ", self.index + 1)?;
         match &self.entry {
             Some(e) => write!(f, "\"{}\"", e.escape_debug())?,
             None => f.write_str("null")?,
@@ -166,6 +171,7 @@ impl std::error::Error for Rejection {}
 /// allowlists that materialize up to 16 servers.
 #[derive(Clone, Debug)]
 pub struct Resolution<'a, S> {
+    registry: Registry,
     entries: &'a [Option<S>],
     /// Materialized servers with the index of the entry that named them first.
     inline: [(usize, Option<&'static McpServer>); INLINE],
@@ -178,10 +184,17 @@ impl<'a, S: AsRef<str>> Resolution<'a, S> {
     /// The resolution of no allowlist at all (equivalent to an empty one).
     pub fn empty() -> Self {
         Resolution {
+            registry: Registry::compiled(),
             entries: &[],
             inline: [(0, None); INLINE],
             spill: Vec::new(),
         }
+    }
+
+    /// The registry the allowlist was resolved against; its result channel is the one a
+    /// renderer injects.
+    pub fn registry(&self) -> Registry {
+        self.registry
     }
 
     /// The servers to materialize, in allowlist order (first occurrence wins).
@@ -203,7 +216,7 @@ impl<'a, S: AsRef<str>> Resolution<'a, S> {
             .enumerate()
             .filter_map(|(index, entry)| {
                 let name = entry.as_ref().map(AsRef::as_ref);
-                let kind = match classify(name) {
+                let kind = match classify(self.registry, name) {
                     Err(kind) => kind,
                     Ok(server) => {
                         let first = self.position(server)?;
@@ -270,11 +283,11 @@ impl ExactSizeIterator for Servers<'_> {}
 
 /// The registry entry an allowlist entry materializes, or why it does not (before the
 /// duplicate check).
-fn classify(entry: Option<&str>) -> Result<&'static McpServer, SkipKind> {
+fn classify(registry: Registry, entry: Option<&str>) -> Result<&'static McpServer, SkipKind> {
     let name = entry
         .filter(|e| !e.trim().is_empty())
         .ok_or(SkipKind::Blank)?;
-    let server = lookup(name).ok_or(SkipKind::Unknown)?;
+    let server = registry.lookup(name).ok_or(SkipKind::Unknown)?;
     if server.starts_flows {
         Err(SkipKind::StartsFlows)
     } else if !server.allowlistable {
@@ -284,10 +297,11 @@ fn classify(entry: Option<&str>) -> Result<&'static McpServer, SkipKind> {
     }
 }
 
-/// Resolves a flow's MCP allowlist against the registry.
+/// Resolves a flow's MCP allowlist against the compiled-in registry
+/// ([`Registry::resolve`] resolves against another).
 ///
 /// `entries` is the allowlist as the launch command carries it (`null` elements as `None`).
-/// Each entry resolves as [`lookup`] does. [`Policy::Lenient`] skips blank, unknown,
+/// Each entry resolves as [`lookup`](crate::lookup) does. [`Policy::Lenient`] skips blank, unknown,
 /// flow-starting, injection-only and duplicate entries (see [`Resolution::skipped`]).
 ///
 /// # Errors
@@ -310,7 +324,30 @@ pub fn resolve_allowlist<S: AsRef<str>>(
     entries: &[Option<S>],
     policy: Policy,
 ) -> Result<Resolution<'_, S>, Rejection> {
+    Registry::compiled().resolve(entries, policy)
+}
+
+impl Registry {
+    /// [`resolve_allowlist`] against this registry.
+    ///
+    /// # Errors
+    /// As [`resolve_allowlist`].
+    pub fn resolve<S: AsRef<str>>(
+        self,
+        entries: &[Option<S>],
+        policy: Policy,
+    ) -> Result<Resolution<'_, S>, Rejection> {
+        resolve_in(self, entries, policy)
+    }
+}
+
+fn resolve_in<S: AsRef<str>>(
+    registry: Registry,
+    entries: &[Option<S>],
+    policy: Policy,
+) -> Result<Resolution<'_, S>, Rejection> {
     let mut resolution = Resolution {
+        registry,
         entries,
         ..Resolution::empty()
     };
@@ -321,7 +358,7 @@ pub fn resolve_allowlist<S: AsRef<str>>(
             entry: name.map(str::to_owned),
             reason,
         };
-        match classify(name) {
+        match classify(registry, name) {
             Ok(server) if resolution.position(server).is_none() => {
                 if policy == Policy::Strict && !server.read_only {
                     return Err(reject(RejectReason::NotReadOnly));

@@ -3,8 +3,9 @@
 //! security-relevant is one table (`compare_key`), matched exhaustively over [`EntryKey`].
 //!
 //! Security-relevant ([`Change::security`]): any change of `args` (what runs),
-//! `starts_flows`, `allowlistable` or `read_only`; a new server that starts flows (the
-//! server's own deny-list needs it) or claims `read_only` (its tools may be auto-approved); a
+//! `starts_flows`, `allowlistable`, `inject` (what the launcher injects), `read_only` or
+//! `driver_stamp` (what registrations run); a new server that starts flows (the server's own
+//! deny-list needs it), claims `read_only` (its tools may be auto-approved) or is injected; a
 //! tool becoming `unattended_safe` (a flip to `true`, or a new tool — on a new or an existing
 //! server — that is `unattended_safe`); an env var whose source becomes `agent_id` (a changed
 //! source, or a new env var, on a new or an existing server).
@@ -16,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::export::pretty;
-use crate::model::EnvSource;
+use crate::model::{EnvSource, Inject};
 use crate::schema::{EntryKey, Key, RegistryEntry};
 
 /// One changed field of a server present in both registries, or a security-relevant field of
@@ -71,9 +72,11 @@ fn compare_key(key: EntryKey) -> Compare {
     let whole = |security, flag_new| Compare::Whole { security, flag_new };
     match key {
         EntryKey::Id => Compare::Identity,
-        EntryKey::Description | EntryKey::NeedsProjectCwd => whole(false, false),
-        EntryKey::Args | EntryKey::Allowlistable => whole(true, false),
-        EntryKey::StartsFlows | EntryKey::ReadOnly => whole(true, true),
+        EntryKey::Description | EntryKey::NeedsProjectCwd | EntryKey::Registered => {
+            whole(false, false)
+        }
+        EntryKey::Args | EntryKey::Allowlistable | EntryKey::DriverStamp => whole(true, false),
+        EntryKey::StartsFlows | EntryKey::ReadOnly | EntryKey::Inject => whole(true, true),
         EntryKey::Env => Compare::EnvSources,
         EntryKey::Tools => Compare::Tools,
     }
@@ -87,9 +90,17 @@ fn value(e: &RegistryEntry, key: EntryKey) -> Value {
         EntryKey::Args => json!(e.args),
         EntryKey::StartsFlows => json!(e.starts_flows),
         EntryKey::Allowlistable => json!(e.allowlistable),
+        EntryKey::Inject => json!(e.inject.map(Inject::name)),
+        EntryKey::Registered => json!(e.registered),
         EntryKey::ReadOnly => json!(e.read_only),
         EntryKey::NeedsProjectCwd => json!(e.needs_project_cwd),
-        EntryKey::Env => json!(e.env.iter().map(|(n, s)| (n, s.name())).collect::<Vec<_>>()),
+        EntryKey::DriverStamp => json!(e.driver_stamp),
+        EntryKey::Env => json!(
+            e.env
+                .iter()
+                .map(|(n, s)| (n, source_json(s)))
+                .collect::<Vec<_>>()
+        ),
         EntryKey::Tools => json!(e.tools),
     }
 }
@@ -156,8 +167,10 @@ fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
                 flag_new: false, ..
             } => {}
             Compare::Whole { flag_new: true, .. } => {
-                if value(n, key) == json!(true) {
-                    out.push(change(&n.id, key.name(), Value::Null, json!(true), true));
+                // Set: `true`, or an `inject` condition.
+                let v = value(n, key);
+                if !matches!(v, Value::Null | Value::Bool(false)) {
+                    out.push(change(&n.id, key.name(), Value::Null, v, true));
                 }
             }
             Compare::EnvSources => {
@@ -166,7 +179,7 @@ fn new_server_flips(n: &RegistryEntry, out: &mut Vec<Change>) {
                         &n.id,
                         &format!("env.{name}"),
                         Value::Null,
-                        json!(src.name()),
+                        source_json(src),
                         true,
                     ));
                 }
@@ -205,7 +218,7 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
                     e.env
                         .iter()
                         .find(|(n, _)| n == name)
-                        .map_or(Value::Null, |(_, s)| json!(s.name()))
+                        .map_or(Value::Null, |(_, s)| source_json(s))
                 };
                 let mut names: Vec<&str> = n.env.iter().map(|(name, _)| name.as_str()).collect();
                 names.extend(
@@ -216,7 +229,7 @@ fn compare(o: &RegistryEntry, n: &RegistryEntry, out: &mut Vec<Change>) {
                 );
                 for name in names {
                     let (old, new) = (source(o, name), source(n, name));
-                    let security = new == json!(EnvSource::AgentId.name());
+                    let security = new == source_json(&EnvSource::AgentId);
                     field(&format!("env.{name}"), old, new, security);
                 }
             }
@@ -364,6 +377,14 @@ fn code(s: &str) -> String {
         ""
     };
     format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+/// An env source as a registry file spells it: `"server_url"`, or `{"value": "…"}`.
+fn source_json(src: &EnvSource<String>) -> Value {
+    match (src.name(), src) {
+        (_, EnvSource::Constant(value)) => json!({ "value": value }),
+        (name, _) => json!(name),
+    }
 }
 
 #[cfg(test)]

@@ -22,26 +22,20 @@
 //!   starts that is not one of the registry's registrations.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::clients::Client;
 use crate::clients::claude::loader::{self as claude, ClaudeFile};
 use crate::clients::codex::loader as codex;
 use crate::clients::loaded::{Loaded, Span};
-use crate::diagnostic::{Location, SourceText};
+use crate::diagnostic::{Location, ShownPath, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
 use crate::schema::RegistryEntry;
 
-/// The client's display name in findings: `Claude Code`, `Codex CLI`, `Gemini CLI`,
-/// `OpenCode`.
+/// The client's display name in findings: `Claude Code`, `Codex CLI`.
 pub const fn client_name(client: Client) -> &'static str {
-    match client {
-        Client::Claude => "Claude Code",
-        Client::Codex => "Codex CLI",
-        Client::Gemini => "Gemini CLI",
-        Client::OpenCode => "OpenCode",
-    }
+    client.display_name()
 }
 
 /// What `check --against` needs besides the file.
@@ -73,21 +67,64 @@ pub struct Checked {
 }
 
 /// A registration file that could not be read, or whose client cannot be told.
+///
+/// `Display` names the file and what went wrong with it; an I/O error is returned from
+/// [`source`](std::error::Error::source), not displayed.
 #[derive(Debug)]
-pub struct RegistrationError {
-    /// The path as the user gave it.
-    pub path: String,
-    /// What is wrong, e.g. `cannot read it: No such file or directory (os error 2)`.
-    pub problem: String,
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// The file (or a Codex profile file next to it) cannot be read.
+    Read {
+        /// The path as the user gave it (or the profile file's).
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Which client reads the file cannot be told ([`detect_client`]).
+    UnknownClient {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// Why neither client's format fits.
+        why: String,
+    },
+    /// The file is this client's, and this crate has no model of how the client loads it
+    /// yet (only Claude Code and Codex CLI have one).
+    NoLoaderModel {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// The client whose file it is.
+        client: Client,
+    },
 }
 
 impl fmt::Display for RegistrationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.problem)
+        match self {
+            RegistrationError::Read { path, .. } => write!(f, "cannot read {}", ShownPath(path)),
+            RegistrationError::UnknownClient { path, why } => {
+                write!(f, "{}: {why}", ShownPath(path))
+            }
+            RegistrationError::NoLoaderModel { path, client } => write!(
+                f,
+                "{} is {}'s file, which has no loader model yet: only Claude Code and Codex \
+                 CLI files can be checked",
+                ShownPath(path),
+                client.display_name()
+            ),
+        }
     }
 }
 
-impl std::error::Error for RegistrationError {}
+impl std::error::Error for RegistrationError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RegistrationError::Read { source, .. } => Some(source),
+            RegistrationError::UnknownClient { .. } | RegistrationError::NoLoaderModel { .. } => {
+                None
+            }
+        }
+    }
+}
 
 /// Which client reads `path` holding `text`: `.json` files are Claude Code's, `.toml` files
 /// Codex CLI's; otherwise strict JSON is Claude Code's and TOML is Codex CLI's.
@@ -131,13 +168,15 @@ pub fn check_against(
     opts: &AgainstOptions,
 ) -> Result<Vec<Checked>, RegistrationError> {
     let shown = path.display().to_string();
-    let err = |problem: String| RegistrationError {
-        path: shown.clone(),
-        problem,
-    };
-    let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|source| RegistrationError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let text = String::from_utf8_lossy(&bytes);
-    let client = detect_client(path, &text).map_err(err)?;
+    let client = detect_client(path, &text).map_err(|why| RegistrationError::UnknownClient {
+        path: path.to_path_buf(),
+        why,
+    })?;
     let env = |name: &str| std::env::var(name).ok();
     let mut out = Vec::new();
     let mut push = |project: Option<String>, loaded: Loaded| {
@@ -187,11 +226,8 @@ pub fn check_against(
                     let bytes = match std::fs::read(&file) {
                         Ok(b) => Some(b),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                        Err(e) => {
-                            return Err(RegistrationError {
-                                path: file.display().to_string(),
-                                problem: format!("cannot read it: {e}"),
-                            });
+                        Err(source) => {
+                            return Err(RegistrationError::Read { path: file, source });
                         }
                     };
                     Some((name.clone(), file.display().to_string(), bytes))
@@ -207,13 +243,11 @@ pub fn check_against(
             );
             push(None, loaded);
         }
-        // `detect_client` tells only Claude Code and Codex files apart; the registration
-        // loaders of the other clients are not written yet.
-        Client::Gemini | Client::OpenCode => {
-            return Err(err(format!(
-                "{} registration files cannot be checked yet",
-                client_name(client)
-            )));
+        other => {
+            return Err(RegistrationError::NoLoaderModel {
+                path: path.to_path_buf(),
+                client: other,
+            });
         }
     }
     Ok(out)
@@ -325,12 +359,7 @@ impl Drift {
             Some(p) => format!("{file} (project {})", crate::diagnostic::printable(p)),
             None => file.into_owned(),
         };
-        let export = match self.client {
-            Client::Claude => "claude-mcp-json",
-            Client::Codex => "codex-toml",
-            // No export yet; `check_against` never yields findings for them.
-            Client::Gemini | Client::OpenCode => "--help",
-        };
+        let export = self.client.name();
         let regenerate = format!("regenerate it with `kcap-mcp-registry export {export}`");
         let (message, help) = match &self.kind {
             DriftKind::Rejected { scope, reason } => (
@@ -379,7 +408,7 @@ impl Drift {
                     json(expected)
                 ),
                 format!(
-                    "set its `command` to {} (or pass `--command` with the kcap binary this file uses)",
+                    "set its `command` to {} (or pass `--kcap-bin` with the kcap binary this file uses)",
                     json(expected)
                 ),
             ),
@@ -424,6 +453,10 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// Every difference between the registry `entries` (as [`registrations`], each expected to
 /// run `command`) and what `client` does according to `loaded`: refusals first, then
 /// registry servers in registry order, then extra ones sorted by name.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one comparison per registration field, in the order findings are reported"
+)]
 pub fn drift(
     entries: &[RegistryEntry],
     command: &str,

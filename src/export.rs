@@ -4,33 +4,343 @@
 //!   Claude Code (in Claude Code's room, with the loader model that reads it);
 //! - [`crate::clients::codex::registration::codex_toml`]: `[mcp_servers.<id>]` tables for
 //!   Codex CLI's `config.toml` (in Codex's room);
+//! - [`registration_file`]: the registration file of every other client (Gemini CLI, Copilot
+//!   CLI, OpenCode, Cursor, Kiro, Antigravity), each entry shaped in that client's room;
 //! - [`denylist`]: the ids of flow-starting servers, for the kcap server's own strip list;
 //! - [`json_schema`]: a JSON Schema (draft 2020-12) of one registry file, for editors.
 //!
 //! Every export is deterministic: registry order (sorted by id), fixed key order, and a
-//! trailing newline. The registration files hold exactly [`registrations`]: the
-//! allowlistable entries, the servers a person may register with a client. `check --against`
+//! trailing newline. The registration files hold exactly [`registrations`]: the entries
+//! with `registered` (by default the allowlistable ones), the servers a person may register
+//! with a client. `check --against`
 //! compares a registration file with the same list, so an export never drifts from itself.
 
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
 use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::model::{EnvSource, MAX_ID_LEN};
+use crate::clients::Client;
+
+use crate::model::{EnvSource, Inject, MAX_ID_LEN};
 use crate::schema::{
-    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, RegistryEntry,
-    TOOL_NAME_PATTERN, ToolKey, ValueKind, is_forbidden_char,
+    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
+    MAX_QUALIFIED_TOOL_NAME_LEN, RegistryEntry, TOOL_NAME_PATTERN, ToolKey, ValueKind,
+    is_forbidden_char, qualified_tool_name,
 };
 
 /// The `command` registration files give every server unless told otherwise: the kcap
 /// binary, found on `PATH`.
 pub const DEFAULT_COMMAND: &str = "kcap";
 
-/// The registry entries a client registration file lists: every allowlistable entry, in
-/// registry order. Injection-only entries (the result channel `kcap-flow-result`) need the
-/// launcher's agent id and are never registered. Flow-starting servers are included: the
-/// recursion guard applies to reviewers, not to a person's own client.
+/// The registry entries a client registration file lists: every entry with `registered`
+/// (default true for allowlistable entries), in registry order. Injection-only entries (the
+/// result channel, the review context) are never registered: rule `registered-scope`.
+/// Flow-starting servers are included: the recursion guard applies to reviewers, not to a
+/// person's own client.
 pub fn registrations(entries: &[RegistryEntry]) -> impl Iterator<Item = &RegistryEntry> {
-    entries.iter().filter(|e| e.allowlistable)
+    entries.iter().filter(|e| e.registered)
+}
+
+/// The `args` a registration of `entry` for `client` runs: the registry's, then
+/// `--driver <client>` when the entry has `driver_stamp` and the client needs the stamp
+/// ([`Client::stamps_driver`]).
+pub fn registration_args(entry: &RegistryEntry, client: Client) -> Vec<String> {
+    let mut args = entry.args.clone();
+    if entry.driver_stamp && client.stamps_driver() {
+        args.extend(["--driver".to_string(), client.name().to_string()]);
+    }
+    args
+}
+
+/// One value of a registration entry, with object keys in the order they are written: the
+/// shape every client room builds its entries in, written as JSON ([`registration_file`]), as
+/// TOML (Codex) or merged into a user's file ([`crate::install`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    /// A string.
+    String(String),
+    /// A boolean.
+    Bool(bool),
+    /// An array.
+    Array(Vec<Node>),
+    /// An object (a TOML table), keys in write order.
+    Object(Vec<(String, Node)>),
+}
+
+impl Node {
+    /// `Node::String(s)`.
+    pub fn string(s: impl Into<String>) -> Node {
+        Node::String(s.into())
+    }
+
+    /// An array of strings.
+    pub fn strings<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> Node {
+        Node::Array(
+            items
+                .into_iter()
+                .map(|s| Node::string(s.as_ref()))
+                .collect(),
+        )
+    }
+
+    /// The value as `serde_json`'s tree (object keys sorted, as `serde_json` keeps them).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Node::String(s) => Value::String(s.clone()),
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Array(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            Node::Object(pairs) => Value::Object(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The object's value at `key`.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match self {
+            Node::Object(pairs) => pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Node {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Node::String(v) => s.serialize_str(v),
+            Node::Bool(v) => s.serialize_bool(*v),
+            Node::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Node::Object(pairs) => {
+                let mut map = s.serialize_map(Some(pairs.len()))?;
+                for (k, v) in pairs {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// The syntax of a client's registration file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syntax {
+    /// JSON, strict unless the client reads comments or trailing commas.
+    Json {
+        /// `//` and `/* */` comments are allowed.
+        comments: bool,
+        /// Trailing commas in objects and arrays are allowed.
+        trailing_commas: bool,
+    },
+    /// TOML (Codex CLI's `config.toml`).
+    Toml,
+}
+
+/// Where a client's user-level registration file is, as a function of the environment
+/// (`var(NAME)`: the variable's value, `None` when unset; callers treat empty as unset).
+pub type DefaultConfig = fn(&dyn Fn(&str) -> Option<OsString>) -> Result<PathBuf, String>;
+
+/// How one client's registration file is shaped: every fact lives in that client's room
+/// (`src/clients/<client>/registration.rs`), with its version and evidence.
+#[derive(Clone, Copy)]
+pub struct RegistrationFormat {
+    /// The client.
+    pub client: Client,
+    /// The file's syntax.
+    pub syntax: Syntax,
+    /// The key of the block holding the servers, by name (`mcpServers`, `mcp`,
+    /// `mcp_servers`).
+    pub block: &'static str,
+    /// The entry of one registry server for this client.
+    pub entry: fn(&RegistryEntry, &RegistrationOptions) -> Node,
+    /// The entry fields whose strings the client expands ([`Self::expands`]).
+    pub expanded_fields: &'static [&'static str],
+    /// The substrings that start an expansion in [`Self::expanded_fields`] (`${`, `{env:`):
+    /// a value holding one is refused ([`RegistrationError::Expansion`]), since the client
+    /// would run something else than the registry says. Empty: the client expands nothing.
+    pub expands: &'static [&'static str],
+    /// An empty (0-byte or blank) file counts as an empty configuration; otherwise the
+    /// client refuses it, and so does `install`.
+    pub empty_file_is_empty: bool,
+    /// The user-level file `install` edits by default.
+    pub default_config: DefaultConfig,
+}
+
+impl fmt::Debug for RegistrationFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistrationFormat")
+            .field("client", &self.client)
+            .field("syntax", &self.syntax)
+            .field("block", &self.block)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `$HOME` (or `%USERPROFILE%`) joined with `parts`: the default location of a user-level
+/// file. An empty variable counts as unset.
+pub fn home_path(
+    var: &dyn Fn(&str) -> Option<OsString>,
+    parts: &[&str],
+) -> Result<PathBuf, String> {
+    let home = set_var(var, "HOME")
+        .or_else(|| set_var(var, "USERPROFILE"))
+        .ok_or("HOME is not set, so the default config location is unknown; give --config PATH")?;
+    Ok(parts
+        .iter()
+        .fold(PathBuf::from(home), |p, part| p.join(part)))
+}
+
+/// `var(name)` unless unset or empty.
+pub fn set_var(var: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<OsString> {
+    var(name).filter(|v| !v.is_empty())
+}
+
+/// A registration that cannot be written safely.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistrationError {
+    /// A value holds a substring the client expands ([`RegistrationFormat::expands`]), so
+    /// the client would run something else than the registry says, and offers no escape.
+    Expansion {
+        /// The client.
+        client: Client,
+        /// The registry server.
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`, `command[0]`.
+        field: String,
+        /// The substring found, e.g. `${`.
+        token: &'static str,
+    },
+}
+
+impl fmt::Display for RegistrationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegistrationError::Expansion {
+                client,
+                server,
+                field,
+                token,
+            } => {
+                let client = client.display_name();
+                write!(
+                    f,
+                    "cannot register MCP server `{server}` with {client}: `{field}` contains \
+                     `{token}`, which {client} expands and cannot escape; use a value without \
+                     `{token}` (e.g. another --kcap-bin or --server-url)"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for RegistrationError {}
+
+/// The entries a registration file for `format`'s client holds: `(id, entry)` for each of
+/// [`registrations`], in registry order.
+///
+/// # Errors
+/// [`RegistrationError::Expansion`] for the first value the client would expand.
+pub fn registration_entries(
+    format: &RegistrationFormat,
+    entries: &[RegistryEntry],
+    opts: &RegistrationOptions,
+) -> Result<Vec<(String, Node)>, RegistrationError> {
+    let mut out = Vec::new();
+    for entry in registrations(entries) {
+        let node = (format.entry)(entry, opts);
+        for field in format.expanded_fields {
+            if let Some(value) = node.get(field) {
+                refuse_expansion(format, &entry.id, field, value)?;
+            }
+        }
+        out.push((entry.id.clone(), node));
+    }
+    Ok(out)
+}
+
+fn refuse_expansion(
+    format: &RegistrationFormat,
+    server: &str,
+    path: &str,
+    value: &Node,
+) -> Result<(), RegistrationError> {
+    match value {
+        Node::String(s) => match format.expands.iter().find(|t| s.contains(**t)) {
+            Some(token) => Err(RegistrationError::Expansion {
+                client: format.client,
+                server: server.to_string(),
+                field: path.to_string(),
+                token,
+            }),
+            None => Ok(()),
+        },
+        Node::Bool(_) => Ok(()),
+        Node::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| refuse_expansion(format, server, &format!("{path}[{i}]"), v)),
+        Node::Object(pairs) => pairs
+            .iter()
+            .try_for_each(|(k, v)| refuse_expansion(format, server, &format!("{path}.{k}"), v)),
+    }
+}
+
+/// A JSON registration file for `format`'s client: `{"<block>": {"<id>": <entry>, …}}`,
+/// pretty-printed (two-space indent) with a trailing newline. The same entries `install`
+/// merges into a user's file.
+///
+/// # Errors
+/// [`RegistrationError::Expansion`], see [`registration_entries`].
+pub fn registration_file(
+    format: &RegistrationFormat,
+    entries: &[RegistryEntry],
+    opts: &RegistrationOptions,
+) -> Result<String, RegistrationError> {
+    let servers = registration_entries(format, entries, opts)?;
+    let root = Node::Object(vec![(format.block.to_string(), Node::Object(servers))]);
+    Ok(pretty(&root))
+}
+
+/// `command`, `args` (with [`registration_args`]) and `env` when set: the stdio entry most
+/// clients share, as the first keys of an entry.
+pub fn stdio_pairs(
+    e: &RegistryEntry,
+    opts: &RegistrationOptions,
+    client: Client,
+) -> Vec<(String, Node)> {
+    let mut pairs = vec![
+        ("command".into(), Node::string(&opts.command)),
+        ("args".into(), Node::strings(registration_args(e, client))),
+    ];
+    if let Some(env) = env_node(e, opts) {
+        pairs.push(("env".into(), env));
+    }
+    pairs
+}
+
+/// The `env` object of `entry` (its `server_url` vars, when [`RegistrationOptions::server_url`] is set) as a [`Node`], or `None` when
+/// there is nothing to write.
+pub fn env_node(entry: &RegistryEntry, opts: &RegistrationOptions) -> Option<Node> {
+    let env = opts.env(entry);
+    (!env.is_empty()).then(|| {
+        Node::Object(
+            env.into_iter()
+                .map(|(k, v)| (k.to_string(), Node::string(v)))
+                .collect(),
+        )
+    })
 }
 
 /// What the registration exports write besides the registry's own data.
@@ -95,8 +405,13 @@ pub fn json_schema() -> String {
 ///
 /// It expresses every per-key rule: `unknown-key` (`additionalProperties: false`),
 /// `wrong-type`, `missing-key` (`required`), `id-canonical`, `description-format`,
-/// `args-format`, `env-name`, `env-source` and `tool-name`. The other rules need the file
-/// name, other files, the parse itself, or relate several keys; only `check` runs them.
+/// `args-format`, `env-name`, `env-source`, `env-constant`, `tool-name` and `inject-value`;
+/// and, with `if`/`then` over one file, the rules of the injection keys: `inject-scope`,
+/// `inject-always` (without the result channel's own `allowlistable`), `injection-only-starts-flows`,
+/// `env-source-scope`, `capability-url-server-url`, `borrowed-snapshot-server-url`,
+/// `registered-scope` and `driver-stamp-scope`. Tool names are also bounded at 55 bytes, the
+/// most `tool-name-length` allows with the shortest id. The other rules need the file name,
+/// other files, the parse itself, or relate keys in ways left to `check`.
 pub fn json_schema_value() -> Value {
     let mut schema = object_schema(entry_key_schema);
     let fields = schema.as_object_mut().expect("an object");
@@ -114,7 +429,45 @@ pub fn json_schema_value() -> Value {
         ),
     );
     head.append(fields);
+    head.insert("allOf".into(), Value::Array(cross_key_schemas()));
     Value::Object(head)
+}
+
+/// The rules of the injection keys, as `if`/`then` schemas over one file.
+fn cross_key_schemas() -> Vec<Value> {
+    let rc = crate::model::RESULT_CHANNEL_ID;
+    let is = |key: &str, value: Value| json!({ "required": [key], "properties": { key: { "const": value } } });
+    // `env` holds a variable whose source is `source`.
+    let env_has =
+        |source: &str| json!({ "not": { "additionalProperties": { "not": { "const": source } } } });
+    let env_with =
+        |source: &str| json!({ "required": ["env"], "properties": { "env": env_has(source) } });
+    let injection_only = is("allowlistable", json!(false));
+    vec![
+        // inject-scope
+        json!({ "if": injection_only, "then": { "required": ["inject"] } }),
+        json!({ "if": { "required": ["inject"] }, "then": is("allowlistable", json!(false)) }),
+        // inject-always
+        json!({ "if": is("inject", json!("always")), "then": is("id", json!(rc)) }),
+        json!({ "if": { "required": ["inject", "id"], "properties": { "id": { "const": rc } } },
+                "then": is("inject", json!("always")) }),
+        // injection-only-starts-flows
+        json!({ "if": { "required": ["allowlistable"], "properties": {
+                    "allowlistable": { "const": false }, "id": { "not": { "const": rc } } } },
+                "then": { "properties": { "starts_flows": { "const": false } } } }),
+        // env-source-scope
+        json!({ "if": env_with("result_capability_url"), "then": is("inject", json!("always")) }),
+        json!({ "if": env_with("review_context_url"), "then": is("inject", json!("borrowed-snapshot")) }),
+        // capability-url-server-url
+        json!({ "if": env_with("result_capability_url"), "then": env_with("server_url") }),
+        // borrowed-snapshot-server-url
+        json!({ "if": is("inject", json!("borrowed-snapshot")),
+                "then": { "properties": { "env": { "additionalProperties": { "not": { "const": "server_url" } } } } } }),
+        // registered-scope
+        json!({ "if": injection_only, "then": { "properties": { "registered": { "const": false } } } }),
+        // driver-stamp-scope
+        json!({ "if": is("driver_stamp", json!(true)), "then": { "properties": { "starts_flows": { "const": true } } } }),
+    ]
 }
 
 /// `{"type":"object","properties":{…},"required":[…],"additionalProperties":false}` over
@@ -169,10 +522,16 @@ fn entry_key_schema(key: EntryKey) -> Value {
             "type": "array",
             "items": object_schema(tool_key_schema),
         }),
+        EntryKey::Inject => json!({
+            "type": "string",
+            "enum": Inject::ALL.map(Inject::name),
+        }),
         EntryKey::StartsFlows
         | EntryKey::Allowlistable
+        | EntryKey::Registered
         | EntryKey::ReadOnly
         | EntryKey::NeedsProjectCwd
+        | EntryKey::DriverStamp
         | EntryKey::Env => kind_schema(key.kind()),
     }
 }
@@ -182,6 +541,9 @@ fn tool_key_schema(key: ToolKey) -> Value {
         ToolKey::Name => json!({
             "type": "string",
             "pattern": TOOL_NAME_PATTERN,
+            // `mcp__<id>__<tool>` within 64 bytes with the shortest (2-byte) id (rule
+            // `tool-name-length`, which knows the id).
+            "maxLength": MAX_QUALIFIED_TOOL_NAME_LEN - qualified_tool_name("", "").len() - 2,
         }),
         ToolKey::UnattendedSafe => kind_schema(key.kind()),
     }
@@ -196,8 +558,26 @@ fn kind_schema(kind: ValueKind) -> Value {
             "type": "object",
             "propertyNames": { "pattern": ENV_NAME_PATTERN },
             "additionalProperties": {
-                "type": "string",
-                "enum": EnvSource::ALL.map(EnvSource::name),
+                "oneOf": [
+                    {
+                        "type": "string",
+                        "enum": EnvSource::ALL.map(|s| s.name().unwrap_or_default()),
+                    },
+                    {
+                        "type": "object",
+                        "properties": {
+                            // Rule `env-constant`: as an argument (`args-format`).
+                            "value": {
+                                "type": "string",
+                                "minLength": 1,
+                                "pattern": one_line_pattern(),
+                                "not": { "pattern": "\\$\\{" },
+                            },
+                        },
+                        "required": ["value"],
+                        "additionalProperties": false,
+                    },
+                ],
             },
         }),
         ValueKind::ToolArray => json!({ "type": "array", "items": { "type": "object" } }),

@@ -1,12 +1,15 @@
 //! Views of the registry for people: `list` (a table or JSON of the entries) and `resolve`
 //! (what each allowlist entry resolves to), plus [`compiled_entries`], the compiled-in
-//! registry as [`RegistryEntry`] values so every view and export has one input type.
+//! registry as [`RegistryEntry`] values so every view and export has one input type, and
+//! [`stale_binary`], `check`'s test for a binary built from another version of the registry.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use crate::allowlist::{Policy, resolve_allowlist};
+use crate::allowlist::{Policy, RejectReason, SkipKind};
 use crate::export::pretty;
 use crate::model::McpServer;
+use crate::registry::Registry;
 use crate::schema::{RegistryEntry, ToolEntry};
 
 /// The compiled-in registry ([`crate::servers`]) as owned entries, sorted by id: the same
@@ -24,8 +27,11 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         args,
         starts_flows,
         allowlistable,
+        inject,
+        registered,
         read_only,
         needs_project_cwd,
+        driver_stamp,
         env,
         tools,
     } = *s;
@@ -35,9 +41,15 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         args: args.iter().map(|&a| a.into()).collect(),
         starts_flows,
         allowlistable,
+        inject,
+        registered,
         read_only,
         needs_project_cwd,
-        env: env.iter().map(|&(n, src)| (n.into(), src)).collect(),
+        driver_stamp,
+        env: env
+            .iter()
+            .map(|&(n, src)| (n.into(), src.map(String::from)))
+            .collect(),
         tools: tools
             .iter()
             .map(|t| ToolEntry {
@@ -55,8 +67,9 @@ pub fn list_json(entries: &[RegistryEntry]) -> String {
 }
 
 /// The entries as an aligned text table, one row per entry: `ID`, `FLAGS` (a comma-separated
-/// subset of `starts-flows`, `injection-only`, `read-only`, `project-cwd`, or `-`), `TOOLS`
-/// (`safe/total`: how many tools are `unattended_safe`), `ARGS` (space-joined) and
+/// subset of the registry keys `starts_flows`, `read_only`, `needs_project_cwd`, `driver_stamp`
+/// that are set, and `injection_only` for `allowlistable = false`; `-` for none), `TOOLS`
+/// (`safe/total`: how many of the entry's tools are `unattended_safe`, of how many), `ARGS` (space-joined) and
 /// `DESCRIPTION`. Columns are separated by two spaces; the last is not padded.
 pub fn list_table(entries: &[RegistryEntry]) -> String {
     let mut rows = vec![[
@@ -68,10 +81,11 @@ pub fn list_table(entries: &[RegistryEntry]) -> String {
     ]];
     for e in entries {
         let flags: Vec<&str> = [
-            (e.starts_flows, "starts-flows"),
-            (!e.allowlistable, "injection-only"),
-            (e.read_only, "read-only"),
-            (e.needs_project_cwd, "project-cwd"),
+            (e.starts_flows, "starts_flows"),
+            (!e.allowlistable, "injection_only"),
+            (e.read_only, "read_only"),
+            (e.needs_project_cwd, "needs_project_cwd"),
+            (e.driver_stamp, "driver_stamp"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -115,13 +129,21 @@ pub struct ResolveReport {
     pub rejected: bool,
 }
 
-/// Resolves `names` as one allowlist and reports each entry: what it materializes, or why it
-/// does not. Under [`Policy::Strict`] every entry the strict policy refuses is reported
-/// (not only the first, as [`resolve_allowlist`] returns), each judged on its own;
-/// injection-only and duplicate entries stay skipped.
+/// Resolves `names` as one allowlist against the compiled-in registry and reports each
+/// entry: what it materializes, or why it does not. Under [`Policy::Strict`] every entry the
+/// strict policy refuses is reported (not only the first, as
+/// [`resolve_allowlist`](crate::resolve_allowlist) returns), each judged on its own;
+/// injection-only and duplicate entries stay skipped. An unknown name gets a did-you-mean
+/// suggestion ([`suggest_id`]).
 pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
+    resolve_report_in(Registry::compiled(), names, policy)
+}
+
+/// [`resolve_report`] against `registry`.
+pub fn resolve_report_in(registry: Registry, names: &[String], policy: Policy) -> ResolveReport {
     let entries: Vec<Option<&str>> = names.iter().map(|n| Some(n.as_str())).collect();
-    let lenient = resolve_allowlist(&entries, Policy::Lenient)
+    let lenient = registry
+        .resolve(&entries, Policy::Lenient)
         .expect("the lenient policy never rejects an allowlist");
     let mut skipped = lenient.skipped().peekable();
     let mut text = String::new();
@@ -129,7 +151,9 @@ pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
     for (index, name) in names.iter().enumerate() {
         let _ = write!(text, "\"{}\" -> ", name.escape_debug());
         let rejection = match policy {
-            Policy::Strict => resolve_allowlist(&[Some(name.as_str())], Policy::Strict).err(),
+            Policy::Strict => registry
+                .resolve(&[Some(name.as_str())], Policy::Strict)
+                .err(),
             Policy::Lenient => None,
         };
         let skip = skipped.next_if(|s| s.index == index);
@@ -137,16 +161,84 @@ pub fn resolve_report(names: &[String], policy: Policy) -> ResolveReport {
             (Some(r), _) => {
                 rejected = true;
                 let (reason, why) = (r.reason.name(), r.reason.explanation());
-                let _ = writeln!(text, "rejected ({reason}): {why}");
+                let _ = write!(text, "rejected ({reason}): {why}");
+                if r.reason == RejectReason::Unknown {
+                    did_you_mean(&mut text, registry, name);
+                }
+                text.push('\n');
             }
             (None, Some(s)) => {
-                let _ = writeln!(text, "skipped ({}): {}", s.kind.name(), s.kind.reason());
+                let _ = write!(text, "skipped ({}): {}", s.kind.name(), s.kind.reason());
+                if s.kind == SkipKind::Unknown {
+                    did_you_mean(&mut text, registry, name);
+                }
+                text.push('\n');
             }
             (None, None) => {
-                let id = crate::lookup(name).map_or("", |s| s.id);
+                let id = registry.lookup(name).map_or("", |s| s.id);
                 let _ = writeln!(text, "{id}");
             }
         }
     }
     ResolveReport { text, rejected }
+}
+
+/// Appends `; did you mean "ID"?` when [`suggest_id`] has a suggestion.
+fn did_you_mean(text: &mut String, registry: Registry, name: &str) {
+    if let Some(id) = suggest_id(registry, name) {
+        let _ = write!(text, "; did you mean \"{id}\"?");
+    }
+}
+
+/// The registry id most like `name` (trimmed, ASCII lower case; Jaro-Winkler similarity of
+/// at least 0.8, as `check` suggests keys), for an allowlist entry that names no server.
+///
+/// ```
+/// use kcap_mcp_registry::{Registry, inspect::suggest_id};
+///
+/// assert_eq!(suggest_id(Registry::compiled(), "kcap-reveiw"), Some("kcap-review"));
+/// assert_eq!(suggest_id(Registry::compiled(), "github"), None);
+/// ```
+pub fn suggest_id(registry: Registry, name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    registry
+        .servers()
+        .iter()
+        .map(|s| (strsim::jaro_winkler(&name, s.id), s.id))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, id)| id)
+}
+
+/// The warning `check DIR` prints when `dir` is the registry directory this binary was built
+/// from ([`registry::SOURCE_DIR`](crate::registry::SOURCE_DIR), compared as canonical paths)
+/// but holds another registry: `checked` (the entries `dir` validated to, or `None` when it
+/// broke a rule, which the compiled table did not) has another
+/// [`digest`](crate::schema::digest) than [`registry::DIGEST`](crate::registry::DIGEST).
+/// `None` when `dir` is another directory or holds the compiled registry.
+///
+/// This happens when a registry file is replaced by one with an older mtime (`cp -p`,
+/// `tar x`, `rsync -t`; a `git checkout` writes files with the current time, so it does not):
+/// cargo reruns `build.rs` only when a watched file is newer than its last run
+/// (rust-lang/cargo#10791), so the binary keeps the old table.
+pub fn stale_binary(dir: &Path, checked: Option<&[RegistryEntry]>) -> Option<String> {
+    let built_from = Path::new(crate::registry::SOURCE_DIR);
+    if dir.canonicalize().ok()?.as_path() != built_from {
+        return None;
+    }
+    let digest = checked.map(crate::schema::digest);
+    if digest.as_deref() == Some(crate::registry::DIGEST) {
+        return None;
+    }
+    Some(format!(
+        "this binary was built from a different registry: rebuild. {} differs from the \
+         registry compiled in ({}), because cargo reruns build.rs only for registry files \
+         newer than its last run (rust-lang/cargo#10791); `touch {}/*.toml` and build again",
+        dir.display(),
+        match &digest {
+            Some(d) => format!("digest {d}, compiled {}", crate::registry::DIGEST),
+            None => "it breaks rules the compiled one passed".into(),
+        },
+        dir.display()
+    ))
 }

@@ -19,78 +19,100 @@
 //! # Quick start
 //!
 //! ```
-//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy, SkipKind};
 //! use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy, SkipKind};
 //!
 //! // The launch command as the daemon receives it.
 //! let cmd: LaunchCommand = serde_json::from_str(
 //!     r#"{"agent_id":"a1","mcp_allowlist":["KCAP-Review","kcap-flows"],"prompt":"Review PR 7"}"#,
 //! )?;
-//! let ctx = LaunchContext {
-//!     server_url: Some("http://127.0.0.1:5100".into()),
-//!     kcap_bin: Some("/usr/local/bin/kcap".into()),
-//!     agent_id: cmd.agent_id,
-//!     mcp_allowlist: cmd.mcp_allowlist,
-//!     prompt: cmd.prompt,
-//!     ..LaunchContext::default()
-//! };
+//! let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/local/bin/kcap");
 //! // kcap-flows can start flows: the recursion guard strips it (log the skip).
-//! let skipped: Vec<SkipKind> = ctx.resolve(Policy::Lenient)?.skipped().map(|s| s.kind).collect();
+//! let resolution = ctx.resolve(Policy::Lenient)?;
+//! let skipped: Vec<SkipKind> = resolution.skipped().map(|s| s.kind).collect();
 //! assert_eq!(skipped, [SkipKind::StartsFlows]);
 //!
-//! let claude = claude_reviewer_args(&ctx, Policy::Lenient)?;
+//! let claude = claude_reviewer_args(&ctx, &resolution)?;
 //! assert_eq!(claude[2..4], ["--strict-mcp-config", "--mcp-config"]);
 //! assert!(claude[4].contains(r#""kcap-review":{"command":"/usr/local/bin/kcap""#));
 //! assert!(!claude[4].contains("kcap-flows"));
 //!
-//! // For Codex, pass the inherited servers (`clients::codex::inventory::codex_inventory`) so they are disabled.
-//! let codex = codex_reviewer_args(&ctx, Policy::Lenient, &[])?;
+//! // For Codex, pass the inherited servers (`clients::codex::inventory::codex_inventory`) so
+//! // they are disabled.
+//! let codex = codex_reviewer_args(&ctx, &resolution, &[])?;
 //! assert!(codex.contains(&"mcp_servers.kcap-review.enabled=true".to_string()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Features
 //!
-//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs.
-//! - `validate`: the runtime registry rules ([`schema`], [`diagnostic`]), as `build.rs` runs them.
-//! - `cli` also brings, for the binary: [`report`] (check output formats), [`drift`]
-//!   (registry vs a client's registration file), [`export`] (generated registration files,
-//!   deny-list, JSON Schema), [`diff`] (what a registry change means), [`inspect`] (`list`,
-//!   `resolve`) and [`launch`] (`render`).
+//! Items behind a feature say so in their documentation (on docs.rs, a "Available on crate
+//! feature … only" note).
+//!
+//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: the modules
+//!   `report` (check output formats), `drift` (registry vs a client's registration file),
+//!   `export` (generated registration files, deny-list, JSON Schema), `install`
+//!   (`install`/`uninstall` into a client's own file), `diff` (what a registry
+//!   change means), `inspect` (`list`, `resolve`) and `preview` (`render`).
+//! - `validate`: the runtime registry rules (`schema::validate_dir`, the `diagnostic`
+//!   rendering), as `build.rs` runs them, and `Registry::from_entries` (a registry checked
+//!   at run time).
 //!
 //! With `default-features = false` the library depends at run time on `getrandom`, `phf`,
 //! `serde` and `serde_json` only.
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod allowlist;
 pub mod clients;
 pub mod decode;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod diff;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod drift;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod export;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod inspect;
 #[cfg(feature = "cli")]
-pub mod launch;
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod install;
 mod model;
-mod registry;
 #[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod preview;
+pub mod registry;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod report;
 #[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub mod schema;
 mod wire;
 
 pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
-pub use clients::{LaunchContext, LaunchError, RenderError};
-pub use model::{EnvSource, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
-pub use registry::{lookup, result_channel, servers};
+pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
+pub use model::{EnvSource, Inject, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
 #[cfg(feature = "validate")]
+#[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
+pub use registry::NoResultChannel;
+pub use registry::{Registry, lookup, result_channel, servers};
+#[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub use schema::diagnostic;
 #[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub use schema::{CheckError, RegistryEntry, validate_dir, validate_path};
 pub use wire::LaunchCommand;
+
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(all(doctest, feature = "cli"))]
+pub struct ReadmeDoctests;

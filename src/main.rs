@@ -1,12 +1,14 @@
 //! `kcap-mcp-registry`: check, inspect, render and export the kcap MCP server registry.
 //!
 //! This file only parses arguments and prints; every rule, comparison and format lives in
-//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `launch`).
+//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `preview`).
 //!
 //! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
-//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
-//! 2 usage errors and inputs that cannot be read or understood.
+//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal,
+//! a Codex inventory that could not be taken); 2 usage errors and inputs that cannot be read
+//! or understood ([`CliError`]).
 
+use std::error::Error;
 use std::io::IsTerminal;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,17 +16,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::codex::inventory;
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
-use kcap_mcp_registry::clients::{claude, codex, gemini, opencode};
-use kcap_mcp_registry::clients::{
-    claude::registration::claude_mcp_json, codex::registration::codex_toml,
-};
+use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
+use kcap_mcp_registry::clients::{gemini, opencode};
+use kcap_mcp_registry::diagnostic::{self, ShownPath, printable};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
-use kcap_mcp_registry::launch::{self, ArgvFormat, LaunchOverrides};
+use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
-use kcap_mcp_registry::{CheckError, LaunchCommand, Policy, RegistryEntry, diagnostic, inspect};
+use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -65,7 +65,9 @@ fn write_stdout(text: &str) {
 
 const ROOT_HELP: &str = "\
 Exit codes: 0 success; 1 a problem was found (rule violations, drift, a security-relevant
-diff with --fail-on security, a strict rejection, a refused render); 2 usage or input error.
+diff with --fail-on security, a strict rejection, a refused render, a Codex inventory that
+could not be taken); 2 usage or input error (a file, directory or binary given cannot be
+read, run or understood).
 
 Example:
   kcap-mcp-registry check registry --format github";
@@ -83,38 +85,60 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only complicate the clap derive"
+)]
 enum Command {
     /// Validate a registry directory with the rules build.rs applies, and compare it with
     /// client registration files.
     #[command(after_help = "\
+Without DIR, the `registry` directory of the current directory or of the nearest parent
+that has one is checked (as cargo finds Cargo.toml).
+
 Examples:
   kcap-mcp-registry check
   kcap-mcp-registry check registry --format github
   kcap-mcp-registry check --against .mcp.json --against .codex/config.toml")]
     Check(CheckArgs),
-    /// Print the compiled-in registry.
+    /// Print the registry (the compiled-in one, or --registry DIR) and its digest.
     #[command(after_help = "\
+Table columns: ID; FLAGS, the registry keys that are set: starts_flows, read_only,
+needs_project_cwd, and injection_only for `allowlistable = false` (`-` for none); TOOLS,
+`SAFE/TOTAL`: how many of the server's [[tools]] are unattended_safe, of how many; ARGS, the
+argv after the kcap binary; DESCRIPTION.
+
 Example:
   kcap-mcp-registry list --format json")]
     List {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+        #[command(flatten)]
+        source: RegistrySource,
     },
-    /// Resolve allowlist entries against the compiled-in registry, as a launch would.
+    /// Resolve an allowlist against the registry, as a launch would.
     #[command(after_help = "\
-Prints one line per entry: its canonical id, `skipped (KIND)` or, with --strict,
-`rejected (REASON)`.
+Prints one line per entry: its canonical id, `skipped (KIND): …` or, with --strict,
+`rejected (REASON): …`; an unknown name gets a did-you-mean suggestion.
 
 Example:
-  kcap-mcp-registry resolve ' KCAP-Review ' kcap-flows kcap-memory --strict")]
+  kcap-mcp-registry resolve --allowlist ' KCAP-Review ',kcap-flows,kcap-memory --strict")]
     Resolve {
-        /// Allowlist entries, in order.
-        #[arg(required = true, value_name = "NAME")]
-        names: Vec<String>,
+        /// MCP allowlist entries, comma-separated (repeatable).
+        #[arg(
+            long,
+            required = true,
+            value_name = "A,B,…",
+            value_delimiter = ',',
+            allow_hyphen_values = true
+        )]
+        allowlist: Vec<String>,
         /// Use the strict policy (unattended reviewers): exit 1 when any entry is rejected.
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        source: RegistrySource,
     },
     /// Print the argv a reviewer would be launched with (after the client binary), or its
     /// whole launch plan (`--format plan`).
@@ -133,31 +157,72 @@ Example:
   kcap-mcp-registry export claude-mcp-json > .mcp.json"
     )]
     Export(ExportWhat),
-    /// Show what changes between two registry directories (e.g. a pull request's base and
-    /// head), security-relevant flips first.
+    /// Register the registry's servers in a client's own config file, keeping everything
+    /// else in it as it is.
+    #[command(after_help = "\
+Adds missing entries, rewrites entries kcap wrote earlier, adopts identical ones, and leaves
+an entry that differs and that kcap did not write alone (reported, exit 1). Which entries kcap
+wrote is recorded beside the config, in <file name>.kcap-ledger.json.
+
+Example:
+  kcap-mcp-registry install --client codex --kcap-bin /usr/local/bin/kcap --dry-run")]
+    Install(InstallArgs),
+    /// Remove the entries `install` wrote from a client's config file (edited ones are kept).
     #[command(after_help = "\
 Example:
-  kcap-mcp-registry diff base/registry registry --fail-on security")]
-    Diff {
-        /// The registry before the change.
-        old_dir: PathBuf,
-        /// The registry after the change.
-        new_dir: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
-        format: DiffFormat,
-        /// Exit 1 when the diff holds a change of this kind.
-        #[arg(long, value_enum, value_name = "KIND")]
-        fail_on: Option<FailOn>,
+  kcap-mcp-registry uninstall --client gemini --dry-run")]
+    Uninstall {
+        #[command(flatten)]
+        target: InstallTarget,
     },
+    /// Show what changes between two registries (e.g. a pull request's base and head),
+    /// security-relevant flips first.
+    #[command(
+        override_usage = "kcap-mcp-registry diff <OLD_DIR> <NEW_DIR> [OPTIONS]\n       \
+                          kcap-mcp-registry diff --registry <DIR> [OPTIONS]",
+        after_help = "\
+With --registry DIR alone, the compiled-in registry is OLD and DIR is NEW.
+
+Security-relevant changes (--fail-on security): any change of args; a starts_flows,
+allowlistable, inject, read_only or driver_stamp flip; a new server that starts flows, is
+read_only or is injected; a tool becoming unattended_safe; an env source becoming agent_id.
+
+Example:
+  kcap-mcp-registry diff base/registry registry --fail-on security"
+    )]
+    Diff(DiffArgs),
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The registry directory before the change.
+    #[arg(
+        requires = "new_dir",
+        required_unless_present = "registry",
+        conflicts_with = "registry"
+    )]
+    old_dir: Option<PathBuf>,
+    /// The registry directory after the change.
+    #[arg(conflicts_with = "registry")]
+    new_dir: Option<PathBuf>,
+    /// Compare the compiled-in registry (old) with this directory (new).
+    #[arg(long, value_name = "DIR")]
+    registry: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Markdown)]
+    format: DiffFormat,
+    /// Exit 1 when the diff holds a change of this kind.
+    #[arg(long, value_enum, value_name = "KIND")]
+    fail_on: Option<FailOn>,
 }
 
 #[derive(Args)]
 struct CheckArgs {
     /// The registry directory, or one file of it (checked with its directory's cross-file
-    /// rules: unique ids, the result channel).
-    #[arg(default_value = "registry", value_name = "DIR|FILE")]
-    dir: PathBuf,
+    /// rules: unique ids, the result channel) [default: `registry` here or in the nearest
+    /// parent].
+    #[arg(value_name = "DIR|FILE")]
+    dir: Option<PathBuf>,
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
@@ -165,9 +230,15 @@ struct CheckArgs {
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]
     against: Vec<PathBuf>,
-    /// The command (kcap binary) the registration files run.
-    #[arg(long, default_value = DEFAULT_COMMAND, requires = "against")]
-    command: String,
+    /// The kcap binary the registration files run (their `command`).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = DEFAULT_COMMAND,
+        requires = "against",
+        alias = "command"
+    )]
+    kcap_bin: String,
     /// Claude Code: the project directory a session runs in (absolute). A ~/.claude.json
     /// is checked for the servers effective there (its local scope over its user scope);
     /// without it, each project the file holds servers for is checked and named.
@@ -200,19 +271,21 @@ enum DiffFormat {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum FailOn {
-    /// A security-relevant change: args changes; starts_flows, allowlistable or read_only
-    /// flips; a new server that starts flows or is read_only; a tool becoming
-    /// unattended_safe; an env source becoming agent_id.
+    // A security-relevant change (listed in `diff --help`). A plain comment: a doc comment
+    // would switch `diff --help` to clap's long layout, unlike every other subcommand.
     Security,
 }
 
 #[derive(Subcommand)]
 enum RenderClient {
     /// Claude Code: `--mcp-config` JSON and the reviewer flags.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render claude --agent-id <ID> [OPTIONS]\n       \
+                          kcap-mcp-registry render claude --launch-json <FILE|-> [OPTIONS]",
+        after_help = "\
 Example:
-  kcap-mcp-registry render claude --server-url http://127.0.0.1:5100 \\
-    --kcap-bin /usr/bin/kcap --agent-id a1 --allowlist kcap-review,kcap-flows")]
+  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH"
+    )]
     Claude {
         #[command(flatten)]
         common: RenderArgs,
@@ -224,21 +297,30 @@ Example:
         no_preflight: bool,
     },
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render codex <--agent-id <ID>|--launch-json <FILE|->> \
+                          <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+        after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
 remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
 
+Exit codes for the inventory: 2 when an input cannot be used (an --inventory file that
+cannot be read or is not `codex mcp list --json` output, a --codex-bin that cannot be
+started, a --worktree that is not a directory); 1 when Codex ran but its inventory could not
+be taken (it failed, timed out, or printed something else), so the reviewer cannot be
+isolated.
+
 Example:
   codex mcp list --json > inventory.json
-  kcap-mcp-registry render codex --launch-json launch.json --server-url http://127.0.0.1:5100 \\
-    --kcap-bin /usr/bin/kcap --worktree /work/tree --inventory inventory.json --format shell")]
+  kcap-mcp-registry render codex --launch-json launch.json --inventory inventory.json --format shell"
+    )]
     Codex {
         #[command(flatten)]
         common: RenderArgs,
         /// Saved `codex mcp list --json` output (`-` for stdin).
         #[arg(long, value_name = "FILE|-", conflicts_with_all = ["codex_bin", "no_inherited_servers"])]
         inventory: Option<PathBuf>,
-        /// Run `PATH mcp list --json` to get the inventory.
+        /// Run `PATH mcp list --json` (in --worktree) to get the inventory.
         #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
         codex_bin: Option<PathBuf>,
         /// Assert that Codex has no MCP servers of its own to disable.
@@ -246,10 +328,13 @@ Example:
         no_inherited_servers: bool,
     },
     /// Gemini CLI over ACP: servers in `session/new` under per-launch aliased names.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render gemini <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> [OPTIONS]",
+        after_help = "\
 Example:
-  kcap-mcp-registry render gemini --server-url http://127.0.0.1:5100 --kcap-bin /usr/bin/kcap \\
-    --agent-id a1 --worktree /work/tree --allowlist kcap-review --format plan")]
+  kcap-mcp-registry render gemini --agent-id a1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+    )]
     Gemini {
         #[command(flatten)]
         common: RenderArgs,
@@ -259,15 +344,26 @@ Example:
         launch_id: Option<String>,
     },
     /// OpenCode over ACP: servers in `session/new`, configuration directories taken away.
-    #[command(after_help = "\
+    #[command(
+        override_usage = "kcap-mcp-registry render opencode <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
+        after_help = "\
 Example:
-  kcap-mcp-registry render opencode --server-url http://127.0.0.1:5100 --kcap-bin /usr/bin/kcap \\
-    --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --format plan")]
+  kcap-mcp-registry render opencode --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --server-url URL --kcap-bin PATH --format plan"
+    )]
     Opencode(RenderArgs),
 }
 
 #[derive(Args)]
 struct RenderArgs {
+    /// The reviewer's agent id (required unless --launch-json gives one).
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "launch_json",
+        allow_hyphen_values = true
+    )]
+    agent_id: Option<String>,
     /// The kcap server URL (absent: every MCP server is gated off).
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     server_url: Option<String>,
@@ -279,14 +375,6 @@ struct RenderArgs {
         alias = "capacitor-path"
     )]
     kcap_bin: Option<String>,
-    /// The reviewer's agent id.
-    #[arg(
-        long,
-        value_name = "ID",
-        required_unless_present = "launch_json",
-        allow_hyphen_values = true
-    )]
-    agent_id: Option<String>,
     /// MCP allowlist entries, comma-separated (repeatable).
     #[arg(
         long,
@@ -295,8 +383,9 @@ struct RenderArgs {
         allow_hyphen_values = true
     )]
     allowlist: Option<Vec<String>>,
-    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`;
-    /// other fields ignored), `-` for stdin. Flags given as well override its fields.
+    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`,
+    /// `result_capability_url`, `borrowed_snapshot`, `review_context_url`; other fields
+    /// ignored), `-` for stdin. Flags given as well override its fields.
     #[arg(long, value_name = "FILE|-")]
     launch_json: Option<PathBuf>,
     /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
@@ -317,10 +406,20 @@ struct RenderArgs {
     /// The per-launch directory the daemon creates (absolute; OpenCode needs it).
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     launch_dir: Option<String>,
+    /// Brokered result delivery: the result channel gets this capability URL
+    /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    result_capability_url: Option<String>,
+    /// A borrowed-snapshot review: inject the review-context server with this URL
+    /// (KCAP_REVIEW_CONTEXT_URL).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    review_context_url: Option<String>,
     /// Output: one argument per line, a JSON array, one POSIX-quoted shell line, or the
     /// whole launch plan as JSON (schema in the README).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
+    #[command(flatten)]
+    source: RegistrySource,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -331,25 +430,98 @@ enum RenderFormat {
     Plan,
 }
 
+#[derive(Args)]
+struct InstallTarget {
+    /// The client whose config file to edit.
+    #[arg(long, value_enum)]
+    client: ClientArg,
+    /// The config file (default: the client's user-level file, honouring its home variable:
+    /// CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME, KIRO_HOME, XDG_CONFIG_HOME).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Print the unified diff of the config instead of writing anything.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    target: InstallTarget,
+    #[command(flatten)]
+    source: RegistrySource,
+    /// The kcap binary, the command of every server.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
+    kcap_bin: String,
+    /// Write each server's `server_url` env vars with this URL.
+    #[arg(long, value_name = "URL")]
+    server_url: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ClientArg {
+    Claude,
+    Codex,
+    Gemini,
+    Opencode,
+    Copilot,
+    Cursor,
+    Kiro,
+    Antigravity,
+}
+
+impl ClientArg {
+    fn client(self) -> Client {
+        match self {
+            ClientArg::Claude => Client::Claude,
+            ClientArg::Codex => Client::Codex,
+            ClientArg::Gemini => Client::Gemini,
+            ClientArg::Opencode => Client::OpenCode,
+            ClientArg::Copilot => Client::Copilot,
+            ClientArg::Cursor => Client::Cursor,
+            ClientArg::Kiro => Client::Kiro,
+            ClientArg::Antigravity => Client::Antigravity,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum ExportWhat {
-    /// A project .mcp.json for Claude Code registering every allowlistable server.
-    #[command(after_help = "\
+    /// Claude Code: a project .mcp.json registering every allowlistable server.
+    #[command(
+        alias = "claude-mcp-json",
+        after_help = "\
 Example:
-  kcap-mcp-registry export claude-mcp-json > .mcp.json")]
-    ClaudeMcpJson(RegistrationArgs),
-    /// [mcp_servers.<id>] tables for Codex CLI's config.toml.
-    #[command(after_help = "\
+  kcap-mcp-registry export claude > .mcp.json"
+    )]
+    Claude(RegistrationArgs),
+    /// Codex CLI: [mcp_servers.<id>] tables for config.toml.
+    #[command(
+        alias = "codex-toml",
+        after_help = "\
 Example:
-  kcap-mcp-registry export codex-toml --project-dir \"$PWD\" > kcap-servers.toml
-  # then paste its tables into .codex/config.toml once (appending twice duplicates them)")]
-    CodexToml {
+  kcap-mcp-registry export codex --project-dir \"$PWD\" > kcap-servers.toml
+  # or merge them into config.toml: kcap-mcp-registry install --client codex"
+    )]
+    Codex {
         #[command(flatten)]
         common: RegistrationArgs,
         /// Absolute project directory, written as `cwd` of servers that need it.
         #[arg(long, value_name = "DIR", value_parser = absolute_path)]
         project_dir: Option<String>,
     },
+    /// Gemini CLI: `mcpServers` for ~/.gemini/settings.json (read-only servers trusted).
+    Gemini(RegistrationArgs),
+    /// OpenCode: `mcp` for $XDG_CONFIG_HOME/opencode/opencode.json.
+    Opencode(RegistrationArgs),
+    /// Copilot CLI: `mcpServers` for $COPILOT_HOME/mcp-config.json.
+    Copilot(RegistrationArgs),
+    /// Cursor: `mcpServers` for ~/.cursor/mcp.json.
+    Cursor(RegistrationArgs),
+    /// Kiro: `mcpServers` for $KIRO_HOME/settings/mcp.json.
+    Kiro(RegistrationArgs),
+    /// Antigravity: `mcpServers` for ~/.gemini/config/mcp_config.json.
+    Antigravity(RegistrationArgs),
     /// JSON array of the ids of flow-starting servers, for the kcap server's deny-list.
     #[command(after_help = "\
 Example:
@@ -364,7 +536,8 @@ Example:
 
 #[derive(Args)]
 struct RegistrySource {
-    /// Export from this registry directory instead of the compiled-in registry.
+    /// Use this registry directory, checked now with the rules of `check`, instead of the
+    /// compiled-in registry.
     #[arg(long, value_name = "DIR")]
     registry: Option<PathBuf>,
 }
@@ -373,9 +546,9 @@ struct RegistrySource {
 struct RegistrationArgs {
     #[command(flatten)]
     source: RegistrySource,
-    /// The command of every server (the kcap binary).
-    #[arg(long, default_value = DEFAULT_COMMAND)]
-    command: String,
+    /// The kcap binary, the `command` of every server.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
+    kcap_bin: String,
     /// Write each server's `server_url` env vars with this URL.
     #[arg(long, value_name = "URL")]
     server_url: Option<String>,
@@ -389,68 +562,113 @@ fn absolute_path(s: &str) -> Result<String, String> {
     }
 }
 
+/// Why a command did not succeed.
+enum CliError {
+    /// Exit 2: a usage error or an input that cannot be read or understood; printed as
+    /// `error: ` and the error's chain of causes.
+    Usage(Box<dyn Error>),
+    /// Exit 1: the command ran and found a problem; printed like `Usage`, or, for `None`,
+    /// already reported.
+    Found(Option<Box<dyn Error>>),
+}
+
+impl CliError {
+    fn usage(e: impl Into<Box<dyn Error>>) -> CliError {
+        CliError::Usage(e.into())
+    }
+
+    fn found(e: impl Into<Box<dyn Error>>) -> CliError {
+        CliError::Found(Some(e.into()))
+    }
+}
+
+/// `e` and each of its causes, joined by `: ` (each layer displays itself only).
+fn chain(e: &dyn Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Check(args) => check(args),
-        Command::List { format } => {
-            let entries = inspect::compiled_entries();
-            out!(
-                "{}",
-                match format {
-                    ListFormat::Table => inspect::list_table(&entries),
-                    ListFormat::Json => inspect::list_json(&entries),
-                }
-            );
-            ExitCode::SUCCESS
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(CliError::Usage(e)) => {
+            errln!("error: {}", chain(&*e));
+            ExitCode::from(2)
         }
-        Command::Resolve { names, strict } => {
-            let policy = if strict {
-                Policy::Strict
-            } else {
-                Policy::Lenient
-            };
-            let report = inspect::resolve_report(&names, policy);
+        Err(CliError::Found(e)) => {
+            if let Some(e) = e {
+                errln!("error: {}", chain(&*e));
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Check(args) => check(args),
+        Command::List { format, source } => {
+            let entries = load(source.registry.as_deref())?;
+            match format {
+                ListFormat::Table => out!(
+                    "{}\nregistry digest (SHA-256): {}\n",
+                    inspect::list_table(&entries),
+                    kcap_mcp_registry::schema::digest(&entries)
+                ),
+                ListFormat::Json => out!("{}", inspect::list_json(&entries)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Resolve {
+            allowlist,
+            strict,
+            source,
+        } => {
+            let registry = registry(source.registry.as_deref())?;
+            let report = inspect::resolve_report_in(registry, &allowlist, policy(strict));
             out!("{}", report.text);
-            exit(!report.rejected)
+            if report.rejected {
+                return Err(CliError::Found(None));
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Render(client) => render(*client),
         Command::Export(what) => export(what),
-        Command::Diff {
-            old_dir,
-            new_dir,
-            format,
-            fail_on,
-        } => {
-            let (old, new) = match (load(Some(&old_dir)), load(Some(&new_dir))) {
-                (Ok(old), Ok(new)) => (old, new),
-                (Err(code), _) | (_, Err(code)) => return code,
+        Command::Install(args) => install(args),
+        Command::Uninstall { target } => uninstall(target),
+        Command::Diff(args) => {
+            let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
+                (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
+                (_, _, new) => (inspect::compiled_entries(), load(new.as_deref())?),
             };
             let d = kcap_mcp_registry::diff::diff(&old, &new);
             out!(
                 "{}",
-                match format {
+                match args.format {
                     DiffFormat::Markdown => d.markdown(),
                     DiffFormat::Json => d.json(),
                 }
             );
-            exit(!(fail_on.is_some() && d.has_security()))
+            if args.fail_on.is_some() && d.has_security() {
+                return Err(CliError::Found(None));
+            }
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// 0 when `ok`, else 1.
-fn exit(ok: bool) -> ExitCode {
-    if ok {
-        ExitCode::SUCCESS
+fn policy(strict: bool) -> Policy {
+    if strict {
+        Policy::Strict
     } else {
-        ExitCode::from(1)
+        Policy::Lenient
     }
-}
-
-/// Prints `error: {message}` on stderr; exit code 2.
-fn input_error(message: impl std::fmt::Display) -> ExitCode {
-    errln!("error: {message}");
-    ExitCode::from(2)
 }
 
 fn stderr_color() -> bool {
@@ -462,46 +680,84 @@ fn stderr_color() -> bool {
 
 /// The registry in `dir` (validated), or the compiled-in one. Violations are printed
 /// (human format) and give exit code 1; an unreadable directory gives 2.
-fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, ExitCode> {
+fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
     let Some(dir) = dir else {
         return Ok(inspect::compiled_entries());
     };
     match kcap_mcp_registry::validate_dir(dir) {
         Ok(entries) => Ok(entries),
-        Err(CheckError::Load(e)) => Err(input_error(e)),
         Err(CheckError::Invalid(diags)) => {
             err!("{}", diagnostic::render_all(&diags, stderr_color()));
-            errln!(
-                "error: {} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
-                dir.display(),
-                dir.display()
-            );
-            Err(ExitCode::from(1))
+            Err(CliError::found(format!(
+                "{} is not a valid registry; `kcap-mcp-registry check {}` shows the same report",
+                ShownPath(dir),
+                ShownPath(dir)
+            )))
         }
+        Err(e) => Err(CliError::usage(e)),
     }
 }
 
-fn check(args: CheckArgs) -> ExitCode {
+/// [`load`] as a [`Registry`] to resolve and render against.
+fn registry(dir: Option<&Path>) -> Result<Registry, CliError> {
+    match dir {
+        None => Ok(Registry::compiled()),
+        Some(dir) => Registry::from_entries(&load(Some(dir))?).map_err(CliError::found),
+    }
+}
+
+/// The directory `check` runs on: `dir`, or the `registry` directory of the current
+/// directory or its nearest parent that has one, shown relative to the current directory
+/// (`../../registry`).
+fn registry_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(dir) = dir {
+        return Ok(dir);
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
+    let mut relative = PathBuf::new();
+    for ancestor in cwd.ancestors() {
+        if ancestor.join("registry").is_dir() {
+            return Ok(relative.join("registry"));
+        }
+        relative.push("..");
+    }
+    Err(CliError::usage(format!(
+        "no `registry` directory in {} or any parent directory; give the registry directory: \
+         `kcap-mcp-registry check DIR`",
+        ShownPath(&cwd)
+    )))
+}
+
+fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
+    let dir = registry_dir(args.dir)?;
     let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
         CheckFormat::Human => err!("{}", human()),
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    if !args.against.is_empty() && args.dir.is_file() {
-        return input_error(
+    if !args.against.is_empty() && dir.is_file() {
+        return Err(CliError::usage(
             "--against compares a whole registry with a registration file: give the registry directory",
-        );
+        ));
     }
-    let entries = match kcap_mcp_registry::validate_path(&args.dir) {
+    let checked = kcap_mcp_registry::validate_path(&dir);
+    if dir.is_dir() {
+        let entries = checked.as_ref().ok().map(Vec::as_slice);
+        if let Some(warning) = inspect::stale_binary(&dir, entries) {
+            errln!("warning: {warning}");
+        }
+    }
+    let entries = match checked {
         Ok(entries) => entries,
-        Err(CheckError::Load(e)) => return input_error(e),
         Err(CheckError::Invalid(diags)) => {
             let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
             print_findings(&findings, &|| {
                 diagnostic::render_all(&diags, stderr_color())
             });
-            return ExitCode::from(1);
+            return Err(CliError::Found(None));
         }
+        Err(e) => return Err(CliError::usage(e)),
     };
     let opts = AgainstOptions {
         project: args.project.clone(),
@@ -509,10 +765,9 @@ fn check(args: CheckArgs) -> ExitCode {
     };
     let mut files = Vec::new();
     for path in &args.against {
-        match drift::check_against(&entries, &args.command, path, &opts) {
-            Ok(checked) => files.extend(checked),
-            Err(e) => return input_error(e),
-        }
+        files.extend(
+            drift::check_against(&entries, &args.kcap_bin, path, &opts).map_err(CliError::usage)?,
+        );
     }
     let findings: Vec<Finding> = files
         .iter()
@@ -523,7 +778,7 @@ fn check(args: CheckArgs) -> ExitCode {
         print_findings(&findings, &|| {
             report::human(&findings, "drift finding", stderr_color())
         });
-        return ExitCode::from(1);
+        return Err(CliError::Found(None));
     }
     match args.format {
         CheckFormat::Human => {
@@ -531,18 +786,18 @@ fn check(args: CheckArgs) -> ExitCode {
                 "ok: {} registry entr{} in {}",
                 entries.len(),
                 if entries.len() == 1 { "y" } else { "ies" },
-                args.dir.display()
+                ShownPath(&dir)
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
                 let project = f
                     .project
                     .as_deref()
-                    .map(|p| format!(" for project {p}"))
+                    .map(|p| format!(" for project {}", printable(p)))
                     .unwrap_or_default();
                 outln!(
                     "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
-                    f.path,
+                    ShownPath(Path::new(&f.path)),
                     drift::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
@@ -551,35 +806,33 @@ fn check(args: CheckArgs) -> ExitCode {
         CheckFormat::Json => out!("{}", report::json(&[])),
         CheckFormat::Github => {}
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
-fn render(client: RenderClient) -> ExitCode {
-    let mut launch_id = None;
-    let mut claude_preflight = false;
-    let (common, inventory_source) = match client {
+/// What `render` renders for.
+enum Target {
+    /// Claude Code, with the preflight unless `--no-preflight`.
+    Claude { preflight: bool },
+    /// Codex, with the inventory taken from this source.
+    Codex(InventorySource),
+    /// Gemini CLI, with this launch id.
+    Gemini(LaunchId),
+    /// OpenCode.
+    OpenCode,
+}
+
+/// The launch values of `client` and what to render them for.
+fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
+    match client {
         RenderClient::Claude {
             common,
             no_preflight,
-        } => {
-            claude_preflight = !no_preflight;
-            (common, None)
-        }
-        RenderClient::Opencode(common) => (common, Some(Room::OpenCode)),
-        RenderClient::Gemini {
+        } => Ok((
             common,
-            launch_id: hex,
-        } => {
-            let id = match hex {
-                Some(hex) => LaunchId::from_hex(&hex),
-                None => LaunchId::random(),
-            };
-            match id {
-                Ok(id) => launch_id = Some(id),
-                Err(e) => return input_error(format!("--launch-id: {e}")),
-            }
-            (common, Some(Room::Gemini))
-        }
+            Target::Claude {
+                preflight: !no_preflight,
+            },
+        )),
         RenderClient::Codex {
             common,
             inventory,
@@ -588,59 +841,54 @@ fn render(client: RenderClient) -> ExitCode {
         } => {
             let source = match (inventory, codex_bin, no_inherited_servers) {
                 (Some(file), _, _) => InventorySource::File(file),
-                (_, Some(bin), _) => InventorySource::Run(bin),
+                (_, Some(codex_bin), _) => InventorySource::Run {
+                    codex_bin,
+                    worktree: common
+                        .worktree
+                        .as_deref()
+                        .filter(|w| !w.is_empty())
+                        .map(PathBuf::from),
+                },
                 (_, _, true) => InventorySource::None,
                 _ => {
-                    return input_error(
+                    return Err(CliError::usage(
                         "Codex also starts the MCP servers of the user's config.toml and plugins, \
                          which `-c` cannot remove; give --inventory FILE (saved `codex mcp list --json` \
                          output), --codex-bin PATH (to run it), or --no-inherited-servers",
-                    );
-                }
-            };
-            (common, Some(Room::Codex(source)))
-        }
-    };
-    let stdin = Path::new("-");
-    if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&inventory_source, Some(Room::Codex(InventorySource::File(f))) if f == stdin)
-    {
-        return input_error("--launch-json and --inventory cannot both read standard input");
-    }
-    let launch = match &common.launch_json {
-        None => None,
-        Some(path) => {
-            let text = match launch::read_input(path) {
-                Ok(text) => text,
-                Err(e) => return input_error(format!("cannot read {}: {e}", path.display())),
-            };
-            // `--agent-id` stands in for a payload that lacks one (flags override fields);
-            // otherwise the parser's own error, with its line and column, stands.
-            let parsed = serde_json::from_str::<LaunchCommand>(&text).or_else(|e| {
-                let mut v = match (
-                    &common.agent_id,
-                    serde_json::from_str::<serde_json::Value>(&text),
-                ) {
-                    (Some(_), Ok(v)) if v.get("agent_id").is_none() => v,
-                    _ => return Err(e),
-                };
-                if let (Some(obj), Some(id)) = (v.as_object_mut(), &common.agent_id) {
-                    obj.insert("agent_id".into(), id.clone().into());
-                }
-                serde_json::from_value::<LaunchCommand>(v)
-            });
-            match parsed {
-                Ok(cmd) => Some(cmd),
-                Err(e) => {
-                    return input_error(format!(
-                        "{} is not a launch command JSON: {e}",
-                        path.display()
                     ));
                 }
-            }
+            };
+            Ok((common, Target::Codex(source)))
         }
-    };
-    let ctx = launch::launch_context(
+        RenderClient::Gemini { common, launch_id } => {
+            let id = match launch_id {
+                // A malformed --launch-id is a usage error; a failing OS random source is not.
+                Some(hex) => LaunchId::from_hex(&hex)
+                    .map_err(|e| CliError::usage(format!("--launch-id: {e}")))?,
+                None => LaunchId::random().map_err(CliError::found)?,
+            };
+            Ok((common, Target::Gemini(id)))
+        }
+        RenderClient::Opencode(common) => Ok((common, Target::OpenCode)),
+    }
+}
+
+fn render(client: RenderClient) -> Result<ExitCode, CliError> {
+    let (common, target) = target(client)?;
+    let stdin = Path::new("-");
+    if common.launch_json.as_deref() == Some(stdin)
+        && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
+    {
+        return Err(CliError::usage(preview::PreviewError::BothStdin));
+    }
+    let launch = common
+        .launch_json
+        .as_deref()
+        .map(|path| preview::read_launch_command(path, common.agent_id.as_deref()))
+        .transpose()
+        .map_err(CliError::usage)?;
+    let registry = registry(common.source.registry.as_deref())?;
+    let ctx = preview::launch_context(
         launch,
         LaunchOverrides {
             server_url: common.server_url,
@@ -651,168 +899,176 @@ fn render(client: RenderClient) -> ExitCode {
             effort: common.effort,
             prompt: common.prompt,
             worktree: common.worktree,
+            result_capability_url: common.result_capability_url,
+            review_context_url: common.review_context_url,
             launch_dir: common.launch_dir,
         },
     );
-    let policy = if common.strict {
-        Policy::Strict
-    } else {
-        Policy::Lenient
-    };
-    let plan = match inventory_source {
-        // With a worktree, the preflight reads the Claude Code configuration this
-        // environment's reviewer would read, and reports the servers it would veto.
-        None => match ctx
-            .worktree
-            .as_deref()
-            .filter(|w| claude_preflight && !w.is_empty())
-        {
-            Some(worktree) => {
-                let sources = ClaudeConfigSources::from_env(worktree);
-                claude::claude_plan_preflighted(&ctx, policy, &sources).map(|(plan, vetoes)| {
-                    for veto in vetoes {
-                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
-                    }
-                    plan
-                })
+    let inventory = match &target {
+        Target::Codex(source) => preview::take_inventory(source).map_err(|e| {
+            if e.is_input() {
+                CliError::usage(e)
+            } else {
+                CliError::found(e)
             }
-            None => claude::claude_plan(&ctx, policy),
-        },
-        Some(Room::Gemini) => {
-            gemini::gemini_plan(&ctx, policy, launch_id.as_ref().expect("set for gemini"))
-        }
-        Some(Room::OpenCode) => opencode::opencode_plan(&ctx, policy),
-        Some(Room::Codex(source)) => {
-            let inventory = match source {
-                InventorySource::None => Vec::new(),
-                InventorySource::File(path) => {
-                    let text = match launch::read_input(&path) {
-                        Ok(text) => text,
-                        Err(e) => {
-                            return input_error(format!("cannot read {}: {e}", path.display()));
-                        }
-                    };
-                    match inventory::parse_inventory(&text) {
-                        Ok(inv) => inv,
-                        Err(e) => return input_error(format!("{}: {e}", path.display())),
-                    }
-                }
-                InventorySource::Run(bin) => {
-                    // Taken where the reviewer runs: a trusted worktree's `.codex/config.toml`
-                    // adds servers too.
-                    // A relative binary path means the current directory, not the worktree.
-                    let bin = if bin.components().count() > 1 && bin.is_relative() {
-                        std::env::current_dir().map_or(bin.clone(), |cwd| cwd.join(&bin))
-                    } else {
-                        bin
-                    };
-                    let mut codex = std::process::Command::new(&bin);
-                    if let Some(worktree) = ctx.worktree.as_deref().filter(|w| !w.is_empty()) {
-                        if !Path::new(worktree).is_dir() {
-                            return input_error(format!(
-                                "--worktree {}: not a directory, so Codex's inventory cannot be \
-                                 taken there",
-                                diagnostic::printable(worktree)
-                            ));
-                        }
-                        codex.current_dir(worktree);
-                    }
-                    match inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT) {
-                        Ok(inv) => inv,
-                        Err(e) => {
-                            errln!("error: {}: {e}", bin.display());
-                            return ExitCode::from(1);
-                        }
-                    }
-                }
-            };
-            codex::codex_plan(&ctx, policy, &inventory)
-        }
+        })?,
+        _ => Vec::new(),
     };
-    for warning in launch::skip_warnings(&ctx, policy) {
+    let policy = policy(common.strict);
+    let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
+    for warning in preview::skip_warnings(&ctx, &resolution) {
         errln!("warning: {warning}");
     }
-    let plan: LaunchPlan = match plan {
-        Ok(plan) => plan,
-        Err(e) => {
-            errln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-
-    let format = match common.format {
-        RenderFormat::Lines => Some(ArgvFormat::Lines),
-        RenderFormat::Json => Some(ArgvFormat::Json),
-        RenderFormat::Shell => Some(ArgvFormat::Shell),
-        RenderFormat::Plan => None,
-    };
-    let text = match format {
-        Some(format) => launch::format_argv(&plan.argv, format),
-        None => Ok(plan.to_json()),
-    };
-    match text {
-        Ok(text) => {
-            if ctx.is_gated() {
-                errln!(
-                    "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
-                 (the result channel and any allowlist) is gated off",
-                    ctx.agent_id
-                );
+    let plan = match target {
+        Target::Codex(_) => codex::codex_plan(&ctx, &resolution, &inventory),
+        Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
+        Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
+        // With a worktree, the Claude preflight reads the Claude Code configuration this
+        // environment's reviewer would read, and reports the servers it would veto.
+        Target::Claude { preflight } => match ctx
+            .worktree
+            .as_deref()
+            .filter(|w| preflight && !w.is_empty())
+        {
+            None => claude::claude_plan(&ctx, &resolution),
+            Some(worktree) => {
+                let sources = ClaudeConfigSources::from_env(worktree);
+                claude::claude_plan_preflighted(&ctx, &resolution, policy, &sources).map(
+                    |(plan, vetoes)| {
+                        for veto in vetoes {
+                            errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                        }
+                        plan
+                    },
+                )
             }
-            out!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            errln!("error: {e}");
-            ExitCode::from(1)
-        }
+        },
     }
+    .map_err(CliError::found)?;
+    let text = match common.format {
+        RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
+        RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
+        RenderFormat::Shell => preview::format_argv(&plan.argv, ArgvFormat::Shell),
+        RenderFormat::Plan => Ok(plan.to_json()),
+    }
+    .map_err(CliError::found)?;
+    if ctx.is_gated() {
+        errln!(
+            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
+             (the result channel and any allowlist) is gated off",
+            ctx.agent_id
+        );
+    }
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
 }
 
-/// The client room `render` renders for, with what only it needs (Claude needs nothing).
-enum Room {
-    Codex(InventorySource),
-    Gemini,
-    OpenCode,
-}
-
-enum InventorySource {
-    File(PathBuf),
-    Run(PathBuf),
-    None,
-}
-
-fn export(what: ExportWhat) -> ExitCode {
+fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
     let registration = |args: RegistrationArgs, project_dir: Option<String>| {
         let entries = load(args.source.registry.as_deref())?;
         let opts = RegistrationOptions {
-            command: args.command,
+            command: args.kcap_bin,
             server_url: args.server_url,
             project_dir,
         };
-        Ok::<_, ExitCode>((entries, opts))
+        Ok::<_, CliError>((entries, opts))
+    };
+    let json_file = |client: Client, args: RegistrationArgs| -> Result<String, CliError> {
+        let (entries, opts) = registration(args, None)?;
+        export::registration_file(client.registration(), &entries, &opts).map_err(CliError::usage)
     };
     let text = match what {
-        ExportWhat::ClaudeMcpJson(args) => match registration(args, None) {
-            Ok((entries, opts)) => match claude_mcp_json(&entries, &opts) {
-                Ok(text) => text,
-                Err(e) => return input_error(e),
-            },
-            Err(code) => return code,
-        },
-        ExportWhat::CodexToml {
+        ExportWhat::Claude(args) => json_file(Client::Claude, args)?,
+        ExportWhat::Gemini(args) => json_file(Client::Gemini, args)?,
+        ExportWhat::Opencode(args) => json_file(Client::OpenCode, args)?,
+        ExportWhat::Copilot(args) => json_file(Client::Copilot, args)?,
+        ExportWhat::Cursor(args) => json_file(Client::Cursor, args)?,
+        ExportWhat::Kiro(args) => json_file(Client::Kiro, args)?,
+        ExportWhat::Antigravity(args) => json_file(Client::Antigravity, args)?,
+        ExportWhat::Codex {
             common,
             project_dir,
-        } => match registration(common, project_dir) {
-            Ok((entries, opts)) => codex_toml(&entries, &opts),
-            Err(code) => return code,
-        },
-        ExportWhat::Denylist(source) => match load(source.registry.as_deref()) {
-            Ok(entries) => export::denylist(&entries),
-            Err(code) => return code,
-        },
+        } => {
+            let (entries, opts) = registration(common, project_dir)?;
+            codex_toml(&entries, &opts).map_err(CliError::usage)?
+        }
+        ExportWhat::Denylist(source) => export::denylist(&load(source.registry.as_deref())?),
         ExportWhat::JsonSchema => export::json_schema(),
     };
     out!("{text}");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The config file `install`/`uninstall` edit: `--config`, or the client's default.
+fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
+    match &target.config {
+        Some(path) => Ok(path.clone()),
+        None => {
+            (target.client.client().registration().default_config)(&|name| std::env::var_os(name))
+                .map_err(CliError::usage)
+        }
+    }
+}
+
+fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
+    let format = args.target.client.client().registration();
+    let config = config_path(&args.target)?;
+    // The client's own directory is created for its default location (a first install);
+    // a directory named with --config that does not exist is a typo, not a request.
+    if args.target.config.is_some()
+        && let Some(dir) = config.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(CliError::usage(format!(
+            "the directory of --config {} does not exist; create it first, or fix the path",
+            ShownPath(&config)
+        )));
+    }
+    let entries = load(args.source.registry.as_deref())?;
+    let opts = RegistrationOptions {
+        command: args.kcap_bin,
+        server_url: args.server_url,
+        project_dir: None,
+    };
+    let servers = export::registration_entries(format, &entries, &opts).map_err(CliError::usage)?;
+    print_outcome(kcap_mcp_registry::install::install(
+        format,
+        &config,
+        &servers,
+        args.target.dry_run,
+    ))
+}
+
+fn uninstall(target: InstallTarget) -> Result<ExitCode, CliError> {
+    let format = target.client.client().registration();
+    let config = config_path(&target)?;
+    print_outcome(kcap_mcp_registry::install::uninstall(
+        format,
+        &config,
+        target.dry_run,
+    ))
+}
+
+/// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
+/// kept edited, 2 when nothing could be written.
+fn print_outcome(
+    outcome: Result<kcap_mcp_registry::install::Outcome, kcap_mcp_registry::install::InstallError>,
+) -> Result<ExitCode, CliError> {
+    let outcome = outcome.map_err(CliError::usage)?;
+    if outcome.dry_run {
+        out!("{}", outcome.diff());
+    }
+    err!("{}", outcome.report());
+    let path = ShownPath(&outcome.config);
+    match (outcome.dry_run, outcome.changed) {
+        (true, true) => errln!("dry run: nothing written to {path} or its ledger"),
+        (true, false) => errln!("dry run: {path} needs no change"),
+        (false, true) => errln!("wrote {path}"),
+        (false, false) => errln!("{path} needs no change"),
+    }
+    if outcome.has_problem() {
+        Err(CliError::Found(None))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
 }

@@ -7,39 +7,103 @@
 
 /// Where the launcher takes the value of an environment variable it sets on an MCP server.
 ///
-/// Spelled in registry files as the strings `"server_url"` and `"agent_id"`
-/// (see [`EnvSource::from_name`]).
+/// Spelled in registry files as a source name (`"server_url"`, `"agent_id"`,
+/// `"result_capability_url"`, `"review_context_url"`; see [`EnvSource::from_name`]) or as a
+/// constant, `{ value = "1" }`. `S` is the constant's string type: `&'static str` in the
+/// compiled table, `String` in an entry read at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EnvSource {
-    /// The kcap server URL the daemon talks to (`LaunchContext::server_url`).
+pub enum EnvSource<S = &'static str> {
+    /// The kcap server URL the daemon talks to (`LaunchContext::server_url`). On an entry
+    /// that also has [`EnvSource::ResultCapabilityUrl`], set only in direct result delivery.
     ServerUrl,
     /// The reviewer's agent id. Registry rule `agent-id-injection-only` allows it only on
     /// entries with `allowlistable = false`, so it never reaches an allowlisted server.
     AgentId,
+    /// The per-launch capability URL of brokered result delivery (the reviewer's HOME is not
+    /// the daemon user's). Set instead of the entry's [`EnvSource::ServerUrl`] variables, never
+    /// with them. Rule `env-source-scope`: only on the `inject = "always"` entry.
+    ResultCapabilityUrl,
+    /// The review-context bridge URL of a borrowed-snapshot review. Rule `env-source-scope`:
+    /// only on `inject = "borrowed-snapshot"` entries.
+    ReviewContextUrl,
+    /// A constant value, set as is (rule `env-constant`: printable, non-empty, no `${`).
+    Constant(S),
 }
 
 impl EnvSource {
-    /// Every source, in the order registry files document them.
-    pub const ALL: [EnvSource; 2] = [EnvSource::ServerUrl, EnvSource::AgentId];
+    /// Every named source, in the order registry files document them (a constant has no name).
+    pub const ALL: [EnvSource; 4] = [
+        EnvSource::ServerUrl,
+        EnvSource::AgentId,
+        EnvSource::ResultCapabilityUrl,
+        EnvSource::ReviewContextUrl,
+    ];
 
-    /// The spelling used in registry files: `"server_url"` or `"agent_id"`.
-    pub const fn name(self) -> &'static str {
+    /// Parses the registry-file spelling of a named source; `None` for anything else (exact,
+    /// case-sensitive).
+    pub fn from_name(name: &str) -> Option<EnvSource> {
+        EnvSource::ALL.into_iter().find(|s| s.name() == Some(name))
+    }
+}
+
+impl<S> EnvSource<S> {
+    /// The same source, with a constant's string mapped by `f`.
+    pub fn map<T>(self, f: impl FnOnce(S) -> T) -> EnvSource<T> {
         match self {
-            EnvSource::ServerUrl => "server_url",
-            EnvSource::AgentId => "agent_id",
+            EnvSource::ServerUrl => EnvSource::ServerUrl,
+            EnvSource::AgentId => EnvSource::AgentId,
+            EnvSource::ResultCapabilityUrl => EnvSource::ResultCapabilityUrl,
+            EnvSource::ReviewContextUrl => EnvSource::ReviewContextUrl,
+            EnvSource::Constant(c) => EnvSource::Constant(f(c)),
         }
     }
 
-    /// Parses the registry-file spelling; `None` for anything else (exact, case-sensitive).
-    pub fn from_name(name: &str) -> Option<EnvSource> {
-        EnvSource::ALL.into_iter().find(|s| s.name() == name)
+    /// The spelling used in registry files, e.g. `"server_url"`; `None` for a constant.
+    pub const fn name(&self) -> Option<&'static str> {
+        match self {
+            EnvSource::ServerUrl => Some("server_url"),
+            EnvSource::AgentId => Some("agent_id"),
+            EnvSource::ResultCapabilityUrl => Some("result_capability_url"),
+            EnvSource::ReviewContextUrl => Some("review_context_url"),
+            EnvSource::Constant(_) => None,
+        }
+    }
+}
+
+/// When the launcher injects a reserved (`allowlistable = false`) server into a reviewer.
+/// Spelled in registry files as `inject = "always"` or `inject = "borrowed-snapshot"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Inject {
+    /// Into every reviewer, first: the result channel (rule `inject-always`: it alone).
+    Always,
+    /// Into reviews of a borrowed snapshot only (the reviewer's worktree is another user's
+    /// checkout), after the allowlisted servers.
+    BorrowedSnapshot,
+}
+
+impl Inject {
+    /// Every condition, in documentation order.
+    pub const ALL: [Inject; 2] = [Inject::Always, Inject::BorrowedSnapshot];
+
+    /// The registry-file spelling: `"always"` or `"borrowed-snapshot"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Inject::Always => "always",
+            Inject::BorrowedSnapshot => "borrowed-snapshot",
+        }
+    }
+
+    /// Parses [`Inject::name`] (exact, case-sensitive).
+    pub fn from_name(name: &str) -> Option<Inject> {
+        Inject::ALL.into_iter().find(|i| i.name() == name)
     }
 }
 
 /// One tool an MCP server advertises, from the entry's `[[tools]]` catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tool {
-    /// Tool name as the server advertises it (`^[A-Za-z0-9_.-]{1,128}$`).
+    /// Tool name as the server advertises it (`^[A-Za-z0-9_-]+$`; with the id, at most 64
+    /// bytes as `mcp__<id>__<tool>`).
     pub name: &'static str,
     /// The tool is safe for an unattended reviewer to call without approval.
     pub unattended_safe: bool,
@@ -62,10 +126,18 @@ pub struct McpServer {
     /// `false` for injection-only servers (the result channel): never materialized from an
     /// allowlist.
     pub allowlistable: bool,
+    /// When the launcher injects this server: set exactly on `allowlistable = false` entries.
+    pub inject: Option<Inject>,
+    /// Registration exports register it with clients (default `true` for allowlistable
+    /// entries; always `false` for injection-only ones).
+    pub registered: bool,
     /// Every tool is free of side effects, so an unattended reviewer may auto-approve it.
     pub read_only: bool,
     /// Registration configs run the server in the project directory.
     pub needs_project_cwd: bool,
+    /// Registrations for clients that need it append `--driver <client>` to its args (the
+    /// server's only way to learn which client drives it). Only on `starts_flows` entries.
+    pub driver_stamp: bool,
     /// Environment variables the launcher sets, in the order the registry file declares them.
     pub env: &'static [(&'static str, EnvSource)],
     /// The tools the server serves, in advertised order.

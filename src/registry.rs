@@ -1,15 +1,32 @@
 //! The compiled-in registry: the table `build.rs` generates from `registry/*.toml`, and
-//! [`lookup`], the one way an allowlist name resolves to an MCP server.
+//! [`lookup`], the one way an allowlist name resolves to an MCP server; [`Registry`], the
+//! registry a resolution and a render run against (the compiled-in one unless a tool loads
+//! another at run time).
 
-use crate::model::{EnvSource, McpServer, Tool};
+use crate::model::{EnvSource, Inject, McpServer, Tool};
 
 #[allow(clippy::unreadable_literal)]
 mod table {
-    // A registry without env vars or tools (e.g. `.ci/bootstrap-registry`) names neither.
+    // A registry without env vars, tools or injected servers names none of them.
     #[allow(unused_imports)]
-    use super::{EnvSource, McpServer, Tool};
+    use super::{EnvSource, Inject, McpServer, Tool};
     include!(concat!(env!("OUT_DIR"), "/registry_table.rs"));
 }
+
+/// The registry digest: SHA-256 of the validated table's canonical form (the compact JSON of
+/// `list --format json`), as 64 lower-case hex digits, computed by `build.rs` from the
+/// directory it read. `kcap-mcp-registry list` prints it; `check DIR` recomputes it for DIR
+/// (`schema::digest`) and warns when DIR is [`SOURCE_DIR`] but the digests differ: cargo
+/// reruns `build.rs` only when a registry file's mtime is newer than the last build
+/// (rust-lang/cargo#10791), so a file replaced by an older one leaves a stale table.
+///
+/// ```
+/// assert_eq!(kcap_mcp_registry::registry::DIGEST.len(), 64);
+/// ```
+pub const DIGEST: &str = table::DIGEST;
+
+/// The registry directory `build.rs` compiled in, canonicalized on the build machine.
+pub const SOURCE_DIR: &str = table::SOURCE_DIR;
 
 /// Resolves an allowlist name to its registry entry.
 ///
@@ -31,6 +48,155 @@ mod table {
 /// assert!(lookup("   ").is_none());
 /// ```
 pub fn lookup(name: &str) -> Option<&'static McpServer> {
+    Registry::compiled().lookup(name)
+}
+
+/// The registry an allowlist resolves against and a reviewer is rendered from: its entries
+/// (sorted by id) and its result channel. [`Registry::compiled`] (the default) is the table
+/// `build.rs` validated and compiled in; the CLI's `--registry DIR` builds one from a
+/// directory checked at run time (`Registry::from_entries`, feature `validate`), so a pull
+/// request's edited registry can be previewed without rebuilding. A `Registry` is two
+/// pointers: copy it freely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Registry {
+    servers: &'static [McpServer],
+    result_channel: &'static McpServer,
+    compiled: bool,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::compiled()
+    }
+}
+
+impl Registry {
+    /// The compiled-in registry ([`servers`], [`result_channel`]).
+    pub fn compiled() -> Registry {
+        Registry {
+            servers: &table::SERVERS,
+            result_channel: &table::SERVERS[table::RESULT_CHANNEL],
+            compiled: true,
+        }
+    }
+
+    /// Every entry, sorted by id.
+    pub fn servers(&self) -> &'static [McpServer] {
+        self.servers
+    }
+
+    /// This registry's reserved servers injected `when`, in id order (see [`injected`]).
+    pub fn injected(self, when: Inject) -> impl Iterator<Item = &'static McpServer> + Clone {
+        self.servers()
+            .iter()
+            .filter(move |s| s.inject == Some(when))
+    }
+
+    /// The reserved result channel (`kcap-flow-result`), injected into every reviewer.
+    pub fn result_channel(&self) -> &'static McpServer {
+        self.result_channel
+    }
+
+    /// Resolves an allowlist name as [`lookup`] does (trimmed, ASCII case folded), in this
+    /// registry.
+    pub fn lookup(&self, name: &str) -> Option<&'static McpServer> {
+        if !self.compiled {
+            let name = name.trim().as_bytes();
+            return self
+                .servers
+                .iter()
+                .find(|s| s.id.as_bytes().eq_ignore_ascii_case(name));
+        }
+        compiled_lookup(name)
+    }
+
+    /// A registry of `entries`, which [`crate::validate_dir`] has checked (so ids are unique
+    /// and the result channel is present, injection-only and free of flows).
+    ///
+    /// The entries are copied into memory that is never freed, as the compiled-in table's
+    /// `&'static` data is: meant for a process that loads one registry for its lifetime (the
+    /// CLI's `--registry DIR`), not for reloading in a loop.
+    ///
+    /// # Errors
+    /// [`NoResultChannel`] when `entries` lacks `kcap-flow-result` or makes it allowlistable
+    /// or flow-starting (which validation refuses).
+    #[cfg(feature = "validate")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
+    pub fn from_entries(
+        entries: &[crate::schema::RegistryEntry],
+    ) -> Result<Registry, NoResultChannel> {
+        use crate::model::RESULT_CHANNEL_ID;
+        fn leak(s: &str) -> &'static str {
+            Box::leak(s.to_owned().into_boxed_str())
+        }
+        let mut servers: Vec<McpServer> = entries
+            .iter()
+            .map(|e| McpServer {
+                id: leak(&e.id),
+                description: leak(&e.description),
+                args: Box::leak(e.args.iter().map(|a| leak(a)).collect()),
+                starts_flows: e.starts_flows,
+                allowlistable: e.allowlistable,
+                read_only: e.read_only,
+                needs_project_cwd: e.needs_project_cwd,
+                inject: e.inject,
+                registered: e.registered,
+                driver_stamp: e.driver_stamp,
+                env: Box::leak(
+                    e.env
+                        .iter()
+                        .map(|(n, src)| (leak(n), src.clone().map(|c| leak(&c))))
+                        .collect(),
+                ),
+                tools: Box::leak(
+                    e.tools
+                        .iter()
+                        .map(|t| Tool {
+                            name: leak(&t.name),
+                            unattended_safe: t.unattended_safe,
+                        })
+                        .collect(),
+                ),
+            })
+            .collect();
+        servers.sort_by(|a, b| a.id.cmp(b.id));
+        let servers: &'static [McpServer] = Box::leak(servers.into_boxed_slice());
+        let result_channel = servers
+            .iter()
+            .find(|s| s.id == RESULT_CHANNEL_ID && !s.allowlistable && !s.starts_flows)
+            .ok_or(NoResultChannel)?;
+        Ok(Registry {
+            servers,
+            result_channel,
+            compiled: false,
+        })
+    }
+}
+
+/// A registry given to [`Registry::from_entries`] has no usable result channel: no
+/// `kcap-flow-result` entry, or one that is allowlistable or starts flows.
+#[cfg(feature = "validate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoResultChannel;
+
+#[cfg(feature = "validate")]
+impl std::fmt::Display for NoResultChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the registry has no injection-only `{}` entry that is free of flows; \
+             `kcap-mcp-registry check` says why",
+            crate::model::RESULT_CHANNEL_ID
+        )
+    }
+}
+
+#[cfg(feature = "validate")]
+impl std::error::Error for NoResultChannel {}
+
+/// [`lookup`] in the compiled-in table.
+fn compiled_lookup(name: &str) -> Option<&'static McpServer> {
     let name = trimmed_bytes(name);
     if name.len() > table::LONGEST_ID || name.len() < table::SHORTEST_ID {
         return None;
@@ -102,6 +268,23 @@ pub fn servers() -> &'static [McpServer] {
 /// ```
 pub fn result_channel() -> &'static McpServer {
     &table::SERVERS[table::RESULT_CHANNEL]
+}
+
+/// The injection-only servers the launcher injects under condition `when`, in registry order:
+/// for [`Inject::Always`] exactly the result channel (rule `inject-always`).
+///
+/// ```
+/// use kcap_mcp_registry::{Inject, registry::injected};
+///
+/// let ids: Vec<&str> = injected(Inject::BorrowedSnapshot).map(|s| s.id).collect();
+/// assert_eq!(ids, ["kcap-review-context"]);
+/// assert_eq!(injected(Inject::Always).map(|s| s.id).collect::<Vec<_>>(), ["kcap-flow-result"]);
+/// ```
+pub fn injected(when: Inject) -> impl Iterator<Item = &'static McpServer> + Clone {
+    table::INJECTED
+        .iter()
+        .map(|&i| &table::SERVERS[i])
+        .filter(move |s| s.inject == Some(when))
 }
 
 #[cfg(test)]

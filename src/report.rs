@@ -70,11 +70,13 @@ pub fn human(findings: &[Finding], noun: &str, color: bool) -> String {
     };
     let mut out = String::new();
     for f in findings {
+        // The file as the user named it, escaped: a hostile name cannot forge a line.
+        let file = crate::diagnostic::printable(&f.file);
         let origin = match f.location {
-            Some(l) => Origin::path(f.file.as_str())
+            Some(l) => Origin::path(file.as_ref())
                 .line(l.line)
                 .char_column(l.column),
-            None => Origin::path(f.file.as_str()),
+            None => Origin::path(file.as_ref()),
         };
         let group: Group<'_> = Level::ERROR
             .primary_title(f.message.as_str())
@@ -94,7 +96,7 @@ pub fn human(findings: &[Finding], noun: &str, color: bool) -> String {
 
 #[derive(Serialize)]
 struct FindingJson<'a> {
-    file: &'a str,
+    file: std::borrow::Cow<'a, str>,
     line: Option<usize>,
     column: Option<usize>,
     end_line: Option<usize>,
@@ -107,14 +109,15 @@ struct FindingJson<'a> {
 
 /// The findings as a pretty-printed JSON array (two-space indent, trailing newline), each
 /// `{"file", "line", "column", "end_line", "end_column", "rule", "severity", "message",
-/// "help"}` in that key order. Positions are 1-based, columns count Unicode scalar values,
+/// "help"}` in that key order. `file` is escaped as every shown path is
+/// ([`crate::diagnostic::printable`]). Positions are 1-based, columns count Unicode scalar values,
 /// `end_column` is just past the last character; all four are `null` for findings without a
 /// location. `severity` is always `"error"`. No findings give `[]`.
 pub fn json(findings: &[Finding]) -> String {
     let items: Vec<FindingJson<'_>> = findings
         .iter()
         .map(|f| FindingJson {
-            file: &f.file,
+            file: crate::diagnostic::printable(&f.file),
             line: f.location.map(|l| l.line),
             column: f.location.map(|l| l.column),
             end_line: f.location.map(|l| l.end_line),

@@ -1,6 +1,7 @@
 //! The launch command as the daemon receives it (JSON, snake_case), reduced to the fields a
-//! reviewer launch reads. The `mcp_allowlist` field is additive: payloads without it (old
-//! servers) read as no allowlist, and readers without it (old daemons) ignore it.
+//! reviewer launch reads. Every field but `agent_id` is additive: payloads without it (old
+//! servers) read as today's behaviour (no allowlist, direct result delivery, the daemon
+//! user's own checkout), and readers without it (old daemons) ignore it.
 
 use std::fmt;
 
@@ -43,6 +44,20 @@ pub struct LaunchCommand {
     /// The reviewer's prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// Brokered result delivery's capability URL
+    /// ([`ResultDelivery::Brokered`](crate::ResultDelivery::Brokered)); absent or `null` →
+    /// direct delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_capability_url: Option<String>,
+    /// The reviewer reviews a borrowed snapshot ([`Snapshot::Borrowed`](crate::Snapshot)).
+    /// Absent → `false`; a `review_context_url` marks a borrowed snapshot too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub borrowed_snapshot: bool,
+    /// The borrowed snapshot's review-context URL; absent or `null` with
+    /// `borrowed_snapshot: true` fails the render
+    /// ([`RenderError::MissingReviewContextUrl`](crate::RenderError::MissingReviewContextUrl)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_context_url: Option<String>,
 }
 
 fn allowlist<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Option<String>>>, D::Error> {

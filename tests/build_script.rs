@@ -316,3 +316,115 @@ fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_
         "{stderr}"
     );
 }
+
+/// `cargo build --bin kcap-mcp-registry` of the crate copy at `krate` in its own target dir;
+/// returns the binary.
+fn build_checker(krate: &Path, target: &Path) -> PathBuf {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--offline",
+            "--quiet",
+            "--bin",
+            "kcap-mcp-registry",
+        ])
+        .current_dir(krate)
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("KCAP_MCP_REGISTRY_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the build failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("debug/kcap-mcp-registry")
+}
+
+#[test]
+fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_rebuild() {
+    let krate = copy_crate();
+    let target = target_dir().join("stale");
+    let file = krate.path().join("registry/kcap-memory.toml");
+    let bin = build_checker(krate.path(), &target);
+    let check = |bin: &Path| {
+        let out = Command::new(bin)
+            .arg("check")
+            .current_dir(krate.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(check(&bin), (Some(0), String::new()));
+
+    // `cp -p` of a broken file that is older than the build: cargo does not rerun build.rs
+    // (rust-lang/cargo#10791), so the broken registry builds cleanly into a stale table.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replacen("starts_flows", "start_flows", 1)).unwrap();
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(24 * 3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(day_ago)
+        .unwrap();
+    let bin = build_checker(krate.path(), &target);
+    let (code, stderr) = check(&bin);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "warning: this binary was built from a different registry: rebuild. registry differs \
+             from the registry compiled in (it breaks rules the compiled one passed), because \
+             cargo reruns build.rs only for registry files newer than its last run \
+             (rust-lang/cargo#10791); `touch registry/*.toml` and build again\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("error[unknown-key]: unknown key `start_flows`"),
+        "{stderr}"
+    );
+    // Another directory holding the same files is not the one compiled in: no warning.
+    let other = tempfile::tempdir().unwrap();
+    copy_dir(&krate.path().join("registry"), other.path());
+    let out = Command::new(&bin)
+        .arg("check")
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A valid but different file, older still: the digests differ.
+    std::fs::write(&file, text.replacen("Project memory", "Project notes", 1)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(day_ago)
+        .unwrap();
+    let bin = build_checker(krate.path(), &target);
+    let (code, stderr) = check(&bin);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("warning: this binary was built from a different registry: rebuild. registry differs from the registry compiled in (digest "),
+        "{stderr}"
+    );
+
+    // Touching the files reruns build.rs: the warning is gone.
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let bin = build_checker(krate.path(), &target);
+    assert_eq!(check(&bin), (Some(0), String::new()));
+}

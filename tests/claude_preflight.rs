@@ -9,8 +9,23 @@ use kcap_mcp_registry::clients::claude::preflight::{
     ClaudeConfigSources, Veto, VetoKind, claude_preflight, expand_vars, project_key,
 };
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
+
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
+
+/// The unchecked Claude argv for `ctx`, its allowlist resolved under `policy` as a launch does.
+fn argv(ctx: &LaunchContext, policy: Policy) -> Vec<String> {
+    claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap()
+}
+
+/// The preflighted Claude argv for `ctx`, its allowlist resolved under `policy`.
+fn preflighted(
+    ctx: &LaunchContext,
+    policy: Policy,
+    sources: &ClaudeConfigSources,
+) -> Result<(Vec<String>, Vec<Veto>), RenderError> {
+    claude_reviewer_args_preflighted(ctx, &ctx.resolve(policy).unwrap(), policy, sources)
+}
 
 const KCAP: &str = "/opt/kcap/bin/kcap";
 
@@ -564,9 +579,8 @@ fn a_vetoed_result_channel_is_refused_under_either_policy() {
     let wt = s.path("wt");
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
     for policy in [Policy::Lenient, Policy::Strict] {
-        let e = claude_reviewer_args_preflighted(&ctx(&["kcap-review"]), policy, &s.sources())
-            .unwrap_err();
-        let LaunchError::Render(RenderError::ClaudeVetoed(v)) = &e else {
+        let e = preflighted(&ctx(&["kcap-review"]), policy, &s.sources()).unwrap_err();
+        let RenderError::ClaudeVetoed(v) = &e else {
             panic!("{e:?}");
         };
         assert_eq!(
@@ -600,10 +614,9 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
         r#"{"deniedMcpServers":[{"serverName":"kcap-review"}]}"#,
     );
     let c = ctx(&["kcap-review"]);
-    let (args, warnings) =
-        claude_reviewer_args_preflighted(&c, Policy::Lenient, &s.sources()).unwrap();
+    let (args, warnings) = preflighted(&c, Policy::Lenient, &s.sources()).unwrap();
     // The argv is exactly the unchecked one.
-    assert_eq!(args, claude_reviewer_args(&c, Policy::Lenient).unwrap());
+    assert_eq!(args, argv(&c, Policy::Lenient));
     let veto = Veto {
         server: "kcap-review",
         file: file.clone(),
@@ -619,11 +632,8 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
             file.display()
         )
     );
-    let e = claude_reviewer_args_preflighted(&c, Policy::Strict, &s.sources()).unwrap_err();
-    assert_eq!(
-        e,
-        LaunchError::Render(RenderError::ClaudeVetoed(vec![veto]))
-    );
+    let e = preflighted(&c, Policy::Strict, &s.sources()).unwrap_err();
+    assert_eq!(e, RenderError::ClaudeVetoed(vec![veto]));
     assert!(
         e.to_string()
             .contains("; the strict policy launches no reviewer without them;"),
@@ -632,8 +642,8 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
     // Nothing vetoed: the argv is the unchecked one and there are no warnings.
     let s = Setup::new();
     assert_eq!(
-        claude_reviewer_args_preflighted(&c, Policy::Strict, &s.sources()).unwrap(),
-        (claude_reviewer_args(&c, Policy::Strict).unwrap(), vec![])
+        preflighted(&c, Policy::Strict, &s.sources()).unwrap(),
+        (argv(&c, Policy::Strict), vec![])
     );
 }
 
@@ -698,7 +708,7 @@ fn render_claude_with_a_worktree_runs_the_preflight_unless_told_not_to() {
         )
     };
     let wt_arg = wt.to_str().unwrap();
-    let expected = claude_reviewer_args(&ctx(&["kcap-review"]), Policy::Lenient).unwrap();
+    let expected = argv(&ctx(&["kcap-review"]), Policy::Lenient);
     let expected = format!("{}\n", serde_json::to_string(&expected).unwrap());
     assert_eq!(
         render(&["--worktree", wt_arg]),

@@ -7,7 +7,7 @@ mod common;
 use common::{Run, run};
 use kcap_mcp_registry::diff::diff;
 use kcap_mcp_registry::schema::{RegistryEntry, ToolEntry};
-use kcap_mcp_registry::{EnvSource, inspect};
+use kcap_mcp_registry::{EnvSource, Inject, inspect};
 
 const OLD: &str = "tests/fixtures/cli/diff/old";
 const NEW: &str = "tests/fixtures/cli/diff/new";
@@ -16,7 +16,7 @@ const SECURITY_MARKDOWN: &str = r#"## MCP server registry changes
 
 ### Security-relevant changes (7)
 
-- `kcap-audit`: `env.KCAP_AUDIT_ID` `"server_url"` → `"agent_id"`
+- `kcap-audit`: `env.KCAP_AUDIT_ID` `{"value":"1"}` → `"agent_id"`
 - `kcap-flows`: `starts_flows` `true` → `false`
 - `kcap-new`: `read_only` (absent) → `true`
 - `kcap-new`: `tools.peek.unattended_safe` (absent) → `true`
@@ -63,7 +63,9 @@ fn a_security_diff_in_json() {
     {
       "server": "kcap-audit",
       "field": "env.KCAP_AUDIT_ID",
-      "old": "server_url",
+      "old": {
+        "value": "1"
+      },
       "new": "agent_id"
     },
     {
@@ -120,8 +122,11 @@ fn a_security_diff_in_json() {
       ],
       "starts_flows": false,
       "allowlistable": true,
+      "inject": null,
+      "registered": true,
       "read_only": true,
       "needs_project_cwd": false,
+      "driver_stamp": false,
       "env": [],
       "tools": [
         {
@@ -141,8 +146,11 @@ fn a_security_diff_in_json() {
       ],
       "starts_flows": false,
       "allowlistable": true,
+      "inject": null,
+      "registered": true,
       "read_only": false,
       "needs_project_cwd": false,
+      "driver_stamp": false,
       "env": [],
       "tools": []
     }
@@ -266,8 +274,11 @@ fn entry(id: &str) -> RegistryEntry {
         args: vec!["mcp".into(), id.into()],
         starts_flows: false,
         allowlistable: true,
+        inject: None,
+        registered: true,
         read_only: true,
         needs_project_cwd: false,
+        driver_stamp: false,
         env: vec![],
         tools: vec![],
     }
@@ -298,20 +309,28 @@ fn which_changes_are_security_relevant() {
     let base = entry("kcap-x");
     let mut flipped = base.clone();
     flipped.allowlistable = false;
+    flipped.inject = Some(Inject::BorrowedSnapshot);
+    flipped.registered = false;
     flipped.read_only = false;
     flipped.needs_project_cwd = true;
+    flipped.driver_stamp = true;
     flipped.env = vec![
         ("KCAP_URL".into(), EnvSource::ServerUrl),
         ("KCAP_FLOW_AGENT_ID".into(), EnvSource::AgentId),
+        ("KCAP_MODE".into(), EnvSource::Constant("1".into())),
     ];
     assert_eq!(
         changes(base.clone(), flipped),
         [
             c("allowlistable", "true", "false", true),
+            c("inject", "null", "\"borrowed-snapshot\"", true),
+            c("registered", "true", "false", false),
             c("read_only", "true", "false", true),
             c("needs_project_cwd", "false", "true", false),
+            c("driver_stamp", "false", "true", true),
             c("env.KCAP_URL", "null", "\"server_url\"", false),
             c("env.KCAP_FLOW_AGENT_ID", "null", "\"agent_id\"", true),
+            c("env.KCAP_MODE", "null", "{\"value\":\"1\"}", false),
         ]
     );
 

@@ -296,7 +296,7 @@ fn claude_export_refuses_a_value_claude_code_would_expand() {
     assert_eq!(r.stdout, "");
     assert_eq!(
         r.stderr,
-        "error: cannot render the Claude Code MCP config: `kcap-analytics.command` contains `${`, which Claude Code expands as a variable reference and cannot escape; remove `${` from that value\n"
+        "error: cannot register MCP server `kcap-analytics` with Claude Code: `command` contains `${`, which Claude Code expands and cannot escape; use a value without `${` (e.g. another --kcap-bin or --server-url)\n"
     );
 }
 
@@ -314,21 +314,21 @@ fn drift_findings_carry_line_and_column_in_every_format() {
     assert_eq!(
         human.stderr,
         format!(
-            "error[drift-rejected]: {message}\n--> {p}:26:7\n = help: {help}\n\nerror: 1 drift finding\n"
+            "error[drift-rejected]: {message}\n--> {p}:27:7\n = help: {help}\n\nerror: 1 drift finding\n"
         )
     );
     let json = run(&["check", "registry", "--format", "json", "--against", p]);
     let v: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         v,
-        json!([{"file": p, "line": 26, "column": 7, "end_line": 26, "end_column": 8,
+        json!([{"file": p, "line": 27, "column": 7, "end_line": 27, "end_column": 8,
                 "rule": "drift-rejected", "severity": "error", "message": message, "help": help}])
     );
     let github = run(&["check", "registry", "--format", "github", "--against", p]);
     assert_eq!(
         github.stdout,
         format!(
-            "::error file={p},line=26,col=7,endLine=26,endColumn=8,title=drift-rejected::{message}%0Ahelp: {help}\n"
+            "::error file={p},line=27,col=7,endLine=27,endColumn=8,title=drift-rejected::{message}%0Ahelp: {help}\n"
         )
     );
 }

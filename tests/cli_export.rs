@@ -249,3 +249,151 @@ fn violations_are_reported_before_any_drift_comparison() {
     assert!(r.stderr.ends_with("error: 3 registry rule violations\n"));
     assert!(!r.stderr.contains("drift"));
 }
+
+/// `export <client>` for the six JSON clients besides Claude Code: exact text (golden),
+/// written with `--command /usr/local/bin/kcap --server-url http://127.0.0.1:5100`.
+#[test]
+fn every_json_client_export_is_exact() {
+    for client in [
+        "gemini",
+        "opencode",
+        "copilot",
+        "cursor",
+        "kiro",
+        "antigravity",
+    ] {
+        let out = stdout_of(&[
+            "export",
+            client,
+            "--command",
+            "/usr/local/bin/kcap",
+            "--server-url",
+            "http://127.0.0.1:5100",
+        ]);
+        assert_eq!(out, golden(&format!("{client}.json")), "{client}");
+    }
+    // The new names of the two older exports give the same text as the old ones.
+    assert_eq!(
+        stdout_of(&["export", "claude"]),
+        stdout_of(&["export", "claude-mcp-json"])
+    );
+    assert_eq!(
+        stdout_of(&["export", "codex"]),
+        stdout_of(&["export", "codex-toml"])
+    );
+}
+
+/// Each client's entry shape and trust knob, read back from its export.
+#[test]
+fn each_client_export_has_its_entry_shape_and_trust_knob() {
+    let json = |client: &str| -> serde_json::Value {
+        serde_json::from_str(&stdout_of(&["export", client])).unwrap()
+    };
+    let read_only = |id: &str| kcap_mcp_registry::lookup(id).unwrap().read_only;
+    let gemini = json("gemini");
+    for (id, server) in gemini["mcpServers"].as_object().unwrap() {
+        assert_eq!(
+            server.get("trust"),
+            read_only(id).then_some(&serde_json::json!(true)),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        gemini["mcpServers"]["kcap-flows"],
+        serde_json::json!({"command": "kcap", "args": ["mcp", "flows", "--driver", "gemini"]})
+    );
+    assert_eq!(
+        json("copilot")["mcpServers"]["kcap-review"],
+        serde_json::json!({"type": "stdio", "command": "kcap", "args": ["mcp", "review"]})
+    );
+    assert_eq!(
+        json("opencode")["mcp"]["kcap-flows"],
+        serde_json::json!({
+            "type": "local",
+            "command": ["kcap", "mcp", "flows", "--driver", "opencode"],
+            "enabled": true,
+        })
+    );
+    for client in ["cursor", "kiro", "antigravity"] {
+        assert_eq!(
+            json(client)["mcpServers"]["kcap-flows"],
+            serde_json::json!({"command": "kcap", "args": ["mcp", "flows", "--driver", client]}),
+            "{client}"
+        );
+    }
+    // Claude Code and Codex are not stamped; Codex approves read-only servers' tools.
+    assert_eq!(
+        json("claude")["mcpServers"]["kcap-flows"]["args"],
+        serde_json::json!(["mcp", "flows"])
+    );
+    let codex: toml::Table = toml::from_str(&stdout_of(&["export", "codex"])).unwrap();
+    for (id, server) in codex["mcp_servers"].as_table().unwrap() {
+        assert_eq!(
+            server
+                .get("default_tools_approval_mode")
+                .and_then(|v| v.as_str()),
+            read_only(id).then_some("approve"),
+            "{id}"
+        );
+        assert_eq!(server["args"].as_array().unwrap().len(), 2, "{id}");
+    }
+}
+
+/// Every client refuses a value it would expand, with one error shape, exit 2.
+#[test]
+fn every_client_refuses_values_it_expands() {
+    let cases = [
+        ("claude", "--command", "/opt/${D}/kcap", "command", "${"),
+        (
+            "gemini",
+            "--server-url",
+            "http://$HOST",
+            "env.KCAP_URL",
+            "$",
+        ),
+        (
+            "copilot",
+            "--server-url",
+            "http://${H}",
+            "env.KCAP_URL",
+            "${",
+        ),
+        ("opencode", "--command", "{env:KCAP}", "command[0]", "{env:"),
+        (
+            "opencode",
+            "--server-url",
+            "{env:U}",
+            "environment.KCAP_URL",
+            "{env:",
+        ),
+        ("cursor", "--command", "${userHome}/kcap", "command", "${"),
+        ("kiro", "--command", "/x/${K}", "command", "${"),
+        ("antigravity", "--server-url", "${U}", "env.KCAP_URL", "${"),
+    ];
+    for (client, flag, value, field, token) in cases {
+        let r = run(&["export", client, flag, value]);
+        assert_eq!(r.code, 2, "{client} {value}");
+        assert!(r.stdout.is_empty());
+        let name = kcap_mcp_registry::clients::Client::from_name(client)
+            .unwrap()
+            .display_name();
+        assert_eq!(
+            r.stderr,
+            format!(
+                "error: cannot register MCP server `kcap-analytics` with {name}: `{field}` \
+                 contains `{token}`, which {name} expands and cannot escape; use a value \
+                 without `{token}` (e.g. another --kcap-bin or --server-url)\n"
+            ),
+            "{client}"
+        );
+    }
+    // Values a client does not expand are written as given.
+    assert!(
+        stdout_of(&["export", "codex", "--command", "/opt/${D}/kcap"]).contains("/opt/${D}/kcap")
+    );
+    assert!(stdout_of(&["export", "gemini", "--command", "/opt/$D/kcap"]).contains("/opt/$D/kcap"));
+    assert!(
+        stdout_of(&["export", "opencode", "--command", "/opt/${D}/kcap"])
+            .contains("/opt/${D}/kcap")
+    );
+}

@@ -4,21 +4,28 @@
 mod common;
 
 use common::{Run, run, stdout_of};
+use kcap_mcp_registry::EnvSource;
 
 #[test]
 fn list_table_is_exact() {
     assert_eq!(
         stdout_of(&["list"]),
-        "\
-ID                FLAGS                     TOOLS  ARGS             DESCRIPTION
-kcap-analytics    read-only,project-cwd     0/0    mcp analytics    Read-only usage and cost analytics of the project's agent sessions.
-kcap-flow-result  injection-only            2/2    mcp flow-result  Result channel through which a reviewer submits its verdict and messages back to its flow.
-kcap-flows        starts-flows,project-cwd  0/0    mcp flows        Start and steer kcap flows; each started flow launches further agents.
-kcap-memory       project-cwd               0/0    mcp memory       Project memory the agent can read and write; writes persist beyond the review.
-kcap-review       read-only                 6/6    mcp review       Read-only view of the pull request under review: summary, changed files, file context and related sessions.
-kcap-sessions     read-only,project-cwd     5/5    mcp sessions     Search and read recorded agent sessions of the project: summaries, transcripts and single turns.
-kcap-workitems    project-cwd               0/0    mcp workitems    Read and update the project's work items.
-"
+        format!(
+            "\
+ID                   FLAGS                                        TOOLS  ARGS             DESCRIPTION
+kcap-analytics       read_only,needs_project_cwd                  0/0    mcp analytics    Read-only usage and cost analytics of the project's agent sessions.
+kcap-flow-result     injection_only                               2/2    mcp flow-result  Result channel through which a reviewer submits its verdict and messages back to its flow.
+kcap-flows           starts_flows,needs_project_cwd,driver_stamp  0/0    mcp flows        Start and steer kcap flows; each started flow launches further agents.
+kcap-memory          needs_project_cwd                            0/0    mcp memory       Project memory the agent can read and write; writes persist beyond the review.
+kcap-review          read_only                                    6/6    mcp review       Read-only view of the pull request under review: summary, changed files, file context and related sessions.
+kcap-review-context  injection_only,read_only                     1/1    mcp review       Read-only review context of a borrowed snapshot: the MCP configs the reviewed branch itself adds or changes.
+kcap-sessions        read_only,needs_project_cwd                  5/5    mcp sessions     Search and read recorded agent sessions of the project: summaries, transcripts and single turns.
+kcap-workitems       needs_project_cwd                            0/0    mcp workitems    Read and update the project's work items.
+
+registry digest (SHA-256): {}
+",
+            kcap_mcp_registry::registry::DIGEST
+        )
     );
     assert_eq!(
         stdout_of(&["list", "--format", "table"]),
@@ -46,7 +53,12 @@ fn list_json_holds_every_compiled_entry_with_every_field() {
         let env: Vec<serde_json::Value> = s
             .env
             .iter()
-            .map(|(n, src)| serde_json::json!({"name": n, "source": src.name()}))
+            .map(|(n, src)| match src {
+                EnvSource::Constant(value) => {
+                    serde_json::json!({"name": n, "source": {"value": value}})
+                }
+                _ => serde_json::json!({"name": n, "source": src.name()}),
+            })
             .collect();
         let tools: Vec<serde_json::Value> = s
             .tools
@@ -61,8 +73,11 @@ fn list_json_holds_every_compiled_entry_with_every_field() {
                 "args": s.args,
                 "starts_flows": s.starts_flows,
                 "allowlistable": s.allowlistable,
+                "inject": s.inject.map(|i| i.name()),
+                "registered": s.registered,
                 "read_only": s.read_only,
                 "needs_project_cwd": s.needs_project_cwd,
+                "driver_stamp": s.driver_stamp,
                 "env": env,
                 "tools": tools,
             })
@@ -73,6 +88,7 @@ fn list_json_holds_every_compiled_entry_with_every_field() {
         items[1]["env"],
         serde_json::json!([
             {"name": "KCAP_URL", "source": "server_url"},
+            {"name": "KCAP_FLOW_CAPABILITY_URL", "source": "result_capability_url"},
             {"name": "KCAP_FLOW_AGENT_ID", "source": "agent_id"}
         ])
     );
@@ -90,10 +106,19 @@ const NAMES: [&str; 8] = [
     "kcap-memory",
 ];
 
+/// `resolve` with `first` and then every name of `names` as its own `--allowlist`.
+fn resolve_args<'a>(first: &[&'a str], names: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["resolve"];
+    args.extend(first);
+    for name in names {
+        args.extend(["--allowlist", name]);
+    }
+    args
+}
+
 #[test]
 fn resolve_names_each_entry_and_exits_0_when_lenient() {
-    let mut args = vec!["resolve"];
-    args.extend(NAMES);
+    let args = resolve_args(&[], &NAMES);
     assert_eq!(
         run(&args),
         Run {
@@ -101,7 +126,7 @@ fn resolve_names_each_entry_and_exits_0_when_lenient() {
             stdout: r#"" KCAP-Review " -> kcap-review
 "kcap-flows" -> skipped (starts_flows): can start flows (recursion guard)
 "kcap-sessions" -> kcap-sessions
-"kcap-flow-result" -> skipped (reserved): injection-only, never materialized from an allowlist
+"kcap-flow-result" -> skipped (injection_only): injection-only, never materialized from an allowlist
 "nope\n\"x\"" -> skipped (unknown): not a kcap MCP server
 "" -> skipped (blank): blank
 "kcap-review" -> skipped (duplicate): duplicate of an earlier entry
@@ -115,8 +140,7 @@ fn resolve_names_each_entry_and_exits_0_when_lenient() {
 
 #[test]
 fn resolve_strict_reports_every_rejection_and_exits_1() {
-    let mut args = vec!["resolve", "--strict"];
-    args.extend(NAMES);
+    let args = resolve_args(&["--strict"], &NAMES);
     assert_eq!(
         run(&args),
         Run {
@@ -124,7 +148,7 @@ fn resolve_strict_reports_every_rejection_and_exits_1() {
             stdout: r#"" KCAP-Review " -> kcap-review
 "kcap-flows" -> rejected (starts_flows): the server can start flows
 "kcap-sessions" -> kcap-sessions
-"kcap-flow-result" -> skipped (reserved): injection-only, never materialized from an allowlist
+"kcap-flow-result" -> skipped (injection_only): injection-only, never materialized from an allowlist
 "nope\n\"x\"" -> rejected (unknown): it is not a kcap MCP server
 "" -> rejected (blank): it is blank
 "kcap-review" -> skipped (duplicate): duplicate of an earlier entry
@@ -139,9 +163,9 @@ fn resolve_strict_reports_every_rejection_and_exits_1() {
         run(&[
             "resolve",
             "--strict",
-            "kcap-review",
-            "kcap-flow-result",
-            "KCAP-REVIEW"
+            "--allowlist",
+            "kcap-review,kcap-flow-result",
+            "--allowlist=KCAP-REVIEW"
         ])
         .code,
         0
@@ -152,7 +176,12 @@ fn resolve_strict_reports_every_rejection_and_exits_1() {
 fn resolve_needs_a_name() {
     let r = run(&["resolve"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("<NAME>..."), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the following required arguments were not provided:\n  --allowlist <A,B,…>"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

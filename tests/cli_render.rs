@@ -16,6 +16,14 @@ const INVENTORY: &str = "tests/fixtures/cli/render/config-read.json";
 /// The same servers as `codex mcp list --json` reports them (most fields hidden).
 const MCP_LIST_INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
+/// Runs `render CLIENT --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
+/// root): the launch values most cases share.
+fn render(client: &str, args: &[&str]) -> Run {
+    let mut all = vec!["render", client, "--server-url", URL, "--kcap-bin", KCAP];
+    all.extend(args);
+    run(&all)
+}
+
 const CLAUDE_CONFIG: &str = concat!(
     r#"{"mcpServers":{"kcap-flow-result":{"command":"/usr/bin/kcap","args":["mcp","flow-result"],"#,
     r#""env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"a1"}},"#,
@@ -24,26 +32,23 @@ const CLAUDE_CONFIG: &str = concat!(
 
 #[test]
 fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--agent-id",
-        "a1",
-        "--allowlist",
-        "kcap-review,kcap-flows",
-        "--allowlist",
-        "evil\n\"x\"",
-        "--effort",
-        "high",
-        "--model",
-        "opus",
-        "--prompt",
-        "Review it",
-    ]);
+        &[
+            "--agent-id",
+            "a1",
+            "--allowlist",
+            "kcap-review,kcap-flows",
+            "--allowlist",
+            "evil\n\"x\"",
+            "--effort",
+            "high",
+            "--model",
+            "opus",
+            "--prompt",
+            "Review it",
+        ],
+    );
     assert_eq!(
         r,
         Run {
@@ -52,8 +57,8 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
                 "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG}\n--disallowedTools\nAgent\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
             ),
             stderr: concat!(
-                "warning: agent \"a1\": MCP allowlist entry 1 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
-                "warning: agent \"a1\": MCP allowlist entry 2 \"evil\\n\\\"x\\\"\" skipped: not a kcap MCP server\n",
+                "warning: agent \"a1\": MCP allowlist entry 2 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
+                "warning: agent \"a1\": MCP allowlist entry 3 \"evil\\n\\\"x\\\"\" skipped: not a kcap MCP server\n",
             )
             .into(),
         }
@@ -62,20 +67,17 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 
 #[test]
 fn claude_json_is_the_library_argv() {
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--agent-id",
-        "a1",
-        "--allowlist",
-        "kcap-review",
-        "--format",
-        "json",
-    ]);
+        &[
+            "--agent-id",
+            "a1",
+            "--allowlist",
+            "kcap-review",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!((r.code, r.stderr.as_str()), (0, ""));
     let expected = serde_json::to_string(&[
         "--permission-mode",
@@ -119,85 +121,10 @@ fn a_gated_render_has_no_mcp_servers() {
 
 #[test]
 fn codex_from_a_launch_json_and_a_saved_inventory() {
-    let expected_stdout = "\
---cd
-/work/tree
---sandbox
-workspace-write
---ask-for-approval
-never
---disable
-apps
---disable
-enable_mcp_apps
---disable
-codex_apps_mcp_2026_07_28
---disable
-plugins
---disable
-remote_plugin
---disable
-skill_mcp_dependency_install
---disable
-tool_suggest
---disable
-browser_use
---disable
-browser_use_external
---disable
-in_app_browser
---disable
-computer_use
--c
-mcp_servers={\"corp.flows\"={enabled=false,command=\"false\"},\"http1\"={enabled=false,url=\"https://example.com/mcp\"}}
--c
-mcp_servers.kcap-flow-result.enabled=true
--c
-mcp_servers.kcap-flow-result.command=\"/usr/bin/kcap\"
--c
-mcp_servers.kcap-flow-result.args=[\"mcp\",\"flow-result\"]
--c
-mcp_servers.kcap-flow-result.env={KCAP_URL=\"http://127.0.0.1:5100\",KCAP_FLOW_AGENT_ID=\"agent-7\"}
--c
-mcp_servers.kcap-flow-result.default_tools_approval_mode=\"prompt\"
--c
-mcp_servers.kcap-flow-result.tools={\"submit_review_result\"={approval_mode=\"approve\"},\"send_flow_message\"={approval_mode=\"approve\"}}
--c
-mcp_servers.kcap-review.enabled=true
--c
-mcp_servers.kcap-review.command=\"/usr/bin/kcap\"
--c
-mcp_servers.kcap-review.args=[\"mcp\",\"review\"]
--c
-mcp_servers.kcap-review.env={KCAP_URL=\"http://127.0.0.1:5100\"}
--c
-mcp_servers.kcap-review.default_tools_approval_mode=\"approve\"
--c
-mcp_servers.kcap-review.tools={\"get_pr_summary\"={approval_mode=\"approve\"},\"list_pr_files\"={approval_mode=\"approve\"},\"get_file_context\"={approval_mode=\"approve\"},\"search_context\"={approval_mode=\"approve\"},\"list_sessions\"={approval_mode=\"approve\"},\"get_transcript\"={approval_mode=\"approve\"}}
--c
-mcp_servers.kcap-review.env_vars=[]
--c
-mcp_servers.kcap-review.cwd=\"/work/tree\"
--c
-mcp_servers.kcap-review.required=false
--c
-mcp_servers.kcap-review.startup_timeout_sec=30
--c
-mcp_servers.kcap-review.tool_timeout_sec=120
--c
-mcp_servers.kcap-review.disabled_tools=[]
--m
-gpt-5
--c
-model_reasoning_effort=\"xhigh\"
---no-alt-screen
---
-Review PR #12
-";
     let expected_stderr = "\
-warning: agent \"agent-7\": MCP allowlist entry 1 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
-warning: agent \"agent-7\": MCP allowlist entry 2 null skipped: blank
-warning: agent \"agent-7\": MCP allowlist entry 3 \"kcap-review\" skipped: duplicate of an earlier entry
+warning: agent \"agent-7\": MCP allowlist entry 2 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
+warning: agent \"agent-7\": MCP allowlist entry 3 null skipped: blank
+warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: duplicate of an earlier entry
 ";
     let args = [
         "render",
@@ -212,14 +139,19 @@ warning: agent \"agent-7\": MCP allowlist entry 3 \"kcap-review\" skipped: dupli
         "/work/tree",
         "--inventory",
     ];
-    let expected = Run {
-        code: 0,
-        stdout: expected_stdout.into(),
-        stderr: expected_stderr.into(),
-    };
     let mut from_file = args.to_vec();
     from_file.push(INVENTORY);
-    assert_eq!(run(&from_file), expected);
+    let expected = run(&from_file);
+    assert_eq!(
+        (expected.code, expected.stderr.as_str()),
+        (0, expected_stderr)
+    );
+    // The rendered argv, one per line (`SNAPSHOTS=overwrite` rewrites it after a reviewed
+    // change).
+    snapbox::assert_data_eq!(
+        expected.stdout.as_str(),
+        snapbox::file!["snapshots/render-codex-launch-json.stdout"]
+    );
     // The same inventory on standard input.
     let mut from_stdin = args.to_vec();
     from_stdin.push("-");
@@ -258,22 +190,19 @@ fn command_line_values_override_the_launch_json() {
         argv[7..],
         ["--effort", "max", "--model", "sonnet", "--", "Other"]
     );
-    let r = run(&[
-        "render",
+    let r = render(
         "claude",
-        "--launch-json",
-        LAUNCH,
-        "--agent-id",
-        "a9",
-        "--allowlist",
-        "kcap-sessions",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--format",
-        "json",
-    ]);
+        &[
+            "--launch-json",
+            LAUNCH,
+            "--agent-id",
+            "a9",
+            "--allowlist",
+            "kcap-sessions",
+            "--format",
+            "json",
+        ],
+    );
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     assert!(argv[4].contains("\"KCAP_FLOW_AGENT_ID\":\"a9\""));
     assert!(argv[4].contains("\"kcap-sessions\""));
@@ -347,13 +276,25 @@ fn bad_inputs_exit_2() {
         bad_inventory.to_str().unwrap(),
     ]);
     assert_eq!(r.code, 2);
-    assert!(
-        r.stderr.starts_with(&format!(
-            "error: {}: cannot list the Codex MCP servers to disable (`codex mcp list --json`): unexpected output: ",
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: cannot use {} as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected a config/read answer: an object with `result.config` or `config`\n",
             bad_inventory.display()
-        )),
-        "{}",
-        r.stderr
+        )
+    );
+    // Standard input is named as such, and nothing says Codex was run.
+    let r = finish(
+        bin()
+            .args(["render", "codex", "--agent-id", "a1", "--inventory", "-"])
+            .write_stdin("not json"),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            "error: cannot use standard input as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected ident at line 1 column 2\n"
+        )
     );
     let r = run(&[
         "render",
@@ -392,7 +333,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: MCP allowlist entry 1 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval\n".into(),
+            stderr: "error: MCP allowlist entry 2 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval\n".into(),
         }
     );
     let r = run(&[
@@ -457,7 +398,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: argument 8 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
+            stderr: "error: argument 9 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
         }
     );
 }
@@ -483,30 +424,11 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
              *) cat '{root}/{MCP_LIST_INVENTORY}';; esac"
         ),
     );
-    let with_bin = run(&[
-        "render",
+    let with_bin = render(
         "codex",
-        "--agent-id",
-        "a1",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--codex-bin",
-        codex.to_str().unwrap(),
-    ]);
-    let with_file = run(&[
-        "render",
-        "codex",
-        "--agent-id",
-        "a1",
-        "--server-url",
-        URL,
-        "--kcap-bin",
-        KCAP,
-        "--inventory",
-        INVENTORY,
-    ]);
+        &["--agent-id", "a1", "--codex-bin", codex.to_str().unwrap()],
+    );
+    let with_file = render("codex", &["--agent-id", "a1", "--inventory", INVENTORY]);
     assert_eq!(with_bin.code, 0, "{}", with_bin.stderr);
     assert_eq!(with_bin, with_file);
     assert_eq!(
@@ -533,10 +455,59 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
             code: 1,
             stdout: String::new(),
             stderr: format!(
-                "error: {}: cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): unexpected output: the answer ended before the config/read response (exit status: 3): config.toml: bad\n",
+                "error: cannot take the inventory of the MCP servers Codex would start with {}: codex app-server (config/read) failed: the Codex binary failed (exit status: 3), printing \"config.toml: bad\"\n",
                 failing.display()
             ),
         }
+    );
+    // A failure that prints nothing ends the message cleanly (no dangling `: `).
+    let silent = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--codex-bin",
+        "/bin/false",
+    ]);
+    assert_eq!(
+        silent,
+        Run {
+            code: 1,
+            stdout: String::new(),
+            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /bin/false: codex app-server (config/read) failed: the Codex binary failed (exit status: 1) and printed nothing on standard error\n".into(),
+        }
+    );
+    // A binary that cannot be started is an input error, like a missing --inventory file.
+    let missing = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--codex-bin",
+        "/nonexistent/codex",
+    ]);
+    assert_eq!(
+        missing,
+        Run {
+            code: 2,
+            stdout: String::new(),
+            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /nonexistent/codex: codex app-server (config/read) failed: the Codex binary could not be run: No such file or directory (os error 2)\n".into(),
+        }
+    );
+    let missing_file = run(&[
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--inventory",
+        "/nonexistent/inventory.json",
+    ]);
+    assert_eq!(
+        (missing_file.code, missing_file.stderr.as_str()),
+        (
+            2,
+            "error: cannot read /nonexistent/inventory.json: No such file or directory (os error 2)\n"
+        )
     );
 }
 
@@ -596,7 +567,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         effort: Some(agent.into()),
         prompt: Some(prompt.into()),
         worktree: Some(format!("/w/{kcap}")),
-        launch_dir: None,
+        ..LaunchContext::default()
     };
     let url = ctx.server_url.clone().unwrap();
     let worktree = ctx.worktree.clone().unwrap();
@@ -621,7 +592,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
 
     let mut claude = vec!["render", "claude"];
     claude.extend(common);
-    let expected = claude_reviewer_args(&ctx, Policy::Lenient).unwrap();
+    let expected = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&claude, &expected);
 
@@ -633,7 +604,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         &worktree,
     ];
     codex.extend(common);
-    let expected = codex_reviewer_args(&ctx, Policy::Lenient, &[]).unwrap();
+    let expected = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
     assert_round_trip(&codex, &expected);
 }
 
@@ -731,4 +702,117 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
             stderr: "error: the reviewer's agent id is blank, and the result channel needs it (KCAP_FLOW_AGENT_ID); give the launch its agent id\n".into(),
         }
     );
+}
+
+#[test]
+fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
+    use kcap_mcp_registry::{ResultDelivery, Snapshot};
+
+    let flags = [
+        "--server-url",
+        URL,
+        "--kcap-bin",
+        KCAP,
+        "--agent-id",
+        "a1",
+        "--allowlist",
+        "kcap-review",
+        "--result-capability-url",
+        "http://127.0.0.1:7000/t",
+        "--review-context-url",
+        "http://127.0.0.1:7001/rc",
+        "--format",
+        "json",
+    ];
+    let ctx = LaunchContext {
+        server_url: Some(URL.into()),
+        kcap_bin: Some(KCAP.into()),
+        agent_id: "a1".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        result_delivery: ResultDelivery::Brokered {
+            capability_url: "http://127.0.0.1:7000/t".into(),
+        },
+        snapshot: Snapshot::Borrowed {
+            review_context_url: Some("http://127.0.0.1:7001/rc".into()),
+        },
+        ..LaunchContext::default()
+    };
+    let claude = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    assert!(claude[4].contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
+    assert!(claude[4].contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
+    let mut args = vec!["render", "claude"];
+    args.extend(flags);
+    assert_eq!(
+        run(&args),
+        Run {
+            code: 0,
+            stdout: format!("{}\n", serde_json::to_string(&claude).unwrap()),
+            stderr: String::new(),
+        }
+    );
+    let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
+    let mut args = vec!["render", "codex", "--no-inherited-servers"];
+    args.extend(flags);
+    assert_eq!(
+        run(&args).stdout,
+        format!("{}\n", serde_json::to_string(&codex).unwrap())
+    );
+
+    // The same launch from a launch command's fields.
+    let dir = tempfile::tempdir().unwrap();
+    let launch = dir.path().join("launch.json");
+    std::fs::write(
+        &launch,
+        r#"{"agent_id":"a1","mcp_allowlist":["kcap-review"],"result_capability_url":"http://127.0.0.1:7000/t","review_context_url":"http://127.0.0.1:7001/rc"}"#,
+    )
+    .unwrap();
+    let launch = launch.to_str().unwrap();
+    let r = run(&[
+        "render",
+        "claude",
+        "--server-url",
+        URL,
+        "--kcap-bin",
+        KCAP,
+        "--launch-json",
+        launch,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        (r.code, r.stdout),
+        (0, format!("{}\n", serde_json::to_string(&claude).unwrap()))
+    );
+
+    // A borrowed snapshot without its URL is refused, naming what is missing.
+    std::fs::write(
+        dir.path().join("borrowed.json"),
+        r#"{"agent_id":"a1","borrowed_snapshot":true}"#,
+    )
+    .unwrap();
+    let borrowed = dir.path().join("borrowed.json");
+    for client in ["claude", "codex"] {
+        let mut args = vec![
+            "render",
+            client,
+            "--server-url",
+            URL,
+            "--kcap-bin",
+            KCAP,
+            "--launch-json",
+            borrowed.to_str().unwrap(),
+        ];
+        if client == "codex" {
+            args.push("--no-inherited-servers");
+        }
+        assert_eq!(
+            run(&args),
+            Run {
+                code: 1,
+                stdout: String::new(),
+                stderr: "error: a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL\n".into(),
+            },
+            "{client}"
+        );
+    }
 }

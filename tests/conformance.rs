@@ -38,7 +38,7 @@ use kcap_mcp_registry::clients::codex::inventory::{
     INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
 };
 use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -59,22 +59,22 @@ const WINDOWS_URL: &str = r"C:\tools\new";
 /// is missing is reported as ignored, with the reason. Every test function is listed here.
 fn main() {
     common::peers::main(real_client_tests![
-        codex_case1_baseline_enables_exactly_the_result_channel,
-        codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers,
-        codex_case3_hostile_user_config_is_disabled_and_neutralized,
-        codex_case3_unneutralizable_user_fields_are_refused_by_name,
-        codex_case4_values_reach_the_table_exactly,
-        codex_case5_gated_enables_no_server,
-        claude_case1_baseline_starts_exactly_the_result_channel,
-        claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers,
-        claude_case4_windows_path_and_values_arrive_byte_for_byte,
-        claude_case4_hostile_path_and_values_arrive_byte_for_byte,
-        claude_case4_dollar_brace_is_refused_before_any_process_starts,
-        claude_case5_gated_starts_no_server,
+        codex_baseline_enables_exactly_the_result_channel,
+        codex_full_allowlist_gives_result_channel_plus_allowed_servers,
+        codex_hostile_user_config_is_disabled_and_neutralized,
+        codex_unneutralizable_user_fields_are_refused_by_name,
+        codex_values_reach_the_table_exactly,
+        codex_gated_enables_no_server,
+        claude_baseline_starts_exactly_the_result_channel,
+        claude_full_allowlist_starts_result_channel_plus_allowed_servers,
+        claude_windows_path_and_values_arrive_byte_for_byte,
+        claude_hostile_path_and_values_arrive_byte_for_byte,
+        claude_dollar_brace_is_refused_before_any_process_starts,
+        claude_gated_starts_no_server,
         #[cfg(feature = "cli")]
-        codex_case6_exported_toml_lists_exactly_the_allowlistable_servers,
+        codex_exported_toml_lists_exactly_the_allowlistable_servers,
         #[cfg(feature = "cli")]
-        claude_case6_exported_mcp_json_loads_without_diagnostics,
+        claude_exported_mcp_json_loads_without_diagnostics,
     ]);
 }
 
@@ -172,7 +172,8 @@ impl Codex {
 /// `mcp list --json` to it).
 fn codex_args(ctx: &LaunchContext, inventory: &[InheritedServer]) -> Vec<String> {
     assert!(ctx.prompt.is_none(), "the oracle runs without a prompt");
-    let args = codex_reviewer_args(ctx, Policy::Lenient, inventory)
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    let args = codex_reviewer_args(ctx, &resolution, inventory)
         .unwrap_or_else(|e| panic!("codex_reviewer_args: {e}"));
     assert_eq!(args.last().map(String::as_str), Some("--no-alt-screen"));
     args
@@ -209,7 +210,7 @@ fn ctx(url: &str, path: &str, agent: &str, allowlist: Option<Vec<Option<&str>>>)
     }
 }
 
-/// Case 2's allowlist: mixed case and padding, the flow starter, the result channel, an
+/// The full-allowlist tests' allowlist: mixed case and padding, the flow starter, the result channel, an
 /// unknown name, a null and a duplicate.
 fn case2_allowlist() -> Vec<Option<&'static str>> {
     vec![
@@ -226,7 +227,7 @@ fn case2_allowlist() -> Vec<Option<&'static str>> {
     ]
 }
 
-fn codex_case1_baseline_enables_exactly_the_result_channel() {
+fn codex_baseline_enables_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -251,7 +252,7 @@ fn codex_case1_baseline_enables_exactly_the_result_channel() {
     assert_eq!(got["disabled_tools"], Value::Null);
 }
 
-fn codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers() {
+fn codex_full_allowlist_gives_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -307,7 +308,7 @@ fn codex_case2_full_allowlist_gives_result_channel_plus_allowed_servers() {
     );
 }
 
-/// The hostile user config of case 3: a user `kcap-flows`, a dotted name, a URL server, and
+/// The hostile user config of the isolation tests: a user `kcap-flows`, a dotted name, a URL server, and
 /// user entries named like ours carrying fields that would merge into ours.
 const HOSTILE_CODEX_CONFIG: &str = r#"
 [mcp_servers.kcap-flows]
@@ -342,7 +343,7 @@ env_vars = ["HOME"]
 disabled_tools = ["submit_review_result"]
 "#;
 
-fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
+fn codex_hostile_user_config_is_disabled_and_neutralized() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -477,7 +478,7 @@ fn codex_case3_hostile_user_config_is_disabled_and_neutralized() {
     );
 }
 
-fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
+fn codex_unneutralizable_user_fields_are_refused_by_name() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -536,7 +537,7 @@ fn codex_case3_unneutralizable_user_fields_are_refused_by_name() {
     );
 }
 
-fn codex_case4_values_reach_the_table_exactly() {
+fn codex_values_reach_the_table_exactly() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -597,7 +598,7 @@ fn codex_case4_values_reach_the_table_exactly() {
     );
 }
 
-fn codex_case5_gated_enables_no_server() {
+fn codex_gated_enables_no_server() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -915,11 +916,11 @@ fn seen(records: &[Record]) -> Vec<Seen<'_>> {
 
 /// The reviewer argv we hand Claude Code.
 fn claude_args(ctx: &LaunchContext) -> Vec<String> {
-    claude_reviewer_args(ctx, Policy::Lenient)
+    claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap())
         .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
 }
 
-fn claude_case1_baseline_starts_exactly_the_result_channel() {
+fn claude_baseline_starts_exactly_the_result_channel() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };
@@ -974,7 +975,7 @@ fn claude_case1_baseline_starts_exactly_the_result_channel() {
     claude.assert_common(r, &["KCAP_URL", "KCAP_FLOW_AGENT_ID"]);
 }
 
-fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
+fn claude_full_allowlist_starts_result_channel_plus_allowed_servers() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };
@@ -1016,7 +1017,7 @@ fn claude_case2_full_allowlist_starts_result_channel_plus_allowed_servers() {
     }
 }
 
-fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
+fn claude_windows_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };
@@ -1058,7 +1059,7 @@ fn claude_case4_windows_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
+fn claude_hostile_path_and_values_arrive_byte_for_byte() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };
@@ -1103,7 +1104,7 @@ fn claude_case4_hostile_path_and_values_arrive_byte_for_byte() {
     claude.assert_common(&records[1], &["KCAP_URL"]);
 }
 
-fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
+fn claude_dollar_brace_is_refused_before_any_process_starts() {
     // Refused by the renderer, for every field it can reach; no client is involved.
     let base = ctx(
         "http://127.0.0.1:5100",
@@ -1113,11 +1114,11 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     );
     let refused = |ctx: &LaunchContext, field: &str| {
         assert_eq!(
-            claude_reviewer_args(ctx, Policy::Lenient),
-            Err(LaunchError::Render(RenderError::ClaudeExpansion {
+            claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap()),
+            Err(RenderError::ClaudeExpansion {
                 server: "kcap-flow-result".to_string(),
                 field: field.into()
-            }))
+            })
         );
     };
     let mut c = base.clone();
@@ -1169,7 +1170,7 @@ fn claude_case4_dollar_brace_is_refused_before_any_process_starts() {
     );
 }
 
-fn claude_case5_gated_starts_no_server() {
+fn claude_gated_starts_no_server() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };
@@ -1216,7 +1217,7 @@ fn claude_case5_gated_starts_no_server() {
 }
 
 // ------------------------------------------------------------------------------------------
-// Case 6: the registration exports, read by the real clients
+// The registration exports, read by the real clients
 // ------------------------------------------------------------------------------------------
 
 /// `kcap-mcp-registry export <args…>`; panics unless it exits 0.
@@ -1230,7 +1231,7 @@ fn export(args: &[&str]) -> String {
 }
 
 #[cfg(feature = "cli")]
-fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
+fn codex_exported_toml_lists_exactly_the_allowlistable_servers() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -1360,7 +1361,7 @@ fn codex_case6_exported_toml_lists_exactly_the_allowlistable_servers() {
 }
 
 #[cfg(feature = "cli")]
-fn claude_case6_exported_mcp_json_loads_without_diagnostics() {
+fn claude_exported_mcp_json_loads_without_diagnostics() {
     let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
         return;
     };

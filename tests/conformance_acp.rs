@@ -35,7 +35,7 @@ use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
-use kcap_mcp_registry::{LaunchContext, Policy};
+use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -52,13 +52,28 @@ const SERVER_URL: &str = "http://127.0.0.1:9/kcap";
 /// The reviewer's agent id.
 const AGENT_ID: &str = "agent-7";
 
+/// The capability URL of a brokered launch (never contacted).
+const CAPABILITY_URL: &str = "http://127.0.0.1:9/cap/t0k3n";
+
+/// The review-context URL of a borrowed-snapshot launch (never contacted).
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:9/review-context/workspace-mcp-configs";
+
 fn main() {
     common::peers::main(real_client_tests![
         gemini_starts_exactly_the_injected_servers_under_a_hostile_config,
+        gemini_brokered_borrowed_launch_starts_exactly_its_three_servers,
         opencode_starts_exactly_the_injected_servers_under_a_hostile_config,
+        opencode_brokered_borrowed_launch_starts_exactly_its_three_servers,
         opencode_reads_the_plans_permission_rules,
     ]);
 }
+
+/// The servers `context` injects, as `args` lines: the result channel and `kcap-review`.
+const DIRECT_SERVERS: [&str; 2] = ["mcp flow-result", "mcp review"];
+
+/// The servers `brokered_borrowed_context` injects: the result channel, `kcap-review`, then
+/// `kcap-review-context` (whose args are `kcap-review`'s; its env tells them apart).
+const BROKERED_BORROWED_SERVERS: [&str; 3] = ["mcp flow-result", "mcp review", "mcp review"];
 
 // ------------------------------------------------------------------------------------------
 // The setup every client shares
@@ -126,6 +141,21 @@ impl Setup {
             worktree: Some(self.worktree().to_str().unwrap().into()),
             launch_dir: Some(self.path("launch").to_str().unwrap().into()),
             ..LaunchContext::default()
+        }
+    }
+
+    /// [`Setup::context`] for a borrowed snapshot whose result is brokered: the result
+    /// channel gets `KCAP_FLOW_CAPABILITY_URL` instead of `KCAP_URL`, and
+    /// `kcap-review-context` is injected after `kcap-review`.
+    fn brokered_borrowed_context(&self) -> LaunchContext {
+        LaunchContext {
+            result_delivery: ResultDelivery::Brokered {
+                capability_url: CAPABILITY_URL.into(),
+            },
+            snapshot: Snapshot::Borrowed {
+                review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+            },
+            ..self.context()
         }
     }
 
@@ -213,21 +243,37 @@ impl Setup {
             "session/new answered {result}"
         );
 
-        let wanted: BTreeSet<Vec<String>> = session
+        // A server is known by its argv and `KCAP_*` env: `kcap-review-context` has
+        // `kcap-review`'s args.
+        type Known = (Vec<String>, BTreeMap<String, String>);
+        let wanted: BTreeSet<Known> = session
             .mcp_servers
             .iter()
             .map(|s| {
-                std::iter::once(s.command.clone())
+                let argv = std::iter::once(s.command.clone())
                     .chain(s.args.clone())
-                    .collect()
+                    .collect();
+                let env = s
+                    .env
+                    .iter()
+                    .map(|v| (v.name.clone(), v.value.clone()))
+                    .collect();
+                (argv, env)
             })
             .collect();
         loop {
-            let listed: BTreeSet<Vec<String>> = self
+            let listed: BTreeSet<Known> = self
                 .records()
                 .into_iter()
                 .filter(|r| r.listed_tools)
-                .map(|r| r.argv)
+                .map(|r| {
+                    let env = r
+                        .kcap_env()
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect();
+                    (r.argv, env)
+                })
                 .collect();
             if wanted.is_subset(&listed) {
                 break;
@@ -430,10 +476,25 @@ impl Drop for Client {
 }
 
 /// Asserts that the records show exactly the plan's servers (counting distinct servers, not
-/// spawns), each with exactly its argv and `KCAP_*` environment.
-fn assert_exactly_injected(plan: &LaunchPlan, records: &[Record], recorder: &Path) {
+/// spawns), each with exactly its argv and `KCAP_*` environment, and that the plan injects
+/// the servers whose `args` are `servers`, in order.
+fn assert_exactly_injected(
+    plan: &LaunchPlan,
+    servers: &[&str],
+    records: &[Record],
+    recorder: &Path,
+) {
     let session = plan.session_new.as_ref().unwrap();
-    let expected: BTreeMap<Vec<String>, BTreeMap<&str, &str>> = session
+    assert_eq!(
+        session
+            .mcp_servers
+            .iter()
+            .map(|s| s.args.join(" "))
+            .collect::<Vec<_>>(),
+        servers,
+        "the servers the plan injects"
+    );
+    let expected: BTreeSet<(Vec<String>, BTreeMap<&str, &str>)> = session
         .mcp_servers
         .iter()
         .map(|s| {
@@ -449,26 +510,32 @@ fn assert_exactly_injected(plan: &LaunchPlan, records: &[Record], recorder: &Pat
         })
         .collect();
     assert_eq!(
-        expected
-            .keys()
-            .map(|a| a[1..].join(" "))
-            .collect::<Vec<_>>(),
-        ["mcp flow-result", "mcp review"],
-        "the plan injects the result channel and kcap-review"
+        expected.len(),
+        servers.len(),
+        "two injected servers are alike"
     );
-    let mut seen: BTreeMap<Vec<String>, BTreeMap<&str, &str>> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
     for record in records {
         assert_eq!(record.argv[0], recorder.to_str().unwrap());
-        let env = record.kcap_env();
-        if let Some(earlier) = seen.insert(record.argv.clone(), env.clone()) {
-            assert_eq!(earlier, env, "two spawns of {:?} differ", record.argv);
-        }
+        seen.insert((record.argv.clone(), record.kcap_env()));
     }
     assert_eq!(
         seen, expected,
-        "{}: the servers started (argv → KCAP_* env) are not exactly the injected ones",
+        "{}: the servers started (argv, KCAP_* env) are not exactly the injected ones",
         plan.client
     );
+}
+
+/// The plan of `render(ctx, resolution)` for `ctx` under the lenient policy.
+fn plan_of<E: std::fmt::Debug>(
+    ctx: &LaunchContext,
+    render: impl FnOnce(
+        &LaunchContext,
+        &kcap_mcp_registry::Resolution<'_, String>,
+    ) -> Result<LaunchPlan, E>,
+) -> LaunchPlan {
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    render(ctx, &resolution).unwrap()
 }
 
 // ------------------------------------------------------------------------------------------
@@ -479,9 +546,38 @@ fn gemini_starts_exactly_the_injected_servers_under_a_hostile_config() {
     let Some(bin) = peer("KCAP_GEMINI_BIN") else {
         return;
     };
+    gemini_under_a_hostile_config(&bin, Setup::context, &DIRECT_SERVERS);
+}
+
+/// A brokered result and a borrowed snapshot: the three servers (all aliased) start with
+/// exactly their env, the result channel's capability URL and no `KCAP_URL`.
+fn gemini_brokered_borrowed_launch_starts_exactly_its_three_servers() {
+    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
+        return;
+    };
+    gemini_under_a_hostile_config(
+        &bin,
+        Setup::brokered_borrowed_context,
+        &BROKERED_BORROWED_SERVERS,
+    );
+}
+
+/// Renders the Gemini plan of `context` and carries it out under a hostile configuration
+/// (every scope declares servers named like the injected ones, their guessed aliases and
+/// others, and widens the allow list); exactly the `injected` servers start.
+fn gemini_under_a_hostile_config(
+    bin: &Path,
+    context: fn(&Setup) -> LaunchContext,
+    injected: &[&str],
+) {
     let setup = Setup::new();
     let id = LaunchId::random().unwrap();
-    let plan = gemini_plan(&setup.context(), Policy::Lenient, &id).unwrap();
+    let plan = plan_of(&context(&setup), |ctx, r| gemini_plan(ctx, r, &id));
+    assert!(
+        plan.servers.iter().all(|s| s.wire_name == id.alias(&s.id)),
+        "every injected server is aliased: {:?}",
+        plan.servers
+    );
     let rec = setup.recorder();
     let rec = rec.to_str().unwrap();
     // A guess at the alias: the right shape, another suffix.
@@ -515,8 +611,8 @@ fn gemini_starts_exactly_the_injected_servers_under_a_hostile_config() {
         ("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9".into()),
         ("GEMINI_TELEMETRY_ENABLED", "false".into()),
     ]);
-    let records = setup.carry_out(&bin, &plan, env);
-    assert_exactly_injected(&plan, &records, &setup.recorder());
+    let records = setup.carry_out(bin, &plan, env);
+    assert_exactly_injected(&plan, injected, &records, &setup.recorder());
     for record in &records {
         assert_eq!(
             Path::new(&record.cwd),
@@ -600,9 +696,27 @@ fn opencode_starts_exactly_the_injected_servers_under_a_hostile_config() {
     };
     let setup = Setup::new();
     let env = hostile_opencode(&setup);
-    let plan = opencode_plan(&setup.context(), Policy::Lenient).unwrap();
+    let plan = plan_of(&setup.context(), opencode_plan);
     let records = setup.carry_out(&bin, &plan, env);
-    assert_exactly_injected(&plan, &records, &setup.recorder());
+    assert_exactly_injected(&plan, &DIRECT_SERVERS, &records, &setup.recorder());
+}
+
+/// A brokered result and a borrowed snapshot under the hostile OpenCode setup: the three
+/// servers start with exactly their env.
+fn opencode_brokered_borrowed_launch_starts_exactly_its_three_servers() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    let setup = Setup::new();
+    let env = hostile_opencode(&setup);
+    let plan = plan_of(&setup.brokered_borrowed_context(), opencode_plan);
+    let records = setup.carry_out(&bin, &plan, env);
+    assert_exactly_injected(
+        &plan,
+        &BROKERED_BORROWED_SERVERS,
+        &records,
+        &setup.recorder(),
+    );
 }
 
 /// `opencode debug config` (no server started) under the plan's environment shows the
@@ -613,7 +727,7 @@ fn opencode_reads_the_plans_permission_rules() {
     };
     let setup = Setup::new();
     let mut env = hostile_opencode(&setup);
-    let plan = opencode_plan(&setup.context(), Policy::Lenient).unwrap();
+    let plan = plan_of(&setup.context(), opencode_plan);
     for name in &plan.env_remove {
         env.remove(name);
     }

@@ -27,8 +27,29 @@ use std::process::{Command, Stdio};
 
 use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, VetoKind};
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError};
+
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
+
+/// The unchecked Claude argv for `ctx`, its allowlist resolved under `policy` as a launch does.
+fn argv(ctx: &LaunchContext, policy: Policy) -> Vec<String> {
+    claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap()
+}
+
+/// The preflighted Claude argv for `ctx`, its allowlist resolved under `policy`.
+fn preflighted(
+    ctx: &LaunchContext,
+    policy: Policy,
+    sources: &ClaudeConfigSources,
+) -> Result<
+    (
+        Vec<String>,
+        Vec<kcap_mcp_registry::clients::claude::preflight::Veto>,
+    ),
+    RenderError,
+> {
+    claude_reviewer_args_preflighted(ctx, &ctx.resolve(policy).unwrap(), policy, sources)
+}
 
 fn main() {
     common::peers::main(real_client_tests![
@@ -294,7 +315,7 @@ impl World {
     /// ids) start, each with exactly its env: its own `KCAP_*` values, and otherwise only
     /// Claude Code's environment, the variables it adds, and `PWD`.
     fn assert_starts(&self, allowlist: &[&str], expected: &[&str]) {
-        let args = claude_reviewer_args(&self.ctx(allowlist), Policy::Lenient).unwrap();
+        let args = argv(&self.ctx(allowlist), Policy::Lenient);
         let started = self.started(&args);
         let want: BTreeSet<Vec<String>> = expected
             .iter()
@@ -353,13 +374,9 @@ impl World {
                 .map(|v| (v.server, v.file, v.json_path, v.kind))
                 .collect()
         };
-        match claude_reviewer_args_preflighted(
-            &self.ctx(allowlist),
-            Policy::Lenient,
-            &self.sources(),
-        ) {
+        match preflighted(&self.ctx(allowlist), Policy::Lenient, &self.sources()) {
             Ok((_, warnings)) => (false, flat(warnings)),
-            Err(LaunchError::Render(RenderError::ClaudeVetoed(v))) => (true, flat(v)),
+            Err(RenderError::ClaudeVetoed(v)) => (true, flat(v)),
             Err(e) => panic!("preflight: {e}"),
         }
     }

@@ -24,7 +24,7 @@ use kcap_mcp_registry::clients::codex::inventory::{
     INVENTORY_TIMEOUT, InheritedServer, codex_inventory_with,
 };
 use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_reviewer_args};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError, lookup};
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError, lookup};
 use proptest::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -231,7 +231,7 @@ fn ctx(allowlist: &[&str]) -> LaunchContext {
 /// the rendered pairs, and checks every rendered server, every inherited one and the features.
 fn assert_isolated(setup: &Setup, c: &LaunchContext) {
     let inventory = setup.inventory();
-    let argv = codex_reviewer_args(c, Policy::Lenient, &inventory)
+    let argv = codex_reviewer_args(c, &c.resolve(Policy::Lenient).unwrap(), &inventory)
         .unwrap_or_else(|e| panic!("render: {e}"));
     let pairs = override_pairs(&argv);
     let config = setup.config_read(&pairs);
@@ -326,13 +326,14 @@ fn every_field_of_a_hostile_config_is_neutralized_or_refused() {
 
     // Without a worktree, an inherited `cwd` is refused.
     c.worktree = None;
-    let err = codex_reviewer_args(&c, Policy::Lenient, &setup.inventory()).unwrap_err();
+    let err = codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &setup.inventory())
+        .unwrap_err();
     assert_eq!(
         err,
-        LaunchError::Render(RenderError::CodexInheritedField {
+        RenderError::CodexInheritedField {
             server: "kcap-flow-result".into(),
             field: "cwd".into()
-        })
+        }
     );
 }
 
@@ -357,14 +358,15 @@ fn fields_that_cannot_be_neutralized_are_refused_by_name() {
     ];
     for (user, server, field) in cases {
         let setup = Setup::new(bin.clone(), user);
-        let err =
-            codex_reviewer_args(&ctx(&[server]), Policy::Lenient, &setup.inventory()).unwrap_err();
+        let c = ctx(&[server]);
+        let err = codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &setup.inventory())
+            .unwrap_err();
         assert_eq!(
             err,
-            LaunchError::Render(RenderError::CodexInheritedField {
+            RenderError::CodexInheritedField {
                 server: server.into(),
                 field: field.into()
-            }),
+            },
             "{user}"
         );
     }

@@ -120,8 +120,10 @@ fn malformed_output_fails_closed() {
         let err = parse_inventory(bad).unwrap_err();
         assert!(matches!(err, IsolationError::Parse(_)), "{bad:?}: {err:?}");
         assert!(
-            err.to_string()
-                .starts_with("cannot list the Codex MCP servers"),
+            err.to_string().starts_with(
+                "the inventory is not the JSON `codex mcp list --json` or codex app-server \
+                 (config/read) prints: "
+            ),
             "{err}"
         );
     }
@@ -195,7 +197,7 @@ fn a_bad_app_server_answer_fails_closed_naming_the_command() {
         ),
         (
             "echo 'boom' >&2; exit 4",
-            "the answer ended before the config/read response (exit status: 4): boom",
+            r#"the Codex binary failed (exit status: 4), printing "boom""#,
         ),
         (
             "echo '{\"id\":2,\"error\":{\"code\":-32600,\"message\":\"no\"}}'",
@@ -217,11 +219,9 @@ fn a_bad_app_server_answer_fails_closed_naming_the_command() {
             matches!(err, IsolationError::ConfigRead(_)),
             "{body}: {err:?}"
         );
-        let text = err.to_string();
+        let text = chain(&err);
         assert!(
-            text.starts_with(
-                "cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): "
-            ),
+            text.starts_with("codex app-server (config/read) failed: "),
             "{text}"
         );
         assert!(text.contains(want), "{body}: {text}");
@@ -232,10 +232,21 @@ fn a_bad_app_server_answer_fails_closed_naming_the_command() {
     let started = std::time::Instant::now();
     let err = codex_inventory_with(&codex, Duration::from_millis(300)).unwrap_err();
     assert_eq!(
-        err.to_string(),
-        "cannot list the Codex MCP servers to disable (`codex app-server (config/read)`): no answer within 0.3 s"
+        chain(&err),
+        "codex app-server (config/read) failed: the Codex binary gave no answer within 0.3 s (it was stopped)"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// `e` and each of its causes, joined by `: ` (each layer displays itself only).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }
 
 #[test]
@@ -254,7 +265,8 @@ fn running_codex_fails_closed() {
     );
     match codex_inventory_with(&codex, INVENTORY_TIMEOUT).unwrap_err() {
         IsolationError::Exit { status, stderr } => {
-            assert_eq!(status, "exit status: 1");
+            assert_eq!(status.code(), Some(1));
+            assert_eq!(status.to_string(), "exit status: 1");
             assert_eq!(stderr, "Error: bad config\n");
         }
         other => panic!("{other:?}"),
@@ -276,5 +288,8 @@ fn running_codex_fails_closed() {
     let codex = stand_in(dir.path(), EMPTY_CONFIG_READ, "exec sleep 30");
     let err = codex_inventory_with(&codex, Duration::from_millis(200)).unwrap_err();
     assert!(matches!(err, IsolationError::Timeout(_)), "{err:?}");
-    assert!(err.to_string().ends_with("no answer within 0.2 s"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "the Codex binary gave no answer within 0.2 s (it was stopped)"
+    );
 }

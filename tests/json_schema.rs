@@ -12,8 +12,8 @@ use kcap_mcp_registry::schema::{EntryKey, Key, Rule, is_forbidden_char, validate
 use serde_json::Value;
 
 /// The rules the schema expresses (types, required keys, patterns, lengths, enums, no extra
-/// keys).
-const EXPRESSED: [&str; 9] = [
+/// keys; and the injection keys' rules as `if`/`then` over one file).
+const EXPRESSED: [&str; 19] = [
     "unknown-key",
     "wrong-type",
     "missing-key",
@@ -22,11 +22,21 @@ const EXPRESSED: [&str; 9] = [
     "args-format",
     "env-name",
     "env-source",
+    "env-constant",
     "tool-name",
+    "inject-value",
+    "inject-scope",
+    "inject-always",
+    "injection-only-starts-flows",
+    "env-source-scope",
+    "capability-url-server-url",
+    "borrowed-snapshot-server-url",
+    "registered-scope",
+    "driver-stamp-scope",
 ];
 
 /// The rules a schema of one parsed file cannot express, and why.
-const NOT_EXPRESSED: [(&str, &str); 14] = [
+const NOT_EXPRESSED: [(&str, &str); 15] = [
     ("toml-utf8", "decided before there is a document"),
     ("toml-syntax", "decided before there is a document"),
     ("id-file-stem", "needs the file name"),
@@ -35,6 +45,10 @@ const NOT_EXPRESSED: [(&str, &str); 14] = [
     ("registry-empty", "needs the directory"),
     ("stray-file", "is about files other than the one checked"),
     ("tool-unique", "relates two array items by one key"),
+    (
+        "tool-name-length",
+        "relates id and each tool name (the schema bounds tool names at 55 bytes, the most the shortest id leaves)",
+    ),
     (
         "result-channel-allowlistable",
         "relates id and allowlistable",
@@ -165,6 +179,24 @@ fn hostile_values_get_the_same_verdict_from_schema_and_check() {
         format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(128)),
         format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(129)),
         format!("{base}[[tools]]\nname = \"a.b-c_D\"\nunattended_safe = false\n"),
+        // The injection keys, env constants and the tool-name bound.
+        format!(
+            "{base}allowlistable = false\ninject = \"borrowed-snapshot\"\n[env]\nKCAP_MODE = {{ value = \"1\" }}\nKCAP_CTX = \"review_context_url\"\n"
+        ),
+        format!("{base}registered = false\n"),
+        format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(51)),
+        format!("{base}[env]\nKCAP_MODE = {{ value = \"\" }}\n"),
+        format!("{base}[env]\nKCAP_MODE = {{ value = \"a${{b}}\" }}\n"),
+        format!("{base}[env]\nKCAP_MODE = {{ value = \"a\\nb\" }}\n"),
+        format!("{base}[env]\nKCAP_MODE = {{ value = 1 }}\n"),
+        format!("{base}[env]\nKCAP_MODE = {{ value = \"1\", x = \"2\" }}\n"),
+        format!("{base}[env]\nKCAP_MODE = {{}}\n"),
+        format!("{base}allowlistable = false\ninject = \"Always\"\n"),
+        format!("{base}allowlistable = false\ninject = \"borrowed-snapshot\"\nregistered = true\n"),
+        format!("{base}driver_stamp = true\n"),
+        format!("{base}inject = \"borrowed-snapshot\"\n"),
+        format!("{base}allowlistable = false\n"),
+        format!("{base}[env]\nKCAP_X = \"result_capability_url\"\n"),
     ];
     let (mut valid, mut invalid) = (0, 0);
     for text in cases {
@@ -202,7 +234,7 @@ fn hostile_values_get_the_same_verdict_from_schema_and_check() {
             invalid += 1;
         }
     }
-    assert_eq!((valid, invalid), (5, 14), "cases compared");
+    assert_eq!((valid, invalid), (6, 26), "cases compared");
 }
 
 #[test]

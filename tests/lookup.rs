@@ -1,6 +1,6 @@
 //! `lookup`, `servers` and `result_channel` against the bundled registry.
 
-use kcap_mcp_registry::{EnvSource, lookup, result_channel, servers};
+use kcap_mcp_registry::{EnvSource, Inject, lookup, result_channel, servers};
 
 fn id(name: &str) -> Option<&'static str> {
     lookup(name).map(|s| s.id)
@@ -69,8 +69,13 @@ fn the_result_channel_is_found_but_not_allowlistable() {
         rc.env,
         [
             ("KCAP_URL", EnvSource::ServerUrl),
+            ("KCAP_FLOW_CAPABILITY_URL", EnvSource::ResultCapabilityUrl),
             ("KCAP_FLOW_AGENT_ID", EnvSource::AgentId)
         ]
+    );
+    assert_eq!(
+        (rc.inject, rc.registered, rc.driver_stamp),
+        (Some(Inject::Always), false, false)
     );
     let tools: Vec<_> = rc
         .tools
@@ -128,6 +133,14 @@ fn bundled_registry_contents() {
         ("kcap-memory", &["mcp", "memory"], false, true, false, true),
         ("kcap-review", &["mcp", "review"], false, true, true, false),
         (
+            "kcap-review-context",
+            &["mcp", "review"],
+            false,
+            false,
+            true,
+            false,
+        ),
+        (
             "kcap-sessions",
             &["mcp", "sessions"],
             false,
@@ -147,7 +160,30 @@ fn bundled_registry_contents() {
     assert_eq!(got, expected);
     for s in servers().iter().filter(|s| s.allowlistable) {
         assert_eq!(s.env, [("KCAP_URL", EnvSource::ServerUrl)], "{}", s.id);
+        assert_eq!((s.inject, s.registered), (None, true), "{}", s.id);
+        assert_eq!(s.driver_stamp, s.id == "kcap-flows", "{}", s.id);
     }
+    // The review context: injected into borrowed snapshots only, never registered, no
+    // KCAP_URL, one read-only tool.
+    let rc = lookup("kcap-review-context").unwrap();
+    assert_eq!(
+        (rc.inject, rc.registered, rc.read_only, rc.starts_flows),
+        (Some(Inject::BorrowedSnapshot), false, true, false)
+    );
+    assert_eq!(
+        rc.env,
+        [
+            ("KCAP_REVIEW_CONTEXT_MODE", EnvSource::Constant("1")),
+            ("KCAP_REVIEW_CONTEXT_URL", EnvSource::ReviewContextUrl)
+        ]
+    );
+    assert_eq!(
+        rc.tools,
+        [kcap_mcp_registry::Tool {
+            name: "get_branch_authored_mcp_configs",
+            unattended_safe: true
+        }]
+    );
     let tool_names =
         |id: &str| -> Vec<&str> { lookup(id).unwrap().tools.iter().map(|t| t.name).collect() };
     let review = tool_names("kcap-review");

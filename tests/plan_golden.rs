@@ -1,6 +1,7 @@
 //! Golden launch plans: the exact JSON (`LaunchPlan::to_json`, what `render --format plan`
-//! prints) of Claude Code, Codex, Gemini CLI and OpenCode, lenient, strict and gated; the
-//! empty allowlist byte-identical to none; and every refusal.
+//! prints) of Claude Code, Codex, Gemini CLI and OpenCode, lenient, strict and gated; direct,
+//! brokered, borrowed-snapshot and brokered borrowed-snapshot launches; the empty allowlist
+//! byte-identical to none; and every refusal.
 //!
 //! The golden files are `tests/fixtures/plans/<name>.json`. After an intended change, rewrite
 //! them with `KCAP_BLESS=1 cargo test --test plan_golden` and review the diff.
@@ -13,7 +14,9 @@ use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
+use kcap_mcp_registry::{
+    LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
+};
 
 const LAUNCH_ID: &str = "0123456789abcdef";
 
@@ -28,17 +31,46 @@ fn ctx(allowlist: Option<&[&str]>) -> LaunchContext {
         prompt: Some("Review PR 42".into()),
         worktree: Some("/work/tree".into()),
         launch_dir: Some("/run/kcap/launch-1".into()),
+        ..LaunchContext::default()
     }
 }
 
+/// The capability URL of a brokered launch.
+const CAPABILITY_URL: &str = "http://127.0.0.1:41234/c4p4b1l1ty";
+
+/// The review-context URL of a borrowed-snapshot launch.
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:5200/review-context/workspace-mcp-configs";
+
+fn brokered() -> ResultDelivery {
+    ResultDelivery::Brokered {
+        capability_url: CAPABILITY_URL.into(),
+    }
+}
+
+fn borrowed() -> Snapshot {
+    Snapshot::Borrowed {
+        review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+    }
+}
+
+/// `client`'s plan for `ctx`, its allowlist resolved under `policy`.
 fn plan(client: Client, ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
     let id = LaunchId::from_hex(LAUNCH_ID).unwrap();
-    match client {
-        Client::Claude => claude_plan(ctx, policy),
-        Client::Codex => codex_plan(ctx, policy, &[]),
-        Client::Gemini => gemini_plan(ctx, policy, &id),
-        Client::OpenCode => opencode_plan(ctx, policy),
-        _ => unreachable!("a client without a room"),
+    let r = &ctx.resolve(policy)?;
+    Ok(match client {
+        Client::Claude => claude_plan(ctx, r),
+        Client::Codex => codex_plan(ctx, r, &[]),
+        Client::Gemini => gemini_plan(ctx, r, &id),
+        Client::OpenCode => opencode_plan(ctx, r),
+        other => panic!("{other}: no plan renderer"),
+    }?)
+}
+
+/// The render error `client`'s plan for `ctx` fails with (panics on any other outcome).
+fn refusal(client: Client, ctx: &LaunchContext, policy: Policy) -> RenderError {
+    match plan(client, ctx, policy) {
+        Err(LaunchError::Render(e)) => e,
+        other => panic!("{client}: {other:?}"),
     }
 }
 
@@ -109,6 +141,56 @@ fn gated_plans_inject_nothing() {
 }
 
 #[test]
+fn brokered_and_borrowed_plans_inject_by_the_registry_data() {
+    // Brokered: the result channel carries KCAP_FLOW_CAPABILITY_URL instead of KCAP_URL.
+    // Borrowed: kcap-review-context comes last, with its review-context URL and mode. Gemini
+    // aliases every injected server, the reserved ones too.
+    for (name, delivery, snapshot) in [
+        ("brokered", brokered(), Snapshot::Own),
+        ("borrowed", ResultDelivery::Direct, borrowed()),
+        ("brokered-borrowed", brokered(), borrowed()),
+    ] {
+        let mut c = ctx(Some(&["kcap-review"]));
+        c.result_delivery = delivery;
+        c.snapshot = snapshot;
+        for client in CLIENTS {
+            let p = plan(client, &c, Policy::Strict).unwrap();
+            let ids: Vec<&str> = p.servers.iter().map(|s| s.id.as_str()).collect();
+            let expected: &[&str] = match name {
+                "brokered" => &["kcap-flow-result", "kcap-review"],
+                _ => &["kcap-flow-result", "kcap-review", "kcap-review-context"],
+            };
+            assert_eq!(ids, expected, "{client} {name}");
+            golden(&format!("{client}-{name}"), &p.to_json());
+        }
+    }
+}
+
+#[test]
+fn brokered_and_borrowed_refusals_reach_every_client() {
+    let mut blank = ctx(None);
+    blank.result_delivery = ResultDelivery::Brokered {
+        capability_url: " ".into(),
+    };
+    let mut no_url = ctx(None);
+    no_url.snapshot = Snapshot::Borrowed {
+        review_context_url: None,
+    };
+    for client in CLIENTS {
+        assert_eq!(
+            refusal(client, &blank, Policy::Lenient),
+            RenderError::BlankCapabilityUrl,
+            "{client}"
+        );
+        assert_eq!(
+            refusal(client, &no_url, Policy::Lenient),
+            RenderError::MissingReviewContextUrl,
+            "{client}"
+        );
+    }
+}
+
+#[test]
 fn empty_allowlist_is_byte_identical_to_none() {
     for client in CLIENTS {
         for policy in [Policy::Lenient, Policy::Strict] {
@@ -122,14 +204,17 @@ fn empty_allowlist_is_byte_identical_to_none() {
 
 #[test]
 fn claude_and_codex_plans_carry_their_argv_unchanged() {
-    let c = ctx(Some(&["kcap-review", "kcap-memory"]));
+    let mut c = ctx(Some(&["kcap-review", "kcap-memory"]));
+    c.result_delivery = brokered();
+    c.snapshot = borrowed();
+    let r = c.resolve(Policy::Lenient).unwrap();
     assert_eq!(
-        claude_plan(&c, Policy::Lenient).unwrap().argv,
-        claude_reviewer_args(&c, Policy::Lenient).unwrap()
+        claude_plan(&c, &r).unwrap().argv,
+        claude_reviewer_args(&c, &r).unwrap()
     );
     assert_eq!(
-        codex_plan(&c, Policy::Lenient, &[]).unwrap().argv,
-        codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap()
+        codex_plan(&c, &r, &[]).unwrap().argv,
+        codex_reviewer_args(&c, &r, &[]).unwrap()
     );
 }
 
@@ -156,8 +241,8 @@ fn blank_agent_id_refuses_every_client() {
     c.agent_id = " ".into();
     for client in CLIENTS {
         assert_eq!(
-            plan(client, &c, Policy::Lenient).unwrap_err(),
-            LaunchError::Render(RenderError::BlankAgentId),
+            refusal(client, &c, Policy::Lenient),
+            RenderError::BlankAgentId,
             "{client}"
         );
     }
@@ -169,13 +254,13 @@ fn acp_clients_refuse_a_missing_or_relative_worktree() {
         let mut c = ctx(None);
         c.worktree = worktree.map(String::from);
         for client in [Client::Gemini, Client::OpenCode] {
-            let err = plan(client, &c, Policy::Lenient).unwrap_err();
+            let err = refusal(client, &c, Policy::Lenient);
             assert_eq!(
                 err,
-                LaunchError::Render(RenderError::NeedsAbsolute {
+                RenderError::NeedsAbsolute {
                     client,
                     field: "worktree"
-                })
+                }
             );
             assert_eq!(
                 err.to_string(),
@@ -194,7 +279,7 @@ fn opencode_refuses_a_missing_or_relative_launch_dir() {
     for dir in [None, Some("launch"), Some("")] {
         let mut c = ctx(None);
         c.launch_dir = dir.map(String::from);
-        let err = opencode_plan(&c, Policy::Lenient).unwrap_err();
+        let err = plan(Client::OpenCode, &c, Policy::Lenient).unwrap_err();
         assert_eq!(
             err.to_string(),
             "cannot render the opencode launch: it needs a per-launch directory as an absolute \
@@ -207,14 +292,13 @@ fn opencode_refuses_a_missing_or_relative_launch_dir() {
 fn gemini_refuses_expansion_in_env_values_only() {
     let mut c = ctx(None);
     c.agent_id = "a${HOME}".into();
-    let err =
-        gemini_plan(&c, Policy::Lenient, &LaunchId::from_hex(LAUNCH_ID).unwrap()).unwrap_err();
+    let err = refusal(Client::Gemini, &c, Policy::Lenient);
     assert_eq!(
         err,
-        LaunchError::Render(RenderError::GeminiExpansion {
-            server: "kcap-flow-result",
+        RenderError::GeminiExpansion {
+            server: "kcap-flow-result".into(),
             field: "env.KCAP_FLOW_AGENT_ID".into()
-        })
+        }
     );
     assert_eq!(
         err.to_string(),
@@ -225,7 +309,19 @@ fn gemini_refuses_expansion_in_env_values_only() {
     // `args` are not expanded: a kcap binary path with `${` is fine.
     let mut c = ctx(None);
     c.kcap_bin = Some("/opt/${x}/kcap".into());
-    assert!(gemini_plan(&c, Policy::Lenient, &LaunchId::from_hex(LAUNCH_ID).unwrap()).is_ok());
+    assert!(plan(Client::Gemini, &c, Policy::Lenient).is_ok());
+    // The review-context URL is an env value too.
+    let mut c = ctx(None);
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some("http://127.0.0.1:5200/${USER}".into()),
+    };
+    assert_eq!(
+        refusal(Client::Gemini, &c, Policy::Lenient),
+        RenderError::GeminiExpansion {
+            server: "kcap-review-context".into(),
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+        }
+    );
 }
 
 #[test]
@@ -234,13 +330,13 @@ fn option_like_model_is_refused_where_it_reaches_argv() {
     c.model = Some("--yolo".into());
     for client in [Client::Claude, Client::Codex, Client::Gemini] {
         assert_eq!(
-            plan(client, &c, Policy::Lenient).unwrap_err(),
-            LaunchError::Render(RenderError::OptionLike { field: "model" }),
+            refusal(client, &c, Policy::Lenient),
+            RenderError::OptionLike { field: "model" },
             "{client}"
         );
     }
     // OpenCode takes no model on its command line.
-    assert!(opencode_plan(&c, Policy::Lenient).is_ok());
+    assert!(plan(Client::OpenCode, &c, Policy::Lenient).is_ok());
 }
 
 #[test]

@@ -8,7 +8,31 @@ use kcap_mcp_registry::clients::codex::inventory::{
 use kcap_mcp_registry::clients::codex::{
     CLOSED_FEATURES, codex_mcp_overrides, codex_reviewer_args,
 };
-use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RejectReason, RenderError};
+use kcap_mcp_registry::{
+    LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
+};
+
+/// The Claude argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
+fn claude(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
+    Ok(claude_reviewer_args(ctx, &ctx.resolve(policy)?)?)
+}
+
+/// The Codex argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
+fn codex(
+    ctx: &LaunchContext,
+    policy: Policy,
+    inventory: &[InheritedServer],
+) -> Result<Vec<String>, LaunchError> {
+    Ok(codex_reviewer_args(ctx, &ctx.resolve(policy)?, inventory)?)
+}
+
+/// The render error of a failed launch.
+fn render_error(e: LaunchError) -> RenderError {
+    match e {
+        LaunchError::Render(e) => e,
+        other => panic!("not a render error: {other:?}"),
+    }
+}
 
 fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
     LaunchContext {
@@ -21,6 +45,7 @@ fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
         prompt: Some("Review PR 42".into()),
         worktree: Some("/work/tree".into()),
         launch_dir: Some("/run/kcap/launch-1".into()),
+        ..LaunchContext::default()
     }
 }
 
@@ -112,12 +137,12 @@ fn allowlists_that_materialize_nothing_equal_the_baseline_byte_for_byte() {
             "{allowlist:?}"
         );
         assert_eq!(
-            claude_reviewer_args(&c, Policy::Lenient).unwrap(),
+            claude(&c, Policy::Lenient).unwrap(),
             baseline_claude(),
             "{allowlist:?}"
         );
         assert_eq!(
-            codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap(),
+            codex(&c, Policy::Lenient, &[]).unwrap(),
             baseline_codex(),
             "{allowlist:?}"
         );
@@ -179,10 +204,10 @@ fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
     assert_eq!(
         skipped,
         [
-            r#"MCP allowlist entry 2 "kcap-flows" skipped: can start flows (recursion guard)"#,
-            "MCP allowlist entry 3 null skipped: blank",
-            r#"MCP allowlist entry 4 "kcap-sessions" skipped: duplicate of an earlier entry"#,
-            r#"MCP allowlist entry 6 "nope" skipped: not a kcap MCP server"#,
+            r#"MCP allowlist entry 3 "kcap-flows" skipped: can start flows (recursion guard)"#,
+            "MCP allowlist entry 4 null skipped: blank",
+            r#"MCP allowlist entry 5 "kcap-sessions" skipped: duplicate of an earlier entry"#,
+            r#"MCP allowlist entry 7 "nope" skipped: not a kcap MCP server"#,
         ]
     );
 }
@@ -251,10 +276,7 @@ fn claude_refuses_values_that_it_would_expand() {
                 .contains(&format!("`{server}.{field}` contains `${{`")),
             "{err}"
         );
-        assert_eq!(
-            claude_reviewer_args(&c, Policy::Lenient).unwrap_err(),
-            LaunchError::Render(err)
-        );
+        assert_eq!(render_error(claude(&c, Policy::Lenient).unwrap_err()), err);
     }
     // `$HOME` without braces is not expanded by Claude Code and passes through.
     let mut c = ctx(None);
@@ -320,10 +342,10 @@ fn strict_policy_rejects_the_first_offending_entry() {
         assert_eq!(got, expected, "{allowlist:?}");
     }
     let c = ctx(Some(vec![Some("kcap-memory\n")]));
-    let err = claude_reviewer_args(&c, Policy::Strict).unwrap_err();
+    let err = claude(&c, Policy::Strict).unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"MCP allowlist entry 0 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
+        r#"MCP allowlist entry 1 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
     );
 }
 
@@ -430,17 +452,17 @@ fn codex_refuses_inherited_fields_it_cannot_neutralize() {
     inventory[3] = extra;
     let mut no_worktree = c.clone();
     no_worktree.worktree = None;
-    let err = codex_reviewer_args(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
+    let err = codex(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
     assert_eq!(
         err.to_string(),
         "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `cwd`, which would merge into kcap's server of the same name; give the reviewer a worktree (its `cwd` then points there), or remove `cwd` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
     );
     assert_eq!(
-        err,
-        LaunchError::Render(RenderError::CodexInheritedField {
+        render_error(err),
+        RenderError::CodexInheritedField {
             server: "kcap-review".into(),
             field: "cwd".into()
-        })
+        }
     );
 }
 
@@ -452,7 +474,7 @@ fn codex_model_and_effort_rules() {
         c.effort = effort.map(String::from);
         c.prompt = None;
         c.worktree = None;
-        let a = codex_reviewer_args(&c, Policy::Lenient, &[]).unwrap();
+        let a = codex(&c, Policy::Lenient, &[]).unwrap();
         let tail = a
             .iter()
             .position(|x| x.starts_with("mcp_servers.kcap-flow-result.tools="))
@@ -485,14 +507,14 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     c.model = None;
     c.effort = Some(String::new());
     c.prompt = Some("-x --strict-mcp-config".into());
-    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    let a = claude(&c, Policy::Lenient).unwrap();
     assert_eq!(a[4], BASELINE_JSON);
     assert_eq!(
         a[5..],
         ["--disallowedTools", "Agent", "--", "-x --strict-mcp-config"]
     );
     c.prompt = None;
-    let a = claude_reviewer_args(&c, Policy::Lenient).unwrap();
+    let a = claude(&c, Policy::Lenient).unwrap();
     assert_eq!(a.last().unwrap(), "Agent");
 }
 
@@ -508,17 +530,17 @@ fn values_that_would_read_as_options_are_refused() {
     for (edit, field) in cases {
         let mut c = ctx(None);
         edit(&mut c);
-        let claude = claude_reviewer_args(&c, Policy::Lenient);
-        let codex = codex_reviewer_args(&c, Policy::Lenient, &[]);
-        let refused = LaunchError::Render(RenderError::OptionLike { field });
+        let claude = claude(&c, Policy::Lenient);
+        let codex = codex(&c, Policy::Lenient, &[]);
+        let refused = RenderError::OptionLike { field };
         // Claude takes no worktree; Codex puts the effort inside a `-c` value.
         match field {
             "worktree" => assert!(claude.is_ok()),
-            _ => assert_eq!(claude.unwrap_err(), refused),
+            _ => assert_eq!(render_error(claude.unwrap_err()), refused),
         }
         match field {
             "effort" => assert!(codex.is_ok()),
-            _ => assert_eq!(codex.unwrap_err(), refused),
+            _ => assert_eq!(render_error(codex.unwrap_err()), refused),
         }
     }
     assert_eq!(
@@ -559,5 +581,244 @@ fn a_same_named_server_seen_only_by_mcp_list_is_refused() {
     assert_eq!(
         err.to_string(),
         "cannot isolate the Codex reviewer: MCP server `kcap-review` has the name of one of kcap's, and only `codex mcp list --json` reports it, which hides most of its fields; take the inventory from `codex app-server` `config/read` (--codex-bin, or a saved answer), or rename or remove that server"
+    );
+}
+
+const CAPABILITY_URL: &str = "http://127.0.0.1:7000/cap-t0k3n";
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:7001/review-context/workspace-mcp-configs";
+
+/// `ctx` allowlisting `kcap-review`, with a delivery mode and a snapshot.
+fn injection_ctx(brokered: bool, borrowed: Option<Option<&str>>) -> LaunchContext {
+    LaunchContext {
+        result_delivery: if brokered {
+            ResultDelivery::Brokered {
+                capability_url: CAPABILITY_URL.into(),
+            }
+        } else {
+            ResultDelivery::Direct
+        },
+        snapshot: match borrowed {
+            None => Snapshot::Own,
+            Some(url) => Snapshot::Borrowed {
+                review_context_url: url.map(String::from),
+            },
+        },
+        ..ctx(Some(vec![Some("kcap-review")]))
+    }
+}
+
+const RESULT_DIRECT: &str = r#""kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"agent-7"}}"#;
+const RESULT_BROKERED: &str = r#""kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/cap-t0k3n","KCAP_FLOW_AGENT_ID":"agent-7"}}"#;
+const REVIEW: &str = r#""kcap-review":{"command":"/opt/kcap/bin/kcap","args":["mcp","review"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}}"#;
+const REVIEW_CONTEXT: &str = r#""kcap-review-context":{"command":"/opt/kcap/bin/kcap","args":["mcp","review"],"env":{"KCAP_REVIEW_CONTEXT_MODE":"1","KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/review-context/workspace-mcp-configs"}}"#;
+
+fn claude_json(servers: &[&str]) -> String {
+    format!(r#"{{"mcpServers":{{{}}}}}"#, servers.join(","))
+}
+
+/// The Codex overrides of the result channel (`brokered` or direct), `kcap-review`, and the
+/// review context when `borrowed`.
+fn codex_overrides(brokered: bool, borrowed: bool) -> Vec<String> {
+    let mut out = vec![
+        "mcp_servers={}".to_string(),
+        "mcp_servers.kcap-flow-result.enabled=true".into(),
+        r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#.into(),
+        r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#.into(),
+        if brokered {
+            r#"mcp_servers.kcap-flow-result.env={KCAP_FLOW_CAPABILITY_URL="http://127.0.0.1:7000/cap-t0k3n",KCAP_FLOW_AGENT_ID="agent-7"}"#.into()
+        } else {
+            r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#.into()
+        },
+        r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#.into(),
+        r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#.into(),
+        "mcp_servers.kcap-review.enabled=true".into(),
+        r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#.into(),
+        r#"mcp_servers.kcap-review.args=["mcp","review"]"#.into(),
+        r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#.into(),
+        r#"mcp_servers.kcap-review.default_tools_approval_mode="approve""#.into(),
+        r#"mcp_servers.kcap-review.tools={"get_pr_summary"={approval_mode="approve"},"list_pr_files"={approval_mode="approve"},"get_file_context"={approval_mode="approve"},"search_context"={approval_mode="approve"},"list_sessions"={approval_mode="approve"},"get_transcript"={approval_mode="approve"}}"#.into(),
+    ];
+    if borrowed {
+        out.extend([
+            "mcp_servers.kcap-review-context.enabled=true".into(),
+            r#"mcp_servers.kcap-review-context.command="/opt/kcap/bin/kcap""#.into(),
+            r#"mcp_servers.kcap-review-context.args=["mcp","review"]"#.into(),
+            r#"mcp_servers.kcap-review-context.env={KCAP_REVIEW_CONTEXT_MODE="1",KCAP_REVIEW_CONTEXT_URL="http://127.0.0.1:7001/review-context/workspace-mcp-configs"}"#.into(),
+            r#"mcp_servers.kcap-review-context.default_tools_approval_mode="approve""#.into(),
+            r#"mcp_servers.kcap-review-context.tools={"get_branch_authored_mcp_configs"={approval_mode="approve"}}"#.into(),
+        ]);
+    }
+    out
+}
+
+#[test]
+fn direct_brokered_borrowed_and_brokered_borrowed_launches() {
+    let cases = [
+        (false, false, vec![RESULT_DIRECT, REVIEW]),
+        (true, false, vec![RESULT_BROKERED, REVIEW]),
+        (false, true, vec![RESULT_DIRECT, REVIEW, REVIEW_CONTEXT]),
+        (true, true, vec![RESULT_BROKERED, REVIEW, REVIEW_CONTEXT]),
+    ];
+    for (brokered, borrowed, claude_servers) in cases {
+        let c = injection_ctx(brokered, borrowed.then_some(Some(REVIEW_CONTEXT_URL)));
+        let r = c.resolve(Policy::Lenient).unwrap();
+        let what = format!("brokered {brokered}, borrowed {borrowed}");
+        assert_eq!(
+            claude_mcp_config(&c, &r).unwrap(),
+            claude_json(&claude_servers),
+            "{what}"
+        );
+        assert_eq!(
+            codex_mcp_overrides(&c, &r, &[]).unwrap(),
+            codex_overrides(brokered, borrowed),
+            "{what}"
+        );
+        // The argv around the MCP config is the baseline's.
+        let claude = claude_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap()).unwrap();
+        assert_eq!(claude[4], claude_json(&claude_servers), "{what}");
+        let mut expected = baseline_claude();
+        expected[4] = claude_json(&claude_servers);
+        assert_eq!(claude, expected, "{what}");
+        let codex = codex_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap(), &[]).unwrap();
+        let overrides: Vec<&String> = codex
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i > 0 && codex[i - 1] == "-c")
+            .map(|(_, a)| a)
+            .filter(|a| a.starts_with("mcp_servers"))
+            .collect();
+        assert_eq!(
+            overrides,
+            codex_overrides(brokered, borrowed)
+                .iter()
+                .collect::<Vec<_>>(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn the_direct_own_checkout_launch_is_the_unchanged_baseline() {
+    // Every new field at its default, spelled out: byte-identical to the baseline.
+    let c = LaunchContext {
+        result_delivery: ResultDelivery::Direct,
+        snapshot: Snapshot::Own,
+        ..ctx(None)
+    };
+    assert_eq!(c, ctx(None));
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert_eq!(claude_mcp_config(&c, &r).unwrap(), BASELINE_JSON);
+    assert_eq!(
+        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap(),
+        baseline_claude()
+    );
+    assert_eq!(
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap(),
+        baseline_codex()
+    );
+}
+
+#[test]
+fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
+    for (brokered, url) in [
+        (false, None),
+        (true, None),
+        (false, Some("")),
+        (true, Some("  ")),
+    ] {
+        let c = injection_ctx(brokered, Some(url));
+        let r = c.resolve(Policy::Lenient).unwrap();
+        assert_eq!(
+            claude_mcp_config(&c, &r),
+            Err(RenderError::MissingReviewContextUrl),
+            "{url:?}"
+        );
+        assert_eq!(
+            codex_mcp_overrides(&c, &r, &[]),
+            Err(RenderError::MissingReviewContextUrl),
+            "{url:?}"
+        );
+        let err = claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        assert_eq!(err, RenderError::MissingReviewContextUrl);
+        assert_eq!(
+            err.to_string(),
+            "a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL"
+        );
+        assert_eq!(
+            codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+            RenderError::MissingReviewContextUrl
+        );
+    }
+    // A blank capability URL is refused too; gated launches need neither.
+    let mut c = injection_ctx(true, None);
+    c.result_delivery = ResultDelivery::Brokered {
+        capability_url: " ".into(),
+    };
+    assert_eq!(
+        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
+        RenderError::BlankCapabilityUrl
+    );
+    assert_eq!(
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+        RenderError::BlankCapabilityUrl
+    );
+    let gated = LaunchContext {
+        server_url: None,
+        ..injection_ctx(true, Some(None))
+    };
+    let r = gated.resolve(Policy::Lenient).unwrap();
+    assert_eq!(
+        claude_mcp_config(&gated, &r).unwrap(),
+        r#"{"mcpServers":{}}"#
+    );
+}
+
+#[test]
+fn allowlisting_the_review_context_injects_nothing_and_claude_refuses_an_expanding_url() {
+    // Named in the allowlist of an own-checkout launch: a no-op (lenient) and harmless
+    // (strict), as for the result channel; in a borrowed one it is injected once, last.
+    let mut c = injection_ctx(false, None);
+    c.mcp_allowlist = Some(vec![
+        Some("kcap-review-context".into()),
+        Some("kcap-review".into()),
+    ]);
+    for policy in [Policy::Lenient, Policy::Strict] {
+        let r = c.resolve(policy).unwrap();
+        assert_eq!(
+            claude_mcp_config(&c, &r).unwrap(),
+            claude_json(&[RESULT_DIRECT, REVIEW])
+        );
+    }
+    let skipped: Vec<String> = c
+        .resolve(Policy::Lenient)
+        .unwrap()
+        .skipped()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            "MCP allowlist entry 1 \"kcap-review-context\" skipped: injection-only, never materialized from an allowlist"
+        ]
+    );
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+    };
+    let r = c.resolve(Policy::Strict).unwrap();
+    assert_eq!(
+        claude_mcp_config(&c, &r).unwrap(),
+        claude_json(&[RESULT_DIRECT, REVIEW, REVIEW_CONTEXT])
+    );
+    let mut c = c.clone();
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some("http://h/${HOME}".into()),
+    };
+    let r = c.resolve(Policy::Strict).unwrap();
+    assert_eq!(
+        claude_mcp_config(&c, &r),
+        Err(RenderError::ClaudeExpansion {
+            server: "kcap-review-context".into(),
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+        })
     );
 }

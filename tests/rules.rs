@@ -52,6 +52,9 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
         ("env-source", "kcap-x.toml", 7, 12),
         ("tool-name", "kcap-x.toml", 7, 8),
         ("tool-unique", "kcap-x.toml", 10, 8),
+        ("tool-name-length", "kcap-x.toml", 8, 8),
+        ("inject-value", "kcap-x.toml", 6, 10),
+        ("env-constant", "kcap-x.toml", 7, 23),
         ("result-channel-missing", "", 0, 0),
         (
             "result-channel-allowlistable",
@@ -65,7 +68,14 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
             4,
             16,
         ),
+        ("inject-always", "kcap-x.toml", 6, 10),
+        ("injection-only-starts-flows", "kcap-x.toml", 4, 16),
         ("agent-id-injection-only", "kcap-x.toml", 8, 22),
+        ("env-source-scope", "kcap-x.toml", 7, 12),
+        ("capability-url-server-url", "kcap-flow-result.toml", 9, 28),
+        ("borrowed-snapshot-server-url", "kcap-x.toml", 9, 12),
+        ("registered-scope", "kcap-x.toml", 7, 14),
+        ("driver-stamp-scope", "kcap-x.toml", 5, 16),
         ("starts-flows-read-only", "kcap-x.toml", 5, 13),
         ("starts-flows-unattended-safe", "kcap-x.toml", 8, 19),
         ("unattended-safe-scope", "kcap-x.toml", 8, 19),
@@ -78,6 +88,122 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
             one(rule, file, line, column),
             "fixture {rule}"
         );
+    }
+}
+
+#[test]
+fn inject_scope_flags_inject_on_an_allowlistable_entry_and_its_absence_on_a_reserved_one() {
+    assert_eq!(
+        diagnostics("inject-scope"),
+        vec![
+            ("inject-scope".into(), "kcap-x.toml".into(), 5, 10),
+            ("inject-scope".into(), "kcap-y.toml".into(), 5, 17),
+        ]
+    );
+}
+
+/// (message, help) of every diagnostic of a fixture.
+fn messages(fixture: &str) -> Vec<(String, String)> {
+    let dir = Path::new("tests/fixtures").join(fixture);
+    let Err(CheckError::Invalid(diags)) = validate_dir(&dir) else {
+        panic!("fixture {fixture} should be invalid");
+    };
+    diags.into_iter().map(|d| (d.message, d.help)).collect()
+}
+
+#[test]
+fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
+    let pinned: &[(&str, &[(&str, &str)])] = &[
+        (
+            "env-constant",
+            &[(
+                "the constant of `env.KCAP_MODE` contains `${`, which Claude Code expands as a variable reference",
+                "write a non-empty, single-line value without `${`",
+            )],
+        ),
+        (
+            "tool-name-length",
+            &[(
+                "the tool's qualified name `mcp__kcap-x__aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 65 bytes long, over the 64 the model APIs allow",
+                "shorten the tool name to at most 51 bytes, or the id",
+            )],
+        ),
+        (
+            "inject-value",
+            &[(
+                "unknown `inject` condition `borowed-snapshot`",
+                "did you mean `\"borrowed-snapshot\"`? write `inject = \"always\"` (the result channel) or `inject = \"borrowed-snapshot\"`",
+            )],
+        ),
+        (
+            "inject-scope",
+            &[
+                (
+                    "`inject = \"borrowed-snapshot\"` is for injection-only entries, but this entry is allowlistable",
+                    "remove `inject`, or set `allowlistable = false` if only the launcher may inject this server",
+                ),
+                (
+                    "an injection-only entry (`allowlistable = false`) must say when it is injected",
+                    "add `inject = \"borrowed-snapshot\"` (injected into borrowed-snapshot reviews only), or `inject = \"always\"` for the result channel",
+                ),
+            ],
+        ),
+        (
+            "inject-always",
+            &[(
+                "only the result channel `kcap-flow-result` is injected into every reviewer",
+                "use `inject = \"borrowed-snapshot\"`, or make the server allowlistable",
+            )],
+        ),
+        (
+            "injection-only-starts-flows",
+            &[(
+                "an injection-only entry must not start flows: the launcher injects it past the recursion guard",
+                "set `starts_flows = false`, or make the server allowlistable so the recursion guard applies",
+            )],
+        ),
+        (
+            "env-source-scope",
+            &[(
+                "`env.KCAP_CTX` takes the review-context URL, which only an `inject = \"borrowed-snapshot\"` entry receives",
+                "remove `env.KCAP_CTX`: the launcher gives the review-context URL to `inject = \"borrowed-snapshot\"` servers only",
+            )],
+        ),
+        (
+            "capability-url-server-url",
+            &[(
+                "`env.KCAP_FLOW_CAPABILITY_URL` takes the result capability URL, but no env var takes `\"server_url\"`",
+                "add `KCAP_URL = \"server_url\"`: a direct launch sets it instead of the capability URL",
+            )],
+        ),
+        (
+            "borrowed-snapshot-server-url",
+            &[(
+                "`env.KCAP_URL` takes the kcap server URL, but this entry is injected into borrowed-snapshot reviews",
+                "remove it: a borrowed-snapshot server reaches kcap through its own `\"review_context_url\"` only",
+            )],
+        ),
+        (
+            "registered-scope",
+            &[(
+                "an injection-only entry cannot be `registered`: only the launcher may start it",
+                "remove `registered` (it defaults to false here)",
+            )],
+        ),
+        (
+            "driver-stamp-scope",
+            &[(
+                "`driver_stamp` is for servers that start flows, and this one does not",
+                "remove `driver_stamp`: only a flow-starting server needs to know which client drives it",
+            )],
+        ),
+    ];
+    for (fixture, expected) in pinned {
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(m, h)| (m.to_string(), h.to_string()))
+            .collect();
+        assert_eq!(messages(fixture), expected, "fixture {fixture}");
     }
 }
 
@@ -132,7 +258,7 @@ fn human_report_is_rustc_style_with_caret_and_help() {
 4 | start_flows = false
   | ^^^^^^^^^^^
   |
-  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, read_only, needs_project_cwd, env, tools)
+  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)
 
 error[wrong-type]: `read_only` must be a boolean, found a string
  --> tests/fixtures/three-violations-two-files/kcap-x.toml:5:13
@@ -178,8 +304,21 @@ fn bundled_registry_passes_and_matches_the_compiled_table() {
                 s.needs_project_cwd
             )
         );
-        let env: Vec<_> = e.env.iter().map(|(n, src)| (n.as_str(), *src)).collect();
-        assert_eq!(env, s.env);
+        assert_eq!(
+            (e.inject, e.registered, e.driver_stamp),
+            (s.inject, s.registered, s.driver_stamp)
+        );
+        let env: Vec<_> = e
+            .env
+            .iter()
+            .map(|(n, src)| (n.as_str(), src.clone()))
+            .collect();
+        let compiled_env: Vec<_> = s
+            .env
+            .iter()
+            .map(|&(n, src)| (n, src.map(String::from)))
+            .collect();
+        assert_eq!(env, compiled_env);
         let tools: Vec<_> = e
             .tools
             .iter()
@@ -467,8 +606,10 @@ fn toml_entries_that_are_not_regular_files_are_load_errors() {
         create(&dir.path().join(name));
         let err = validate_dir(dir.path()).unwrap_err();
         assert!(matches!(err, CheckError::Load(_)), "{name}: {err:?}");
+        // The error says which path; its source says why (each layer displays itself).
+        let source = std::error::Error::source(&err).expect("the I/O error");
         assert_eq!(
-            err.to_string(),
+            format!("{err}: {source}"),
             format!(
                 "cannot read {}: not a regular file (a directory, FIFO, socket, or a symlink that leads nowhere); registry entries must be regular `.toml` files",
                 dir.path().join(name).display()
@@ -481,11 +622,9 @@ fn toml_entries_that_are_not_regular_files_are_load_errors() {
 fn a_missing_directory_is_a_load_error_not_a_violation() {
     let err = validate_dir(Path::new("tests/fixtures/no-such-dir")).unwrap_err();
     assert!(matches!(err, CheckError::Load(_)), "{err:?}");
-    assert!(
-        err.to_string()
-            .starts_with("cannot read tests/fixtures/no-such-dir: "),
-        "{err}"
-    );
+    assert_eq!(err.to_string(), "cannot read tests/fixtures/no-such-dir");
+    let source = std::error::Error::source(&err).expect("the I/O error");
+    assert_eq!(source.to_string(), "No such file or directory (os error 2)");
 }
 
 #[test]
@@ -583,7 +722,7 @@ fn terminal_escapes_in_env_names_are_escaped_in_every_message() {
     }
     assert_eq!(
         diags[1].message,
-        "`env.X\\u{1b}]0;pwned\\u{7}\\nerror[forged]` must be a string, found an integer"
+        "`env.X\\u{1b}]0;pwned\\u{7}\\nerror[forged]` must be a source name (\"server_url\", …) or a constant { value = \"…\" }, found an integer"
     );
 }
 

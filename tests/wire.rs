@@ -1,4 +1,5 @@
-//! The launch command's `mcp_allowlist` field is additive in both directions.
+//! The launch command's `mcp_allowlist`, `result_capability_url`, `borrowed_snapshot` and
+//! `review_context_url` fields are additive in both directions.
 
 use kcap_mcp_registry::LaunchCommand;
 use serde::Deserialize;
@@ -53,6 +54,7 @@ fn unknown_sibling_fields_are_ignored() {
             model: Some("m".into()),
             effort: Some("high".into()),
             prompt: Some("p".into()),
+            ..LaunchCommand::default()
         }
     );
 }
@@ -86,6 +88,7 @@ fn an_old_reader_reads_a_new_payload_and_a_new_reader_an_old_one() {
         model: Some("m".into()),
         effort: None,
         prompt: Some("p".into()),
+        ..LaunchCommand::default()
     };
     let json = serde_json::to_string(&new).unwrap();
     assert_eq!(
@@ -109,4 +112,119 @@ fn an_old_reader_reads_a_new_payload_and_a_new_reader_an_old_one() {
     assert_eq!(read_new.mcp_allowlist, None);
     // Without an allowlist the field is not written at all: old readers see the old shape.
     assert_eq!(serde_json::to_string(&read_new).unwrap(), old_payload);
+}
+
+#[test]
+fn the_delivery_and_snapshot_fields_are_additive_in_both_directions() {
+    let new = LaunchCommand {
+        agent_id: "a1".into(),
+        prompt: Some("p".into()),
+        result_capability_url: Some("http://127.0.0.1:7000/t0k".into()),
+        borrowed_snapshot: true,
+        review_context_url: Some(
+            "http://127.0.0.1:7001/review-context/workspace-mcp-configs".into(),
+        ),
+        ..LaunchCommand::default()
+    };
+    let json = serde_json::to_string(&new).unwrap();
+    assert_eq!(
+        json,
+        r#"{"agent_id":"a1","prompt":"p","result_capability_url":"http://127.0.0.1:7000/t0k","borrowed_snapshot":true,"review_context_url":"http://127.0.0.1:7001/review-context/workspace-mcp-configs"}"#
+    );
+    // An old reader ignores the new fields; a new reader reads them back.
+    let old: OldLaunchCommand = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        old,
+        OldLaunchCommand {
+            agent_id: "a1".into(),
+            model: None,
+            effort: None,
+            prompt: Some("p".into())
+        }
+    );
+    assert_eq!(read(&json).unwrap(), new);
+
+    // An old payload: direct delivery, the daemon user's own checkout, and written back
+    // unchanged (no new field appears).
+    let old_payload = r#"{"agent_id":"a1","prompt":"p"}"#;
+    let cmd = read(old_payload).unwrap();
+    assert_eq!(
+        (
+            &cmd.result_capability_url,
+            cmd.borrowed_snapshot,
+            &cmd.review_context_url
+        ),
+        (&None, false, &None)
+    );
+    assert_eq!(serde_json::to_string(&cmd).unwrap(), old_payload);
+    let nulls = read(
+        r#"{"agent_id":"a1","prompt":"p","result_capability_url":null,"review_context_url":null}"#,
+    )
+    .unwrap();
+    assert_eq!(nulls, cmd);
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn an_old_payload_launches_as_today_and_a_new_one_brokered_and_borrowed() {
+    use kcap_mcp_registry::preview::{LaunchOverrides, launch_context};
+    use kcap_mcp_registry::{ResultDelivery, Snapshot};
+
+    let old = launch_context(
+        Some(read(r#"{"agent_id":"a1"}"#).unwrap()),
+        LaunchOverrides::default(),
+    );
+    assert_eq!(
+        (old.result_delivery, old.snapshot),
+        (ResultDelivery::Direct, Snapshot::Own)
+    );
+    let new = launch_context(
+        Some(
+            read(r#"{"agent_id":"a1","result_capability_url":"http://c","review_context_url":"http://r"}"#)
+                .unwrap(),
+        ),
+        LaunchOverrides::default(),
+    );
+    assert_eq!(
+        (new.result_delivery, new.snapshot),
+        (
+            ResultDelivery::Brokered {
+                capability_url: "http://c".into()
+            },
+            Snapshot::Borrowed {
+                review_context_url: Some("http://r".into())
+            }
+        )
+    );
+    // `borrowed_snapshot` without a URL stays a borrowed snapshot (whose render then fails).
+    let no_url = launch_context(
+        Some(read(r#"{"agent_id":"a1","borrowed_snapshot":true}"#).unwrap()),
+        LaunchOverrides::default(),
+    );
+    assert_eq!(
+        no_url.snapshot,
+        Snapshot::Borrowed {
+            review_context_url: None
+        }
+    );
+    // Flags override the payload's fields.
+    let flagged = launch_context(
+        Some(read(r#"{"agent_id":"a1","result_capability_url":"http://c"}"#).unwrap()),
+        LaunchOverrides {
+            result_capability_url: Some("http://flag".into()),
+            review_context_url: Some("http://r2".into()),
+            ..LaunchOverrides::default()
+        },
+    );
+    assert_eq!(
+        (flagged.result_delivery, flagged.snapshot),
+        (
+            ResultDelivery::Brokered {
+                capability_url: "http://flag".into()
+            },
+            Snapshot::Borrowed {
+                review_context_url: Some("http://r2".into())
+            }
+        )
+    );
 }

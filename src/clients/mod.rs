@@ -13,25 +13,64 @@
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
 //!   directories taken away.
 //!
+//! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
+//!   client's registration file (the servers a person registers for interactive sessions),
+//!   with the version and evidence of each fact.
+//!
 //! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
-//! launch needs from the daemon), [`RenderError`] and [`LaunchError`]; [`plan`] holds the
+//! launch needs from the daemon), [`RenderError`] and [`LaunchError`] (every error a launch
+//! can meet, so a daemon returns them all with `?`); [`plan`] holds the
 //! [`LaunchPlan`](plan::LaunchPlan) every room renders and the [`LaunchId`](plan::LaunchId).
+//!
+//! A launch in three steps, each failing into [`LaunchError`]:
+//!
+//! ```
+//! use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, LaunchError, Policy};
+//!
+//! fn reviewer_argv(cmd: LaunchCommand) -> Result<Vec<String>, LaunchError> {
+//!     let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+//!     let resolution = ctx.resolve(Policy::Strict)?; // a Rejection
+//!     for skipped in resolution.skipped() {
+//!         eprintln!("warning: {skipped}");
+//!     }
+//!     Ok(claude_reviewer_args(&ctx, &resolution)?) // a RenderError
+//! }
+//!
+//! let cmd = LaunchCommand { agent_id: "a1".into(), ..LaunchCommand::default() };
+//! assert_eq!(reviewer_argv(cmd)?[0], "--permission-mode");
+//! let cmd = LaunchCommand {
+//!     agent_id: "a1".into(),
+//!     mcp_allowlist: Some(vec![Some("kcap-memory".into())]),
+//!     ..LaunchCommand::default()
+//! };
+//! assert!(matches!(reviewer_argv(cmd), Err(LaunchError::Rejected(_))));
+//! # Ok::<(), LaunchError>(())
+//! ```
 //!
 //! Every renderer keeps the same security rules: the result channel is always injected first
 //! (unless [gated](LaunchContext::is_gated)); allowlisted servers follow in allowlist order;
-//! a server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
+//! then, in a borrowed-snapshot review only, the `inject = "borrowed-snapshot"` servers; a
+//! server that can start flows never appears; `KCAP_FLOW_AGENT_ID` (the `agent_id` env
 //! source) reaches only the result channel; an empty or absent allowlist renders
-//! byte-identical args to the no-allowlist baseline.
+//! byte-identical args to the no-allowlist baseline. Which reserved servers are injected,
+//! and each one's env, come from the registry data ([`Inject`], [`EnvSource`]), never from
+//! their names.
 
+pub mod antigravity;
 pub mod claude;
 pub mod codex;
+pub mod copilot;
+pub mod cursor;
 pub mod gemini;
+pub mod kiro;
 #[cfg(feature = "cli")]
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
 
-/// A coding-agent client this crate renders reviewer launches for.
+/// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
+/// Gemini CLI and OpenCode, and registration files for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Client {
@@ -43,25 +82,80 @@ pub enum Client {
     Gemini,
     /// OpenCode ([`opencode`]).
     OpenCode,
+    /// GitHub Copilot CLI ([`copilot`]).
+    Copilot,
+    /// Cursor ([`cursor`]).
+    Cursor,
+    /// Kiro ([`kiro`]).
+    Kiro,
+    /// Antigravity, `agy` ([`antigravity`]).
+    Antigravity,
 }
 
 impl Client {
     /// Every client, in the order the CLI lists them.
-    pub const ALL: [Client; 4] = [
+    pub const ALL: [Client; 8] = [
         Client::Claude,
         Client::Codex,
         Client::Gemini,
         Client::OpenCode,
+        Client::Copilot,
+        Client::Cursor,
+        Client::Kiro,
+        Client::Antigravity,
     ];
 
     /// The client's name on the command line and in output: `claude`, `codex`, `gemini`,
-    /// `opencode`.
+    /// `opencode`, `copilot`, `cursor`, `kiro`, `antigravity`.
     pub const fn name(self) -> &'static str {
         match self {
             Client::Claude => "claude",
             Client::Codex => "codex",
             Client::Gemini => "gemini",
             Client::OpenCode => "opencode",
+            Client::Copilot => "copilot",
+            Client::Cursor => "cursor",
+            Client::Kiro => "kiro",
+            Client::Antigravity => "antigravity",
+        }
+    }
+
+    /// The client's display name: `Claude Code`, `Codex CLI`, `Gemini CLI`, `OpenCode`,
+    /// `Copilot CLI`, `Cursor`, `Kiro`, `Antigravity`.
+    pub const fn display_name(self) -> &'static str {
+        match self {
+            Client::Claude => "Claude Code",
+            Client::Codex => "Codex CLI",
+            Client::Gemini => "Gemini CLI",
+            Client::OpenCode => "OpenCode",
+            Client::Copilot => "Copilot CLI",
+            Client::Cursor => "Cursor",
+            Client::Kiro => "Kiro",
+            Client::Antigravity => "Antigravity",
+        }
+    }
+
+    /// Whether registrations for this client append `--driver <client>` to the args of the
+    /// flow-starting server: its only way to learn which client drives the flows it starts.
+    /// The original system stamps the six JSON-configured clients (Gemini, OpenCode, Copilot,
+    /// Cursor, Kiro, Antigravity) and leaves Claude Code and Codex unstamped (facts
+    /// "Registration", kcap-cli 07ef5ebf `Core/Mcp`).
+    pub const fn stamps_driver(self) -> bool {
+        !matches!(self, Client::Claude | Client::Codex)
+    }
+
+    /// The client's registration file format, from its room.
+    #[cfg(feature = "cli")]
+    pub fn registration(self) -> &'static crate::export::RegistrationFormat {
+        match self {
+            Client::Claude => &claude::registration::FORMAT,
+            Client::Codex => &codex::registration::FORMAT,
+            Client::Gemini => &gemini::registration::FORMAT,
+            Client::OpenCode => &opencode::registration::FORMAT,
+            Client::Copilot => &copilot::registration::FORMAT,
+            Client::Cursor => &cursor::registration::FORMAT,
+            Client::Kiro => &kiro::registration::FORMAT,
+            Client::Antigravity => &antigravity::registration::FORMAT,
         }
     }
 
@@ -86,13 +180,77 @@ impl fmt::Display for Client {
 
 use std::fmt;
 
-use crate::allowlist::{Policy, Rejection, Resolution, resolve_allowlist};
-use crate::model::{EnvSource, McpServer};
-use crate::registry::result_channel;
+use crate::allowlist::{Policy, Rejection, Resolution};
+use crate::clients::codex::inventory::InventoryError;
+use crate::model::{EnvSource, Inject, McpServer};
+use crate::registry::Registry;
+use crate::wire::LaunchCommand;
 
-/// What a reviewer launch needs from the daemon. A blank (empty or whitespace-only) `model`,
-/// `effort` or `worktree` counts as unset; so does an empty `prompt`, while a whitespace-only
-/// prompt is passed as given.
+/// How the result channel hands a reviewer's result to the daemon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ResultDelivery {
+    /// The result channel talks to the kcap server at [`LaunchContext::server_url`]: its
+    /// `"server_url"` variables (`KCAP_URL`) are set, its `"result_capability_url"` ones are not.
+    #[default]
+    Direct,
+    /// The reviewer's HOME is not the daemon user's (a borrowed snapshot, or a client that
+    /// needs a per-launch HOME), so the result goes through a per-launch capability URL
+    /// (`http://127.0.0.1:<port>/<token>`): the result channel's `"result_capability_url"`
+    /// variables (`KCAP_FLOW_CAPABILITY_URL`) are set **instead of** its `"server_url"` ones,
+    /// never both. Allowlisted servers keep `KCAP_URL`. A blank URL is
+    /// [`RenderError::BlankCapabilityUrl`].
+    Brokered {
+        /// The capability URL.
+        capability_url: String,
+    },
+}
+
+impl ResultDelivery {
+    /// [`ResultDelivery::Brokered`] with the launch command's capability URL when it has one,
+    /// else [`ResultDelivery::Direct`].
+    pub fn from_capability_url(capability_url: Option<String>) -> ResultDelivery {
+        match capability_url {
+            Some(capability_url) => ResultDelivery::Brokered { capability_url },
+            None => ResultDelivery::Direct,
+        }
+    }
+}
+
+/// Whose checkout the reviewer reviews.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Snapshot {
+    /// The daemon user's own worktree: no `inject = "borrowed-snapshot"` server is injected.
+    #[default]
+    Own,
+    /// A borrowed snapshot (another user's checkout): every `inject = "borrowed-snapshot"`
+    /// server (`kcap-review-context`) is injected after the allowlisted servers, its
+    /// `"review_context_url"` variables set to the bridge URL. An absent or blank URL is
+    /// [`RenderError::MissingReviewContextUrl`]: the launch fails rather than start a
+    /// review-context server with nothing to read.
+    Borrowed {
+        /// The review-context bridge URL
+        /// (`<bridge>/review-context/workspace-mcp-configs`).
+        review_context_url: Option<String>,
+    },
+}
+
+impl Snapshot {
+    /// The snapshot a launch command describes: [`Snapshot::Borrowed`] when it says
+    /// `borrowed_snapshot` or carries a review-context URL (which marks a borrowed snapshot),
+    /// else [`Snapshot::Own`].
+    pub fn from_launch(borrowed_snapshot: bool, review_context_url: Option<String>) -> Snapshot {
+        if borrowed_snapshot || review_context_url.is_some() {
+            Snapshot::Borrowed { review_context_url }
+        } else {
+            Snapshot::Own
+        }
+    }
+}
+
+/// What a reviewer launch needs from the daemon: the launch command's fields
+/// ([`LaunchContext::from_command`]) and the daemon's own settings. A blank (empty or
+/// whitespace-only) `model`, `effort` or `worktree` counts as unset; so does an empty
+/// `prompt`, while a whitespace-only prompt is passed as given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchContext {
     /// The kcap server URL (`KCAP_URL`). Absent or blank gates every MCP server off.
@@ -118,84 +276,193 @@ pub struct LaunchContext {
     /// written under it, and clients that need a directory of their own (OpenCode's empty
     /// configuration home) get one inside it.
     pub launch_dir: Option<String>,
+    /// How the result channel delivers the result (default: direct).
+    pub result_delivery: ResultDelivery,
+    /// Whose checkout is reviewed (default: the daemon user's own).
+    pub snapshot: Snapshot,
 }
 
 impl LaunchContext {
+    /// The context for launch command `cmd` with the daemon's kcap server URL and kcap
+    /// binary; no worktree (set [`LaunchContext::worktree`] for Codex and the ACP clients)
+    /// and no launch directory (set [`LaunchContext::launch_dir`] for OpenCode).
+    ///
+    /// ```
+    /// use kcap_mcp_registry::{LaunchCommand, LaunchContext};
+    ///
+    /// let cmd: LaunchCommand = serde_json::from_str(r#"{"agent_id":"a1","model":"m"}"#)?;
+    /// let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+    /// assert_eq!((ctx.agent_id.as_str(), ctx.model.as_deref()), ("a1", Some("m")));
+    /// assert!(!ctx.is_gated());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_command(
+        cmd: LaunchCommand,
+        server_url: impl Into<String>,
+        kcap_bin: impl Into<String>,
+    ) -> LaunchContext {
+        let LaunchCommand {
+            agent_id,
+            mcp_allowlist,
+            model,
+            effort,
+            prompt,
+            result_capability_url,
+            borrowed_snapshot,
+            review_context_url,
+        } = cmd;
+        LaunchContext {
+            server_url: Some(server_url.into()),
+            kcap_bin: Some(kcap_bin.into()),
+            agent_id,
+            mcp_allowlist,
+            model,
+            effort,
+            prompt,
+            worktree: None,
+            launch_dir: None,
+            result_delivery: ResultDelivery::from_capability_url(result_capability_url),
+            snapshot: Snapshot::from_launch(borrowed_snapshot, review_context_url),
+        }
+    }
+
     /// Whether MCP servers are gated off: `server_url` or `kcap_bin` is absent or
     /// blank. A gated reviewer gets an empty MCP configuration.
     pub fn is_gated(&self) -> bool {
-        self.materials().is_none()
+        self.kcap_bin_and_url().is_none()
     }
 
-    /// `(kcap_bin, server_url)` unless gated.
-    fn materials(&self) -> Option<(&str, &str)> {
-        let path = set(&self.kcap_bin)?;
-        let url = set(&self.server_url)?;
+    /// `(kcap_bin, server_url)`, both set and not blank; `None` when gated.
+    fn kcap_bin_and_url(&self) -> Option<(&str, &str)> {
+        let path = non_blank(&self.kcap_bin)?;
+        let url = non_blank(&self.server_url)?;
         Some((path, url))
     }
 
-    /// Refuses a blank agent id unless gated: the result channel, injected into every
-    /// ungated reviewer, carries it as `KCAP_FLOW_AGENT_ID`.
-    fn require_agent_id(&self) -> Result<(), RenderError> {
-        if !self.is_gated() && self.agent_id.trim().is_empty() {
+    /// Refuses, unless gated, a blank agent id (the result channel, injected into every
+    /// ungated reviewer, carries it as `KCAP_FLOW_AGENT_ID`), a blank brokered capability URL,
+    /// and a borrowed snapshot without a review-context URL.
+    fn require_launch_values(&self) -> Result<(), RenderError> {
+        if self.is_gated() {
+            return Ok(());
+        }
+        if self.agent_id.trim().is_empty() {
             return Err(RenderError::BlankAgentId);
+        }
+        if let ResultDelivery::Brokered { capability_url } = &self.result_delivery {
+            if capability_url.trim().is_empty() {
+                return Err(RenderError::BlankCapabilityUrl);
+            }
+        }
+        if let Snapshot::Borrowed { review_context_url } = &self.snapshot {
+            if non_blank(review_context_url).is_none() {
+                return Err(RenderError::MissingReviewContextUrl);
+            }
         }
         Ok(())
     }
 
-    /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy`.
+    /// Resolves [`LaunchContext::mcp_allowlist`] (absent = empty) under `policy` against
+    /// the compiled-in registry. The renderers take the [`Resolution`]; log its
+    /// [`skipped`](Resolution::skipped) entries.
     ///
     /// # Errors
-    /// [`Rejection`] under [`Policy::Strict`]; see [`resolve_allowlist`].
+    /// [`Rejection`] under [`Policy::Strict`]; see [`crate::resolve_allowlist`].
     pub fn resolve(&self, policy: Policy) -> Result<Resolution<'_, String>, Rejection> {
-        resolve_allowlist(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
+        self.resolve_in(Registry::compiled(), policy)
     }
 
-    /// The servers to materialize with their env values: the result channel, then the
-    /// resolved servers. Empty when gated.
+    /// [`LaunchContext::resolve`] against `registry`.
+    ///
+    /// # Errors
+    /// As [`LaunchContext::resolve`].
+    pub fn resolve_in(
+        &self,
+        registry: Registry,
+        policy: Policy,
+    ) -> Result<Resolution<'_, String>, Rejection> {
+        registry.resolve(self.mcp_allowlist.as_deref().unwrap_or(&[]), policy)
+    }
+
+    /// The servers to materialize with their env values: the `inject = "always"` servers (the
+    /// result channel), then the resolved servers, then, for a borrowed snapshot, the
+    /// `inject = "borrowed-snapshot"` servers. Empty when gated. Call
+    /// [`LaunchContext::require_launch_values`] first.
     fn servers<'s>(
         &'s self,
         resolution: &'s Resolution<'_, String>,
     ) -> impl Iterator<Item = (&'static McpServer, Vec<(&'static str, &'s str)>)> + 's {
-        let materials = self.materials();
-        materials
+        let borrowed = matches!(self.snapshot, Snapshot::Borrowed { .. });
+        let registry = resolution.registry();
+        self.kcap_bin_and_url()
             .into_iter()
-            .flat_map(move |(_, url)| {
-                std::iter::once(result_channel())
+            .flat_map(move |_| {
+                registry
+                    .injected(Inject::Always)
                     .chain(resolution.servers())
-                    .map(move |s| (s, url))
+                    .chain(
+                        borrowed
+                            .then(|| registry.injected(Inject::BorrowedSnapshot))
+                            .into_iter()
+                            .flatten(),
+                    )
             })
-            .map(move |(s, url)| {
-                let env = s
-                    .env
-                    .iter()
-                    .map(|&(name, source)| {
-                        let value = match source {
-                            EnvSource::ServerUrl => url,
-                            // Build rule `agent-id-injection-only` keeps this source on
-                            // injection-only entries; only the result channel is injected.
-                            EnvSource::AgentId => self.agent_id.as_str(),
-                        };
-                        (name, value)
-                    })
-                    .collect();
-                (s, env)
+            .map(move |s| (s, self.env_of(s)))
+    }
+
+    /// `server`'s env vars with their values, in registry order, leaving out the variables
+    /// whose source this launch does not provide: the `"server_url"` ones of a server that
+    /// also takes `"result_capability_url"` under brokered delivery, and the
+    /// `"result_capability_url"` ones under direct delivery (rule `capability-url-server-url`
+    /// gives such a server both). The other sources are always provided when their server is
+    /// injected (rule `env-source-scope`).
+    fn env_of<'s>(&'s self, server: &'static McpServer) -> Vec<(&'static str, &'s str)> {
+        let url = non_blank(&self.server_url).unwrap_or_default();
+        let capability = match &self.result_delivery {
+            ResultDelivery::Direct => None,
+            ResultDelivery::Brokered { capability_url } => Some(capability_url.as_str()),
+        };
+        let brokered_here = capability.is_some()
+            && server
+                .env
+                .iter()
+                .any(|(_, s)| *s == EnvSource::ResultCapabilityUrl);
+        let review_context_url = match &self.snapshot {
+            Snapshot::Own => None,
+            Snapshot::Borrowed { review_context_url } => non_blank(review_context_url),
+        };
+        server
+            .env
+            .iter()
+            .filter_map(|&(name, source)| {
+                let value = match source {
+                    EnvSource::ServerUrl if brokered_here => return None,
+                    EnvSource::ServerUrl => url,
+                    EnvSource::ResultCapabilityUrl => capability?,
+                    // Build rule `agent-id-injection-only` keeps this source on
+                    // injection-only entries.
+                    EnvSource::AgentId => self.agent_id.as_str(),
+                    EnvSource::ReviewContextUrl => review_context_url?,
+                    EnvSource::Constant(value) => value,
+                };
+                Some((name, value))
             })
+            .collect()
     }
 }
 
 /// `Some(s)` when `s` is set and not blank.
-fn set(s: &Option<String>) -> Option<&str> {
+fn non_blank(s: &Option<String>) -> Option<&str> {
     s.as_deref().filter(|s| !s.trim().is_empty())
 }
 
-/// [`set`] for a value that follows an option in argv (`--model M`): one starting with `-`
+/// [`non_blank`] for a value that follows an option in argv (`--model M`): one starting with `-`
 /// would be read as an option, so it is refused.
 fn option_value<'a>(
     field: &'static str,
     value: &'a Option<String>,
 ) -> Result<Option<&'a str>, RenderError> {
-    match set(value) {
+    match non_blank(value) {
         Some(v) if v.starts_with('-') => Err(RenderError::OptionLike { field }),
         v => Ok(v),
     }
@@ -203,7 +470,7 @@ fn option_value<'a>(
 
 /// The absolute worktree an ACP session runs in (`session/new` `cwd`).
 fn acp_cwd(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
-    match set(&ctx.worktree) {
+    match non_blank(&ctx.worktree) {
         Some(w) if is_absolute(w) => Ok(w),
         _ => Err(RenderError::NeedsAbsolute {
             client,
@@ -214,7 +481,7 @@ fn acp_cwd(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
 
 /// The absolute per-launch directory, for a client that needs one.
 fn launch_dir(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
-    match set(&ctx.launch_dir) {
+    match non_blank(&ctx.launch_dir) {
         Some(d) if is_absolute(d) => Ok(d.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(d)),
         _ => Err(RenderError::NeedsAbsolute {
             client,
@@ -228,7 +495,9 @@ fn is_absolute(path: &str) -> bool {
     path.starts_with('/')
 }
 
-/// The ACP `session/new` servers and their wire names, `wire_name` naming each by its id.
+/// The ACP `session/new` servers and their wire names, `wire_name` naming each by its id:
+/// every server [`LaunchContext::servers`] injects (the `inject` servers by their condition,
+/// the allowlisted ones), with the env values of this launch's delivery and snapshot.
 fn acp_servers(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
@@ -253,12 +522,13 @@ fn acp_servers(
         .unzip()
 }
 
-/// Every env name a registry server is given, sorted, once each: removed from the
+/// Every env name a server of `registry` is given, sorted, once each: removed from the
 /// environment of clients that pass their own environment on to MCP servers, so a value the
 /// daemon's environment happens to hold (say `KCAP_FLOW_AGENT_ID`) never reaches a server the
 /// registry does not give it to.
-fn registry_env_names() -> impl Iterator<Item = String> {
-    let names: std::collections::BTreeSet<&str> = crate::registry::servers()
+fn registry_env_names(registry: Registry) -> impl Iterator<Item = String> {
+    let names: std::collections::BTreeSet<&str> = registry
+        .servers()
         .iter()
         .flat_map(|s| s.env.iter().map(|(name, _)| *name))
         .collect();
@@ -277,6 +547,7 @@ fn wire_servers(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec
 
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RenderError {
     /// A value would reach Claude Code containing `${`, which Claude Code expands as an
     /// environment variable reference in `command`, `args` and `env` with no escape.
@@ -324,7 +595,7 @@ pub enum RenderError {
     /// CLI 0.61.0 expands as an environment variable reference.
     GeminiExpansion {
         /// The MCP server the value belongs to (registry id).
-        server: &'static str,
+        server: String,
         /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
         field: String,
     },
@@ -343,6 +614,12 @@ pub enum RenderError {
         /// The server name.
         server: String,
     },
+    /// Brokered result delivery with a blank capability URL: the result channel could reach
+    /// nothing.
+    BlankCapabilityUrl,
+    /// A borrowed-snapshot review without a review-context URL: the review-context server
+    /// would have nothing to read.
+    MissingReviewContextUrl,
 }
 
 impl fmt::Display for RenderError {
@@ -401,27 +678,16 @@ impl fmt::Display for RenderError {
                      give the launch its `{field}` ({flag} DIR)"
                 )
             }
-            RenderError::ClaudeVetoed(vetoes) => {
-                let result_channel = result_channel().id;
-                for (i, veto) in vetoes.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("; ")?;
-                    }
-                    veto.fmt(f)?;
-                }
-                if vetoes.iter().any(|v| v.server == result_channel) {
-                    f.write_str(
-                        "; without its result channel the reviewer could never report, so it \
-                         is not launched",
-                    )?;
-                } else {
-                    f.write_str("; the strict policy launches no reviewer without them")?;
-                }
-                f.write_str(
-                    "; remove those entries (or the file), or launch the reviewer with a HOME, \
-                     CLAUDE_CONFIG_DIR and worktree that do not carry them",
-                )
-            }
+            RenderError::BlankCapabilityUrl => f.write_str(
+                "brokered result delivery needs the result channel's capability URL \
+                 (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
+            ),
+            RenderError::MissingReviewContextUrl => f.write_str(
+                "a borrowed-snapshot review needs the review-context URL \
+                 (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
+                 give the launch its review-context URL",
+            ),
+            RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
@@ -446,15 +712,47 @@ impl fmt::Display for RenderError {
     }
 }
 
+/// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
+fn fmt_vetoes(vetoes: &[claude::preflight::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let result_channel = crate::model::RESULT_CHANNEL_ID;
+    for (i, veto) in vetoes.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        fmt::Display::fmt(veto, f)?;
+    }
+    if vetoes.iter().any(|v| v.server == result_channel) {
+        f.write_str(
+            "; without its result channel the reviewer could never report, so it is not \
+             launched",
+        )?;
+    } else {
+        f.write_str("; the strict policy launches no reviewer without them")?;
+    }
+    f.write_str(
+        "; remove those entries (or the file), or launch the reviewer with a HOME, \
+         CLAUDE_CONFIG_DIR and worktree that do not carry them",
+    )
+}
+
 impl std::error::Error for RenderError {}
 
-/// Why a reviewer argv could not be built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Every way a reviewer launch can fail, so a daemon's launch function returns one error
+/// type with `?` (a `From` impl for each).
+///
+/// Each variant is transparent: it displays as the error it holds and forwards that error's
+/// [`source`](std::error::Error::source), so a chain printer (`anyhow`'s `{:#}`) shows
+/// every cause once. This crate's errors follow one convention: `Display` describes one
+/// layer, and the cause it wraps is returned from `source()`, never also displayed.
+#[derive(Debug)]
+#[non_exhaustive]
 pub enum LaunchError {
-    /// The strict policy refused an allowlist entry.
+    /// The strict policy refused an allowlist entry ([`LaunchContext::resolve`]).
     Rejected(Rejection),
-    /// A value cannot be rendered safely.
+    /// A value cannot be rendered safely (the renderers).
     Render(RenderError),
+    /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
+    Inventory(InventoryError),
 }
 
 impl fmt::Display for LaunchError {
@@ -462,6 +760,7 @@ impl fmt::Display for LaunchError {
         match self {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
+            LaunchError::Inventory(e) => e.fmt(f),
         }
     }
 }
@@ -469,8 +768,9 @@ impl fmt::Display for LaunchError {
 impl std::error::Error for LaunchError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LaunchError::Rejected(e) => Some(e),
-            LaunchError::Render(e) => Some(e),
+            LaunchError::Rejected(e) => e.source(),
+            LaunchError::Render(e) => e.source(),
+            LaunchError::Inventory(e) => e.source(),
         }
     }
 }
@@ -484,5 +784,11 @@ impl From<Rejection> for LaunchError {
 impl From<RenderError> for LaunchError {
     fn from(e: RenderError) -> Self {
         LaunchError::Render(e)
+    }
+}
+
+impl From<InventoryError> for LaunchError {
+    fn from(e: InventoryError) -> Self {
+        LaunchError::Inventory(e)
     }
 }

@@ -58,19 +58,19 @@ impl LaunchPlan {
     pub(crate) fn argv_only(
         client: super::Client,
         ctx: &crate::LaunchContext,
+        resolution: &crate::Resolution<'_, String>,
         argv: Vec<String>,
-        servers: Vec<WireServer>,
     ) -> LaunchPlan {
         LaunchPlan {
             version: PLAN_VERSION,
             client: client.name().into(),
-            cwd: super::set(&ctx.worktree).map(str::to_owned),
+            cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
             argv,
             env: Vec::new(),
-            env_remove: super::registry_env_names().collect(),
+            env_remove: super::registry_env_names(resolution.registry()).collect(),
             files: Vec::new(),
             session_new: None,
-            servers,
+            servers: super::wire_servers(ctx, resolution),
         }
     }
 
@@ -167,8 +167,9 @@ pub struct LaunchId([u8; LaunchId::BYTES]);
 
 impl LaunchId {
     /// Bytes of randomness: 8 (64 bits). Long enough to be unguessable for one launch, short
-    /// enough that every qualified Gemini tool name of the bundled registry,
-    /// `mcp_<id>-<16 hex>_<tool>`, stays within Gemini's 63 characters.
+    /// enough that the qualified Gemini tool names of the bundled registry,
+    /// `mcp_<id>-<16 hex>_<tool>`, stay within Gemini's 63 characters, except
+    /// `kcap-review-context`'s (72: see [`gemini`](crate::clients::gemini)).
     pub const BYTES: usize = 8;
 
     /// Length of [`LaunchId::hex`]: 16.

@@ -9,9 +9,11 @@
 use toml::Spanned;
 
 use super::file::{FileCx, RawEntry};
-use super::rules::{EntryKey, ID_PATTERN, Rule, is_canonical_id};
+use super::rules::{
+    EntryKey, ID_PATTERN, MAX_QUALIFIED_TOOL_NAME_LEN, Rule, is_canonical_id, qualified_tool_name,
+};
 use super::text::printable;
-use crate::model::{EnvSource, MAX_ID_LEN, RESULT_CHANNEL_ID};
+use crate::model::{EnvSource, Inject, MAX_ID_LEN, RESULT_CHANNEL_ID};
 
 /// The flags the cross-key rules read, with defaults filled in; `None` where the key is
 /// broken (or, for the required `starts_flows`, absent).
@@ -19,6 +21,8 @@ struct Flags {
     starts_flows: Option<bool>,
     allowlistable: Option<bool>,
     read_only: Option<bool>,
+    /// `Some(None)` when `inject` is absent; `None` when it is broken.
+    inject: Option<Option<Inject>>,
 }
 
 impl Flags {
@@ -34,6 +38,8 @@ impl Flags {
             starts_flows: flag(EntryKey::StartsFlows, &raw.starts_flows, None),
             allowlistable: flag(EntryKey::Allowlistable, &raw.allowlistable, Some(true)),
             read_only: flag(EntryKey::ReadOnly, &raw.read_only, Some(false)),
+            inject: (!raw.broken(EntryKey::Inject))
+                .then(|| raw.inject.as_ref().map(|i| *i.get_ref())),
         }
     }
 }
@@ -54,9 +60,20 @@ pub(super) fn check(cx: &mut FileCx<'_>, raw: &RawEntry, stem: &str) {
         result_channel_allowlistable(cx, raw, &mut flags);
         result_channel_starts_flows(cx, raw, &mut flags);
     }
+    inject_scope(cx, raw, &mut flags);
+    inject_always(cx, raw, &flags, is_result_channel);
+    if !is_result_channel {
+        injection_only_starts_flows(cx, raw, &flags);
+    }
     agent_id_injection_only(cx, raw, &flags);
+    env_source_scope(cx, raw, &flags);
+    capability_url_server_url(cx, raw);
+    borrowed_snapshot_server_url(cx, raw, &flags);
+    registered_scope(cx, raw, &flags);
+    driver_stamp_scope(cx, raw, &flags);
     starts_flows_read_only(cx, raw, &flags);
     unattended_safe(cx, raw, &flags);
+    tool_name_length(cx, raw);
 }
 
 /// Rule `id-canonical`; whether the id is canonical.
@@ -118,15 +135,247 @@ fn result_channel_allowlistable(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &mut
         (None, Some(id)) => id.span(),
         (None, None) => 0..0,
     };
+    let help = if raw.inject.is_none() && !raw.broken(EntryKey::Inject) {
+        // Taking the advice makes the entry injection-only, which needs `inject` too.
+        flags.inject = Some(Some(Inject::Always));
+        "set `allowlistable = false` and `inject = \"always\"`: the launcher injects the result channel itself"
+    } else {
+        "set `allowlistable = false`: the launcher injects the result channel itself"
+    };
     cx.report(
         Rule::ResultChannelAllowlistable,
         span,
         format!(
             "`{RESULT_CHANNEL_ID}` is the reserved result channel and must not be allowlistable"
         ),
-        "set `allowlistable = false`: the launcher injects the result channel itself".into(),
+        help.into(),
     );
     flags.allowlistable = Some(false);
+}
+
+/// Rule `inject-scope`: `inject` on exactly the injection-only entries. An allowlistable entry
+/// with `inject` is judged by later rules as if `inject` were removed.
+fn inject_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &mut Flags) {
+    match (flags.allowlistable, flags.inject) {
+        (Some(true), Some(Some(inject))) => {
+            let span = raw.inject.as_ref().map_or(0..0, Spanned::span);
+            cx.report(
+                Rule::InjectScope,
+                span,
+                format!(
+                    "`inject = \"{}\"` is for injection-only entries, but this entry is allowlistable",
+                    inject.name()
+                ),
+                "remove `inject`, or set `allowlistable = false` if only the launcher may inject this server".into(),
+            );
+            flags.inject = Some(None);
+        }
+        (Some(false), Some(None)) => {
+            let span = raw.allowlistable.as_ref().map_or(0..0, Spanned::span);
+            cx.report(
+                Rule::InjectScope,
+                span,
+                "an injection-only entry (`allowlistable = false`) must say when it is injected".into(),
+                "add `inject = \"borrowed-snapshot\"` (injected into borrowed-snapshot reviews only), or `inject = \"always\"` for the result channel".into(),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Rule `inject-always`: `inject = "always"` is the result channel's, and only its. Judged
+/// only for a canonical id.
+fn inject_always(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags, is_result_channel: bool) {
+    let Some(Some(inject)) = flags.inject else {
+        return;
+    };
+    // Which entry this is rests on its id: a missing or non-canonical one is the root cause.
+    if !raw
+        .id
+        .as_ref()
+        .is_some_and(|id| is_canonical_id(id.get_ref()))
+    {
+        return;
+    }
+    let span = raw.inject.as_ref().map_or(0..0, Spanned::span);
+    match (inject, is_result_channel) {
+        (Inject::Always, false) => cx.report(
+            Rule::InjectAlways,
+            span,
+            format!(
+                "only the result channel `{RESULT_CHANNEL_ID}` is injected into every reviewer"
+            ),
+            "use `inject = \"borrowed-snapshot\"`, or make the server allowlistable".into(),
+        ),
+        (Inject::BorrowedSnapshot, true) => cx.report(
+            Rule::InjectAlways,
+            span,
+            format!("`{RESULT_CHANNEL_ID}` is injected into every reviewer"),
+            "set `inject = \"always\"`".into(),
+        ),
+        _ => {}
+    }
+}
+
+/// Rule `injection-only-starts-flows`, for entries other than the result channel (which has
+/// rule `result-channel-starts-flows`).
+fn injection_only_starts_flows(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
+    if flags.allowlistable != Some(false) {
+        return;
+    }
+    let Some(s) = raw.starts_flows.as_ref().filter(|s| *s.get_ref()) else {
+        return;
+    };
+    cx.report(
+        Rule::InjectionOnlyStartsFlows,
+        s.span(),
+        "an injection-only entry must not start flows: the launcher injects it past the recursion guard".into(),
+        "set `starts_flows = false`, or make the server allowlistable so the recursion guard applies".into(),
+    );
+}
+
+/// Rule `env-source-scope`.
+fn env_source_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
+    let (Some(env), Some(inject)) = (&raw.env, flags.inject) else {
+        return;
+    };
+    for (name, src) in env {
+        let (needs, what) = match src.get_ref() {
+            EnvSource::ResultCapabilityUrl => (Inject::Always, "the result capability URL"),
+            EnvSource::ReviewContextUrl => (Inject::BorrowedSnapshot, "the review-context URL"),
+            _ => continue,
+        };
+        if inject == Some(needs) {
+            continue;
+        }
+        cx.report(
+            Rule::EnvSourceScope,
+            src.span(),
+            format!(
+                "`env.{name}` takes {what}, which only an `inject = \"{}\"` entry receives",
+                needs.name()
+            ),
+            format!(
+                "remove `env.{name}`: the launcher gives {what} to `inject = \"{}\"` servers only",
+                needs.name()
+            ),
+        );
+    }
+}
+
+/// Rule `capability-url-server-url`.
+fn capability_url_server_url(cx: &mut FileCx<'_>, raw: &RawEntry) {
+    let Some(env) = &raw.env else {
+        return;
+    };
+    if env
+        .iter()
+        .any(|(_, s)| *s.get_ref() == EnvSource::ServerUrl)
+    {
+        return;
+    }
+    for (name, src) in env
+        .iter()
+        .filter(|(_, s)| *s.get_ref() == EnvSource::ResultCapabilityUrl)
+    {
+        cx.report(
+            Rule::CapabilityUrlServerUrl,
+            src.span(),
+            format!(
+                "`env.{name}` takes the result capability URL, but no env var takes `\"server_url\"`"
+            ),
+            "add `KCAP_URL = \"server_url\"`: a direct launch sets it instead of the capability URL".into(),
+        );
+    }
+}
+
+/// Rule `borrowed-snapshot-server-url`.
+fn borrowed_snapshot_server_url(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
+    let (Some(env), Some(Some(Inject::BorrowedSnapshot))) = (&raw.env, flags.inject) else {
+        return;
+    };
+    for (name, src) in env
+        .iter()
+        .filter(|(_, s)| *s.get_ref() == EnvSource::ServerUrl)
+    {
+        cx.report(
+            Rule::BorrowedSnapshotServerUrl,
+            src.span(),
+            format!(
+                "`env.{name}` takes the kcap server URL, but this entry is injected into borrowed-snapshot reviews"
+            ),
+            "remove it: a borrowed-snapshot server reaches kcap through its own `\"review_context_url\"` only".into(),
+        );
+    }
+}
+
+/// Rule `registered-scope`.
+fn registered_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
+    if flags.allowlistable != Some(false) {
+        return;
+    }
+    let Some(r) = raw.registered.as_ref().filter(|r| *r.get_ref()) else {
+        return;
+    };
+    cx.report(
+        Rule::RegisteredScope,
+        r.span(),
+        "an injection-only entry cannot be `registered`: only the launcher may start it".into(),
+        "remove `registered` (it defaults to false here)".into(),
+    );
+}
+
+/// Rule `driver-stamp-scope`.
+fn driver_stamp_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
+    if flags.starts_flows != Some(false) {
+        return;
+    }
+    let Some(d) = raw.driver_stamp.as_ref().filter(|d| *d.get_ref()) else {
+        return;
+    };
+    cx.report(
+        Rule::DriverStampScope,
+        d.span(),
+        "`driver_stamp` is for servers that start flows, and this one does not".into(),
+        "remove `driver_stamp`: only a flow-starting server needs to know which client drives it"
+            .into(),
+    );
+}
+
+/// Rule `tool-name-length`, for a canonical id and each tool whose name is valid.
+fn tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry) {
+    let Some(id) = raw
+        .id
+        .as_ref()
+        .map(|id| id.get_ref())
+        .filter(|id| is_canonical_id(id))
+    else {
+        return;
+    };
+    for tool in raw.tools.iter().flatten() {
+        let Some(name) = &tool.name else {
+            continue;
+        };
+        let qualified = qualified_tool_name(id, name.get_ref());
+        if qualified.len() <= MAX_QUALIFIED_TOOL_NAME_LEN {
+            continue;
+        }
+        let room =
+            MAX_QUALIFIED_TOOL_NAME_LEN.saturating_sub(qualified.len() - name.get_ref().len());
+        cx.report(
+            Rule::ToolNameLength,
+            name.span(),
+            format!(
+                "the tool's qualified name `{qualified}` is {} bytes long, over the {MAX_QUALIFIED_TOOL_NAME_LEN} the model APIs allow",
+                qualified.len()
+            ),
+            if room == 0 {
+                format!("shorten the id `{id}`: with it no tool name fits")
+            } else {
+                format!("shorten the tool name to at most {room} bytes, or the id")
+            },
+        );
+    }
 }
 
 /// Rule `result-channel-starts-flows`. Later rules judge the entry as not starting flows.

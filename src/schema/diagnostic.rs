@@ -199,3 +199,24 @@ pub fn render_all(diagnostics: &[Diagnostic], color: bool) -> String {
     ));
     out
 }
+
+/// A path shown to a person, escaped as [`printable`] escapes text: the one way this crate
+/// prints a file or directory name, in every output format, so a hostile name (one holding
+/// a newline and a forged `error[…]:` line, or a terminal escape) cannot break or forge a
+/// report line. Paths stay `Path`s until they are shown through it.
+///
+/// ```
+/// use std::path::Path;
+/// use kcap_mcp_registry::diagnostic::ShownPath;
+///
+/// let hostile = Path::new("x\nerror[fake]: forged.json");
+/// assert_eq!(ShownPath(hostile).to_string(), r"x\nerror[fake]: forged.json");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ShownPath<'a>(pub &'a std::path::Path);
+
+impl std::fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&printable(&self.0.to_string_lossy()))
+    }
+}

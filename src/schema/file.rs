@@ -15,7 +15,7 @@ use super::rules::{
     ValueKind, is_env_name, is_tool_name,
 };
 use super::text::{forbidden_char_problem, printable};
-use crate::model::EnvSource;
+use crate::model::{EnvSource, Inject};
 
 /// A tool table as parsed, before the cross-key rules.
 pub(super) struct RawTool {
@@ -32,9 +32,12 @@ pub(super) struct RawEntry {
     pub args: Option<Vec<String>>,
     pub starts_flows: Option<Spanned<bool>>,
     pub allowlistable: Option<Spanned<bool>>,
+    pub inject: Option<Spanned<Inject>>,
+    pub registered: Option<Spanned<bool>>,
     pub read_only: Option<Spanned<bool>>,
     pub needs_project_cwd: Option<Spanned<bool>>,
-    pub env: Option<Vec<(String, Spanned<EnvSource>)>>,
+    pub driver_stamp: Option<Spanned<bool>>,
+    pub env: Option<Vec<(String, Spanned<EnvSource<String>>)>>,
     pub tools: Option<Vec<RawTool>>,
     /// The keys the file sets.
     present: Vec<EntryKey>,
@@ -49,8 +52,11 @@ impl RawEntry {
             EntryKey::Args => self.args.is_some(),
             EntryKey::StartsFlows => self.starts_flows.is_some(),
             EntryKey::Allowlistable => self.allowlistable.is_some(),
+            EntryKey::Inject => self.inject.is_some(),
+            EntryKey::Registered => self.registered.is_some(),
             EntryKey::ReadOnly => self.read_only.is_some(),
             EntryKey::NeedsProjectCwd => self.needs_project_cwd.is_some(),
+            EntryKey::DriverStamp => self.driver_stamp.is_some(),
             EntryKey::Env => self.env.is_some(),
             EntryKey::Tools => self.tools.is_some(),
         }
@@ -168,8 +174,11 @@ impl<'a> FileCx<'a> {
                 EntryKey::Args => raw.args = self.args(v),
                 EntryKey::StartsFlows => raw.starts_flows = self.bool(v, n),
                 EntryKey::Allowlistable => raw.allowlistable = self.bool(v, n),
+                EntryKey::Inject => raw.inject = self.inject(v),
+                EntryKey::Registered => raw.registered = self.bool(v, n),
                 EntryKey::ReadOnly => raw.read_only = self.bool(v, n),
                 EntryKey::NeedsProjectCwd => raw.needs_project_cwd = self.bool(v, n),
+                EntryKey::DriverStamp => raw.driver_stamp = self.bool(v, n),
                 EntryKey::Env => raw.env = self.env(v, &mut found_elsewhere),
                 EntryKey::Tools => raw.tools = self.tools(v, &mut found_elsewhere),
             }
@@ -283,6 +292,26 @@ impl<'a> FileCx<'a> {
         }
     }
 
+    /// `inject`: rule `inject-value`.
+    fn inject(&mut self, v: &Spanned<DeValue<'_>>) -> Option<Spanned<Inject>> {
+        let s = self.string(v, "inject")?;
+        if let Some(inject) = Inject::from_name(s.get_ref()) {
+            return Some(Spanned::new(s.span(), inject));
+        }
+        let names = Inject::ALL.map(Inject::name);
+        let hint = did_you_mean(s.get_ref(), names.iter().copied())
+            .map_or(String::new(), |n| format!("did you mean `\"{n}\"`? "));
+        self.report(
+            Rule::InjectValue,
+            s.span(),
+            format!("unknown `inject` condition `{}`", printable(s.get_ref())),
+            format!(
+                "{hint}write `inject = \"always\"` (the result channel) or `inject = \"borrowed-snapshot\"`"
+            ),
+        );
+        None
+    }
+
     fn description(&mut self, v: &Spanned<DeValue<'_>>) -> Option<Spanned<String>> {
         let d = self.string(v, "description")?;
         let chars = d.get_ref().chars().count();
@@ -358,7 +387,7 @@ impl<'a> FileCx<'a> {
         &mut self,
         v: &Spanned<DeValue<'_>>,
         found_elsewhere: &mut Vec<&'static str>,
-    ) -> Option<Vec<(String, Spanned<EnvSource>)>> {
+    ) -> Option<Vec<(String, Spanned<EnvSource<String>>)>> {
         let DeValue::Table(table) = v.get_ref() else {
             self.wrong_type(v, "env", ValueKind::EnvTable);
             return None;
@@ -385,30 +414,97 @@ impl<'a> FileCx<'a> {
                 );
             }
             let what = format!("env.{}", printable(&name));
-            let Some(src) = self.string(val, &what) else {
-                ok = false;
-                continue;
-            };
-            match EnvSource::from_name(src.get_ref()) {
-                Some(s) => out.push((name, Spanned::new(src.span(), s))),
-                None => {
-                    ok = false;
-                    let names = EnvSource::ALL.map(|s| s.name());
-                    let hint = did_you_mean(src.get_ref(), names.iter().copied())
-                        .map_or(String::new(), |s| format!("did you mean `\"{s}\"`? "));
-                    self.report(
-                        Rule::EnvSource,
-                        src.span(),
-                        format!(
-                            "unknown env source `{}` for `{what}`",
-                            printable(src.get_ref())
-                        ),
-                        format!("{hint}the source is `\"server_url\"` or `\"agent_id\"`"),
-                    );
-                }
+            match self.env_source(val, &what) {
+                Some(src) => out.push((name, src)),
+                None => ok = false,
             }
         }
         ok.then_some(out)
+    }
+
+    /// One env value: a source name (rule `env-source`) or a constant `{ value = "…" }`
+    /// (rule `env-constant`; `unknown-key`, `missing-key` and `wrong-type` inside it).
+    fn env_source(
+        &mut self,
+        val: &Spanned<DeValue<'_>>,
+        what: &str,
+    ) -> Option<Spanned<EnvSource<String>>> {
+        const EXPECTED: &str = "a source name (\"server_url\", …) or a constant { value = \"…\" }";
+        match val.get_ref() {
+            DeValue::String(src) => match EnvSource::from_name(src) {
+                Some(s) => Some(Spanned::new(val.span(), s.map(String::from))),
+                None => {
+                    let names = EnvSource::ALL.map(|s| s.name().unwrap_or_default());
+                    let hint = did_you_mean(src, names.iter().copied())
+                        .map_or(String::new(), |s| format!("did you mean `\"{s}\"`? "));
+                    self.report(
+                        Rule::EnvSource,
+                        val.span(),
+                        format!("unknown env source `{}` for `{what}`", printable(src)),
+                        format!(
+                            "{hint}the source is one of {}, or a constant `{{ value = \"…\" }}`",
+                            names.map(|n| format!("`\"{n}\"`")).join(", ")
+                        ),
+                    );
+                    None
+                }
+            },
+            DeValue::Table(table) => {
+                let at = format!(" in {what}");
+                let mut value = None;
+                let mut ok = true;
+                for (k, v) in in_source_order(table) {
+                    if k.get_ref() != "value" {
+                        ok = false;
+                        self.report(
+                            Rule::UnknownKey,
+                            k.span(),
+                            format!("unknown key `{}`{at}", printable(k.get_ref())),
+                            "a constant env value has one key: `{ value = \"…\" }`".into(),
+                        );
+                        continue;
+                    }
+                    value = self.string(v, &format!("{what}.value"));
+                    ok &= value.is_some();
+                }
+                if !table.keys().any(|k| k.get_ref() == "value") {
+                    self.report(
+                        Rule::MissingKey,
+                        val.span(),
+                        format!("required key `value` is missing{at}"),
+                        "write the constant as `{ value = \"…\" }`".into(),
+                    );
+                    return None;
+                }
+                let value = value.filter(|_| ok)?;
+                let problem = if value.get_ref().is_empty() {
+                    Some("is empty".to_string())
+                } else if let Some(p) = forbidden_char_problem(value.get_ref()) {
+                    Some(p)
+                } else if value.get_ref().contains("${") {
+                    Some("contains `${`, which Claude Code expands as a variable reference".into())
+                } else {
+                    None
+                };
+                if let Some(p) = problem {
+                    self.report(
+                        Rule::EnvConstant,
+                        value.span(),
+                        format!("the constant of `{what}` {p}"),
+                        "write a non-empty, single-line value without `${`".into(),
+                    );
+                    return None;
+                }
+                Some(Spanned::new(
+                    val.span(),
+                    EnvSource::Constant(value.into_inner()),
+                ))
+            }
+            _ => {
+                self.wrong_type_as(val, what, EXPECTED);
+                None
+            }
+        }
     }
 
     /// The `[[tools]]` tables. A top-level key found in one is added to `found_elsewhere`.
@@ -476,7 +572,8 @@ impl<'a> FileCx<'a> {
                     "tool name `{}` does not match {TOOL_NAME_PATTERN}",
                     printable(name.get_ref())
                 ),
-                "use 1 to 128 ASCII letters, digits, `_`, `.` or `-`".into(),
+                "use ASCII letters, digits, `_` and `-` only (OpenAI function names allow no `.`)"
+                    .into(),
             );
             return None;
         }

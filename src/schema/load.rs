@@ -50,8 +50,9 @@ pub struct LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The I/O error is the `source()`, not repeated here (each layer displays itself).
         let path = self.path.display().to_string();
-        write!(f, "cannot read {}: {}", printable(&path), self.source)
+        write!(f, "cannot read {}", printable(&path))
     }
 }
 

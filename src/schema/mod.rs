@@ -38,12 +38,13 @@ pub use diagnostic::{Diagnostic, SourceSpan};
 use file::FileCx;
 pub use load::{LoadError, RegistryDir, SourceFile, Stray, load_dir};
 pub use rules::{
-    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS, Rule, TOOL_NAME_PATTERN,
-    ToolKey, ValueKind, is_canonical_id, is_env_name, is_tool_name,
+    ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
+    MAX_QUALIFIED_TOOL_NAME_LEN, Rule, TOOL_NAME_PATTERN, ToolKey, ValueKind, is_canonical_id,
+    is_env_name, is_tool_name, qualified_tool_name,
 };
 pub use text::{is_forbidden_char, printable};
 
-use crate::model::{EnvSource, RESULT_CHANNEL_ID};
+use crate::model::{EnvSource, Inject, RESULT_CHANNEL_ID};
 
 /// One tool of a validated [`RegistryEntry`]. Serializes as `{"name", "unattended_safe"}`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -59,8 +60,9 @@ pub struct ToolEntry {
 /// [`EntryKey`], in the same order.
 ///
 /// Serializes (`list --format json`, `diff --format json`) as an object with the keys of a
-/// registry file in that order; `env` is an array of `{"name", "source"}` and `tools` an
-/// array of `{"name", "unattended_safe"}`, because their order is meaningful.
+/// registry file in that order; `inject` is `null` or its spelling; `env` is an array of
+/// `{"name", "source"}` (`source` a source name, or `{"value": …}` for a constant) and
+/// `tools` an array of `{"name", "unattended_safe"}`, because their order is meaningful.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct RegistryEntry {
     /// Canonical id.
@@ -73,37 +75,90 @@ pub struct RegistryEntry {
     pub starts_flows: bool,
     /// `false` for injection-only servers.
     pub allowlistable: bool,
+    /// When the launcher injects an injection-only server; `None` on allowlistable ones.
+    #[serde(serialize_with = "inject_json")]
+    pub inject: Option<Inject>,
+    /// Registration exports register it.
+    pub registered: bool,
     /// Every tool is side-effect free.
     pub read_only: bool,
     /// Registration configs run the server in the project directory.
     pub needs_project_cwd: bool,
+    /// Registrations for clients that need it append `--driver <client>`.
+    pub driver_stamp: bool,
     /// Env vars in declaration order.
     #[serde(serialize_with = "env_json")]
-    pub env: Vec<(String, EnvSource)>,
+    pub env: Vec<(String, EnvSource<String>)>,
     /// Tool catalog in advertised order.
     pub tools: Vec<ToolEntry>,
 }
 
-/// `env` as `[{"name": …, "source": "server_url" | "agent_id"}, …]`.
-fn env_json<S: serde::Serializer>(env: &[(String, EnvSource)], s: S) -> Result<S::Ok, S::Error> {
-    struct Var<'a>(&'a str, EnvSource);
+/// `inject` as `null`, `"always"` or `"borrowed-snapshot"`.
+fn inject_json<S: serde::Serializer>(inject: &Option<Inject>, s: S) -> Result<S::Ok, S::Error> {
+    match inject {
+        Some(i) => s.serialize_str(i.name()),
+        None => s.serialize_none(),
+    }
+}
+
+/// `env` as `[{"name": …, "source": "server_url" | … | {"value": "…"}}, …]`.
+fn env_json<S: serde::Serializer>(
+    env: &[(String, EnvSource<String>)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    struct Source<'a>(&'a EnvSource<String>);
+    impl Serialize for Source<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match (self.0.name(), self.0) {
+                (Some(name), _) => s.serialize_str(name),
+                (None, EnvSource::Constant(value)) => {
+                    let mut c = s.serialize_struct("Constant", 1)?;
+                    c.serialize_field("value", value)?;
+                    c.end()
+                }
+                (None, _) => unreachable!("every source but a constant has a name"),
+            }
+        }
+    }
+    struct Var<'a>(&'a str, &'a EnvSource<String>);
     impl Serialize for Var<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             let mut var = s.serialize_struct("EnvVar", 2)?;
             var.serialize_field("name", self.0)?;
-            var.serialize_field("source", self.1.name())?;
+            var.serialize_field("source", &Source(self.1))?;
             var.end()
         }
     }
     let mut seq = s.serialize_seq(Some(env.len()))?;
     for (name, source) in env {
-        seq.serialize_element(&Var(name, *source))?;
+        seq.serialize_element(&Var(name, source))?;
     }
     seq.end()
 }
 
+/// The registry's canonical form: `entries` (sorted by id, as [`validate`] returns them) as
+/// compact JSON in the shape of [`RegistryEntry`]'s `Serialize`. Two registries have the same
+/// canonical form exactly when they compile to the same table.
+pub fn canonical_form(entries: &[RegistryEntry]) -> Vec<u8> {
+    serde_json::to_vec(entries).expect("registry entries serialize to JSON")
+}
+
+/// The registry digest: SHA-256 of [`canonical_form`], as 64 lower-case hex digits. `build.rs`
+/// compiles it in as `registry::DIGEST`; `check` compares a directory's with it.
+pub fn digest(entries: &[RegistryEntry]) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(canonical_form(entries));
+    let mut hex = String::with_capacity(64);
+    for b in hash.iter() {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
 /// Why [`validate_dir`] produced no registry.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum CheckError {
     /// The directory or a file in it could not be read.
     Load(LoadError),
@@ -123,7 +178,7 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CheckError::Load(e) => Some(e),
+            CheckError::Load(e) => e.source(),
             CheckError::Invalid(_) => None,
         }
     }
@@ -297,14 +352,19 @@ impl file::RawEntry {
     /// The entry with defaults filled in, when every required key parsed.
     fn into_entry(self) -> Option<RegistryEntry> {
         let flag = |v: Option<Spanned<bool>>, default: bool| v.map_or(default, |v| *v.get_ref());
+        let allowlistable = flag(self.allowlistable, true);
         Some(RegistryEntry {
             id: self.id?.into_inner(),
             description: self.description?.into_inner(),
             args: self.args?,
             starts_flows: *self.starts_flows?.get_ref(),
-            allowlistable: flag(self.allowlistable, true),
+            allowlistable,
+            inject: self.inject.map(Spanned::into_inner),
+            // Rule `registered-scope` keeps it false on injection-only entries.
+            registered: flag(self.registered, allowlistable),
             read_only: flag(self.read_only, false),
             needs_project_cwd: flag(self.needs_project_cwd, false),
+            driver_stamp: flag(self.driver_stamp, false),
             env: self
                 .env
                 .unwrap_or_default()

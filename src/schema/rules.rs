@@ -34,20 +34,54 @@ pub enum Rule {
     ArgsFormat,
     /// Env names match `^[A-Z][A-Z0-9_]*$`.
     EnvName,
-    /// Env sources are `"server_url"` or `"agent_id"`.
+    /// Env sources are `"server_url"`, `"agent_id"`, `"result_capability_url"`,
+    /// `"review_context_url"` or a constant `{ value = "…" }`.
     EnvSource,
-    /// Tool names match `^[A-Za-z0-9_.-]{1,128}$`.
+    /// A constant env value (`{ value = "…" }`) is non-empty, holds no control or invisible
+    /// character ([`is_forbidden_char`](super::is_forbidden_char)) and no `${` (Claude Code
+    /// would expand it).
+    EnvConstant,
+    /// Tool names match `^[A-Za-z0-9_-]+$`. No `.`: OpenAI function names, which Codex sends
+    /// MCP tools as, allow `^[a-zA-Z0-9_-]{1,64}$` only.
     ToolName,
     /// Tool names are unique within an entry.
     ToolUnique,
+    /// `mcp__<id>__<tool>` is at most [`MAX_QUALIFIED_TOOL_NAME_LEN`] (64) bytes for every
+    /// tool. Claude Code (2.1.197) names an MCP tool `mcp__<server>__<tool>` to the model, and
+    /// the model APIs behind the clients cap a tool name at 64 characters: the Anthropic
+    /// Messages API's `tools[].name` and the OpenAI function `name` (`^[a-zA-Z0-9_-]{1,64}$`,
+    /// the OpenAI API reference).
+    ToolNameLength,
+    /// `inject` is `"always"` or `"borrowed-snapshot"`.
+    InjectValue,
     /// `kcap-flow-result.toml` exists.
     ResultChannelMissing,
     /// `kcap-flow-result` has `allowlistable = false`.
     ResultChannelAllowlistable,
     /// `kcap-flow-result` has `starts_flows = false`.
     ResultChannelStartsFlows,
+    /// `inject` is set on exactly the `allowlistable = false` entries.
+    InjectScope,
+    /// `inject = "always"` is the result channel's alone, and the result channel has it: so
+    /// exactly one entry is injected into every reviewer.
+    InjectAlways,
+    /// An injection-only entry other than the result channel has `starts_flows = false`.
+    InjectionOnlyStartsFlows,
     /// The `agent_id` env source appears only on entries with `allowlistable = false`.
     AgentIdInjectionOnly,
+    /// `"result_capability_url"` appears only on the `inject = "always"` entry, and
+    /// `"review_context_url"` only on `inject = "borrowed-snapshot"` entries.
+    EnvSourceScope,
+    /// An entry with a `"result_capability_url"` variable also has a `"server_url"` one: the
+    /// launch sets exactly one of them, by result delivery mode.
+    CapabilityUrlServerUrl,
+    /// An `inject = "borrowed-snapshot"` entry has no `"server_url"` variable: the reviewer
+    /// of a borrowed snapshot must not reach the kcap server directly through it.
+    BorrowedSnapshotServerUrl,
+    /// `registered = true` only on allowlistable entries.
+    RegisteredScope,
+    /// `driver_stamp = true` only on `starts_flows = true` entries.
+    DriverStampScope,
     /// `starts_flows = true` requires `read_only = false`.
     StartsFlowsReadOnly,
     /// `starts_flows = true` forbids `unattended_safe = true` tools.
@@ -63,7 +97,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order the README's rules table lists them.
-    pub const ALL: [Rule; 23] = [
+    pub const ALL: [Rule; 34] = [
         Rule::TomlUtf8,
         Rule::TomlSyntax,
         Rule::UnknownKey,
@@ -76,12 +110,23 @@ impl Rule {
         Rule::ArgsFormat,
         Rule::EnvName,
         Rule::EnvSource,
+        Rule::EnvConstant,
         Rule::ToolName,
         Rule::ToolUnique,
+        Rule::ToolNameLength,
+        Rule::InjectValue,
         Rule::ResultChannelMissing,
         Rule::ResultChannelAllowlistable,
         Rule::ResultChannelStartsFlows,
+        Rule::InjectScope,
+        Rule::InjectAlways,
+        Rule::InjectionOnlyStartsFlows,
         Rule::AgentIdInjectionOnly,
+        Rule::EnvSourceScope,
+        Rule::CapabilityUrlServerUrl,
+        Rule::BorrowedSnapshotServerUrl,
+        Rule::RegisteredScope,
+        Rule::DriverStampScope,
         Rule::StartsFlowsReadOnly,
         Rule::StartsFlowsUnattendedSafe,
         Rule::UnattendedSafeScope,
@@ -104,12 +149,23 @@ impl Rule {
             Rule::ArgsFormat => "args-format",
             Rule::EnvName => "env-name",
             Rule::EnvSource => "env-source",
+            Rule::EnvConstant => "env-constant",
             Rule::ToolName => "tool-name",
             Rule::ToolUnique => "tool-unique",
+            Rule::ToolNameLength => "tool-name-length",
+            Rule::InjectValue => "inject-value",
             Rule::ResultChannelMissing => "result-channel-missing",
             Rule::ResultChannelAllowlistable => "result-channel-allowlistable",
             Rule::ResultChannelStartsFlows => "result-channel-starts-flows",
+            Rule::InjectScope => "inject-scope",
+            Rule::InjectAlways => "inject-always",
+            Rule::InjectionOnlyStartsFlows => "injection-only-starts-flows",
             Rule::AgentIdInjectionOnly => "agent-id-injection-only",
+            Rule::EnvSourceScope => "env-source-scope",
+            Rule::CapabilityUrlServerUrl => "capability-url-server-url",
+            Rule::BorrowedSnapshotServerUrl => "borrowed-snapshot-server-url",
+            Rule::RegisteredScope => "registered-scope",
+            Rule::DriverStampScope => "driver-stamp-scope",
             Rule::StartsFlowsReadOnly => "starts-flows-read-only",
             Rule::StartsFlowsUnattendedSafe => "starts-flows-unattended-safe",
             Rule::UnattendedSafeScope => "unattended-safe-scope",
@@ -139,7 +195,8 @@ pub enum ValueKind {
     Bool,
     /// An array of TOML strings.
     StringArray,
-    /// A table whose values are env source strings (`NAME = "server_url"`).
+    /// A table whose values are env sources (`NAME = "server_url"` or
+    /// `NAME = { value = "1" }`).
     EnvTable,
     /// An array of tables (`[[tools]]`).
     ToolArray,
@@ -152,7 +209,7 @@ impl ValueKind {
             ValueKind::String => "a string",
             ValueKind::Bool => "a boolean",
             ValueKind::StringArray => "an array of strings",
-            ValueKind::EnvTable => "a table of NAME = \"server_url\" | \"agent_id\"",
+            ValueKind::EnvTable => "a table of NAME = source (a source name, or { value = \"…\" })",
             ValueKind::ToolArray => "an array of [[tools]] tables",
         }
     }
@@ -192,10 +249,16 @@ pub enum EntryKey {
     StartsFlows,
     /// `allowlistable`: `false` for injection-only servers.
     Allowlistable,
+    /// `inject`: when the launcher injects an injection-only server.
+    Inject,
+    /// `registered`: registration exports register it.
+    Registered,
     /// `read_only`: every tool is side-effect free.
     ReadOnly,
     /// `needs_project_cwd`: registration configs run it in the project directory.
     NeedsProjectCwd,
+    /// `driver_stamp`: registrations append `--driver <client>` for clients that need it.
+    DriverStamp,
     /// `env`: env vars the launcher sets.
     Env,
     /// `tools`: the `[[tools]]` catalog.
@@ -209,8 +272,11 @@ impl Key for EntryKey {
         EntryKey::Args,
         EntryKey::StartsFlows,
         EntryKey::Allowlistable,
+        EntryKey::Inject,
+        EntryKey::Registered,
         EntryKey::ReadOnly,
         EntryKey::NeedsProjectCwd,
+        EntryKey::DriverStamp,
         EntryKey::Env,
         EntryKey::Tools,
     ];
@@ -222,8 +288,11 @@ impl Key for EntryKey {
             EntryKey::Args => "args",
             EntryKey::StartsFlows => "starts_flows",
             EntryKey::Allowlistable => "allowlistable",
+            EntryKey::Inject => "inject",
+            EntryKey::Registered => "registered",
             EntryKey::ReadOnly => "read_only",
             EntryKey::NeedsProjectCwd => "needs_project_cwd",
+            EntryKey::DriverStamp => "driver_stamp",
             EntryKey::Env => "env",
             EntryKey::Tools => "tools",
         }
@@ -231,12 +300,14 @@ impl Key for EntryKey {
 
     fn kind(self) -> ValueKind {
         match self {
-            EntryKey::Id | EntryKey::Description => ValueKind::String,
+            EntryKey::Id | EntryKey::Description | EntryKey::Inject => ValueKind::String,
             EntryKey::Args => ValueKind::StringArray,
             EntryKey::StartsFlows
             | EntryKey::Allowlistable
+            | EntryKey::Registered
             | EntryKey::ReadOnly
-            | EntryKey::NeedsProjectCwd => ValueKind::Bool,
+            | EntryKey::NeedsProjectCwd
+            | EntryKey::DriverStamp => ValueKind::Bool,
             EntryKey::Env => ValueKind::EnvTable,
             EntryKey::Tools => ValueKind::ToolArray,
         }
@@ -245,9 +316,13 @@ impl Key for EntryKey {
     fn required(self) -> bool {
         match self {
             EntryKey::Id | EntryKey::Description | EntryKey::Args | EntryKey::StartsFlows => true,
+            // `inject` is required on injection-only entries only: rule `inject-scope`.
             EntryKey::Allowlistable
+            | EntryKey::Inject
+            | EntryKey::Registered
             | EntryKey::ReadOnly
             | EntryKey::NeedsProjectCwd
+            | EntryKey::DriverStamp
             | EntryKey::Env
             | EntryKey::Tools => false,
         }
@@ -264,11 +339,27 @@ impl Key for EntryKey {
             EntryKey::Allowlistable => {
                 "Default true. false = injection-only, never materialized from an allowlist."
             }
+            EntryKey::Inject => {
+                "Required on and only on allowlistable = false entries: \"always\" (the result \
+                 channel, injected into every reviewer) or \"borrowed-snapshot\" (injected into \
+                 borrowed-snapshot reviews only)."
+            }
+            EntryKey::Registered => {
+                "Default true for allowlistable entries, and must be false on injection-only \
+                 ones. Registration exports register the server with clients."
+            }
             EntryKey::ReadOnly => "Default false. Every tool is side-effect free.",
             EntryKey::NeedsProjectCwd => {
                 "Default false. Registration configs run the server in the project directory."
             }
-            EntryKey::Env => "Env vars the launcher sets: NAME = \"server_url\" | \"agent_id\".",
+            EntryKey::DriverStamp => {
+                "Default false; only where starts_flows = true. Registrations for clients that \
+                 need it append --driver <client> to the args."
+            }
+            EntryKey::Env => {
+                "Env vars the launcher sets: NAME = \"server_url\" | \"agent_id\" | \
+                 \"result_capability_url\" | \"review_context_url\" | { value = \"…\" }."
+            }
             EntryKey::Tools => "Catalog of the tools the server serves, in advertised order.",
         }
     }
@@ -322,7 +413,15 @@ pub const ID_PATTERN: &str = "^[a-z][a-z0-9-]*[a-z0-9]$";
 /// Pattern of an env name (rule `env-name`).
 pub const ENV_NAME_PATTERN: &str = "^[A-Z][A-Z0-9_]*$";
 /// Pattern of a tool name (rule `tool-name`).
-pub const TOOL_NAME_PATTERN: &str = "^[A-Za-z0-9_.-]{1,128}$";
+pub const TOOL_NAME_PATTERN: &str = "^[A-Za-z0-9_-]+$";
+/// Longest `mcp__<id>__<tool>`, in bytes (rule `tool-name-length`).
+pub const MAX_QUALIFIED_TOOL_NAME_LEN: usize = 64;
+
+/// `mcp__<id>__<tool>`: how Claude Code names an MCP tool to the model (2.1.197), and the
+/// name rule `tool-name-length` bounds.
+pub fn qualified_tool_name(id: &str, tool: &str) -> String {
+    format!("mcp__{id}__{tool}")
+}
 /// Longest description, in characters (rule `description-format`).
 pub const MAX_DESCRIPTION_CHARS: usize = 300;
 
@@ -346,10 +445,10 @@ pub fn is_env_name(name: &str) -> bool {
             .all(|&c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
 }
 
-/// Whether `name` matches `^[A-Za-z0-9_.-]{1,128}$`.
+/// Whether `name` matches `^[A-Za-z0-9_-]+$`.
 pub fn is_tool_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
+    !name.is_empty()
         && name
             .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
 }

@@ -230,6 +230,10 @@ fn scope<'n>(
 /// The server types that are reached over the network and need a `url`.
 const REMOTE_TYPES: [&str; 3] = ["sse", "http", "ws"];
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one case per measured Claude Code 2.1.197 quirk, in the order the client checks them; split, the order would be lost"
+)]
 fn classify(
     name: &str,
     entry: Entry<'_>,

@@ -40,18 +40,21 @@ use serde::ser::{SerializeMap, Serializer};
 pub mod preflight;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value};
+use crate::clients::{LaunchContext, RenderError, option_value};
 use crate::model::McpServer;
 
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
 ///
 /// Gated ([`LaunchContext::is_gated`]) → exactly `{"mcpServers":{}}`. Otherwise
-/// `kcap-flow-result` first, then each resolved server in allowlist order, each as
-/// `{"command":<kcap_bin>,"args":[…],"env":{…}}` with env names in registry order.
+/// `kcap-flow-result` first, then each resolved server in allowlist order, then (for a
+/// borrowed snapshot) each `inject = "borrowed-snapshot"` server, each as
+/// `{"command":<kcap_bin>,"args":[…],"env":{…}}` with env names in registry order and only
+/// the variables this launch's delivery mode and snapshot provide.
 ///
 /// # Errors
-/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`;
-/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
+/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`; when not gated,
+/// [`RenderError::BlankAgentId`] for a blank agent id, [`RenderError::BlankCapabilityUrl`]
+/// and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, clients::claude::claude_mcp_config};
@@ -75,7 +78,7 @@ pub fn claude_mcp_config(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<String, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     let mut servers = Vec::with_capacity(resolution.servers().len() + 1);
     // The JSON's size, to write it without growing the buffer: every string plus 64 bytes
@@ -175,18 +178,17 @@ impl Serialize for ServerJson<'_> {
 /// when set. `--mcp-config` takes several values, so its JSON is always followed by an
 /// option, never by a positional argument.
 ///
-/// Skipped allowlist entries are not reported here; call [`LaunchContext::resolve`] and
-/// [`Resolution::skipped`] to log them.
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs.
 ///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`claude_mcp_config`].
+/// As [`claude_mcp_config`]; [`RenderError::OptionLike`] for a model or effort starting
+/// with `-`.
 pub fn claude_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let config = claude_mcp_config(ctx, &resolution)?;
+    resolution: &Resolution<'_, String>,
+) -> Result<Vec<String>, RenderError> {
+    let config = claude_mcp_config(ctx, resolution)?;
     let mut args: Vec<String> = [
         "--permission-mode",
         "bypassPermissions",
@@ -219,15 +221,14 @@ pub fn claude_reviewer_args(
 /// As [`claude_reviewer_args`].
 pub fn claude_plan(
     ctx: &LaunchContext,
-    policy: Policy,
-) -> Result<crate::clients::plan::LaunchPlan, LaunchError> {
-    let argv = claude_reviewer_args(ctx, policy)?;
-    let resolution = ctx.resolve(policy)?;
+    resolution: &Resolution<'_, String>,
+) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
+    let argv = claude_reviewer_args(ctx, resolution)?;
     Ok(crate::clients::plan::LaunchPlan::argv_only(
         crate::clients::Client::Claude,
         ctx,
+        resolution,
         argv,
-        crate::clients::wire_servers(ctx, &resolution),
     ))
 }
 
@@ -238,22 +239,22 @@ pub fn claude_plan(
 /// As [`claude_reviewer_args_preflighted`].
 pub fn claude_plan_preflighted(
     ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(crate::clients::plan::LaunchPlan, Vec<preflight::Veto>), LaunchError> {
-    let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, policy, sources)?;
-    let resolution = ctx.resolve(policy)?;
+) -> Result<(crate::clients::plan::LaunchPlan, Vec<preflight::Veto>), RenderError> {
+    let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
     let plan = crate::clients::plan::LaunchPlan::argv_only(
         crate::clients::Client::Claude,
         ctx,
+        resolution,
         argv,
-        crate::clients::wire_servers(ctx, &resolution),
     );
     Ok((plan, vetoes))
 }
 
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as
-/// warnings.
+/// warnings. `resolution` is `ctx`'s allowlist resolved under `policy`.
 ///
 /// A vetoed result channel fails the launch under either policy (the reviewer could never
 /// report); a vetoed allowlisted server is returned as a warning under [`Policy::Lenient`]
@@ -264,16 +265,16 @@ pub fn claude_plan_preflighted(
 /// [`RenderError::ClaudeConfig`] when a configuration file cannot be understood.
 pub fn claude_reviewer_args_preflighted(
     ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<preflight::Veto>), LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let vetoes = preflight::claude_preflight(ctx, &resolution, sources)?;
-    let result_channel = crate::registry::result_channel().id;
+) -> Result<(Vec<String>, Vec<preflight::Veto>), RenderError> {
+    let vetoes = preflight::claude_preflight(ctx, resolution, sources)?;
+    let result_channel = resolution.registry().result_channel().id;
     if !vetoes.is_empty()
         && (policy == Policy::Strict || vetoes.iter().any(|v| v.server == result_channel))
     {
-        return Err(RenderError::ClaudeVetoed(vetoes).into());
+        return Err(RenderError::ClaudeVetoed(vetoes));
     }
-    Ok((claude_reviewer_args(ctx, policy)?, vetoes))
+    Ok((claude_reviewer_args(ctx, resolution)?, vetoes))
 }

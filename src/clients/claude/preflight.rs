@@ -251,6 +251,10 @@ pub(crate) fn escape_controls(s: &str) -> String {
 /// [`RenderError::ClaudeConfig`] when a file Claude Code would read exists but cannot be
 /// read, is not JSON, or holds a veto setting of an unexpected shape: what Claude Code
 /// would do is then unknown, so the launch fails closed.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one step per configuration source Claude Code reads, in its precedence order; a split would hide that order"
+)]
 pub fn claude_preflight(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,

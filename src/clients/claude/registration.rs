@@ -1,16 +1,53 @@
 //! The file a person registers kcap's MCP servers with Claude Code in: a project
-//! `.mcp.json`, generated from the registry (`kcap-mcp-registry export claude-mcp-json`).
-//! [`super::loader`] models how Claude Code 2.1.197 reads it back.
+//! `.mcp.json`, generated from the registry (`kcap-mcp-registry export claude`), and the
+//! same entries `install --client claude` merges into `~/.claude.json` (user scope).
+//! [`super::loader`] models how Claude Code 2.1.197 reads them back.
 
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
-
-use super::Ordered;
-use crate::clients::RenderError;
-use crate::export::{RegistrationOptions, pretty, registrations};
+use crate::export::{
+    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, home_path,
+    registration_file, set_var, stdio_pairs,
+};
 use crate::schema::RegistryEntry;
 
-/// A project `.mcp.json` for Claude Code, registering every one of [`registrations`] (see [`crate::export`]):
+use crate::clients::Client;
+
+/// Claude Code's registration format (Claude Code 2.1.197, facts "Registration"):
+///
+/// - file: a project `.mcp.json`, or `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`
+///   when that variable is set: with it, `$HOME/.claude.json` is not read at all, measured
+///   in [`super::preflight`]), strict JSON;
+/// - block: `mcpServers` (in `~/.claude.json` the user scope; a project's
+///   `projects.<abs path>.mcpServers` local scope wins for that project);
+/// - entry: `command`, `args`, `env` when set, and `description` (ignored by Claude Code, kept
+///   for the reader). No trust knob; no `--driver` stamp.
+/// - Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`
+///   with no escape: such values are refused.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::Claude,
+    syntax: Syntax::Json {
+        comments: false,
+        trailing_commas: false,
+    },
+    block: "mcpServers",
+    entry,
+    expanded_fields: &["command", "args", "env"],
+    expands: &["${"],
+    empty_file_is_empty: false,
+    default_config: |var| match set_var(var, "CLAUDE_CONFIG_DIR") {
+        Some(dir) => Ok(std::path::PathBuf::from(dir).join(".claude.json")),
+        None => home_path(var, &[".claude.json"]),
+    },
+};
+
+/// The entry of one server: `{"command", "args", "env"?, "description"}`.
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    let mut pairs = stdio_pairs(e, opts, Client::Claude);
+    pairs.push(("description".into(), Node::string(&e.description)));
+    Node::Object(pairs)
+}
+
+/// A project `.mcp.json` for Claude Code, registering every one of
+/// [`registrations`](crate::export::registrations) (see [`crate::export`]):
 ///
 /// ```json
 /// {
@@ -29,59 +66,15 @@ use crate::schema::RegistryEntry;
 /// `cwd`) in `.mcp.json` and starts project servers in the project directory, so
 /// `needs_project_cwd` holds without a key. [`RegistrationOptions::project_dir`] is not used.
 ///
-/// Format: Claude Code's project MCP configuration (`.mcp.json`, Claude Code 2.1.197), as
-/// [`super::loader`] reads it.
+/// Format: [`FORMAT`], as [`super::loader`] reads it.
 ///
 /// # Errors
-/// [`RenderError::ClaudeExpansion`], the reviewer renderer's error, when the command, an
-/// arg or an env value holds `${`: Claude Code would expand it (`/opt/${X_DIR:-bin}/kcap`
-/// runs `/opt/bin/kcap`) and offers no escape.
+/// [`RegistrationError::Expansion`] when the command, an arg or an env value holds `${`:
+/// Claude Code would expand it (`/opt/${X_DIR:-bin}/kcap` runs `/opt/bin/kcap`) and offers
+/// no escape.
 pub fn claude_mcp_json(
     entries: &[RegistryEntry],
     opts: &RegistrationOptions,
-) -> Result<String, RenderError> {
-    for entry in registrations(entries) {
-        let refuse = |field: String| RenderError::ClaudeExpansion {
-            server: entry.id.clone(),
-            field,
-        };
-        if opts.command.contains("${") {
-            return Err(refuse("command".into()));
-        }
-        if let Some(i) = entry.args.iter().position(|a| a.contains("${")) {
-            return Err(refuse(format!("args[{i}]")));
-        }
-        if let Some((name, _)) = opts.env(entry).iter().find(|(_, v)| v.contains("${")) {
-            return Err(refuse(format!("env.{name}")));
-        }
-    }
-    struct Server<'a> {
-        entry: &'a RegistryEntry,
-        opts: &'a RegistrationOptions,
-    }
-    impl Serialize for Server<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let env = self.opts.env(self.entry);
-            let mut map = s.serialize_map(None)?;
-            map.serialize_entry("command", &self.opts.command)?;
-            map.serialize_entry("args", &self.entry.args)?;
-            if !env.is_empty() {
-                map.serialize_entry("env", &Ordered(&env))?;
-            }
-            map.serialize_entry("description", &self.entry.description)?;
-            map.end()
-        }
-    }
-    struct Root<'a>(Vec<(&'a str, Server<'a>)>);
-    impl Serialize for Root<'_> {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut map = s.serialize_map(Some(1))?;
-            map.serialize_entry("mcpServers", &Ordered(&self.0))?;
-            map.end()
-        }
-    }
-    let servers = registrations(entries)
-        .map(|entry| (entry.id.as_str(), Server { entry, opts }))
-        .collect();
-    Ok(pretty(&Root(servers)))
+) -> Result<String, RegistrationError> {
+    registration_file(&FORMAT, entries, opts)
 }

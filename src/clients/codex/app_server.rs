@@ -7,7 +7,7 @@
 //! provide (measured: a plugin's `.mcp.json` server is listed by `codex mcp list --json` and
 //! absent from `config/read`), so [`super::inventory`] merges both.
 //!
-//! Fail-closed: a hung, truncated, malformed or error answer is an [`IsolationError`], never
+//! Fail-closed: a hung, truncated, malformed or error answer is an [`InventoryError`], never
 //! an empty configuration.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::config::ServerConfig;
-use super::inventory::IsolationError;
+use super::inventory::InventoryError;
 
 /// The three JSON-RPC lines written to `codex app-server`.
 pub const CONFIG_READ_REQUEST: &str = concat!(
@@ -37,7 +37,7 @@ pub const CONFIG_READ_COMMAND: &str = "codex app-server (config/read)";
 /// missing or `null` table is empty.
 ///
 /// # Errors
-/// [`IsolationError::Parse`] for a JSON-RPC error, anything but such an object, or a server
+/// [`InventoryError::Parse`] for a JSON-RPC error, anything but such an object, or a server
 /// entry whose known fields have the wrong type.
 ///
 /// ```
@@ -49,25 +49,25 @@ pub const CONFIG_READ_COMMAND: &str = "codex app-server (config/read)";
 /// assert!(servers["a.b"].unknown.contains_key("new_field"));
 /// assert!(parse_config_read(r#"{"id":2,"error":{"code":-1,"message":"no"}}"#).is_err());
 /// ```
-pub fn parse_config_read(json: &str) -> Result<BTreeMap<String, ServerConfig>, IsolationError> {
+pub fn parse_config_read(json: &str) -> Result<BTreeMap<String, ServerConfig>, InventoryError> {
     let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| IsolationError::Parse(e.to_string()))?;
+        serde_json::from_str(json).map_err(|e| InventoryError::Parse(e.to_string()))?;
     servers_of(value)
 }
 
-fn servers_of(value: serde_json::Value) -> Result<BTreeMap<String, ServerConfig>, IsolationError> {
+fn servers_of(value: serde_json::Value) -> Result<BTreeMap<String, ServerConfig>, InventoryError> {
     let mut config = config_of(value)?;
     match config.get_mut("mcp_servers").map(serde_json::Value::take) {
         None | Some(serde_json::Value::Null) => Ok(BTreeMap::new()),
         Some(servers) => serde_json::from_value(servers)
-            .map_err(|e| IsolationError::Parse(format!("config.mcp_servers: {e}"))),
+            .map_err(|e| InventoryError::Parse(format!("config.mcp_servers: {e}"))),
     }
 }
 
 /// The `config` object of a `config/read` answer (whole response or its `result`).
-fn config_of(mut value: serde_json::Value) -> Result<serde_json::Value, IsolationError> {
+fn config_of(mut value: serde_json::Value) -> Result<serde_json::Value, InventoryError> {
     if let Some(error) = value.get("error") {
-        return Err(IsolationError::Parse(format!(
+        return Err(InventoryError::Parse(format!(
             "config/read answered with an error: {error}"
         )));
     }
@@ -76,7 +76,7 @@ fn config_of(mut value: serde_json::Value) -> Result<serde_json::Value, Isolatio
     }
     match value.get_mut("config").filter(|c| c.is_object()) {
         Some(config) => Ok(config.take()),
-        None => Err(IsolationError::Parse(
+        None => Err(InventoryError::Parse(
             "expected a config/read answer: an object with `result.config` or `config`".into(),
         )),
     }
@@ -117,13 +117,13 @@ impl Drop for Group {
 /// soon as the answer arrives, and on every failure; waits at most `timeout` in all.
 ///
 /// # Errors
-/// [`IsolationError`]: Codex cannot start, exits or closes stdout before answering
+/// [`InventoryError`]: Codex cannot start, exits or closes stdout before answering
 /// (truncated), prints a line that is not JSON, answers with an error or a malformed
 /// configuration, or does not answer within `timeout`.
 pub fn config_read_from(
     codex: Command,
     timeout: Duration,
-) -> Result<BTreeMap<String, ServerConfig>, IsolationError> {
+) -> Result<BTreeMap<String, ServerConfig>, InventoryError> {
     let mut config = config_read_raw_from(codex, timeout)?;
     servers_of(serde_json::json!({ "config": config.take() }))
 }
@@ -136,7 +136,7 @@ pub fn config_read_from(
 pub fn config_read_raw_from(
     mut codex: Command,
     timeout: Duration,
-) -> Result<serde_json::Value, IsolationError> {
+) -> Result<serde_json::Value, InventoryError> {
     let deadline = Instant::now() + timeout;
     let mut child = Group::spawn(
         codex
@@ -145,7 +145,7 @@ pub fn config_read_raw_from(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
-    .map_err(IsolationError::Spawn)?;
+    .map_err(InventoryError::Spawn)?;
     let stdout = child.0.stdout.take().expect("piped");
     let stderr = child.0.stderr.take().expect("piped");
     let mut stdin = child.0.stdin.take().expect("piped");
@@ -175,7 +175,7 @@ pub fn config_read_raw_from(
                     continue;
                 }
                 let value: serde_json::Value = serde_json::from_str(&line).map_err(|e| {
-                    IsolationError::Parse(format!(
+                    InventoryError::Parse(format!(
                         "a line of the answer is not JSON ({e}): {}",
                         truncate(&line)
                     ))
@@ -183,7 +183,7 @@ pub fn config_read_raw_from(
                 if value.get("id") == Some(&serde_json::Value::from(1))
                     && let Some(error) = value.get("error")
                 {
-                    return Err(IsolationError::Parse(format!(
+                    return Err(InventoryError::Parse(format!(
                         "initialize answered with an error: {error}"
                     )));
                 }
@@ -192,21 +192,25 @@ pub fn config_read_raw_from(
                     return config_of(value);
                 }
             }
-            Ok(Err(e)) => return Err(IsolationError::Spawn(e)),
-            Err(mpsc::RecvTimeoutError::Timeout) => return Err(IsolationError::Timeout(timeout)),
+            Ok(Err(e)) => return Err(InventoryError::Spawn(e)),
+            Err(mpsc::RecvTimeoutError::Timeout) => return Err(InventoryError::Timeout(timeout)),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 drop(stdin);
-                let status = child
-                    .0
-                    .wait()
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|e| e.to_string());
+                let status = child.0.wait().map_err(InventoryError::Spawn)?;
                 let left = deadline.saturating_duration_since(Instant::now());
                 let stderr = err_rx.recv_timeout(left).unwrap_or_default();
-                return Err(IsolationError::Parse(format!(
-                    "the answer ended before the config/read response ({status}): {}",
-                    String::from_utf8_lossy(&stderr).trim().escape_debug()
-                )));
+                let stderr = String::from_utf8_lossy(&stderr).into_owned();
+                // A failed Codex is reported as such; one that exited cleanly without the
+                // answer printed something else.
+                if !status.success() {
+                    return Err(InventoryError::Exit { status, stderr });
+                }
+                let mut problem =
+                    format!("the answer ended before the config/read response ({status})");
+                if !stderr.trim().is_empty() {
+                    problem.push_str(&format!(", printing \"{}\"", stderr.trim().escape_debug()));
+                }
+                return Err(InventoryError::Parse(problem));
             }
         }
     }

@@ -7,13 +7,13 @@
 //! of the configuration files, and `codex mcp list --json`, which hides most fields but is the
 //! only one that lists servers provided by plugins. Both run at once, in the reviewer's
 //! environment and working directory. Fail-closed: any error of either is an
-//! [`IsolationError`], never an empty inventory.
+//! [`InventoryError`], never an empty inventory.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -120,60 +120,68 @@ pub enum Transport {
 }
 
 /// Codex's MCP inventory could not be established; the reviewer must not launch.
+///
+/// `Display` says what happened in one layer (without naming the binary or file: the
+/// caller knows which it ran or read); the cause, where there is one, is returned from
+/// [`source`](std::error::Error::source) and not displayed.
 #[derive(Debug)]
-pub enum IsolationError {
-    /// The Codex binary could not be started or its output read.
+#[non_exhaustive]
+pub enum InventoryError {
+    /// The Codex binary could not be started, or its output could not be read.
     Spawn(std::io::Error),
     /// It did not finish within the timeout (it was killed).
     Timeout(Duration),
     /// It exited unsuccessfully.
     Exit {
-        /// The exit status, as `std` displays it.
-        status: String,
+        /// Its exit status.
+        status: ExitStatus,
         /// Its standard error, lossily decoded.
         stderr: String,
     },
-    /// Its output is not the expected JSON array.
+    /// Its output (or the saved inventory) is not the expected JSON; says where and why.
     Parse(String),
-    /// `codex app-server` `config/read` failed; the inner error says how.
-    ConfigRead(Box<IsolationError>),
+    /// `codex app-server` `config/read` failed; the inner error (the `source`) says how.
+    ConfigRead(Box<InventoryError>),
 }
 
-impl IsolationError {
-    /// What went wrong, without the command.
-    fn detail(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// The name this error had before it covered reading a saved inventory too.
+#[doc(hidden)]
+pub type IsolationError = InventoryError;
+
+impl fmt::Display for InventoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            IsolationError::Spawn(e) => write!(f, "{e}"),
-            IsolationError::Timeout(t) => write!(f, "no answer within {} s", t.as_secs_f64()),
-            IsolationError::Exit { status, stderr } => {
-                write!(f, "{status}: {}", stderr.trim().escape_debug())
+            InventoryError::Spawn(_) => f.write_str("the Codex binary could not be run"),
+            InventoryError::Timeout(t) => write!(
+                f,
+                "the Codex binary gave no answer within {} s (it was stopped)",
+                t.as_secs_f64()
+            ),
+            InventoryError::Exit { status, stderr } => {
+                write!(f, "the Codex binary failed ({status})")?;
+                match stderr.trim() {
+                    "" => f.write_str(" and printed nothing on standard error"),
+                    err => write!(f, ", printing \"{}\"", err.escape_debug()),
+                }
             }
-            IsolationError::Parse(e) => write!(f, "unexpected output: {e}"),
-            IsolationError::ConfigRead(e) => e.detail(f),
+            InventoryError::Parse(e) => write!(
+                f,
+                "the inventory is not the JSON `codex mcp list --json` or {CONFIG_READ_COMMAND} \
+                 prints: {e}"
+            ),
+            InventoryError::ConfigRead(_) => write!(f, "{CONFIG_READ_COMMAND} failed"),
         }
     }
 }
 
-impl fmt::Display for IsolationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let command = match self {
-            IsolationError::ConfigRead(_) => CONFIG_READ_COMMAND,
-            _ => "codex mcp list --json",
-        };
-        write!(
-            f,
-            "cannot list the Codex MCP servers to disable (`{command}`): "
-        )?;
-        self.detail(f)
-    }
-}
-
-impl std::error::Error for IsolationError {
+impl std::error::Error for InventoryError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            IsolationError::Spawn(e) => Some(e),
-            IsolationError::ConfigRead(e) => Some(e),
-            _ => None,
+            InventoryError::Spawn(e) => Some(e),
+            InventoryError::ConfigRead(e) => Some(e),
+            InventoryError::Timeout(_) | InventoryError::Exit { .. } | InventoryError::Parse(_) => {
+                None
+            }
         }
     }
 }
@@ -184,7 +192,7 @@ impl std::error::Error for IsolationError {
 /// see [`app_server::parse_config_read`]), whose entries carry every field.
 ///
 /// # Errors
-/// [`IsolationError::Parse`] for anything else (an empty string included).
+/// [`InventoryError::Parse`] for anything else (an empty string included).
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::inventory::{parse_inventory, Transport};
@@ -205,13 +213,13 @@ impl std::error::Error for IsolationError {
 /// assert!(parse_inventory("\u{feff}[]").is_ok());
 /// assert!(parse_inventory("\u{feff}\u{feff}[]").is_err());
 /// ```
-pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, IsolationError> {
+pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, InventoryError> {
     let json = crate::decode::strip_bom(json);
     if json.trim_start().starts_with('{') {
         let servers = app_server::parse_config_read(json)?;
         return Ok(merge_inventories(Vec::new(), servers));
     }
-    serde_json::from_str(json).map_err(|e| IsolationError::Parse(e.to_string()))
+    serde_json::from_str(json).map_err(|e| InventoryError::Parse(e.to_string()))
 }
 
 /// How long [`codex_inventory`] waits for Codex (both commands together).
@@ -223,7 +231,7 @@ pub const INVENTORY_TIMEOUT: Duration = Duration::from_secs(20);
 ///
 /// # Errors
 /// As [`codex_inventory_from`].
-pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, IsolationError> {
+pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, InventoryError> {
     codex_inventory_within(codex_bin, INVENTORY_TIMEOUT)
 }
 
@@ -234,7 +242,7 @@ pub fn codex_inventory(codex_bin: &Path) -> Result<Vec<InheritedServer>, Isolati
 pub fn codex_inventory_within(
     codex_bin: &Path,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     codex_inventory_with(|| Command::new(codex_bin), timeout)
 }
 
@@ -252,7 +260,7 @@ pub fn codex_inventory_within(
 pub fn codex_inventory_from(
     codex: Command,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     let make = || {
         let mut c = Command::new(codex.get_program());
         c.args(codex.get_args());
@@ -277,12 +285,12 @@ pub fn codex_inventory_from(
 /// ended on timeout or failure. Waits at most `timeout` in all.
 ///
 /// # Errors
-/// [`IsolationError`] when either cannot run, times out, exits non-zero, or answers anything
-/// but the expected JSON ([`IsolationError::ConfigRead`] wraps the `config/read` failure).
+/// [`InventoryError`] when either cannot run, times out, exits non-zero, or answers anything
+/// but the expected JSON ([`InventoryError::ConfigRead`] wraps the `config/read` failure).
 pub fn codex_inventory_with(
     mut make: impl FnMut() -> Command,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     let deadline = Instant::now() + timeout;
     let config_read = make();
     let reader = std::thread::spawn(move || app_server::config_read_from(config_read, timeout));
@@ -290,11 +298,11 @@ pub fn codex_inventory_with(
     let configured = reader
         .join()
         .unwrap_or_else(|_| {
-            Err(IsolationError::Spawn(std::io::Error::other(
+            Err(InventoryError::Spawn(std::io::Error::other(
                 "the config/read reader stopped without a result",
             )))
         })
-        .map_err(|e| IsolationError::ConfigRead(Box::new(e)));
+        .map_err(|e| InventoryError::ConfigRead(Box::new(e)));
     // The `config/read` failure is named first: it is the source that sees every field.
     let configured = configured?;
     Ok(merge_inventories(listed?, configured))
@@ -305,7 +313,7 @@ fn mcp_list(
     mut codex: Command,
     deadline: Instant,
     timeout: Duration,
-) -> Result<Vec<InheritedServer>, IsolationError> {
+) -> Result<Vec<InheritedServer>, InventoryError> {
     let mut child = Group::spawn(
         codex
             .args(["mcp", "list", "--json"])
@@ -313,7 +321,7 @@ fn mcp_list(
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
-    .map_err(IsolationError::Spawn)?;
+    .map_err(InventoryError::Spawn)?;
     // Each pipe is read on its own thread, which reports through a channel, so a grandchild
     // that keeps a pipe open cannot hold us past the deadline.
     let read_all = |mut pipe: Box<dyn Read + Send>| {
@@ -327,35 +335,35 @@ fn mcp_list(
     let stdout = read_all(Box::new(child.0.stdout.take().expect("piped")));
     let stderr = read_all(Box::new(child.0.stderr.take().expect("piped")));
     let status = loop {
-        if let Some(status) = child.0.try_wait().map_err(IsolationError::Spawn)? {
+        if let Some(status) = child.0.try_wait().map_err(InventoryError::Spawn)? {
             break status;
         }
         if Instant::now() >= deadline {
             // Dropping `child` ends its process group.
-            return Err(IsolationError::Timeout(timeout));
+            return Err(InventoryError::Timeout(timeout));
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     let collect = |rx: mpsc::Receiver<std::io::Result<Vec<u8>>>| {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(read) => read.map_err(IsolationError::Spawn),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(IsolationError::Timeout(timeout)),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(IsolationError::Spawn(
+            Ok(read) => read.map_err(InventoryError::Spawn),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(InventoryError::Timeout(timeout)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(InventoryError::Spawn(
                 std::io::Error::other("the pipe reader stopped without a result"),
             )),
         }
     };
     let (out, err) = (collect(stdout)?, collect(stderr)?);
     if !status.success() {
-        return Err(IsolationError::Exit {
-            status: status.to_string(),
+        return Err(InventoryError::Exit {
+            status,
             stderr: String::from_utf8_lossy(&err).into_owned(),
         });
     }
-    let out = std::str::from_utf8(&out).map_err(|e| IsolationError::Parse(e.to_string()))?;
+    let out = std::str::from_utf8(&out).map_err(|e| InventoryError::Parse(e.to_string()))?;
     if !out.trim_start().starts_with('[') {
-        return Err(IsolationError::Parse(format!(
+        return Err(InventoryError::Parse(format!(
             "expected a JSON array, got: {}",
             out.chars().take(200).collect::<String>().escape_debug()
         )));

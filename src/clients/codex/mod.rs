@@ -39,7 +39,7 @@
 //! |---|---|
 //! | tool with `unattended_safe = true` | `tools.<tool>.approval_mode = "approve"` |
 //! | server with `read_only = true` | `default_tools_approval_mode = "approve"` |
-//! | any other server (only [`Policy::Lenient`] admits one) | `default_tools_approval_mode = "prompt"` |
+//! | any other server (only [`Policy::Lenient`](crate::Policy::Lenient) admits one) | `default_tools_approval_mode = "prompt"` |
 //! | a tool the inherited entry configures | `tools.<tool>.approval_mode` = the server's default |
 //!
 //! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
@@ -63,8 +63,8 @@ pub mod registration;
 
 use std::fmt::Write as _;
 
-use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, LaunchError, RenderError, option_value, set};
+use crate::allowlist::Resolution;
+use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 use inventory::{InheritedServer, Transport};
 
@@ -158,7 +158,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// 1. `mcp_servers={…}` disabling every inherited server we do not enable
 ///    (`"<name>"={enabled=false,url="…"}` or `{enabled=false,command="false"}`), or
 ///    `mcp_servers={}` when there is none;
-/// 2. unless gated, for the result channel and then each resolved server:
+/// 2. unless gated, for the result channel, each resolved server, then (for a borrowed
+///    snapshot) each `inject = "borrowed-snapshot"` server:
 ///    `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`, `.env={NAME="…",…}`,
 ///    `.default_tools_approval_mode="approve"|"prompt"`, `.tools={"<tool>"={approval_mode=…},…}`
 ///    (when there is a tool to set), followed, only where the inventory holds a server of the
@@ -169,7 +170,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 /// enable has a field the module table refuses; [`RenderError::CodexUnseenFields`] when such a
 /// server is known only from `codex mcp list`;
 /// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
-/// [`RenderError::BlankAgentId`] when not gated and the agent id is blank.
+/// when not gated, [`RenderError::BlankAgentId`] for a blank agent id,
+/// [`RenderError::BlankCapabilityUrl`] and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, clients::codex::codex_mcp_overrides};
@@ -196,7 +198,7 @@ pub fn codex_mcp_overrides(
     resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
-    ctx.require_agent_id()?;
+    ctx.require_launch_values()?;
     let servers: Vec<_> = ctx.servers(resolution).collect();
     let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
 
@@ -365,7 +367,7 @@ fn neutralize(
         out.push(format!("mcp_servers.{id}.env_vars=[]"));
     }
     if c.cwd.is_some() {
-        let worktree = set(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
+        let worktree = non_blank(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
         let mut v = format!("mcp_servers.{id}.cwd=");
         push_toml_string(&mut v, worktree);
         out.push(v);
@@ -417,16 +419,19 @@ fn neutralize(
 /// `-c model_reasoning_effort="E"` unless the effort is empty or `auto` (any case; `max`
 /// becomes `xhigh`), `--no-alt-screen`, then `-- <prompt>` when set.
 ///
+/// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
+/// [`skipped`](Resolution::skipped) entries the caller logs; `inventory` the servers Codex
+/// inherits ([`inventory::codex_inventory`]).
+///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`LaunchError::Render`] as
-/// [`codex_mcp_overrides`].
+/// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
+/// starting with `-`.
 pub fn codex_reviewer_args(
     ctx: &LaunchContext,
-    policy: Policy,
+    resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
-) -> Result<Vec<String>, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    let overrides = codex_mcp_overrides(ctx, &resolution, inventory)?;
+) -> Result<Vec<String>, RenderError> {
+    let overrides = codex_mcp_overrides(ctx, resolution, inventory)?;
     let mut args = Vec::with_capacity(overrides.len() * 2 + 12);
     if let Some(worktree) = option_value("worktree", &ctx.worktree)? {
         args.extend(["--cd".into(), worktree.into()]);
@@ -451,7 +456,7 @@ pub fn codex_reviewer_args(
     {
         args.extend(["-m".into(), model.into()]);
     }
-    if let Some(effort) = set(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
+    if let Some(effort) = non_blank(&ctx.effort).filter(|e| !e.eq_ignore_ascii_case("auto")) {
         let effort = if effort.eq_ignore_ascii_case("max") {
             "xhigh"
         } else {
@@ -478,15 +483,14 @@ pub fn codex_reviewer_args(
 /// As [`codex_reviewer_args`].
 pub fn codex_plan(
     ctx: &LaunchContext,
-    policy: Policy,
+    resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
-) -> Result<crate::clients::plan::LaunchPlan, LaunchError> {
-    let argv = codex_reviewer_args(ctx, policy, inventory)?;
-    let resolution = ctx.resolve(policy)?;
+) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
+    let argv = codex_reviewer_args(ctx, resolution, inventory)?;
     Ok(crate::clients::plan::LaunchPlan::argv_only(
         crate::clients::Client::Codex,
         ctx,
+        resolution,
         argv,
-        crate::clients::wire_servers(ctx, &resolution),
     ))
 }

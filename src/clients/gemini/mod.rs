@@ -1,4 +1,5 @@
-//! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP.
+//! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP
+//! ([`gemini_plan`]) and its registration file (`registration`, with the `cli` feature).
 //!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
 //! see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
@@ -17,7 +18,7 @@
 //!   trusts the worktree for this session only.
 //! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
 //!   unattended reviewer cannot answer. What it auto-approves follows the policy through what
-//!   is injected: [`Policy::Strict`] injects only `read_only` servers (see the README's
+//!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see the README's
 //!   policy table).
 //! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
 //!   refused ([`RenderError::GeminiExpansion`]).
@@ -26,13 +27,18 @@
 //!   the registry's env names are removed from the client's environment.
 //! - Tool names reach the model as `mcp_<wire name>_<tool>`; over 63 characters Gemini cuts
 //!   them and warns that the tool may need approval, so [`LaunchId`] is 16 hex digits
-//!   ([`qualified_tool_name`]).
+//!   ([`qualified_tool_name`]). Open problem: `kcap-review-context`'s one tool
+//!   (`get_branch_authored_mcp_configs`, injected into borrowed-snapshot reviews) gets a
+//!   72-character name with any 64-bit suffix, so Gemini shortens it; whether
+//!   `--approval-mode yolo` still runs it unprompted is not measured.
 
-use crate::allowlist::Policy;
+#[cfg(feature = "cli")]
+pub mod registration;
+
+use crate::allowlist::Resolution;
 use crate::clients::plan::{LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
-    Client, LaunchContext, LaunchError, RenderError, acp_cwd, acp_servers, option_value,
-    registry_env_names,
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
 };
 
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut.
@@ -54,15 +60,18 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// The Gemini CLI reviewer launch: argv `--acp --skip-trust --approval-mode yolo
 /// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
 /// servers in `session/new` under their aliased names; the registry's env names removed from
-/// the environment; no files. The
-/// effort is not a Gemini setting and is ignored; the prompt goes in ACP `session/prompt`,
-/// which the daemon sends.
+/// the environment; no files. Every injected server is aliased: the `inject` servers (the
+/// result channel, and `kcap-review-context` in a borrowed-snapshot review) as much as the
+/// allowlisted ones, with their env values for this launch's result delivery and snapshot
+/// ([`LaunchContext::result_delivery`], [`LaunchContext::snapshot`]). The effort is not a
+/// Gemini setting and is ignored; the prompt goes in ACP `session/prompt`, which the daemon
+/// sends.
 ///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`]; [`RenderError::GeminiExpansion`]
-/// when a server's env value contains `${`; [`RenderError::NeedsAbsolute`] without an
-/// absolute worktree; [`RenderError::BlankAgentId`]; [`RenderError::OptionLike`] for a model
-/// starting with `-`.
+/// [`RenderError::GeminiExpansion`] when a server's env value contains `${`;
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree; [`RenderError::BlankAgentId`],
+/// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`];
+/// [`RenderError::OptionLike`] for a model starting with `-`.
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy};
@@ -75,29 +84,28 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 ///     worktree: Some("/work/tree".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let id = LaunchId::from_hex("0123456789abcdef").unwrap();
-/// let plan = gemini_plan(&ctx, Policy::Strict, &id).unwrap();
+/// let id = LaunchId::from_hex("0123456789abcdef")?;
+/// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn gemini_plan(
     ctx: &LaunchContext,
-    policy: Policy,
+    resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
-) -> Result<LaunchPlan, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    ctx.require_agent_id()?;
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::Gemini, ctx)?;
     let model = option_value("model", &ctx.model)?;
-    let (mcp_servers, servers) = acp_servers(ctx, &resolution, |id| launch_id.alias(id));
-    for ((server, _), acp) in ctx.servers(&resolution).zip(&mcp_servers) {
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |id| launch_id.alias(id));
+    for (wire, acp) in servers.iter().zip(&mcp_servers) {
         if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
             return Err(RenderError::GeminiExpansion {
-                server: server.id,
+                server: wire.id.clone(),
                 field: format!("env.{}", var.name),
-            }
-            .into());
+            });
         }
     }
     let allowed = if servers.is_empty() {
@@ -125,7 +133,7 @@ pub fn gemini_plan(
         cwd: Some(cwd.into()),
         argv,
         env: Vec::new(),
-        env_remove: registry_env_names().collect(),
+        env_remove: registry_env_names(resolution.registry()).collect(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),

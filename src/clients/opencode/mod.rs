@@ -1,4 +1,5 @@
-//! OpenCode (pinned `opencode-ai@1.18.33`): the reviewer launch over ACP.
+//! OpenCode (pinned `opencode-ai@1.18.33`): the reviewer launch over ACP
+//! ([`opencode_plan`]) and its registration file (`registration`, with the `cli` feature).
 //!
 //! How OpenCode 1.18.33 receives, isolates and trusts MCP servers (measured offline on
 //! 1.18.33, see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
@@ -39,15 +40,18 @@
 //! - The model is an ACP session setting, not a flag of `opencode acp`; the effort is not a
 //!   setting; both are ignored here.
 
+#[cfg(feature = "cli")]
+pub mod registration;
+
 use serde::Serialize;
 
-use crate::allowlist::Policy;
+use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
 use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
-    Client, LaunchContext, LaunchError, acp_cwd, acp_servers, launch_dir, registry_env_names,
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, registry_env_names,
 };
-use crate::registry::lookup;
+use crate::model::McpServer;
 
 /// The directory, relative to the per-launch directory, given to OpenCode as
 /// `XDG_CONFIG_HOME`.
@@ -107,17 +111,18 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 ///
 /// ```
 /// use kcap_mcp_registry::clients::opencode::permission_json;
+/// use kcap_mcp_registry::Registry;
 ///
-/// let json = permission_json(&[("kcap-analytics", "kcap-analytics")]);
+/// let analytics = Registry::compiled().lookup("kcap-analytics").unwrap();
+/// let json = permission_json(&[(analytics, "kcap-analytics")]);
 /// assert!(json.starts_with(r#"{"*":"deny","read":"allow""#));
 /// assert!(json.ends_with(r#""todowrite":"deny","kcap-analytics_*":"allow"}"#));
 /// ```
-pub fn permission_json(servers: &[(&str, &str)]) -> String {
+pub fn permission_json(servers: &[(&McpServer, &str)]) -> String {
     let mut rules: Vec<(String, &str)> = vec![("*".into(), "deny")];
     rules.extend(READ_TOOLS.iter().map(|t| ((*t).into(), "allow")));
     rules.extend(DENIED_TOOLS.iter().map(|t| ((*t).into(), "deny")));
-    for (id, wire) in servers {
-        let Some(server) = lookup(id) else { continue };
+    for (server, wire) in servers {
         match Admitted::of(server).names() {
             None => rules.push((tool_name(wire, "*"), "allow")),
             Some(tools) => rules.extend(tools.iter().map(|t| (tool_name(wire, t), "allow"))),
@@ -134,27 +139,32 @@ fn to_json(value: &impl Serialize) -> String {
 /// dir>/`[`CONFIG_HOME`], `OPENCODE_TEST_HOME=<launch dir>/`[`SEARCH_HOME`],
 /// `OPENCODE_DISABLE_PROJECT_CONFIG=1` and `OPENCODE_PERMISSION` ([`permission_json`]);
 /// removed: the registry's env names (OpenCode passes its whole environment to every server)
-/// and [`REMOVED_ENV`]; the servers in `session/new` under their registry ids.
+/// and [`REMOVED_ENV`]; every injected server (the `inject` servers by their condition, then
+/// the allowlisted ones, with the env values of this launch's result delivery and snapshot)
+/// in `session/new` under its registry id.
 ///
 /// # Errors
-/// [`LaunchError::Rejected`] under [`Policy::Strict`];
-/// [`RenderError::NeedsAbsolute`](crate::RenderError::NeedsAbsolute) without an absolute
-/// worktree or launch directory; [`RenderError::BlankAgentId`](crate::RenderError::BlankAgentId).
-pub fn opencode_plan(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
-    let resolution = ctx.resolve(policy)?;
-    ctx.require_agent_id()?;
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`].
+pub fn opencode_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::OpenCode, ctx)?;
     let dir = launch_dir(Client::OpenCode, ctx)?;
-    let (mcp_servers, servers) = acp_servers(ctx, &resolution, str::to_owned);
-    let names: Vec<(&str, &str)> = servers
-        .iter()
-        .map(|s| (s.id.as_str(), s.wire_name.as_str()))
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    let admitted: Vec<(&McpServer, &str)> = ctx
+        .servers(resolution)
+        .zip(&servers)
+        .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
         .collect();
     let env = vec![
         EnvVar::new("XDG_CONFIG_HOME", format!("{dir}/{CONFIG_HOME}")),
         EnvVar::new("OPENCODE_TEST_HOME", format!("{dir}/{SEARCH_HOME}")),
         EnvVar::new("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
-        EnvVar::new("OPENCODE_PERMISSION", permission_json(&names)),
+        EnvVar::new("OPENCODE_PERMISSION", permission_json(&admitted)),
     ];
     Ok(LaunchPlan {
         version: PLAN_VERSION,
@@ -162,7 +172,7 @@ pub fn opencode_plan(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, 
         cwd: Some(cwd.into()),
         argv: vec!["acp".into(), "--pure".into()],
         env,
-        env_remove: registry_env_names()
+        env_remove: registry_env_names(resolution.registry())
             .chain(REMOVED_ENV.map(String::from))
             .collect(),
         files: Vec::new(),

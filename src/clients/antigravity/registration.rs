@@ -1,0 +1,36 @@
+//! Antigravity's registration file: `mcpServers` in `~/.gemini/config/mcp_config.json`
+//! (`kcap-mcp-registry export antigravity`, `install --client antigravity`).
+
+use crate::clients::Client;
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
+use crate::schema::RegistryEntry;
+
+/// Antigravity's registration format (facts "Registration", \[K\] only, measured there on
+/// 1.1.10/1.1.13; `agy` is not installable here):
+///
+/// - file: `~/.gemini/config/mcp_config.json`, strict JSON; a 0-byte file counts as `{}`;
+/// - block: `mcpServers`;
+/// - entry: `command`, `args`, `env` when set; permissions live in another file
+///   (`.gemini/antigravity-cli/settings.json`), so no trust knob here; the flow-starting
+///   server's args end with `--driver antigravity`;
+/// - whether Antigravity expands `${…}` is not established: `${` is refused, as for every
+///   client that might.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::Antigravity,
+    syntax: Syntax::Json {
+        comments: false,
+        trailing_commas: false,
+    },
+    block: "mcpServers",
+    entry,
+    expanded_fields: &["command", "args", "env"],
+    expands: &["${"],
+    empty_file_is_empty: true,
+    default_config: |var| home_path(var, &[".gemini", "config", "mcp_config.json"]),
+};
+
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    Node::Object(stdio_pairs(e, opts, Client::Antigravity))
+}

@@ -1,0 +1,36 @@
+//! Cursor's registration file: `mcpServers` in `~/.cursor/mcp.json`
+//! (`kcap-mcp-registry export cursor`, `install --client cursor`).
+
+use crate::clients::Client;
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
+use crate::schema::RegistryEntry;
+
+/// Cursor's registration format (facts "Registration", \[K\] only: Cursor is not installable
+/// here, so nothing below is measured by this crate):
+///
+/// - file: `~/.cursor/mcp.json`, read as strict JSON (the lenient reading is not
+///   established, so `install` refuses comments rather than guess);
+/// - block: `mcpServers`;
+/// - entry: `command`, `args`, `env` when set; no trust knob in the file; the flow-starting
+///   server's args end with `--driver cursor`;
+/// - Cursor documents `${env:NAME}`, `${userHome}` and `${workspaceFolder}` interpolation in
+///   these values, so `${` is refused.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::Cursor,
+    syntax: Syntax::Json {
+        comments: false,
+        trailing_commas: false,
+    },
+    block: "mcpServers",
+    entry,
+    expanded_fields: &["command", "args", "env"],
+    expands: &["${"],
+    empty_file_is_empty: false,
+    default_config: |var| home_path(var, &[".cursor", "mcp.json"]),
+};
+
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    Node::Object(stdio_pairs(e, opts, Client::Cursor))
+}

@@ -1,0 +1,42 @@
+//! Gemini CLI's registration file: `mcpServers` in `~/.gemini/settings.json`
+//! (`kcap-mcp-registry export gemini`, `install --client gemini`).
+
+use crate::clients::Client;
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+};
+use crate::schema::RegistryEntry;
+
+/// Gemini CLI's registration format (Gemini CLI 0.61.0; facts "Registration" and "Verified
+/// against public reports"):
+///
+/// - file: `~/.gemini/settings.json`, read with comments stripped (Gemini CLI's settings
+///   loader strips `//` and `/* */` comments before `JSON.parse`; trailing commas are an
+///   error);
+/// - block: `mcpServers`; user and project `mcpServers` merge by name (project wins);
+/// - entry: `command`, `args`, `env` when set, and the trust knob `trust: true` on read-only
+///   servers (their tool calls are not confirmed); the flow-starting server's args end with
+///   `--driver gemini`;
+/// - Gemini expands `$VAR`, `${VAR}` and `${VAR:-d}` in `args` and `env` (unset becomes
+///   `""`), so any `$` there is refused.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::Gemini,
+    syntax: Syntax::Json {
+        comments: true,
+        trailing_commas: false,
+    },
+    block: "mcpServers",
+    entry,
+    expanded_fields: &["args", "env"],
+    expands: &["$"],
+    empty_file_is_empty: false,
+    default_config: |var| home_path(var, &[".gemini", "settings.json"]),
+};
+
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    let mut pairs = stdio_pairs(e, opts, Client::Gemini);
+    if e.read_only {
+        pairs.push(("trust".into(), Node::Bool(true)));
+    }
+    Node::Object(pairs)
+}

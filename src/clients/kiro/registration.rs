@@ -1,0 +1,41 @@
+//! Kiro's registration file: `mcpServers` in `$KIRO_HOME/settings/mcp.json`
+//! (`kcap-mcp-registry export kiro`, `install --client kiro`).
+
+use crate::clients::Client;
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var, stdio_pairs,
+};
+use crate::schema::RegistryEntry;
+
+/// Kiro's registration format (facts "Registration", \[K\] only, measured there on
+/// 2.15.2/2.16.0; Kiro is not installable here):
+///
+/// - file: `$KIRO_HOME/settings/mcp.json` (`~/.kiro/settings/mcp.json` when unset or
+///   empty), read as strict JSON here;
+/// - block: `mcpServers`;
+/// - entry: `command`, `args`, `env` when set; the flow-starting server's args end with
+///   `--driver kiro`;
+/// - whether Kiro expands `${…}` is not established: `${` is refused, as for every client
+///   that might.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::Kiro,
+    syntax: Syntax::Json {
+        comments: false,
+        trailing_commas: false,
+    },
+    block: "mcpServers",
+    entry,
+    expanded_fields: &["command", "args", "env"],
+    expands: &["${"],
+    empty_file_is_empty: false,
+    default_config: |var| match set_var(var, "KIRO_HOME") {
+        Some(dir) => Ok(std::path::PathBuf::from(dir)
+            .join("settings")
+            .join("mcp.json")),
+        None => home_path(var, &[".kiro", "settings", "mcp.json"]),
+    },
+};
+
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    Node::Object(stdio_pairs(e, opts, Client::Kiro))
+}

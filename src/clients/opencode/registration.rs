@@ -1,0 +1,54 @@
+//! OpenCode's registration file: `mcp` in `$XDG_CONFIG_HOME/opencode/opencode.json`
+//! (`kcap-mcp-registry export opencode`, `install --client opencode`).
+
+use crate::clients::Client;
+use crate::export::{
+    Node, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path, registration_args,
+    set_var,
+};
+use crate::schema::RegistryEntry;
+
+/// OpenCode's registration format (OpenCode 1.18.33; facts "Registration" and "Verified
+/// against public reports"):
+///
+/// - file: `$XDG_CONFIG_HOME/opencode/opencode.json` (`~/.config/opencode/opencode.json`
+///   when unset or empty), JSONC (comments and trailing commas); a wrong type anywhere
+///   refuses the whole file;
+/// - block: `mcp`;
+/// - entry: `type: "local"`, `command` as one argv array (the kcap binary, then the args),
+///   `enabled: true`, and `environment` when set (an `env` key would be dropped silently);
+///   no trust knob in the file (tools are allowed per launch); the flow-starting server's
+///   args end with `--driver opencode`;
+/// - OpenCode substitutes `{env:VAR}` (an unset one becomes `""`, no warning), so `{env:`
+///   in `command` or `environment` is refused.
+pub const FORMAT: RegistrationFormat = RegistrationFormat {
+    client: Client::OpenCode,
+    syntax: Syntax::Json {
+        comments: true,
+        trailing_commas: true,
+    },
+    block: "mcp",
+    entry,
+    expanded_fields: &["command", "environment"],
+    expands: &["{env:"],
+    empty_file_is_empty: false,
+    default_config: |var| match set_var(var, "XDG_CONFIG_HOME") {
+        Some(dir) => Ok(std::path::PathBuf::from(dir)
+            .join("opencode")
+            .join("opencode.json")),
+        None => home_path(var, &[".config", "opencode", "opencode.json"]),
+    },
+};
+
+fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
+    let argv = std::iter::once(opts.command.clone()).chain(registration_args(e, Client::OpenCode));
+    let mut pairs = vec![
+        ("type".into(), Node::string("local")),
+        ("command".into(), Node::strings(argv)),
+        ("enabled".into(), Node::Bool(true)),
+    ];
+    if let Some(env) = env_node(e, opts) {
+        pairs.push(("environment".into(), env));
+    }
+    Node::Object(pairs)
+}

@@ -1,0 +1,418 @@
+//! `render <client>`: the reviewer launch, as an operator previews it.
+//! Reads a launch command JSON ([`read_launch_command`]) and Codex's inventory
+//! ([`take_inventory`]), builds the [`LaunchContext`] with command-line values applied
+//! ([`launch_context`]), names every skipped allowlist entry ([`skip_warnings`]), and prints
+//! the argv in one of three forms ([`format_argv`]).
+//!
+//! (Named `preview`, not `launch`: the daemon's launch types are [`crate::LaunchCommand`],
+//! [`LaunchContext`] and [`crate::LaunchError`].)
+
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use crate::allowlist::{Resolution, SkipKind};
+use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
+use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
+use crate::diagnostic::ShownPath;
+use crate::inspect::suggest_id;
+use crate::wire::LaunchCommand;
+
+/// The launch values given on the command line; each one that is set overrides the launch
+/// command's field of the same meaning.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchOverrides {
+    /// `--server-url`.
+    pub server_url: Option<String>,
+    /// `--kcap-bin` (the kcap binary).
+    pub kcap_bin: Option<String>,
+    /// `--agent-id`.
+    pub agent_id: Option<String>,
+    /// `--allowlist`, every comma-separated entry of every occurrence, in order.
+    pub allowlist: Option<Vec<String>>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--effort`.
+    pub effort: Option<String>,
+    /// `--prompt`.
+    pub prompt: Option<String>,
+    /// `--worktree`.
+    pub worktree: Option<String>,
+    /// `--result-capability-url`: brokered result delivery.
+    pub result_capability_url: Option<String>,
+    /// `--review-context-url`: a borrowed snapshot with this review-context URL.
+    pub review_context_url: Option<String>,
+    /// `--launch-dir`.
+    pub launch_dir: Option<String>,
+}
+
+/// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
+/// applied: a value given on the command line replaces the launch command's.
+pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides) -> LaunchContext {
+    let launch = launch.unwrap_or_default();
+    LaunchContext {
+        server_url: overrides.server_url,
+        kcap_bin: overrides.kcap_bin,
+        agent_id: overrides.agent_id.unwrap_or(launch.agent_id),
+        mcp_allowlist: overrides
+            .allowlist
+            .map(|a| a.into_iter().map(Some).collect())
+            .or(launch.mcp_allowlist),
+        model: overrides.model.or(launch.model),
+        effort: overrides.effort.or(launch.effort),
+        prompt: overrides.prompt.or(launch.prompt),
+        worktree: overrides.worktree,
+        launch_dir: overrides.launch_dir,
+        result_delivery: ResultDelivery::from_capability_url(
+            overrides
+                .result_capability_url
+                .or(launch.result_capability_url),
+        ),
+        snapshot: Snapshot::from_launch(
+            launch.borrowed_snapshot,
+            overrides.review_context_url.or(launch.review_context_url),
+        ),
+    }
+}
+
+/// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,
+/// counted from 1) and the agent id (escaped): `agent "a1": MCP allowlist entry 1
+/// "kcap-flows" skipped: can start flows (recursion guard)`; an unknown name gets a
+/// did-you-mean suggestion ([`suggest_id`]).
+pub fn skip_warnings(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<String> {
+    resolution
+        .skipped()
+        .map(|s| {
+            let mut line = format!("agent \"{}\": {s}", ctx.agent_id.escape_debug());
+            if let (SkipKind::Unknown, Some(id)) = (
+                s.kind,
+                s.entry.and_then(|e| suggest_id(resolution.registry(), e)),
+            ) {
+                line.push_str(&format!("; did you mean \"{id}\"?"));
+            }
+            line
+        })
+        .collect()
+}
+
+/// A launch input `render` cannot read or use, or a Codex inventory it cannot take.
+///
+/// `Display` names the input and what went wrong with it; the underlying error is returned
+/// from [`source`](std::error::Error::source), not displayed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PreviewError {
+    /// A file (or standard input, `-`) cannot be read.
+    Read {
+        /// The path given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// `--launch-json` is not a launch command JSON.
+    LaunchJson {
+        /// The path given.
+        path: PathBuf,
+        /// The parser's error, with its line and column.
+        source: serde_json::Error,
+    },
+    /// `--inventory` is not `codex mcp list --json` output.
+    InventoryFile {
+        /// The path given.
+        path: PathBuf,
+        /// Why ([`InventoryError::Parse`]).
+        source: InventoryError,
+    },
+    /// `--launch-json -` and `--inventory -` both read standard input.
+    BothStdin,
+    /// The worktree to take the inventory in is not a directory.
+    NoWorktree {
+        /// The worktree given.
+        worktree: PathBuf,
+    },
+    /// Running `<codex_bin> mcp list --json` failed.
+    CodexRun {
+        /// The Codex binary run.
+        codex_bin: PathBuf,
+        /// What happened.
+        source: InventoryError,
+    },
+}
+
+impl PreviewError {
+    /// Whether the error is in an input the user gave (a file, a path, a binary that cannot
+    /// be started: exit 2), rather than a reviewer that cannot be isolated (Codex ran and
+    /// failed, timed out or printed something else: exit 1).
+    pub fn is_input(&self) -> bool {
+        /// Whether Codex could not be started at all (by either of its inventory commands).
+        fn not_started(e: &InventoryError) -> bool {
+            match e {
+                InventoryError::Spawn(_) => true,
+                InventoryError::ConfigRead(inner) => not_started(inner),
+                _ => false,
+            }
+        }
+        match self {
+            PreviewError::CodexRun { source, .. } => not_started(source),
+            _ => true,
+        }
+    }
+}
+
+impl fmt::Display for PreviewError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PreviewError::Read { path, .. } if path == Path::new("-") => {
+                f.write_str("cannot read standard input")
+            }
+            PreviewError::Read { path, .. } => write!(f, "cannot read {}", ShownPath(path)),
+            PreviewError::LaunchJson { path, .. } => {
+                write!(f, "{} is not a launch command JSON", shown_input(path))
+            }
+            PreviewError::InventoryFile { path, .. } => {
+                write!(
+                    f,
+                    "cannot use {} as Codex's MCP inventory",
+                    shown_input(path)
+                )
+            }
+            PreviewError::BothStdin => {
+                f.write_str("--launch-json and --inventory cannot both read standard input")
+            }
+            PreviewError::NoWorktree { worktree } => write!(
+                f,
+                "--worktree {}: not a directory, so Codex's inventory cannot be taken there",
+                ShownPath(worktree)
+            ),
+            PreviewError::CodexRun { codex_bin, .. } => {
+                write!(
+                    f,
+                    "cannot take the inventory of the MCP servers Codex would start with {}",
+                    ShownPath(codex_bin)
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PreviewError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PreviewError::Read { source, .. } => Some(source),
+            PreviewError::LaunchJson { source, .. } => Some(source),
+            PreviewError::InventoryFile { source, .. } => Some(source),
+            PreviewError::CodexRun { source, .. } => Some(source),
+            PreviewError::BothStdin | PreviewError::NoWorktree { .. } => None,
+        }
+    }
+}
+
+/// `standard input` for `-`, else the escaped path.
+fn shown_input(path: &Path) -> String {
+    if path == Path::new("-") {
+        "standard input".into()
+    } else {
+        ShownPath(path).to_string()
+    }
+}
+
+/// Reads the launch command JSON at `path` (`-`: standard input). `agent_id` (the
+/// `--agent-id` flag) stands in for a payload that lacks one; otherwise the parser's own
+/// error, with its line and column, stands.
+///
+/// # Errors
+/// [`PreviewError::Read`] or [`PreviewError::LaunchJson`].
+pub fn read_launch_command(
+    path: &Path,
+    agent_id: Option<&str>,
+) -> Result<LaunchCommand, PreviewError> {
+    let text = read_input(path)?;
+    parse_launch_command(&text, agent_id).map_err(|source| PreviewError::LaunchJson {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// [`read_launch_command`] of text.
+///
+/// # Errors
+/// The parser's error.
+///
+/// ```
+/// use kcap_mcp_registry::preview::parse_launch_command;
+///
+/// let cmd = parse_launch_command(r#"{"model":"m"}"#, Some("a1")).unwrap();
+/// assert_eq!((cmd.agent_id.as_str(), cmd.model.as_deref()), ("a1", Some("m")));
+/// let err = parse_launch_command(r#"{"model":"m"}"#, None).unwrap_err();
+/// assert_eq!(err.to_string(), "missing field `agent_id` at line 1 column 13");
+/// ```
+pub fn parse_launch_command(
+    text: &str,
+    agent_id: Option<&str>,
+) -> Result<LaunchCommand, serde_json::Error> {
+    let direct = serde_json::from_str::<LaunchCommand>(text);
+    let (Err(e), Some(id)) = (&direct, agent_id) else {
+        return direct;
+    };
+    let _ = e;
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text) {
+        Ok(mut fields) if !fields.contains_key("agent_id") => {
+            fields.insert("agent_id".into(), id.into());
+            serde_json::from_value(serde_json::Value::Object(fields))
+        }
+        _ => direct,
+    }
+}
+
+/// Where `render codex` takes the MCP servers Codex inherits from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InventorySource {
+    /// Saved `codex mcp list --json` output (`-`: standard input).
+    File(PathBuf),
+    /// Run `<codex_bin> mcp list --json` in `worktree` (where the reviewer runs: a trusted
+    /// worktree's `.codex/config.toml` adds servers), or in the current directory.
+    Run {
+        /// The Codex binary; a relative path with a directory part means the current
+        /// directory, not the worktree.
+        codex_bin: PathBuf,
+        /// The reviewer's worktree, if any.
+        worktree: Option<PathBuf>,
+    },
+    /// `--no-inherited-servers`: Codex has none.
+    None,
+}
+
+/// The inventory from `source`.
+///
+/// # Errors
+/// [`PreviewError`]; [`PreviewError::is_input`] tells an unusable input from a Codex run
+/// that failed.
+pub fn take_inventory(source: &InventorySource) -> Result<Vec<InheritedServer>, PreviewError> {
+    match source {
+        InventorySource::None => Ok(Vec::new()),
+        InventorySource::File(path) => {
+            inventory::parse_inventory(&read_input(path)?).map_err(|source| {
+                PreviewError::InventoryFile {
+                    path: path.clone(),
+                    source,
+                }
+            })
+        }
+        InventorySource::Run {
+            codex_bin,
+            worktree,
+        } => {
+            let bin = if codex_bin.components().count() > 1 && codex_bin.is_relative() {
+                std::env::current_dir()
+                    .map_or_else(|_| codex_bin.clone(), |cwd| cwd.join(codex_bin))
+            } else {
+                codex_bin.clone()
+            };
+            let mut codex = std::process::Command::new(&bin);
+            if let Some(worktree) = worktree {
+                if !worktree.is_dir() {
+                    return Err(PreviewError::NoWorktree {
+                        worktree: worktree.clone(),
+                    });
+                }
+                codex.current_dir(worktree);
+            }
+            inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT).map_err(|source| {
+                PreviewError::CodexRun {
+                    codex_bin: codex_bin.clone(),
+                    source,
+                }
+            })
+        }
+    }
+}
+
+/// How `render` prints the argv.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgvFormat {
+    /// One argument per line. Ambiguous for arguments holding a newline: use `Json` or
+    /// `Shell` for those.
+    Lines,
+    /// A compact JSON array of strings, then a newline.
+    Json,
+    /// One line of POSIX shell words (quoted by the `shlex` crate), then a newline: `sh -c
+    /// 'printf "%s\n" "$@"' _ <line>` gives back the argv.
+    Shell,
+}
+
+/// An argv that cannot be printed in the chosen form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgvError {
+    /// The position of the offending argument, from 0 (the message counts from 1).
+    pub index: usize,
+    /// Why `shlex` cannot quote it (described by `Display`).
+    pub source: shlex::QuoteError,
+}
+
+impl fmt::Display for ArgvError {
+    /// Says what the quoting error means for the launch (so `source()` is `None`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.index + 1;
+        match self.source {
+            shlex::QuoteError::Nul => write!(
+                f,
+                "argument {n} contains a NUL character, which no shell word or process argument \
+                 can carry; remove it from the launch values"
+            ),
+            _ => write!(
+                f,
+                "argument {n} cannot be quoted as a shell word ({})",
+                self.source
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ArgvError {}
+
+/// `args` in `format`, ending in a newline.
+///
+/// # Errors
+/// [`ArgvError`] for [`ArgvFormat::Shell`] when an argument contains NUL.
+pub fn format_argv(args: &[String], format: ArgvFormat) -> Result<String, ArgvError> {
+    Ok(match format {
+        ArgvFormat::Lines => args.iter().map(|a| format!("{a}\n")).collect(),
+        ArgvFormat::Json => {
+            let mut out = serde_json::to_string(args).expect("strings serialize");
+            out.push('\n');
+            out
+        }
+        ArgvFormat::Shell => {
+            let mut words = Vec::with_capacity(args.len());
+            for (index, a) in args.iter().enumerate() {
+                words.push(shlex::try_quote(a).map_err(|source| ArgvError { index, source })?);
+            }
+            let mut out = words.join(" ");
+            out.push('\n');
+            out
+        }
+    })
+}
+
+/// Reads `path` as UTF-8 text without one leading byte order mark
+/// ([`crate::decode::strip_bom`]); `-` reads standard input.
+///
+/// # Errors
+/// [`PreviewError::Read`], including for invalid UTF-8.
+pub fn read_input(path: &Path) -> Result<String, PreviewError> {
+    let read = if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map(|_| s)
+    } else {
+        std::fs::read_to_string(path)
+    };
+    let s = read.map_err(|source| PreviewError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match crate::decode::strip_bom(&s).len() {
+        n if n == s.len() => Ok(s),
+        n => Ok(s[s.len() - n..].to_string()),
+    }
+}
