@@ -48,7 +48,11 @@ install() {
     else
         echo "install-acp-peers: installing $package@$version into $peers/$name" >&2
         mkdir -p "$peers/$name"
-        # --no-save: the repo has no package.json and gets none; .peers/ is git-ignored.
+        # The prefix gets a package.json of its own: without one, npm looks for the project
+        # root in the parent directories and prunes the packages it finds there (the other
+        # clients' in .peers/). --no-save leaves it empty; .peers/ is git-ignored.
+        [ -f "$peers/$name/package.json" ] \
+            || printf '{ "private": true }\n' >"$peers/$name/package.json"
         npm install --prefix "$peers/$name" --no-save --no-audit --no-fund --no-package-lock \
             --loglevel=error "$package@$version" >&2 \
             || die "npm install $package@$version failed (see above)"
