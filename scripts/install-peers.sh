@@ -4,6 +4,12 @@
 #   @anthropic-ai/claude-code@2.1.197 -> .peers/node_modules/.bin/claude
 #   @anthropic-ai/claude-code@2.1.328 -> .peers/claude-2.1.328/node_modules/.bin/claude
 #     (the newest Claude Code, in a prefix of its own so both versions coexist)
+#   @google/gemini-cli@0.61.0         -> .peers/gemini/node_modules/.bin/gemini
+#   opencode-ai@1.18.33               -> .peers/opencode/node_modules/.bin/opencode
+#   @github/copilot@1.0.102           -> .peers/copilot/node_modules/.bin/copilot
+#     (each in its own prefix with its own package.json, so no install prunes another's
+#     packages; Copilot's first run unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg, so the
+#     script pre-warms one shared cache, .peers/copilot-cache, for every test run)
 # Both binaries ship inside the npm packages (and their per-platform optional dependencies);
 # nothing else is downloaded. Idempotent: when both binaries already report their pinned
 # versions, nothing is installed. Fails loudly when any binary is missing or reports
@@ -11,6 +17,7 @@
 #   KCAP_CODEX_BIN=…
 #   KCAP_CLAUDE_BIN=…
 #   KCAP_CLAUDE_NEXT_BIN=…
+#   KCAP_GEMINI_BIN=…  KCAP_OPENCODE_BIN=…  KCAP_COPILOT_BIN=…  KCAP_COPILOT_CACHE=…
 # Needs node and npm on PATH. Never contacts a model: every version check runs with a
 # throwaway HOME and CODEX_HOME.
 set -euo pipefail
@@ -18,6 +25,9 @@ set -euo pipefail
 CODEX_VERSION=0.169.0
 CLAUDE_VERSION=2.1.197
 CLAUDE_NEXT_VERSION=2.1.328
+GEMINI_VERSION=0.61.0
+OPENCODE_VERSION=1.18.33
+COPILOT_VERSION=1.0.102
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 peers="$root/.peers"
@@ -86,6 +96,39 @@ else
     claude_next_ok || claude_postinstall "$claude_next_prefix"
 fi
 
+# prefixed NAME PACKAGE VERSION: installs PACKAGE@VERSION into .peers/NAME, a prefix with its
+# own package.json (npm never walks up to another prefix), unless its binary already prints
+# VERSION first in `--version`.
+prefixed() {
+    local name="$1" package="$2" version="$3" prefix="$peers/$1" bin="$peers/$1/node_modules/.bin/$1" got
+    got="$(version_of "$bin" | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true)"
+    if [ "$got" = "$version" ]; then
+        echo "install-peers: $name $version already in $prefix" >&2
+        return
+    fi
+    echo "install-peers: installing $package@$version into $prefix" >&2
+    mkdir -p "$prefix"
+    printf '{\n  "private": true,\n  "dependencies": {\n    "%s": "%s"\n  }\n}\n' \
+        "$package" "$version" > "$prefix/package.json"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error >&2 \
+        || die "npm install $package@$version in $prefix failed (see above)"
+}
+
+prefixed gemini @google/gemini-cli "$GEMINI_VERSION"
+prefixed opencode opencode-ai "$OPENCODE_VERSION"
+prefixed copilot @github/copilot "$COPILOT_VERSION"
+gemini_bin="$peers/gemini/node_modules/.bin/gemini"
+opencode_bin="$peers/opencode/node_modules/.bin/opencode"
+copilot_bin="$peers/copilot/node_modules/.bin/copilot"
+copilot_cache="$peers/copilot-cache"
+mkdir -p "$copilot_cache"
+# Pre-warm Copilot's package cache (its first run unpacks it); offline, in a throwaway home.
+home="$(mktemp -d)"
+env -i PATH="$PATH" HOME="$home" XDG_CACHE_HOME="$copilot_cache" COPILOT_OFFLINE=true \
+    COPILOT_AUTO_UPDATE=false timeout 300 "$copilot_bin" mcp list --json </dev/null >/dev/null 2>&1 \
+    || die "$copilot_bin mcp list --json failed while unpacking into $copilot_cache"
+rm -rf "$home"
+
 got="$(version_of "$codex_bin" || true)"
 [ "$got" = "codex-cli $CODEX_VERSION" ] \
     || die "$codex_bin reports '${got:-nothing}', expected 'codex-cli $CODEX_VERSION'; delete $peers and rerun"
@@ -98,7 +141,15 @@ got="$(version_of "$claude_next_bin" || true)"
 
 echo "KCAP_CODEX_BIN=$codex_bin"
 echo "KCAP_CLAUDE_BIN=$claude_bin"
-echo "KCAP_CLAUDE_NEXT_BIN=$claude_next_bin"
+for pair in "gemini:$GEMINI_VERSION" "opencode:$OPENCODE_VERSION" "copilot:$COPILOT_VERSION"; do
+    name="${pair%%:*}" version="${pair#*:}"
+    got="$(version_of "$peers/$name/node_modules/.bin/$name" | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true)"
+    [ "$got" = "$version" ] \
+        || die "$peers/$name/node_modules/.bin/$name reports '${got:-nothing}', expected '$version'; delete $peers/$name and rerun"
+done
 
-# The ACP clients (Gemini CLI, OpenCode) have their own script and npm prefixes.
-bash "$root/scripts/install-acp-peers.sh"
+echo "KCAP_CLAUDE_NEXT_BIN=$claude_next_bin"
+echo "KCAP_GEMINI_BIN=$gemini_bin"
+echo "KCAP_OPENCODE_BIN=$opencode_bin"
+echo "KCAP_COPILOT_BIN=$copilot_bin"
+echo "KCAP_COPILOT_CACHE=$copilot_cache"

@@ -28,6 +28,10 @@ use crate::clients::Client;
 use crate::clients::claude::loader::{self as claude, ClaudeFile};
 use crate::clients::codex::loader as codex;
 use crate::clients::loaded::{Loaded, Span};
+use crate::clients::{
+    antigravity::loader as antigravity, copilot::loader as copilot, cursor::loader as cursor,
+    gemini::loader as gemini, kiro::loader as kiro, opencode::loader as opencode,
+};
 use crate::diagnostic::{Location, ShownPath, SourceText};
 use crate::export::registrations;
 use crate::report::Finding;
@@ -49,6 +53,8 @@ pub struct AgainstOptions {
     /// Codex CLI: the profile (`--profile NAME`), read from `NAME.config.toml` next to the
     /// file and merged over it.
     pub codex_profile: Option<String>,
+    /// The client that reads the file; `None` tells it from the file ([`detect_client`]).
+    pub client: Option<Client>,
 }
 
 /// One effective server set checked: a file, or one project's view of a `~/.claude.json`.
@@ -87,14 +93,6 @@ pub enum RegistrationError {
         /// Why neither client's format fits.
         why: String,
     },
-    /// The file is this client's, and this crate has no model of how the client loads it
-    /// yet (only Claude Code and Codex CLI have one).
-    NoLoaderModel {
-        /// The path as the user gave it.
-        path: PathBuf,
-        /// The client whose file it is.
-        client: Client,
-    },
 }
 
 impl fmt::Display for RegistrationError {
@@ -104,13 +102,6 @@ impl fmt::Display for RegistrationError {
             RegistrationError::UnknownClient { path, why } => {
                 write!(f, "{}: {why}", ShownPath(path))
             }
-            RegistrationError::NoLoaderModel { path, client } => write!(
-                f,
-                "{} is {}'s file, which has no loader model yet: only Claude Code and Codex \
-                 CLI files can be checked",
-                ShownPath(path),
-                client.display_name()
-            ),
         }
     }
 }
@@ -119,19 +110,39 @@ impl std::error::Error for RegistrationError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RegistrationError::Read { source, .. } => Some(source),
-            RegistrationError::UnknownClient { .. } | RegistrationError::NoLoaderModel { .. } => {
-                None
-            }
+            RegistrationError::UnknownClient { .. } => None,
         }
     }
 }
 
-/// Which client reads `path` holding `text`: `.json` files are Claude Code's, `.toml` files
-/// Codex CLI's; otherwise strict JSON is Claude Code's and TOML is Codex CLI's.
+/// Which client reads `path` holding `text`.
+///
+/// By the file's name first, as each client names it (facts, "Registration"):
+/// `opencode.json`/`opencode.jsonc` is OpenCode's, `mcp-config.json` Copilot CLI's,
+/// `mcp_config.json` Antigravity's, `settings.json` in a `.gemini` directory Gemini CLI's,
+/// `mcp.json` in a `.cursor` directory Cursor's and in a `settings` directory (`.kiro/settings`)
+/// Kiro's. Then by extension: other `.json` files are Claude Code's, `.toml` files Codex CLI's.
+/// Otherwise by content: strict JSON is Claude Code's, TOML Codex CLI's. A file named
+/// otherwise is checked as another client's with `--client`.
 ///
 /// # Errors
-/// A sentence saying why neither fits.
+/// A sentence saying why no client fits.
 pub fn detect_client(path: &Path, text: &str) -> Result<Client, String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    match (parent, name) {
+        (_, "opencode.json" | "opencode.jsonc") => return Ok(Client::OpenCode),
+        (_, "mcp-config.json") => return Ok(Client::Copilot),
+        (_, "mcp_config.json") => return Ok(Client::Antigravity),
+        (".gemini", "settings.json") => return Ok(Client::Gemini),
+        (".cursor", "mcp.json") => return Ok(Client::Cursor),
+        ("settings", "mcp.json") => return Ok(Client::Kiro),
+        _ => {}
+    }
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => return Ok(Client::Claude),
         Some("toml") => return Ok(Client::Codex),
@@ -147,7 +158,7 @@ pub fn detect_client(path: &Path, text: &str) -> Result<Client, String> {
         Err(toml_err) => Err(format!(
             "is neither a Claude Code .mcp.json or ~/.claude.json (JSON) nor a Codex config.toml \
              (TOML): it is not JSON ({}) and not TOML ({}); name it *.json or *.toml to have \
-             it checked as that client's file",
+             it checked as that client's file, or name the client with `--client`",
             json.err().map(|e| e.to_string()).unwrap_or_default(),
             toml_err.message().trim_end()
         )),
@@ -173,10 +184,13 @@ pub fn check_against(
         source,
     })?;
     let text = String::from_utf8_lossy(&bytes);
-    let client = detect_client(path, &text).map_err(|why| RegistrationError::UnknownClient {
-        path: path.to_path_buf(),
-        why,
-    })?;
+    let client = match opts.client {
+        Some(client) => client,
+        None => detect_client(path, &text).map_err(|why| RegistrationError::UnknownClient {
+            path: path.to_path_buf(),
+            why,
+        })?,
+    };
     let env = |name: &str| std::env::var(name).ok();
     let mut out = Vec::new();
     let mut push = |project: Option<String>, loaded: Loaded| {
@@ -243,12 +257,12 @@ pub fn check_against(
             );
             push(None, loaded);
         }
-        other => {
-            return Err(RegistrationError::NoLoaderModel {
-                path: path.to_path_buf(),
-                client: other,
-            });
-        }
+        Client::Gemini => push(None, gemini::load(&shown, &bytes, &env)),
+        Client::OpenCode => push(None, opencode::load(&shown, &bytes, &env)),
+        Client::Copilot => push(None, copilot::load(&shown, &bytes, &env)),
+        Client::Cursor => push(None, cursor::load(&shown, &bytes)),
+        Client::Kiro => push(None, kiro::load(&shown, &bytes)),
+        Client::Antigravity => push(None, antigravity::load(&shown, &bytes)),
     }
     Ok(out)
 }
@@ -351,6 +365,10 @@ impl Drift {
 
     /// This drift as a [`Finding`] at its location, with a message saying what the client
     /// does and a help saying how to fix it.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one message and help per drift kind, each worded for its client"
+    )]
     pub fn finding(&self) -> Finding {
         let server = self.server.escape_debug();
         let client = client_name(self.client);
@@ -374,10 +392,17 @@ impl Drift {
                 format!("skipped by {client}: MCP server `{server}` in {file}: {reason}"),
                 format!("write the entry as the export does, or {regenerate}"),
             ),
-            DriftKind::Disabled => (
-                format!("not started by {client}: MCP server `{server}` in {file} has `enabled = false`"),
-                format!("remove `enabled = false`, or {regenerate}"),
-            ),
+            DriftKind::Disabled => {
+                let off = match self.client {
+                    Client::Copilot => "\"disabled\": true",
+                    Client::OpenCode => "\"enabled\": false",
+                    _ => "enabled = false",
+                };
+                (
+                    format!("not started by {client}: MCP server `{server}` in {file} has `{off}`"),
+                    format!("remove `{off}`, or {regenerate}"),
+                )
+            }
             DriftKind::Remote { url } => (
                 format!(
                     "{client} connects MCP server `{server}` in {file} to {} instead of running the kcap command",
@@ -427,13 +452,21 @@ impl Drift {
                 ),
                 format!("remove `enabled_tools` and `disabled_tools` from it, or {regenerate}"),
             ),
-            DriftKind::Expansion { fields } => (
-                format!(
-                    "{client} expands `${{…}}` in MCP server `{server}` in {file} ({}), so what runs depends on each session's environment",
-                    fields.join(", ")
-                ),
-                "write the values without `${`: Claude Code offers no escape".into(),
-            ),
+            DriftKind::Expansion { fields } => {
+                let (what, how) = match self.client {
+                    Client::Gemini => ("`$…`", "without `$`: Gemini CLI"),
+                    Client::OpenCode => ("`{env:…}`", "without `{env:`: OpenCode"),
+                    Client::Copilot => ("`${…}`", "without `${`: Copilot CLI"),
+                    _ => ("`${…}`", "without `${`: Claude Code"),
+                };
+                (
+                    format!(
+                        "{client} expands {what} in MCP server `{server}` in {file} ({}), so what runs depends on each session's environment",
+                        fields.join(", ")
+                    ),
+                    format!("write the values {how} offers no escape"),
+                )
+            }
         };
         Finding {
             file: self.file.clone(),
@@ -524,6 +557,7 @@ pub fn drift(
         return out;
     }
     for entry in registrations(entries) {
+        let expected_args = crate::export::registration_args(entry, client);
         if let Some(s) = loaded.started.iter().find(|s| s.name == entry.id) {
             let field = |f: &str| s.fields.get(f).or(Some(&s.span));
             if !s.expanded.is_empty() {
@@ -545,11 +579,11 @@ pub fn drift(
                     field("command"),
                 );
             }
-            if s.args != entry.args {
+            if s.args != expected_args {
                 make(
                     &entry.id,
                     DriftKind::Args {
-                        expected: entry.args.clone(),
+                        expected: expected_args.clone(),
                         found: s.args.clone(),
                     },
                     field("args"),
@@ -613,7 +647,7 @@ pub fn drift(
                 &entry.id,
                 DriftKind::Missing {
                     command: command.into(),
-                    args: entry.args.clone(),
+                    args: expected_args.clone(),
                 },
                 None,
             );

@@ -21,7 +21,9 @@
 //!   not recorded, but identical → adopted; otherwise → divergent, left alone and reported.
 //!   An owned entry of a server the registry no longer registers is removed.
 //! - **Unregister** ([`uninstall`]) removes only owned entries whose fingerprint still
-//!   matches; an edited one is kept and reported. A block that becomes empty is dropped,
+//!   matches; an edited one is kept and reported. An entry no ledger records (the ledger was
+//!   deleted) is removed when it is identical to the entry `install` registers (`install`
+//!   would adopt it, so it is kcap's), and otherwise left in place and reported. A block that becomes empty is dropped,
 //!   unless it was already there, empty, when kcap first wrote into it (so install then
 //!   uninstall gives the original bytes back).
 //! - **Refusals.** A file that is not valid in the client's syntax, whose top level or block
@@ -76,6 +78,15 @@ pub enum Action {
     KeptEdited,
     /// Recorded as kcap's but no longer in the file: forgotten.
     Forgotten,
+    /// Uninstall: not recorded (the ledger was lost, or never written), but identical to the
+    /// entry `install` registers, which `install` would adopt: adopted, then removed.
+    RemovedUnrecorded,
+    /// Uninstall: named like a registry server, not recorded, and different from the entry
+    /// `install` registers: not kcap's to remove, so left in place and reported.
+    LeftUnowned,
+    /// `doctor --fix`: a Claude Code project-scope entry identical to the user scope's and
+    /// to kcap's: removed (the project runs the user-scope entry).
+    RemovedDuplicate,
 }
 
 impl Action {
@@ -90,6 +101,9 @@ impl Action {
             Action::Removed => "removed",
             Action::KeptEdited => "kept",
             Action::Forgotten => "forgotten",
+            Action::RemovedUnrecorded => "removed",
+            Action::LeftUnowned => "left",
+            Action::RemovedDuplicate => "removed",
         }
     }
 
@@ -115,6 +129,19 @@ impl Action {
                  you no longer want it"
             }
             Action::Forgotten => "already gone from the file; forgotten",
+            Action::RemovedUnrecorded => {
+                "no ledger records it, but it is identical to the entry kcap registers, so it \
+                 is kcap's: adopted, then removed"
+            }
+            Action::RemovedDuplicate => {
+                "identical to the user scope's entry and to kcap's; the project now runs the \
+                 user-scope entry"
+            }
+            Action::LeftUnowned => {
+                "left in place: no ledger records it and it differs from the entry kcap \
+                 registers, so it is not kcap's to remove; if kcap wrote it with another \
+                 --kcap-bin or --server-url, run uninstall with those, or remove it by hand"
+            }
         }
     }
 }
@@ -329,28 +356,60 @@ pub fn install(
             .filter(|n| !servers.iter().any(|(s, _)| s == *n))
             .cloned()
             .collect();
-        remove_owned(doc, format, &existing, ledger, &stale, actions);
+        if remove_owned(doc, format, &existing, ledger, &stale, actions) && !ledger.block_was_empty
+        {
+            doc.remove_block_if_empty(format.block);
+        }
         Ok(())
     })
 }
 
-/// Removes from `config` the entries kcap wrote whose fingerprint still matches.
+/// Removes from `config` the entries kcap wrote whose fingerprint still matches, and the
+/// entries of `servers` (as for [`install`]) that no ledger records but that are identical
+/// to the entry `install` registers ([`Action::RemovedUnrecorded`]): `install` would adopt
+/// them, so they are kcap's even when the ledger was deleted. An entry named like one of
+/// `servers`, not recorded and different is left in place and reported
+/// ([`Action::LeftUnowned`]).
 ///
 /// # Errors
 /// As [`install`].
 pub fn uninstall(
     format: &RegistrationFormat,
     config: &Path,
+    servers: &[(String, Node)],
     dry_run: bool,
 ) -> Result<Outcome, InstallError> {
     run(format, config, dry_run, false, |doc, ledger, actions| {
         let existing = doc.entries(format.block)?.unwrap_or_default();
         let owned: Vec<String> = ledger.entries.keys().cloned().collect();
-        remove_owned(doc, format, &existing, ledger, &owned, actions);
+        let mut unrecorded = Vec::new();
+        for (name, node) in servers {
+            if ledger.entries.contains_key(name) {
+                continue;
+            }
+            if let Some((_, value)) = existing.iter().find(|(n, _)| n == name) {
+                if fingerprint(value) == fingerprint(&node.to_json()) {
+                    unrecorded.push(name.clone());
+                } else {
+                    actions.push((name.clone(), Action::LeftUnowned));
+                }
+            }
+        }
+        let mut removed = remove_owned(doc, format, &existing, ledger, &owned, actions);
+        for name in unrecorded {
+            doc.remove(format.block, &name);
+            removed = true;
+            actions.push((name, Action::RemovedUnrecorded));
+        }
+        if removed && !ledger.block_was_empty {
+            doc.remove_block_if_empty(format.block);
+        }
         Ok(())
     })
 }
 
+/// Removes the entries `names` of `ledger` whose fingerprint still matches; returns whether
+/// one was removed from the file.
 fn remove_owned(
     doc: &mut Doc,
     format: &RegistrationFormat,
@@ -358,7 +417,7 @@ fn remove_owned(
     ledger: &mut Ledger,
     names: &[String],
     actions: &mut Vec<(String, Action)>,
-) {
+) -> bool {
     let mut removed = false;
     for name in names {
         let Some(recorded) = ledger.entries.remove(name) else {
@@ -375,9 +434,7 @@ fn remove_owned(
         };
         actions.push((name.clone(), action));
     }
-    if removed && !ledger.block_was_empty {
-        doc.remove_block_if_empty(format.block);
-    }
+    removed
 }
 
 /// Reads, edits with `edit`, and writes back (unless `dry_run`), under the lock; `create_dir`:
@@ -527,28 +584,115 @@ fn read_ledger(path: &Path, client: Client) -> Result<Option<Ledger>, InstallErr
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(error(path, format!("cannot read the ledger: {e}"))),
     };
-    let ledger: Ledger = serde_json::from_str(&text).map_err(|e| {
-        error(
-            path,
-            format!(
-                "is not a kcap ledger ({e}); it records which entries kcap wrote: restore it, \
-                 or remove it to have identical entries adopted and the rest left alone"
-            ),
+    parse_ledger(&text, client)
+        .map(Some)
+        .map_err(|p| error(path, p))
+}
+
+fn parse_ledger(text: &str, client: Client) -> Result<Ledger, String> {
+    let ledger: Ledger = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "is not a kcap ledger ({e}); it records which entries kcap wrote: restore it, \
+             or remove it to have identical entries adopted and the rest left alone"
         )
     })?;
     if ledger.version != 1 || ledger.client != client.name() {
-        return Err(error(
-            path,
-            format!(
-                "is a ledger of version {} for client `{}`, not version 1 for `{}`; use the \
-                 matching --client, or remove it",
-                ledger.version,
-                ledger.client.escape_debug(),
-                client.name()
-            ),
+        return Err(format!(
+            "is a ledger of version {} for client `{}`, not version 1 for `{}`; use the \
+             matching --client, or remove it",
+            ledger.version,
+            ledger.client.escape_debug(),
+            client.name()
         ));
     }
-    Ok(Some(ledger))
+    Ok(ledger)
+}
+
+/// The entries a ledger's `text` records for `client`: name → fingerprint.
+///
+/// # Errors
+/// A sentence (the one `install` refuses the ledger with) when `text` is not a version 1
+/// ledger of `client`.
+pub fn ledger_entries(text: &str, client: Client) -> Result<BTreeMap<String, String>, String> {
+    parse_ledger(text, client).map(|l| l.entries)
+}
+
+/// The entries of `format`'s block in the config `text` (a leading byte order mark
+/// allowed), read as `install` reads them: `None` when there is no block.
+///
+/// # Errors
+/// The sentence `install` refuses the file with: not valid in the client's syntax, a top
+/// level or block that is not an object/table, a server named twice, an empty file the
+/// client does not accept.
+pub fn block_entries(
+    format: &RegistrationFormat,
+    text: &str,
+) -> Result<Option<Vec<(String, Value)>>, String> {
+    let text = text.strip_prefix(BOM).unwrap_or(text);
+    Doc::parse(format, text, true)?.entries(format.block)
+}
+
+/// A same-named entry in a Claude Code project's local scope (`projects.<dir>.mcpServers`
+/// of `~/.claude.json`) to remove, because it duplicates the user scope's entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectDuplicate {
+    /// The project directory, the key under `projects`.
+    pub project: String,
+    /// The server's name.
+    pub name: String,
+    /// The [`fingerprint`] both the local and the user-scope entry must still have.
+    pub fingerprint: String,
+}
+
+/// Removes `duplicates` from Claude Code's `~/.claude.json` `config` (used by `doctor
+/// --fix`), with `install`'s lock, atomic write and refusals. Under the lock, each is
+/// checked again: it is removed only when both the local-scope entry and the user scope's
+/// entry of that name still have its fingerprint (so the project then runs the identical
+/// user-scope entry, [`Action::RemovedDuplicate`]), and otherwise left alone
+/// ([`Action::Divergent`]). An emptied local
+/// `mcpServers` stays (Claude Code writes one, empty, for every project). The ledger, which
+/// records user-scope entries only, is not touched. Each action is named
+/// `<name> (project <dir>)`.
+///
+/// # Errors
+/// As [`install`].
+pub fn remove_claude_project_duplicates(
+    config: &Path,
+    duplicates: &[ProjectDuplicate],
+    dry_run: bool,
+) -> Result<Outcome, InstallError> {
+    let format = Client::Claude.registration();
+    run(format, config, dry_run, false, |doc, _ledger, actions| {
+        let user = doc.entries(format.block).ok().flatten().unwrap_or_default();
+        let Doc::Json(root) = doc else {
+            return Ok(());
+        };
+        let root = root.object_value().expect("checked at parse");
+        for dup in duplicates {
+            let user_matches = user
+                .iter()
+                .any(|(n, v)| *n == dup.name && fingerprint(v) == dup.fingerprint);
+            let prop = root
+                .object_value("projects")
+                .and_then(|p| p.object_value(&dup.project))
+                .and_then(|p| p.object_value(format.block))
+                .and_then(|s| s.get(&dup.name));
+            let local_matches = prop.as_ref().is_some_and(|p| {
+                p.value()
+                    .and_then(|v| v.to_serde_value())
+                    .is_some_and(|v| fingerprint(&v) == dup.fingerprint)
+            });
+            let action = match prop {
+                Some(prop) if user_matches && local_matches => {
+                    prop.remove();
+                    Action::RemovedDuplicate
+                }
+                _ => Action::Divergent,
+            };
+            actions.push((format!("{} (project {})", dup.name, dup.project), action));
+        }
+        Ok(())
+    })
 }
 
 /// Writes `bytes` to `path` by a rename from a synced temporary file in the same directory,

@@ -1,7 +1,8 @@
 //! `kcap-mcp-registry`: check, inspect, render and export the kcap MCP server registry.
 //!
 //! This file only parses arguments and prints; every rule, comparison and format lives in
-//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `preview`).
+//! the library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `preview`,
+//! `install`, `doctor`).
 //!
 //! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
 //! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal,
@@ -20,6 +21,7 @@ use kcap_mcp_registry::clients::plan::LaunchId;
 use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
 use kcap_mcp_registry::clients::{gemini, opencode};
 use kcap_mcp_registry::diagnostic::{self, ShownPath, printable};
+use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
@@ -169,12 +171,33 @@ Example:
     Install(InstallArgs),
     /// Remove the entries `install` wrote from a client's config file (edited ones are kept).
     #[command(after_help = "\
+Removes the entries the ledger records as kcap's and unchanged since, and entries no ledger
+records that are identical to what install registers with the same --kcap-bin and
+--server-url (a deleted ledger). An entry named like a registry server that differs and is
+not recorded is left in place and reported (`left …`). An entry kcap wrote and that was
+edited since is kept (exit 1).
+
 Example:
   kcap-mcp-registry uninstall --client gemini --dry-run")]
-    Uninstall {
-        #[command(flatten)]
-        target: InstallTarget,
-    },
+    Uninstall(InstallArgs),
+    /// Find what is wrong with kcap's registrations in every client's config file.
+    #[command(after_help = "\
+Checks the default registration file of each client (Claude Code, Codex CLI, Gemini CLI,
+OpenCode, Copilot CLI, Cursor, Kiro, Antigravity; honouring CLAUDE_CONFIG_DIR, CODEX_HOME,
+COPILOT_HOME, KIRO_HOME, XDG_CONFIG_HOME) for: files that cannot be read or that the client
+would refuse (doctor-unreadable, doctor-malformed); in ~/.claude.json, project-scope entries
+named like a user-scope kcap entry, identical to it and to kcap's (doctor-duplicate,
+removable with --fix) or not (doctor-conflict, kept); kcap entries whose command does not
+exist (doctor-stale-command) or is not the current kcap binary (doctor-outdated-command) or
+that differ in more (doctor-divergent); registry servers missing where kcap is installed
+(doctor-missing).
+
+Exit codes: 0 nothing found; 1 findings; 2 a file could not be read (or a usage error).
+
+Examples:
+  kcap-mcp-registry doctor --kcap-bin /usr/local/bin/kcap
+  kcap-mcp-registry doctor --config codex=./config.toml --client codex --format json")]
+    Doctor(DoctorArgs),
     /// Show what changes between two registries (e.g. a pull request's base and head),
     /// security-relevant flips first.
     #[command(
@@ -226,7 +249,8 @@ struct CheckArgs {
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
-    /// A Claude Code .mcp.json or Codex config.toml that must register exactly the
+    /// A client's registration file (any of the eight clients': .mcp.json, config.toml,
+    /// settings.json, opencode.json, mcp-config.json, …) that must register exactly the
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]
     against: Vec<PathBuf>,
@@ -248,6 +272,10 @@ struct CheckArgs {
     /// next to the file and merged over it.
     #[arg(long, value_name = "NAME", requires = "against")]
     codex_profile: Option<String>,
+    /// The client that reads every --against file (default: told from each file's name,
+    /// then its extension, then its content).
+    #[arg(long, value_enum, requires = "against")]
+    client: Option<ClientArg>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -445,20 +473,67 @@ struct InstallTarget {
 }
 
 #[derive(Args)]
+struct DoctorArgs {
+    /// Output format: human (summary on stdout, findings on stderr), json or github (on
+    /// stdout).
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    format: CheckFormat,
+    /// Check only this client (repeatable) [default: all eight].
+    #[arg(long, value_enum)]
+    client: Vec<ClientArg>,
+    /// Check PATH as CLIENT's file instead of its default location (repeatable), e.g.
+    /// `claude=/home/me/.claude.json`.
+    #[arg(long, value_name = "CLIENT=PATH", value_parser = client_config)]
+    config: Vec<(ClientArg, PathBuf)>,
+    #[command(flatten)]
+    source: RegistrySource,
+    /// The current kcap binary, the command kcap's entries should run.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
+    kcap_bin: String,
+    /// The URL install was given with --server-url, if any.
+    #[arg(long, value_name = "URL")]
+    server_url: Option<String>,
+    /// Remove the removable duplicates (doctor-duplicate) from ~/.claude.json, with
+    /// install's lock and atomic write, then report what is left.
+    #[arg(long)]
+    fix: bool,
+}
+
+/// `CLIENT=PATH` of `doctor --config`.
+fn client_config(s: &str) -> Result<(ClientArg, PathBuf), String> {
+    let (client, path) = s
+        .split_once('=')
+        .ok_or("expected CLIENT=PATH, e.g. codex=/home/me/.codex/config.toml")?;
+    let client = ClientArg::from_str(client, true).map_err(|_| {
+        format!(
+            "unknown client `{}`; one of: claude, codex, gemini, opencode, copilot, cursor, \
+             kiro, antigravity",
+            client.escape_debug()
+        )
+    })?;
+    if path.is_empty() {
+        return Err("the PATH after `=` is empty".into());
+    }
+    Ok((client, PathBuf::from(path)))
+}
+
+#[derive(Args)]
 struct InstallArgs {
     #[command(flatten)]
     target: InstallTarget,
     #[command(flatten)]
     source: RegistrySource,
-    /// The kcap binary, the command of every server.
+    /// The kcap binary, the command of every server (uninstall: the one install was given,
+    /// to recognise kcap's entries that no ledger records).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_COMMAND, alias = "command")]
     kcap_bin: String,
-    /// Write each server's `server_url` env vars with this URL.
+    /// Write each server's `server_url` env vars with this URL (uninstall: the one install
+    /// was given).
     #[arg(long, value_name = "URL")]
     server_url: Option<String>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ClientArg {
     Claude,
     Codex,
@@ -641,7 +716,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Render(client) => render(*client),
         Command::Export(what) => export(what),
         Command::Install(args) => install(args),
-        Command::Uninstall { target } => uninstall(target),
+        Command::Uninstall(args) => uninstall(args),
+        Command::Doctor(args) => doctor(args),
         Command::Diff(args) => {
             let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
                 (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
@@ -762,6 +838,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     let opts = AgainstOptions {
         project: args.project.clone(),
         codex_profile: args.codex_profile.clone(),
+        client: args.client.map(ClientArg::client),
     };
     let mut files = Vec::new();
     for path in &args.against {
@@ -1010,6 +1087,20 @@ fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
     }
 }
 
+/// The entries `install` (and `uninstall`, to recognise them) works with.
+fn servers(
+    args: &InstallArgs,
+    format: &export::RegistrationFormat,
+) -> Result<Vec<(String, export::Node)>, CliError> {
+    let entries = load(args.source.registry.as_deref())?;
+    let opts = RegistrationOptions {
+        command: args.kcap_bin.clone(),
+        server_url: args.server_url.clone(),
+        project_dir: None,
+    };
+    export::registration_entries(format, &entries, &opts).map_err(CliError::usage)
+}
+
 fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
     let format = args.target.client.client().registration();
     let config = config_path(&args.target)?;
@@ -1024,13 +1115,7 @@ fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
             ShownPath(&config)
         )));
     }
-    let entries = load(args.source.registry.as_deref())?;
-    let opts = RegistrationOptions {
-        command: args.kcap_bin,
-        server_url: args.server_url,
-        project_dir: None,
-    };
-    let servers = export::registration_entries(format, &entries, &opts).map_err(CliError::usage)?;
+    let servers = servers(&args, format)?;
     print_outcome(kcap_mcp_registry::install::install(
         format,
         &config,
@@ -1039,14 +1124,132 @@ fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
     ))
 }
 
-fn uninstall(target: InstallTarget) -> Result<ExitCode, CliError> {
-    let format = target.client.client().registration();
-    let config = config_path(&target)?;
+fn uninstall(args: InstallArgs) -> Result<ExitCode, CliError> {
+    let format = args.target.client.client().registration();
+    let config = config_path(&args.target)?;
+    let servers = servers(&args, format)?;
     print_outcome(kcap_mcp_registry::install::uninstall(
         format,
         &config,
-        target.dry_run,
+        &servers,
+        args.target.dry_run,
     ))
+}
+
+/// The file `command` runs, canonical: an absolute (or relative) path that is a file, or a
+/// bare name found in a `PATH` directory; `None` when there is none.
+fn resolve_command(command: &str) -> Option<PathBuf> {
+    let path = Path::new(command);
+    let found = if path.components().count() > 1 || path.is_absolute() {
+        path.is_file().then(|| path.to_path_buf())
+    } else {
+        let dirs = std::env::var_os("PATH")?;
+        std::env::split_paths(&dirs)
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(|d| d.join(command))
+            .find(|p| p.is_file())
+    }?;
+    std::fs::canonicalize(found).ok()
+}
+
+fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
+    let entries = load(args.source.registry.as_deref())?;
+    let opts = RegistrationOptions {
+        command: args.kcap_bin.clone(),
+        server_url: args.server_url.clone(),
+        project_dir: None,
+    };
+    let mut targets = Vec::new();
+    for client in ClientArg::value_variants() {
+        if !args.client.is_empty() && !args.client.contains(client) {
+            continue;
+        }
+        let given = args.config.iter().rev().find(|(c, _)| c == client);
+        let (path, explicit) = match given {
+            Some((_, path)) => (path.clone(), true),
+            None => {
+                let path =
+                    (client.client().registration().default_config)(&|name| std::env::var_os(name))
+                        .map_err(|e| {
+                            CliError::usage(format!(
+                                "{}: {e} (or --client to check other clients only)",
+                                client.client().display_name()
+                            ))
+                        })?;
+                (path, false)
+            }
+        };
+        targets.push((client.client(), path, explicit));
+    }
+    let diagnose = || {
+        let files: Vec<ClientFile> = targets
+            .iter()
+            .map(|(c, p, e)| ClientFile::read(*c, p.clone(), *e))
+            .collect();
+        doctor::diagnose(&doctor::Input {
+            entries: &entries,
+            opts: &opts,
+            files: &files,
+            resolve: &resolve_command,
+        })
+        .map_err(CliError::usage)
+    };
+    let mut report = diagnose()?;
+    if args.fix && !report.removable.is_empty() {
+        let mut by_file: Vec<(PathBuf, Vec<_>)> = Vec::new();
+        for (path, dup) in &report.removable {
+            match by_file.iter_mut().find(|(p, _)| p == path) {
+                Some((_, dups)) => dups.push(dup.clone()),
+                None => by_file.push((path.clone(), vec![dup.clone()])),
+            }
+        }
+        for (path, dups) in by_file {
+            let outcome =
+                kcap_mcp_registry::install::remove_claude_project_duplicates(&path, &dups, false)
+                    .map_err(CliError::usage)?;
+            err!("{}", outcome.report());
+            if outcome.changed {
+                errln!("wrote {}", ShownPath(&outcome.config));
+            }
+        }
+        report = diagnose()?;
+    }
+    let findings = report.findings();
+    match args.format {
+        CheckFormat::Human => {
+            for c in &report.clients {
+                let status = match c.status {
+                    doctor::Status::NoFile => "no file".to_string(),
+                    doctor::Status::NotInstalled => "no kcap servers".to_string(),
+                    doctor::Status::Installed { registered, of } => {
+                        format!("kcap installed, {registered} of {of} registry servers registered")
+                    }
+                    doctor::Status::Unusable => "cannot be used (see below)".to_string(),
+                };
+                outln!("{}: {}: {status}", c.client.name(), ShownPath(&c.path));
+            }
+            if findings.is_empty() {
+                outln!("ok: no problems found");
+            } else {
+                err!(
+                    "{}",
+                    report::human(&findings, "doctor finding", stderr_color())
+                );
+            }
+        }
+        CheckFormat::Json => out!("{}", report::json(&findings)),
+        CheckFormat::Github => out!("{}", report::github(&findings)),
+    }
+    if report.has_unreadable() {
+        return Err(CliError::usage(
+            "a registration file or ledger could not be read (doctor-unreadable)",
+        ));
+    }
+    if findings.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(CliError::Found(None))
+    }
 }
 
 /// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or

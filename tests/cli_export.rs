@@ -391,7 +391,12 @@ fn every_client_refuses_values_it_expands() {
     assert!(
         stdout_of(&["export", "codex", "--command", "/opt/${D}/kcap"]).contains("/opt/${D}/kcap")
     );
-    assert!(stdout_of(&["export", "gemini", "--command", "/opt/$D/kcap"]).contains("/opt/$D/kcap"));
+    // Gemini CLI 0.61.0 expands `$D` in `command` too (measured, see
+    // src/clients/gemini/registration.rs), so it is refused there.
+    assert_eq!(
+        run(&["export", "gemini", "--command", "/opt/$D/kcap"]).code,
+        2
+    );
     assert!(
         stdout_of(&["export", "opencode", "--command", "/opt/${D}/kcap"])
             .contains("/opt/${D}/kcap")

@@ -1,6 +1,5 @@
 //! Conformance of the ACP launch plans against the real clients: Gemini CLI 0.61.0 and
-//! OpenCode 1.18.33 (issue 14). Install them with `bash scripts/install-acp-peers.sh` (which
-//! `scripts/install-peers.sh` runs too), then run
+//! OpenCode 1.18.33 (issue 14). Install them with `bash scripts/install-peers.sh`, then run
 //! `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… cargo test --test conformance_acp`.
 //!
 //! Each test renders a [`LaunchPlan`] under a hostile environment and carries it out as the

@@ -847,7 +847,7 @@ fn round_trip(client: Client, name: &str, original: &str) -> (String, String) {
         );
     }
     let middle = std::fs::read_to_string(&config).unwrap();
-    install::uninstall(format, &config, false).unwrap();
+    install::uninstall(format, &config, &servers, false).unwrap();
     (middle, std::fs::read_to_string(&config).unwrap())
 }
 
@@ -872,4 +872,59 @@ proptest! {
         let (_, after) = round_trip(Client::Gemini, "settings.json", &original);
         prop_assert_eq!(after, original);
     }
+}
+
+#[test]
+fn uninstall_without_the_ledger_removes_entries_identical_to_kcaps_and_reports_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, CODEX_USER).unwrap();
+    assert_eq!(install_cli("codex", &config, &[]).code, 0);
+    // One of kcap's entries edited by the user, then the ledger lost.
+    let edited = read(&config).replace(
+        "args = [\"mcp\", \"memory\"]\n",
+        "args = [\"mcp\", \"memory\", \"--mine\"]\n",
+    );
+    std::fs::write(&config, &edited).unwrap();
+    std::fs::remove_file(install::ledger_path(&config)).unwrap();
+
+    let r = uninstall_cli("codex", &config, &["--dry-run"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read(&config), edited);
+
+    let r = uninstall_cli("codex", &config, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("removed ").count(), 5, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("removed kcap-review: no ledger records it, but it is identical"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("left kcap-memory: left in place: no ledger records it"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("wrote "), "{}", r.stderr);
+    let parsed: toml::Table = toml::from_str(&read(&config)).unwrap();
+    let left: Vec<&String> = parsed["mcp_servers"].as_table().unwrap().keys().collect();
+    assert_eq!(left, ["kcap-memory", "mine"]);
+    assert!(!install::ledger_path(&config).exists());
+
+    // Entries written with another --kcap-bin are recognised when uninstall gets the same.
+    std::fs::write(&config, CODEX_USER).unwrap();
+    assert_eq!(
+        install_cli("codex", &config, &["--kcap-bin", "/opt/kcap"]).code,
+        0
+    );
+    std::fs::remove_file(install::ledger_path(&config)).unwrap();
+    let r = uninstall_cli("codex", &config, &[]);
+    assert_eq!(r.code, 0);
+    assert_eq!(r.stderr.matches("\nleft ").count() + 1, 6, "{}", r.stderr);
+    assert!(r.stderr.starts_with("left kcap-analytics: left in place"));
+    let r = uninstall_cli("codex", &config, &["--kcap-bin", "/opt/kcap"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(read(&config), CODEX_USER);
 }

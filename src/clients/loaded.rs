@@ -186,7 +186,6 @@ impl Node {
 /// The parser's message and the byte offset it points at.
 #[cfg(feature = "cli")]
 pub(crate) fn parse_json(text: &str, source: usize) -> Result<Node, (String, usize)> {
-    use jsonc_parser::ast::{ObjectPropName, Value};
     // Strictness from serde_json (no comments, trailing commas, single quotes, …); spans
     // from jsonc-parser, which is run with every extension off.
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
@@ -210,7 +209,44 @@ pub(crate) fn parse_json(text: &str, source: usize) -> Result<Node, (String, usi
         allow_non_finite_numbers: false,
         allow_extended_string_escapes: false,
     };
-    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options)
+    jsonc_to_node(text, source, &options)
+}
+
+/// Parses JSON with `//` and `/* */` comments (and trailing commas when `trailing_commas`),
+/// as the clients that read JSONC do (Gemini CLI, OpenCode, Copilot CLI), into a [`Node`]
+/// whose spans point into `source`.
+///
+/// # Errors
+/// The parser's message and the byte offset it points at.
+#[cfg(feature = "cli")]
+pub(crate) fn parse_jsonc(
+    text: &str,
+    source: usize,
+    trailing_commas: bool,
+) -> Result<Node, (String, usize)> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: trailing_commas,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    jsonc_to_node(text, source, &options)
+}
+
+#[cfg(feature = "cli")]
+fn jsonc_to_node(
+    text: &str,
+    source: usize,
+    options: &jsonc_parser::ParseOptions,
+) -> Result<Node, (String, usize)> {
+    use jsonc_parser::ast::{ObjectPropName, Value};
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), options)
         .map_err(|e| (e.kind().to_string(), e.range().start))?;
     let Some(value) = parsed.value else {
         return Err(("the file holds no JSON value".into(), 0));
@@ -356,4 +392,276 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
         .map(char::len_utf8)
         .sum();
     (start + col).min(text.len())
+}
+
+/// The first steps every JSON loader shares: decodes `bytes` (one leading byte order mark
+/// dropped), records the source, parses it with `parse` and requires an object at the top.
+/// Returns the root, or `None` with the file recorded as refused in `loaded`.
+#[cfg(feature = "cli")]
+pub(crate) fn json_root(
+    path: &str,
+    bytes: &[u8],
+    parse: impl Fn(&str) -> Result<Node, (String, usize)>,
+    loaded: &mut Loaded,
+) -> Option<Node> {
+    let text = match crate::decode::decode_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(e) => {
+            loaded.rejected.push(Rejected {
+                scope: "the file".into(),
+                reason: format!(
+                    "it is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+                span: None,
+            });
+            return None;
+        }
+    };
+    loaded.sources.push(Source {
+        path: path.into(),
+        text: text.clone(),
+    });
+    let root = match parse(&text) {
+        Ok(root) => root,
+        Err((message, offset)) => {
+            loaded.rejected.push(Rejected {
+                scope: "the file".into(),
+                reason: format!("it is not valid JSON: {message}"),
+                span: Some(Span {
+                    source: 0,
+                    range: offset..offset,
+                }),
+            });
+            return None;
+        }
+    };
+    if root.entries().is_none() {
+        loaded.rejected.push(Rejected {
+            scope: "the file".into(),
+            reason: format!("the file must be a JSON object, not {}", root.kind.noun()),
+            span: Some(root.span.clone()),
+        });
+        return None;
+    }
+    Some(root)
+}
+
+/// A value that breaks an entry: why, and where.
+pub(crate) type Flaw = (String, Span);
+
+/// `node` (the field `field`) as an array of strings.
+pub(crate) fn string_array(node: &Node, field: &str) -> Result<Vec<String>, Flaw> {
+    let Kind::Array(items) = &node.kind else {
+        return Err((
+            format!("`{field}` is {}, not an array", node.kind.noun()),
+            node.span.clone(),
+        ));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            item.as_str().map(String::from).ok_or_else(|| {
+                (
+                    format!("`{field}[{i}]` is {}, not a string", item.kind.noun()),
+                    item.span.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `node` (the field `field`) as an object of strings.
+pub(crate) fn string_map(node: &Node, field: &str) -> Result<BTreeMap<String, String>, Flaw> {
+    let Some(entries) = node.entries() else {
+        return Err((
+            format!("`{field}` is {}, not an object", node.kind.noun()),
+            node.span.clone(),
+        ));
+    };
+    entries
+        .iter()
+        .map(|(key, _, value)| {
+            value
+                .as_str()
+                .map(|s| (key.clone(), s.to_string()))
+                .ok_or_else(|| {
+                    (
+                        format!("`{field}.{key}` is {}, not a string", value.kind.noun()),
+                        value.span.clone(),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// A started server with no tool filter and no working directory; the loaders fill in the
+/// rest.
+pub(crate) fn started(name: &str, node: &Node, command: String, args: Vec<String>) -> Started {
+    Started {
+        name: name.into(),
+        command,
+        args,
+        env: BTreeMap::new(),
+        cwd: None,
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+        expanded: Vec::new(),
+        span: node.span.clone(),
+        fields: BTreeMap::new(),
+    }
+}
+
+/// Records `fields` of `node` that are present, with their spans, in `started.fields`.
+pub(crate) fn note_fields(started: &mut Started, node: &Node, fields: &[&str]) {
+    for f in fields {
+        if let Some(v) = node.get(f) {
+            started.fields.insert((*f).to_string(), v.span.clone());
+        }
+    }
+}
+
+/// The loader the facts support for a client that cannot be run here (Cursor, Kiro,
+/// Antigravity; facts "Registration" [K]): strict JSON, servers under `mcpServers` (a
+/// missing block means none, a non-object one refuses the file), each a command entry
+/// (`command` a non-empty string, `args` an array of strings, `env` an object of strings;
+/// a violation skips the entry) or a network one (a string `url`, no `command`). No
+/// expansion is modelled. `empty_is_empty`: a 0-byte (or blank) file counts as `{}`.
+#[cfg(feature = "cli")]
+pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) -> Loaded {
+    let mut loaded = Loaded::default();
+    let blank = bytes.iter().all(u8::is_ascii_whitespace);
+    if empty_is_empty && blank {
+        loaded.sources.push(Source {
+            path: path.into(),
+            text: String::from_utf8_lossy(bytes).into_owned(),
+        });
+        return loaded;
+    }
+    let Some(root) = json_root(path, bytes, |t| parse_json(t, 0), &mut loaded) else {
+        return loaded;
+    };
+    let Some(servers) = root.get("mcpServers") else {
+        return loaded;
+    };
+    let Some(servers) = servers.entries() else {
+        loaded.rejected.push(Rejected {
+            scope: "the file".into(),
+            reason: format!(
+                "`mcpServers` must be an object, not {}",
+                servers.kind.noun()
+            ),
+            span: Some(servers.span.clone()),
+        });
+        return loaded;
+    };
+    for (name, _, node) in servers {
+        let entry = (|| -> Result<Option<Started>, Flaw> {
+            if node.entries().is_none() {
+                return Err((
+                    format!("the entry is {}, not an object", node.kind.noun()),
+                    node.span.clone(),
+                ));
+            }
+            let command = match node.get("command") {
+                None => match node.get("url").and_then(Node::as_str) {
+                    Some(url) => {
+                        loaded.remote.push(Remote {
+                            name: name.clone(),
+                            url: url.into(),
+                            span: node.span.clone(),
+                        });
+                        return Ok(None);
+                    }
+                    None => return Err(("it has no `command`".into(), node.span.clone())),
+                },
+                Some(c) => match c.as_str() {
+                    Some("") => return Err(("`command` is empty".into(), c.span.clone())),
+                    Some(s) => s.to_string(),
+                    None => {
+                        return Err((
+                            format!("`command` is {}, not a string", c.kind.noun()),
+                            c.span.clone(),
+                        ));
+                    }
+                },
+            };
+            let args = match node.get("args") {
+                Some(a) => string_array(a, "args")?,
+                None => Vec::new(),
+            };
+            let mut s = started(name, node, command, args);
+            if let Some(e) = node.get("env") {
+                s.env = string_map(e, "env")?;
+            }
+            note_fields(&mut s, node, &["command", "args", "env"]);
+            Ok(Some(s))
+        })();
+        match entry {
+            Ok(Some(s)) => loaded.started.push(s),
+            Ok(None) => {}
+            Err((reason, span)) => loaded.skipped.push(Skipped {
+                name: name.clone(),
+                reason,
+                disabled: false,
+                span,
+            }),
+        }
+    }
+    loaded.sort();
+    loaded
+}
+
+/// Expands `$NAME`, `${NAME}` and `${NAME:-default}` in `value` from `env`, as Gemini CLI
+/// 0.61.0 does (see [`crate::clients::gemini::loader`]): an unset `NAME` without a default
+/// stays literal, and a `$` not followed by a name or `{` stays a `$`. Records `field` in
+/// `expanded` when the value holds a reference.
+pub(crate) fn expand_dollar(
+    value: &str,
+    field: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    expanded: &mut Vec<String>,
+) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut any = false;
+    let mut rest = value;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if let Some(inner) = after.strip_prefix('{')
+            && let Some(end) = inner.find('}')
+        {
+            any = true;
+            let body = &inner[..end];
+            let (var, default) = match body.split_once(":-") {
+                Some((v, d)) => (v, Some(d)),
+                None => (body, None),
+            };
+            match (env(var), default) {
+                (Some(v), _) => out.push_str(&v),
+                (None, Some(d)) => out.push_str(d),
+                (None, None) => out.push_str(&rest[at..at + end + 3]),
+            }
+            rest = &inner[end + 1..];
+        } else if after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            any = true;
+            let len = after.find(|c: char| !is_name(c)).unwrap_or(after.len());
+            let var = &after[..len];
+            match env(var) {
+                Some(v) => out.push_str(&v),
+                None => out.push_str(&rest[at..at + 1 + len]),
+            }
+            rest = &after[len..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    if any {
+        expanded.push(field.to_string());
+    }
+    out
 }

@@ -2,3 +2,6 @@
 
 #[cfg(feature = "cli")]
 pub mod registration;
+
+#[cfg(feature = "cli")]
+pub mod loader;

@@ -1,5 +1,6 @@
 //! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP
-//! ([`gemini_plan`]) and its registration file (`registration`, with the `cli` feature).
+//! ([`gemini_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
+//! (`loader`).
 //!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
 //! see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
@@ -34,6 +35,9 @@
 
 #[cfg(feature = "cli")]
 pub mod registration;
+
+#[cfg(feature = "cli")]
+pub mod loader;
 
 use crate::allowlist::Resolution;
 use crate::clients::plan::{LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};

@@ -17,8 +17,11 @@ use crate::schema::RegistryEntry;
 /// - entry: `command`, `args`, `env` when set, and the trust knob `trust: true` on read-only
 ///   servers (their tool calls are not confirmed); the flow-starting server's args end with
 ///   `--driver gemini`;
-/// - Gemini expands `$VAR`, `${VAR}` and `${VAR:-d}` in `args` and `env` (unset becomes
-///   `""`), so any `$` there is refused.
+/// - Gemini expands `$VAR`, `${VAR}` and `${VAR:-d}` in `command`, `args` and `env`, so any
+///   `$` there is refused. Measured on 0.61.0 with `gemini mcp list` and a recorder
+///   (2026-11-30, [`super::loader`]): `"command": "$RECDIR/rec.sh"` and
+///   `"command": "${RECDIR}/rec.sh"` both ran `/tmp/m/rec.sh` with `RECDIR=/tmp/m`; an unset
+///   variable stays literal (`${UNSET}`, `$UNSET`), `${UNSET:-d}` becomes `d`.
 pub const FORMAT: RegistrationFormat = RegistrationFormat {
     client: Client::Gemini,
     syntax: Syntax::Json {
@@ -27,7 +30,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     },
     block: "mcpServers",
     entry,
-    expanded_fields: &["args", "env"],
+    expanded_fields: &["command", "args", "env"],
     expands: &["$"],
     empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".gemini", "settings.json"]),

@@ -3,3 +3,6 @@
 
 #[cfg(feature = "cli")]
 pub mod registration;
+
+#[cfg(feature = "cli")]
+pub mod loader;

@@ -1,5 +1,6 @@
 //! OpenCode (pinned `opencode-ai@1.18.33`): the reviewer launch over ACP
-//! ([`opencode_plan`]) and its registration file (`registration`, with the `cli` feature).
+//! ([`opencode_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
+//! (`loader`).
 //!
 //! How OpenCode 1.18.33 receives, isolates and trusts MCP servers (measured offline on
 //! 1.18.33, see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
@@ -42,6 +43,9 @@
 
 #[cfg(feature = "cli")]
 pub mod registration;
+
+#[cfg(feature = "cli")]
+pub mod loader;
 
 use serde::Serialize;
 
