@@ -435,88 +435,9 @@ fn diagnose_file(
         owned: Default::default(),
     };
     let mut problems = Vec::new();
-    let mut unusable = false;
-    let ledger_path = install::ledger_path(&file.path);
-    let has_ledger = match &file.ledger {
-        FileRead::Missing => false,
-        FileRead::Unreadable(e) => {
-            unusable = true;
-            problems.push(Problem {
-                path: ledger_path.clone(),
-                ..ctx.problem(
-                    Rule::Unreadable,
-                    None,
-                    None,
-                    format!("cannot read kcap's ledger: {e}"),
-                    "make it readable (it records which entries kcap wrote)".into(),
-                )
-            });
-            true
-        }
-        FileRead::Bytes(b) => {
-            match std::str::from_utf8(b)
-                .map_err(|e| format!("is not UTF-8 ({e}), so it is not a kcap ledger"))
-                .and_then(|t| install::ledger_entries(t, file.client))
-            {
-                Ok(owned) => ctx.owned = owned,
-                Err(why) => {
-                    unusable = true;
-                    problems.push(Problem {
-                        path: ledger_path.clone(),
-                        ..ctx.problem(
-                            Rule::Malformed,
-                            None,
-                            None,
-                            format!("kcap's ledger {why}"),
-                            "install and uninstall refuse to run until it is fixed".into(),
-                        )
-                    });
-                }
-            }
-            true
-        }
-    };
+    let (has_ledger, mut unusable) = read_ledger(&mut ctx, &mut problems);
     let client = file.client.display_name();
-    let text = match &file.config {
-        FileRead::Missing if file.explicit => {
-            problems.push(ctx.problem(
-                Rule::Unreadable,
-                None,
-                None,
-                "the file given with --config does not exist".into(),
-                "fix the path, or leave out --config to check the client's default file".into(),
-            ));
-            None
-        }
-        FileRead::Missing => None,
-        FileRead::Unreadable(e) => {
-            problems.push(ctx.problem(
-                Rule::Unreadable,
-                None,
-                None,
-                format!("cannot read {client}'s registration file: {e}"),
-                "make it readable, or check another file with --config".into(),
-            ));
-            None
-        }
-        FileRead::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                problems.push(ctx.problem(
-                    Rule::Malformed,
-                    None,
-                    None,
-                    format!(
-                        "{client}'s registration file is not UTF-8 (invalid byte at offset {}), \
-                         so {client} cannot read it",
-                        e.valid_up_to()
-                    ),
-                    "fix the file".into(),
-                ));
-                None
-            }
-        },
-    };
+    let text = config_text(&ctx, &mut problems);
     let mut config_broken = match file.config {
         FileRead::Missing => file.explicit,
         _ => text.is_none(),
@@ -591,6 +512,100 @@ fn diagnose_file(
     });
     report.problems.extend(problems);
     Ok(())
+}
+
+/// Reads the client file's ledger into `ctx.owned`, reporting an unreadable or malformed one.
+/// Returns whether a ledger exists, and whether it is unusable.
+fn read_ledger(ctx: &mut Ctx<'_>, problems: &mut Vec<Problem>) -> (bool, bool) {
+    let mut unusable = false;
+    let file = ctx.file;
+    let ledger_path = install::ledger_path(&file.path);
+    let has_ledger = match &file.ledger {
+        FileRead::Missing => false,
+        FileRead::Unreadable(e) => {
+            unusable = true;
+            problems.push(Problem {
+                path: ledger_path.clone(),
+                ..ctx.problem(
+                    Rule::Unreadable,
+                    None,
+                    None,
+                    format!("cannot read kcap's ledger: {e}"),
+                    "make it readable (it records which entries kcap wrote)".into(),
+                )
+            });
+            true
+        }
+        FileRead::Bytes(b) => {
+            match std::str::from_utf8(b)
+                .map_err(|e| format!("is not UTF-8 ({e}), so it is not a kcap ledger"))
+                .and_then(|t| install::ledger_entries(t, file.client))
+            {
+                Ok(owned) => ctx.owned = owned,
+                Err(why) => {
+                    unusable = true;
+                    problems.push(Problem {
+                        path: ledger_path.clone(),
+                        ..ctx.problem(
+                            Rule::Malformed,
+                            None,
+                            None,
+                            format!("kcap's ledger {why}"),
+                            "install and uninstall refuse to run until it is fixed".into(),
+                        )
+                    });
+                }
+            }
+            true
+        }
+    };
+    (has_ledger, unusable)
+}
+
+/// The client file's text, or `None` (reported) when it is missing, unreadable or not UTF-8.
+fn config_text<'a>(ctx: &Ctx<'a>, problems: &mut Vec<Problem>) -> Option<&'a str> {
+    let file = ctx.file;
+    let client = file.client.display_name();
+    match &file.config {
+        FileRead::Missing if file.explicit => {
+            problems.push(ctx.problem(
+                Rule::Unreadable,
+                None,
+                None,
+                "the file given with --config does not exist".into(),
+                "fix the path, or leave out --config to check the client's default file".into(),
+            ));
+            None
+        }
+        FileRead::Missing => None,
+        FileRead::Unreadable(e) => {
+            problems.push(ctx.problem(
+                Rule::Unreadable,
+                None,
+                None,
+                format!("cannot read {client}'s registration file: {e}"),
+                "make it readable, or check another file with --config".into(),
+            ));
+            None
+        }
+        FileRead::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                problems.push(ctx.problem(
+                    Rule::Malformed,
+                    None,
+                    None,
+                    format!(
+                        "{client}'s registration file is not UTF-8 (invalid byte at offset {}), \
+                         so {client} cannot read it",
+                        e.valid_up_to()
+                    ),
+                    "fix the file".into(),
+                ));
+                None
+            }
+        },
+    }
 }
 
 /// Claude Code's `~/.claude.json`: the kcap entries of each project's local scope.

@@ -8,8 +8,9 @@
 //!   `registry/*.toml` by `build.rs` and compiled into a `phf` perfect-hash table.
 //! - [`resolve_allowlist`]: which servers an allowlist materializes (recursion guard,
 //!   injection-only entries, duplicates, strict policy).
-//! - [`clients`]: one room per coding-agent client: [`clients::claude`] and
-//!   [`clients::codex`] render the reviewer's MCP configuration and argv;
+//! - [`clients`]: one room per coding-agent client: [`clients::claude`],
+//!   [`clients::codex`], [`clients::gemini`] and [`clients::opencode`] render the reviewer's
+//!   launch ([`clients::plan::LaunchPlan`]);
 //!   [`clients::codex::inventory`] finds the MCP servers Codex inherits from the user's
 //!   configuration.
 //! - [`LaunchCommand`]: the launch payload's wire shape.
@@ -59,8 +60,8 @@
 //!   rendering), as `build.rs` runs them, and `Registry::from_entries` (a registry checked
 //!   at run time).
 //!
-//! With `default-features = false` the library depends at run time on `phf`, `serde` and
-//! `serde_json` only.
+//! With `default-features = false` the library depends at run time on `getrandom`, `phf`,
+//! `serde` and `serde_json` only.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

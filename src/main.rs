@@ -17,9 +17,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
-use kcap_mcp_registry::clients::codex::codex_reviewer_args;
-use kcap_mcp_registry::clients::{Client, codex::registration::codex_toml};
+use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
+use kcap_mcp_registry::clients::{gemini, opencode};
 use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
@@ -143,7 +143,8 @@ Example:
         #[command(flatten)]
         source: RegistrySource,
     },
-    /// Print the argv a reviewer would be launched with (after the client binary).
+    /// Print the argv a reviewer would be launched with (after the client binary), or its
+    /// whole launch plan (`--format plan`).
     #[command(
         subcommand,
         after_help = "\
@@ -355,6 +356,31 @@ Example:
         #[arg(long)]
         no_inherited_servers: bool,
     },
+    /// Gemini CLI over ACP: servers in `session/new` under per-launch aliased names.
+    #[command(
+        override_usage = "kcap-mcp-registry render gemini <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> [OPTIONS]",
+        after_help = "\
+Example:
+  kcap-mcp-registry render gemini --agent-id a1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Gemini {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Fix the per-launch random suffix of server names (16 hex digits), for
+        /// reproducible output; absent: drawn from the OS random source.
+        #[arg(long, value_name = "HEX")]
+        launch_id: Option<String>,
+    },
+    /// OpenCode over ACP: servers in `session/new`, configuration directories taken away.
+    #[command(
+        override_usage = "kcap-mcp-registry render opencode <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
+        after_help = "\
+Example:
+  kcap-mcp-registry render opencode --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Opencode(RenderArgs),
 }
 
 #[derive(Args)]
@@ -406,6 +432,9 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
+    /// The per-launch directory the daemon creates (absolute; OpenCode needs it).
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    launch_dir: Option<String>,
     /// Brokered result delivery: the result channel gets this capability URL
     /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
@@ -415,8 +444,8 @@ struct RenderArgs {
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
     review_context_url: Option<String>,
     /// Output: one argument per line (for reading: control and invisible characters are
-    /// shown as escapes), a JSON array, or one POSIX-quoted shell line (json and shell are
-    /// exact).
+    /// shown as escapes), a JSON array, one POSIX-quoted shell line, or the whole launch
+    /// plan as JSON (schema in the README; json, shell and plan are exact).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
     #[command(flatten)]
@@ -428,6 +457,7 @@ enum RenderFormat {
     Lines,
     Json,
     Shell,
+    Plan,
 }
 
 #[derive(Args)]
@@ -867,6 +897,10 @@ enum Target {
     Claude { preflight: bool },
     /// Codex, with the inventory taken from this source.
     Codex(InventorySource),
+    /// Gemini CLI, with this launch id.
+    Gemini(LaunchId),
+    /// OpenCode.
+    OpenCode,
 }
 
 /// The launch values of `client` and what to render them for.
@@ -908,18 +942,24 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             };
             Ok((common, Target::Codex(source)))
         }
+        RenderClient::Gemini { common, launch_id } => {
+            let id = match launch_id {
+                // A malformed --launch-id is a usage error; a failing OS random source is not.
+                Some(hex) => LaunchId::from_hex(&hex)
+                    .map_err(|e| CliError::usage(format!("--launch-id: {e}")))?,
+                None => LaunchId::random().map_err(CliError::found)?,
+            };
+            Ok((common, Target::Gemini(id)))
+        }
+        RenderClient::Opencode(common) => Ok((common, Target::OpenCode)),
     }
 }
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
-    let (claude_preflight, inventory_source) = match target {
-        Target::Claude { preflight } => (preflight, None),
-        Target::Codex(source) => (false, Some(source)),
-    };
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
-        && inventory_source == Some(InventorySource::File(stdin.into()))
+        && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
     {
         return Err(CliError::usage(preview::PreviewError::BothStdin));
     }
@@ -940,54 +980,59 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         worktree: common.worktree,
         result_capability_url: common.result_capability_url,
         review_context_url: common.review_context_url,
+        launch_dir: common.launch_dir,
     };
     preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = preview::launch_context(launch, overrides);
-    let inventory = inventory_source
-        .as_ref()
-        .map(preview::take_inventory)
-        .transpose()
-        .map_err(|e| {
+    let inventory = match &target {
+        Target::Codex(source) => preview::take_inventory(source).map_err(|e| {
             if e.is_input() {
                 CliError::usage(e)
             } else {
                 CliError::found(e)
             }
-        })?;
+        })?,
+        _ => Vec::new(),
+    };
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
     for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
         errln!("warning: {warning}");
     }
-    // With a worktree, the Claude preflight reads the Claude Code configuration this
-    // environment's reviewer would read, and reports the servers it would veto.
-    let preflight_in = ctx
-        .worktree
-        .as_deref()
-        .filter(|w| claude_preflight && !w.is_empty());
-    let args = match (&inventory, preflight_in) {
-        (Some(inventory), _) => codex_reviewer_args(&ctx, &resolution, inventory),
-        (None, None) => claude_reviewer_args(&ctx, &resolution),
-        (None, Some(worktree)) => {
-            let sources = ClaudeConfigSources::from_env(worktree);
-            claude_reviewer_args_preflighted(&ctx, &resolution, policy, &sources).map(
-                |(args, vetoes)| {
-                    for veto in vetoes {
-                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
-                    }
-                    args
-                },
-            )
-        }
+    let plan = match target {
+        Target::Codex(_) => codex::codex_plan(&ctx, &resolution, &inventory),
+        Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
+        Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
+        // With a worktree, the Claude preflight reads the Claude Code configuration this
+        // environment's reviewer would read, and reports the servers it would veto.
+        Target::Claude { preflight } => match ctx
+            .worktree
+            .as_deref()
+            .filter(|w| preflight && !w.is_empty())
+        {
+            None => claude::claude_plan(&ctx, &resolution),
+            Some(worktree) => {
+                let sources = ClaudeConfigSources::from_env(worktree);
+                claude::claude_plan_preflighted(&ctx, &resolution, policy, &sources).map(
+                    |(plan, vetoes)| {
+                        for veto in vetoes {
+                            errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                        }
+                        plan
+                    },
+                )
+            }
+        },
     }
     .map_err(CliError::found)?;
-    let format = match common.format {
-        RenderFormat::Lines => ArgvFormat::Lines,
-        RenderFormat::Json => ArgvFormat::Json,
-        RenderFormat::Shell => ArgvFormat::Shell,
-    };
-    let text = preview::format_argv(&args, format).map_err(CliError::found)?;
+    let text = match common.format {
+        RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
+        RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
+        RenderFormat::Shell => preview::format_argv(&plan.argv, ArgvFormat::Shell),
+        RenderFormat::Plan => Ok(plan.to_json()),
+    }
+    .map_err(CliError::found)?;
     if ctx.is_gated() {
         errln!(
             "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \

@@ -1,4 +1,4 @@
-//! `render claude|codex`: the reviewer argv for a launch, as an operator previews it.
+//! `render <client>`: the reviewer launch, as an operator previews it.
 //! Reads a launch command JSON ([`read_launch_command`]) and Codex's inventory
 //! ([`take_inventory`]), builds the [`LaunchContext`] with command-line values applied
 //! ([`launch_context`]), names every skipped allowlist entry ([`skip_warnings`]), and prints
@@ -42,6 +42,8 @@ pub struct LaunchOverrides {
     pub result_capability_url: Option<String>,
     /// `--review-context-url`: a borrowed snapshot with this review-context URL.
     pub review_context_url: Option<String>,
+    /// `--launch-dir`.
+    pub launch_dir: Option<String>,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -60,6 +62,7 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
         effort: overrides.effort.or(launch.effort),
         prompt: overrides.prompt.or(launch.prompt),
         worktree: overrides.worktree,
+        launch_dir: overrides.launch_dir,
         result_delivery: ResultDelivery::from_capability_url(
             overrides
                 .result_capability_url

@@ -44,6 +44,7 @@ fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review PR 42".into()),
         worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/launch-1".into()),
         ..LaunchContext::default()
     }
 }

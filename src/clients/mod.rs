@@ -9,6 +9,9 @@
 //!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
 //!   [inventory](codex::inventory) of the servers Codex inherits.
+//! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
+//! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
+//!   directories taken away.
 //!
 //! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
 //!   client's registration file (the servers a person registers for interactive sessions),
@@ -16,7 +19,8 @@
 //!
 //! This module holds the vocabulary every room shares: [`Client`], [`LaunchContext`] (what a
 //! launch needs from the daemon), [`RenderError`] and [`LaunchError`] (every error a launch
-//! can meet, so a daemon returns them all with `?`).
+//! can meet, so a daemon returns them all with `?`); [`plan`] holds the
+//! [`LaunchPlan`](plan::LaunchPlan) every room renders and the [`LaunchId`](plan::LaunchId).
 //!
 //! A launch in three steps, each failing into [`LaunchError`]:
 //!
@@ -63,9 +67,10 @@ pub mod kiro;
 #[cfg(feature = "cli")]
 pub mod loaded;
 pub mod opencode;
+pub mod plan;
 
-/// A coding-agent client: this crate renders reviewer launches for Claude Code and Codex,
-/// and registration files for all of them.
+/// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
+/// Gemini CLI and OpenCode, and registration files for all of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Client {
@@ -263,8 +268,14 @@ pub struct LaunchContext {
     pub effort: Option<String>,
     /// The reviewer's prompt, passed after `--`.
     pub prompt: Option<String>,
-    /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get).
+    /// The worktree the reviewer runs in (Codex `--cd`, and the `cwd` Codex servers get;
+    /// the ACP `session/new` `cwd`, absolute).
     pub worktree: Option<String>,
+    /// The per-launch directory the daemon creates (absolute, empty, private to this
+    /// launch) and removes afterwards: [`LaunchPlan::files`](plan::LaunchPlan::files) are
+    /// written under it, and clients that need a directory of their own (OpenCode's empty
+    /// configuration home) get one inside it.
+    pub launch_dir: Option<String>,
     /// How the result channel delivers the result (default: direct).
     pub result_delivery: ResultDelivery,
     /// Whose checkout is reviewed (default: the daemon user's own).
@@ -273,7 +284,8 @@ pub struct LaunchContext {
 
 impl LaunchContext {
     /// The context for launch command `cmd` with the daemon's kcap server URL and kcap
-    /// binary; no worktree (set [`LaunchContext::worktree`] for Codex).
+    /// binary; no worktree (set [`LaunchContext::worktree`] for Codex and the ACP clients)
+    /// and no launch directory (set [`LaunchContext::launch_dir`] for OpenCode).
     ///
     /// ```
     /// use kcap_mcp_registry::{LaunchCommand, LaunchContext};
@@ -308,6 +320,7 @@ impl LaunchContext {
             effort,
             prompt,
             worktree: None,
+            launch_dir: None,
             result_delivery: ResultDelivery::from_capability_url(result_capability_url),
             snapshot: Snapshot::from_launch(borrowed_snapshot, review_context_url),
         }
@@ -455,6 +468,83 @@ fn option_value<'a>(
     }
 }
 
+/// The absolute worktree an ACP session runs in (`session/new` `cwd`).
+fn acp_cwd(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
+    match non_blank(&ctx.worktree) {
+        Some(w) if is_absolute(w) => Ok(w),
+        _ => Err(RenderError::NeedsAbsolute {
+            client,
+            field: "worktree",
+        }),
+    }
+}
+
+/// The absolute per-launch directory, for a client that needs one.
+fn launch_dir(client: Client, ctx: &LaunchContext) -> Result<&str, RenderError> {
+    match non_blank(&ctx.launch_dir) {
+        Some(d) if is_absolute(d) => Ok(d.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(d)),
+        _ => Err(RenderError::NeedsAbsolute {
+            client,
+            field: "launch_dir",
+        }),
+    }
+}
+
+/// A Unix absolute path: starts with `/`.
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+}
+
+/// The ACP `session/new` servers and their wire names, `wire_name` naming each by its id:
+/// every server [`LaunchContext::servers`] injects (the `inject` servers by their condition,
+/// the allowlisted ones), with the env values of this launch's delivery and snapshot.
+fn acp_servers(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    wire_name: impl Fn(&str) -> String,
+) -> (Vec<plan::AcpServer>, Vec<plan::WireServer>) {
+    let command = ctx.kcap_bin.as_deref().unwrap_or_default();
+    ctx.servers(resolution)
+        .map(|(server, env)| {
+            let name = wire_name(server.id);
+            let acp = plan::AcpServer {
+                name: name.clone(),
+                command: command.to_owned(),
+                args: server.args.iter().map(|a| (*a).to_owned()).collect(),
+                env: env.iter().map(|(n, v)| plan::EnvVar::new(*n, *v)).collect(),
+            };
+            let wire = plan::WireServer {
+                id: server.id.to_owned(),
+                wire_name: name,
+            };
+            (acp, wire)
+        })
+        .unzip()
+}
+
+/// Every env name a server of `registry` is given, sorted, once each: removed from the
+/// environment of clients that pass their own environment on to MCP servers, so a value the
+/// daemon's environment happens to hold (say `KCAP_FLOW_AGENT_ID`) never reaches a server the
+/// registry does not give it to.
+fn registry_env_names(registry: Registry) -> impl Iterator<Item = String> {
+    let names: std::collections::BTreeSet<&str> = registry
+        .servers()
+        .iter()
+        .flat_map(|s| s.env.iter().map(|(name, _)| *name))
+        .collect();
+    names.into_iter().map(str::to_owned)
+}
+
+/// The injected servers of a client that names them by id.
+fn wire_servers(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<plan::WireServer> {
+    ctx.servers(resolution)
+        .map(|(server, _)| plan::WireServer {
+            id: server.id.to_owned(),
+            wire_name: server.id.to_owned(),
+        })
+        .collect()
+}
+
 /// A reviewer configuration that cannot be rendered safely.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -500,6 +590,22 @@ pub enum RenderError {
     DuplicateInherited {
         /// The repeated name.
         server: String,
+    },
+    /// A value would reach Gemini CLI in an ACP server's `env` containing `${`, which Gemini
+    /// CLI 0.61.0 expands as an environment variable reference.
+    GeminiExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
+    /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
+    /// blank or relative.
+    NeedsAbsolute {
+        /// The client.
+        client: Client,
+        /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
+        field: &'static str,
     },
     /// A Codex server inherited under the name of one we enable is known only from
     /// `codex mcp list --json` (a plugin's server, or an inventory saved from `mcp list`),
@@ -552,6 +658,26 @@ impl fmt::Display for RenderError {
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
             ),
+            RenderError::GeminiExpansion { server, field } => write!(
+                f,
+                "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
+                 Gemini CLI expands as a variable reference in ACP server env values; remove \
+                 `${{` from that value"
+            ),
+            RenderError::NeedsAbsolute { client, field } => {
+                let (what, flag) = match *field {
+                    "worktree" => (
+                        "the reviewer's worktree (the ACP session's `cwd`)",
+                        "--worktree",
+                    ),
+                    _ => ("a per-launch directory", "--launch-dir"),
+                };
+                write!(
+                    f,
+                    "cannot render the {client} launch: it needs {what} as an absolute path; \
+                     give the launch its `{field}` ({flag} DIR)"
+                )
+            }
             RenderError::BlankCapabilityUrl => f.write_str(
                 "brokered result delivery needs the result channel's capability URL \
                  (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
@@ -561,27 +687,7 @@ impl fmt::Display for RenderError {
                  (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
                  give the launch its review-context URL",
             ),
-            RenderError::ClaudeVetoed(vetoes) => {
-                let result_channel = crate::model::RESULT_CHANNEL_ID;
-                for (i, veto) in vetoes.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("; ")?;
-                    }
-                    veto.fmt(f)?;
-                }
-                if vetoes.iter().any(|v| v.server == result_channel) {
-                    f.write_str(
-                        "; without its result channel the reviewer could never report, so it \
-                         is not launched",
-                    )?;
-                } else {
-                    f.write_str("; the strict policy launches no reviewer without them")?;
-                }
-                f.write_str(
-                    "; remove those entries (or the file), or launch the reviewer with a HOME, \
-                     CLAUDE_CONFIG_DIR and worktree that do not carry them",
-                )
-            }
+            RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
@@ -604,6 +710,29 @@ impl fmt::Display for RenderError {
             ),
         }
     }
+}
+
+/// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
+fn fmt_vetoes(vetoes: &[claude::preflight::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let result_channel = crate::model::RESULT_CHANNEL_ID;
+    for (i, veto) in vetoes.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        fmt::Display::fmt(veto, f)?;
+    }
+    if vetoes.iter().any(|v| v.server == result_channel) {
+        f.write_str(
+            "; without its result channel the reviewer could never report, so it is not \
+             launched",
+        )?;
+    } else {
+        f.write_str("; the strict policy launches no reviewer without them")?;
+    }
+    f.write_str(
+        "; remove those entries (or the file), or launch the reviewer with a HOME, \
+         CLAUDE_CONFIG_DIR and worktree that do not carry them",
+    )
 }
 
 impl std::error::Error for RenderError {}

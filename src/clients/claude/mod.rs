@@ -212,6 +212,47 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
+/// The Claude Code reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
+/// [`claude_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
+/// the injected servers under their registry ids, the registry's env names removed from the
+/// environment; no files or ACP session.
+///
+/// # Errors
+/// As [`claude_reviewer_args`].
+pub fn claude_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
+    let argv = claude_reviewer_args(ctx, resolution)?;
+    Ok(crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Claude,
+        ctx,
+        resolution,
+        argv,
+    ))
+}
+
+/// [`claude_plan`] after the [`preflight`]: the plan of [`claude_reviewer_args_preflighted`]'s
+/// argv, and the vetoes to report as warnings.
+///
+/// # Errors
+/// As [`claude_reviewer_args_preflighted`].
+pub fn claude_plan_preflighted(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    policy: Policy,
+    sources: &preflight::ClaudeConfigSources,
+) -> Result<(crate::clients::plan::LaunchPlan, Vec<preflight::Veto>), RenderError> {
+    let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
+    let plan = crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Claude,
+        ctx,
+        resolution,
+        argv,
+    );
+    Ok((plan, vetoes))
+}
+
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as
 /// warnings. `resolution` is `ctx`'s allowlist resolved under `policy`.
 ///

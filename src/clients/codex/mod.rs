@@ -473,3 +473,24 @@ pub fn codex_reviewer_args(
     }
     Ok(args)
 }
+
+/// The Codex reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
+/// [`codex_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
+/// the injected servers under their registry ids, the registry's env names removed from the
+/// environment; no files or ACP session.
+///
+/// # Errors
+/// As [`codex_reviewer_args`].
+pub fn codex_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    inventory: &[InheritedServer],
+) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
+    let argv = codex_reviewer_args(ctx, resolution, inventory)?;
+    Ok(crate::clients::plan::LaunchPlan::argv_only(
+        crate::clients::Client::Codex,
+        ctx,
+        resolution,
+        argv,
+    ))
+}

@@ -1,8 +1,148 @@
-//! Gemini CLI (pinned 0.61.0): its registration file. (Its reviewer launch, over ACP, is
-//! described in the facts; this crate does not render it yet.)
+//! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP
+//! ([`gemini_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
+//! (`loader`).
+//!
+//! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
+//! see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
+//! - `gemini --acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
+//!   ACP `session/new` params (`mcpServers`).
+//! - The user's `~/.gemini/settings.json` and the project's `.gemini/settings.json` add
+//!   servers of their own, and a project file can widen the settings' allow list. The one
+//!   gate that holds is `--allowed-mcp-server-names`: it replaces the settings' allow and
+//!   exclude lists, a project cannot widen it, and it gates ACP-supplied servers too. Names
+//!   match exactly; an empty list means no gate, so a launch without servers passes a name
+//!   that nothing has (`kcap-deny-<launch id>`).
+//! - Because a reviewed repository can declare a server under any fixed name we allow, every
+//!   injected server is named `<id>-<launch id>` ([`LaunchId::alias`]): a random 64-bit
+//!   suffix per launch, shared by the allow list and `session/new`.
+//! - An untrusted folder silently starts no MCP server, ACP ones included: `--skip-trust`
+//!   trusts the worktree for this session only.
+//! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
+//!   unattended reviewer cannot answer. What it auto-approves follows the policy through what
+//!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see the README's
+//!   policy table).
+//! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
+//!   refused ([`RenderError::GeminiExpansion`]).
+//! - Every server inherits Gemini's environment, less names that look like secrets: a
+//!   `KCAP_FLOW_AGENT_ID` in the daemon's own environment reached `kcap-review` (measured), so
+//!   the registry's env names are removed from the client's environment.
+//! - Tool names reach the model as `mcp_<wire name>_<tool>`; over 63 characters Gemini cuts
+//!   them and warns that the tool may need approval, so [`LaunchId`] is 16 hex digits
+//!   ([`qualified_tool_name`]). Open problem: `kcap-review-context`'s one tool
+//!   (`get_branch_authored_mcp_configs`, injected into borrowed-snapshot reviews) gets a
+//!   72-character name with any 64-bit suffix, so Gemini shortens it; whether
+//!   `--approval-mode yolo` still runs it unprompted is not measured.
 
 #[cfg(feature = "cli")]
 pub mod registration;
 
 #[cfg(feature = "cli")]
 pub mod loader;
+
+use crate::allowlist::Resolution;
+use crate::clients::plan::{LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::{
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
+};
+
+/// The longest tool name Gemini CLI 0.61.0 passes on uncut.
+pub const MAX_TOOL_NAME: usize = 63;
+
+/// The name Gemini CLI gives tool `tool` of the server named `wire_name`:
+/// `mcp_<wire name>_<tool>` (before its replacement of characters outside
+/// `[A-Za-z0-9_.:-]`, which registry ids and tool names never hold).
+pub fn qualified_tool_name(wire_name: &str, tool: &str) -> String {
+    format!("mcp_{wire_name}_{tool}")
+}
+
+/// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
+/// has, since an empty list would mean no gate at all.
+pub fn deny_all_name(launch_id: &LaunchId) -> String {
+    launch_id.alias("kcap-deny")
+}
+
+/// The Gemini CLI reviewer launch: argv `--acp --skip-trust --approval-mode yolo
+/// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
+/// servers in `session/new` under their aliased names; the registry's env names removed from
+/// the environment; no files. Every injected server is aliased: the `inject` servers (the
+/// result channel, and `kcap-review-context` in a borrowed-snapshot review) as much as the
+/// allowlisted ones, with their env values for this launch's result delivery and snapshot
+/// ([`LaunchContext::result_delivery`], [`LaunchContext::snapshot`]). The effort is not a
+/// Gemini setting and is ignored; the prompt goes in ACP `session/prompt`, which the daemon
+/// sends.
+///
+/// # Errors
+/// [`RenderError::GeminiExpansion`] when a server's env value contains `${`;
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree; [`RenderError::BlankAgentId`],
+/// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`];
+/// [`RenderError::OptionLike`] for a model starting with `-`.
+///
+/// ```
+/// use kcap_mcp_registry::{LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::{gemini::gemini_plan, plan::LaunchId};
+///
+/// let ctx = LaunchContext {
+///     server_url: Some("http://127.0.0.1:5100".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
+///     agent_id: "a1".into(),
+///     worktree: Some("/work/tree".into()),
+///     ..LaunchContext::default()
+/// };
+/// let id = LaunchId::from_hex("0123456789abcdef")?;
+/// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
+/// let session = plan.session_new.unwrap();
+/// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn gemini_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    launch_id: &LaunchId,
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
+    let cwd = acp_cwd(Client::Gemini, ctx)?;
+    let model = option_value("model", &ctx.model)?;
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |id| launch_id.alias(id));
+    for (wire, acp) in servers.iter().zip(&mcp_servers) {
+        if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
+            return Err(RenderError::GeminiExpansion {
+                server: wire.id.clone(),
+                field: format!("env.{}", var.name),
+            });
+        }
+    }
+    let allowed = if servers.is_empty() {
+        deny_all_name(launch_id)
+    } else {
+        let names: Vec<&str> = servers.iter().map(|s| s.wire_name.as_str()).collect();
+        names.join(",")
+    };
+    let mut argv: Vec<String> = [
+        "--acp",
+        "--skip-trust",
+        "--approval-mode",
+        "yolo",
+        "--allowed-mcp-server-names",
+        &allowed,
+    ]
+    .map(String::from)
+    .into();
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model.into()]);
+    }
+    Ok(LaunchPlan {
+        version: PLAN_VERSION,
+        client: Client::Gemini.name().into(),
+        cwd: Some(cwd.into()),
+        argv,
+        env: Vec::new(),
+        env_remove: registry_env_names(resolution.registry()).collect(),
+        files: Vec::new(),
+        session_new: Some(SessionNew {
+            cwd: cwd.into(),
+            mcp_servers,
+        }),
+        servers,
+    })
+}

@@ -1,0 +1,306 @@
+//! The launch plan: one shape for every client's reviewer launch, and the per-launch id that
+//! aliases server names.
+//!
+//! A [`LaunchPlan`] is everything the daemon does to start one reviewer, computed without
+//! I/O: the argv after the client binary, the environment to set and to remove, the files to
+//! write under the per-launch directory the daemon provides
+//! ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir)), the ACP `session/new`
+//! params for clients driven over the Agent Client Protocol, and the name under which each
+//! injected server reaches the client. The daemon carries it out in that order: create the
+//! launch directory, write [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
+//! in an environment changed by [`LaunchPlan::env_remove`] then [`LaunchPlan::env`], and, when
+//! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
+//!
+//! The JSON form (`render <client> --format plan`) is the serde form of these types; the
+//! README documents it field by field.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::McpServer;
+
+/// Version of the [`LaunchPlan`] JSON shape; a reader refuses a plan of another version.
+pub const PLAN_VERSION: u32 = 1;
+
+/// Everything the daemon does to launch one reviewer on one client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchPlan {
+    /// [`PLAN_VERSION`].
+    pub version: u32,
+    /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`.
+    pub client: String,
+    /// The directory to start the client in: the reviewer's worktree, when the launch has
+    /// one.
+    pub cwd: Option<String>,
+    /// The arguments after the client binary.
+    pub argv: Vec<String>,
+    /// Environment variables to set, in order, after removing [`LaunchPlan::env_remove`].
+    /// Names are unique.
+    pub env: Vec<EnvVar>,
+    /// Environment variables to remove from the daemon's environment before starting the
+    /// client, because the client would read them against the isolation.
+    pub env_remove: Vec<String>,
+    /// Files to write before the launch, under the per-launch directory.
+    pub files: Vec<PlanFile>,
+    /// For clients driven over ACP: the params of the `session/new` request, sent after
+    /// `initialize`. `None` for clients that take their servers on the command line.
+    pub session_new: Option<SessionNew>,
+    /// Every injected server, in injection order, with the name it has on the wire.
+    pub servers: Vec<WireServer>,
+}
+
+impl LaunchPlan {
+    /// A plan that is an argv (clients that take their servers on the command line), with
+    /// the registry's env names removed from the environment, since a client may pass its
+    /// own to every server.
+    pub(crate) fn argv_only(
+        client: super::Client,
+        ctx: &crate::LaunchContext,
+        resolution: &crate::Resolution<'_, String>,
+        argv: Vec<String>,
+    ) -> LaunchPlan {
+        LaunchPlan {
+            version: PLAN_VERSION,
+            client: client.name().into(),
+            cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
+            argv,
+            env: Vec::new(),
+            env_remove: super::registry_env_names(resolution.registry()).collect(),
+            files: Vec::new(),
+            session_new: None,
+            servers: super::wire_servers(ctx, resolution),
+        }
+    }
+
+    /// The plan as pretty-printed JSON (two-space indent), ending in a newline: the form
+    /// `render --format plan` prints and the README documents.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a plan serializes");
+        s.push('\n');
+        s
+    }
+}
+
+/// One environment variable: `{"name": …, "value": …}` (the ACP shape too).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+impl EnvVar {
+    pub(crate) fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        EnvVar {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// A file the daemon writes under the per-launch directory before the launch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// Path relative to the per-launch directory, `/`-separated, without `.` or `..`
+    /// components; parent directories are created (mode 0700).
+    pub path: String,
+    /// The file's contents (UTF-8).
+    pub contents: String,
+    /// Unix permission bits, e.g. `384` (0o600).
+    pub mode: u32,
+}
+
+/// The params of the ACP `session/new` request (Agent Client Protocol version 1, as Gemini
+/// CLI 0.61.0 and OpenCode 1.18.33 read it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionNew {
+    /// The session's working directory: the reviewer's worktree, absolute.
+    pub cwd: String,
+    /// The stdio MCP servers the session starts.
+    #[serde(rename = "mcpServers")]
+    pub mcp_servers: Vec<AcpServer>,
+}
+
+/// A stdio MCP server in ACP `session/new`: `{name, command, args, env:[{name, value}]}`.
+/// `args` and `env` are always present (Gemini CLI 0.61.0 answers -32603 and OpenCode
+/// 1.18.33 -32602 without them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcpServer {
+    /// The server's wire name.
+    pub name: String,
+    /// The kcap binary.
+    pub command: String,
+    /// Argv after the command.
+    pub args: Vec<String>,
+    /// The server's environment, in registry order.
+    pub env: Vec<EnvVar>,
+}
+
+/// An injected server and the name it has on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireServer {
+    /// The registry id, e.g. `kcap-review`.
+    pub id: String,
+    /// The name the client knows it by: the id itself, or for clients whose MCP gate is an
+    /// exact-name allowlist a reviewed repository could satisfy, the id aliased with the
+    /// launch's [`LaunchId`] (`kcap-review-<16 hex>`).
+    pub wire_name: String,
+}
+
+/// A per-launch random value: 64 bits from the operating system's CSPRNG, written as 16
+/// lowercase hex digits. It aliases the names of injected servers ([`LaunchId::alias`]) for
+/// clients whose MCP gate a same-named server of the reviewed repository could pass.
+///
+/// It has no `Default`, no `From` and no `Deserialize`: a caller gets one only from
+/// [`LaunchId::random`] (every real launch) or, for reproducible output and tests, by
+/// spelling it out with [`LaunchId::from_hex`]. Its `Debug` form hides the value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct LaunchId([u8; LaunchId::BYTES]);
+
+impl LaunchId {
+    /// Bytes of randomness: 8 (64 bits). Long enough to be unguessable for one launch, short
+    /// enough that the qualified Gemini tool names of the bundled registry,
+    /// `mcp_<id>-<16 hex>_<tool>`, stay within Gemini's 63 characters, except
+    /// `kcap-review-context`'s (72: see [`gemini`](crate::clients::gemini)).
+    pub const BYTES: usize = 8;
+
+    /// Length of [`LaunchId::hex`]: 16.
+    pub const HEX_LEN: usize = 2 * LaunchId::BYTES;
+
+    /// A fresh id from the operating system's CSPRNG (`getrandom`).
+    ///
+    /// # Errors
+    /// The OS randomness source failed; the launch must not go ahead without an id.
+    pub fn random() -> Result<LaunchId, LaunchIdError> {
+        let mut bytes = [0; LaunchId::BYTES];
+        getrandom::fill(&mut bytes).map_err(|e| LaunchIdError::Random(e.to_string()))?;
+        Ok(LaunchId(bytes))
+    }
+
+    /// The id spelled as exactly 16 hex digits (either case), for reproducible output and
+    /// tests (`render --launch-id`). Never build it from launch data: a value a reviewed
+    /// repository can predict defeats the aliasing.
+    ///
+    /// # Errors
+    /// [`LaunchIdError::Hex`] when `hex` is not 16 hex digits.
+    ///
+    /// ```
+    /// use kcap_mcp_registry::clients::plan::LaunchId;
+    ///
+    /// let id = LaunchId::from_hex("00112233AABBCCDD").unwrap();
+    /// assert_eq!(id.hex(), "00112233aabbccdd");
+    /// assert_eq!(id.alias("kcap-review"), "kcap-review-00112233aabbccdd");
+    /// assert!(LaunchId::from_hex("0011").is_err());
+    /// ```
+    pub fn from_hex(hex: &str) -> Result<LaunchId, LaunchIdError> {
+        let bad = || LaunchIdError::Hex(hex.to_owned());
+        // `from_str_radix` alone would take a sign (`+1`).
+        if hex.len() != LaunchId::HEX_LEN || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        let mut bytes = [0; LaunchId::BYTES];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(LaunchId(bytes))
+    }
+
+    /// The id as 16 lowercase hex digits.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// `<name>-<hex>`: the wire name of server `name` for this launch.
+    pub fn alias(&self, name: &str) -> String {
+        format!("{name}-{}", self.hex())
+    }
+}
+
+impl fmt::Debug for LaunchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LaunchId(…)")
+    }
+}
+
+/// A [`LaunchId`] could not be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaunchIdError {
+    /// The OS CSPRNG failed (the error's text).
+    Random(String),
+    /// The text given to [`LaunchId::from_hex`] is not 16 hex digits.
+    Hex(String),
+}
+
+impl fmt::Display for LaunchIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchIdError::Random(e) => write!(
+                f,
+                "cannot draw a launch id from the operating system's random source: {e}"
+            ),
+            LaunchIdError::Hex(s) => write!(
+                f,
+                "launch id \"{}\" is not {} hex digits; give e.g. 0123456789abcdef",
+                s.escape_debug(),
+                LaunchId::HEX_LEN
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LaunchIdError {}
+
+/// Which tools of an injected server an unattended reviewer may run without approval: the
+/// one rule every client's permission settings are written from.
+///
+/// - A tool in the server's catalog is admitted when it is `unattended_safe`.
+/// - A server without a catalog: all its tools when it is `read_only`, none otherwise.
+///
+/// [`Policy::Strict`](crate::Policy::Strict) only materializes `read_only` servers, so under
+/// it every admitted tool is free of side effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admitted {
+    /// Every tool of the server (a `read_only` server without a catalog).
+    All,
+    /// Exactly these tools, in catalog order (possibly none).
+    Tools(&'static [crate::model::Tool]),
+    /// No tool.
+    None,
+}
+
+impl Admitted {
+    /// The admission rule for `server`.
+    pub fn of(server: &McpServer) -> Admitted {
+        if !server.tools.is_empty() {
+            Admitted::Tools(server.tools)
+        } else if server.read_only {
+            Admitted::All
+        } else {
+            Admitted::None
+        }
+    }
+
+    /// The admitted tool names, `None` meaning every tool; catalog tools that are not
+    /// `unattended_safe` are left out.
+    pub fn names(self) -> Option<Vec<&'static str>> {
+        match self {
+            Admitted::All => None,
+            Admitted::Tools(tools) => Some(
+                tools
+                    .iter()
+                    .filter(|t| t.unattended_safe)
+                    .map(|t| t.name)
+                    .collect(),
+            ),
+            Admitted::None => Some(Vec::new()),
+        }
+    }
+}

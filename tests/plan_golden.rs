@@ -1,0 +1,365 @@
+//! Golden launch plans: the exact JSON (`LaunchPlan::to_json`, what `render --format plan`
+//! prints) of Claude Code, Codex, Gemini CLI and OpenCode, lenient, strict and gated; direct,
+//! brokered, borrowed-snapshot and brokered borrowed-snapshot launches; the empty allowlist
+//! byte-identical to none; and every refusal.
+//!
+//! The golden files are `tests/fixtures/plans/<name>.json`. After an intended change, rewrite
+//! them with `KCAP_BLESS=1 cargo test --test plan_golden` and review the diff.
+
+use std::path::PathBuf;
+
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
+use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
+use kcap_mcp_registry::clients::gemini::gemini_plan;
+use kcap_mcp_registry::clients::opencode::opencode_plan;
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::{
+    LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
+};
+
+const LAUNCH_ID: &str = "0123456789abcdef";
+
+fn ctx(allowlist: Option<&[&str]>) -> LaunchContext {
+    LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/opt/kcap/bin/kcap".into()),
+        agent_id: "agent-7".into(),
+        mcp_allowlist: allowlist.map(|a| a.iter().map(|e| Some((*e).to_string())).collect()),
+        model: Some("sonnet".into()),
+        effort: Some("high".into()),
+        prompt: Some("Review PR 42".into()),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/launch-1".into()),
+        ..LaunchContext::default()
+    }
+}
+
+/// The capability URL of a brokered launch.
+const CAPABILITY_URL: &str = "http://127.0.0.1:41234/c4p4b1l1ty";
+
+/// The review-context URL of a borrowed-snapshot launch.
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:5200/review-context/workspace-mcp-configs";
+
+fn brokered() -> ResultDelivery {
+    ResultDelivery::Brokered {
+        capability_url: CAPABILITY_URL.into(),
+    }
+}
+
+fn borrowed() -> Snapshot {
+    Snapshot::Borrowed {
+        review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+    }
+}
+
+/// `client`'s plan for `ctx`, its allowlist resolved under `policy`.
+fn plan(client: Client, ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
+    let id = LaunchId::from_hex(LAUNCH_ID).unwrap();
+    let r = &ctx.resolve(policy)?;
+    Ok(match client {
+        Client::Claude => claude_plan(ctx, r),
+        Client::Codex => codex_plan(ctx, r, &[]),
+        Client::Gemini => gemini_plan(ctx, r, &id),
+        Client::OpenCode => opencode_plan(ctx, r),
+        other => panic!("{other}: no plan renderer"),
+    }?)
+}
+
+/// The render error `client`'s plan for `ctx` fails with (panics on any other outcome).
+fn refusal(client: Client, ctx: &LaunchContext, policy: Policy) -> RenderError {
+    match plan(client, ctx, policy) {
+        Err(LaunchError::Render(e)) => e,
+        other => panic!("{client}: {other:?}"),
+    }
+}
+
+/// Compares `actual` with `tests/fixtures/plans/<name>.json` (or writes it under
+/// `KCAP_BLESS=1`).
+fn golden(name: &str, actual: &str) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/plans/{name}.json"));
+    if std::env::var_os("KCAP_BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; KCAP_BLESS=1 writes it", path.display()));
+    assert_eq!(
+        actual,
+        expected,
+        "{name}: the plan differs from {}",
+        path.display()
+    );
+}
+
+const CLIENTS: [Client; 4] = [
+    Client::Claude,
+    Client::Codex,
+    Client::Gemini,
+    Client::OpenCode,
+];
+
+#[test]
+fn lenient_plans_with_every_kind_of_entry() {
+    // kcap-flows (starts flows), an unknown entry, a duplicate and the result channel are
+    // skipped; kcap-memory (not read-only) is kept under the lenient policy.
+    let c = ctx(Some(&[
+        "kcap-review",
+        "kcap-flows",
+        "nope",
+        "KCAP-REVIEW",
+        "kcap-flow-result",
+        "kcap-memory",
+        "kcap-analytics",
+    ]));
+    for client in CLIENTS {
+        let p = plan(client, &c, Policy::Lenient).unwrap();
+        golden(&format!("{client}-lenient"), &p.to_json());
+    }
+}
+
+#[test]
+fn strict_plans_with_read_only_servers() {
+    let c = ctx(Some(&["kcap-review", "kcap-sessions"]));
+    for client in CLIENTS {
+        let p = plan(client, &c, Policy::Strict).unwrap();
+        golden(&format!("{client}-strict"), &p.to_json());
+    }
+}
+
+#[test]
+fn gated_plans_inject_nothing() {
+    let mut c = ctx(Some(&["kcap-review"]));
+    c.server_url = None;
+    for client in CLIENTS {
+        let p = plan(client, &c, Policy::Lenient).unwrap();
+        assert!(p.servers.is_empty(), "{client}");
+        golden(&format!("{client}-gated"), &p.to_json());
+    }
+}
+
+#[test]
+fn brokered_and_borrowed_plans_inject_by_the_registry_data() {
+    // Brokered: the result channel carries KCAP_FLOW_CAPABILITY_URL instead of KCAP_URL.
+    // Borrowed: kcap-review-context comes last, with its review-context URL and mode. Gemini
+    // aliases every injected server, the reserved ones too.
+    for (name, delivery, snapshot) in [
+        ("brokered", brokered(), Snapshot::Own),
+        ("borrowed", ResultDelivery::Direct, borrowed()),
+        ("brokered-borrowed", brokered(), borrowed()),
+    ] {
+        let mut c = ctx(Some(&["kcap-review"]));
+        c.result_delivery = delivery;
+        c.snapshot = snapshot;
+        for client in CLIENTS {
+            let p = plan(client, &c, Policy::Strict).unwrap();
+            let ids: Vec<&str> = p.servers.iter().map(|s| s.id.as_str()).collect();
+            let expected: &[&str] = match name {
+                "brokered" => &["kcap-flow-result", "kcap-review"],
+                _ => &["kcap-flow-result", "kcap-review", "kcap-review-context"],
+            };
+            assert_eq!(ids, expected, "{client} {name}");
+            golden(&format!("{client}-{name}"), &p.to_json());
+        }
+    }
+}
+
+#[test]
+fn brokered_and_borrowed_refusals_reach_every_client() {
+    let mut blank = ctx(None);
+    blank.result_delivery = ResultDelivery::Brokered {
+        capability_url: " ".into(),
+    };
+    let mut no_url = ctx(None);
+    no_url.snapshot = Snapshot::Borrowed {
+        review_context_url: None,
+    };
+    for client in CLIENTS {
+        assert_eq!(
+            refusal(client, &blank, Policy::Lenient),
+            RenderError::BlankCapabilityUrl,
+            "{client}"
+        );
+        assert_eq!(
+            refusal(client, &no_url, Policy::Lenient),
+            RenderError::MissingReviewContextUrl,
+            "{client}"
+        );
+    }
+}
+
+#[test]
+fn empty_allowlist_is_byte_identical_to_none() {
+    for client in CLIENTS {
+        for policy in [Policy::Lenient, Policy::Strict] {
+            let none = plan(client, &ctx(None), policy).unwrap().to_json();
+            let empty = plan(client, &ctx(Some(&[])), policy).unwrap().to_json();
+            assert_eq!(empty, none, "{client} {policy:?}");
+            golden(&format!("{client}-baseline"), &none);
+        }
+    }
+}
+
+#[test]
+fn claude_and_codex_plans_carry_their_argv_unchanged() {
+    let mut c = ctx(Some(&["kcap-review", "kcap-memory"]));
+    c.result_delivery = brokered();
+    c.snapshot = borrowed();
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert_eq!(
+        claude_plan(&c, &r).unwrap().argv,
+        claude_reviewer_args(&c, &r).unwrap()
+    );
+    assert_eq!(
+        codex_plan(&c, &r, &[]).unwrap().argv,
+        codex_reviewer_args(&c, &r, &[]).unwrap()
+    );
+}
+
+#[test]
+fn strict_rejection_refuses_every_client() {
+    let c = ctx(Some(&["kcap-review", "kcap-memory"]));
+    for client in CLIENTS {
+        match plan(client, &c, Policy::Strict) {
+            Err(LaunchError::Rejected(r)) => {
+                assert_eq!(
+                    (r.index, r.reason),
+                    (1, RejectReason::NotReadOnly),
+                    "{client}"
+                );
+            }
+            other => panic!("{client}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn blank_agent_id_refuses_every_client() {
+    let mut c = ctx(None);
+    c.agent_id = " ".into();
+    for client in CLIENTS {
+        assert_eq!(
+            refusal(client, &c, Policy::Lenient),
+            RenderError::BlankAgentId,
+            "{client}"
+        );
+    }
+}
+
+#[test]
+fn acp_clients_refuse_a_missing_or_relative_worktree() {
+    for worktree in [None, Some("tree"), Some(" ")] {
+        let mut c = ctx(None);
+        c.worktree = worktree.map(String::from);
+        for client in [Client::Gemini, Client::OpenCode] {
+            let err = refusal(client, &c, Policy::Lenient);
+            assert_eq!(
+                err,
+                RenderError::NeedsAbsolute {
+                    client,
+                    field: "worktree"
+                }
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot render the {client} launch: it needs the reviewer's worktree (the ACP \
+                     session's `cwd`) as an absolute path; give the launch its `worktree` \
+                     (--worktree DIR)"
+                )
+            );
+        }
+    }
+}
+
+#[test]
+fn opencode_refuses_a_missing_or_relative_launch_dir() {
+    for dir in [None, Some("launch"), Some("")] {
+        let mut c = ctx(None);
+        c.launch_dir = dir.map(String::from);
+        let err = plan(Client::OpenCode, &c, Policy::Lenient).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot render the opencode launch: it needs a per-launch directory as an absolute \
+             path; give the launch its `launch_dir` (--launch-dir DIR)"
+        );
+    }
+}
+
+#[test]
+fn gemini_refuses_expansion_in_env_values_only() {
+    let mut c = ctx(None);
+    c.agent_id = "a${HOME}".into();
+    let err = refusal(Client::Gemini, &c, Policy::Lenient);
+    assert_eq!(
+        err,
+        RenderError::GeminiExpansion {
+            server: "kcap-flow-result".into(),
+            field: "env.KCAP_FLOW_AGENT_ID".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot render the Gemini CLI session: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` contains \
+         `${`, which Gemini CLI expands as a variable reference in ACP server env values; remove \
+         `${` from that value"
+    );
+    // `args` are not expanded: a kcap binary path with `${` is fine.
+    let mut c = ctx(None);
+    c.kcap_bin = Some("/opt/${x}/kcap".into());
+    assert!(plan(Client::Gemini, &c, Policy::Lenient).is_ok());
+    // The review-context URL is an env value too.
+    let mut c = ctx(None);
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some("http://127.0.0.1:5200/${USER}".into()),
+    };
+    assert_eq!(
+        refusal(Client::Gemini, &c, Policy::Lenient),
+        RenderError::GeminiExpansion {
+            server: "kcap-review-context".into(),
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+        }
+    );
+}
+
+#[test]
+fn option_like_model_is_refused_where_it_reaches_argv() {
+    let mut c = ctx(None);
+    c.model = Some("--yolo".into());
+    for client in [Client::Claude, Client::Codex, Client::Gemini] {
+        assert_eq!(
+            refusal(client, &c, Policy::Lenient),
+            RenderError::OptionLike { field: "model" },
+            "{client}"
+        );
+    }
+    // OpenCode takes no model on its command line.
+    assert!(plan(Client::OpenCode, &c, Policy::Lenient).is_ok());
+}
+
+#[test]
+fn launch_ids_are_random_and_checked() {
+    let a = LaunchId::random().unwrap();
+    let b = LaunchId::random().unwrap();
+    assert_ne!(a, b, "two draws of 64 random bits collided");
+    assert_eq!(a.hex().len(), 16);
+    assert!(
+        a.hex()
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    );
+    assert_eq!(LaunchId::from_hex(&a.hex()).unwrap(), a);
+    for bad in [
+        "",
+        "0123456789abcde",
+        "0123456789abcdef0",
+        "0123456789abcdeg",
+        "+123456789abcdef",
+        "é123456789abcde",
+    ] {
+        assert!(LaunchId::from_hex(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(format!("{a:?}"), "LaunchId(…)");
+}

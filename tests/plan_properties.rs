@@ -1,0 +1,272 @@
+//! Properties of the launch plans of every client over random allowlists, random launch
+//! values, direct or brokered delivery and own or borrowed snapshots: no flow-starting server
+//! anywhere, `KCAP_FLOW_AGENT_ID` only on the result channel, the capability URL instead of
+//! `KCAP_URL` on the result channel alone when brokered, `kcap-review-context` last exactly
+//! when borrowed, and every value parses back exactly in the format that carries it.
+
+use std::collections::BTreeMap;
+
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::claude_plan;
+use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
+use kcap_mcp_registry::clients::opencode::opencode_plan;
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::{
+    LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery, Snapshot, lookup, servers,
+};
+use proptest::prelude::*;
+use serde_json::Value;
+
+const CLIENTS: [Client; 4] = [
+    Client::Claude,
+    Client::Codex,
+    Client::Gemini,
+    Client::OpenCode,
+];
+
+/// The id of the server injected into borrowed-snapshot reviews.
+const REVIEW_CONTEXT_ID: &str = "kcap-review-context";
+
+fn plan(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan> {
+    let resolution = ctx.resolve(Policy::Lenient).ok()?;
+    let r = &resolution;
+    match client {
+        Client::Claude => claude_plan(ctx, r).ok(),
+        Client::Codex => codex_plan(ctx, r, &[]).ok(),
+        Client::Gemini => gemini_plan(ctx, r, id).ok(),
+        Client::OpenCode => opencode_plan(ctx, r).ok(),
+        other => panic!("{other}: no plan renderer"),
+    }
+}
+
+/// Allowlist entries: registry ids in any case and padding, plus junk.
+fn entry() -> impl Strategy<Value = Option<String>> {
+    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
+    prop_oneof![
+        4 => (prop::sample::select(ids), any::<bool>(), any::<bool>()).prop_map(|(id, upper, pad)| {
+            let id = if upper { id.to_ascii_uppercase() } else { id.to_string() };
+            Some(if pad { format!(" {id} ") } else { id })
+        }),
+        1 => Just(None),
+        1 => "[ -~]{0,12}".prop_map(Some),
+    ]
+}
+
+/// Launch values without `${` (which Gemini and Claude refuse, tested elsewhere).
+fn value() -> impl Strategy<Value = String> {
+    "[^\u{0}$]{1,24}".prop_map(|s| s.trim_start_matches('-').to_string() + "v")
+}
+
+/// The `(id, env)` pairs a plan gives its servers, from the format that carries them.
+fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)> {
+    if let Some(session) = &plan.session_new {
+        return session
+            .mcp_servers
+            .iter()
+            .zip(&plan.servers)
+            .map(|(s, w)| {
+                assert_eq!(s.name, w.wire_name);
+                (
+                    w.id.clone(),
+                    s.env
+                        .iter()
+                        .map(|v| (v.name.clone(), v.value.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+    }
+    match plan.client.as_str() {
+        "claude" => {
+            let i = plan.argv.iter().position(|a| a == "--mcp-config").unwrap();
+            let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+            config["mcpServers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        serde_json::from_value(s["env"].clone()).unwrap(),
+                    )
+                })
+                .collect()
+        }
+        "codex" => plan
+            .argv
+            .iter()
+            .filter_map(|a| a.strip_prefix("mcp_servers."))
+            .filter_map(|a| {
+                let (id, rest) = a.split_once('.')?;
+                let env = rest.strip_prefix("env=")?;
+                let table: toml::Table = toml::from_str(&format!("env={env}")).unwrap();
+                let env = table["env"]
+                    .as_table()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                    .collect();
+                Some((id.to_string(), env))
+            })
+            .collect(),
+        other => panic!("{other}: no servers carried"),
+    }
+}
+
+proptest! {
+    #[test]
+    fn plans_keep_the_security_rules(
+        allowlist in prop::collection::vec(entry(), 0..8),
+        url in value(),
+        agent in value(),
+        hex in "[0-9a-f]{16}",
+        capability in prop::option::of(value()),
+        review_context in prop::option::of(value()),
+    ) {
+        let ctx = LaunchContext {
+            server_url: Some(url.clone()),
+            kcap_bin: Some("/opt/kcap".into()),
+            agent_id: agent.clone(),
+            mcp_allowlist: Some(allowlist),
+            worktree: Some("/work/tree".into()),
+            launch_dir: Some("/run/l".into()),
+            result_delivery: ResultDelivery::from_capability_url(capability.clone()),
+            snapshot: Snapshot::from_launch(false, review_context.clone()),
+            ..LaunchContext::default()
+        };
+        let id = LaunchId::from_hex(&hex).unwrap();
+        for client in CLIENTS {
+            let plan = plan(client, &ctx, &id).unwrap();
+            // The JSON form parses back into the same plan.
+            let back: LaunchPlan = serde_json::from_str(&plan.to_json()).unwrap();
+            prop_assert_eq!(&back, &plan);
+            // No flow-starting server, the result channel first.
+            prop_assert_eq!(plan.servers[0].id.as_str(), RESULT_CHANNEL_ID);
+            for s in &plan.servers {
+                prop_assert!(!lookup(&s.id).unwrap().starts_flows, "{} in {}", s.id, client);
+            }
+            // The review-context server last, exactly in a borrowed-snapshot review.
+            let contexts: Vec<usize> = plan
+                .servers
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.id == REVIEW_CONTEXT_ID)
+                .map(|(i, _)| i)
+                .collect();
+            let expected = review_context.as_ref().map(|_| plan.servers.len() - 1);
+            prop_assert_eq!(contexts, Vec::from_iter(expected), "{}", client);
+            let mut carried = carried_servers(&plan);
+            if client == Client::Claude {
+                // serde_json reads the object's keys sorted; the order is in the golden tests.
+                let order: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
+                carried.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
+            }
+            prop_assert_eq!(
+                carried.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+                plan.servers.iter().map(|s| s.id.as_str()).collect::<Vec<_>>()
+            );
+            // KCAP_FLOW_AGENT_ID only on the result channel, with the agent id exactly; the
+            // capability URL on the result channel alone, instead of its KCAP_URL, when
+            // brokered; every env value parses back exactly.
+            for (i, (id, env)) in carried.iter().enumerate() {
+                let result_channel = i == 0;
+                let review_context = id == REVIEW_CONTEXT_ID;
+                prop_assert_eq!(env.get("KCAP_FLOW_AGENT_ID").is_some(), result_channel, "{}", client);
+                if result_channel {
+                    prop_assert_eq!(&env["KCAP_FLOW_AGENT_ID"], &agent);
+                }
+                let brokered = result_channel && capability.is_some();
+                prop_assert_eq!(env.get("KCAP_FLOW_CAPABILITY_URL"), capability.as_ref().filter(|_| brokered));
+                let direct_url = !brokered && !review_context;
+                prop_assert_eq!(env.get("KCAP_URL"), Some(&url).filter(|_| direct_url), "{} {}", client, id);
+                if review_context {
+                    prop_assert_eq!(env.get("KCAP_REVIEW_CONTEXT_URL"), review_context_url(&ctx));
+                    prop_assert_eq!(env.get("KCAP_REVIEW_CONTEXT_MODE").map(String::as_str), Some("1"));
+                }
+                let expected_len = match (result_channel, review_context) {
+                    (true, _) => 2, // KCAP_URL or the capability URL, and the agent id
+                    (_, true) => 2, // the mode and the URL
+                    _ => 1,         // KCAP_URL
+                };
+                prop_assert_eq!(env.len(), expected_len, "{} {}", client, id);
+            }
+            // Client-specific carriers.
+            match client {
+                Client::Gemini => {
+                    let i = plan.argv.iter().position(|a| a == "--allowed-mcp-server-names").unwrap();
+                    let names: Vec<&str> = plan.argv[i + 1].split(',').collect();
+                    let wire: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
+                    prop_assert_eq!(names, wire);
+                    for s in &plan.servers {
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                    }
+                }
+                Client::OpenCode => {
+                    let p = plan.env.iter().find(|v| v.name == "OPENCODE_PERMISSION").unwrap();
+                    let rules: serde_json::Map<String, Value> = serde_json::from_str(&p.value).unwrap();
+                    prop_assert_eq!(&rules["*"], "deny");
+                    for (name, _) in rules.iter().filter(|(_, v)| *v == "allow") {
+                        let server = plan.servers.iter().find(|s| name.starts_with(&format!("{}_", s.wire_name)));
+                        let builtin = ["read", "grep", "glob", "list"].contains(&name.as_str());
+                        prop_assert!(server.is_some() || builtin, "{} allowed", name);
+                    }
+                    // Every server the daemon could inherit from its own environment is removed.
+                    for s in servers() {
+                        for (name, _) in s.env {
+                            prop_assert!(plan.env_remove.iter().any(|r| r == name));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The review-context URL of a borrowed-snapshot context.
+fn review_context_url(ctx: &LaunchContext) -> Option<&String> {
+    match &ctx.snapshot {
+        Snapshot::Borrowed { review_context_url } => review_context_url.as_ref(),
+        Snapshot::Own => None,
+    }
+}
+
+/// The name Gemini gives every tool of the bundled registry, with a 16-hex alias, fits in its
+/// 63 characters, but one: `kcap-review-context`'s tool (registry data v2), whose id and tool
+/// name together leave no room for any 64-bit suffix (`mcp_` + 19 + 17 + `_` + 31 = 72).
+/// Gemini 0.61.0 shortens that name and warns that the tool may need approval (facts file).
+/// This is an open problem of borrowed-snapshot Gemini launches, pinned here so that a fix, or
+/// a second overflowing tool, shows up. A 32-hex alias (the original system's) would
+/// overflow for servers that fit now.
+#[test]
+fn gemini_tool_names_fit_with_the_launch_id_but_one() {
+    let id = LaunchId::from_hex("ffffffffffffffff").unwrap();
+    let names: Vec<String> = servers()
+        .iter()
+        .flat_map(|s| {
+            s.tools
+                .iter()
+                .map(move |t| qualified_tool_name(&id.alias(s.id), t.name))
+        })
+        .collect();
+    let (fit, over): (Vec<&String>, Vec<&String>) =
+        names.iter().partition(|n| n.len() <= MAX_TOOL_NAME);
+    assert_eq!(
+        over,
+        ["mcp_kcap-review-context-ffffffffffffffff_get_branch_authored_mcp_configs"]
+    );
+    assert_eq!(over[0].len(), 72);
+    let longest = fit.into_iter().max_by_key(|n| n.len()).unwrap();
+    assert_eq!(
+        longest,
+        "mcp_kcap-flow-result-ffffffffffffffff_submit_review_result"
+    );
+    assert_eq!(longest.len(), 58);
+    let long_alias = format!("kcap-sessions-{}", "f".repeat(32));
+    assert!(qualified_tool_name(&long_alias, "get_session_transcript").len() > MAX_TOOL_NAME);
+    assert_eq!(
+        LaunchId::from_hex("0123456789abcdef").unwrap().hex().len() * 4,
+        64
+    );
+}
