@@ -32,3 +32,46 @@ pub fn strip_bom(text: &str) -> &str {
 pub fn decode_utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
     std::str::from_utf8(bytes).map(strip_bom)
 }
+
+/// Reads the whole file at `path`, refusing anything that is not a regular file (after
+/// following symbolic links) before opening it: a FIFO would block the reader forever, a
+/// device could stream without end, and a directory cannot be read at all.
+///
+/// # Errors
+/// The `fs::metadata` or `fs::read` error (a missing file is [`std::io::ErrorKind::NotFound`]),
+/// or [`std::io::ErrorKind::InvalidInput`] naming what the path is instead.
+pub fn read_regular(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path)?;
+    if let Some(what) = not_regular(&meta) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {what}, not a regular file; give the path of a regular file"),
+        ));
+    }
+    std::fs::read(path)
+}
+
+/// What `meta` describes when it is not a regular file (`a FIFO`, `a directory`, …).
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return None;
+    }
+    if ft.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if ft.is_fifo() {
+            return Some("a FIFO (named pipe)");
+        }
+        if ft.is_socket() {
+            return Some("a socket");
+        }
+        if ft.is_char_device() || ft.is_block_device() {
+            return Some("a device");
+        }
+    }
+    Some("a special file")
+}

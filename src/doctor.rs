@@ -58,7 +58,7 @@ pub enum FileRead {
 impl FileRead {
     /// Reads `path`: [`FileRead::Missing`] when it does not exist.
     pub fn read(path: &Path) -> FileRead {
-        match std::fs::read(path) {
+        match crate::decode::read_regular(path) {
             Ok(b) => FileRead::Bytes(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileRead::Missing,
             Err(e) => FileRead::Unreadable(e.to_string()),

@@ -180,7 +180,7 @@ pub fn check_against(
     opts: &AgainstOptions,
 ) -> Result<Vec<Checked>, RegistrationError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| RegistrationError::Read {
+    let bytes = crate::decode::read_regular(path).map_err(|source| RegistrationError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -238,7 +238,7 @@ pub fn check_against(
                         .parent()
                         .unwrap_or(Path::new("."))
                         .join(format!("{name}.config.toml"));
-                    let bytes = match std::fs::read(&file) {
+                    let bytes = match crate::decode::read_regular(&file) {
                         Ok(b) => Some(b),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                         Err(source) => {

@@ -163,6 +163,11 @@ pub struct Outcome {
     pub changed: bool,
     /// Whether this was a dry run (nothing written).
     pub dry_run: bool,
+    /// Whether the config existed before.
+    pub existed: bool,
+    /// Whether the config was removed (with `dry_run`: would be): kcap created it and
+    /// nothing else is left in it.
+    pub removed: bool,
 }
 
 impl Outcome {
@@ -481,12 +486,15 @@ fn run(
     } else {
         Some(Lock::take(config)?)
     };
-    let (bytes, mode) = match fs::read(config) {
+    let (bytes, mode) = match crate::decode::read_regular(config) {
         Ok(b) => {
             let perms = fs::metadata(config).map(|m| m.permissions()).ok();
             (Some(b), perms)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            return Err(error(config, e.to_string()));
+        }
         Err(e) => return Err(error(config, format!("cannot read it: {e}"))),
     };
     let before = match &bytes {
@@ -523,6 +531,11 @@ fn run(
     if bom {
         after.insert(0, BOM);
     }
+    // Only install creates a config: with no file there is nothing to take out of it (a
+    // ledger left without its file is still cleaned up).
+    if bytes.is_none() && !create_dir {
+        after.clear();
+    }
     // A file kcap created and has emptied again goes away (so uninstall restores "no file").
     let remove_config = ledger.entries.is_empty()
         && ledger.file_created
@@ -534,6 +547,17 @@ fn run(
     let new_ledger = (!ledger.entries.is_empty()).then_some(ledger);
     let config_changed = after != before || remove_config;
     let ledger_changed = new_ledger != old_ledger;
+    if config_changed
+        && !remove_config
+        && let Some(perms) = &mode
+        && !writable_by_us(config, perms)
+    {
+        return Err(error(
+            config,
+            "is read-only (no write permission for you): its write protection says it must not \
+             change; make it writable (`chmod u+w`) if kcap may edit it",
+        ));
+    }
     if !dry_run {
         if remove_config {
             fs::remove_file(config)
@@ -575,7 +599,36 @@ fn run(
         after,
         changed: config_changed || ledger_changed,
         dry_run,
+        existed: bytes.is_some(),
+        removed: remove_config,
     })
+}
+
+/// Whether the mode bits of `perms` let this process write `path`: the owner's write bit
+/// when we own it, else the group's when we are in its group, else the others'. Mode bits,
+/// not `access(2)`: for root `access` says yes to every file, but a 0444 file is its
+/// owner's way of saying "do not change", which the atomic rename would otherwise ignore.
+#[cfg(unix)]
+fn writable_by_us(path: &Path, perms: &fs::Permissions) -> bool {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let mode = perms.mode();
+    let Ok(meta) = fs::metadata(path) else {
+        return mode & 0o222 != 0;
+    };
+    // The process's own uid and gid, as the owner of a file it creates: no libc needed.
+    let me = tempfile::tempfile().and_then(|f| f.metadata());
+    match me {
+        Ok(me) if me.uid() == meta.uid() => mode & 0o200 != 0,
+        Ok(me) if me.uid() == 0 => mode & 0o222 != 0,
+        Ok(me) if me.gid() == meta.gid() => mode & 0o020 != 0,
+        Ok(_) => mode & 0o002 != 0,
+        Err(_) => mode & 0o222 != 0,
+    }
+}
+
+#[cfg(not(unix))]
+fn writable_by_us(_path: &Path, perms: &fs::Permissions) -> bool {
+    !perms.readonly()
 }
 
 fn read_ledger(path: &Path, client: Client) -> Result<Option<Ledger>, InstallError> {

@@ -1281,8 +1281,20 @@ fn print_outcome(
     err!("{}", outcome.report());
     let path = ShownPath(&outcome.config);
     match (outcome.dry_run, outcome.changed) {
+        _ if !outcome.existed && outcome.after.is_empty() && !outcome.changed => {
+            errln!("{path} does not exist: nothing to uninstall");
+        }
+        (true, true) if outcome.removed => errln!(
+            "dry run: would remove {path} (kcap created it and nothing else is in it); nothing written"
+        ),
         (true, true) => errln!("dry run: nothing written to {path} or its ledger"),
         (true, false) => errln!("dry run: {path} needs no change"),
+        (false, true) if outcome.removed => {
+            errln!("removed {path}: kcap created it and nothing else is in it");
+        }
+        (false, true) if !outcome.existed && outcome.after.is_empty() => {
+            errln!("{path} does not exist: removed its ledger");
+        }
         (false, true) => errln!("wrote {path}"),
         (false, false) => errln!("{path} needs no change"),
     }

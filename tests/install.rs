@@ -928,3 +928,118 @@ fn uninstall_without_the_ledger_removes_entries_identical_to_kcaps_and_reports_t
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(read(&config), CODEX_USER);
 }
+
+/// Issue #15 review: uninstall where kcap was never installed creates nothing, for every
+/// client's default file (whose directory may not exist either) and for `--config`.
+#[test]
+fn uninstall_of_a_missing_file_creates_nothing() {
+    for client in [
+        "claude",
+        "codex",
+        "gemini",
+        "opencode",
+        "copilot",
+        "cursor",
+        "kiro",
+        "antigravity",
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        let run = cli(&["uninstall", "--client", client], &[("HOME", home.path())]);
+        assert_eq!(run.code, 0, "{client}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("does not exist: nothing to uninstall"),
+            "{client}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains(".kcap-tmp-"), "{}", run.stderr);
+        let left: Vec<_> = std::fs::read_dir(home.path()).unwrap().collect();
+        assert!(left.is_empty(), "{client}: created {left:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let never = dir.path().join("never.json");
+    let run = uninstall_cli("claude", &never, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!never.exists());
+}
+
+/// Uninstall that deletes the file kcap created says so, not "wrote".
+#[test]
+fn uninstall_that_removes_the_created_file_says_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("new.json");
+    assert_eq!(install_cli("claude", &config, &[]).code, 0);
+    let run = uninstall_cli("claude", &config, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!config.exists());
+    assert!(
+        run.stderr.contains("removed ") && run.stderr.contains("kcap created it"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.lines().any(|l| l.starts_with("wrote ")),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A 0444 config is refused (mode bits, so also when the tests run as root), and left as it
+/// was; a writable one in the same directory is edited.
+#[cfg(unix)]
+#[test]
+fn a_read_only_config_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ro.json");
+    std::fs::write(&config, "{}\n").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let run = install_cli("claude", &config, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("is read-only"), "{}", run.stderr);
+    assert_eq!(read(&config), "{}\n");
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o444);
+    assert!(!install::ledger_path(&config).exists());
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(install_cli("claude", &config, &[]).code, 0);
+}
+
+/// A FIFO (or any non-regular file) is refused before it is opened: nothing blocks.
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_by_install_check_and_doctor_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let f = fifo.to_str().unwrap();
+    let claude_f = format!("claude={f}");
+    let registry = concat!(env!("CARGO_MANIFEST_DIR"), "/registry");
+    for args in [
+        vec!["install", "--client", "claude", "--config", f],
+        vec!["check", registry, "--against", f],
+        vec!["doctor", "--client", "claude", "--config", &claude_f],
+    ] {
+        // A blocked read would hang the test; a thread with a deadline turns that into a
+        // failure.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let owned: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        std::thread::spawn(move || {
+            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let _ = tx.send(cli(&refs, &[]));
+        });
+        let run = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{args:?} blocked on the FIFO"));
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("a FIFO (named pipe), not a regular file"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
