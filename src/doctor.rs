@@ -337,7 +337,7 @@ impl Ctx<'_> {
             .and_then(|p| value.pointer(&p))
             .and_then(Value::as_str);
         let Some(command) = actual else {
-            if whole && fingerprint(value) != fingerprint(canonical) {
+            if whole && !crate::drift::same_to_client(self.file.client, name, value, canonical) {
                 out.push(self.problem(
                     Rule::Divergent,
                     Some(name),
@@ -399,7 +399,7 @@ impl Ctx<'_> {
                 },
             )
             .to_json();
-            if fingerprint(&same_command) != fingerprint(value) {
+            if !crate::drift::same_to_client(self.file.client, name, value, &same_command) {
                 out.push(self.problem(
                     Rule::Divergent,
                     Some(name),

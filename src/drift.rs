@@ -268,6 +268,113 @@ pub fn check_against(
     Ok(out)
 }
 
+/// Whether `client` treats the server entries `a` and `b` (JSON, as in its registration
+/// file's block) the same: byte-for-byte the same value, or both started by its loader model
+/// with the same command, args, env, working directory and tool filters (or both reached at
+/// the same URL), where every key in which they differ is one the loader model reads (and so
+/// compared through what it starts) or one the client ignores (Claude Code:
+/// [`claude::ENTRY_KEYS`]; Codex CLI: keys outside [`codex::FIELDS`]). `install` adopts,
+/// and `doctor` accepts, an entry the client treats as kcap's, whatever its spelling
+/// (`"type": "stdio"`, `"env": {}`, no `description`).
+pub fn same_to_client(
+    client: Client,
+    name: &str,
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+) -> bool {
+    use serde_json::Value;
+    if a == b {
+        return true;
+    }
+    let (Value::Object(ma), Value::Object(mb)) = (a, b) else {
+        return false;
+    };
+    const MODELLED: [&str; 8] = [
+        "command",
+        "args",
+        "env",
+        "type",
+        "url",
+        "cwd",
+        "enabled_tools",
+        "disabled_tools",
+    ];
+    let ignored = |key: &str| match client {
+        Client::Claude => !claude::ENTRY_KEYS.contains(&key),
+        Client::Codex => !codex::FIELDS.iter().any(|(k, _, _)| *k == key),
+        _ => false,
+    };
+    let differing = ma
+        .keys()
+        .chain(mb.keys())
+        .filter(|k| ma.get(*k) != mb.get(*k));
+    for key in differing {
+        if !MODELLED.contains(&key.as_str()) && !ignored(key) {
+            return false;
+        }
+    }
+    let view = |value: &Value| {
+        let loaded = load_one(client, name, value)?;
+        if !loaded.rejected.is_empty() || !loaded.skipped.is_empty() {
+            return None;
+        }
+        match (loaded.started.as_slice(), loaded.remote.as_slice()) {
+            ([s], []) if s.name == name && s.expanded.is_empty() => Some(format!(
+                "{:?}",
+                (
+                    &s.command,
+                    &s.args,
+                    &s.env,
+                    &s.cwd,
+                    &s.enabled_tools,
+                    &s.disabled_tools
+                )
+            )),
+            ([], [r]) if r.name == name => Some(format!("url {:?}", r.url)),
+            _ => None,
+        }
+    };
+    match (view(a), view(b)) {
+        (Some(va), Some(vb)) => va == vb,
+        _ => false,
+    }
+}
+
+/// What `client`'s loader model makes of a file holding only the entry `name` = `value` in
+/// its block; `None` when that file cannot be written (a TOML value that has no TOML form).
+fn load_one(client: Client, name: &str, value: &serde_json::Value) -> Option<Loaded> {
+    let block = client.registration().block;
+    let mut servers = serde_json::Map::new();
+    servers.insert(name.to_string(), value.clone());
+    let mut root = serde_json::Map::new();
+    root.insert(block.to_string(), serde_json::Value::Object(servers));
+    let root = serde_json::Value::Object(root);
+    let no_env = |_: &str| None;
+    let path = "entry";
+    Some(match client {
+        Client::Claude => {
+            let bytes = serde_json::to_vec(&root).ok()?;
+            claude::load(path, &bytes, ClaudeFile::ProjectMcpJson, None, &no_env)
+        }
+        Client::Codex => {
+            let text = toml::to_string(&root).ok()?;
+            codex::load(path, text.as_bytes(), None)
+        }
+        other => {
+            let bytes = serde_json::to_vec(&root).ok()?;
+            match other {
+                Client::Gemini => gemini::load(path, &bytes, &no_env),
+                Client::OpenCode => opencode::load(path, &bytes, &no_env),
+                Client::Copilot => copilot::load(path, &bytes, &no_env),
+                Client::Cursor => cursor::load(path, &bytes),
+                Client::Kiro => kiro::load(path, &bytes),
+                Client::Antigravity => antigravity::load(path, &bytes),
+                Client::Claude | Client::Codex => unreachable!("handled above"),
+            }
+        }
+    })
+}
+
 /// How a registration file differs from the registry for one server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DriftKind {

@@ -19,6 +19,10 @@
 //! - **Register** ([`install`]), per registry server: missing → added; present and written
 //!   by kcap (its fingerprint is the ledger's) → healed to the registry's entry; present,
 //!   not recorded, but identical → adopted; otherwise → divergent, left alone and reported.
+//!   "Identical" is as the client runs it ([`crate::drift::same_to_client`], through the
+//!   client's loader model): keys the client ignores and spellings it reads the same way
+//!   (Claude Code: no `description`, `"type": "stdio"`, `"env": {}`) do not count; an
+//!   adopted entry is recorded with the fingerprint of the entry as written.
 //!   An owned entry of a server the registry no longer registers is removed.
 //! - **Unregister** ([`uninstall`]) removes only owned entries whose fingerprint still
 //!   matches; an edited one is kept and reported. An entry no ledger records (the ledger was
@@ -325,6 +329,7 @@ pub fn install(
         let existing = existing.unwrap_or_default();
         for (name, node) in servers {
             let want = fingerprint(&node.to_json());
+            let mut recorded = want.clone();
             let owned = ledger.entries.get(name).cloned();
             let action = match existing.iter().find(|(n, _)| n == name) {
                 None => {
@@ -333,8 +338,14 @@ pub fn install(
                 }
                 Some((_, value)) => {
                     let have = fingerprint(value);
-                    if have == want {
-                        if owned.as_deref() == Some(want.as_str()) {
+                    // An entry the client runs exactly as kcap's (through its loader model:
+                    // `"type": "stdio"`, `"env": {}`, no `description` for Claude Code) is
+                    // kcap's, recorded as it is written.
+                    if have == want
+                        || crate::drift::same_to_client(format.client, name, value, &node.to_json())
+                    {
+                        recorded = have.clone();
+                        if owned.as_deref() == Some(have.as_str()) {
                             Action::Unchanged
                         } else {
                             Action::Adopted
@@ -350,7 +361,7 @@ pub fn install(
             if action == Action::Divergent {
                 ledger.entries.remove(name);
             } else {
-                ledger.entries.insert(name.clone(), want);
+                ledger.entries.insert(name.clone(), recorded);
             }
             actions.push((name.clone(), action));
         }
@@ -393,7 +404,7 @@ pub fn uninstall(
                 continue;
             }
             if let Some((_, value)) = existing.iter().find(|(n, _)| n == name) {
-                if fingerprint(value) == fingerprint(&node.to_json()) {
+                if crate::drift::same_to_client(format.client, name, value, &node.to_json()) {
                     unrecorded.push(name.clone());
                 } else {
                     actions.push((name.clone(), Action::LeftUnowned));

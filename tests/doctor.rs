@@ -300,3 +300,59 @@ fn a_config_override_and_an_unreadable_input_exit_2() {
     assert_eq!(got[0].0, "doctor-malformed");
     assert!(got[0].1.contains("is not valid TOML"), "{got:?}");
 }
+
+/// Issue #15 review: entries Claude Code runs exactly as kcap's (no `description`, or the
+/// `claude mcp add` spelling with `"type": "stdio"` and `"env": {}`) are not divergent for
+/// doctor, and install adopts them (exit 0) and is idempotent; one that runs other args is.
+#[test]
+fn entries_the_client_runs_identically_are_not_divergent() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("bin")).unwrap();
+    std::fs::write(home.path().join("bin/kcap"), "#!/bin/sh\n").unwrap();
+    let config = home.path().join(".claude.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers":{"kcap-review":{"command":"kcap","args":["mcp","review"]},
+        "kcap-flows":{"type":"stdio","command":"kcap","args":["mcp","flows"],"env":{}}}}"#,
+    )
+    .unwrap();
+    let out = doctor_cmd(home.path())
+        .args(["doctor", "--client", "claude", "--format", "json"])
+        .output()
+        .unwrap();
+    let rules: Vec<String> = findings(&out.stdout).into_iter().map(|(r, _)| r).collect();
+    assert!(!rules.iter().any(|r| r == "doctor-divergent"), "{rules:?}");
+    let out = doctor_cmd(home.path())
+        .args(["install", "--client", "claude"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("adopted kcap-review"), "{stderr}");
+    assert!(stderr.contains("adopted kcap-flows"), "{stderr}");
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        after.contains(r#""type":"stdio""#),
+        "left as written: {after}"
+    );
+    let out = doctor_cmd(home.path())
+        .args(["install", "--client", "claude"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(stderr.contains("needs no change"), "{stderr}");
+    doctor_cmd(home.path())
+        .args(["doctor", "--client", "claude"])
+        .assert()
+        .success();
+
+    // Other args are divergent: the loader model runs something else.
+    edit(&config, |v| {
+        v["mcpServers"]["kcap-review"]["args"] = serde_json::json!(["mcp", "other"]);
+    });
+    let out = doctor_cmd(home.path())
+        .args(["doctor", "--client", "claude", "--format", "json"])
+        .output()
+        .unwrap();
+    let rules: Vec<String> = findings(&out.stdout).into_iter().map(|(r, _)| r).collect();
+    assert!(rules.iter().any(|r| r == "doctor-divergent"), "{rules:?}");
+}

@@ -43,6 +43,11 @@ use crate::clients::loaded::{
 };
 use crate::decode::decode_utf8;
 
+/// The keys of a server entry Claude Code 2.1.197 reads (see the module docs, "Entries"):
+/// every other key (`description`, `cwd`, `enabled`, …) is ignored, so two entries that
+/// differ only in those run the same server.
+pub const ENTRY_KEYS: [&str; 5] = ["type", "command", "args", "env", "url"];
+
 /// Which registration file of Claude Code the bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClaudeFile {
