@@ -19,7 +19,9 @@
 //! - `drift-expansion`: it expands `${…}` in the server's values, so what runs depends on
 //!   each session's environment;
 //! - `drift-missing`, `drift-extra`: a registry server it does not know of, or a server it
-//!   starts that is not one of the registry's registrations.
+//!   starts that is not one of the registry's registrations;
+//! - `drift-duplicate`: a server named twice in one scope of a JSON file; the client runs the
+//!   later entry, so the earlier one (reported) hides what runs from a reader of the file.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -49,7 +51,8 @@ pub struct AgainstOptions {
     /// Claude Code: the project directory a session runs in. For a `~/.claude.json`, the
     /// local scope of this project is merged over the user scope; without it, each project
     /// the file holds a local scope for is checked in turn (and the user scope alone when
-    /// there is none). For a `.mcp.json`, servers run in it.
+    /// there is none), and the user scope alone as well when it registers any server. For a
+    /// `.mcp.json`, servers run in it.
     pub project: Option<String>,
     /// Codex CLI: the profile (`--profile NAME`), read from `NAME.config.toml` next to the
     /// file and merged over it.
@@ -194,8 +197,21 @@ pub fn check_against(
     };
     let env = |name: &str| std::env::var(name).ok();
     let mut out = Vec::new();
+    let mut texts: Option<Vec<SourceText>> = None;
     let mut push = |project: Option<String>, loaded: Loaded| {
-        let drift = drift(entries, command, client, project.as_deref(), &loaded);
+        // Every verdict on one file shares its text (one per ~/.claude.json project): index
+        // its lines once.
+        let texts = match &texts {
+            Some(t) if t.len() == loaded.sources.len() => t,
+            _ => texts.insert(source_texts(&loaded)),
+        };
+        let mut drift = drift_in(entries, command, client, project.as_deref(), &loaded, texts);
+        // A verdict with no source (the file is not UTF-8) still names the file.
+        for d in &mut drift {
+            if d.file.is_empty() {
+                d.file.clone_from(&shown);
+            }
+        }
         out.push(Checked {
             path: shown.clone(),
             client,
@@ -213,20 +229,28 @@ pub fn check_against(
             } else {
                 ClaudeFile::ProjectMcpJson
             };
+            // The user scope alone first (a project that overrides a broken user-scope
+            // entry must not hide it: every other project runs it), then each project.
             let projects = match (&opts.project, file) {
                 (Some(p), _) => vec![Some(p.clone())],
-                (None, ClaudeFile::UserConfig) => {
-                    let found = claude::local_scope_projects(&bytes);
-                    if found.is_empty() {
-                        vec![None]
-                    } else {
-                        found.into_iter().map(Some).collect()
-                    }
-                }
+                (None, ClaudeFile::UserConfig) => std::iter::once(None)
+                    .chain(claude::local_scope_projects(&bytes).into_iter().map(Some))
+                    .collect(),
                 (None, ClaudeFile::ProjectMcpJson) => vec![None],
             };
-            for project in projects {
-                let loaded = claude::load(&shown, &bytes, file, project.as_deref(), &env);
+            let dirs: Vec<Option<&str>> = projects.iter().map(Option::as_deref).collect();
+            let verdicts = claude::load_many(&shown, &bytes, file, &dirs, &env);
+            let several = dirs.len() > 1;
+            for (project, loaded) in projects.into_iter().zip(verdicts) {
+                // A user scope that registers nothing at all beside the local scopes is not
+                // checked alone: kcap is then registered per project.
+                let nothing = loaded.started.is_empty()
+                    && loaded.remote.is_empty()
+                    && loaded.skipped.is_empty()
+                    && loaded.rejected.is_empty();
+                if several && project.is_none() && nothing {
+                    continue;
+                }
                 let label = project.filter(|_| file == ClaudeFile::UserConfig);
                 push(label, loaded);
             }
@@ -265,7 +289,100 @@ pub fn check_against(
         Client::Kiro => push(None, kiro::load(&shown, &bytes)),
         Client::Antigravity => push(None, antigravity::load(&shown, &bytes)),
     }
+    // A server named twice: the client runs the later entry (`JSON.parse`), and a reader of
+    // the file may see only the earlier one. Reported once per file, with the first verdict.
+    if client != Client::Codex
+        && let Some(first) = out.first_mut()
+        && let Ok(text) = crate::decode::decode_utf8(&bytes)
+    {
+        let block = client.registration().block;
+        let found = duplicate_servers(text, block, client == Client::Claude);
+        if !found.is_empty() {
+            let source = SourceText::new(text.to_string());
+            let dups = found.into_iter().map(|(scope, name, range)| {
+                let (line, column) = source.line_column(range.start);
+                let (end_line, end_column) = source.line_column(range.end);
+                Drift {
+                    file: shown.clone(),
+                    client,
+                    project: None,
+                    server: name,
+                    kind: DriftKind::Duplicate { scope },
+                    location: Location {
+                        line,
+                        column,
+                        end_line,
+                        end_column,
+                    },
+                }
+            });
+            first.drift.splice(0..0, dups);
+        }
+    }
     Ok(out)
+}
+
+/// The shadowed copies of server entries named twice in `text`'s `block` object (and, with
+/// `claude_projects`, in each `projects.<dir>.mcpServers`): the scope (`the user scope`,
+/// `the local scope of /p`, `the file`), the name, and the byte range of each earlier key.
+/// Read leniently (comments and trailing commas allowed): a file the client refuses is
+/// reported as such, not here.
+fn duplicate_servers(
+    text: &str,
+    block: &str,
+    claude_projects: bool,
+) -> Vec<(String, String, std::ops::Range<usize>)> {
+    use jsonc_parser::ast::{Object, ObjectPropName, Value};
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        ..Default::default()
+    };
+    let Ok(parsed) = jsonc_parser::parse_to_ast(text, &Default::default(), &options) else {
+        return Vec::new();
+    };
+    let Some(Value::Object(root)) = parsed.value else {
+        return Vec::new();
+    };
+    let name_of = |p: &jsonc_parser::ast::ObjectProp<'_>| match &p.name {
+        ObjectPropName::String(s) => (s.value.to_string(), s.range.start..s.range.end),
+        ObjectPropName::Word(w) => (w.value.to_string(), w.range.start..w.range.end),
+    };
+    let mut out = Vec::new();
+    let scan = |obj: &Object<'_>, scope: &str, out: &mut Vec<_>| {
+        for p in obj.properties.iter().filter(|p| name_of(p).0 == block) {
+            let Value::Object(servers) = &p.value else {
+                continue;
+            };
+            let mut last: std::collections::HashMap<String, usize> =
+                std::collections::HashMap::new();
+            for (i, s) in servers.properties.iter().enumerate() {
+                last.insert(name_of(s).0, i);
+            }
+            for (i, s) in servers.properties.iter().enumerate() {
+                let (name, range) = name_of(s);
+                if last.get(&name) != Some(&i) {
+                    out.push((scope.to_string(), name, range));
+                }
+            }
+        }
+    };
+    let top = if claude_projects && root.get("projects").is_some() {
+        "the user scope"
+    } else {
+        "the file"
+    };
+    scan(&root, top, &mut out);
+    if claude_projects && let Some(Value::Object(projects)) = root.get("projects").map(|p| &p.value)
+    {
+        for p in &projects.properties {
+            if let Value::Object(project) = &p.value {
+                let scope = format!("the local scope of {}", name_of(p).0);
+                scan(project, &scope, &mut out);
+            }
+        }
+    }
+    out
 }
 
 /// Whether `client` treats the server entries `a` and `b` (JSON, as in its registration
@@ -430,6 +547,12 @@ pub enum DriftKind {
         /// The setting responsible, e.g. `enabled_tools = []`.
         setting: String,
     },
+    /// The server is named twice in one scope: this earlier entry is shadowed by the later
+    /// one, which the client runs.
+    Duplicate {
+        /// The scope (`the file`, `the user scope`, `the local scope of /p`).
+        scope: String,
+    },
     /// The client expands `${…}` in a value of the server.
     Expansion {
         /// The fields, e.g. `command`, `args[1]`.
@@ -468,6 +591,7 @@ impl Drift {
             DriftKind::Args { .. } => "drift-args",
             DriftKind::Tools { .. } => "drift-tools",
             DriftKind::Expansion { .. } => "drift-expansion",
+            DriftKind::Duplicate { .. } => "drift-duplicate",
         }
     }
 
@@ -478,7 +602,7 @@ impl Drift {
         reason = "one message and help per drift kind, each worded for its client"
     )]
     pub fn finding(&self) -> Finding {
-        let server = self.server.escape_debug();
+        let server = crate::text::printable(&self.server);
         let client = client_name(self.client);
         let file = crate::text::printable(&self.file);
         let file = match &self.project {
@@ -495,6 +619,16 @@ impl Drift {
                     format!("{client} rejects {scope} of {file}: {reason}")
                 },
                 format!("fix it: until then {client} starts none of the servers in {scope}"),
+            ),
+            DriftKind::Duplicate { scope } => (
+                format!(
+                    "MCP server `{server}` is named twice in {scope} of {file}: {client} runs \
+                     the later entry, and this earlier one, which a reader may take for it, is \
+                     ignored"
+                ),
+                "remove one of the two entries (doctor reports the file as malformed and install \
+                 refuses it until then)"
+                    .into(),
             ),
             DriftKind::Skipped { reason } => (
                 format!("skipped by {client}: MCP server `{server}` in {file}: {reason}"),
@@ -586,18 +720,41 @@ impl Drift {
     }
 }
 
-/// A value as compact JSON, for messages: strings quoted and escaped, arrays bracketed.
+/// A value for messages, shaped like compact JSON (strings quoted, arrays bracketed), with
+/// each string escaped by the crate's one adapter ([`crate::text::printable`]: `\u{1b}`), as
+/// every other report line shows user input.
 fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string(value).expect("strings serialize")
+    fn shown(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::String(s) => {
+                out.push('"');
+                out.push_str(&crate::text::printable(s));
+                out.push('"');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    shown(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    shown(
+        &serde_json::to_value(value).expect("strings serialize"),
+        &mut out,
+    );
+    out
 }
 
 /// Every difference between the registry `entries` (as [`registrations`], each expected to
 /// run `command`) and what `client` does according to `loaded`: refusals first, then
 /// registry servers in registry order, then extra ones sorted by name.
-#[allow(
-    clippy::too_many_lines,
-    reason = "one comparison per registration field, in the order findings are reported"
-)]
 pub fn drift(
     entries: &[RegistryEntry],
     command: &str,
@@ -605,11 +762,39 @@ pub fn drift(
     project: Option<&str>,
     loaded: &Loaded,
 ) -> Vec<Drift> {
-    let texts: Vec<SourceText> = loaded
+    drift_in(
+        entries,
+        command,
+        client,
+        project,
+        loaded,
+        &source_texts(loaded),
+    )
+}
+
+/// The line index of each of `loaded`'s sources.
+fn source_texts(loaded: &Loaded) -> Vec<SourceText> {
+    loaded
         .sources
         .iter()
-        .map(|s| SourceText::new(s.text.clone()))
-        .collect();
+        .map(|s| SourceText::new(s.text.to_string()))
+        .collect()
+}
+
+/// [`drift`] with the line index of `loaded`'s sources built once by the caller (one
+/// `~/.claude.json` is checked once per project, against the same text).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one comparison per registration field, in the order findings are reported"
+)]
+fn drift_in(
+    entries: &[RegistryEntry],
+    command: &str,
+    client: Client,
+    project: Option<&str>,
+    loaded: &Loaded,
+    texts: &[SourceText],
+) -> Vec<Drift> {
     let file_of = |span: Option<&Span>| {
         let i = span.map_or(0, |s| s.source);
         loaded

@@ -66,7 +66,8 @@ pub const CRASH_BEFORE_LEDGER_VAR: &str = "KCAP_MCP_REGISTRY_TEST_CRASH_BEFORE_L
 pub enum Action {
     /// Not in the file: added.
     Added,
-    /// Written by kcap and since changed by the registry (or the kcap binary): rewritten.
+    /// Written by kcap, and the entry kcap registers differs from it now (the registry's
+    /// entry, `--kcap-bin` or `--server-url` changed): rewritten.
     Healed,
     /// Already there, identical, but not recorded: now recorded as kcap's.
     Adopted,
@@ -120,7 +121,10 @@ impl Action {
     fn explain(self) -> &'static str {
         match self {
             Action::Added => "was missing",
-            Action::Healed => "rewritten: kcap wrote it and the registry's entry changed",
+            Action::Healed => {
+                "rewritten: kcap wrote it, and the entry kcap registers differs from it now (the \
+                 registry's entry, --kcap-bin or --server-url changed)"
+            }
             Action::Adopted => "already registered identically; now recorded as kcap's",
             Action::Unchanged => "already registered",
             Action::Divergent => {

@@ -432,7 +432,8 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
-    /// The per-launch directory the daemon creates (absolute; OpenCode needs it).
+    /// The per-launch directory the daemon creates (absolute; OpenCode only: the other
+    /// clients refuse it).
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     launch_dir: Option<String>,
     /// Brokered result delivery: the result channel gets this capability URL
@@ -808,21 +809,37 @@ fn registry_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
-    let dir = registry_dir(args.dir)?;
+    // `check --against FILE` alone, outside a registry checkout, compares FILE with the
+    // compiled-in registry (as doctor and export do).
+    let given = args.dir.is_some();
+    let dir = match registry_dir(args.dir) {
+        Ok(dir) => Some(dir),
+        Err(_) if !given && !args.against.is_empty() => {
+            errln!(
+                "note: no `registry` directory here or in a parent directory: comparing with \
+                 the registry compiled into this binary"
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
     let print_findings = |findings: &[Finding], human: &dyn Fn() -> String| match args.format {
         CheckFormat::Human => err!("{}", human()),
         CheckFormat::Json => out!("{}", report::json(findings)),
         CheckFormat::Github => out!("{}", report::github(findings)),
     };
-    if !args.against.is_empty() && dir.is_file() {
+    if !args.against.is_empty() && dir.as_deref().is_some_and(Path::is_file) {
         return Err(CliError::usage(
             "--against compares a whole registry with a registration file: give the registry directory",
         ));
     }
-    let checked = kcap_mcp_registry::validate_path(&dir);
-    if dir.is_dir() {
+    let checked = match &dir {
+        Some(dir) => kcap_mcp_registry::validate_path(dir),
+        None => Ok(inspect::compiled_entries()),
+    };
+    if let Some(dir) = dir.as_deref().filter(|d| d.is_dir()) {
         let entries = checked.as_ref().ok().map(Vec::as_slice);
-        if let Some(warning) = inspect::stale_binary(&dir, entries) {
+        if let Some(warning) = inspect::stale_binary(dir, entries) {
             errln!("warning: {warning}");
         }
     }
@@ -847,9 +864,42 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     }
     let mut files = Vec::new();
     for path in &args.against {
-        files.extend(
-            drift::check_against(&entries, &args.kcap_bin, path, &opts).map_err(CliError::usage)?,
-        );
+        let checked =
+            drift::check_against(&entries, &args.kcap_bin, path, &opts).map_err(CliError::usage)?;
+        let client = checked.first().map(|c| c.client);
+        let shown = ShownPath(path);
+        if let Some(client) = client.filter(|c| *c != Client::Claude)
+            && opts.project.is_some()
+        {
+            errln!(
+                "warning: --project applies to Claude Code files only; ignored for {shown} ({})",
+                client.display_name()
+            );
+        }
+        if let (Some(client), Some(name)) = (client, &opts.codex_profile) {
+            if client != Client::Codex {
+                errln!(
+                    "warning: --codex-profile applies to Codex CLI files only; ignored for \
+                     {shown} ({})",
+                    client.display_name()
+                );
+            } else {
+                let file = path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join(format!("{name}.config.toml"));
+                if !file.exists() {
+                    errln!(
+                        "warning: --codex-profile {}: there is no {}, so `codex --profile {}` \
+                         runs {shown} alone (checked as such)",
+                        printable(name),
+                        ShownPath(&file),
+                        printable(name)
+                    );
+                }
+            }
+        }
+        files.extend(checked);
     }
     let findings: Vec<Finding> = files
         .iter()
@@ -868,7 +918,10 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
                 "ok: {} registry entr{} in {}",
                 entries.len(),
                 if entries.len() == 1 { "y" } else { "ies" },
-                ShownPath(&dir)
+                match &dir {
+                    Some(dir) => ShownPath(dir).to_string(),
+                    None => "the compiled-in registry".to_string(),
+                }
             );
             for f in &files {
                 let n = export::registrations(&entries).count();
@@ -957,6 +1010,14 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
+    // Only OpenCode's launch has a per-launch directory; elsewhere the flag would be
+    // accepted and silently ignored.
+    if common.launch_dir.is_some() && !matches!(target, Target::OpenCode) {
+        return Err(CliError::usage(
+            "--launch-dir is used by `render opencode` only (the directory its per-launch \
+             config goes to); leave it out for this client",
+        ));
+    }
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
         && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
@@ -1025,7 +1086,11 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
             }
         },
     }
-    .map_err(CliError::found)?;
+    .map_err(|e| match e {
+        // A relative or missing --worktree/--launch-dir is how the command was called.
+        kcap_mcp_registry::RenderError::NeedsAbsolute { .. } => CliError::usage(e),
+        e => CliError::found(e),
+    })?;
     let text = match common.format {
         RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
         RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
@@ -1176,12 +1241,31 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
         server_url: args.server_url.clone(),
         project_dir: None,
     };
+    for (i, (client, path)) in args.config.iter().enumerate() {
+        if let Some((_, other)) = args.config[..i].iter().find(|(c, _)| c == client) {
+            return Err(CliError::usage(format!(
+                "--config names two files for {}: {} and {}; give one (run doctor once per file)",
+                client.client().display_name(),
+                ShownPath(other),
+                ShownPath(path)
+            )));
+        }
+        if !args.client.is_empty() && !args.client.contains(client) {
+            return Err(CliError::usage(format!(
+                "--config {}={} names a client that --client leaves out; add `--client {}`, \
+                 or drop that --config",
+                client.client().name(),
+                ShownPath(path),
+                client.client().name()
+            )));
+        }
+    }
     let mut targets = Vec::new();
     for client in ClientArg::value_variants() {
         if !args.client.is_empty() && !args.client.contains(client) {
             continue;
         }
-        let given = args.config.iter().rev().find(|(c, _)| c == client);
+        let given = args.config.iter().find(|(c, _)| c == client);
         let (path, explicit) = match given {
             Some((_, path)) => (path.clone(), true),
             None => {

@@ -164,7 +164,7 @@ pub fn check_value(input: &str, value: &str, blank_ok: bool) -> Result<(), Value
 /// refuses them), a control or invisible character in the values that name the reviewer and
 /// the kcap server it reports to: `--server-url`, `--kcap-bin`, and the agent id, result
 /// capability URL and review-context URL, each from its flag when given, else from the
-/// launch JSON.
+/// launch JSON; and the directories `--worktree` and `--launch-dir`.
 ///
 /// # Errors
 /// [`ValueError`] for the first such value.
@@ -205,7 +205,9 @@ pub fn check_launch_values(
         &overrides.review_context_url,
         "review_context_url",
         launch.and_then(|l| l.review_context_url.as_deref()),
-    )
+    )?;
+    flag_or_field("--worktree", &overrides.worktree, "", None)?;
+    flag_or_field("--launch-dir", &overrides.launch_dir, "", None)
 }
 
 /// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,

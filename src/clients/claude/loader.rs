@@ -105,11 +105,27 @@ pub fn load(
     project_dir: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Loaded {
-    let mut loaded = Loaded::default();
+    load_many(path, bytes, file, &[project_dir], env)
+        .pop()
+        .expect("one verdict per project")
+}
+
+/// [`load`] for each of `project_dirs` in turn (one verdict each, in that order), with the
+/// file decoded and parsed once and its text shared: linear in the file's size, however
+/// many projects a `~/.claude.json` holds.
+pub fn load_many(
+    path: &str,
+    bytes: &[u8],
+    file: ClaudeFile,
+    project_dirs: &[Option<&str>],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Loaded> {
+    let mut first = Loaded::default();
+    let each = |loaded: Loaded| vec![loaded; project_dirs.len()];
     let text = match decode_utf8(bytes) {
-        Ok(text) => text.to_string(),
+        Ok(text) => text,
         Err(e) => {
-            loaded.rejected.push(Rejected {
+            first.rejected.push(Rejected {
                 scope: "the file".into(),
                 reason: format!(
                     "it is not UTF-8 (invalid byte at offset {})",
@@ -117,17 +133,17 @@ pub fn load(
                 ),
                 span: None,
             });
-            return loaded;
+            return each(first);
         }
     };
-    loaded.sources.push(Source {
+    first.sources.push(Source {
         path: path.into(),
-        text: text.clone(),
+        text: text.into(),
     });
-    let root = match parse_json(&text, 0) {
+    let root = match parse_json(text, 0) {
         Ok(root) => root,
         Err((message, offset)) => {
-            loaded.rejected.push(Rejected {
+            first.rejected.push(Rejected {
                 scope: "the file".into(),
                 reason: format!("it is not valid JSON: {message}"),
                 span: Some(Span {
@@ -135,22 +151,43 @@ pub fn load(
                     range: offset..offset,
                 }),
             });
-            return loaded;
+            return each(first);
         }
     };
     if root.entries().is_none() {
-        loaded.rejected.push(Rejected {
+        first.rejected.push(Rejected {
             scope: "the file".into(),
             reason: format!("the file must be a JSON object, not {}", root.kind.noun()),
             span: Some(root.span.clone()),
         });
-        return loaded;
+        return each(first);
     }
+    project_dirs
+        .iter()
+        .map(|project_dir| {
+            let mut loaded = Loaded {
+                sources: first.sources.clone(),
+                ..Loaded::default()
+            };
+            load_root(&root, file, *project_dir, env, &mut loaded);
+            loaded
+        })
+        .collect()
+}
+
+/// The servers of the parsed `root` for `project_dir`, into `loaded`.
+fn load_root(
+    root: &Node,
+    file: ClaudeFile,
+    project_dir: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+    loaded: &mut Loaded,
+) {
     let mut servers: BTreeMap<String, Entry<'_>> = BTreeMap::new();
     match file {
         ClaudeFile::ProjectMcpJson => {
             scope(
-                &root,
+                root,
                 "mcpServers",
                 "the file",
                 true,
@@ -161,7 +198,7 @@ pub fn load(
         }
         ClaudeFile::UserConfig => {
             scope(
-                &root,
+                root,
                 "mcpServers",
                 "the user scope",
                 false,
@@ -187,10 +224,9 @@ pub fn load(
         }
     }
     for (name, entry) in servers {
-        classify(&name, entry, project_dir, env, &mut loaded);
+        classify(&name, entry, project_dir, env, loaded);
     }
     loaded.sort();
-    loaded
 }
 
 /// A server entry and its key's span.

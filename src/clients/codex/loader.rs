@@ -215,7 +215,7 @@ fn parse(path: &str, bytes: &[u8], loaded: &mut Loaded) -> Option<Node> {
     };
     loaded.sources.push(Source {
         path: path.into(),
-        text: text.clone(),
+        text: text.as_str().into(),
     });
     match parse_toml(&text, source) {
         Ok(root) => Some(root),

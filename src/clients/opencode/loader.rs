@@ -37,7 +37,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     if bytes.iter().all(u8::is_ascii_whitespace) {
         loaded.sources.push(Source {
             path: path.into(),
-            text: String::from_utf8_lossy(bytes).into_owned(),
+            text: String::from_utf8_lossy(bytes).into_owned().into(),
         });
         return loaded;
     }

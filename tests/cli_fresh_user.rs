@@ -1,0 +1,283 @@
+//! What a fresh user of `check --against`, `doctor` and `render` ran into (issue #15 and #14
+//! review): paths of undecodable files, the user scope of `~/.claude.json`, duplicate server
+//! keys, the compiled-in registry outside a checkout, flags that were silently ignored, and
+//! usage errors that exited 1.
+#![cfg(feature = "cli")]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const REGISTRY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/registry");
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::cargo_bin("kcap-mcp-registry")
+        .unwrap()
+        .current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn run(args: &[&str]) -> Run {
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
+
+/// `check REGISTRY --format json --against path extra…`: exit code and the findings.
+fn check_json(path: &Path, extra: &[&str]) -> (i32, Vec<Value>, String) {
+    let mut args = vec![
+        "check",
+        REGISTRY,
+        "--format",
+        "json",
+        "--against",
+        path.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", r.stdout, r.stderr));
+    (r.code, v.as_array().unwrap().clone(), r.stderr)
+}
+
+fn kcap_servers() -> Value {
+    let r = run(&["export", "claude"]);
+    serde_json::from_str::<Value>(&r.stdout).unwrap()["mcpServers"].clone()
+}
+
+#[test]
+fn a_non_utf8_file_is_named_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["bad.json", "bad.toml"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, b"{\"mcpServers\": \xff}").unwrap();
+        let shown = path.to_str().unwrap();
+        let (code, findings, _) = check_json(&path, &[]);
+        assert_eq!(code, 1);
+        assert_eq!(findings[0]["rule"], "drift-rejected", "{findings:?}");
+        assert_eq!(findings[0]["file"], shown, "{findings:?}");
+        let human = run(&["check", REGISTRY, "--against", shown]);
+        assert!(
+            human.stderr.contains(&format!("--> {shown}:1:1")),
+            "{}",
+            human.stderr
+        );
+        if name == "bad.json" {
+            assert!(
+                human
+                    .stderr
+                    .contains(&format!("rejects this file, {shown}: it is not UTF-8")),
+                "{}",
+                human.stderr
+            );
+        }
+        let github = run(&["check", REGISTRY, "--format", "github", "--against", shown]);
+        assert!(
+            github.stdout.contains(&format!("file={shown},")),
+            "{}",
+            github.stdout
+        );
+    }
+}
+
+#[test]
+fn the_user_scope_is_checked_even_when_a_project_overrides_it() {
+    let servers = kcap_servers();
+    let mut broken = servers.clone();
+    broken["kcap-review"]["args"] = json!(["mcp", 5]);
+    let text = json!({
+        "mcpServers": broken,
+        "projects": {"/srv/p": {"mcpServers": servers}}
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".claude.json");
+    std::fs::write(&path, serde_json::to_vec(&text).unwrap()).unwrap();
+    let (code, findings, _) = check_json(&path, &[]);
+    assert_eq!(code, 1, "{findings:?}");
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["rule"], "drift-skipped");
+    assert!(
+        !findings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(project"),
+        "reported for the user scope: {findings:?}"
+    );
+    // The project alone (its local scope wins) is fine.
+    let (code, findings, _) = check_json(&path, &["--project", "/srv/p"]);
+    assert_eq!((code, findings.len()), (0, 0), "{findings:?}");
+}
+
+#[test]
+fn a_shadowed_duplicate_server_is_a_finding() {
+    let servers = kcap_servers();
+    let good = serde_json::to_string(&servers["kcap-review"]).unwrap();
+    let rest = serde_json::to_string(&servers).unwrap();
+    // `{"kcap-review": evil, <every kcap server, kcap-review included>}`.
+    let text = format!(
+        "{{\"mcpServers\": {{\"kcap-review\": {{\"command\": \"/evil\", \"args\": [\"pwn\"]}}, {}}}}}",
+        &rest[1..rest.len() - 1]
+    );
+    assert!(text.contains(&good));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(&path, &text).unwrap();
+    let (code, findings, _) = check_json(&path, &[]);
+    assert_eq!(code, 1);
+    let rules: Vec<&str> = findings
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["drift-duplicate"], "{findings:?}");
+    assert_eq!(findings[0]["line"], 1);
+    assert_eq!(findings[0]["column"], 17);
+    // doctor and install agree that the file is not usable as it is.
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".claude.json");
+    std::fs::write(&config, &text).unwrap();
+    let r = run(&[
+        "install",
+        "--client",
+        "claude",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn check_against_outside_a_checkout_uses_the_compiled_in_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(&path, run(&["export", "claude"]).stdout).unwrap();
+    let r = run_in(dir.path(), &["check", "--against", ".mcp.json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the registry compiled into this binary"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("in the compiled-in registry"),
+        "{}",
+        r.stdout
+    );
+    // Without --against, a missing registry directory is still a usage error.
+    let r = run_in(dir.path(), &["check"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}
+
+#[test]
+fn ignored_check_and_doctor_flags_are_never_silent() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("config.toml");
+    std::fs::write(&toml, run(&["export", "codex"]).stdout).unwrap();
+    let t = toml.to_str().unwrap();
+    let r = run(&["check", REGISTRY, "--against", t, "--project", "/p"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: --project applies to Claude Code files only"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&[
+        "check",
+        REGISTRY,
+        "--against",
+        t,
+        "--codex-profile",
+        "nosuch",
+    ]);
+    assert!(
+        r.stderr
+            .contains("warning: --codex-profile nosuch: there is no"),
+        "{}",
+        r.stderr
+    );
+
+    let r = run(&["doctor", "--config", "claude=/a", "--config", "claude=/b"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--config names two files for Claude Code"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["doctor", "--client", "claude", "--config", "codex=/x"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("names a client that --client leaves out"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn render_directory_flags_are_usage_errors() {
+    let base = [
+        "--agent-id",
+        "a1",
+        "--server-url",
+        "http://127.0.0.1:9",
+        "--kcap-bin",
+        "/bin/kcap",
+    ];
+    let render = |client: &str, extra: &[&str]| {
+        let mut args = vec!["render", client];
+        args.extend_from_slice(&base);
+        if client == "codex" {
+            args.push("--no-inherited-servers");
+        }
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    for (client, extra) in [
+        ("opencode", vec!["--worktree", "/w"]),
+        ("opencode", vec!["--worktree", "/w", "--launch-dir", "rel"]),
+        ("gemini", vec!["--worktree", "rel"]),
+        ("claude", vec!["--launch-dir", "/l"]),
+        ("codex", vec!["--launch-dir", "rel"]),
+        ("gemini", vec!["--worktree", "/w", "--launch-dir", "/l"]),
+        (
+            "claude",
+            vec!["--worktree", "/w\u{1b}[2J", "--no-preflight"],
+        ),
+        ("opencode", vec!["--worktree", "/w", "--launch-dir", "/l\n"]),
+    ] {
+        let r = render(client, &extra);
+        assert_eq!(r.code, 2, "{client} {extra:?}: {}", r.stderr);
+    }
+    let r = render("opencode", &["--worktree", "/w", "--launch-dir", "/l"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn drift_messages_escape_like_every_other_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let text = run(&["export", "codex"]).stdout.replacen(
+        "command = \"kcap\"",
+        "command = \"kcap\\u001b[2J\"",
+        1,
+    );
+    std::fs::write(&path, text).unwrap();
+    let (code, findings, _) = check_json(&path, &[]);
+    assert_eq!(code, 1);
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.contains(r#""kcap\u{1b}[2J""#), "{message}");
+    assert!(!message.contains(r"\u001b"), "{message}");
+}
