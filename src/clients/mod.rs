@@ -73,7 +73,8 @@ pub mod opencode;
 pub mod plan;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
-/// Gemini CLI and OpenCode, and registration files for all of them.
+/// Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, and registration files for all of
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Client {

@@ -6,8 +6,9 @@
 //! write under the per-launch directory the daemon provides
 //! ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir)), the ACP `session/new`
 //! params for clients driven over the Agent Client Protocol, and the name under which each
-//! injected server reaches the client. The daemon carries it out in that order: create the
-//! launch directory, write [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
+//! injected server reaches the client, and whether its isolation is verified. The daemon
+//! carries it out in that order: create the launch directory and [`LaunchPlan::dirs`], write
+//! [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
 //! in an environment changed by [`LaunchPlan::env_remove`] then [`LaunchPlan::env`], and, when
 //! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
 //!
