@@ -758,29 +758,13 @@ impl fmt::Display for RenderError {
                  (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
                  give the launch its review-context URL",
             ),
-            RenderError::UnverifiedIsolation { client } => write!(
-                f,
-                "cannot render the {client} launch under the strict policy: its isolation from \
-                 the MCP servers the user or the reviewed repository configured is not verified, \
-                 so one of them (a flow-starting one included) could start beside kcap's; opt in \
-                 explicitly (--allow-unverified-isolation) or use the lenient policy"
-            ),
-            RenderError::NeedsBrokeredDelivery { client } => write!(
-                f,
-                "cannot render the {client} launch: it runs with a HOME of its own, so the \
-                 result channel needs brokered delivery; give the launch its capability URL \
-                 (--result-capability-url URL)"
-            ),
+            RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
+            RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::UnknownExpansion {
                 client,
                 server,
                 field,
-            } => write!(
-                f,
-                "cannot render the {client} launch: `{server}.{field}` contains `${{`, and \
-                 whether {client} expands it as a variable reference is not established, so it \
-                 is refused as if it did; remove `${{` from that value"
-            ),
+            } => fmt_unknown_expansion(*client, server, field, f),
             RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
@@ -804,6 +788,42 @@ impl fmt::Display for RenderError {
             ),
         }
     }
+}
+
+/// [`RenderError::UnverifiedIsolation`]'s message.
+fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch under the strict policy: its isolation from the MCP \
+         servers the user or the reviewed repository configured is not verified, so one of them \
+         (a flow-starting one included) could start beside kcap's; opt in explicitly \
+         (--allow-unverified-isolation) or use the lenient policy"
+    )
+}
+
+/// [`RenderError::NeedsBrokeredDelivery`]'s message.
+fn fmt_needs_brokered(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: it runs with a HOME of its own, so the result \
+         channel needs brokered delivery; give the launch its capability URL \
+         (--result-capability-url URL)"
+    )
+}
+
+/// [`RenderError::UnknownExpansion`]'s message.
+fn fmt_unknown_expansion(
+    client: Client,
+    server: &str,
+    field: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: `{server}.{field}` contains `${{`, and whether \
+         {client} expands it as a variable reference is not established, so it is refused as if \
+         it did; remove `${{` from that value"
+    )
 }
 
 /// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
