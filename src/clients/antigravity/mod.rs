@@ -157,7 +157,7 @@ fn pretty(value: &impl Serialize) -> String {
 /// let r = ctx.resolve(Policy::Strict)?;
 /// assert!(matches!(antigravity_plan(&ctx, &r), Err(RenderError::NeedsBrokeredDelivery { .. })));
 /// ctx.result_delivery = ResultDelivery::Brokered { capability_url: "http://127.0.0.1:4100/t".into() };
-/// let plan = antigravity_plan(&ctx, &r)?;
+/// let plan = antigravity_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
 /// assert_eq!(plan.files[0].path, "antigravity-home/.gemini/config/mcp_config.json");
 /// assert_eq!(plan.env[0].value, "/run/kcap/l1/antigravity-home");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
