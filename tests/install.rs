@@ -988,19 +988,18 @@ fn uninstall_that_removes_the_created_file_says_removed() {
 #[cfg(unix)]
 #[test]
 fn a_read_only_config_is_refused() {
-    use std::os::unix::fs::PermissionsExt as _;
+    use common::stand_in::{file_mode, set_file_mode};
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("ro.json");
     std::fs::write(&config, "{}\n").unwrap();
-    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o444)).unwrap();
+    set_file_mode(&config, 0o444);
     let run = install_cli("claude", &config, &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("is read-only"), "{}", run.stderr);
     assert_eq!(read(&config), "{}\n");
-    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o444);
+    assert_eq!(file_mode(&config), 0o444);
     assert!(!install::ledger_path(&config).exists());
-    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    set_file_mode(&config, 0o644);
     assert_eq!(install_cli("claude", &config, &[]).code, 0);
 }
 

@@ -89,3 +89,28 @@ pub fn sh_script(dir: &Path, name: &str, body: &str) -> PathBuf {
     write_executable(&path, format!("#!/bin/sh\n{body}\n"));
     path
 }
+
+/// Sets the permission bits of the regular, non-executable file `path` to `mode` (e.g.
+/// `0o444` for a read-only config). Kept here with the executable writer, so the hygiene
+/// test still finds every mode change in one place; `mode` must not set an execute bit.
+#[cfg(unix)]
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes `common` uses it"
+)]
+pub fn set_file_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(mode & 0o111, 0, "use write_executable for executables");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The permission bits of `path`.
+#[cfg(unix)]
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes `common` uses it"
+)]
+pub fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
