@@ -13,7 +13,8 @@ use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_t
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
-    LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery, Snapshot, lookup, servers,
+    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery,
+    Snapshot, lookup, servers,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -199,7 +200,7 @@ proptest! {
                     let wire: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
                     prop_assert_eq!(names, wire);
                     for s in &plan.servers {
-                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", lookup(&s.id).unwrap().alias_stem()));
                     }
                 }
                 Client::OpenCode => {
@@ -232,41 +233,93 @@ fn review_context_url(ctx: &LaunchContext) -> Option<&String> {
     }
 }
 
-/// The name Gemini gives every tool of the bundled registry, with a 16-hex alias, fits in its
-/// 63 characters, but one: `kcap-review-context`'s tool (registry data v2), whose id and tool
-/// name together leave no room for any 64-bit suffix (`mcp_` + 19 + 17 + `_` + 31 = 72).
-/// Gemini 0.61.0 shortens that name and warns that the tool may need approval (facts file).
-/// This is an open problem of borrowed-snapshot Gemini launches, pinned here so that a fix, or
-/// a second overflowing tool, shows up. A 32-hex alias (the original system's) would
-/// overflow for servers that fit now.
+/// Every tool of every server of the bundled registry fits every aliasing client's limit
+/// with a 16-hex launch id (registry rule `tool-name-length`): on Gemini,
+/// `mcp_<stem>-<16 hex>_<tool>` within 63 characters, the stem being the server's `alias` or
+/// its id. `kcap-review-context`'s tool fits only through its alias `kcap-rctx` (without it:
+/// 72), and a 32-hex suffix (the original system's) would overflow.
 #[test]
-fn gemini_tool_names_fit_with_the_launch_id_but_one() {
+fn every_tool_of_every_server_fits_every_aliasing_client() {
     let id = LaunchId::from_hex("ffffffffffffffff").unwrap();
-    let names: Vec<String> = servers()
-        .iter()
-        .flat_map(|s| {
-            s.tools
-                .iter()
-                .map(move |t| qualified_tool_name(&id.alias(s.id), t.name))
-        })
-        .collect();
-    let (fit, over): (Vec<&String>, Vec<&String>) =
-        names.iter().partition(|n| n.len() <= MAX_TOOL_NAME);
+    assert_eq!(ALIASING_CLIENTS, [GEMINI_TOOL_NAMES]);
+    assert_eq!(MAX_TOOL_NAME, 63);
+    let mut checked = 0;
+    for client in ALIASING_CLIENTS {
+        for s in servers() {
+            let wire = id.wire_name(s);
+            assert_eq!(
+                wire,
+                format!("{}-ffffffffffffffff", s.alias.unwrap_or(s.id))
+            );
+            for t in s.tools {
+                let name = client.qualified(&wire, t.name);
+                assert!(
+                    name.len() <= client.max_len,
+                    "{}: {name} is {} long",
+                    client.client,
+                    name.len()
+                );
+                assert_eq!(name.len(), client.aliased_len(s.alias_stem(), t.name));
+                assert_eq!(qualified_tool_name(&wire, t.name), name);
+                checked += 1;
+            }
+        }
+    }
     assert_eq!(
-        over,
-        ["mcp_kcap-review-context-ffffffffffffffff_get_branch_authored_mcp_configs"]
+        checked,
+        servers().iter().map(|s| s.tools.len()).sum::<usize>()
     );
-    assert_eq!(over[0].len(), 72);
-    let longest = fit.into_iter().max_by_key(|n| n.len()).unwrap();
+    let context = lookup(REVIEW_CONTEXT_ID).unwrap();
+    assert_eq!(context.alias, Some("kcap-rctx"));
+    let longest = qualified_tool_name(&id.wire_name(context), "get_branch_authored_mcp_configs");
     assert_eq!(
         longest,
-        "mcp_kcap-flow-result-ffffffffffffffff_submit_review_result"
+        "mcp_kcap-rctx-ffffffffffffffff_get_branch_authored_mcp_configs"
     );
-    assert_eq!(longest.len(), 58);
+    assert_eq!(longest.len(), 62);
+    let unaliased = qualified_tool_name(&id.alias(context.id), "get_branch_authored_mcp_configs");
+    assert_eq!(unaliased.len(), 72);
     let long_alias = format!("kcap-sessions-{}", "f".repeat(32));
     assert!(qualified_tool_name(&long_alias, "get_session_transcript").len() > MAX_TOOL_NAME);
-    assert_eq!(
-        LaunchId::from_hex("0123456789abcdef").unwrap().hex().len() * 4,
-        64
-    );
+    assert_eq!(LaunchId::HEX_LEN * 4, 64);
+}
+
+proptest! {
+    /// Over random launch ids, a brokered borrowed-snapshot Gemini launch with every
+    /// allowlistable server names each injected server [`LaunchId::wire_name`] everywhere
+    /// (the allow list, `session/new`, `servers`), every wire name is distinct, and every
+    /// qualified tool name of every injected server is within Gemini's 63 characters.
+    #[test]
+    fn gemini_wire_names_fit_for_every_launch_id(bits in any::<u64>()) {
+        let id = LaunchId::from_hex(&format!("{bits:016x}")).unwrap();
+        let ctx = LaunchContext {
+            server_url: Some("http://127.0.0.1:5100".into()),
+            kcap_bin: Some("/opt/kcap".into()),
+            agent_id: "a1".into(),
+            mcp_allowlist: Some(servers().iter().map(|s| Some(s.id.to_owned())).collect()),
+            worktree: Some("/work/tree".into()),
+            result_delivery: ResultDelivery::from_capability_url(Some("http://127.0.0.1:9/cap".into())),
+            snapshot: Snapshot::from_launch(false, Some("http://127.0.0.1:9/rc".into())),
+            ..LaunchContext::default()
+        };
+        let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id).unwrap();
+        prop_assert!(plan.servers.iter().any(|s| s.id == REVIEW_CONTEXT_ID));
+        let session = plan.session_new.as_ref().unwrap();
+        let mut names = Vec::new();
+        for (wire, acp) in plan.servers.iter().zip(&session.mcp_servers) {
+            let server = lookup(&wire.id).unwrap();
+            prop_assert_eq!(&wire.wire_name, &id.wire_name(server));
+            prop_assert_eq!(&acp.name, &wire.wire_name);
+            for t in server.tools {
+                let q = qualified_tool_name(&wire.wire_name, t.name);
+                prop_assert!(q.len() <= MAX_TOOL_NAME, "{} is {} long", q, q.len());
+            }
+            names.push(wire.wire_name.clone());
+        }
+        prop_assert_eq!(plan.argv[5].clone(), names.join(","));
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        prop_assert_eq!(names.len(), n);
+    }
 }

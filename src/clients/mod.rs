@@ -501,12 +501,12 @@ fn is_absolute(path: &str) -> bool {
 fn acp_servers(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    wire_name: impl Fn(&str) -> String,
+    wire_name: impl Fn(&McpServer) -> String,
 ) -> (Vec<plan::AcpServer>, Vec<plan::WireServer>) {
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     ctx.servers(resolution)
         .map(|(server, env)| {
-            let name = wire_name(server.id);
+            let name = wire_name(server);
             let acp = plan::AcpServer {
                 name: name.clone(),
                 command: command.to_owned(),
