@@ -103,7 +103,8 @@ impl Inject {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tool {
     /// Tool name as the server advertises it (`^[A-Za-z0-9_-]+$`; with the id, at most 64
-    /// bytes as `mcp__<id>__<tool>`).
+    /// bytes as `mcp__<id>__<tool>`, and within every [`ALIASING_CLIENTS`] limit with the
+    /// server's alias stem and any launch id).
     pub name: &'static str,
     /// The tool is safe for an unattended reviewer to call without approval.
     pub unattended_safe: bool,

@@ -127,6 +127,7 @@ fn a_security_diff_in_json() {
       "read_only": true,
       "needs_project_cwd": false,
       "driver_stamp": false,
+      "alias": null,
       "env": [],
       "tools": [
         {
@@ -151,6 +152,7 @@ fn a_security_diff_in_json() {
       "read_only": false,
       "needs_project_cwd": false,
       "driver_stamp": false,
+      "alias": null,
       "env": [],
       "tools": []
     }
