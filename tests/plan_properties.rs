@@ -295,7 +295,7 @@ proptest! {
                     prop_assert_eq!(&trusted[..2], &kiro::READ_TOOLS);
                     let mut expected = Vec::new();
                     for s in &plan.servers {
-                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", lookup(&s.id).unwrap().alias_stem()));
                         for t in lookup(&s.id).unwrap().tools.iter().filter(|t| t.unattended_safe) {
                             expected.push(format!("@{}/{}", s.wire_name, t.name));
                         }
