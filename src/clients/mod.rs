@@ -12,6 +12,9 @@
 //! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
 //!   directories taken away.
+//! - [`copilot`]: Copilot CLI (pinned 1.0.102), driven over ACP with its servers on the
+//!   command line, every server it would start on its own disabled by name from its
+//!   [inventory](copilot::inventory).
 //!
 //! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
 //!   client's registration file (the servers a person registers for interactive sessions),
@@ -68,6 +71,7 @@ pub mod kiro;
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
+mod process;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
 /// Gemini CLI and OpenCode, and registration files for all of them.
@@ -614,6 +618,14 @@ pub enum RenderError {
         /// The server name.
         server: String,
     },
+    /// A value would reach Copilot CLI containing `${`, which Copilot CLI 1.0.102 expands as
+    /// an environment variable reference in a server's `command`, `args` and `env` at spawn.
+    CopilotExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
     /// Brokered result delivery with a blank capability URL: the result channel could reach
     /// nothing.
     BlankCapabilityUrl,
@@ -662,6 +674,12 @@ impl fmt::Display for RenderError {
                 f,
                 "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
                  Gemini CLI expands as a variable reference in ACP server env values; remove \
+                 `${{` from that value"
+            ),
+            RenderError::CopilotExpansion { server, field } => write!(
+                f,
+                "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \
+                 Copilot CLI expands as a variable reference when it starts the server; remove \
                  `${{` from that value"
             ),
             RenderError::NeedsAbsolute { client, field } => {
@@ -753,6 +771,8 @@ pub enum LaunchError {
     Render(RenderError),
     /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
     Inventory(InventoryError),
+    /// Copilot CLI's inherited MCP servers could not be listed ([`copilot::inventory`]).
+    CopilotInventory(copilot::inventory::InventoryError),
 }
 
 impl fmt::Display for LaunchError {
@@ -761,6 +781,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
             LaunchError::Inventory(e) => e.fmt(f),
+            LaunchError::CopilotInventory(e) => e.fmt(f),
         }
     }
 }
@@ -771,6 +792,7 @@ impl std::error::Error for LaunchError {
             LaunchError::Rejected(e) => e.source(),
             LaunchError::Render(e) => e.source(),
             LaunchError::Inventory(e) => e.source(),
+            LaunchError::CopilotInventory(e) => e.source(),
         }
     }
 }
@@ -790,5 +812,11 @@ impl From<RenderError> for LaunchError {
 impl From<InventoryError> for LaunchError {
     fn from(e: InventoryError) -> Self {
         LaunchError::Inventory(e)
+    }
+}
+
+impl From<copilot::inventory::InventoryError> for LaunchError {
+    fn from(e: copilot::inventory::InventoryError) -> Self {
+        LaunchError::CopilotInventory(e)
     }
 }
