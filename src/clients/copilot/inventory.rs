@@ -128,6 +128,11 @@ pub enum ParseError {
     Json(serde_json::Error),
     /// The output is not UTF-8.
     NotUtf8(std::str::Utf8Error),
+    /// The text is not a JSON object (serde would read a one-element array as the object).
+    NotAnObject {
+        /// The first 200 characters.
+        start: String,
+    },
     /// A server entry is not an object with a string `source` and a boolean `enabled` (and,
     /// when present, a boolean `disabled`).
     Entry {
@@ -136,8 +141,12 @@ pub enum ParseError {
         /// The parser's error.
         source: serde_json::Error,
     },
-    /// A server has an empty name, which no `--disable-mcp-server` can name.
-    BlankName,
+    /// A server's name is empty or holds a NUL, which no `--disable-mcp-server` argument can
+    /// carry.
+    BadName {
+        /// The name.
+        name: String,
+    },
 }
 
 impl fmt::Display for ParseError {
@@ -145,13 +154,20 @@ impl fmt::Display for ParseError {
         match self {
             ParseError::Json(e) => e.fmt(f),
             ParseError::NotUtf8(_) => f.write_str("the output is not UTF-8"),
+            ParseError::NotAnObject { start } => {
+                write!(f, "expected a JSON object, got: {}", start.escape_debug())
+            }
             ParseError::Entry { server, source } => write!(
                 f,
                 "server \"{}\": {source} (expected an object with a string `source` and a \
                  boolean `enabled`)",
                 server.escape_debug()
             ),
-            ParseError::BlankName => f.write_str("a server has an empty name"),
+            ParseError::BadName { name } => write!(
+                f,
+                "server name \"{}\" cannot be passed to --disable-mcp-server (empty or NUL)",
+                name.escape_debug()
+            ),
         }
     }
 }
@@ -162,7 +178,7 @@ impl std::error::Error for ParseError {
             // Shown as themselves, so not repeated as a cause.
             ParseError::Json(e) | ParseError::Entry { source: e, .. } => e.source(),
             ParseError::NotUtf8(e) => Some(e),
-            ParseError::BlankName => None,
+            ParseError::BadName { .. } | ParseError::NotAnObject { .. } => None,
         }
     }
 }
@@ -189,13 +205,37 @@ impl std::error::Error for ParseError {
 /// ```
 pub fn parse_inventory(json: &str) -> Result<Vec<InheritedServer>, InventoryError> {
     let json = crate::decode::strip_bom(json);
+    if !json.trim_start().starts_with('{') {
+        return Err(ParseError::NotAnObject {
+            start: json.chars().take(200).collect(),
+        }
+        .into());
+    }
     let answer: Answer = serde_json::from_str(json).map_err(ParseError::Json)?;
     answer
         .mcp_servers
         .into_iter()
         .map(|(name, value)| {
-            if name.is_empty() {
-                return Err(ParseError::BlankName.into());
+            if name.is_empty() || name.contains('\0') {
+                return Err(ParseError::BadName { name }.into());
+            }
+            if !value.is_object() {
+                // serde would read an array as the entry's fields in order.
+                let source = serde::de::Error::custom(format!(
+                    "the entry is {}, not an object",
+                    match value {
+                        serde_json::Value::Array(_) => "an array",
+                        serde_json::Value::String(_) => "a string",
+                        serde_json::Value::Number(_) => "a number",
+                        serde_json::Value::Bool(_) => "a boolean",
+                        _ => "null",
+                    }
+                ));
+                return Err(ParseError::Entry {
+                    server: name,
+                    source,
+                }
+                .into());
             }
             match serde_json::from_value::<Entry>(value) {
                 Ok(entry) => Ok(InheritedServer {
