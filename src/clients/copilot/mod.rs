@@ -1,5 +1,5 @@
 //! GitHub Copilot CLI (pinned `@github/copilot@1.0.102`): the reviewer launch over ACP
-//! ([`copilot_plan`]), the [inventory](inventory) of the MCP servers it would start on its
+//! ([`copilot_plan`]), the [`inventory`] of the MCP servers it would start on its
 //! own, and, with the `cli` feature, its registration file (`registration`) and loader model
 //! (`loader`).
 //!
@@ -13,7 +13,7 @@
 //!   (`COPILOT_ALLOW_ALL=true` in the environment, or `trustedFolders`), the workspace's
 //!   `.mcp.json` (else `.github/mcp.json`). A server of ours replaces a same-named one of
 //!   those files; every other one is disabled by name with `--disable-mcp-server=<name>`
-//!   (one per flag, from the [inventory](inventory)). Disabling a name nothing has is
+//!   (one per flag, from the [`inventory`]). Disabling a name nothing has is
 //!   accepted (measured). `COPILOT_ALLOW_ALL` is removed from the environment.
 //! - `--disable-builtin-mcps` (the GitHub MCP servers), `--no-custom-instructions` (no
 //!   `AGENTS.md` and the like from the reviewed repository), `--no-ask-user`.
@@ -130,7 +130,7 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 /// The Copilot CLI reviewer launch: argv [`BASE_ARGS`], `--additional-mcp-config <json>`
 /// ([`additional_mcp_config`]) when a server is injected, [`ISOLATION_ARGS`], then
 /// `--disable-mcp-server=<name>` for every server of `inherited` (the
-/// [inventory](inventory)) whose name is not one of ours, `--available-tools=<tool>` for each
+/// [`inventory`]) whose name is not one of ours, `--available-tools=<tool>` for each
 /// tool the policy admits ([`Admitted`]; [`tool_name`], or `<server>` for all of a server's
 /// tools; [`NO_TOOL`] when none), `--allow-tool=<server>(<tool>)` (or `=<server>`) for each
 /// as well, in injection then catalog order (the result channel's first), then `--model M`
