@@ -17,8 +17,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::plan::{Isolation, LaunchId};
 use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
+use kcap_mcp_registry::clients::{antigravity, cursor, kiro};
 use kcap_mcp_registry::clients::{copilot, gemini, opencode};
 use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
@@ -412,6 +413,54 @@ Example:
         #[arg(long)]
         no_inherited_servers: bool,
     },
+    /// Cursor over ACP (facts only, not measured): servers in `session/new`; isolation from
+    /// the user's ~/.cursor/mcp.json unverified.
+    #[command(
+        override_usage = "kcap-mcp-registry render cursor <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> [OPTIONS]",
+        after_help = "\
+Whether Cursor also starts the servers of the user's ~/.cursor/mcp.json is not established:
+the plan says \"isolation\": {\"status\": \"unverified\"}, a warning is printed, and --strict
+refuses it unless --allow-unverified-isolation is given.
+
+Example:
+  kcap-mcp-registry render cursor --agent-id a1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Cursor {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// With --strict, render Cursor even though its isolation from the user's MCP
+        /// servers is not verified.
+        #[arg(long)]
+        allow_unverified_isolation: bool,
+    },
+    /// Kiro over ACP (facts only, not measured): servers in `session/new` under per-launch
+    /// aliased names, an empty KIRO_HOME, --trust-tools for the admitted tools.
+    #[command(
+        override_usage = "kcap-mcp-registry render kiro <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
+        after_help = "\
+Example:
+  kcap-mcp-registry render kiro --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Kiro {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Fix the per-launch random suffix of server names (16 hex digits), for
+        /// reproducible output; absent: drawn from the OS random source.
+        #[arg(long, value_name = "HEX")]
+        launch_id: Option<String>,
+    },
+    /// Antigravity (facts only, not measured): a per-launch HOME holding its servers and
+    /// permissions files; brokered result delivery required.
+    #[command(
+        override_usage = "kcap-mcp-registry render antigravity <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> --launch-dir <DIR> --result-capability-url <URL> [OPTIONS]",
+        after_help = "\
+Example:
+  kcap-mcp-registry render antigravity --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --result-capability-url http://127.0.0.1:4100/TOKEN --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Antigravity(RenderArgs),
 }
 
 #[derive(Args)]
@@ -463,7 +512,8 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
-    /// The per-launch directory the daemon creates (absolute; OpenCode needs it).
+    /// The per-launch directory the daemon creates (absolute; OpenCode, Kiro and Antigravity
+    /// need it).
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     launch_dir: Option<String>,
     /// Brokered result delivery: the result channel gets this capability URL
@@ -934,6 +984,23 @@ enum Target {
     OpenCode,
     /// Copilot CLI, with the inventory taken from this source.
     Copilot(CopilotInventorySource),
+    /// Cursor, with the caller's answer to its unverified isolation.
+    Cursor(cursor::UnverifiedIsolation),
+    /// Kiro, with this launch id.
+    Kiro(LaunchId),
+    /// Antigravity.
+    Antigravity,
+}
+
+/// The launch id `--launch-id` spells, else a random one.
+fn launch_id(hex: Option<String>) -> Result<LaunchId, CliError> {
+    match hex {
+        // A malformed --launch-id is a usage error; a failing OS random source is not.
+        Some(hex) => {
+            LaunchId::from_hex(&hex).map_err(|e| CliError::usage(format!("--launch-id: {e}")))
+        }
+        None => LaunchId::random().map_err(CliError::found),
+    }
 }
 
 /// The launch values of `client` and what to render them for.
@@ -975,15 +1042,10 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             };
             Ok((common, Target::Codex(source)))
         }
-        RenderClient::Gemini { common, launch_id } => {
-            let id = match launch_id {
-                // A malformed --launch-id is a usage error; a failing OS random source is not.
-                Some(hex) => LaunchId::from_hex(&hex)
-                    .map_err(|e| CliError::usage(format!("--launch-id: {e}")))?,
-                None => LaunchId::random().map_err(CliError::found)?,
-            };
-            Ok((common, Target::Gemini(id)))
-        }
+        RenderClient::Gemini {
+            common,
+            launch_id: hex,
+        } => Ok((common, Target::Gemini(launch_id(hex)?))),
         RenderClient::Opencode(common) => Ok((common, Target::OpenCode)),
         RenderClient::Copilot {
             common,
@@ -1013,6 +1075,22 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             };
             Ok((common, Target::Copilot(source)))
         }
+        RenderClient::Cursor {
+            common,
+            allow_unverified_isolation,
+        } => {
+            let answer = if allow_unverified_isolation {
+                cursor::UnverifiedIsolation::Allow
+            } else {
+                cursor::UnverifiedIsolation::Refuse
+            };
+            Ok((common, Target::Cursor(answer)))
+        }
+        RenderClient::Kiro {
+            common,
+            launch_id: hex,
+        } => Ok((common, Target::Kiro(launch_id(hex)?))),
+        RenderClient::Antigravity(common) => Ok((common, Target::Antigravity)),
     }
 }
 
@@ -1077,6 +1155,9 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
         Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
         Target::Copilot(_) => copilot::copilot_plan(&ctx, &resolution, &copilot_inventory),
+        Target::Cursor(answer) => cursor::cursor_plan(&ctx, &resolution, policy, answer),
+        Target::Kiro(id) => kiro::kiro_plan(&ctx, &resolution, &id),
+        Target::Antigravity => antigravity::antigravity_plan(&ctx, &resolution),
         // With a worktree, the Claude preflight reads the Claude Code configuration this
         // environment's reviewer would read, and reports the servers it would veto.
         Target::Claude { preflight } => match ctx
@@ -1099,6 +1180,13 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         },
     }
     .map_err(CliError::found)?;
+    if let Isolation::Unverified { reason } = &plan.isolation {
+        errln!(
+            "warning: agent {:?}: the {} launch's isolation is not verified: {reason}",
+            ctx.agent_id,
+            plan.client
+        );
+    }
     let text = match common.format {
         RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
         RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),

@@ -20,17 +20,42 @@ const COMMON: [&str; 10] = [
     "kcap-review,kcap-sessions",
 ];
 
+/// What `render cursor` prints on stderr whenever it renders.
+const UNVERIFIED_WARNING: &str = "warning: agent \"agent-7\": the cursor launch's isolation is \
+    not verified: whether Cursor starts the MCP servers of the user's ~/.cursor/mcp.json (which \
+    registration fills, kcap-flows included) beside the injected ones was never established \
+    (facts [K] only; Cursor is not installable here)\n";
+
 fn golden(name: &str) -> String {
     std::fs::read_to_string(format!("tests/fixtures/plans/{name}.json")).unwrap()
 }
 
 #[test]
 fn render_prints_the_golden_plans() {
-    let extra: [(&str, &[&str]); 4] = [
+    let extra: [(&str, &[&str]); 7] = [
         ("claude", &["--no-preflight"]),
         ("codex", &["--no-inherited-servers"]),
         ("gemini", &["--launch-id", "0123456789ABCDEF"]),
         ("opencode", &["--launch-dir", "/run/kcap/launch-1"]),
+        ("cursor", &["--allow-unverified-isolation"]),
+        (
+            "kiro",
+            &[
+                "--launch-id",
+                "0123456789abcdef",
+                "--launch-dir",
+                "/run/kcap/launch-1",
+            ],
+        ),
+        (
+            "antigravity",
+            &[
+                "--launch-dir",
+                "/run/kcap/launch-1",
+                "--result-capability-url",
+                "http://127.0.0.1:41234/c4p4b1l1ty",
+            ],
+        ),
     ];
     for (client, extra) in extra {
         let mut args = vec!["render", client];
@@ -48,7 +73,11 @@ fn render_prints_the_golden_plans() {
             "plan",
         ]);
         let r = run(&args);
-        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{client}");
+        let stderr = match client {
+            "cursor" => UNVERIFIED_WARNING,
+            _ => "",
+        };
+        assert_eq!((r.code, r.stderr.as_str()), (0, stderr), "{client}");
         assert_eq!(r.stdout, golden(&format!("{client}-strict")), "{client}");
         let plan: LaunchPlan = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(plan.client, client);
@@ -57,40 +86,60 @@ fn render_prints_the_golden_plans() {
 
 #[test]
 fn a_random_launch_id_differs_per_run() {
-    let mut args = vec!["render", "gemini"];
-    args.extend(COMMON);
-    args.extend(["--format", "json"]);
-    let (a, b) = (run(&args), run(&args));
-    assert_eq!((a.code, b.code), (0, 0));
-    assert_ne!(a.stdout, b.stdout);
-    let argv: Vec<String> = serde_json::from_str(&a.stdout).unwrap();
-    let names = &argv[argv
-        .iter()
-        .position(|a| a == "--allowed-mcp-server-names")
-        .unwrap()
-        + 1];
-    let suffix = names
-        .strip_prefix("kcap-flow-result-")
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap();
-    assert_eq!(suffix.len(), 16);
+    for (client, flag, prefix) in [
+        ("gemini", "--allowed-mcp-server-names", "kcap-flow-result-"),
+        (
+            "kiro",
+            "--trust-tools",
+            "fs_read,thinking,@kcap-flow-result-",
+        ),
+    ] {
+        let mut args = vec!["render", client];
+        args.extend(COMMON);
+        args.extend(["--launch-dir", "/run/l", "--format", "json"]);
+        let (a, b) = (run(&args), run(&args));
+        assert_eq!((a.code, b.code), (0, 0), "{client}");
+        assert_ne!(a.stdout, b.stdout, "{client}");
+        let argv: Vec<String> = serde_json::from_str(&a.stdout).unwrap();
+        let names = &argv[argv.iter().position(|a| a == flag).unwrap() + 1];
+        let suffix = names
+            .strip_prefix(prefix)
+            .unwrap()
+            .split([',', '/'])
+            .next()
+            .unwrap();
+        assert_eq!(suffix.len(), 16, "{client}");
+        assert!(suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{client}");
+    }
 }
 
 #[test]
-fn a_bad_launch_id_is_a_usage_error() {
-    let mut args = vec!["render", "gemini"];
+fn cursor_strict_needs_the_opt_in_and_lenient_warns() {
+    let mut args = vec!["render", "cursor"];
     args.extend(COMMON);
-    args.extend(["--launch-id", "xyz"]);
+    args.push("--strict");
     let r = run(&args);
     assert_eq!(
         (r.code, r.stdout.as_str(), r.stderr.as_str()),
         (
-            2,
+            1,
             "",
-            "error: --launch-id: launch id \"xyz\" is not 16 hex digits; give e.g. \
-             0123456789abcdef\n"
+            "error: cannot render the cursor launch under the strict policy: its isolation from \
+             the MCP servers the user or the reviewed repository configured is not verified, so \
+             one of them (a flow-starting one included) could start beside kcap's; opt in \
+             explicitly (--allow-unverified-isolation) or use the lenient policy\n"
+        )
+    );
+    let mut args = vec!["render", "cursor"];
+    args.extend(COMMON);
+    args.extend(["--format", "json"]);
+    let r = run(&args);
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (
+            0,
+            "[\"acp\",\"--force\",\"--approve-mcps\",\"--trust\"]\n",
+            UNVERIFIED_WARNING
         )
     );
 }
@@ -147,4 +196,42 @@ fn render_copilot_takes_its_inventory() {
     let r = with(&["--no-inherited-servers"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("--disable-mcp-server"));
+}
+
+#[test]
+fn antigravity_without_a_capability_url_is_refused() {
+    let mut args = vec!["render", "antigravity"];
+    args.extend(COMMON);
+    args.extend(["--launch-dir", "/run/l"]);
+    let r = run(&args);
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: cannot render the antigravity launch: it runs with a HOME of its own, so the \
+             result channel needs brokered delivery; give the launch its capability URL \
+             (--result-capability-url URL)\n"
+        )
+    );
+}
+
+#[test]
+fn a_bad_launch_id_is_a_usage_error() {
+    for client in ["gemini", "kiro"] {
+        let mut args = vec!["render", client];
+        args.extend(COMMON);
+        args.extend(["--launch-dir", "/run/l", "--launch-id", "xyz"]);
+        let r = run(&args);
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (
+                2,
+                "",
+                "error: --launch-id: launch id \"xyz\" is not 16 hex digits; give e.g. \
+             0123456789abcdef\n"
+            ),
+            "{client}"
+        );
+    }
 }

@@ -1,7 +1,11 @@
 //! Golden launch plans: the exact JSON (`LaunchPlan::to_json`, what `render --format plan`
-//! prints) of Claude Code, Codex, Gemini CLI and OpenCode, lenient, strict and gated; direct,
-//! brokered, borrowed-snapshot and brokered borrowed-snapshot launches; the empty allowlist
-//! byte-identical to none; and every refusal.
+//! prints) of Claude Code, Codex, Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, lenient,
+//! strict and gated; direct, brokered, borrowed-snapshot and brokered borrowed-snapshot
+//! launches; the empty allowlist byte-identical to none; and every refusal.
+//!
+//! Antigravity refuses direct result delivery, so `plan` renders its ungated launches
+//! brokered throughout (the refusal is tested alone); Cursor's strict plans are rendered with
+//! the explicit opt-in (its refusal without it is tested alone).
 //!
 //! The golden files are `tests/fixtures/plans/<name>.json`. After an intended change, rewrite
 //! them with `KCAP_BLESS=1 cargo test --test plan_golden` and review the diff.
@@ -9,13 +13,16 @@
 use std::path::PathBuf;
 
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::antigravity::antigravity_plan;
 use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
 use kcap_mcp_registry::clients::copilot::copilot_plan;
 use kcap_mcp_registry::clients::copilot::inventory::parse_inventory as copilot_inventory;
+use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
+use kcap_mcp_registry::clients::kiro::kiro_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
 };
@@ -55,8 +62,24 @@ fn borrowed() -> Snapshot {
     }
 }
 
-/// `client`'s plan for `ctx`, its allowlist resolved under `policy`.
+/// `client`'s plan for `ctx`, its allowlist resolved under `policy` (Cursor with the opt-in,
+/// Antigravity brokered: see the module docs).
 fn plan(client: Client, ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
+    if client == Client::Antigravity && ctx.result_delivery == ResultDelivery::Direct {
+        let mut brokered_ctx = ctx.clone();
+        brokered_ctx.result_delivery = brokered();
+        return exact_plan(client, &brokered_ctx, policy);
+    }
+    exact_plan(client, ctx, policy)
+}
+
+/// `client`'s plan for `ctx` as given, its allowlist resolved under `policy` (Cursor with the
+/// opt-in).
+fn exact_plan(
+    client: Client,
+    ctx: &LaunchContext,
+    policy: Policy,
+) -> Result<LaunchPlan, LaunchError> {
     let id = LaunchId::from_hex(LAUNCH_ID).unwrap();
     let r = &ctx.resolve(policy)?;
     Ok(match client {
@@ -65,6 +88,9 @@ fn plan(client: Client, ctx: &LaunchContext, policy: Policy) -> Result<LaunchPla
         Client::Gemini => gemini_plan(ctx, r, &id),
         Client::OpenCode => opencode_plan(ctx, r),
         Client::Copilot => copilot_plan(ctx, r, &copilot_inherited()),
+        Client::Cursor => cursor_plan(ctx, r, policy, UnverifiedIsolation::Allow),
+        Client::Kiro => kiro_plan(ctx, r, &id),
+        Client::Antigravity => antigravity_plan(ctx, r),
         other => panic!("{other}: no plan renderer"),
     }?)
 }
@@ -97,12 +123,25 @@ fn golden(name: &str, actual: &str) {
     );
 }
 
-const CLIENTS: [Client; 5] = [
+const CLIENTS: [Client; 8] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
     Client::OpenCode,
     Client::Copilot,
+    Client::Cursor,
+    Client::Kiro,
+    Client::Antigravity,
+];
+
+/// The ACP clients and Antigravity: each needs an absolute worktree.
+const WORKTREE_CLIENTS: [Client; 6] = [
+    Client::Gemini,
+    Client::OpenCode,
+    Client::Copilot,
+    Client::Cursor,
+    Client::Kiro,
+    Client::Antigravity,
 ];
 
 /// The Copilot CLI inventory every Copilot golden plan is rendered with, in the shape
@@ -273,7 +312,7 @@ fn acp_clients_refuse_a_missing_or_relative_worktree() {
     for worktree in [None, Some("tree"), Some(" ")] {
         let mut c = ctx(None);
         c.worktree = worktree.map(String::from);
-        for client in [Client::Gemini, Client::OpenCode, Client::Copilot] {
+        for client in WORKTREE_CLIENTS {
             let err = refusal(client, &c, Policy::Lenient);
             assert_eq!(
                 err,
@@ -282,12 +321,15 @@ fn acp_clients_refuse_a_missing_or_relative_worktree() {
                     field: "worktree"
                 }
             );
+            let what = match client {
+                Client::Antigravity => "the directory it starts in",
+                _ => "the ACP session's `cwd`",
+            };
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "cannot render the {client} launch: it needs the reviewer's worktree (the ACP \
-                     session's `cwd`) as an absolute path; give the launch its `worktree` \
-                     (--worktree DIR)"
+                    "cannot render the {client} launch: it needs the reviewer's worktree ({what}) \
+                     as an absolute path; give the launch its `worktree` (--worktree DIR)"
                 )
             );
         }
@@ -295,17 +337,25 @@ fn acp_clients_refuse_a_missing_or_relative_worktree() {
 }
 
 #[test]
-fn opencode_refuses_a_missing_or_relative_launch_dir() {
+fn launch_dir_clients_refuse_a_missing_or_relative_launch_dir() {
     for dir in [None, Some("launch"), Some("")] {
         let mut c = ctx(None);
         c.launch_dir = dir.map(String::from);
-        let err = plan(Client::OpenCode, &c, Policy::Lenient).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "cannot render the opencode launch: it needs a per-launch directory as an absolute \
-             path; give the launch its `launch_dir` (--launch-dir DIR)"
-        );
+        for client in [Client::OpenCode, Client::Kiro, Client::Antigravity] {
+            let err = plan(client, &c, Policy::Lenient).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot render the {client} launch: it needs a per-launch directory as an \
+                     absolute path; give the launch its `launch_dir` (--launch-dir DIR)"
+                )
+            );
+        }
     }
+    // Cursor needs none.
+    let mut c = ctx(None);
+    c.launch_dir = None;
+    assert!(plan(Client::Cursor, &c, Policy::Lenient).is_ok());
 }
 
 #[test]
@@ -360,8 +410,22 @@ fn option_like_model_is_refused_where_it_reaches_argv() {
             "{client}"
         );
     }
-    // OpenCode takes no model on its command line.
-    assert!(plan(Client::OpenCode, &c, Policy::Lenient).is_ok());
+    // OpenCode, Cursor, Kiro and Antigravity take no model on their command line.
+    for client in [
+        Client::OpenCode,
+        Client::Cursor,
+        Client::Kiro,
+        Client::Antigravity,
+    ] {
+        assert!(plan(client, &c, Policy::Lenient).is_ok(), "{client}");
+    }
+    // Antigravity takes the prompt as the value of `-p`.
+    let mut c = ctx(None);
+    c.prompt = Some("-x".into());
+    assert_eq!(
+        refusal(Client::Antigravity, &c, Policy::Lenient),
+        RenderError::OptionLike { field: "prompt" }
+    );
 }
 
 #[test]
@@ -387,6 +451,165 @@ fn launch_ids_are_random_and_checked() {
         assert!(LaunchId::from_hex(bad).is_err(), "{bad:?}");
     }
     assert_eq!(format!("{a:?}"), "LaunchId(…)");
+}
+
+#[test]
+fn only_cursor_is_unverified_and_strict_refuses_it_without_the_opt_in() {
+    let c = ctx(Some(&["kcap-review"]));
+    for client in CLIENTS {
+        let p = plan(client, &c, Policy::Lenient).unwrap();
+        assert_eq!(
+            p.isolation.is_verified(),
+            client != Client::Cursor,
+            "{client}"
+        );
+    }
+    let r = c.resolve(Policy::Strict).unwrap();
+    let err = cursor_plan(&c, &r, Policy::Strict, UnverifiedIsolation::Refuse).unwrap_err();
+    assert_eq!(
+        err,
+        RenderError::UnverifiedIsolation {
+            client: Client::Cursor
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot render the cursor launch under the strict policy: its isolation from the MCP \
+         servers the user or the reviewed repository configured is not verified, so one of them \
+         (a flow-starting one included) could start beside kcap's; opt in explicitly \
+         (--allow-unverified-isolation) or use the lenient policy"
+    );
+    // Gated too: the user's own servers do not depend on ours.
+    let mut gated = c.clone();
+    gated.kcap_bin = None;
+    let r = gated.resolve(Policy::Strict).unwrap();
+    assert!(cursor_plan(&gated, &r, Policy::Strict, UnverifiedIsolation::Refuse).is_err());
+    // The opt-in renders the same plan as the lenient policy for the same servers.
+    let r = c.resolve(Policy::Strict).unwrap();
+    let allowed = cursor_plan(&c, &r, Policy::Strict, UnverifiedIsolation::Allow).unwrap();
+    let lenient = cursor_plan(&c, &r, Policy::Lenient, UnverifiedIsolation::Refuse).unwrap();
+    assert_eq!(allowed, lenient);
+    match allowed.isolation {
+        Isolation::Unverified { reason } => assert!(reason.contains("~/.cursor/mcp.json")),
+        Isolation::Verified => panic!("cursor verified"),
+    }
+}
+
+#[test]
+fn antigravity_refuses_direct_delivery_unless_gated() {
+    let c = ctx(Some(&["kcap-review"]));
+    let err = match exact_plan(Client::Antigravity, &c, Policy::Strict) {
+        Err(LaunchError::Render(e)) => e,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        err,
+        RenderError::NeedsBrokeredDelivery {
+            client: Client::Antigravity
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot render the antigravity launch: it runs with a HOME of its own, so the result \
+         channel needs brokered delivery; give the launch its capability URL \
+         (--result-capability-url URL)"
+    );
+    // A gated launch has no result channel to deliver through.
+    let mut gated = c.clone();
+    gated.server_url = None;
+    let p = exact_plan(Client::Antigravity, &gated, Policy::Strict).unwrap();
+    assert!(p.servers.is_empty());
+}
+
+#[test]
+fn facts_only_clients_refuse_expansion_anywhere() {
+    for client in [Client::Cursor, Client::Kiro, Client::Antigravity] {
+        let mut c = ctx(None);
+        c.agent_id = "a${HOME}".into();
+        let err = refusal(client, &c, Policy::Lenient);
+        assert_eq!(
+            err,
+            RenderError::UnknownExpansion {
+                client,
+                server: "kcap-flow-result".into(),
+                field: "env.KCAP_FLOW_AGENT_ID".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot render the {client} launch: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` \
+                 contains `${{`, and whether {client} expands it as a variable reference is not \
+                 established, so it is refused as if it did; remove `${{` from that value"
+            )
+        );
+        let mut c = ctx(None);
+        c.kcap_bin = Some("/opt/${x}/kcap".into());
+        assert_eq!(
+            refusal(client, &c, Policy::Lenient),
+            RenderError::UnknownExpansion {
+                client,
+                server: "kcap-flow-result".into(),
+                field: "command".into()
+            }
+        );
+        let mut c = ctx(None);
+        c.result_delivery = ResultDelivery::Brokered {
+            capability_url: "http://127.0.0.1:1/${T}".into(),
+        };
+        assert_eq!(
+            refusal(client, &c, Policy::Lenient),
+            RenderError::UnknownExpansion {
+                client,
+                server: "kcap-flow-result".into(),
+                field: "env.KCAP_FLOW_CAPABILITY_URL".into()
+            }
+        );
+    }
+}
+
+#[test]
+fn kiro_trusts_exactly_the_admitted_tools_under_aliased_names() {
+    // kcap-analytics is read-only without a catalog: no per-tool rule, so nothing trusted;
+    // kcap-memory (lenient) has no unattended-safe tool.
+    let c = ctx(Some(&["kcap-sessions", "kcap-analytics", "kcap-memory"]));
+    let p = plan(Client::Kiro, &c, Policy::Lenient).unwrap();
+    let s = |server: &str, tool: &str| format!("@{server}-{LAUNCH_ID}/{tool}");
+    let expected: Vec<String> = ["fs_read".to_string(), "thinking".to_string()]
+        .into_iter()
+        .chain(
+            ["submit_review_result", "send_flow_message"]
+                .iter()
+                .map(|t| s("kcap-flow-result", t)),
+        )
+        .chain(
+            [
+                "search_sessions",
+                "get_session_summary",
+                "get_session_transcript",
+                "get_turn",
+                "list_turns",
+            ]
+            .iter()
+            .map(|t| s("kcap-sessions", t)),
+        )
+        .collect();
+    assert_eq!(p.argv, ["acp", "--trust-tools", &expected.join(",")]);
+    let wire: Vec<&str> = p.servers.iter().map(|s| s.wire_name.as_str()).collect();
+    assert_eq!(
+        wire,
+        [
+            "kcap-flow-result-0123456789abcdef",
+            "kcap-sessions-0123456789abcdef",
+            "kcap-analytics-0123456789abcdef",
+            "kcap-memory-0123456789abcdef"
+        ]
+    );
+    // Gated: the built-in read tools only.
+    let mut gated = c.clone();
+    gated.server_url = None;
+    let p = plan(Client::Kiro, &gated, Policy::Lenient).unwrap();
+    assert_eq!(p.argv, ["acp", "--trust-tools", "fs_read,thinking"]);
 }
 
 #[test]

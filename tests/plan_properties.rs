@@ -7,25 +7,31 @@
 use std::collections::BTreeMap;
 
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::clients::copilot::inventory::InheritedServer;
 use kcap_mcp_registry::clients::copilot::{NO_TOOL, copilot_plan};
+use kcap_mcp_registry::clients::cursor::{self, UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
+use kcap_mcp_registry::clients::kiro::{self, kiro_plan};
 use kcap_mcp_registry::clients::opencode::opencode_plan;
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
     LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery, Snapshot, lookup, servers,
 };
 use proptest::prelude::*;
 use serde_json::Value;
 
-const CLIENTS: [Client; 5] = [
+const CLIENTS: [Client; 8] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
     Client::OpenCode,
     Client::Copilot,
+    Client::Cursor,
+    Client::Kiro,
+    Client::Antigravity,
 ];
 
 /// The id of the server injected into borrowed-snapshot reviews.
@@ -47,6 +53,9 @@ fn plan_with(
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
         Client::Copilot => copilot_plan(ctx, r, inherited).ok(),
+        Client::Cursor => cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse).ok(),
+        Client::Kiro => kiro_plan(ctx, r, id).ok(),
+        Client::Antigravity => antigravity_plan(ctx, r).ok(),
         other => panic!("{other}: no plan renderer"),
     }
 }
@@ -144,8 +153,59 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
                 Some((id.to_string(), env))
             })
             .collect(),
+        "antigravity" => {
+            let file = plan
+                .files
+                .iter()
+                .find(|f| {
+                    f.path == format!("{}/{}", antigravity::HOME_DIR, antigravity::MCP_CONFIG)
+                })
+                .unwrap();
+            let config: Value = serde_json::from_str(&file.contents).unwrap();
+            config["mcpServers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        serde_json::from_value(s["env"].clone()).unwrap(),
+                    )
+                })
+                .collect()
+        }
         other => panic!("{other}: no servers carried"),
     }
+}
+
+/// The `(name, command, args)` of every server a plan carries in ACP `session/new` or
+/// Antigravity's `mcp_config.json` (sorted by name); none for Claude Code and Codex, whose
+/// argv carriers `tests/render_properties.rs` parses.
+fn carried_commands(plan: &LaunchPlan) -> Vec<(String, String, Vec<String>)> {
+    if let Some(session) = &plan.session_new {
+        return session
+            .mcp_servers
+            .iter()
+            .map(|s| (s.name.clone(), s.command.clone(), s.args.clone()))
+            .collect();
+    }
+    if plan.client != "antigravity" {
+        return Vec::new();
+    }
+    let file = &plan.files[0];
+    let config: Value = serde_json::from_str(&file.contents).unwrap();
+    config["mcpServers"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, s)| {
+            (
+                name.clone(),
+                s["command"].as_str().unwrap().to_string(),
+                serde_json::from_value(s["args"].clone()).unwrap(),
+            )
+        })
+        .collect()
 }
 
 proptest! {
@@ -180,7 +240,14 @@ proptest! {
                     disabled: false,
                 })
                 .collect();
+            if client == Client::Antigravity && capability.is_none() {
+                // Antigravity needs brokered delivery (refusal tested in plan_golden.rs).
+                prop_assert!(plan_with(client, &ctx, &id, &inventory).is_none());
+                continue;
+            }
             let plan = plan_with(client, &ctx, &id, &inventory).unwrap();
+            // Only Cursor's isolation is unverified.
+            prop_assert_eq!(plan.isolation.is_verified(), client != Client::Cursor);
             // The JSON form parses back into the same plan.
             let back: LaunchPlan = serde_json::from_str(&plan.to_json()).unwrap();
             prop_assert_eq!(&back, &plan);
@@ -200,7 +267,7 @@ proptest! {
             let expected = review_context.as_ref().map(|_| plan.servers.len() - 1);
             prop_assert_eq!(contexts, Vec::from_iter(expected), "{}", client);
             let mut carried = carried_servers(&plan);
-            if matches!(client, Client::Claude | Client::Copilot) {
+            if matches!(client, Client::Claude | Client::Antigravity | Client::Copilot) {
                 // serde_json reads the object's keys sorted; the order is in the golden tests.
                 let order: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
                 carried.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
@@ -234,8 +301,75 @@ proptest! {
                 };
                 prop_assert_eq!(env.len(), expected_len, "{} {}", client, id);
             }
+            // Every server's command and args, as carried, are the kcap binary and the
+            // registry's args exactly.
+            for (name, command, args) in carried_commands(&plan) {
+                let wire = plan.servers.iter().find(|s| s.wire_name == name).unwrap();
+                let registry: Vec<&str> = lookup(&wire.id).unwrap().args.to_vec();
+                prop_assert_eq!(command.as_str(), "/opt/kcap");
+                prop_assert_eq!(args, registry);
+            }
+            // Env names are unique, and every server env name the daemon's environment
+            // could hold is removed from every client that might pass it on.
+            let mut names: Vec<&str> = plan.env.iter().map(|v| v.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            prop_assert_eq!(names.len(), plan.env.len());
+            for s in servers() {
+                for (name, _) in s.env {
+                    prop_assert!(plan.env_remove.iter().any(|r| r == name), "{} keeps {}", client, name);
+                }
+            }
+            // Files and dirs stay under the launch directory, relative and without `..`.
+            for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
+                prop_assert!(!path.starts_with('/') && !path.split('/').any(|c| c == ".." || c == "." || c.is_empty()), "{}", path);
+            }
             // Client-specific carriers.
             match client {
+                Client::Cursor => {
+                    prop_assert_eq!(&plan.argv, &cursor::ARGV);
+                    let unverified = matches!(&plan.isolation, Isolation::Unverified { reason } if reason == cursor::ISOLATION_REASON);
+                    prop_assert!(unverified, "{:?}", plan.isolation);
+                }
+                Client::Kiro => {
+                    prop_assert_eq!(&plan.argv[..2], ["acp", "--trust-tools"]);
+                    let trusted: Vec<&str> = plan.argv[2].split(',').collect();
+                    prop_assert_eq!(&trusted[..2], &kiro::READ_TOOLS);
+                    let mut expected = Vec::new();
+                    for s in &plan.servers {
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                        for t in lookup(&s.id).unwrap().tools.iter().filter(|t| t.unattended_safe) {
+                            expected.push(format!("@{}/{}", s.wire_name, t.name));
+                        }
+                    }
+                    prop_assert_eq!(&trusted[2..], &expected[..]);
+                    prop_assert_eq!(&plan.env[0].name, "KIRO_HOME");
+                    prop_assert_eq!(&plan.env[0].value, &format!("/run/l/{}", kiro::KIRO_HOME));
+                    prop_assert_eq!(&plan.dirs, &[kiro::KIRO_HOME]);
+                }
+                Client::Antigravity => {
+                    prop_assert!(plan.session_new.is_none());
+                    let home = format!("/run/l/{}", antigravity::HOME_DIR);
+                    let env: Vec<(&str, &str)> = plan.env.iter().map(|v| (v.name.as_str(), v.value.as_str())).collect();
+                    let tmp = format!("{home}/tmp");
+                    prop_assert_eq!(env, [("HOME", home.as_str()), ("TMPDIR", tmp.as_str())]);
+                    prop_assert_eq!(&plan.dirs, &[format!("{}/tmp", antigravity::HOME_DIR)]);
+                    let settings = &plan.files[1];
+                    prop_assert_eq!(&settings.path, &format!("{}/{}", antigravity::HOME_DIR, antigravity::SETTINGS));
+                    let settings: Value = serde_json::from_str(&settings.contents).unwrap();
+                    let allow: Vec<String> = serde_json::from_value(settings["permissions"]["allow"].clone()).unwrap();
+                    let mut expected = Vec::new();
+                    for s in &plan.servers {
+                        prop_assert_eq!(&s.wire_name, &s.id);
+                        for t in lookup(&s.id).unwrap().tools.iter().filter(|t| t.unattended_safe) {
+                            expected.push(format!("mcp({}/{})", s.id, t.name));
+                        }
+                    }
+                    prop_assert_eq!(allow, expected);
+                    for f in &plan.files {
+                        prop_assert_eq!(f.mode, 0o600);
+                    }
+                }
                 Client::Gemini => {
                     let i = plan.argv.iter().position(|a| a == "--allowed-mcp-server-names").unwrap();
                     let names: Vec<&str> = plan.argv[i + 1].split(',').collect();

@@ -15,6 +15,9 @@
 //! - [`copilot`]: Copilot CLI (pinned 1.0.102), driven over ACP with its servers on the
 //!   command line, every server it would start on its own disabled by name from its
 //!   [inventory](copilot::inventory).
+//! - [`cursor`], [`kiro`], [`antigravity`]: Cursor, Kiro (\[K\] 2.15.2/2.16.0) and
+//!   Antigravity (\[K\] 1.1.10/1.1.13), not installable here: their plans follow the original
+//!   system's facts only. Cursor's isolation is unverified.
 //!
 //! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
 //!   client's registration file (the servers a person registers for interactive sessions),
@@ -74,7 +77,8 @@ pub mod plan;
 mod process;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
-/// Gemini CLI and OpenCode, and registration files for all of them.
+/// Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, and registration files for all of
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Client {
@@ -539,6 +543,43 @@ fn registry_env_names(registry: Registry) -> impl Iterator<Item = String> {
     names.into_iter().map(str::to_owned)
 }
 
+/// Refuses a `command`, `args` or `env` value holding `${` in `servers`, for a client
+/// (`client`) whose expansion of variable references is not established (Cursor, Kiro,
+/// Antigravity: facts \[K\] only), the same conservative rule as their registration files.
+/// `wires` names each server by its registry id in the error.
+fn refuse_unknown_expansion(
+    client: Client,
+    servers: &[plan::AcpServer],
+    wires: &[plan::WireServer],
+) -> Result<(), RenderError> {
+    for (server, wire) in servers.iter().zip(wires) {
+        let fields = std::iter::once(("command".to_owned(), server.command.as_str()))
+            .chain(
+                server
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| (format!("args[{i}]"), a.as_str())),
+            )
+            .chain(
+                server
+                    .env
+                    .iter()
+                    .map(|v| (format!("env.{}", v.name), v.value.as_str())),
+            );
+        for (field, value) in fields {
+            if value.contains("${") {
+                return Err(RenderError::UnknownExpansion {
+                    client,
+                    server: wire.id.clone(),
+                    field,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The injected servers of a client that names them by id.
 fn wire_servers(ctx: &LaunchContext, resolution: &Resolution<'_, String>) -> Vec<plan::WireServer> {
     ctx.servers(resolution)
@@ -632,6 +673,31 @@ pub enum RenderError {
     /// A borrowed-snapshot review without a review-context URL: the review-context server
     /// would have nothing to read.
     MissingReviewContextUrl,
+    /// The client's isolation from the MCP servers the user or the reviewed repository
+    /// configured is not established ([`plan::Isolation::Unverified`]: Cursor), and the
+    /// strict policy renders it only when the caller opts in
+    /// ([`cursor::UnverifiedIsolation::Allow`]).
+    UnverifiedIsolation {
+        /// The client.
+        client: Client,
+    },
+    /// The client runs with a HOME of its own (Antigravity), so the result channel cannot
+    /// reach the daemon directly: the launch needs brokered result delivery
+    /// ([`ResultDelivery::Brokered`]).
+    NeedsBrokeredDelivery {
+        /// The client.
+        client: Client,
+    },
+    /// A value would reach a client whose expansion of `${…}` is not established (Cursor,
+    /// Kiro, Antigravity: facts \[K\] only) containing `${`: refused as if it expanded.
+    UnknownExpansion {
+        /// The client.
+        client: Client,
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -684,6 +750,11 @@ impl fmt::Display for RenderError {
             ),
             RenderError::NeedsAbsolute { client, field } => {
                 let (what, flag) = match *field {
+                    // Antigravity is not driven over ACP: the worktree is where it starts.
+                    "worktree" if *client == Client::Antigravity => (
+                        "the reviewer's worktree (the directory it starts in)",
+                        "--worktree",
+                    ),
                     "worktree" => (
                         "the reviewer's worktree (the ACP session's `cwd`)",
                         "--worktree",
@@ -705,6 +776,13 @@ impl fmt::Display for RenderError {
                  (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
                  give the launch its review-context URL",
             ),
+            RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
+            RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
+            RenderError::UnknownExpansion {
+                client,
+                server,
+                field,
+            } => fmt_unknown_expansion(*client, server, field, f),
             RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
@@ -728,6 +806,42 @@ impl fmt::Display for RenderError {
             ),
         }
     }
+}
+
+/// [`RenderError::UnverifiedIsolation`]'s message.
+fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch under the strict policy: its isolation from the MCP \
+         servers the user or the reviewed repository configured is not verified, so one of them \
+         (a flow-starting one included) could start beside kcap's; opt in explicitly \
+         (--allow-unverified-isolation) or use the lenient policy"
+    )
+}
+
+/// [`RenderError::NeedsBrokeredDelivery`]'s message.
+fn fmt_needs_brokered(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: it runs with a HOME of its own, so the result \
+         channel needs brokered delivery; give the launch its capability URL \
+         (--result-capability-url URL)"
+    )
+}
+
+/// [`RenderError::UnknownExpansion`]'s message.
+fn fmt_unknown_expansion(
+    client: Client,
+    server: &str,
+    field: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: `{server}.{field}` contains `${{`, and whether \
+         {client} expands it as a variable reference is not established, so it is refused as if \
+         it did; remove `${{` from that value"
+    )
 }
 
 /// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.

@@ -6,8 +6,9 @@
 //! write under the per-launch directory the daemon provides
 //! ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir)), the ACP `session/new`
 //! params for clients driven over the Agent Client Protocol, and the name under which each
-//! injected server reaches the client. The daemon carries it out in that order: create the
-//! launch directory, write [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
+//! injected server reaches the client, and whether its isolation is verified. The daemon
+//! carries it out in that order: create the launch directory and [`LaunchPlan::dirs`], write
+//! [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
 //! in an environment changed by [`LaunchPlan::env_remove`] then [`LaunchPlan::env`], and, when
 //! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
 //!
@@ -21,7 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::model::McpServer;
 
 /// Version of the [`LaunchPlan`] JSON shape; a reader refuses a plan of another version.
-pub const PLAN_VERSION: u32 = 1;
+///
+/// Version 2 added [`LaunchPlan::isolation`] and [`LaunchPlan::dirs`]: a version-1 reader
+/// that ignored unknown fields would carry out an unverified plan without knowing it.
+pub const PLAN_VERSION: u32 = 2;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,8 +33,12 @@ pub const PLAN_VERSION: u32 = 1;
 pub struct LaunchPlan {
     /// [`PLAN_VERSION`].
     pub version: u32,
-    /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`.
+    /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`,
+    /// `copilot`, `cursor`, `kiro`, `antigravity`.
     pub client: String,
+    /// Whether the launch is known to keep the MCP servers the user or the reviewed
+    /// repository configured from starting ([`Isolation`]).
+    pub isolation: Isolation,
     /// The directory to start the client in: the reviewer's worktree, when the launch has
     /// one.
     pub cwd: Option<String>,
@@ -42,6 +50,11 @@ pub struct LaunchPlan {
     /// Environment variables to remove from the daemon's environment before starting the
     /// client, because the client would read them against the isolation.
     pub env_remove: Vec<String>,
+    /// Directories to create (mode 0700, parents too) under the per-launch directory before
+    /// the files are written: paths relative to it, `/`-separated, without `.` or `..`
+    /// components. A directory the client needs to exist and be empty (Kiro's `KIRO_HOME`,
+    /// Antigravity's `TMPDIR`).
+    pub dirs: Vec<String>,
     /// Files to write before the launch, under the per-launch directory.
     pub files: Vec<PlanFile>,
     /// For clients driven over ACP: the params of the `session/new` request, sent after
@@ -64,10 +77,12 @@ impl LaunchPlan {
         LaunchPlan {
             version: PLAN_VERSION,
             client: client.name().into(),
+            isolation: Isolation::Verified,
             cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
             argv,
             env: Vec::new(),
             env_remove: super::registry_env_names(resolution.registry()).collect(),
+            dirs: Vec::new(),
             files: Vec::new(),
             session_new: None,
             servers: super::wire_servers(ctx, resolution),
@@ -80,6 +95,37 @@ impl LaunchPlan {
         let mut s = serde_json::to_string_pretty(self).expect("a plan serializes");
         s.push('\n');
         s
+    }
+}
+
+/// Whether a launch is known to be isolated from the MCP servers the user or the reviewed
+/// repository configured: JSON `{"status": "verified"}` or `{"status": "unverified",
+/// "reason": "…"}`.
+///
+/// `Verified` means the mechanism the plan uses was established by measurement, on the
+/// pinned client here or, for clients not installable here (Kiro, Antigravity), by the
+/// original system's probes (facts file, \[K\]). `Unverified` means nobody established it
+/// (Cursor): servers of the user's or the repository's configuration may start beside the
+/// injected ones, a flow-starting one included. [`Policy::Strict`](crate::Policy::Strict)
+/// refuses such a plan unless the caller opts in
+/// ([`UnverifiedIsolation`](crate::clients::cursor::UnverifiedIsolation)); a caller that
+/// carries one out should say so (the CLI warns).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Isolation {
+    /// Established by measurement.
+    Verified,
+    /// Not established.
+    Unverified {
+        /// Why, in one sentence.
+        reason: String,
+    },
+}
+
+impl Isolation {
+    /// Whether this is [`Isolation::Verified`].
+    pub fn is_verified(&self) -> bool {
+        matches!(self, Isolation::Verified)
     }
 }
 

@@ -1,8 +1,213 @@
 //! Antigravity, `agy` (not installable here; facts from the original system \[K\], measured
-//! there on 1.1.10/1.1.13): its registration file.
+//! there on 1.1.10/1.1.13): the reviewer launch ([`antigravity_plan`]) and, with the `cli`
+//! feature, its registration file (`registration`) and loader model (`loader`).
+//!
+//! **Nothing here was measured in this project**: `agy` cannot be installed here. What the
+//! original system did and measured on 1.1.10 and 1.1.13 (facts "Antigravity", \[K\]):
+//! - Antigravity reads its MCP servers from `~/.gemini/config/mcp_config.json`
+//!   (`{"mcpServers":{name:{command,args,env}}}`) and its tool permissions from
+//!   `~/.gemini/antigravity-cli/settings.json` (`{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`);
+//!   in print mode an MCP tool without an allow rule is denied.
+//! - So each launch gets a `HOME` of its own ([`HOME_DIR`] in the per-launch directory)
+//!   holding exactly those two files ([`MCP_CONFIG`], [`SETTINGS`]): the user's servers and
+//!   permissions are not read. `TMPDIR` is `<home>/tmp`, a directory the daemon creates
+//!   ([`LaunchPlan::dirs`]).
+//! - Because `HOME` moves, the result channel cannot use the daemon user's direct route: the
+//!   launch needs brokered result delivery ([`ResultDelivery::Brokered`], the capability
+//!   URL), and is refused without it ([`RenderError::NeedsBrokeredDelivery`]).
+//! - The permission file allows exactly the admitted tools ([`Admitted`]), `mcp(<id>/<tool>)`
+//!   each ([`permissions_json`]); a server without a catalog gets no rule (the facts give only
+//!   the per-tool form), so its tools are denied.
+//! - Whether Antigravity expands `${…}` in `mcp_config.json` is not established: a `command`,
+//!   `args` or `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]), as its
+//!   registration file does. Whether it passes its environment on to servers is not
+//!   established either: the registry's env names are removed from it.
+//! - Print mode: the facts name it, not its flag. The plan uses `-p <prompt>`, the spelling
+//!   of `agy`'s public documentation (not \[K\], unverified here); a prompt starting with `-`
+//!   is refused ([`RenderError::OptionLike`]). Without a prompt the value is empty (the same
+//!   documentation: `agy` then reads the prompt from stdin). The model and effort are
+//!   ignored.
 
 #[cfg(feature = "cli")]
 pub mod registration;
 
 #[cfg(feature = "cli")]
 pub mod loader;
+
+use serde::Serialize;
+
+use crate::allowlist::Resolution;
+use crate::clients::claude::Ordered;
+use crate::clients::plan::{
+    AcpServer, Admitted, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile,
+};
+use crate::clients::{
+    Client, LaunchContext, RenderError, ResultDelivery, acp_cwd, acp_servers, launch_dir,
+    option_value, refuse_unknown_expansion, registry_env_names,
+};
+use crate::model::McpServer;
+
+/// The directory, relative to the per-launch directory, given to Antigravity as `HOME`.
+pub const HOME_DIR: &str = "antigravity-home";
+
+/// The servers file, relative to [`HOME_DIR`].
+pub const MCP_CONFIG: &str = ".gemini/config/mcp_config.json";
+
+/// The permissions file, relative to [`HOME_DIR`].
+pub const SETTINGS: &str = ".gemini/antigravity-cli/settings.json";
+
+/// `TMPDIR`, relative to [`HOME_DIR`].
+pub const TMP_DIR: &str = "tmp";
+
+/// Mode of the two files: 0o600 (they hold the agent id and the capability URL).
+pub const FILE_MODE: u32 = 0o600;
+
+#[derive(Serialize)]
+struct ServerEntry<'a> {
+    command: &'a str,
+    args: &'a [String],
+    env: Ordered<'a, &'a str, &'a str>,
+}
+
+/// The contents of [`MCP_CONFIG`]: `{"mcpServers":{<id>:{"command","args","env":{…}}}}`, in
+/// injection order, pretty-printed (two-space indent), ending in a newline.
+pub fn mcp_config_json(servers: &[AcpServer]) -> String {
+    let envs: Vec<Vec<(&str, &str)>> = servers
+        .iter()
+        .map(|s| {
+            s.env
+                .iter()
+                .map(|v| (v.name.as_str(), v.value.as_str()))
+                .collect()
+        })
+        .collect();
+    let entries: Vec<(&str, ServerEntry<'_>)> = servers
+        .iter()
+        .zip(&envs)
+        .map(|(s, env)| {
+            let entry = ServerEntry {
+                command: &s.command,
+                args: &s.args,
+                env: Ordered(env),
+            };
+            (s.name.as_str(), entry)
+        })
+        .collect();
+    pretty(&Ordered(&[("mcpServers", Ordered(&entries))]))
+}
+
+/// The contents of [`SETTINGS`]: `{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`, one
+/// rule per admitted tool ([`Admitted`]) of each server, in injection order and catalog
+/// order; nothing for a server without a catalog. Pretty-printed, ending in a newline.
+///
+/// ```
+/// use kcap_mcp_registry::clients::antigravity::permissions_json;
+/// use kcap_mcp_registry::Registry;
+///
+/// let result = Registry::compiled().lookup("kcap-flow-result").unwrap();
+/// let json: serde_json::Value = serde_json::from_str(&permissions_json(&[(result, "kcap-flow-result")]))?;
+/// assert_eq!(json["permissions"]["allow"][1], "mcp(kcap-flow-result/send_flow_message)");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
+    let mut allow: Vec<String> = Vec::new();
+    for (server, name) in servers {
+        if let Some(tools) = Admitted::of(server).names() {
+            allow.extend(tools.iter().map(|t| format!("mcp({name}/{t})")));
+        }
+    }
+    pretty(&Ordered(&[("permissions", Ordered(&[("allow", allow)]))]))
+}
+
+fn pretty(value: &impl Serialize) -> String {
+    let mut s =
+        serde_json::to_string_pretty(value).expect("serializing strings to JSON cannot fail");
+    s.push('\n');
+    s
+}
+
+/// The Antigravity reviewer launch: argv `-p <prompt>` (print mode; the prompt empty when
+/// unset); env `HOME=<launch dir>/`[`HOME_DIR`] and `TMPDIR=<home>/`[`TMP_DIR`]; the
+/// registry's env names removed; the directory `TMPDIR` created ([`LaunchPlan::dirs`]); the
+/// files [`MCP_CONFIG`] ([`mcp_config_json`]: every injected server, the `inject` servers by
+/// their condition, then the allowlisted ones, with this launch's brokered result delivery
+/// and snapshot) and [`SETTINGS`] ([`permissions_json`]) under the home, mode 0o600; no
+/// `session/new`.
+///
+/// # Errors
+/// [`RenderError::NeedsBrokeredDelivery`] when the launch is not gated and its result
+/// delivery is [`ResultDelivery::Direct`]; [`RenderError::UnknownExpansion`] for a value
+/// holding `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree or launch
+/// directory; [`RenderError::OptionLike`] for a prompt starting with `-`;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`].
+///
+/// ```
+/// use kcap_mcp_registry::{LaunchContext, Policy, RenderError, ResultDelivery};
+/// use kcap_mcp_registry::clients::antigravity::antigravity_plan;
+///
+/// let mut ctx = LaunchContext {
+///     server_url: Some("http://127.0.0.1:5100".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
+///     agent_id: "a1".into(),
+///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
+///     ..LaunchContext::default()
+/// };
+/// let r = ctx.resolve(Policy::Strict)?;
+/// assert!(matches!(antigravity_plan(&ctx, &r), Err(RenderError::NeedsBrokeredDelivery { .. })));
+/// ctx.result_delivery = ResultDelivery::Brokered { capability_url: "http://127.0.0.1:4100/t".into() };
+/// let plan = antigravity_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
+/// assert_eq!(plan.files[0].path, "antigravity-home/.gemini/config/mcp_config.json");
+/// assert_eq!(plan.env[0].value, "/run/kcap/l1/antigravity-home");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn antigravity_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
+    if !ctx.is_gated() && ctx.result_delivery == ResultDelivery::Direct {
+        return Err(RenderError::NeedsBrokeredDelivery {
+            client: Client::Antigravity,
+        });
+    }
+    let cwd = acp_cwd(Client::Antigravity, ctx)?;
+    let dir = launch_dir(Client::Antigravity, ctx)?;
+    let prompt = option_value("prompt", &ctx.prompt)?.unwrap_or_default();
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    refuse_unknown_expansion(Client::Antigravity, &mcp_servers, &servers)?;
+    let admitted: Vec<(&McpServer, &str)> = ctx
+        .servers(resolution)
+        .zip(&servers)
+        .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
+        .collect();
+    let home = format!("{dir}/{HOME_DIR}");
+    Ok(LaunchPlan {
+        version: PLAN_VERSION,
+        client: Client::Antigravity.name().into(),
+        isolation: Isolation::Verified,
+        cwd: Some(cwd.into()),
+        argv: vec!["-p".into(), prompt.into()],
+        env: vec![
+            EnvVar::new("HOME", &home),
+            EnvVar::new("TMPDIR", format!("{home}/{TMP_DIR}")),
+        ],
+        env_remove: registry_env_names(resolution.registry()).collect(),
+        dirs: vec![format!("{HOME_DIR}/{TMP_DIR}")],
+        files: vec![
+            PlanFile {
+                path: format!("{HOME_DIR}/{MCP_CONFIG}"),
+                contents: mcp_config_json(&mcp_servers),
+                mode: FILE_MODE,
+            },
+            PlanFile {
+                path: format!("{HOME_DIR}/{SETTINGS}"),
+                contents: permissions_json(&admitted),
+                mode: FILE_MODE,
+            },
+        ],
+        session_new: None,
+        servers,
+    })
+}

@@ -47,7 +47,7 @@ use serde::{Serialize, Serializer};
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{AcpServer, Admitted, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::plan::{AcpServer, Admitted, Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
 };
@@ -232,12 +232,14 @@ pub fn copilot_plan(
     Ok(LaunchPlan {
         version: PLAN_VERSION,
         client: Client::Copilot.name().into(),
+        isolation: Isolation::Verified,
         cwd: Some(cwd.into()),
         argv,
         env: Vec::new(),
         env_remove: registry_env_names(resolution.registry())
             .chain(REMOVED_ENV.map(String::from))
             .collect(),
+        dirs: Vec::new(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),

@@ -1,8 +1,131 @@
-//! Cursor (not installable here; facts from the original system \[K\] only): its registration
-//! file.
+//! Cursor (not installable here; facts from the original system \[K\] only): the reviewer
+//! launch over ACP ([`cursor_plan`]) and, with the `cli` feature, its registration file
+//! (`registration`) and loader model (`loader`).
+//!
+//! **Nothing here was measured**: Cursor cannot be installed in this project's environment,
+//! and the original system (kcap-cli 07ef5ebf) records no Cursor version. What it did, per
+//! the facts file ("Cursor", \[K\] only):
+//! - `acp` (after the Cursor agent binary) speaks the Agent Client Protocol; the servers come in the ACP
+//!   `session/new` params.
+//! - `--force` (run every tool without asking), `--approve-mcps` (approve the MCP servers
+//!   without asking; Cursor persists that approval per server name) and `--trust` (trust the
+//!   workspace).
+//! - **Isolation unverified.** Cursor also reads the user's `~/.cursor/mcp.json`, which
+//!   registration fills, the flow-starting `kcap-flows` included, and the project's
+//!   `.cursor/mcp.json`. Whether those servers start beside the injected ones was never
+//!   established. So every Cursor plan says [`Isolation::Unverified`] ([`ISOLATION_REASON`]),
+//!   and under [`Policy::Strict`] [`cursor_plan`] refuses unless the caller opts in with
+//!   [`UnverifiedIsolation::Allow`]. The daemon's worktree hygiene (facts "Reserved servers":
+//!   `.cursor/mcp.json` is among the paths a reviewer worktree must not carry) covers the
+//!   project file; nothing covers the user's.
+//! - Whether Cursor expands `${…}` in ACP values is not established: a `command`, `args` or
+//!   `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]).
+//! - Approval: `--force` runs every tool, Cursor's own ones too; what the reviewer may run
+//!   unasked follows the policy only through what is injected ([`Policy::Strict`] injects
+//!   `read_only` servers only). Servers keep their registry ids (no aliasing: Cursor has no
+//!   name gate to alias for).
+//! - Whether Cursor passes its environment on to MCP servers is not established: the
+//!   registry's env names are removed from it, as for every client that might.
+//! - The model and effort are not Cursor flags in the facts, and are ignored; the prompt goes
+//!   in ACP `session/prompt`, which the daemon sends.
 
 #[cfg(feature = "cli")]
 pub mod registration;
 
 #[cfg(feature = "cli")]
 pub mod loader;
+
+use crate::allowlist::{Policy, Resolution};
+use crate::clients::plan::{Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::{
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, refuse_unknown_expansion,
+    registry_env_names,
+};
+
+/// The argv of every Cursor reviewer (facts "Cursor", \[K\]).
+pub const ARGV: [&str; 4] = ["acp", "--force", "--approve-mcps", "--trust"];
+
+/// Why a Cursor plan is [`Isolation::Unverified`].
+pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the user's \
+    ~/.cursor/mcp.json (which registration fills, kcap-flows included) beside the injected ones \
+    was never established (facts [K] only; Cursor is not installable here)";
+
+/// The caller's answer to a launch whose isolation is not verified, asked by the strict
+/// policy only: there is no default, so a daemon spells out which one it means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnverifiedIsolation {
+    /// Refuse the launch under [`Policy::Strict`] ([`RenderError::UnverifiedIsolation`]).
+    Refuse,
+    /// Render it anyway: the caller accepts that servers of the user's Cursor configuration
+    /// may start beside the injected ones (`render cursor --allow-unverified-isolation`).
+    Allow,
+}
+
+/// The Cursor reviewer launch: argv [`ARGV`]; every injected server (the `inject` servers by
+/// their condition, then the allowlisted ones, with this launch's result delivery and
+/// snapshot) in `session/new` under its registry id; the registry's env names removed from
+/// the environment; no files; [`Isolation::Unverified`] with [`ISOLATION_REASON`].
+///
+/// `policy` is the policy `resolution` was resolved under: under [`Policy::Strict`] the plan
+/// is refused unless `unverified` is [`UnverifiedIsolation::Allow`]; under
+/// [`Policy::Lenient`] it is rendered, and the caller should warn (the CLI does).
+///
+/// # Errors
+/// [`RenderError::UnverifiedIsolation`] (above); [`RenderError::UnknownExpansion`] for a value
+/// holding `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`].
+///
+/// ```
+/// use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
+/// use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
+///
+/// let ctx = LaunchContext {
+///     server_url: Some("http://127.0.0.1:5100".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
+///     agent_id: "a1".into(),
+///     worktree: Some("/work/tree".into()),
+///     ..LaunchContext::default()
+/// };
+/// let r = ctx.resolve(Policy::Strict)?;
+/// let refused = cursor_plan(&ctx, &r, Policy::Strict, UnverifiedIsolation::Refuse);
+/// assert!(matches!(refused, Err(RenderError::UnverifiedIsolation { .. })));
+/// let plan = cursor_plan(&ctx, &r, Policy::Strict, UnverifiedIsolation::Allow)?;
+/// assert!(!plan.isolation.is_verified());
+/// assert_eq!(plan.argv, ["acp", "--force", "--approve-mcps", "--trust"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn cursor_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    policy: Policy,
+    unverified: UnverifiedIsolation,
+) -> Result<LaunchPlan, RenderError> {
+    if policy == Policy::Strict && unverified == UnverifiedIsolation::Refuse {
+        return Err(RenderError::UnverifiedIsolation {
+            client: Client::Cursor,
+        });
+    }
+    ctx.require_launch_values()?;
+    let cwd = acp_cwd(Client::Cursor, ctx)?;
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    refuse_unknown_expansion(Client::Cursor, &mcp_servers, &servers)?;
+    Ok(LaunchPlan {
+        version: PLAN_VERSION,
+        client: Client::Cursor.name().into(),
+        isolation: Isolation::Unverified {
+            reason: ISOLATION_REASON.into(),
+        },
+        cwd: Some(cwd.into()),
+        argv: ARGV.map(String::from).into(),
+        env: Vec::new(),
+        env_remove: registry_env_names(resolution.registry()).collect(),
+        dirs: Vec::new(),
+        files: Vec::new(),
+        session_new: Some(SessionNew {
+            cwd: cwd.into(),
+            mcp_servers,
+        }),
+        servers,
+    })
+}

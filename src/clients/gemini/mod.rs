@@ -40,7 +40,7 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::plan::{Isolation, LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
 };
@@ -134,10 +134,12 @@ pub fn gemini_plan(
     Ok(LaunchPlan {
         version: PLAN_VERSION,
         client: Client::Gemini.name().into(),
+        isolation: Isolation::Verified,
         cwd: Some(cwd.into()),
         argv,
         env: Vec::new(),
         env_remove: registry_env_names(resolution.registry()).collect(),
+        dirs: Vec::new(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),

@@ -1,8 +1,145 @@
 //! Kiro (not installable here; facts from the original system \[K\], measured there on
-//! 2.15.2/2.16.0): its registration file.
+//! 2.15.2/2.16.0): the reviewer launch over ACP ([`kiro_plan`]) and, with the `cli` feature,
+//! its registration file (`registration`) and loader model (`loader`).
+//!
+//! **Nothing here was measured in this project**: Kiro cannot be installed here. What the
+//! original system measured on Kiro 2.15.2 and 2.16.0 (facts "Kiro", \[K\]):
+//! - `acp` speaks the Agent Client Protocol; the servers come in the ACP `session/new`
+//!   params.
+//! - The user's `~/.kiro/settings/mcp.json` is read unless `KIRO_HOME` points elsewhere:
+//!   the plan sets `KIRO_HOME` to an empty directory of the launch ([`KIRO_HOME`], in
+//!   [`LaunchPlan::dirs`], so the daemon creates it). Credentials are not under it, so they
+//!   survive.
+//! - A workspace `.kiro/settings/mcp.json` starts at session setup: the plan cannot stop it;
+//!   the daemon's worktree hygiene removes that path (facts "Reserved servers"), and the
+//!   aliasing below keeps a same-named server from being trusted as ours.
+//! - Tools run unasked only when trusted: `--trust-tools fs_read,thinking,@<wire>/<tool>,…`
+//!   ([`trust_tools`]). Names are aliased per launch as for Gemini CLI
+//!   ([`wire_name`], one [`LaunchId`] per launch), so a server a repository declares under a
+//!   fixed name never matches a trusted `@<wire>/…`.
+//! - `_kiro.dev/mcp/server_initialized` notifications name each started server: a daemon
+//!   can use them as a tripwire (any name outside [`LaunchPlan::servers`] means a leak).
+//! - Whether Kiro expands `${…}` in ACP values is not established: a `command`, `args` or
+//!   `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]). Whether it
+//!   passes its environment on to servers is not established either: the registry's env
+//!   names are removed from it.
+//! - The model and effort are not Kiro flags in the facts, and are ignored; the prompt goes in
+//!   ACP `session/prompt`, which the daemon sends.
 
 #[cfg(feature = "cli")]
 pub mod registration;
 
 #[cfg(feature = "cli")]
 pub mod loader;
+
+use crate::allowlist::Resolution;
+use crate::clients::plan::{
+    Admitted, EnvVar, Isolation, LaunchId, LaunchPlan, PLAN_VERSION, SessionNew,
+};
+use crate::clients::{
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, refuse_unknown_expansion,
+    registry_env_names,
+};
+use crate::model::McpServer;
+
+/// The directory, relative to the per-launch directory, given to Kiro as `KIRO_HOME`: created
+/// empty by the daemon ([`LaunchPlan::dirs`]).
+pub const KIRO_HOME: &str = "kiro-home";
+
+/// Kiro's built-in tools a reviewer may use without approval (they only read), first in
+/// `--trust-tools` (facts "Kiro", \[K\]).
+pub const READ_TOOLS: [&str; 2] = ["fs_read", "thinking"];
+
+/// The wire name of server `id` in this launch: the one place Kiro's aliasing is applied
+/// ([`LaunchId::alias`], shared with Gemini CLI).
+pub fn wire_name(launch_id: &LaunchId, id: &str) -> String {
+    launch_id.alias(id)
+}
+
+/// The value of `--trust-tools`: [`READ_TOOLS`], then `@<wire name>/<tool>` for each admitted
+/// tool ([`Admitted`]) of each server, in injection order and catalog order, comma-separated.
+/// A server without a catalog ([`Admitted::All`]) gets no rule: the facts give only the
+/// per-tool form, so its tools are not trusted (they ask, and an unattended reviewer's
+/// daemon answers).
+///
+/// ```
+/// use kcap_mcp_registry::clients::kiro::trust_tools;
+/// use kcap_mcp_registry::Registry;
+///
+/// let result = Registry::compiled().lookup("kcap-flow-result").unwrap();
+/// assert_eq!(
+///     trust_tools(&[(result, "kcap-flow-result-00")]),
+///     "fs_read,thinking,@kcap-flow-result-00/submit_review_result,@kcap-flow-result-00/send_flow_message"
+/// );
+/// ```
+pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
+    let mut tools: Vec<String> = READ_TOOLS.map(String::from).into();
+    for (server, wire) in servers {
+        if let Some(names) = Admitted::of(server).names() {
+            tools.extend(names.iter().map(|t| format!("@{wire}/{t}")));
+        }
+    }
+    tools.join(",")
+}
+
+/// The Kiro reviewer launch: argv `acp --trust-tools <`[`trust_tools`]`>`; env
+/// `KIRO_HOME=<launch dir>/`[`KIRO_HOME`], a directory the daemon creates empty
+/// ([`LaunchPlan::dirs`]); the registry's env names removed; every injected server (the
+/// `inject` servers by their condition, then the allowlisted ones, with this launch's result
+/// delivery and snapshot) in `session/new` under its aliased [`wire_name`].
+///
+/// # Errors
+/// [`RenderError::UnknownExpansion`] for a value holding `${`; [`RenderError::NeedsAbsolute`]
+/// without an absolute worktree or launch directory; [`RenderError::BlankAgentId`],
+/// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`].
+///
+/// ```
+/// use kcap_mcp_registry::{LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::{kiro::kiro_plan, plan::LaunchId};
+///
+/// let ctx = LaunchContext {
+///     server_url: Some("http://127.0.0.1:5100".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
+///     agent_id: "a1".into(),
+///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
+///     ..LaunchContext::default()
+/// };
+/// let id = LaunchId::from_hex("0123456789abcdef")?;
+/// let plan = kiro_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// assert_eq!(plan.env[0].value, "/run/kcap/l1/kiro-home");
+/// assert_eq!(plan.servers[0].wire_name, "kcap-flow-result-0123456789abcdef");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn kiro_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    launch_id: &LaunchId,
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
+    let cwd = acp_cwd(Client::Kiro, ctx)?;
+    let dir = launch_dir(Client::Kiro, ctx)?;
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |id| wire_name(launch_id, id));
+    refuse_unknown_expansion(Client::Kiro, &mcp_servers, &servers)?;
+    let admitted: Vec<(&McpServer, &str)> = ctx
+        .servers(resolution)
+        .zip(&servers)
+        .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
+        .collect();
+    Ok(LaunchPlan {
+        version: PLAN_VERSION,
+        client: Client::Kiro.name().into(),
+        isolation: Isolation::Verified,
+        cwd: Some(cwd.into()),
+        argv: vec!["acp".into(), "--trust-tools".into(), trust_tools(&admitted)],
+        env: vec![EnvVar::new("KIRO_HOME", format!("{dir}/{KIRO_HOME}"))],
+        env_remove: registry_env_names(resolution.registry()).collect(),
+        dirs: vec![KIRO_HOME.into()],
+        files: Vec::new(),
+        session_new: Some(SessionNew {
+            cwd: cwd.into(),
+            mcp_servers,
+        }),
+        servers,
+    })
+}

@@ -51,7 +51,7 @@ use serde::Serialize;
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::plan::{Admitted, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, registry_env_names,
 };
@@ -173,12 +173,14 @@ pub fn opencode_plan(
     Ok(LaunchPlan {
         version: PLAN_VERSION,
         client: Client::OpenCode.name().into(),
+        isolation: Isolation::Verified,
         cwd: Some(cwd.into()),
         argv: vec!["acp".into(), "--pure".into()],
         env,
         env_remove: registry_env_names(resolution.registry())
             .chain(REMOVED_ENV.map(String::from))
             .collect(),
+        dirs: Vec::new(),
         files: Vec::new(),
         session_new: Some(SessionNew {
             cwd: cwd.into(),
