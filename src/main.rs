@@ -1094,6 +1094,16 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
     }
 }
 
+/// An inventory that could not be taken: a usage error when an input was unusable, else the
+/// reviewer cannot be isolated.
+fn inventory_error(e: preview::PreviewError) -> CliError {
+    if e.is_input() {
+        CliError::usage(e)
+    } else {
+        CliError::found(e)
+    }
+}
+
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
     let stdin = Path::new("-");
@@ -1126,23 +1136,13 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = preview::launch_context(launch, overrides);
     let inventory = match &target {
-        Target::Codex(source) => preview::take_inventory(source).map_err(|e| {
-            if e.is_input() {
-                CliError::usage(e)
-            } else {
-                CliError::found(e)
-            }
-        })?,
+        Target::Codex(source) => preview::take_inventory(source).map_err(inventory_error)?,
         _ => Vec::new(),
     };
     let copilot_inventory = match &target {
-        Target::Copilot(source) => preview::take_copilot_inventory(source).map_err(|e| {
-            if e.is_input() {
-                CliError::usage(e)
-            } else {
-                CliError::found(e)
-            }
-        })?,
+        Target::Copilot(source) => {
+            preview::take_copilot_inventory(source).map_err(inventory_error)?
+        }
         _ => Vec::new(),
     };
     let policy = policy(common.strict);

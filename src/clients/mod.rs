@@ -748,25 +748,7 @@ impl fmt::Display for RenderError {
                  Copilot CLI expands as a variable reference when it starts the server; remove \
                  `${{` from that value"
             ),
-            RenderError::NeedsAbsolute { client, field } => {
-                let (what, flag) = match *field {
-                    // Antigravity is not driven over ACP: the worktree is where it starts.
-                    "worktree" if *client == Client::Antigravity => (
-                        "the reviewer's worktree (the directory it starts in)",
-                        "--worktree",
-                    ),
-                    "worktree" => (
-                        "the reviewer's worktree (the ACP session's `cwd`)",
-                        "--worktree",
-                    ),
-                    _ => ("a per-launch directory", "--launch-dir"),
-                };
-                write!(
-                    f,
-                    "cannot render the {client} launch: it needs {what} as an absolute path; \
-                     give the launch its `{field}` ({flag} DIR)"
-                )
-            }
+            RenderError::NeedsAbsolute { client, field } => fmt_needs_absolute(f, *client, field),
             RenderError::BlankCapabilityUrl => f.write_str(
                 "brokered result delivery needs the result channel's capability URL \
                  (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
@@ -841,6 +823,27 @@ fn fmt_unknown_expansion(
         "cannot render the {client} launch: `{server}.{field}` contains `${{`, and whether \
          {client} expands it as a variable reference is not established, so it is refused as if \
          it did; remove `${{` from that value"
+    )
+}
+
+/// [`RenderError::NeedsAbsolute`]'s message.
+fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -> fmt::Result {
+    let (what, flag) = match field {
+        // Antigravity is not driven over ACP: the worktree is where it starts.
+        "worktree" if client == Client::Antigravity => (
+            "the reviewer's worktree (the directory it starts in)",
+            "--worktree",
+        ),
+        "worktree" => (
+            "the reviewer's worktree (the ACP session's `cwd`)",
+            "--worktree",
+        ),
+        _ => ("a per-launch directory", "--launch-dir"),
+    };
+    write!(
+        f,
+        "cannot render the {client} launch: it needs {what} as an absolute path; \
+         give the launch its `{field}` ({flag} DIR)"
     )
 }
 
