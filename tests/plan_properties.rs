@@ -10,6 +10,8 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::copilot::inventory::InheritedServer;
+use kcap_mcp_registry::clients::copilot::{NO_TOOL, copilot_plan};
 use kcap_mcp_registry::clients::cursor::{self, UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
 use kcap_mcp_registry::clients::kiro::{self, kiro_plan};
@@ -22,11 +24,12 @@ use kcap_mcp_registry::{
 use proptest::prelude::*;
 use serde_json::Value;
 
-const CLIENTS: [Client; 7] = [
+const CLIENTS: [Client; 8] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
     Client::OpenCode,
+    Client::Copilot,
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
@@ -35,7 +38,14 @@ const CLIENTS: [Client; 7] = [
 /// The id of the server injected into borrowed-snapshot reviews.
 const REVIEW_CONTEXT_ID: &str = "kcap-review-context";
 
-fn plan(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan> {
+/// `client`'s plan for `ctx` under the lenient policy, Copilot's rendered with `inherited` as
+/// its inventory.
+fn plan_with(
+    client: Client,
+    ctx: &LaunchContext,
+    id: &LaunchId,
+    inherited: &[InheritedServer],
+) -> Option<LaunchPlan> {
     let resolution = ctx.resolve(Policy::Lenient).ok()?;
     let r = &resolution;
     match client {
@@ -43,6 +53,7 @@ fn plan(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan
         Client::Codex => codex_plan(ctx, r, &[]).ok(),
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
+        Client::Copilot => copilot_plan(ctx, r, inherited).ok(),
         Client::Cursor => cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse).ok(),
         Client::Kiro => kiro_plan(ctx, r, id).ok(),
         Client::Antigravity => antigravity_plan(ctx, r).ok(),
@@ -70,7 +81,11 @@ fn value() -> impl Strategy<Value = String> {
 
 /// The `(id, env)` pairs a plan gives its servers, from the format that carries them.
 fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)> {
-    if let Some(session) = &plan.session_new {
+    if let Some(session) = plan
+        .session_new
+        .as_ref()
+        .filter(|s| !s.mcp_servers.is_empty())
+    {
         return session
             .mcp_servers
             .iter()
@@ -88,6 +103,25 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
             .collect();
     }
     match plan.client.as_str() {
+        "copilot" => {
+            let i = plan
+                .argv
+                .iter()
+                .position(|a| a == "--additional-mcp-config")
+                .unwrap();
+            let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+            config["mcpServers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        serde_json::from_value(s["env"].clone()).unwrap(),
+                    )
+                })
+                .collect()
+        }
         "claude" => {
             let i = plan.argv.iter().position(|a| a == "--mcp-config").unwrap();
             let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
@@ -184,6 +218,7 @@ proptest! {
         hex in "[0-9a-f]{16}",
         capability in prop::option::of(value()),
         review_context in prop::option::of(value()),
+        inherited in prop::collection::vec(inherited_name(), 0..6),
     ) {
         let ctx = LaunchContext {
             server_url: Some(url.clone()),
@@ -198,12 +233,20 @@ proptest! {
         };
         let id = LaunchId::from_hex(&hex).unwrap();
         for client in CLIENTS {
+            let inventory: Vec<InheritedServer> = inherited
+                .iter()
+                .map(|name| InheritedServer {
+                    name: name.clone(),
+                    source: "user".into(),
+                    disabled: false,
+                })
+                .collect();
             if client == Client::Antigravity && capability.is_none() {
                 // Antigravity needs brokered delivery (refusal tested in plan_golden.rs).
-                prop_assert!(plan(client, &ctx, &id).is_none());
+                prop_assert!(plan_with(client, &ctx, &id, &inventory).is_none());
                 continue;
             }
-            let plan = plan(client, &ctx, &id).unwrap();
+            let plan = plan_with(client, &ctx, &id, &inventory).unwrap();
             // Only Cursor's isolation is unverified.
             prop_assert_eq!(plan.isolation.is_verified(), client != Client::Cursor);
             // The JSON form parses back into the same plan.
@@ -225,7 +268,7 @@ proptest! {
             let expected = review_context.as_ref().map(|_| plan.servers.len() - 1);
             prop_assert_eq!(contexts, Vec::from_iter(expected), "{}", client);
             let mut carried = carried_servers(&plan);
-            if matches!(client, Client::Claude | Client::Antigravity) {
+            if matches!(client, Client::Claude | Client::Antigravity | Client::Copilot) {
                 // serde_json reads the object's keys sorted; the order is in the golden tests.
                 let order: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
                 carried.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
@@ -353,10 +396,123 @@ proptest! {
                         }
                     }
                 }
+                Client::Copilot => copilot_carriers(&plan, &ctx, &inherited)?,
                 _ => {}
             }
         }
     }
+}
+
+/// Inherited Copilot server names: registry ids (which ours replace) and others.
+fn inherited_name() -> impl Strategy<Value = String> {
+    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
+    prop_oneof![
+        1 => prop::sample::select(ids).prop_map(String::from),
+        2 => "[ -~]{1,16}",
+    ]
+}
+
+/// Copilot's carriers: the `--additional-mcp-config` JSON parses back into exactly the
+/// injected servers (type, command, args, env; in order); every inherited server not named
+/// like an injected one is disabled, once, and no injected one is; the tool flags name only
+/// injected servers; the daemon's COPILOT_ALLOW_ALL and every registry env name are removed.
+fn copilot_carriers(
+    plan: &LaunchPlan,
+    ctx: &LaunchContext,
+    inherited: &[String],
+) -> Result<(), TestCaseError> {
+    let i = plan
+        .argv
+        .iter()
+        .position(|a| a == "--additional-mcp-config")
+        .unwrap();
+    let json = &plan.argv[i + 1];
+    let config: Value = serde_json::from_str(json).unwrap();
+    let entries = config["mcpServers"].as_object().unwrap();
+    prop_assert_eq!(config.as_object().unwrap().len(), 1);
+    prop_assert_eq!(entries.len(), plan.servers.len());
+    let mut last = 0;
+    for wire in &plan.servers {
+        let entry = &entries[&wire.wire_name];
+        let server = lookup(&wire.id).unwrap();
+        prop_assert_eq!(entry["type"].as_str(), Some("stdio"));
+        prop_assert_eq!(entry["command"].as_str(), ctx.kcap_bin.as_deref());
+        let args: Vec<String> = serde_json::from_value(entry["args"].clone()).unwrap();
+        prop_assert_eq!(
+            args,
+            server
+                .args
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+        );
+        prop_assert_eq!(entry.as_object().unwrap().len(), 4);
+        // In injection order in the text itself.
+        let at = json
+            .find(&format!(
+                "{}:{{",
+                serde_json::to_string(&wire.wire_name).unwrap()
+            ))
+            .unwrap();
+        prop_assert!(at >= last);
+        last = at;
+    }
+    let ours: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
+    let disabled: Vec<&str> = plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--disable-mcp-server="))
+        .collect();
+    let mut expected: Vec<&str> = inherited
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !ours.contains(n))
+        .collect();
+    expected.sort();
+    expected.dedup();
+    let mut got = disabled.clone();
+    got.sort();
+    prop_assert_eq!(got.len(), disabled.len());
+    prop_assert_eq!(got, expected);
+    for tool in plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--available-tools="))
+    {
+        prop_assert!(
+            tool == NO_TOOL
+                || ours
+                    .iter()
+                    .any(|s| tool == *s || tool.starts_with(&format!("{s}-"))),
+            "{} available",
+            tool
+        );
+    }
+    for tool in plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--allow-tool="))
+    {
+        prop_assert!(
+            ours.iter()
+                .any(|s| tool == *s || tool.starts_with(&format!("{s}("))),
+            "{} allowed",
+            tool
+        );
+    }
+    prop_assert!(
+        !plan
+            .argv
+            .iter()
+            .any(|a| a == "--allow-all-tools" || a == "--allow-all" || a == "--yolo")
+    );
+    prop_assert!(plan.env_remove.iter().any(|r| r == "COPILOT_ALLOW_ALL"));
+    for s in servers() {
+        for (name, _) in s.env {
+            prop_assert!(plan.env_remove.iter().any(|r| r == name));
+        }
+    }
+    Ok(())
 }
 
 /// The review-context URL of a borrowed-snapshot context.

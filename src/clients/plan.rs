@@ -34,7 +34,7 @@ pub struct LaunchPlan {
     /// [`PLAN_VERSION`].
     pub version: u32,
     /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`,
-    /// `cursor`, `kiro`, `antigravity`.
+    /// `copilot`, `cursor`, `kiro`, `antigravity`.
     pub client: String,
     /// Whether the launch is known to keep the MCP servers the user or the reviewed
     /// repository configured from starting ([`Isolation`]).
