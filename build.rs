@@ -147,6 +147,7 @@ fn generate(entries: &[RegistryEntry]) -> String {
             read_only,
             needs_project_cwd,
             driver_stamp,
+            alias,
             env,
             tools,
         } = e;
@@ -170,7 +171,7 @@ fn generate(entries: &[RegistryEntry]) -> String {
             .collect();
         writeln!(
             s,
-            "const SERVER_{i}: McpServer = McpServer {{\n    id: {id:?},\n    description: {description:?},\n    args: &[{}],\n    starts_flows: {starts_flows},\n    allowlistable: {allowlistable},\n    inject: {inject},\n    registered: {registered},\n    read_only: {read_only},\n    needs_project_cwd: {needs_project_cwd},\n    driver_stamp: {driver_stamp},\n    env: &[{}],\n    tools: &[{}],\n}};",
+            "const SERVER_{i}: McpServer = McpServer {{\n    id: {id:?},\n    description: {description:?},\n    args: &[{}],\n    starts_flows: {starts_flows},\n    allowlistable: {allowlistable},\n    inject: {inject},\n    registered: {registered},\n    read_only: {read_only},\n    needs_project_cwd: {needs_project_cwd},\n    driver_stamp: {driver_stamp},\n    alias: {alias:?},\n    env: &[{}],\n    tools: &[{}],\n}};",
             args.join(", "),
             env.join(", "),
             tools.join(", "),

@@ -22,6 +22,7 @@ fn entry(i: usize) -> RegistryEntry {
         read_only: false,
         needs_project_cwd: i % 2 == 0,
         driver_stamp: false,
+        alias: None,
         env: vec![
             ("KCAP_URL".into(), EnvSource::ServerUrl),
             ("KCAP_MODE".into(), EnvSource::ServerUrl),

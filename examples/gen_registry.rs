@@ -8,7 +8,9 @@
 //! `DIR/kcap-flow-result.toml`, so `DIR` then holds `N + 1` files. The output is
 //! deterministic. Entries vary the way real ones do: ids of 9 to 40 bytes, descriptions of
 //! 40 to 160 characters, zero to six tools, every 25th entry starts flows, every 3rd is
-//! read-only with unattended-safe tools, every 4th needs the project directory. `DIR` is
+//! read-only with unattended-safe tools, every 4th needs the project directory, and an entry
+//! whose tool names would not fit an aliasing client's limit with its id (Gemini's
+//! `mcp_<id>-<16 hex>_<tool>` within 63) gets a short `alias` (`s<N>`). `DIR` is
 //! created if needed and must not already hold `.toml` files.
 //!
 //! Build against it with `KCAP_MCP_REGISTRY_DIR=DIR cargo build`, check it with
@@ -70,15 +72,26 @@ pub fn entry(i: usize) -> (String, String) {
     if i % 4 == 0 {
         writeln!(s, "needs_project_cwd = true").unwrap();
     }
+    let tools: Vec<String> = (0..i % 7)
+        .map(|t| {
+            format!(
+                "{}_{}_{t}",
+                TOOL_VERBS[t % TOOL_VERBS.len()],
+                word.replace('-', "_")
+            )
+        })
+        .collect();
+    // Rule `tool-name-length`: on an aliasing client the id is the stem of a per-launch name.
+    if tools.iter().any(|t| {
+        kcap_mcp_registry::ALIASING_CLIENTS
+            .iter()
+            .any(|c| c.aliased_len(&id, t) > c.max_len)
+    }) {
+        writeln!(s, "alias = \"s{i}\"").unwrap();
+    }
     writeln!(s, "\n[env]\nKCAP_URL = \"server_url\"").unwrap();
-    for t in 0..i % 7 {
-        let verb = TOOL_VERBS[t % TOOL_VERBS.len()];
-        writeln!(
-            s,
-            "\n[[tools]]\nname = \"{verb}_{}_{t}\"",
-            word.replace('-', "_")
-        )
-        .unwrap();
+    for tool in &tools {
+        writeln!(s, "\n[[tools]]\nname = \"{tool}\"").unwrap();
         if read_only {
             writeln!(s, "unattended_safe = true").unwrap();
         }

@@ -75,7 +75,7 @@ criterion_run() {
 }
 
 say "criterion on the bundled registry: lookup, resolution, rendering"
-criterion_run bundled --bench lookup --bench render --bench diff
+criterion_run bundled --bench lookup --bench render --bench plan --bench diff
 
 say "the CLI and the JSON Schema it exports"
 cargo build -q --release

@@ -72,9 +72,12 @@ fn compare_key(key: EntryKey) -> Compare {
     let whole = |security, flag_new| Compare::Whole { security, flag_new };
     match key {
         EntryKey::Id => Compare::Identity,
-        EntryKey::Description | EntryKey::NeedsProjectCwd | EntryKey::Registered => {
-            whole(false, false)
-        }
+        // An alias changes only the stem of a per-launch wire name; what the name gate
+        // admits rests on the random suffix.
+        EntryKey::Description
+        | EntryKey::NeedsProjectCwd
+        | EntryKey::Registered
+        | EntryKey::Alias => whole(false, false),
         EntryKey::Args | EntryKey::Allowlistable | EntryKey::DriverStamp => whole(true, false),
         EntryKey::StartsFlows | EntryKey::ReadOnly | EntryKey::Inject => whole(true, true),
         EntryKey::Env => Compare::EnvSources,
@@ -95,6 +98,7 @@ fn value(e: &RegistryEntry, key: EntryKey) -> Value {
         EntryKey::ReadOnly => json!(e.read_only),
         EntryKey::NeedsProjectCwd => json!(e.needs_project_cwd),
         EntryKey::DriverStamp => json!(e.driver_stamp),
+        EntryKey::Alias => json!(e.alias),
         EntryKey::Env => json!(
             e.env
                 .iter()

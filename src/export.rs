@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use crate::clients::Client;
 
-use crate::model::{EnvSource, Inject, MAX_ID_LEN};
+use crate::model::{ALIASING_CLIENTS, EnvSource, Inject, MAX_ID_LEN};
 use crate::schema::{
     ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
     MAX_QUALIFIED_TOOL_NAME_LEN, RegistryEntry, TOOL_NAME_PATTERN, ToolKey, ValueKind,
@@ -526,6 +526,12 @@ fn entry_key_schema(key: EntryKey) -> Value {
             "type": "string",
             "enum": Inject::ALL.map(Inject::name),
         }),
+        // Shorter than the id (rule `alias-format`), which the schema cannot compare.
+        EntryKey::Alias => json!({
+            "type": "string",
+            "pattern": ID_PATTERN,
+            "maxLength": MAX_ID_LEN - 1,
+        }),
         EntryKey::StartsFlows
         | EntryKey::Allowlistable
         | EntryKey::Registered
@@ -541,9 +547,16 @@ fn tool_key_schema(key: ToolKey) -> Value {
         ToolKey::Name => json!({
             "type": "string",
             "pattern": TOOL_NAME_PATTERN,
-            // `mcp__<id>__<tool>` within 64 bytes with the shortest (2-byte) id (rule
-            // `tool-name-length`, which knows the id).
-            "maxLength": MAX_QUALIFIED_TOOL_NAME_LEN - qualified_tool_name("", "").len() - 2,
+            // The longest tool name rule `tool-name-length` (which knows the id and alias)
+            // can pass: `mcp__<id>__<tool>` within 64 bytes with the shortest (2-byte) id, and
+            // each aliasing client's name within its limit with a 2-byte stem.
+            "maxLength": ALIASING_CLIENTS
+                .iter()
+                .map(|c| c.max_len - c.aliased_len("ab", ""))
+                .fold(
+                    MAX_QUALIFIED_TOOL_NAME_LEN - qualified_tool_name("", "").len() - 2,
+                    usize::min,
+                ),
         }),
         ToolKey::UnattendedSafe => kind_schema(key.kind()),
     }

@@ -32,6 +32,7 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         read_only,
         needs_project_cwd,
         driver_stamp,
+        alias,
         env,
         tools,
     } = *s;
@@ -46,6 +47,7 @@ pub fn entry_of(s: &McpServer) -> RegistryEntry {
         read_only,
         needs_project_cwd,
         driver_stamp,
+        alias: alias.map(String::from),
         env: env
             .iter()
             .map(|&(n, src)| (n.into(), src.map(String::from)))

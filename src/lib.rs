@@ -104,7 +104,10 @@ pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
 pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
-pub use model::{EnvSource, Inject, MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool};
+pub use model::{
+    ALIASING_CLIENTS, AliasedToolNames, EnvSource, GEMINI_TOOL_NAMES, Inject, LAUNCH_ID_HEX_LEN,
+    MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool,
+};
 #[cfg(feature = "validate")]
 #[cfg(feature = "validate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]

@@ -20,12 +20,14 @@ use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId};
 use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
 use kcap_mcp_registry::clients::{antigravity, cursor, kiro};
-use kcap_mcp_registry::clients::{gemini, opencode};
+use kcap_mcp_registry::clients::{copilot, gemini, opencode};
 use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
-use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
+use kcap_mcp_registry::preview::{
+    self, ArgvFormat, CopilotInventorySource, InventorySource, LaunchOverrides,
+};
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
 use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
@@ -382,6 +384,35 @@ Example:
   kcap-mcp-registry render opencode --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --server-url URL --kcap-bin PATH --format plan"
     )]
     Opencode(RenderArgs),
+    /// Copilot CLI over ACP: servers in --additional-mcp-config, every server it would start
+    /// on its own disabled by name.
+    #[command(
+        override_usage = "kcap-mcp-registry render copilot <--agent-id <ID>|--launch-json <FILE|->> \
+                          --worktree <DIR> <--inventory <FILE|->|--copilot-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+        after_help = "\
+Copilot CLI also starts the MCP servers of the user's mcp-config.json and, in a trusted
+folder, the worktree's .mcp.json: give their inventory (--inventory or --copilot-bin, run in
+--worktree without COPILOT_ALLOW_ALL), or --no-inherited-servers.
+
+Exit codes for the inventory: as for `render codex`.
+
+Example:
+  copilot mcp list --json > inventory.json
+  kcap-mcp-registry render copilot --agent-id a1 --worktree /work/tree --inventory inventory.json --server-url URL --kcap-bin PATH --format plan"
+    )]
+    Copilot {
+        #[command(flatten)]
+        common: RenderArgs,
+        /// Saved `copilot mcp list --json` output (`-` for stdin).
+        #[arg(long, value_name = "FILE|-", conflicts_with_all = ["copilot_bin", "no_inherited_servers"])]
+        inventory: Option<PathBuf>,
+        /// Run `PATH mcp list --json` (in --worktree) to get the inventory.
+        #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
+        copilot_bin: Option<PathBuf>,
+        /// Assert that Copilot CLI has no MCP servers of its own to disable.
+        #[arg(long)]
+        no_inherited_servers: bool,
+    },
     /// Cursor over ACP (facts only, not measured): servers in `session/new`; isolation from
     /// the user's ~/.cursor/mcp.json unverified.
     #[command(
@@ -1003,6 +1034,8 @@ enum Target {
     Gemini(LaunchId),
     /// OpenCode.
     OpenCode,
+    /// Copilot CLI, with the inventory taken from this source.
+    Copilot(CopilotInventorySource),
     /// Cursor, with the caller's answer to its unverified isolation.
     Cursor(cursor::UnverifiedIsolation),
     /// Kiro, with this launch id.
@@ -1066,6 +1099,34 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             launch_id: hex,
         } => Ok((common, Target::Gemini(launch_id(hex)?))),
         RenderClient::Opencode(common) => Ok((common, Target::OpenCode)),
+        RenderClient::Copilot {
+            common,
+            inventory,
+            copilot_bin,
+            no_inherited_servers,
+        } => {
+            let source = match (inventory, copilot_bin, no_inherited_servers) {
+                (Some(file), _, _) => CopilotInventorySource::File(file),
+                (_, Some(copilot_bin), _) => CopilotInventorySource::Run {
+                    copilot_bin,
+                    worktree: common
+                        .worktree
+                        .as_deref()
+                        .filter(|w| !w.is_empty())
+                        .map(PathBuf::from),
+                },
+                (_, _, true) => CopilotInventorySource::None,
+                _ => {
+                    return Err(CliError::usage(
+                        "Copilot CLI also starts the MCP servers of the user's mcp-config.json and \
+                         a trusted worktree's .mcp.json; give --inventory FILE (saved `copilot mcp \
+                         list --json` output), --copilot-bin PATH (to run it), or \
+                         --no-inherited-servers",
+                    ));
+                }
+            };
+            Ok((common, Target::Copilot(source)))
+        }
         RenderClient::Cursor {
             common,
             allow_unverified_isolation,
@@ -1082,6 +1143,16 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             launch_id: hex,
         } => Ok((common, Target::Kiro(launch_id(hex)?))),
         RenderClient::Antigravity(common) => Ok((common, Target::Antigravity)),
+    }
+}
+
+/// An inventory that could not be taken: a usage error when an input was unusable, else the
+/// reviewer cannot be isolated.
+fn inventory_error(e: preview::PreviewError) -> CliError {
+    if e.is_input() {
+        CliError::usage(e)
+    } else {
+        CliError::found(e)
     }
 }
 
@@ -1102,7 +1173,8 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     }
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
+        && matches!(&target, Target::Codex(InventorySource::File(f))
+            | Target::Copilot(CopilotInventorySource::File(f)) if f == stdin)
     {
         return Err(CliError::usage(preview::PreviewError::BothStdin));
     }
@@ -1129,13 +1201,13 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = preview::launch_context(launch, overrides);
     let inventory = match &target {
-        Target::Codex(source) => preview::take_inventory(source).map_err(|e| {
-            if e.is_input() {
-                CliError::usage(e)
-            } else {
-                CliError::found(e)
-            }
-        })?,
+        Target::Codex(source) => preview::take_inventory(source).map_err(inventory_error)?,
+        _ => Vec::new(),
+    };
+    let copilot_inventory = match &target {
+        Target::Copilot(source) => {
+            preview::take_copilot_inventory(source).map_err(inventory_error)?
+        }
         _ => Vec::new(),
     };
     let policy = policy(common.strict);
@@ -1147,6 +1219,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Codex(_) => codex::codex_plan(&ctx, &resolution, &inventory),
         Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
         Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
+        Target::Copilot(_) => copilot::copilot_plan(&ctx, &resolution, &copilot_inventory),
         Target::Cursor(answer) => cursor::cursor_plan(&ctx, &resolution, policy, answer),
         Target::Kiro(id) => kiro::kiro_plan(&ctx, &resolution, &id),
         Target::Antigravity => antigravity::antigravity_plan(&ctx, &resolution),

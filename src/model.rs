@@ -103,7 +103,8 @@ impl Inject {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tool {
     /// Tool name as the server advertises it (`^[A-Za-z0-9_-]+$`; with the id, at most 64
-    /// bytes as `mcp__<id>__<tool>`).
+    /// bytes as `mcp__<id>__<tool>`, and within every [`ALIASING_CLIENTS`] limit with the
+    /// server's alias stem and any launch id).
     pub name: &'static str,
     /// The tool is safe for an unattended reviewer to call without approval.
     pub unattended_safe: bool,
@@ -138,11 +139,69 @@ pub struct McpServer {
     /// Registrations for clients that need it append `--driver <client>` to its args (the
     /// server's only way to learn which client drives it). Only on `starts_flows` entries.
     pub driver_stamp: bool,
+    /// A shorter stem for the server's per-launch wire name on clients that alias server
+    /// names (`<stem>-<launch id>`, [`ALIASING_CLIENTS`]), so that every qualified tool name
+    /// fits their limit; `None` uses the id. Canonical like an id, shorter than the id, unique
+    /// among every id and alias of the registry (rules `alias-format`, `alias-unique`).
+    pub alias: Option<&'static str>,
     /// Environment variables the launcher sets, in the order the registry file declares them.
     pub env: &'static [(&'static str, EnvSource)],
     /// The tools the server serves, in advertised order.
     pub tools: &'static [Tool],
 }
+
+impl McpServer {
+    /// The stem of the server's per-launch wire name on an aliasing client: its
+    /// [`alias`](McpServer::alias) when it has one, else its id.
+    pub fn alias_stem(&self) -> &'static str {
+        self.alias.unwrap_or(self.id)
+    }
+}
+
+/// Hex digits of the per-launch suffix of an aliased wire name (`<stem>-<16 hex>`): 64 bits
+/// from the OS CSPRNG (the launch id of `clients::plan::LaunchId`).
+pub const LAUNCH_ID_HEX_LEN: usize = 16;
+
+/// How a client that aliases server names (`<stem>-<launch id>`) names an MCP tool to the
+/// model, and the longest such name it passes on uncut. Registry rule `tool-name-length`
+/// bounds every tool of every server by each of [`ALIASING_CLIENTS`], so the limit holds for
+/// every launch id. The evidence for each client's values is in its room (`src/clients/…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AliasedToolNames {
+    /// The client's name (`gemini`).
+    pub client: &'static str,
+    /// What comes before the wire name, e.g. `mcp_`.
+    pub prefix: &'static str,
+    /// What comes between the wire name and the tool name, e.g. `_`.
+    pub separator: &'static str,
+    /// The longest qualified name the client passes on unchanged, in bytes.
+    pub max_len: usize,
+}
+
+impl AliasedToolNames {
+    /// The qualified name of tool `tool` of the server named `wire_name`.
+    pub fn qualified(&self, wire_name: &str, tool: &str) -> String {
+        format!("{}{wire_name}{}{tool}", self.prefix, self.separator)
+    }
+
+    /// The length of the qualified name of `tool` of a server whose wire name is
+    /// `<stem>-<16 hex>`, whatever the launch id.
+    pub const fn aliased_len(&self, stem: &str, tool: &str) -> usize {
+        self.prefix.len() + stem.len() + 1 + LAUNCH_ID_HEX_LEN + self.separator.len() + tool.len()
+    }
+}
+
+/// Gemini CLI 0.61.0: `mcp_<wire name>_<tool>`, cut over 63 characters (`clients::gemini`).
+pub const GEMINI_TOOL_NAMES: AliasedToolNames = AliasedToolNames {
+    client: "gemini",
+    prefix: "mcp_",
+    separator: "_",
+    max_len: 63,
+};
+
+/// Every client that aliases server names, with how it qualifies tool names. A client that
+/// aliases joins with one row here.
+pub const ALIASING_CLIENTS: &[AliasedToolNames] = &[GEMINI_TOOL_NAMES];
 
 /// Canonical id of the reserved result channel, injected by the launcher into every reviewer
 /// and never allowlistable (registry rule `result-channel-allowlistable`).

@@ -142,6 +142,7 @@ impl Registry {
                 inject: e.inject,
                 registered: e.registered,
                 driver_stamp: e.driver_stamp,
+                alias: e.alias.as_deref().map(leak),
                 env: Box::leak(
                     e.env
                         .iter()

@@ -41,7 +41,7 @@ fn three_violations_human_is_rustc_style_on_stderr_without_colour() {
 4 | start_flows = false
   | ^^^^^^^^^^^
   |
-  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)
+  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)
 
 error[wrong-type]: `read_only` must be a boolean, found a string
  --> tests/fixtures/three-violations-two-files/kcap-x.toml:5:13
@@ -82,7 +82,7 @@ fn three_violations_json() {
     "rule": "unknown-key",
     "severity": "error",
     "message": "unknown key `start_flows`",
-    "help": "did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)"
+    "help": "did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)"
   },
   {
     "file": "tests/fixtures/three-violations-two-files/kcap-x.toml",
@@ -122,7 +122,7 @@ fn three_violations_json() {
 fn three_violations_github() {
     let expected = concat!(
         "::error file=tests/fixtures/three-violations-two-files/kcap-x.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::",
-        "unknown key `start_flows`%0Ahelp: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)\n",
+        "unknown key `start_flows`%0Ahelp: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)\n",
         "::error file=tests/fixtures/three-violations-two-files/kcap-x.toml,line=5,col=13,endLine=5,endColumn=18,title=wrong-type::",
         "`read_only` must be a boolean, found a string%0Ahelp: write `read_only` as a boolean\n",
         "::error file=tests/fixtures/three-violations-two-files/kcap-y.toml,line=7,col=22,endLine=7,endColumn=32,title=agent-id-injection-only::",
@@ -218,7 +218,7 @@ fn github_format_escapes_percent_newline_and_a_colon_in_the_file_name() {
         "::error file=./kcap%3Ax.toml,line=1,col=6,endLine=1,endColumn=14,title=id-file-stem::",
         "id `kcap-x` does not match the file name `kcap:x.toml`%0Ahelp: rename the file to `kcap-x.toml`\n",
         "::error file=./kcap%3Ax.toml,line=5,col=1,endLine=5,endColumn=15,title=unknown-key::",
-        "unknown key `50%25\\noff,now`%0Ahelp: remove it (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)\n",
+        "unknown key `50%25\\noff,now`%0Ahelp: remove it (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)\n",
     );
     assert_eq!(r.stdout, expected);
 

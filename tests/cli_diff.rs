@@ -127,6 +127,7 @@ fn a_security_diff_in_json() {
       "read_only": true,
       "needs_project_cwd": false,
       "driver_stamp": false,
+      "alias": null,
       "env": [],
       "tools": [
         {
@@ -151,6 +152,7 @@ fn a_security_diff_in_json() {
       "read_only": false,
       "needs_project_cwd": false,
       "driver_stamp": false,
+      "alias": null,
       "env": [],
       "tools": []
     }
@@ -279,6 +281,7 @@ fn entry(id: &str) -> RegistryEntry {
         read_only: true,
         needs_project_cwd: false,
         driver_stamp: false,
+        alias: None,
         env: vec![],
         tools: vec![],
     }
@@ -314,6 +317,7 @@ fn which_changes_are_security_relevant() {
     flipped.read_only = false;
     flipped.needs_project_cwd = true;
     flipped.driver_stamp = true;
+    flipped.alias = Some("kx".into());
     flipped.env = vec![
         ("KCAP_URL".into(), EnvSource::ServerUrl),
         ("KCAP_FLOW_AGENT_ID".into(), EnvSource::AgentId),
@@ -328,6 +332,7 @@ fn which_changes_are_security_relevant() {
             c("read_only", "true", "false", true),
             c("needs_project_cwd", "false", "true", false),
             c("driver_stamp", "false", "true", true),
+            c("alias", "null", "\"kx\"", false),
             c("env.KCAP_URL", "null", "\"server_url\"", false),
             c("env.KCAP_FLOW_AGENT_ID", "null", "\"agent_id\"", true),
             c("env.KCAP_MODE", "null", "{\"value\":\"1\"}", false),

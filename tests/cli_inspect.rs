@@ -78,6 +78,7 @@ fn list_json_holds_every_compiled_entry_with_every_field() {
                 "read_only": s.read_only,
                 "needs_project_cwd": s.needs_project_cwd,
                 "driver_stamp": s.driver_stamp,
+                "alias": s.alias,
                 "env": env,
                 "tools": tools,
             })

@@ -51,6 +51,7 @@ const HOSTILE_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME
 
 /// [`HOSTILE_URL`] without its control characters, which `export` refuses (the library
 /// renderers still take, and escape, them): what the registration exports are read with.
+#[cfg(feature = "cli")]
 const EXPORT_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME";
 
 /// The Windows-style kcap path from the issue.

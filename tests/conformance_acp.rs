@@ -573,7 +573,9 @@ fn gemini_under_a_hostile_config(
     let id = LaunchId::random().unwrap();
     let plan = plan_of(&context(&setup), |ctx, r| gemini_plan(ctx, r, &id));
     assert!(
-        plan.servers.iter().all(|s| s.wire_name == id.alias(&s.id)),
+        plan.servers
+            .iter()
+            .all(|s| s.wire_name == id.wire_name(kcap_mcp_registry::lookup(&s.id).unwrap())),
         "every injected server is aliased: {:?}",
         plan.servers
     );

@@ -36,18 +36,23 @@ const EXPRESSED: [&str; 19] = [
 ];
 
 /// The rules a schema of one parsed file cannot express, and why.
-const NOT_EXPRESSED: [(&str, &str); 15] = [
+const NOT_EXPRESSED: [(&str, &str); 17] = [
     ("toml-utf8", "decided before there is a document"),
     ("toml-syntax", "decided before there is a document"),
     ("id-file-stem", "needs the file name"),
     ("id-unique", "needs the other files"),
+    (
+        "alias-format",
+        "relates alias and id (the schema has the pattern, not shorter than the id)",
+    ),
+    ("alias-unique", "needs the other files"),
     ("result-channel-missing", "needs the directory"),
     ("registry-empty", "needs the directory"),
     ("stray-file", "is about files other than the one checked"),
     ("tool-unique", "relates two array items by one key"),
     (
         "tool-name-length",
-        "relates id and each tool name (the schema bounds tool names at 55 bytes, the most the shortest id leaves)",
+        "relates id, alias and each tool name (the schema bounds tool names at 39 bytes, the most a 2-byte stem leaves on Gemini)",
     ),
     (
         "result-channel-allowlistable",
@@ -184,7 +189,8 @@ fn hostile_values_get_the_same_verdict_from_schema_and_check() {
             "{base}allowlistable = false\ninject = \"borrowed-snapshot\"\n[env]\nKCAP_MODE = {{ value = \"1\" }}\nKCAP_CTX = \"review_context_url\"\n"
         ),
         format!("{base}registered = false\n"),
-        format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(51)),
+        format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(35)),
+        format!("{base}alias = \"kx\"\n"),
         format!("{base}[env]\nKCAP_MODE = {{ value = \"\" }}\n"),
         format!("{base}[env]\nKCAP_MODE = {{ value = \"a${{b}}\" }}\n"),
         format!("{base}[env]\nKCAP_MODE = {{ value = \"a\\nb\" }}\n"),
@@ -234,7 +240,7 @@ fn hostile_values_get_the_same_verdict_from_schema_and_check() {
             invalid += 1;
         }
     }
-    assert_eq!((valid, invalid), (6, 26), "cases compared");
+    assert_eq!((valid, invalid), (7, 26), "cases compared");
 }
 
 #[test]

@@ -16,6 +16,8 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::antigravity_plan;
 use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
+use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::clients::copilot::inventory::parse_inventory as copilot_inventory;
 use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::kiro::kiro_plan;
@@ -85,6 +87,7 @@ fn exact_plan(
         Client::Codex => codex_plan(ctx, r, &[]),
         Client::Gemini => gemini_plan(ctx, r, &id),
         Client::OpenCode => opencode_plan(ctx, r),
+        Client::Copilot => copilot_plan(ctx, r, &copilot_inherited()),
         Client::Cursor => cursor_plan(ctx, r, policy, UnverifiedIsolation::Allow),
         Client::Kiro => kiro_plan(ctx, r, &id),
         Client::Antigravity => antigravity_plan(ctx, r),
@@ -120,24 +123,42 @@ fn golden(name: &str, actual: &str) {
     );
 }
 
-const CLIENTS: [Client; 7] = [
+const CLIENTS: [Client; 8] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
     Client::OpenCode,
+    Client::Copilot,
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
 ];
 
 /// The ACP clients and Antigravity: each needs an absolute worktree.
-const WORKTREE_CLIENTS: [Client; 5] = [
+const WORKTREE_CLIENTS: [Client; 6] = [
     Client::Gemini,
     Client::OpenCode,
+    Client::Copilot,
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
 ];
+
+/// The Copilot CLI inventory every Copilot golden plan is rendered with, in the shape
+/// `copilot mcp list --json` (1.0.102) prints: a user server, a disabled one, a workspace
+/// server named like the result channel (replaced by ours, so not disabled) and one named
+/// otherwise.
+fn copilot_inherited() -> Vec<kcap_mcp_registry::clients::copilot::inventory::InheritedServer> {
+    copilot_inventory(
+        r#"{"mcpServers":{
+          "corp-tools":{"tools":["*"],"type":"stdio","command":"corp","args":[],"source":"user","enabled":true},
+          "old":{"tools":["*"],"disabled":true,"command":"old","args":[],"source":"user","enabled":true},
+          "kcap-flow-result":{"tools":["*"],"command":"evil","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true},
+          "repo-server":{"tools":["*"],"command":"x","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true}
+        }}"#,
+    )
+    .unwrap()
+}
 
 #[test]
 fn lenient_plans_with_every_kind_of_entry() {
@@ -377,7 +398,12 @@ fn gemini_refuses_expansion_in_env_values_only() {
 fn option_like_model_is_refused_where_it_reaches_argv() {
     let mut c = ctx(None);
     c.model = Some("--yolo".into());
-    for client in [Client::Claude, Client::Codex, Client::Gemini] {
+    for client in [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ] {
         assert_eq!(
             refusal(client, &c, Policy::Lenient),
             RenderError::OptionLike { field: "model" },
@@ -584,4 +610,72 @@ fn kiro_trusts_exactly_the_admitted_tools_under_aliased_names() {
     gated.server_url = None;
     let p = plan(Client::Kiro, &gated, Policy::Lenient).unwrap();
     assert_eq!(p.argv, ["acp", "--trust-tools", "fs_read,thinking"]);
+}
+
+#[test]
+fn copilot_refuses_expansion_in_command_args_and_env() {
+    let mut c = ctx(None);
+    c.kcap_bin = Some("/opt/${x}/kcap".into());
+    let err = refusal(Client::Copilot, &c, Policy::Lenient);
+    assert_eq!(
+        err,
+        RenderError::CopilotExpansion {
+            server: "kcap-flow-result".into(),
+            field: "command".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "cannot render the Copilot CLI launch: `kcap-flow-result.command` contains `${`, which \
+         Copilot CLI expands as a variable reference when it starts the server; remove `${` \
+         from that value"
+    );
+    let mut c = ctx(None);
+    c.agent_id = "a${HOME}".into();
+    assert_eq!(
+        refusal(Client::Copilot, &c, Policy::Lenient),
+        RenderError::CopilotExpansion {
+            server: "kcap-flow-result".into(),
+            field: "env.KCAP_FLOW_AGENT_ID".into()
+        }
+    );
+    let mut c = ctx(Some(&["kcap-review"]));
+    c.snapshot = Snapshot::Borrowed {
+        review_context_url: Some("http://127.0.0.1:5200/${USER}".into()),
+    };
+    assert_eq!(
+        refusal(Client::Copilot, &c, Policy::Lenient),
+        RenderError::CopilotExpansion {
+            server: "kcap-review-context".into(),
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+        }
+    );
+    // The registry's args never hold `${`; a custom registry's would be refused as
+    // `args[i]` (the same check).
+}
+
+#[test]
+fn copilot_disables_every_inherited_server_not_named_like_ours() {
+    let p = plan(
+        Client::Copilot,
+        &ctx(Some(&["kcap-review"])),
+        Policy::Strict,
+    )
+    .unwrap();
+    let disabled: Vec<&str> = p
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--disable-mcp-server="))
+        .collect();
+    assert_eq!(disabled, ["corp-tools", "old", "repo-server"]);
+    // Without an inventory nothing is disabled, and nothing else changes.
+    let c = ctx(Some(&["kcap-review"]));
+    let r = c.resolve(Policy::Strict).unwrap();
+    let bare = copilot_plan(&c, &r, &[]).unwrap();
+    let kept: Vec<&String> = p
+        .argv
+        .iter()
+        .filter(|a| !a.starts_with("--disable-mcp-server="))
+        .collect();
+    assert_eq!(kept, bare.argv.iter().collect::<Vec<_>>());
 }

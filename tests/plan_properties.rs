@@ -10,22 +10,26 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::copilot::inventory::InheritedServer;
+use kcap_mcp_registry::clients::copilot::{NO_TOOL, copilot_plan};
 use kcap_mcp_registry::clients::cursor::{self, UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
 use kcap_mcp_registry::clients::kiro::{self, kiro_plan};
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
-    LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery, Snapshot, lookup, servers,
+    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery,
+    Snapshot, lookup, servers,
 };
 use proptest::prelude::*;
 use serde_json::Value;
 
-const CLIENTS: [Client; 7] = [
+const CLIENTS: [Client; 8] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
     Client::OpenCode,
+    Client::Copilot,
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
@@ -34,7 +38,14 @@ const CLIENTS: [Client; 7] = [
 /// The id of the server injected into borrowed-snapshot reviews.
 const REVIEW_CONTEXT_ID: &str = "kcap-review-context";
 
-fn plan(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan> {
+/// `client`'s plan for `ctx` under the lenient policy, Copilot's rendered with `inherited` as
+/// its inventory.
+fn plan_with(
+    client: Client,
+    ctx: &LaunchContext,
+    id: &LaunchId,
+    inherited: &[InheritedServer],
+) -> Option<LaunchPlan> {
     let resolution = ctx.resolve(Policy::Lenient).ok()?;
     let r = &resolution;
     match client {
@@ -42,6 +53,7 @@ fn plan(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan
         Client::Codex => codex_plan(ctx, r, &[]).ok(),
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
+        Client::Copilot => copilot_plan(ctx, r, inherited).ok(),
         Client::Cursor => cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse).ok(),
         Client::Kiro => kiro_plan(ctx, r, id).ok(),
         Client::Antigravity => antigravity_plan(ctx, r).ok(),
@@ -69,7 +81,11 @@ fn value() -> impl Strategy<Value = String> {
 
 /// The `(id, env)` pairs a plan gives its servers, from the format that carries them.
 fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)> {
-    if let Some(session) = &plan.session_new {
+    if let Some(session) = plan
+        .session_new
+        .as_ref()
+        .filter(|s| !s.mcp_servers.is_empty())
+    {
         return session
             .mcp_servers
             .iter()
@@ -87,6 +103,25 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
             .collect();
     }
     match plan.client.as_str() {
+        "copilot" => {
+            let i = plan
+                .argv
+                .iter()
+                .position(|a| a == "--additional-mcp-config")
+                .unwrap();
+            let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+            config["mcpServers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, s)| {
+                    (
+                        name.clone(),
+                        serde_json::from_value(s["env"].clone()).unwrap(),
+                    )
+                })
+                .collect()
+        }
         "claude" => {
             let i = plan.argv.iter().position(|a| a == "--mcp-config").unwrap();
             let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
@@ -183,6 +218,7 @@ proptest! {
         hex in "[0-9a-f]{16}",
         capability in prop::option::of(value()),
         review_context in prop::option::of(value()),
+        inherited in prop::collection::vec(inherited_name(), 0..6),
     ) {
         let ctx = LaunchContext {
             server_url: Some(url.clone()),
@@ -197,12 +233,20 @@ proptest! {
         };
         let id = LaunchId::from_hex(&hex).unwrap();
         for client in CLIENTS {
+            let inventory: Vec<InheritedServer> = inherited
+                .iter()
+                .map(|name| InheritedServer {
+                    name: name.clone(),
+                    source: "user".into(),
+                    disabled: false,
+                })
+                .collect();
             if client == Client::Antigravity && capability.is_none() {
                 // Antigravity needs brokered delivery (refusal tested in plan_golden.rs).
-                prop_assert!(plan(client, &ctx, &id).is_none());
+                prop_assert!(plan_with(client, &ctx, &id, &inventory).is_none());
                 continue;
             }
-            let plan = plan(client, &ctx, &id).unwrap();
+            let plan = plan_with(client, &ctx, &id, &inventory).unwrap();
             // Only Cursor's isolation is unverified.
             prop_assert_eq!(plan.isolation.is_verified(), client != Client::Cursor);
             // The JSON form parses back into the same plan.
@@ -224,7 +268,7 @@ proptest! {
             let expected = review_context.as_ref().map(|_| plan.servers.len() - 1);
             prop_assert_eq!(contexts, Vec::from_iter(expected), "{}", client);
             let mut carried = carried_servers(&plan);
-            if matches!(client, Client::Claude | Client::Antigravity) {
+            if matches!(client, Client::Claude | Client::Antigravity | Client::Copilot) {
                 // serde_json reads the object's keys sorted; the order is in the golden tests.
                 let order: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
                 carried.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
@@ -294,7 +338,7 @@ proptest! {
                     prop_assert_eq!(&trusted[..2], &kiro::READ_TOOLS);
                     let mut expected = Vec::new();
                     for s in &plan.servers {
-                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", lookup(&s.id).unwrap().alias_stem()));
                         for t in lookup(&s.id).unwrap().tools.iter().filter(|t| t.unattended_safe) {
                             expected.push(format!("@{}/{}", s.wire_name, t.name));
                         }
@@ -333,7 +377,7 @@ proptest! {
                     let wire: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
                     prop_assert_eq!(names, wire);
                     for s in &plan.servers {
-                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", s.id));
+                        prop_assert_eq!(&s.wire_name, &format!("{}-{hex}", lookup(&s.id).unwrap().alias_stem()));
                     }
                 }
                 Client::OpenCode => {
@@ -352,10 +396,123 @@ proptest! {
                         }
                     }
                 }
+                Client::Copilot => copilot_carriers(&plan, &ctx, &inherited)?,
                 _ => {}
             }
         }
     }
+}
+
+/// Inherited Copilot server names: registry ids (which ours replace) and others.
+fn inherited_name() -> impl Strategy<Value = String> {
+    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
+    prop_oneof![
+        1 => prop::sample::select(ids).prop_map(String::from),
+        2 => "[ -~]{1,16}",
+    ]
+}
+
+/// Copilot's carriers: the `--additional-mcp-config` JSON parses back into exactly the
+/// injected servers (type, command, args, env; in order); every inherited server not named
+/// like an injected one is disabled, once, and no injected one is; the tool flags name only
+/// injected servers; the daemon's COPILOT_ALLOW_ALL and every registry env name are removed.
+fn copilot_carriers(
+    plan: &LaunchPlan,
+    ctx: &LaunchContext,
+    inherited: &[String],
+) -> Result<(), TestCaseError> {
+    let i = plan
+        .argv
+        .iter()
+        .position(|a| a == "--additional-mcp-config")
+        .unwrap();
+    let json = &plan.argv[i + 1];
+    let config: Value = serde_json::from_str(json).unwrap();
+    let entries = config["mcpServers"].as_object().unwrap();
+    prop_assert_eq!(config.as_object().unwrap().len(), 1);
+    prop_assert_eq!(entries.len(), plan.servers.len());
+    let mut last = 0;
+    for wire in &plan.servers {
+        let entry = &entries[&wire.wire_name];
+        let server = lookup(&wire.id).unwrap();
+        prop_assert_eq!(entry["type"].as_str(), Some("stdio"));
+        prop_assert_eq!(entry["command"].as_str(), ctx.kcap_bin.as_deref());
+        let args: Vec<String> = serde_json::from_value(entry["args"].clone()).unwrap();
+        prop_assert_eq!(
+            args,
+            server
+                .args
+                .iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+        );
+        prop_assert_eq!(entry.as_object().unwrap().len(), 4);
+        // In injection order in the text itself.
+        let at = json
+            .find(&format!(
+                "{}:{{",
+                serde_json::to_string(&wire.wire_name).unwrap()
+            ))
+            .unwrap();
+        prop_assert!(at >= last);
+        last = at;
+    }
+    let ours: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
+    let disabled: Vec<&str> = plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--disable-mcp-server="))
+        .collect();
+    let mut expected: Vec<&str> = inherited
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !ours.contains(n))
+        .collect();
+    expected.sort();
+    expected.dedup();
+    let mut got = disabled.clone();
+    got.sort();
+    prop_assert_eq!(got.len(), disabled.len());
+    prop_assert_eq!(got, expected);
+    for tool in plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--available-tools="))
+    {
+        prop_assert!(
+            tool == NO_TOOL
+                || ours
+                    .iter()
+                    .any(|s| tool == *s || tool.starts_with(&format!("{s}-"))),
+            "{} available",
+            tool
+        );
+    }
+    for tool in plan
+        .argv
+        .iter()
+        .filter_map(|a| a.strip_prefix("--allow-tool="))
+    {
+        prop_assert!(
+            ours.iter()
+                .any(|s| tool == *s || tool.starts_with(&format!("{s}("))),
+            "{} allowed",
+            tool
+        );
+    }
+    prop_assert!(
+        !plan
+            .argv
+            .iter()
+            .any(|a| a == "--allow-all-tools" || a == "--allow-all" || a == "--yolo")
+    );
+    prop_assert!(plan.env_remove.iter().any(|r| r == "COPILOT_ALLOW_ALL"));
+    for s in servers() {
+        for (name, _) in s.env {
+            prop_assert!(plan.env_remove.iter().any(|r| r == name));
+        }
+    }
+    Ok(())
 }
 
 /// The review-context URL of a borrowed-snapshot context.
@@ -366,41 +523,93 @@ fn review_context_url(ctx: &LaunchContext) -> Option<&String> {
     }
 }
 
-/// The name Gemini gives every tool of the bundled registry, with a 16-hex alias, fits in its
-/// 63 characters, but one: `kcap-review-context`'s tool (registry data v2), whose id and tool
-/// name together leave no room for any 64-bit suffix (`mcp_` + 19 + 17 + `_` + 31 = 72).
-/// Gemini 0.61.0 shortens that name and warns that the tool may need approval (facts file).
-/// This is an open problem of borrowed-snapshot Gemini launches, pinned here so that a fix, or
-/// a second overflowing tool, shows up. A 32-hex alias (the original system's) would
-/// overflow for servers that fit now.
+/// Every tool of every server of the bundled registry fits every aliasing client's limit
+/// with a 16-hex launch id (registry rule `tool-name-length`): on Gemini,
+/// `mcp_<stem>-<16 hex>_<tool>` within 63 characters, the stem being the server's `alias` or
+/// its id. `kcap-review-context`'s tool fits only through its alias `kcap-rctx` (without it:
+/// 72), and a 32-hex suffix (the original system's) would overflow.
 #[test]
-fn gemini_tool_names_fit_with_the_launch_id_but_one() {
+fn every_tool_of_every_server_fits_every_aliasing_client() {
     let id = LaunchId::from_hex("ffffffffffffffff").unwrap();
-    let names: Vec<String> = servers()
-        .iter()
-        .flat_map(|s| {
-            s.tools
-                .iter()
-                .map(move |t| qualified_tool_name(&id.alias(s.id), t.name))
-        })
-        .collect();
-    let (fit, over): (Vec<&String>, Vec<&String>) =
-        names.iter().partition(|n| n.len() <= MAX_TOOL_NAME);
+    assert_eq!(ALIASING_CLIENTS, [GEMINI_TOOL_NAMES]);
+    assert_eq!(MAX_TOOL_NAME, 63);
+    let mut checked = 0;
+    for client in ALIASING_CLIENTS {
+        for s in servers() {
+            let wire = id.wire_name(s);
+            assert_eq!(
+                wire,
+                format!("{}-ffffffffffffffff", s.alias.unwrap_or(s.id))
+            );
+            for t in s.tools {
+                let name = client.qualified(&wire, t.name);
+                assert!(
+                    name.len() <= client.max_len,
+                    "{}: {name} is {} long",
+                    client.client,
+                    name.len()
+                );
+                assert_eq!(name.len(), client.aliased_len(s.alias_stem(), t.name));
+                assert_eq!(qualified_tool_name(&wire, t.name), name);
+                checked += 1;
+            }
+        }
+    }
     assert_eq!(
-        over,
-        ["mcp_kcap-review-context-ffffffffffffffff_get_branch_authored_mcp_configs"]
+        checked,
+        servers().iter().map(|s| s.tools.len()).sum::<usize>()
     );
-    assert_eq!(over[0].len(), 72);
-    let longest = fit.into_iter().max_by_key(|n| n.len()).unwrap();
+    let context = lookup(REVIEW_CONTEXT_ID).unwrap();
+    assert_eq!(context.alias, Some("kcap-rctx"));
+    let longest = qualified_tool_name(&id.wire_name(context), "get_branch_authored_mcp_configs");
     assert_eq!(
         longest,
-        "mcp_kcap-flow-result-ffffffffffffffff_submit_review_result"
+        "mcp_kcap-rctx-ffffffffffffffff_get_branch_authored_mcp_configs"
     );
-    assert_eq!(longest.len(), 58);
+    assert_eq!(longest.len(), 62);
+    let unaliased = qualified_tool_name(&id.alias(context.id), "get_branch_authored_mcp_configs");
+    assert_eq!(unaliased.len(), 72);
     let long_alias = format!("kcap-sessions-{}", "f".repeat(32));
     assert!(qualified_tool_name(&long_alias, "get_session_transcript").len() > MAX_TOOL_NAME);
-    assert_eq!(
-        LaunchId::from_hex("0123456789abcdef").unwrap().hex().len() * 4,
-        64
-    );
+    assert_eq!(LaunchId::HEX_LEN * 4, 64);
+}
+
+proptest! {
+    /// Over random launch ids, a brokered borrowed-snapshot Gemini launch with every
+    /// allowlistable server names each injected server [`LaunchId::wire_name`] everywhere
+    /// (the allow list, `session/new`, `servers`), every wire name is distinct, and every
+    /// qualified tool name of every injected server is within Gemini's 63 characters.
+    #[test]
+    fn gemini_wire_names_fit_for_every_launch_id(bits in any::<u64>()) {
+        let id = LaunchId::from_hex(&format!("{bits:016x}")).unwrap();
+        let ctx = LaunchContext {
+            server_url: Some("http://127.0.0.1:5100".into()),
+            kcap_bin: Some("/opt/kcap".into()),
+            agent_id: "a1".into(),
+            mcp_allowlist: Some(servers().iter().map(|s| Some(s.id.to_owned())).collect()),
+            worktree: Some("/work/tree".into()),
+            result_delivery: ResultDelivery::from_capability_url(Some("http://127.0.0.1:9/cap".into())),
+            snapshot: Snapshot::from_launch(false, Some("http://127.0.0.1:9/rc".into())),
+            ..LaunchContext::default()
+        };
+        let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id).unwrap();
+        prop_assert!(plan.servers.iter().any(|s| s.id == REVIEW_CONTEXT_ID));
+        let session = plan.session_new.as_ref().unwrap();
+        let mut names = Vec::new();
+        for (wire, acp) in plan.servers.iter().zip(&session.mcp_servers) {
+            let server = lookup(&wire.id).unwrap();
+            prop_assert_eq!(&wire.wire_name, &id.wire_name(server));
+            prop_assert_eq!(&acp.name, &wire.wire_name);
+            for t in server.tools {
+                let q = qualified_tool_name(&wire.wire_name, t.name);
+                prop_assert!(q.len() <= MAX_TOOL_NAME, "{} is {} long", q, q.len());
+            }
+            names.push(wire.wire_name.clone());
+        }
+        prop_assert_eq!(plan.argv[5].clone(), names.join(","));
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        prop_assert_eq!(names.len(), n);
+    }
 }

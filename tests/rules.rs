@@ -52,7 +52,6 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
         ("env-source", "kcap-x.toml", 7, 12),
         ("tool-name", "kcap-x.toml", 7, 8),
         ("tool-unique", "kcap-x.toml", 10, 8),
-        ("tool-name-length", "kcap-x.toml", 8, 8),
         ("inject-value", "kcap-x.toml", 6, 10),
         ("env-constant", "kcap-x.toml", 7, 23),
         ("result-channel-missing", "", 0, 0),
@@ -92,6 +91,49 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
 }
 
 #[test]
+fn the_alias_rules_and_the_aliased_tool_name_length_report_each_violation() {
+    let d =
+        |rule: &str, file: &str, line, column| (rule.to_string(), file.to_string(), line, column);
+    // A 30-byte id overflows Claude's `mcp__<id>__<tool>` (its 2-byte alias fits Gemini); a
+    // 39-byte tool name overflows Gemini's `mcp_<id>-<16 hex>_<tool>` only.
+    assert_eq!(
+        diagnostics("tool-name-length"),
+        vec![
+            d(
+                "tool-name-length",
+                "kcap-aaaaaaaaaaaaaaaaaaaaaaaaa.toml",
+                9,
+                8
+            ),
+            d("tool-name-length", "kcap-x.toml", 8, 8),
+        ]
+    );
+    assert_eq!(
+        diagnostics("tool-name-length-alias"),
+        vec![
+            d("tool-name-length", "kcap-review-context.toml", 8, 8),
+            d("tool-name-length", "kcap-review-contexts.toml", 9, 8),
+        ]
+    );
+    assert_eq!(
+        diagnostics("alias-format"),
+        vec![d("alias-format", "kcap-x.toml", 5, 9)]
+    );
+    // Apart, because the JSON Schema rejects this one too (its pattern).
+    assert_eq!(
+        diagnostics("alias-format-pattern"),
+        vec![d("alias-format", "kcap-y.toml", 5, 9)]
+    );
+    assert_eq!(
+        diagnostics("alias-unique"),
+        vec![
+            d("alias-unique", "kcap-xx.toml", 5, 9),
+            d("alias-unique", "kcap-zzz.toml", 5, 9),
+        ]
+    );
+}
+
+#[test]
 fn inject_scope_flags_inject_on_an_allowlistable_entry_and_its_absence_on_a_reserved_one() {
     assert_eq!(
         diagnostics("inject-scope"),
@@ -123,10 +165,56 @@ fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
         ),
         (
             "tool-name-length",
+            &[
+                (
+                    "the tool's qualified name `mcp__kcap-aaaaaaaaaaaaaaaaaaaaaaaaa__bbbbbbbbbbbbbbbbbbbbbbbbbbbb` is 65 bytes long, over the 64 the model APIs allow",
+                    "shorten the tool name to at most 27 bytes, or the id",
+                ),
+                (
+                    "on client `gemini`, the tool's qualified name `mcp_kcap-x-0000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 67 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "add an alias: `alias = \"…\"` of at most 2 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                ),
+            ],
+        ),
+        (
+            "tool-name-length-alias",
+            &[
+                (
+                    "on client `gemini`, the tool's qualified name `mcp_kcap-review-context-0000000000000000_get_branch_authored_mcp_configs` is 72 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "add an alias: `alias = \"…\"` of at most 10 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                ),
+                (
+                    "on client `gemini`, the tool's qualified name `mcp_kcap-rcontext-0000000000000000_get_branch_authored_mcp_configs` is 66 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "shorten the alias: `alias = \"…\"` of at most 10 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                ),
+            ],
+        ),
+        (
+            "alias-format",
             &[(
-                "the tool's qualified name `mcp__kcap-x__aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 65 bytes long, over the 64 the model APIs allow",
-                "shorten the tool name to at most 51 bytes, or the id",
+                "alias `kcap-xy` is 7 bytes, not shorter than the id `kcap-x` (6 bytes)",
+                "shorten the alias, or remove it: it only exists to shorten per-launch wire names",
             )],
+        ),
+        (
+            "alias-format-pattern",
+            &[(
+                "alias `Ky` is not canonical (^[a-z][a-z0-9-]*[a-z0-9]$, at most 64 bytes)",
+                "use lower-case ASCII letters, digits and `-`, starting with a letter and not ending with `-`, shorter than the id",
+            )],
+        ),
+        (
+            "alias-unique",
+            &[
+                (
+                    "alias `kcap-y` is already used as the id `kcap-y` in tests/fixtures/alias-unique/kcap-y.toml, so two servers of one launch could share a wire name",
+                    "give this server an alias no other entry has as its id or alias",
+                ),
+                (
+                    "alias `kz` is already used as the alias `kz` in tests/fixtures/alias-unique/kcap-www.toml, so two servers of one launch could share a wire name",
+                    "give this server an alias no other entry has as its id or alias",
+                ),
+            ],
         ),
         (
             "inject-value",
@@ -258,7 +346,7 @@ fn human_report_is_rustc_style_with_caret_and_help() {
 4 | start_flows = false
   | ^^^^^^^^^^^
   |
-  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, env, tools)
+  = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)
 
 error[wrong-type]: `read_only` must be a boolean, found a string
  --> tests/fixtures/three-violations-two-files/kcap-x.toml:5:13

@@ -12,6 +12,9 @@
 //! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
 //!   directories taken away.
+//! - [`copilot`]: Copilot CLI (pinned 1.0.102), driven over ACP with its servers on the
+//!   command line, every server it would start on its own disabled by name from its
+//!   [inventory](copilot::inventory).
 //! - [`cursor`], [`kiro`], [`antigravity`]: Cursor, Kiro (\[K\] 2.15.2/2.16.0) and
 //!   Antigravity (\[K\] 1.1.10/1.1.13), not installable here: their plans follow the original
 //!   system's facts only. Cursor's isolation is unverified.
@@ -71,6 +74,7 @@ pub mod kiro;
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
+mod process;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
 /// Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, and registration files for all of
@@ -505,12 +509,12 @@ fn is_absolute(path: &str) -> bool {
 fn acp_servers(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    wire_name: impl Fn(&str) -> String,
+    wire_name: impl Fn(&McpServer) -> String,
 ) -> (Vec<plan::AcpServer>, Vec<plan::WireServer>) {
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
     ctx.servers(resolution)
         .map(|(server, env)| {
-            let name = wire_name(server.id);
+            let name = wire_name(server);
             let acp = plan::AcpServer {
                 name: name.clone(),
                 command: command.to_owned(),
@@ -655,6 +659,14 @@ pub enum RenderError {
         /// The server name.
         server: String,
     },
+    /// A value would reach Copilot CLI containing `${`, which Copilot CLI 1.0.102 expands as
+    /// an environment variable reference in a server's `command`, `args` and `env` at spawn.
+    CopilotExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
     /// Brokered result delivery with a blank capability URL: the result channel could reach
     /// nothing.
     BlankCapabilityUrl,
@@ -730,25 +742,13 @@ impl fmt::Display for RenderError {
                  Gemini CLI expands as a variable reference in ACP server env values; remove \
                  `${{` from that value"
             ),
-            RenderError::NeedsAbsolute { client, field } => {
-                let (what, flag) = match *field {
-                    // Antigravity is not driven over ACP: the worktree is where it starts.
-                    "worktree" if *client == Client::Antigravity => (
-                        "the reviewer's worktree (the directory it starts in)",
-                        "--worktree",
-                    ),
-                    "worktree" => (
-                        "the reviewer's worktree (the ACP session's `cwd`)",
-                        "--worktree",
-                    ),
-                    _ => ("a per-launch directory", "--launch-dir"),
-                };
-                write!(
-                    f,
-                    "cannot render the {client} launch: it needs {what} as an absolute path; \
-                     give the launch its `{field}` ({flag} DIR)"
-                )
-            }
+            RenderError::CopilotExpansion { server, field } => write!(
+                f,
+                "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \
+                 Copilot CLI expands as a variable reference when it starts the server; remove \
+                 `${{` from that value"
+            ),
+            RenderError::NeedsAbsolute { client, field } => fmt_needs_absolute(f, *client, field),
             RenderError::BlankCapabilityUrl => f.write_str(
                 "brokered result delivery needs the result channel's capability URL \
                  (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
@@ -826,6 +826,27 @@ fn fmt_unknown_expansion(
     )
 }
 
+/// [`RenderError::NeedsAbsolute`]'s message.
+fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -> fmt::Result {
+    let (what, flag) = match field {
+        // Antigravity is not driven over ACP: the worktree is where it starts.
+        "worktree" if client == Client::Antigravity => (
+            "the reviewer's worktree (the directory it starts in)",
+            "--worktree",
+        ),
+        "worktree" => (
+            "the reviewer's worktree (the ACP session's `cwd`)",
+            "--worktree",
+        ),
+        _ => ("a per-launch directory", "--launch-dir"),
+    };
+    write!(
+        f,
+        "cannot render the {client} launch: it needs {what} as an absolute path; \
+         give the launch its `{field}` ({flag} DIR)"
+    )
+}
+
 /// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
 fn fmt_vetoes(vetoes: &[claude::preflight::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let result_channel = crate::model::RESULT_CHANNEL_ID;
@@ -867,6 +888,8 @@ pub enum LaunchError {
     Render(RenderError),
     /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
     Inventory(InventoryError),
+    /// Copilot CLI's inherited MCP servers could not be listed ([`copilot::inventory`]).
+    CopilotInventory(copilot::inventory::InventoryError),
 }
 
 impl fmt::Display for LaunchError {
@@ -875,6 +898,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
             LaunchError::Inventory(e) => e.fmt(f),
+            LaunchError::CopilotInventory(e) => e.fmt(f),
         }
     }
 }
@@ -885,6 +909,7 @@ impl std::error::Error for LaunchError {
             LaunchError::Rejected(e) => e.source(),
             LaunchError::Render(e) => e.source(),
             LaunchError::Inventory(e) => e.source(),
+            LaunchError::CopilotInventory(e) => e.source(),
         }
     }
 }
@@ -904,5 +929,11 @@ impl From<RenderError> for LaunchError {
 impl From<InventoryError> for LaunchError {
     fn from(e: InventoryError) -> Self {
         LaunchError::Inventory(e)
+    }
+}
+
+impl From<copilot::inventory::InventoryError> for LaunchError {
+    fn from(e: copilot::inventory::InventoryError) -> Self {
+        LaunchError::CopilotInventory(e)
     }
 }

@@ -34,7 +34,7 @@ pub struct LaunchPlan {
     /// [`PLAN_VERSION`].
     pub version: u32,
     /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`,
-    /// `cursor`, `kiro`, `antigravity`.
+    /// `copilot`, `cursor`, `kiro`, `antigravity`.
     pub client: String,
     /// Whether the launch is known to keep the MCP servers the user or the reviewed
     /// repository configured from starting ([`Isolation`]).
@@ -212,13 +212,14 @@ pub struct WireServer {
 pub struct LaunchId([u8; LaunchId::BYTES]);
 
 impl LaunchId {
-    /// Bytes of randomness: 8 (64 bits). Long enough to be unguessable for one launch, short
-    /// enough that the qualified Gemini tool names of the bundled registry,
-    /// `mcp_<id>-<16 hex>_<tool>`, stay within Gemini's 63 characters, except
-    /// `kcap-review-context`'s (72: see [`gemini`](crate::clients::gemini)).
+    /// Bytes of randomness: 8 (64 bits). Long enough to be unguessable for one launch; the
+    /// registry rule `tool-name-length` keeps every qualified tool name an aliasing client
+    /// builds with it (`mcp_<stem>-<16 hex>_<tool>` on Gemini) within that client's limit,
+    /// the stem being the server's `alias` or its id ([`LaunchId::wire_name`]).
     pub const BYTES: usize = 8;
 
-    /// Length of [`LaunchId::hex`]: 16.
+    /// Length of [`LaunchId::hex`]: 16 ([`LAUNCH_ID_HEX_LEN`](crate::LAUNCH_ID_HEX_LEN),
+    /// which the registry rules use).
     pub const HEX_LEN: usize = 2 * LaunchId::BYTES;
 
     /// A fresh id from the operating system's CSPRNG (`getrandom`).
@@ -264,11 +265,34 @@ impl LaunchId {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// `<name>-<hex>`: the wire name of server `name` for this launch.
+    /// `<name>-<hex>`: `name` aliased for this launch. A server's wire name is
+    /// [`LaunchId::wire_name`], which picks the stem.
     pub fn alias(&self, name: &str) -> String {
         format!("{name}-{}", self.hex())
     }
+
+    /// The wire name of `server` for this launch on every client that aliases server names
+    /// (Gemini CLI): `<stem>-<hex>`, the stem being the registry's `alias` for the server
+    /// when it has one, else its id ([`McpServer::alias_stem`]). Registry rule
+    /// `tool-name-length` guarantees that every tool's qualified name fits each aliasing
+    /// client's limit with this name.
+    ///
+    /// ```
+    /// use kcap_mcp_registry::{clients::plan::LaunchId, lookup};
+    ///
+    /// let id = LaunchId::from_hex("0123456789abcdef").unwrap();
+    /// let review = lookup("kcap-review").unwrap();
+    /// assert_eq!(id.wire_name(review), "kcap-review-0123456789abcdef");
+    /// let context = lookup("kcap-review-context").unwrap();
+    /// assert_eq!(id.wire_name(context), "kcap-rctx-0123456789abcdef");
+    /// ```
+    pub fn wire_name(&self, server: &McpServer) -> String {
+        self.alias(server.alias_stem())
+    }
 }
+
+// The registry rules size names with the same suffix length.
+const _: () = assert!(LaunchId::HEX_LEN == crate::model::LAUNCH_ID_HEX_LEN);
 
 impl fmt::Debug for LaunchId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -12,7 +12,9 @@ use super::file::{FileCx, RawEntry};
 use super::rules::{
     EntryKey, ID_PATTERN, MAX_QUALIFIED_TOOL_NAME_LEN, Rule, is_canonical_id, qualified_tool_name,
 };
-use crate::model::{EnvSource, Inject, MAX_ID_LEN, RESULT_CHANNEL_ID};
+use crate::model::{
+    ALIASING_CLIENTS, EnvSource, Inject, LAUNCH_ID_HEX_LEN, MAX_ID_LEN, RESULT_CHANNEL_ID,
+};
 use crate::text::printable;
 
 /// The flags the cross-key rules read, with defaults filled in; `None` where the key is
@@ -51,6 +53,7 @@ pub(super) fn check(cx: &mut FileCx<'_>, raw: &RawEntry, stem: &str) {
             id_file_stem(cx, id, stem);
         }
     }
+    let alias_ok = alias_format(cx, raw);
     let mut flags = Flags::of(raw);
     let is_result_channel = raw
         .id
@@ -73,7 +76,51 @@ pub(super) fn check(cx: &mut FileCx<'_>, raw: &RawEntry, stem: &str) {
     driver_stamp_scope(cx, raw, &flags);
     starts_flows_read_only(cx, raw, &flags);
     unattended_safe(cx, raw, &flags);
-    tool_name_length(cx, raw);
+    tool_name_length(cx, raw, alias_ok);
+}
+
+/// Rule `alias-format`; whether the entry's aliasing stem (its `alias`, or its id without
+/// one) can be judged: the alias is canonical and shorter than a canonical id.
+fn alias_format(cx: &mut FileCx<'_>, raw: &RawEntry) -> bool {
+    let Some(alias) = &raw.alias else {
+        return !raw.broken(EntryKey::Alias);
+    };
+    let a = alias.get_ref();
+    if !is_canonical_id(a) {
+        cx.report(
+            Rule::AliasFormat,
+            alias.span(),
+            format!(
+                "alias `{}` is not canonical ({ID_PATTERN}, at most {MAX_ID_LEN} bytes)",
+                printable(a)
+            ),
+            "use lower-case ASCII letters, digits and `-`, starting with a letter and not ending with `-`, shorter than the id".into(),
+        );
+        return false;
+    }
+    let Some(id) = raw
+        .id
+        .as_ref()
+        .map(|id| id.get_ref())
+        .filter(|id| is_canonical_id(id))
+    else {
+        return false;
+    };
+    if a.len() >= id.len() {
+        cx.report(
+            Rule::AliasFormat,
+            alias.span(),
+            format!(
+                "alias `{a}` is {} bytes, not shorter than the id `{id}` ({} bytes)",
+                a.len(),
+                id.len()
+            ),
+            "shorten the alias, or remove it: it only exists to shorten per-launch wire names"
+                .into(),
+        );
+        return false;
+    }
+    true
 }
 
 /// Rule `id-canonical`; whether the id is canonical.
@@ -342,8 +389,10 @@ fn driver_stamp_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
     );
 }
 
-/// Rule `tool-name-length`, for a canonical id and each tool whose name is valid.
-fn tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry) {
+/// Rule `tool-name-length`, for a canonical id and each tool whose name is valid: the
+/// Claude-style name `mcp__<id>__<tool>`, and, when `alias_ok`, the longest name each
+/// aliasing client builds from the stem (the alias, or the id).
+fn tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry, alias_ok: bool) {
     let Some(id) = raw
         .id
         .as_ref()
@@ -356,6 +405,9 @@ fn tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry) {
         let Some(name) = &tool.name else {
             continue;
         };
+        if alias_ok {
+            aliased_tool_name_length(cx, raw, id, name);
+        }
         let qualified = qualified_tool_name(id, name.get_ref());
         if qualified.len() <= MAX_QUALIFIED_TOOL_NAME_LEN {
             continue;
@@ -374,6 +426,48 @@ fn tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry) {
             } else {
                 format!("shorten the tool name to at most {room} bytes, or the id")
             },
+        );
+    }
+}
+
+/// Rule `tool-name-length` for the aliasing clients: `name` of the server `id` (aliased by
+/// the entry's `alias`, if any) fits each client's limit with any launch id.
+fn aliased_tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry, id: &str, name: &Spanned<String>) {
+    let alias = raw.alias.as_ref().map(|a| a.get_ref().as_str());
+    let stem = alias.unwrap_or(id);
+    let tool = name.get_ref();
+    for client in ALIASING_CLIENTS {
+        let len = client.aliased_len(stem, tool);
+        if len <= client.max_len {
+            continue;
+        }
+        let example = client.qualified(&format!("{stem}-{}", "0".repeat(LAUNCH_ID_HEX_LEN)), tool);
+        // The longest stem with which this tool fits.
+        let room = client.max_len.saturating_sub(len - stem.len());
+        let help = if room >= 2 {
+            let what = if alias.is_some() {
+                "shorten the alias"
+            } else {
+                "add an alias"
+            };
+            format!(
+                "{what}: `alias = \"…\"` of at most {room} bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name"
+            )
+        } else {
+            format!(
+                "shorten the tool name to at most {} bytes and add a 2-byte alias: even then it does not fit on `{}`",
+                client.max_len - client.aliased_len("ab", ""),
+                client.client
+            )
+        };
+        cx.report(
+            Rule::ToolNameLength,
+            name.span(),
+            format!(
+                "on client `{}`, the tool's qualified name `{example}` is {len} bytes long with any {LAUNCH_ID_HEX_LEN}-hex launch id, over the {} it passes on uncut",
+                client.client, client.max_len
+            ),
+            help,
         );
     }
 }

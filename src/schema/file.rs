@@ -37,6 +37,7 @@ pub(super) struct RawEntry {
     pub read_only: Option<Spanned<bool>>,
     pub needs_project_cwd: Option<Spanned<bool>>,
     pub driver_stamp: Option<Spanned<bool>>,
+    pub alias: Option<Spanned<String>>,
     pub env: Option<Vec<(String, Spanned<EnvSource<String>>)>>,
     pub tools: Option<Vec<RawTool>>,
     /// The keys the file sets.
@@ -57,6 +58,7 @@ impl RawEntry {
             EntryKey::ReadOnly => self.read_only.is_some(),
             EntryKey::NeedsProjectCwd => self.needs_project_cwd.is_some(),
             EntryKey::DriverStamp => self.driver_stamp.is_some(),
+            EntryKey::Alias => self.alias.is_some(),
             EntryKey::Env => self.env.is_some(),
             EntryKey::Tools => self.tools.is_some(),
         }
@@ -179,6 +181,7 @@ impl<'a> FileCx<'a> {
                 EntryKey::ReadOnly => raw.read_only = self.bool(v, n),
                 EntryKey::NeedsProjectCwd => raw.needs_project_cwd = self.bool(v, n),
                 EntryKey::DriverStamp => raw.driver_stamp = self.bool(v, n),
+                EntryKey::Alias => raw.alias = self.string(v, n),
                 EntryKey::Env => raw.env = self.env(v, &mut found_elsewhere),
                 EntryKey::Tools => raw.tools = self.tools(v, &mut found_elsewhere),
             }

@@ -86,6 +86,8 @@ pub struct RegistryEntry {
     pub needs_project_cwd: bool,
     /// Registrations for clients that need it append `--driver <client>`.
     pub driver_stamp: bool,
+    /// Shorter stem for per-launch wire names on aliasing clients; `None` uses the id.
+    pub alias: Option<String>,
     /// Env vars in declaration order.
     #[serde(serialize_with = "env_json")]
     pub env: Vec<(String, EnvSource<String>)>,
@@ -260,6 +262,7 @@ fn check_all(dir: &RegistryDir, dir_path: &str) -> (Vec<(String, RegistryEntry)>
     let mut entries = Vec::new();
     // Every id seen (valid or not), for the directory-wide rules.
     let mut ids: Vec<FileId> = Vec::new();
+    let mut aliases: Vec<FileId> = Vec::new();
     let mut has_result_channel = false;
     for (file, checked) in dir
         .files
@@ -268,10 +271,12 @@ fn check_all(dir: &RegistryDir, dir_path: &str) -> (Vec<(String, RegistryEntry)>
     {
         has_result_channel |= checked.result_channel;
         ids.extend(checked.id);
+        aliases.extend(checked.alias);
         entries.extend(checked.entry.map(|e| (file.path.clone(), e)));
         diags.extend(checked.diags);
     }
     id_unique(&ids, &mut diags);
+    alias_unique(&ids, &aliases, &mut diags);
     stray_file(&dir.strays, &mut diags);
     if dir.files.is_empty() {
         diags.push(dir_diag(
@@ -311,6 +316,8 @@ struct CheckedFile {
     entry: Option<RegistryEntry>,
     /// Its id, when it has a string `id`.
     id: Option<FileId>,
+    /// Its alias, when it has a string `alias`.
+    alias: Option<FileId>,
     /// Its stem or its id is the result channel's.
     result_channel: bool,
 }
@@ -319,6 +326,7 @@ struct CheckedFile {
 fn check_file(file: &SourceFile) -> CheckedFile {
     let mut result_channel = file.stem == RESULT_CHANNEL_ID;
     let mut id = None;
+    let mut alias = None;
     let mut entry = None;
     let mut cx = FileCx::new(&file.path);
     if let Some(raw) = cx.parse(&file.bytes) {
@@ -329,6 +337,16 @@ fn check_file(file: &SourceFile) -> CheckedFile {
                 id: raw_id.get_ref().clone(),
                 span: SourceSpan {
                     range: raw_id.span(),
+                    source: cx.source().clone(),
+                },
+            });
+        }
+        if let Some(raw_alias) = &raw.alias {
+            alias = Some(FileId {
+                path: file.path.clone(),
+                id: raw_alias.get_ref().clone(),
+                span: SourceSpan {
+                    range: raw_alias.span(),
                     source: cx.source().clone(),
                 },
             });
@@ -344,6 +362,7 @@ fn check_file(file: &SourceFile) -> CheckedFile {
         diags: cx.diags,
         entry,
         id,
+        alias,
         result_channel,
     }
 }
@@ -365,6 +384,7 @@ impl file::RawEntry {
             read_only: flag(self.read_only, false),
             needs_project_cwd: flag(self.needs_project_cwd, false),
             driver_stamp: flag(self.driver_stamp, false),
+            alias: self.alias.map(Spanned::into_inner),
             env: self
                 .env
                 .unwrap_or_default()
@@ -432,6 +452,36 @@ fn id_unique(ids: &[FileId], diags: &mut Vec<Diagnostic>) {
                 )
             },
             help: "give each MCP server its own id, or delete the duplicate file".into(),
+        });
+    }
+}
+
+/// Rule `alias-unique`: an alias equal to another file's id, or to an earlier file's alias,
+/// ignoring ASCII case. (An alias equal to its own id breaks `alias-format`.)
+fn alias_unique(ids: &[FileId], aliases: &[FileId], diags: &mut Vec<Diagnostic>) {
+    let mut seen: HashMap<String, &FileId> = HashMap::with_capacity(aliases.len());
+    for alias in aliases {
+        let key = alias.id.to_ascii_lowercase();
+        let clash = ids
+            .iter()
+            .find(|i| i.path != alias.path && i.id.to_ascii_lowercase() == key)
+            .map(|i| ("id", i))
+            .or_else(|| seen.get(&key).map(|a| ("alias", *a)));
+        seen.entry(key).or_insert(alias);
+        let Some((what, other)) = clash else {
+            continue;
+        };
+        diags.push(Diagnostic {
+            rule: Rule::AliasUnique,
+            path: alias.path.clone(),
+            span: Some(alias.span.clone()),
+            message: format!(
+                "alias `{}` is already used as the {what} `{}` in {}, so two servers of one launch could share a wire name",
+                printable(&alias.id),
+                printable(&other.id),
+                printable(&other.path)
+            ),
+            help: "give this server an alias no other entry has as its id or alias".into(),
         });
     }
 }

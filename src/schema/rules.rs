@@ -26,6 +26,11 @@ pub enum Rule {
     IdFileStem,
     /// Ids are unique across the directory, ignoring ASCII case.
     IdUnique,
+    /// `alias` matches the id pattern and is shorter than the id.
+    AliasFormat,
+    /// An `alias` equals no other entry's id or alias, ignoring ASCII case, so no two
+    /// servers of one launch share a wire name.
+    AliasUnique,
     /// `description` is one line of 1 to 300 characters without control or invisible
     /// characters ([`is_forbidden_char`](super::is_forbidden_char)).
     DescriptionFormat,
@@ -50,7 +55,10 @@ pub enum Rule {
     /// tool. Claude Code (2.1.197) names an MCP tool `mcp__<server>__<tool>` to the model, and
     /// the model APIs behind the clients cap a tool name at 64 characters: the Anthropic
     /// Messages API's `tools[].name` and the OpenAI function `name` (`^[a-zA-Z0-9_-]{1,64}$`,
-    /// the OpenAI API reference).
+    /// the OpenAI API reference). And for every client that aliases server names
+    /// ([`ALIASING_CLIENTS`](crate::model::ALIASING_CLIENTS)), the longest qualified name it
+    /// builds with any launch id is within its limit: on Gemini CLI 0.61.0
+    /// `mcp_<stem>-<16 hex>_<tool>` at most 63 bytes, the stem being the `alias` or the id.
     ToolNameLength,
     /// `inject` is `"always"` or `"borrowed-snapshot"`.
     InjectValue,
@@ -97,7 +105,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order the README's rules table lists them.
-    pub const ALL: [Rule; 34] = [
+    pub const ALL: [Rule; 36] = [
         Rule::TomlUtf8,
         Rule::TomlSyntax,
         Rule::UnknownKey,
@@ -106,6 +114,8 @@ impl Rule {
         Rule::IdCanonical,
         Rule::IdFileStem,
         Rule::IdUnique,
+        Rule::AliasFormat,
+        Rule::AliasUnique,
         Rule::DescriptionFormat,
         Rule::ArgsFormat,
         Rule::EnvName,
@@ -145,6 +155,8 @@ impl Rule {
             Rule::IdCanonical => "id-canonical",
             Rule::IdFileStem => "id-file-stem",
             Rule::IdUnique => "id-unique",
+            Rule::AliasFormat => "alias-format",
+            Rule::AliasUnique => "alias-unique",
             Rule::DescriptionFormat => "description-format",
             Rule::ArgsFormat => "args-format",
             Rule::EnvName => "env-name",
@@ -259,6 +271,8 @@ pub enum EntryKey {
     NeedsProjectCwd,
     /// `driver_stamp`: registrations append `--driver <client>` for clients that need it.
     DriverStamp,
+    /// `alias`: a shorter stem for per-launch wire names on clients that alias server names.
+    Alias,
     /// `env`: env vars the launcher sets.
     Env,
     /// `tools`: the `[[tools]]` catalog.
@@ -277,6 +291,7 @@ impl Key for EntryKey {
         EntryKey::ReadOnly,
         EntryKey::NeedsProjectCwd,
         EntryKey::DriverStamp,
+        EntryKey::Alias,
         EntryKey::Env,
         EntryKey::Tools,
     ];
@@ -293,6 +308,7 @@ impl Key for EntryKey {
             EntryKey::ReadOnly => "read_only",
             EntryKey::NeedsProjectCwd => "needs_project_cwd",
             EntryKey::DriverStamp => "driver_stamp",
+            EntryKey::Alias => "alias",
             EntryKey::Env => "env",
             EntryKey::Tools => "tools",
         }
@@ -300,7 +316,9 @@ impl Key for EntryKey {
 
     fn kind(self) -> ValueKind {
         match self {
-            EntryKey::Id | EntryKey::Description | EntryKey::Inject => ValueKind::String,
+            EntryKey::Id | EntryKey::Description | EntryKey::Inject | EntryKey::Alias => {
+                ValueKind::String
+            }
             EntryKey::Args => ValueKind::StringArray,
             EntryKey::StartsFlows
             | EntryKey::Allowlistable
@@ -323,6 +341,7 @@ impl Key for EntryKey {
             | EntryKey::ReadOnly
             | EntryKey::NeedsProjectCwd
             | EntryKey::DriverStamp
+            | EntryKey::Alias
             | EntryKey::Env
             | EntryKey::Tools => false,
         }
@@ -355,6 +374,12 @@ impl Key for EntryKey {
             EntryKey::DriverStamp => {
                 "Default false; only where starts_flows = true. Registrations for clients that \
                  need it append --driver <client> to the args."
+            }
+            EntryKey::Alias => {
+                "Optional. A shorter stem for the server's per-launch wire name \
+                 (<stem>-<16 hex>) on clients that alias server names (Gemini CLI), so every \
+                 qualified tool name fits their limit; id pattern, shorter than the id, unique \
+                 among the registry's ids and aliases. Default: the id."
             }
             EntryKey::Env => {
                 "Env vars the launcher sets: NAME = \"server_url\" | \"agent_id\" | \

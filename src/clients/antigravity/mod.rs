@@ -175,7 +175,7 @@ pub fn antigravity_plan(
     let cwd = acp_cwd(Client::Antigravity, ctx)?;
     let dir = launch_dir(Client::Antigravity, ctx)?;
     let prompt = option_value("prompt", &ctx.prompt)?.unwrap_or_default();
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     refuse_unknown_expansion(Client::Antigravity, &mcp_servers, &servers)?;
     let admitted: Vec<(&McpServer, &str)> = ctx
         .servers(resolution)

@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use crate::clients::process::Group;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -80,35 +82,6 @@ fn config_of(mut value: serde_json::Value) -> Result<serde_json::Value, Inventor
     match value.get_mut("config").filter(|c| c.is_object()) {
         Some(config) => Ok(config.take()),
         None => Err(ParseError::NotConfigRead.into()),
-    }
-}
-
-/// A spawned child in its own process group, ended (the whole group) when dropped.
-pub(crate) struct Group(pub(crate) Child);
-
-impl Group {
-    /// Spawns `cmd` as the leader of a new process group (Unix).
-    pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Group> {
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(cmd, 0);
-        cmd.spawn().map(Group)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // The npm `codex` launcher runs the native binary as its child: end the group.
-            #[cfg(unix)]
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", self.0.id())])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            let _ = self.0.kill();
-        }
-        let _ = self.0.wait();
     }
 }
 

@@ -11,16 +11,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::app_server::{self, CONFIG_READ_COMMAND, Group};
+use super::app_server::{self, CONFIG_READ_COMMAND};
 use super::config::ServerConfig;
+use crate::clients::process::{RunError, run_to_end};
 
 /// One MCP server Codex would start, as `codex mcp list --json` (Codex CLI 0.169.0)
 /// reports it, with its effective configuration entry when `config/read` reports it.
@@ -420,47 +419,12 @@ fn mcp_list(
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Vec<InheritedServer>, InventoryError> {
-    let mut child = Group::spawn(
-        codex
-            .args(["mcp", "list", "--json"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    )
-    .map_err(InventoryError::Spawn)?;
-    // Each pipe is read on its own thread, which reports through a channel, so a grandchild
-    // that keeps a pipe open cannot hold us past the deadline.
-    let read_all = |mut pipe: Box<dyn Read + Send>| {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = tx.send(pipe.read_to_end(&mut buf).map(|_| buf));
-        });
-        rx
-    };
-    let stdout = read_all(Box::new(child.0.stdout.take().expect("piped")));
-    let stderr = read_all(Box::new(child.0.stderr.take().expect("piped")));
-    let status = loop {
-        if let Some(status) = child.0.try_wait().map_err(InventoryError::Spawn)? {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            // Dropping `child` ends its process group.
-            return Err(InventoryError::Timeout(timeout));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let collect = |rx: mpsc::Receiver<std::io::Result<Vec<u8>>>| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(read) => read.map_err(InventoryError::Spawn),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(InventoryError::Timeout(timeout)),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(InventoryError::Spawn(
-                std::io::Error::other("the pipe reader stopped without a result"),
-            )),
-        }
-    };
-    let (out, err) = (collect(stdout)?, collect(stderr)?);
+    let finished =
+        run_to_end(codex.args(["mcp", "list", "--json"]), deadline).map_err(|e| match e {
+            RunError::Spawn(e) => InventoryError::Spawn(e),
+            RunError::Timeout => InventoryError::Timeout(timeout),
+        })?;
+    let (status, out, err) = (finished.status, finished.stdout, finished.stderr);
     if !status.success() {
         return Err(InventoryError::Exit {
             status,

@@ -108,7 +108,7 @@ pub fn cursor_plan(
     }
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::Cursor, ctx)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     refuse_unknown_expansion(Client::Cursor, &mcp_servers, &servers)?;
     Ok(LaunchPlan {
         version: PLAN_VERSION,

@@ -13,8 +13,9 @@
 //!   match exactly; an empty list means no gate, so a launch without servers passes a name
 //!   that nothing has (`kcap-deny-<launch id>`).
 //! - Because a reviewed repository can declare a server under any fixed name we allow, every
-//!   injected server is named `<id>-<launch id>` ([`LaunchId::alias`]): a random 64-bit
-//!   suffix per launch, shared by the allow list and `session/new`.
+//!   injected server is named `<stem>-<launch id>` ([`LaunchId::wire_name`]): a random 64-bit
+//!   suffix per launch, shared by the allow list and `session/new`; the stem is the server's
+//!   registry `alias`, or its id.
 //! - An untrusted folder silently starts no MCP server, ACP ones included: `--skip-trust`
 //!   trusts the worktree for this session only.
 //! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
@@ -26,12 +27,27 @@
 //! - Every server inherits Gemini's environment, less names that look like secrets: a
 //!   `KCAP_FLOW_AGENT_ID` in the daemon's own environment reached `kcap-review` (measured), so
 //!   the registry's env names are removed from the client's environment.
-//! - Tool names reach the model as `mcp_<wire name>_<tool>`; over 63 characters Gemini cuts
-//!   them and warns that the tool may need approval, so [`LaunchId`] is 16 hex digits
-//!   ([`qualified_tool_name`]). Open problem: `kcap-review-context`'s one tool
-//!   (`get_branch_authored_mcp_configs`, injected into borrowed-snapshot reviews) gets a
-//!   72-character name with any 64-bit suffix, so Gemini shortens it; whether
-//!   `--approval-mode yolo` still runs it unprompted is not measured.
+//! - Tool names reach the model as `mcp_<wire name>_<tool>` ([`qualified_tool_name`]). Over
+//!   63 characters Gemini cuts them to the first 30, `...`, the last 30, and logs
+//!   `Truncating MCP tool name "…" to fit within the 64 character limit. This tool may
+//!   require user approval.` to its debug log only (nothing on stderr in `--acp` mode).
+//!   Measured on 0.61.0 (2026-11-30) with a local stand-in for the model API
+//!   (`GOOGLE_GEMINI_BASE_URL` at a loopback server that records each `streamGenerateContent`
+//!   request and answers with a `functionCall`), `--approval-mode yolo`, and the server
+//!   `kcap-review-context-0123456789abcdef` serving `get_branch_authored_mcp_configs`:
+//!   - the model is offered `mcp_kcap-review-context-012345...et_branch_authored_mcp_configs`
+//!     (63 characters), never the whole name;
+//!   - a call by that cut name runs the tool without a permission request (the server got
+//!     `tools/call get_branch_authored_mcp_configs`);
+//!   - a call by the whole 72-character name is answered `Tool "…" not found in registry.`
+//!     and never reaches the server. So the cut name works only while the model copies it
+//!     exactly, and approval rules written for the server's real tool names do not match it.
+//!
+//!   With the registry's `alias = "kcap-rctx"` the name is
+//!   `mcp_kcap-rctx-<16 hex>_get_branch_authored_mcp_configs` (62): offered whole, and a call
+//!   by it runs the tool (same recipe). Registry rule `tool-name-length` keeps every tool of
+//!   every server within 63 with any 16-hex launch id ([`GEMINI_TOOL_NAMES`]), so no
+//!   launch reaches the cut.
 
 #[cfg(feature = "cli")]
 pub mod registration;
@@ -44,15 +60,17 @@ use crate::clients::plan::{Isolation, LaunchId, LaunchPlan, PLAN_VERSION, Sessio
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
 };
+use crate::model::GEMINI_TOOL_NAMES;
 
-/// The longest tool name Gemini CLI 0.61.0 passes on uncut.
-pub const MAX_TOOL_NAME: usize = 63;
+/// The longest tool name Gemini CLI 0.61.0 passes on uncut: 63
+/// ([`GEMINI_TOOL_NAMES`], the row registry rule `tool-name-length` checks).
+pub const MAX_TOOL_NAME: usize = GEMINI_TOOL_NAMES.max_len;
 
 /// The name Gemini CLI gives tool `tool` of the server named `wire_name`:
 /// `mcp_<wire name>_<tool>` (before its replacement of characters outside
-/// `[A-Za-z0-9_.:-]`, which registry ids and tool names never hold).
+/// `[A-Za-z0-9_.:-]`, which registry ids, aliases and tool names never hold).
 pub fn qualified_tool_name(wire_name: &str, tool: &str) -> String {
-    format!("mcp_{wire_name}_{tool}")
+    GEMINI_TOOL_NAMES.qualified(wire_name, tool)
 }
 
 /// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
@@ -103,7 +121,7 @@ pub fn gemini_plan(
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::Gemini, ctx)?;
     let model = option_value("model", &ctx.model)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, |id| launch_id.alias(id));
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
     for (wire, acp) in servers.iter().zip(&mcp_servers) {
         if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
             return Err(RenderError::GeminiExpansion {

@@ -50,10 +50,10 @@ pub const KIRO_HOME: &str = "kiro-home";
 /// `--trust-tools` (facts "Kiro", \[K\]).
 pub const READ_TOOLS: [&str; 2] = ["fs_read", "thinking"];
 
-/// The wire name of server `id` in this launch: the one place Kiro's aliasing is applied
-/// ([`LaunchId::alias`], shared with Gemini CLI).
-pub fn wire_name(launch_id: &LaunchId, id: &str) -> String {
-    launch_id.alias(id)
+/// The wire name of `server` in this launch: the one place Kiro's aliasing is applied
+/// ([`LaunchId::wire_name`], shared with Gemini CLI: the registry's `alias` stem, or the id).
+pub fn wire_name(launch_id: &LaunchId, server: &McpServer) -> String {
+    launch_id.wire_name(server)
 }
 
 /// The value of `--trust-tools`: [`READ_TOOLS`], then `@<wire name>/<tool>` for each admitted
@@ -119,7 +119,7 @@ pub fn kiro_plan(
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::Kiro, ctx)?;
     let dir = launch_dir(Client::Kiro, ctx)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, |id| wire_name(launch_id, id));
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| wire_name(launch_id, s));
     refuse_unknown_expansion(Client::Kiro, &mcp_servers, &servers)?;
     let admitted: Vec<(&McpServer, &str)> = ctx
         .servers(resolution)

@@ -158,7 +158,7 @@ pub fn opencode_plan(
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::OpenCode, ctx)?;
     let dir = launch_dir(Client::OpenCode, ctx)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, str::to_owned);
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     let admitted: Vec<(&McpServer, &str)> = ctx
         .servers(resolution)
         .zip(&servers)

@@ -1,0 +1,141 @@
+//! Rendering a reviewer's launch plan, per client, on the bundled registry: `cargo bench
+//! --bench plan`.
+//!
+//! For each client of [`PLANS`] (a table over [`Client`]: a client joins with one line):
+//! - `plan/<client>/full_registry`: the plan of a direct launch in the reviewer's own
+//!   worktree, the allowlist naming every allowlistable server that cannot start flows (so
+//!   the plan holds every server a reviewer can get, plus the result channel);
+//! - `plan/<client>/brokered_borrowed`: the same allowlist, brokered result delivery and a
+//!   borrowed snapshot (`kcap-review-context` injected last);
+//! - `plan_json/<client>/full_registry`: the first, then [`LaunchPlan::to_json`], what
+//!   `render <client> --format plan` prints.
+//!
+//! The resolution is done once, outside the timed code (`benches/render.rs` times it). Codex
+//! is rendered without an inventory of inherited servers. Every plan is checked before
+//! anything is timed.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::claude_plan;
+use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::gemini::gemini_plan;
+use kcap_mcp_registry::clients::opencode::opencode_plan;
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::{
+    LaunchContext, Policy, RenderError, Resolution, ResultDelivery, Snapshot, servers,
+};
+
+/// A plan renderer: the context, its resolution, and the launch id (for aliasing clients).
+type Render =
+    fn(&LaunchContext, &Resolution<'_, String>, &LaunchId) -> Result<LaunchPlan, RenderError>;
+
+/// Every benchmarked client with its plan renderer, one line each.
+const PLANS: &[(Client, Render)] = &[
+    (Client::Claude, |ctx, r, _| claude_plan(ctx, r)),
+    (Client::Codex, |ctx, r, _| codex_plan(ctx, r, &[])),
+    (Client::Gemini, |ctx, r, id| gemini_plan(ctx, r, id)),
+    (Client::OpenCode, |ctx, r, _| opencode_plan(ctx, r)),
+];
+
+fn context(brokered_borrowed: bool) -> LaunchContext {
+    let allowlist = servers()
+        .iter()
+        .filter(|s| s.allowlistable && !s.starts_flows)
+        .map(|s| Some(s.id.to_string()))
+        .collect();
+    let (result_delivery, snapshot) = if brokered_borrowed {
+        (
+            ResultDelivery::from_capability_url(Some(
+                "http://127.0.0.1:5100/cap/9f86d081884c7d65".into(),
+            )),
+            Snapshot::from_launch(true, Some("http://127.0.0.1:5100/review-context/42".into())),
+        )
+    } else {
+        (ResultDelivery::Direct, Snapshot::Own)
+    };
+    LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/usr/local/bin/kcap".into()),
+        agent_id: "rev-7f3c2a91".into(),
+        mcp_allowlist: Some(allowlist),
+        model: Some("model-x".into()),
+        prompt: Some("Review the pull request. ".repeat(40)),
+        worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
+        launch_dir: Some("/run/kcap/launch/pr-1234".into()),
+        result_delivery,
+        snapshot,
+        ..LaunchContext::default()
+    }
+}
+
+fn bench_plans(c: &mut Criterion) {
+    let id = LaunchId::from_hex("0123456789abcdef").expect("16 hex digits");
+    let cases = [
+        ("full_registry", context(false)),
+        ("brokered_borrowed", context(true)),
+    ];
+    let resolved: Vec<_> = cases
+        .iter()
+        .map(|(name, ctx)| (*name, ctx, ctx.resolve(Policy::Lenient).expect("resolves")))
+        .collect();
+    // Every plan is whole before anything is timed: every allowlisted server plus the result
+    // channel, and `kcap-review-context` last when borrowed.
+    let allowlisted = servers()
+        .iter()
+        .filter(|s| s.allowlistable && !s.starts_flows)
+        .count();
+    for &(client, render) in PLANS {
+        for (name, ctx, resolution) in &resolved {
+            let plan = render(ctx, resolution, &id).expect("renders");
+            assert_eq!(plan.client, client.name());
+            let borrowed = *name == "brokered_borrowed";
+            assert_eq!(
+                plan.servers.len(),
+                1 + allowlisted + usize::from(borrowed),
+                "{client} {name}"
+            );
+            assert_eq!(
+                plan.servers.last().unwrap().id == "kcap-review-context",
+                borrowed,
+                "{client} {name}"
+            );
+        }
+    }
+
+    let mut group = c.benchmark_group("plan");
+    for &(client, render) in PLANS {
+        for (name, ctx, resolution) in &resolved {
+            group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
+                b.iter(|| render(black_box(ctx), black_box(resolution), black_box(&id)))
+            });
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("plan_json");
+    let (name, ctx, resolution) = &resolved[0];
+    for &(client, render) in PLANS {
+        group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
+            b.iter(|| {
+                render(black_box(ctx), black_box(resolution), black_box(&id))
+                    .expect("renders")
+                    .to_json()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    // Modest: the machine is a shared 2-core VM (BENCHMARKS.md).
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30);
+    targets = bench_plans
+}
+criterion_main!(benches);
