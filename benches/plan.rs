@@ -4,24 +4,30 @@
 //! For each client of [`PLANS`] (a table over [`Client`]: a client joins with one line):
 //! - `plan/<client>/full_registry`: the plan of a direct launch in the reviewer's own
 //!   worktree, the allowlist naming every allowlistable server that cannot start flows (so
-//!   the plan holds every server a reviewer can get, plus the result channel);
+//!   the plan holds every server a reviewer can get, plus the result channel); brokered
+//!   for Antigravity, which refuses direct result delivery;
 //! - `plan/<client>/brokered_borrowed`: the same allowlist, brokered result delivery and a
 //!   borrowed snapshot (`kcap-review-context` injected last);
 //! - `plan_json/<client>/full_registry`: the first, then [`LaunchPlan::to_json`], what
 //!   `render <client> --format plan` prints.
 //!
 //! The resolution is done once, outside the timed code (`benches/render.rs` times it). Codex
-//! is rendered without an inventory of inherited servers. Every plan is checked before
-//! anything is timed.
+//! and Copilot are rendered without an inventory of inherited servers; Cursor with the
+//! lenient policy (its isolation is unverified). Every plan is checked before anything is
+//! timed.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::antigravity::antigravity_plan;
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
+use kcap_mcp_registry::clients::kiro::kiro_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
@@ -32,29 +38,58 @@ use kcap_mcp_registry::{
 type Render =
     fn(&LaunchContext, &Resolution<'_, String>, &LaunchId) -> Result<LaunchPlan, RenderError>;
 
+/// Whether a client's plan takes direct result delivery, or needs it brokered.
+#[derive(Clone, Copy, PartialEq)]
+enum Delivery {
+    Any,
+    Brokered,
+}
+
 /// Every benchmarked client with its plan renderer, one line each.
-const PLANS: &[(Client, Render)] = &[
-    (Client::Claude, |ctx, r, _| claude_plan(ctx, r)),
-    (Client::Codex, |ctx, r, _| codex_plan(ctx, r, &[])),
-    (Client::Gemini, |ctx, r, id| gemini_plan(ctx, r, id)),
-    (Client::OpenCode, |ctx, r, _| opencode_plan(ctx, r)),
+const PLANS: &[(Client, Delivery, Render)] = &[
+    (Client::Claude, Delivery::Any, |ctx, r, _| {
+        claude_plan(ctx, r)
+    }),
+    (Client::Codex, Delivery::Any, |ctx, r, _| {
+        codex_plan(ctx, r, &[])
+    }),
+    (Client::Gemini, Delivery::Any, |ctx, r, id| {
+        gemini_plan(ctx, r, id)
+    }),
+    (Client::OpenCode, Delivery::Any, |ctx, r, _| {
+        opencode_plan(ctx, r)
+    }),
+    (Client::Copilot, Delivery::Any, |ctx, r, _| {
+        copilot_plan(ctx, r, &[])
+    }),
+    (Client::Cursor, Delivery::Any, |ctx, r, _| {
+        cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse)
+    }),
+    (Client::Kiro, Delivery::Any, |ctx, r, id| {
+        kiro_plan(ctx, r, id)
+    }),
+    (Client::Antigravity, Delivery::Brokered, |ctx, r, _| {
+        antigravity_plan(ctx, r)
+    }),
 ];
 
-fn context(brokered_borrowed: bool) -> LaunchContext {
+fn context(brokered: bool, borrowed: bool) -> LaunchContext {
     let allowlist = servers()
         .iter()
         .filter(|s| s.allowlistable && !s.starts_flows)
         .map(|s| Some(s.id.to_string()))
         .collect();
-    let (result_delivery, snapshot) = if brokered_borrowed {
-        (
-            ResultDelivery::from_capability_url(Some(
-                "http://127.0.0.1:5100/cap/9f86d081884c7d65".into(),
-            )),
-            Snapshot::from_launch(true, Some("http://127.0.0.1:5100/review-context/42".into())),
-        )
+    let result_delivery = if brokered {
+        ResultDelivery::from_capability_url(Some(
+            "http://127.0.0.1:5100/cap/9f86d081884c7d65".into(),
+        ))
     } else {
-        (ResultDelivery::Direct, Snapshot::Own)
+        ResultDelivery::Direct
+    };
+    let snapshot = if borrowed {
+        Snapshot::from_launch(true, Some("http://127.0.0.1:5100/review-context/42".into()))
+    } else {
+        Snapshot::Own
     };
     LaunchContext {
         server_url: Some("http://127.0.0.1:5100".into()),
@@ -73,25 +108,32 @@ fn context(brokered_borrowed: bool) -> LaunchContext {
 
 fn bench_plans(c: &mut Criterion) {
     let id = LaunchId::from_hex("0123456789abcdef").expect("16 hex digits");
-    let cases = [
-        ("full_registry", context(false)),
-        ("brokered_borrowed", context(true)),
+    // Direct, brokered (for clients that need it) and brokered + borrowed launches.
+    let contexts = [
+        context(false, false),
+        context(true, false),
+        context(true, true),
     ];
-    let resolved: Vec<_> = cases
+    let resolutions: Vec<_> = contexts
         .iter()
-        .map(|(name, ctx)| (*name, ctx, ctx.resolve(Policy::Lenient).expect("resolves")))
+        .map(|ctx| ctx.resolve(Policy::Lenient).expect("resolves"))
         .collect();
+    // A client's cases: (name, index into `contexts`).
+    let cases = |delivery: Delivery| {
+        let full = if delivery == Delivery::Brokered { 1 } else { 0 };
+        [("full_registry", full), ("brokered_borrowed", 2)]
+    };
     // Every plan is whole before anything is timed: every allowlisted server plus the result
     // channel, and `kcap-review-context` last when borrowed.
     let allowlisted = servers()
         .iter()
         .filter(|s| s.allowlistable && !s.starts_flows)
         .count();
-    for &(client, render) in PLANS {
-        for (name, ctx, resolution) in &resolved {
-            let plan = render(ctx, resolution, &id).expect("renders");
+    for &(client, delivery, render) in PLANS {
+        for (name, i) in cases(delivery) {
+            let plan = render(&contexts[i], &resolutions[i], &id).expect("renders");
             assert_eq!(plan.client, client.name());
-            let borrowed = *name == "brokered_borrowed";
+            let borrowed = name == "brokered_borrowed";
             assert_eq!(
                 plan.servers.len(),
                 1 + allowlisted + usize::from(borrowed),
@@ -106,8 +148,9 @@ fn bench_plans(c: &mut Criterion) {
     }
 
     let mut group = c.benchmark_group("plan");
-    for &(client, render) in PLANS {
-        for (name, ctx, resolution) in &resolved {
+    for &(client, delivery, render) in PLANS {
+        for (name, i) in cases(delivery) {
+            let (ctx, resolution) = (&contexts[i], &resolutions[i]);
             group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
                 b.iter(|| render(black_box(ctx), black_box(resolution), black_box(&id)))
             });
@@ -116,8 +159,9 @@ fn bench_plans(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("plan_json");
-    let (name, ctx, resolution) = &resolved[0];
-    for &(client, render) in PLANS {
+    for &(client, delivery, render) in PLANS {
+        let (name, i) = cases(delivery)[0];
+        let (ctx, resolution) = (&contexts[i], &resolutions[i]);
         group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
             b.iter(|| {
                 render(black_box(ctx), black_box(resolution), black_box(&id))
