@@ -222,63 +222,18 @@ pub fn check_against(
     };
     match client {
         Client::Claude => {
-            let is_user = path.file_name().is_some_and(|n| n == ".claude.json")
-                || ClaudeFile::detect(&text) == ClaudeFile::UserConfig;
-            let file = if is_user {
-                ClaudeFile::UserConfig
-            } else {
-                ClaudeFile::ProjectMcpJson
-            };
-            // The user scope alone first (a project that overrides a broken user-scope
-            // entry must not hide it: every other project runs it), then each project.
-            let projects = match (&opts.project, file) {
-                (Some(p), _) => vec![Some(p.clone())],
-                (None, ClaudeFile::UserConfig) => std::iter::once(None)
-                    .chain(claude::local_scope_projects(&bytes).into_iter().map(Some))
-                    .collect(),
-                (None, ClaudeFile::ProjectMcpJson) => vec![None],
-            };
-            let dirs: Vec<Option<&str>> = projects.iter().map(Option::as_deref).collect();
-            let verdicts = claude::load_many(&shown, &bytes, file, &dirs, &env);
-            let several = dirs.len() > 1;
-            for (project, loaded) in projects.into_iter().zip(verdicts) {
-                // A user scope that registers nothing at all beside the local scopes is not
-                // checked alone: kcap is then registered per project.
-                let nothing = loaded.started.is_empty()
-                    && loaded.remote.is_empty()
-                    && loaded.skipped.is_empty()
-                    && loaded.rejected.is_empty();
-                if several && project.is_none() && nothing {
-                    continue;
-                }
-                let label = project.filter(|_| file == ClaudeFile::UserConfig);
-                push(label, loaded);
+            for (project, loaded) in claude_verdicts(&shown, &bytes, &text, opts, &env) {
+                push(project, loaded);
             }
         }
         Client::Codex => {
-            let profile = match &opts.codex_profile {
-                Some(name) => {
-                    let file = path
-                        .parent()
-                        .unwrap_or(Path::new("."))
-                        .join(format!("{name}.config.toml"));
-                    let bytes = match crate::decode::read_regular(&file) {
-                        Ok(b) => Some(b),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                        Err(source) => {
-                            return Err(RegistrationError::Read { path: file, source });
-                        }
-                    };
-                    Some((name.clone(), file.display().to_string(), bytes))
-                }
-                None => None,
-            };
+            let profile = codex_profile(path, opts)?;
             let loaded = codex::load(
                 &shown,
                 &bytes,
                 profile
                     .as_ref()
-                    .map(|(n, p, b)| (n.as_str(), p.as_str(), b.as_deref())),
+                    .map(|p| (p.name.as_str(), p.shown.as_str(), p.bytes.as_deref())),
             );
             push(None, loaded);
         }
@@ -320,6 +275,88 @@ pub fn check_against(
         }
     }
     Ok(out)
+}
+
+/// The verdicts on a Claude Code file: a project `.mcp.json` once; a `~/.claude.json` for its
+/// user scope alone first (a project that overrides a broken user-scope entry must not hide
+/// it: every other project runs it), then for each project (or only `opts.project`). Each
+/// verdict comes with the project it is labelled with.
+fn claude_verdicts(
+    shown: &str,
+    bytes: &[u8],
+    text: &str,
+    opts: &AgainstOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(Option<String>, Loaded)> {
+    let is_user = Path::new(shown)
+        .file_name()
+        .is_some_and(|n| n == ".claude.json")
+        || ClaudeFile::detect(text) == ClaudeFile::UserConfig;
+    let file = if is_user {
+        ClaudeFile::UserConfig
+    } else {
+        ClaudeFile::ProjectMcpJson
+    };
+    let projects = match (&opts.project, file) {
+        (Some(p), _) => vec![Some(p.clone())],
+        (None, ClaudeFile::UserConfig) => std::iter::once(None)
+            .chain(claude::local_scope_projects(bytes).into_iter().map(Some))
+            .collect(),
+        (None, ClaudeFile::ProjectMcpJson) => vec![None],
+    };
+    let dirs: Vec<Option<&str>> = projects.iter().map(Option::as_deref).collect();
+    let verdicts = claude::load_many(shown, bytes, file, &dirs, env);
+    let several = dirs.len() > 1;
+    projects
+        .into_iter()
+        .zip(verdicts)
+        .filter(|(project, loaded)| {
+            // A user scope that registers nothing at all beside the local scopes is not
+            // checked alone: kcap is then registered per project.
+            let nothing = loaded.started.is_empty()
+                && loaded.remote.is_empty()
+                && loaded.skipped.is_empty()
+                && loaded.rejected.is_empty();
+            !(several && project.is_none() && nothing)
+        })
+        .map(|(project, loaded)| (project.filter(|_| file == ClaudeFile::UserConfig), loaded))
+        .collect()
+}
+
+/// A Codex profile file read for `check --against --codex-profile NAME`.
+struct CodexProfile {
+    name: String,
+    /// Its path, as shown in findings.
+    shown: String,
+    /// Its bytes; `None` when it does not exist.
+    bytes: Option<Vec<u8>>,
+}
+
+/// The Codex profile file `opts.codex_profile` names, beside `path`.
+///
+/// # Errors
+/// [`RegistrationError::Read`] when it exists but cannot be read.
+fn codex_profile(
+    path: &Path,
+    opts: &AgainstOptions,
+) -> Result<Option<CodexProfile>, RegistrationError> {
+    let Some(name) = &opts.codex_profile else {
+        return Ok(None);
+    };
+    let file = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!("{name}.config.toml"));
+    let bytes = match crate::decode::read_regular(&file) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => return Err(RegistrationError::Read { path: file, source }),
+    };
+    Ok(Some(CodexProfile {
+        name: name.clone(),
+        shown: file.display().to_string(),
+        bytes,
+    }))
 }
 
 /// The shadowed copies of server entries named twice in `text`'s `block` object (and, with

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::plan::{Isolation, LaunchId};
+use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
 use kcap_mcp_registry::clients::{antigravity, cursor, kiro};
 use kcap_mcp_registry::clients::{copilot, gemini, opencode};
@@ -30,7 +30,9 @@ use kcap_mcp_registry::preview::{
 };
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
-use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, inspect};
+use kcap_mcp_registry::{
+    CheckError, LaunchContext, Policy, Registry, RegistryEntry, Resolution, inspect,
+};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -946,39 +948,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     for path in &args.against {
         let checked =
             drift::check_against(&entries, &args.kcap_bin, path, &opts).map_err(CliError::usage)?;
-        let client = checked.first().map(|c| c.client);
-        let shown = ShownPath(path);
-        if let Some(client) = client.filter(|c| *c != Client::Claude)
-            && opts.project.is_some()
-        {
-            errln!(
-                "warning: --project applies to Claude Code files only; ignored for {shown} ({})",
-                client.display_name()
-            );
-        }
-        if let (Some(client), Some(name)) = (client, &opts.codex_profile) {
-            if client != Client::Codex {
-                errln!(
-                    "warning: --codex-profile applies to Codex CLI files only; ignored for \
-                     {shown} ({})",
-                    client.display_name()
-                );
-            } else {
-                let file = path
-                    .parent()
-                    .unwrap_or(Path::new("."))
-                    .join(format!("{name}.config.toml"));
-                if !file.exists() {
-                    errln!(
-                        "warning: --codex-profile {}: there is no {}, so `codex --profile {}` \
-                         runs {shown} alone (checked as such)",
-                        printable(name),
-                        ShownPath(&file),
-                        printable(name)
-                    );
-                }
-            }
-        }
+        warn_ignored_against_flags(path, checked.first().map(|c| c.client), &opts);
         files.extend(checked);
     }
     let findings: Vec<Finding> = files
@@ -1022,6 +992,44 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
         CheckFormat::Github => {}
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns about `check --against` flags that do not apply to `path`, read as `client`'s file:
+/// `--project` outside Claude Code, `--codex-profile` outside Codex CLI or naming a profile
+/// file that does not exist.
+fn warn_ignored_against_flags(path: &Path, client: Option<Client>, opts: &AgainstOptions) {
+    let shown = ShownPath(path);
+    if let Some(client) = client.filter(|c| *c != Client::Claude)
+        && opts.project.is_some()
+    {
+        errln!(
+            "warning: --project applies to Claude Code files only; ignored for {shown} ({})",
+            client.display_name()
+        );
+    }
+    if let (Some(client), Some(name)) = (client, &opts.codex_profile) {
+        if client != Client::Codex {
+            errln!(
+                "warning: --codex-profile applies to Codex CLI files only; ignored for \
+                 {shown} ({})",
+                client.display_name()
+            );
+        } else {
+            let file = path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join(format!("{name}.config.toml"));
+            if !file.exists() {
+                errln!(
+                    "warning: --codex-profile {}: there is no {}, so `codex --profile {}` \
+                     runs {shown} alone (checked as such)",
+                    printable(name),
+                    ShownPath(&file),
+                    printable(name)
+                );
+            }
+        }
+    }
 }
 
 /// What `render` renders for.
@@ -1158,19 +1166,7 @@ fn inventory_error(e: preview::PreviewError) -> CliError {
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
-    // Only OpenCode's, Kiro's and Antigravity's launches have a per-launch directory;
-    // elsewhere the flag would be accepted and silently ignored.
-    if common.launch_dir.is_some()
-        && !matches!(
-            target,
-            Target::OpenCode | Target::Kiro(_) | Target::Antigravity
-        )
-    {
-        return Err(CliError::usage(
-            "--launch-dir is used by `render opencode`, `render kiro` and `render antigravity` \
-             only (the directory their per-launch config goes to); leave it out for this client",
-        ));
-    }
+    check_launch_dir_used(common.launch_dir.is_some(), &target)?;
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
         && matches!(&target, Target::Codex(InventorySource::File(f))
@@ -1225,24 +1221,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Antigravity => antigravity::antigravity_plan(&ctx, &resolution),
         // With a worktree, the Claude preflight reads the Claude Code configuration this
         // environment's reviewer would read, and reports the servers it would veto.
-        Target::Claude { preflight } => match ctx
-            .worktree
-            .as_deref()
-            .filter(|w| preflight && !w.is_empty())
-        {
-            None => claude::claude_plan(&ctx, &resolution),
-            Some(worktree) => {
-                let sources = ClaudeConfigSources::from_env(worktree);
-                claude::claude_plan_preflighted(&ctx, &resolution, policy, &sources).map(
-                    |(plan, vetoes)| {
-                        for veto in vetoes {
-                            errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
-                        }
-                        plan
-                    },
-                )
-            }
-        },
+        Target::Claude { preflight } => claude_plan(&ctx, &resolution, policy, preflight),
     }
     .map_err(|e| match e {
         // A relative or missing --worktree/--launch-dir is how the command was called.
@@ -1272,6 +1251,52 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     }
     out!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses `--launch-dir` for a client whose launch has no per-launch directory (only
+/// OpenCode's, Kiro's and Antigravity's do), where it would be accepted and silently ignored.
+fn check_launch_dir_used(given: bool, target: &Target) -> Result<(), CliError> {
+    if given
+        && !matches!(
+            target,
+            Target::OpenCode | Target::Kiro(_) | Target::Antigravity
+        )
+    {
+        return Err(CliError::usage(
+            "--launch-dir is used by `render opencode`, `render kiro` and `render antigravity` \
+             only (the directory their per-launch config goes to); leave it out for this client",
+        ));
+    }
+    Ok(())
+}
+
+/// The Claude Code plan. With a worktree and `preflight`, the preflight first reads the
+/// Claude Code configuration this environment's reviewer would read, and each server it
+/// would veto is a warning.
+fn claude_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    policy: Policy,
+    preflight: bool,
+) -> Result<LaunchPlan, kcap_mcp_registry::RenderError> {
+    match ctx
+        .worktree
+        .as_deref()
+        .filter(|w| preflight && !w.is_empty())
+    {
+        None => claude::claude_plan(ctx, resolution),
+        Some(worktree) => {
+            let sources = ClaudeConfigSources::from_env(worktree);
+            claude::claude_plan_preflighted(ctx, resolution, policy, &sources).map(
+                |(plan, vetoes)| {
+                    for veto in vetoes {
+                        errln!("warning: agent \"{}\": {veto}", ctx.agent_id.escape_debug());
+                    }
+                    plan
+                },
+            )
+        }
+    }
 }
 
 fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
@@ -1406,47 +1431,7 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
         server_url: args.server_url.clone(),
         project_dir: None,
     };
-    for (i, (client, path)) in args.config.iter().enumerate() {
-        if let Some((_, other)) = args.config[..i].iter().find(|(c, _)| c == client) {
-            return Err(CliError::usage(format!(
-                "--config names two files for {}: {} and {}; give one (run doctor once per file)",
-                client.client().display_name(),
-                ShownPath(other),
-                ShownPath(path)
-            )));
-        }
-        if !args.client.is_empty() && !args.client.contains(client) {
-            return Err(CliError::usage(format!(
-                "--config {}={} names a client that --client leaves out; add `--client {}`, \
-                 or drop that --config",
-                client.client().name(),
-                ShownPath(path),
-                client.client().name()
-            )));
-        }
-    }
-    let mut targets = Vec::new();
-    for client in ClientArg::value_variants() {
-        if !args.client.is_empty() && !args.client.contains(client) {
-            continue;
-        }
-        let given = args.config.iter().find(|(c, _)| c == client);
-        let (path, explicit) = match given {
-            Some((_, path)) => (path.clone(), true),
-            None => {
-                let path =
-                    (client.client().registration().default_config)(&|name| std::env::var_os(name))
-                        .map_err(|e| {
-                            CliError::usage(format!(
-                                "{}: {e} (or --client to check other clients only)",
-                                client.client().display_name()
-                            ))
-                        })?;
-                (path, false)
-            }
-        };
-        targets.push((client.client(), path, explicit));
-    }
+    let targets = doctor_targets(&args)?;
     let diagnose = || {
         let files: Vec<ClientFile> = targets
             .iter()
@@ -1516,6 +1501,57 @@ fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
     } else {
         Err(CliError::Found(None))
     }
+}
+
+/// The files `doctor` reads: (client, path, whether `--config` named it), for every client
+/// `--client` selects (all without it), at its `--config` or default location.
+///
+/// # Errors
+/// A usage error for two `--config`s for one client, a `--config` for a client `--client`
+/// leaves out, or a default location that cannot be found (e.g. no HOME).
+fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, bool)>, CliError> {
+    for (i, (client, path)) in args.config.iter().enumerate() {
+        if let Some((_, other)) = args.config[..i].iter().find(|(c, _)| c == client) {
+            return Err(CliError::usage(format!(
+                "--config names two files for {}: {} and {}; give one (run doctor once per file)",
+                client.client().display_name(),
+                ShownPath(other),
+                ShownPath(path)
+            )));
+        }
+        if !args.client.is_empty() && !args.client.contains(client) {
+            return Err(CliError::usage(format!(
+                "--config {}={} names a client that --client leaves out; add `--client {}`, \
+                 or drop that --config",
+                client.client().name(),
+                ShownPath(path),
+                client.client().name()
+            )));
+        }
+    }
+    let mut targets = Vec::new();
+    for client in ClientArg::value_variants() {
+        if !args.client.is_empty() && !args.client.contains(client) {
+            continue;
+        }
+        let given = args.config.iter().find(|(c, _)| c == client);
+        let (path, explicit) = match given {
+            Some((_, path)) => (path.clone(), true),
+            None => {
+                let path =
+                    (client.client().registration().default_config)(&|name| std::env::var_os(name))
+                        .map_err(|e| {
+                            CliError::usage(format!(
+                                "{}: {e} (or --client to check other clients only)",
+                                client.client().display_name()
+                            ))
+                        })?;
+                (path, false)
+            }
+        };
+        targets.push((client.client(), path, explicit));
+    }
+    Ok(targets)
 }
 
 /// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
