@@ -788,6 +788,19 @@ mod tests {
         }
     }
 
+    /// The report on `client`'s file as `export` writes it with `exported_command`, no
+    /// ledger, when the current command is `kcap`.
+    fn run_exported(client: Client, exported_command: &str) -> Report {
+        run(
+            &[file(
+                client,
+                bytes(&exported(client, exported_command)),
+                FileRead::Missing,
+            )],
+            "kcap",
+        )
+    }
+
     fn rules(report: &Report) -> Vec<(&'static str, Option<&str>, Option<&str>)> {
         report
             .problems
@@ -799,14 +812,7 @@ mod tests {
     #[test]
     fn an_export_of_every_client_is_healthy() {
         for client in Client::ALL {
-            let report = run(
-                &[file(
-                    client,
-                    bytes(&exported(client, "kcap")),
-                    FileRead::Missing,
-                )],
-                "kcap",
-            );
+            let report = run_exported(client, "kcap");
             assert_eq!(rules(&report), [], "{client:?}");
             assert_eq!(
                 report.clients[0].status,
@@ -895,14 +901,7 @@ mod tests {
     fn stale_and_outdated_commands_in_every_client_shape() {
         for client in Client::ALL {
             // Exported with a binary that is gone: every entry is stale.
-            let report = run(
-                &[file(
-                    client,
-                    bytes(&exported(client, "/old/kcap-1/kcap")),
-                    FileRead::Missing,
-                )],
-                "kcap",
-            );
+            let report = run_exported(client, "/old/kcap-1/kcap");
             assert_eq!(
                 report.problems.iter().map(|p| p.rule).collect::<Vec<_>>(),
                 [Rule::StaleCommand; 6],
@@ -917,14 +916,7 @@ mod tests {
                 report.problems[0].message
             );
             // With another binary that exists: outdated.
-            let report = run(
-                &[file(
-                    client,
-                    bytes(&exported(client, "/opt/kcap-2/kcap")),
-                    FileRead::Missing,
-                )],
-                "kcap",
-            );
+            let report = run_exported(client, "/opt/kcap-2/kcap");
             assert_eq!(
                 report.problems.iter().map(|p| p.rule).collect::<Vec<_>>(),
                 [Rule::OutdatedCommand; 6],
@@ -938,14 +930,7 @@ mod tests {
                 report.problems[0].message
             );
             // The same file under another name: nothing to report.
-            let report = run(
-                &[file(
-                    client,
-                    bytes(&exported(client, "/usr/bin/kcap")),
-                    FileRead::Missing,
-                )],
-                "kcap",
-            );
+            let report = run_exported(client, "/usr/bin/kcap");
             assert_eq!(rules(&report), [], "{client:?}");
         }
     }

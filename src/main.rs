@@ -1052,6 +1052,16 @@ enum Target {
     Antigravity,
 }
 
+impl RenderArgs {
+    /// `--worktree` as the directory an inventory command runs in; none when absent or empty.
+    fn worktree_dir(&self) -> Option<PathBuf> {
+        self.worktree
+            .as_deref()
+            .filter(|w| !w.is_empty())
+            .map(PathBuf::from)
+    }
+}
+
 /// The launch id `--launch-id` spells, else a random one.
 fn launch_id(hex: Option<String>) -> Result<LaunchId, CliError> {
     match hex {
@@ -1085,11 +1095,7 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
                 (Some(file), _, _) => InventorySource::File(file),
                 (_, Some(codex_bin), _) => InventorySource::Run {
                     codex_bin,
-                    worktree: common
-                        .worktree
-                        .as_deref()
-                        .filter(|w| !w.is_empty())
-                        .map(PathBuf::from),
+                    worktree: common.worktree_dir(),
                 },
                 (_, _, true) => InventorySource::None,
                 _ => {
@@ -1117,11 +1123,7 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
                 (Some(file), _, _) => CopilotInventorySource::File(file),
                 (_, Some(copilot_bin), _) => CopilotInventorySource::Run {
                     copilot_bin,
-                    worktree: common
-                        .worktree
-                        .as_deref()
-                        .filter(|w| !w.is_empty())
-                        .map(PathBuf::from),
+                    worktree: common.worktree_dir(),
                 },
                 (_, _, true) => CopilotInventorySource::None,
                 _ => {

@@ -22,13 +22,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use common::acp::{Known, Record, Timing, drive, plan_env, recorder_source};
 use common::peers::{inherited_path, peer};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::gemini::gemini_plan;
@@ -38,12 +36,13 @@ use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-/// How long one client run may take, from start to the last injected server's `tools/list`.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long to keep the client running after the injected servers are up, so that a server
-/// it would start late (a second round at `session/new`) shows in the logs.
-const SETTLE: Duration = Duration::from_secs(2);
+/// How long one client run may take, from start to the last injected server's `tools/list`,
+/// and how long to keep it running after that, so that a server it would start late (a
+/// second round at `session/new`) shows in the logs.
+const TIMING: Timing = Timing {
+    timeout: Duration::from_secs(60),
+    settle: Duration::from_secs(2),
+};
 
 /// The kcap server URL the plans carry (never contacted: the recorders ignore it).
 const SERVER_URL: &str = "http://127.0.0.1:9/kcap";
@@ -212,266 +211,42 @@ impl Setup {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, &file.contents).unwrap();
         }
-        let mut env = daemon_env;
-        for name in &plan.env_remove {
-            env.remove(name);
-        }
-        for var in &plan.env {
-            env.insert(var.name.clone(), var.value.clone());
-        }
         let mut cmd = Command::new(bin);
         cmd.env_clear()
-            .envs(&env)
+            .envs(plan_env(daemon_env, plan))
             .args(&plan.argv)
-            .current_dir(plan.cwd.as_deref().expect("ACP plans name the cwd"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut client = Client::start(cmd, &plan.client);
-        let result = client.request(
-            1,
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
-        );
-        assert_eq!(result["protocolVersion"], 1, "initialize answered {result}");
+            .current_dir(plan.cwd.as_deref().expect("ACP plans name the cwd"));
         let session = plan.session_new.as_ref().expect("an ACP plan");
-        let result = client.request(2, "session/new", serde_json::to_value(session).unwrap());
-        assert!(
-            result["sessionId"].is_string(),
-            "session/new answered {result}"
-        );
+        drive(
+            cmd,
+            &plan.client,
+            serde_json::to_value(session).unwrap(),
+            &session_servers(plan),
+            &self.path("records"),
+            TIMING,
+        )
+    }
+}
 
-        // A server is known by its argv and `KCAP_*` env: `kcap-review-context` has
-        // `kcap-review`'s args.
-        type Known = (Vec<String>, BTreeMap<String, String>);
-        let wanted: BTreeSet<Known> = session
-            .mcp_servers
-            .iter()
-            .map(|s| {
-                let argv = std::iter::once(s.command.clone())
-                    .chain(s.args.clone())
-                    .collect();
-                let env = s
-                    .env
-                    .iter()
-                    .map(|v| (v.name.clone(), v.value.clone()))
-                    .collect();
-                (argv, env)
-            })
-            .collect();
-        loop {
-            let listed: BTreeSet<Known> = self
-                .records()
-                .into_iter()
-                .filter(|r| r.listed_tools)
-                .map(|r| {
-                    let env = r
-                        .kcap_env()
-                        .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                        .collect();
-                    (r.argv, env)
-                })
+/// The servers `plan`'s `session/new` injects, as the records would show them (a server is
+/// known by its argv and `KCAP_*` env: `kcap-review-context` has `kcap-review`'s args).
+fn session_servers(plan: &LaunchPlan) -> BTreeSet<Known> {
+    let session = plan.session_new.as_ref().expect("an ACP plan");
+    session
+        .mcp_servers
+        .iter()
+        .map(|s| {
+            let argv = std::iter::once(s.command.clone())
+                .chain(s.args.clone())
                 .collect();
-            if wanted.is_subset(&listed) {
-                break;
-            }
-            if client.started.elapsed() > CLIENT_TIMEOUT {
-                let stderr = client.stop();
-                panic!(
-                    "{}: not every injected server was asked for its tools within {} s; \
-                     listed {listed:?}, records {:?}; stderr:\n{stderr}",
-                    plan.client,
-                    CLIENT_TIMEOUT.as_secs(),
-                    self.records()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        std::thread::sleep(SETTLE);
-        client.stop();
-        self.records()
-    }
-
-    /// Every recorder's log, sorted by argv.
-    fn records(&self) -> Vec<Record> {
-        let dir = self.path("records");
-        let mut records: Vec<Record> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.unwrap().file_name().into_string().unwrap();
-                let pid = name.strip_suffix(".json")?.to_string();
-                let text = std::fs::read_to_string(dir.join(&name)).ok()?;
-                let v: Value = serde_json::from_str(&text).ok()?;
-                Some(Record {
-                    argv: serde_json::from_value(v["argv"].clone()).unwrap(),
-                    env: serde_json::from_value(v["env"].clone()).unwrap(),
-                    cwd: v["cwd"].as_str().unwrap().into(),
-                    listed_tools: dir.join(format!("{pid}.tools")).exists(),
-                })
-            })
-            .collect();
-        records.sort_by(|a, b| a.argv.cmp(&b.argv));
-        records
-    }
-}
-
-/// What one recorder process saw.
-#[derive(Debug)]
-struct Record {
-    /// The command (as the client ran it) and its arguments.
-    argv: Vec<String>,
-    env: BTreeMap<String, String>,
-    cwd: String,
-    /// It answered `tools/list`.
-    listed_tools: bool,
-}
-
-impl Record {
-    fn kcap_env(&self) -> BTreeMap<&str, &str> {
-        self.env
-            .iter()
-            .filter(|(k, _)| k.starts_with("KCAP_"))
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect()
-    }
-}
-
-/// A node script that logs `process.argv` (the script path as `$0`, then the arguments),
-/// the environment and the cwd to `<records>/<pid>.json`, answers MCP `initialize` and
-/// `tools/list` (marking `<pid>.tools`), and `-32601` to any other request.
-fn recorder_source(records: &Path) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-const dir = {records};
-const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-let buf = "";
-process.stdin.on("data", (chunk) => {{
-  buf += chunk;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim();
-    buf = buf.slice(i + 1);
-    if (!line) continue;
-    let m;
-    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") {{
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
-    }} else if (m.method === "tools/list") {{
-      log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [] }} }});
-    }} else {{
-      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-    }}
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
-    )
-}
-
-/// A client process driven over ACP (newline-delimited JSON-RPC on stdin/stdout).
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<Vec<u8>>,
-    started: Instant,
-    name: String,
-}
-
-impl Client {
-    fn start(mut cmd: Command, name: &str) -> Client {
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (etx, stderr) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut stderr_pipe, &mut buf);
-            let _ = etx.send(buf);
-        });
-        Client {
-            child,
-            stdin,
-            lines,
-            stderr,
-            started: Instant::now(),
-            name: name.into(),
-        }
-    }
-
-    /// Sends request `id` and returns its `result`; answers the client's own requests with
-    /// "method not found"; panics on an error response or after the timeout.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{msg}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let left = CLIENT_TIMEOUT.saturating_sub(self.started.elapsed());
-            let Ok(line) = self.lines.recv_timeout(left) else {
-                let stderr = self.stop();
-                panic!(
-                    "{}: no answer to {method} within {} s; stderr:\n{stderr}",
-                    self.name,
-                    CLIENT_TIMEOUT.as_secs()
-                );
-            };
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue; // not a JSON-RPC message (a log line)
-            };
-            if v["id"] == json!(id) && v.get("method").is_none() {
-                if let Some(error) = v.get("error") {
-                    let stderr = self.stop();
-                    panic!("{}: {method} failed: {error}; stderr:\n{stderr}", self.name);
-                }
-                return v["result"].clone();
-            }
-        }
-    }
-
-    /// Closes stdin, kills the client's process group, and returns its stderr.
-    fn stop(&mut self) -> String {
-        drop(self.stdin.take());
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let stderr = self
-            .stderr
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_default();
-        String::from_utf8_lossy(&stderr).into_owned()
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        if self.stdin.is_some() {
-            self.stop();
-        }
-    }
+            let env = s
+                .env
+                .iter()
+                .map(|v| (v.name.clone(), v.value.clone()))
+                .collect();
+            (argv, env)
+        })
+        .collect()
 }
 
 /// Asserts that the records show exactly the plan's servers (counting distinct servers, not
@@ -493,21 +268,7 @@ fn assert_exactly_injected(
         servers,
         "the servers the plan injects"
     );
-    let expected: BTreeSet<(Vec<String>, BTreeMap<&str, &str>)> = session
-        .mcp_servers
-        .iter()
-        .map(|s| {
-            let argv = std::iter::once(s.command.clone())
-                .chain(s.args.clone())
-                .collect();
-            let env = s
-                .env
-                .iter()
-                .map(|v| (v.name.as_str(), v.value.as_str()))
-                .collect();
-            (argv, env)
-        })
-        .collect();
+    let expected = session_servers(plan);
     assert_eq!(
         expected.len(),
         servers.len(),
@@ -516,7 +277,7 @@ fn assert_exactly_injected(
     let mut seen = BTreeSet::new();
     for record in records {
         assert_eq!(record.argv[0], recorder.to_str().unwrap());
-        seen.insert((record.argv.clone(), record.kcap_env()));
+        seen.insert(record.known());
     }
     assert_eq!(
         seen, expected,

@@ -25,13 +25,11 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use common::acp::{Known, Record, Timing, drive, plan_env, recorder_source};
 use common::peers::{inherited_path, peer};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::copilot::inventory::{
@@ -43,12 +41,13 @@ use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-/// How long one client run may take, from start to the last injected server's `tools/list`.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// How long to keep the client running after the injected servers are up, so that a server
-/// it would start late shows in the logs.
-const SETTLE: Duration = Duration::from_secs(3);
+/// How long one client run may take, from start to the last injected server's `tools/list`,
+/// and how long to keep it running after that, so that a server it would start late shows in
+/// the logs.
+const TIMING: Timing = Timing {
+    timeout: Duration::from_secs(90),
+    settle: Duration::from_secs(3),
+};
 
 fn main() {
     common::peers::main(real_client_tests![
@@ -154,183 +153,6 @@ impl Setup {
         }
         copilot_inventory_from(cmd, INVENTORY_TIMEOUT).unwrap()
     }
-
-    fn records(&self) -> Vec<Record> {
-        let dir = self.path("records");
-        let mut records: Vec<Record> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.unwrap().file_name().into_string().unwrap();
-                let pid = name.strip_suffix(".json")?.to_string();
-                let v: Value =
-                    serde_json::from_str(&std::fs::read_to_string(dir.join(&name)).ok()?).ok()?;
-                Some(Record {
-                    argv: serde_json::from_value(v["argv"].clone()).unwrap(),
-                    env: serde_json::from_value(v["env"].clone()).unwrap(),
-                    cwd: v["cwd"].as_str().unwrap().into(),
-                    listed_tools: dir.join(format!("{pid}.tools")).exists(),
-                })
-            })
-            .collect();
-        records.sort_by(|a, b| a.argv.cmp(&b.argv));
-        records
-    }
-}
-
-#[derive(Debug)]
-struct Record {
-    argv: Vec<String>,
-    env: BTreeMap<String, String>,
-    cwd: String,
-    listed_tools: bool,
-}
-
-/// A server as the records show it: argv (command first) and `KCAP_*` environment.
-type Known = (Vec<String>, BTreeMap<String, String>);
-
-impl Record {
-    fn known(&self) -> Known {
-        let env = self
-            .env
-            .iter()
-            .filter(|(k, _)| k.starts_with("KCAP_"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        (self.argv.clone(), env)
-    }
-}
-
-/// A node script that logs `process.argv`, the environment and the cwd to
-/// `<records>/<pid>.json`, answers MCP `initialize` and `tools/list` (marking `<pid>.tools`)
-/// and `-32601` to anything else (Copilot's `server/discover` included).
-fn recorder_source(records: &Path) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-const dir = {records};
-const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-let buf = "";
-process.stdin.on("data", (chunk) => {{
-  buf += chunk;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim();
-    buf = buf.slice(i + 1);
-    if (!line) continue;
-    let m;
-    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") {{
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
-    }} else if (m.method === "tools/list") {{
-      log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [] }} }});
-    }} else {{
-      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-    }}
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
-    )
-}
-
-/// The client over ACP (newline-delimited JSON-RPC on stdin/stdout), in its own process group.
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<Vec<u8>>,
-    started: Instant,
-}
-
-impl Client {
-    fn start(mut cmd: Command) -> Client {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start copilot: {e}"));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (etx, stderr) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut stderr_pipe, &mut buf);
-            let _ = etx.send(buf);
-        });
-        Client {
-            child,
-            stdin,
-            lines,
-            stderr,
-            started: Instant::now(),
-        }
-    }
-
-    /// Sends request `id` and returns its `result`; panics on an error or after the timeout.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{msg}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let left = CLIENT_TIMEOUT.saturating_sub(self.started.elapsed());
-            let Ok(line) = self.lines.recv_timeout(left) else {
-                let stderr = self.stop();
-                panic!("copilot: no answer to {method}; stderr:\n{stderr}");
-            };
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if v["id"] == json!(id) && v.get("method").is_none() {
-                if let Some(error) = v.get("error") {
-                    let stderr = self.stop();
-                    panic!("copilot: {method} failed: {error}; stderr:\n{stderr}");
-                }
-                return v["result"].clone();
-            }
-        }
-    }
-
-    /// Closes stdin, kills the client's process group, and returns its stderr.
-    fn stop(&mut self) -> String {
-        drop(self.stdin.take());
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let stderr = self
-            .stderr
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_default();
-        String::from_utf8_lossy(&stderr).into_owned()
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        if self.stdin.is_some() {
-            self.stop();
-        }
-    }
 }
 
 /// The servers `plan` injects, as the records would show them, read back from its
@@ -361,59 +183,24 @@ fn carry_out(
     setup: &Setup,
     bin: &Path,
     plan: &LaunchPlan,
-    mut env: BTreeMap<String, String>,
+    env: BTreeMap<String, String>,
 ) -> Vec<Record> {
     assert!(plan.files.is_empty());
-    for name in &plan.env_remove {
-        env.remove(name);
-    }
-    for var in &plan.env {
-        env.insert(var.name.clone(), var.value.clone());
-    }
     let mut cmd = Command::new(bin);
     cmd.env_clear()
-        .envs(&env)
+        .envs(plan_env(env, plan))
         .args(&plan.argv)
         .current_dir(plan.cwd.as_deref().unwrap());
-    let mut client = Client::start(cmd);
-    let result = client.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {}}),
-    );
-    assert_eq!(result["protocolVersion"], 1, "initialize answered {result}");
     let session = serde_json::to_value(plan.session_new.as_ref().unwrap()).unwrap();
     assert_eq!(session["mcpServers"], json!([]));
-    let result = client.request(2, "session/new", session);
-    assert!(
-        result["sessionId"].is_string(),
-        "session/new answered {result}"
-    );
-    let wanted = injected(plan);
-    loop {
-        let listed: BTreeSet<Known> = setup
-            .records()
-            .iter()
-            .filter(|r| r.listed_tools)
-            .map(Record::known)
-            .collect();
-        if wanted.is_subset(&listed) {
-            break;
-        }
-        if client.started.elapsed() > CLIENT_TIMEOUT {
-            let stderr = client.stop();
-            panic!(
-                "copilot: not every injected server listed its tools within {} s; listed \
-                 {listed:?}, records {:?}; stderr:\n{stderr}",
-                CLIENT_TIMEOUT.as_secs(),
-                setup.records()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(SETTLE);
-    client.stop();
-    setup.records()
+    drive(
+        cmd,
+        "copilot",
+        session,
+        &injected(plan),
+        &setup.path("records"),
+        TIMING,
+    )
 }
 
 /// Renders the plan of `ctx` with the real inventory, carries it out, and asserts that

@@ -3,6 +3,7 @@
 //! Shared by the Codex ([`super::codex::inventory`]) and Copilot CLI
 //! ([`super::copilot::inventory`]) inventories.
 
+use std::fmt;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -54,6 +55,35 @@ pub(crate) enum RunError {
     Spawn(std::io::Error),
     /// It was still running (or a pipe still open) at the deadline; its group was ended.
     Timeout,
+}
+
+/// Writes that `binary` (e.g. "the Codex binary") gave no answer within `timeout`: the
+/// `Display` of both inventory errors' `Timeout`.
+pub(crate) fn write_timeout(
+    f: &mut fmt::Formatter<'_>,
+    binary: &str,
+    timeout: Duration,
+) -> fmt::Result {
+    write!(
+        f,
+        "{binary} gave no answer within {} s (it was stopped)",
+        timeout.as_secs_f64()
+    )
+}
+
+/// Writes that `binary` exited with `status`, and what it printed on standard error
+/// (trimmed, escaped): the `Display` of both inventory errors' `Exit`.
+pub(crate) fn write_exit(
+    f: &mut fmt::Formatter<'_>,
+    binary: &str,
+    status: &ExitStatus,
+    stderr: &str,
+) -> fmt::Result {
+    write!(f, "{binary} failed ({status})")?;
+    match stderr.trim() {
+        "" => f.write_str(" and printed nothing on standard error"),
+        err => write!(f, ", printing \"{}\"", err.escape_debug()),
+    }
 }
 
 /// Runs `cmd` (stdin `/dev/null`, stdout and stderr captured) in its own process group until

@@ -1,9 +1,11 @@
 //! Helpers shared by the tests (`mod common;`): run the `kcap-mcp-registry` binary and
 //! capture its exit code, stdout and stderr exactly (with the `cli` feature); write an
-//! executable stand-in ([`stand_in`]); run the real clients ([`peers`]). `README.md` here
-//! says how to write a test file that runs a real client.
+//! executable stand-in ([`stand_in`]); run the real clients ([`peers`]), over ACP with
+//! recorders as their MCP servers ([`acp`]). `README.md` here says how to write a test file
+//! that runs a real client.
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod peers;
 pub mod stand_in;
 

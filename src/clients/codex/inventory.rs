@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::app_server::{self, CONFIG_READ_COMMAND};
 use super::config::ServerConfig;
-use crate::clients::process::{RunError, run_to_end};
+use crate::clients::process::{self, RunError, run_to_end};
 
 /// One MCP server Codex would start, as `codex mcp list --json` (Codex CLI 0.169.0)
 /// reports it, with its effective configuration entry when `config/read` reports it.
@@ -152,17 +152,9 @@ impl fmt::Display for InventoryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InventoryError::Spawn(_) => f.write_str("the Codex binary could not be run"),
-            InventoryError::Timeout(t) => write!(
-                f,
-                "the Codex binary gave no answer within {} s (it was stopped)",
-                t.as_secs_f64()
-            ),
+            InventoryError::Timeout(t) => process::write_timeout(f, "the Codex binary", *t),
             InventoryError::Exit { status, stderr } => {
-                write!(f, "the Codex binary failed ({status})")?;
-                match stderr.trim() {
-                    "" => f.write_str(" and printed nothing on standard error"),
-                    err => write!(f, ", printing \"{}\"", err.escape_debug()),
-                }
+                process::write_exit(f, "the Codex binary", status, stderr)
             }
             InventoryError::Parse(_) => write!(
                 f,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::clients::process::{RunError, run_to_end};
+use crate::clients::process::{self, RunError, run_to_end};
 
 /// One MCP server Copilot CLI 1.0.102 would start on its own, as `copilot mcp list --json`
 /// reports it.
@@ -83,17 +83,9 @@ impl fmt::Display for InventoryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InventoryError::Spawn(_) => f.write_str("the Copilot CLI binary could not be run"),
-            InventoryError::Timeout(t) => write!(
-                f,
-                "the Copilot CLI binary gave no answer within {} s (it was stopped)",
-                t.as_secs_f64()
-            ),
+            InventoryError::Timeout(t) => process::write_timeout(f, "the Copilot CLI binary", *t),
             InventoryError::Exit { status, stderr } => {
-                write!(f, "the Copilot CLI binary failed ({status})")?;
-                match stderr.trim() {
-                    "" => f.write_str(" and printed nothing on standard error"),
-                    err => write!(f, ", printing \"{}\"", err.escape_debug()),
-                }
+                process::write_exit(f, "the Copilot CLI binary", status, stderr)
             }
             InventoryError::Parse(_) => {
                 f.write_str("the inventory is not the JSON `copilot mcp list --json` prints")
