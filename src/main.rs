@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::clients::{Client, claude, codex, codex::registration::codex_toml};
 use kcap_mcp_registry::clients::{antigravity, cursor, kiro};
 use kcap_mcp_registry::clients::{copilot, gemini, opencode};
@@ -154,7 +155,7 @@ Example:
         subcommand,
         after_help = "\
 Example:
-  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review --format shell"
+  kcap-mcp-registry render claude --agent-id a1 --launch-dir /run/kcap/l1 --allowlist kcap-review --format shell"
     )]
     Render(Box<RenderClient>),
     /// Generate files from the registry.
@@ -314,11 +315,11 @@ enum FailOn {
 enum RenderClient {
     /// Claude Code: `--mcp-config` JSON and the reviewer flags.
     #[command(
-        override_usage = "kcap-mcp-registry render claude --agent-id <ID> [OPTIONS]\n       \
-                          kcap-mcp-registry render claude --launch-json <FILE|-> [OPTIONS]",
+        override_usage = "kcap-mcp-registry render claude --agent-id <ID> --launch-dir <DIR> [OPTIONS]\n       \
+                          kcap-mcp-registry render claude --launch-json <FILE|-> --launch-dir <DIR> [OPTIONS]",
         after_help = "\
 Example:
-  kcap-mcp-registry render claude --agent-id a1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH"
+  kcap-mcp-registry render claude --agent-id a1 --launch-dir /run/kcap/l1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH"
     )]
     Claude {
         #[command(flatten)]
@@ -333,7 +334,7 @@ Example:
     /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
     #[command(
         override_usage = "kcap-mcp-registry render codex <--agent-id <ID>|--launch-json <FILE|->> \
-                          <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+                          --launch-dir <DIR> <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
         after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
 remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
@@ -346,7 +347,7 @@ isolated.
 
 Example:
   codex mcp list --json > inventory.json
-  kcap-mcp-registry render codex --launch-json launch.json --inventory inventory.json --format shell"
+  kcap-mcp-registry render codex --launch-json launch.json --launch-dir /run/kcap/l1 --inventory inventory.json --format shell"
     )]
     Codex {
         #[command(flatten)]
@@ -364,10 +365,10 @@ Example:
     /// Gemini CLI over ACP: servers in `session/new` under per-launch aliased names.
     #[command(
         override_usage = "kcap-mcp-registry render gemini <--agent-id <ID>|--launch-json <FILE|->> \
-                          --worktree <DIR> [OPTIONS]",
+                          --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
         after_help = "\
 Example:
-  kcap-mcp-registry render gemini --agent-id a1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+  kcap-mcp-registry render gemini --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
     )]
     Gemini {
         #[command(flatten)]
@@ -390,7 +391,7 @@ Example:
     /// on its own disabled by name.
     #[command(
         override_usage = "kcap-mcp-registry render copilot <--agent-id <ID>|--launch-json <FILE|->> \
-                          --worktree <DIR> <--inventory <FILE|->|--copilot-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+                          --launch-dir <DIR> --worktree <DIR> <--inventory <FILE|->|--copilot-bin <PATH>|--no-inherited-servers> [OPTIONS]",
         after_help = "\
 Copilot CLI also starts the MCP servers of the user's mcp-config.json and, in a trusted
 folder, the worktree's .mcp.json: give their inventory (--inventory or --copilot-bin, run in
@@ -400,7 +401,7 @@ Exit codes for the inventory: as for `render codex`.
 
 Example:
   copilot mcp list --json > inventory.json
-  kcap-mcp-registry render copilot --agent-id a1 --worktree /work/tree --inventory inventory.json --server-url URL --kcap-bin PATH --format plan"
+  kcap-mcp-registry render copilot --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --inventory inventory.json --server-url URL --kcap-bin PATH --format plan"
     )]
     Copilot {
         #[command(flatten)]
@@ -419,14 +420,14 @@ Example:
     /// the user's ~/.cursor/mcp.json unverified.
     #[command(
         override_usage = "kcap-mcp-registry render cursor <--agent-id <ID>|--launch-json <FILE|->> \
-                          --worktree <DIR> [OPTIONS]",
+                          --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
         after_help = "\
 Whether Cursor also starts the servers of the user's ~/.cursor/mcp.json is not established:
 the plan says \"isolation\": {\"status\": \"unverified\"}, a warning is printed, and --strict
 refuses it unless --allow-unverified-isolation is given.
 
 Example:
-  kcap-mcp-registry render cursor --agent-id a1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+  kcap-mcp-registry render cursor --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
     )]
     Cursor {
         #[command(flatten)]
@@ -514,10 +515,18 @@ struct RenderArgs {
     /// The worktree the reviewer runs in.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     worktree: Option<String>,
-    /// The per-launch directory the daemon creates (absolute; OpenCode, Kiro and Antigravity
-    /// need it, the other clients refuse it).
+    /// The per-launch directory the daemon creates (absolute): the client's root, from which
+    /// it reads its user-level configuration.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     launch_dir: Option<String>,
+    /// Hand the reviewer this credential or provider variable, with its value from this
+    /// environment (repeatable; each client accepts its own names).
+    #[arg(long = "credential", value_name = "NAME")]
+    credentials: Vec<String>,
+    /// A directory kept across launches for the client's caches (absolute): its
+    /// XDG_CACHE_HOME instead of the per-launch one.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    cache_dir: Option<String>,
     /// Brokered result delivery: the result channel gets this capability URL
     /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]
@@ -1052,6 +1061,22 @@ enum Target {
     Antigravity,
 }
 
+impl Target {
+    /// The client rendered for.
+    fn client(&self) -> Client {
+        match self {
+            Target::Claude { .. } => Client::Claude,
+            Target::Codex(_) => Client::Codex,
+            Target::Gemini(_) => Client::Gemini,
+            Target::OpenCode => Client::OpenCode,
+            Target::Copilot(_) => Client::Copilot,
+            Target::Cursor(_) => Client::Cursor,
+            Target::Kiro(_) => Client::Kiro,
+            Target::Antigravity => Client::Antigravity,
+        }
+    }
+}
+
 impl RenderArgs {
     /// `--worktree` as the directory an inventory command runs in; none when absent or empty.
     fn worktree_dir(&self) -> Option<PathBuf> {
@@ -1168,7 +1193,6 @@ fn inventory_error(e: preview::PreviewError) -> CliError {
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
-    check_launch_dir_used(common.launch_dir.is_some(), &target)?;
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
         && matches!(&target, Target::Codex(InventorySource::File(f))
@@ -1194,6 +1218,8 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         result_capability_url: common.result_capability_url,
         review_context_url: common.review_context_url,
         launch_dir: common.launch_dir,
+        credentials: credentials_from_env(&common.credentials)?,
+        cache_dir: common.cache_dir,
     };
     preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
@@ -1210,6 +1236,13 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     };
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
+    let client = target.client();
+    kcap_mcp_registry::clients::root::managed_preflight(
+        client,
+        client.managed_files(),
+        Path::new("/"),
+    )
+    .map_err(CliError::found)?;
     for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
         errln!("warning: {warning}");
     }
@@ -1255,21 +1288,20 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses `--launch-dir` for a client whose launch has no per-launch directory (only
-/// OpenCode's, Kiro's and Antigravity's do), where it would be accepted and silently ignored.
-fn check_launch_dir_used(given: bool, target: &Target) -> Result<(), CliError> {
-    if given
-        && !matches!(
-            target,
-            Target::OpenCode | Target::Kiro(_) | Target::Antigravity
-        )
-    {
-        return Err(CliError::usage(
-            "--launch-dir is used by `render opencode`, `render kiro` and `render antigravity` \
-             only (the directory their per-launch config goes to); leave it out for this client",
-        ));
+/// The `--credential` variables with their values from this process's environment.
+fn credentials_from_env(names: &[String]) -> Result<Credentials, CliError> {
+    let mut credentials = Credentials::default();
+    for name in names {
+        let value = std::env::var(name).map_err(|_| {
+            CliError::usage(format!(
+                "--credential {}: not set in this environment (or not UTF-8); set it, or \
+                 leave the flag out",
+                name.escape_debug()
+            ))
+        })?;
+        credentials.env.push(EnvVar::new(name.clone(), value));
     }
-    Ok(())
+    Ok(credentials)
 }
 
 /// The Claude Code plan. With a worktree and `preflight`, the preflight first reads the

@@ -45,6 +45,10 @@ pub struct LaunchOverrides {
     pub review_context_url: Option<String>,
     /// `--launch-dir`.
     pub launch_dir: Option<String>,
+    /// `--credential NAME`, each with its value from the invoking environment.
+    pub credentials: crate::clients::root::Credentials,
+    /// `--cache-dir`.
+    pub cache_dir: Option<String>,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -73,6 +77,8 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
             launch.borrowed_snapshot,
             overrides.review_context_url.or(launch.review_context_url),
         ),
+        credentials: overrides.credentials,
+        cache_dir: overrides.cache_dir,
     }
 }
 

@@ -753,6 +753,8 @@ fn render_claude_with_a_worktree_runs_the_preflight_unless_told_not_to() {
             .args([
                 "render",
                 "claude",
+                "--launch-dir",
+                "/run/kcap/l1",
                 "--server-url",
                 "http://127.0.0.1:5100",
                 "--kcap-bin",

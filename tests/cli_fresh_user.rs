@@ -249,20 +249,30 @@ fn render_directory_flags_are_usage_errors() {
         ("opencode", vec!["--worktree", "/w"]),
         ("opencode", vec!["--worktree", "/w", "--launch-dir", "rel"]),
         ("gemini", vec!["--worktree", "rel"]),
-        ("claude", vec!["--launch-dir", "/l"]),
+        ("claude", vec![]),
         ("codex", vec!["--launch-dir", "rel"]),
-        ("gemini", vec!["--worktree", "/w", "--launch-dir", "/l"]),
+        ("gemini", vec!["--worktree", "/w"]),
+        ("claude", vec!["--launch-dir", "/l", "--cache-dir", "cache"]),
         (
             "claude",
-            vec!["--worktree", "/w\u{1b}[2J", "--no-preflight"],
+            vec![
+                "--launch-dir",
+                "/l",
+                "--worktree",
+                "/w\u{1b}[2J",
+                "--no-preflight",
+            ],
         ),
         ("opencode", vec!["--worktree", "/w", "--launch-dir", "/l\n"]),
     ] {
         let r = render(client, &extra);
         assert_eq!(r.code, 2, "{client} {extra:?}: {}", r.stderr);
     }
-    let r = render("opencode", &["--worktree", "/w", "--launch-dir", "/l"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Every client's launch is rooted in its launch directory.
+    for client in ["claude", "codex", "gemini", "opencode"] {
+        let r = render(client, &["--worktree", "/w", "--launch-dir", "/l"]);
+        assert_eq!(r.code, 0, "{client}: {}", r.stderr);
+    }
 }
 
 #[test]

@@ -26,7 +26,16 @@ fn a_closed_pipe_ends_quietly() {
     // Far more than a pipe buffer holds, so the write meets the closed pipe.
     let prompt = "p".repeat(120_000);
     let mut child = bin()
-        .args(["render", "claude", "--agent-id", "a", "--prompt", &prompt])
+        .args([
+            "render",
+            "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
+            "--agent-id",
+            "a",
+            "--prompt",
+            &prompt,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -54,7 +63,14 @@ fn a_full_standard_error_does_not_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let out = bin()
-        .args(["render", "claude", "--agent-id", "a"])
+        .args([
+            "render",
+            "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
+            "--agent-id",
+            "a",
+        ])
         .stderr(full())
         .output()
         .unwrap();

@@ -7,7 +7,9 @@ mod common;
 use common::run;
 use kcap_mcp_registry::clients::plan::LaunchPlan;
 
-const COMMON: [&str; 10] = [
+const COMMON: [&str; 12] = [
+    "--launch-dir",
+    "/run/kcap/launch-1",
     "--server-url",
     "http://127.0.0.1:5100",
     "--kcap-bin",
@@ -36,22 +38,12 @@ fn render_prints_the_golden_plans() {
         ("claude", &["--no-preflight"]),
         ("codex", &["--no-inherited-servers"]),
         ("gemini", &["--launch-id", "0123456789ABCDEF"]),
-        ("opencode", &["--launch-dir", "/run/kcap/launch-1"]),
+        ("opencode", &[]),
         ("cursor", &["--allow-unverified-isolation"]),
-        (
-            "kiro",
-            &[
-                "--launch-id",
-                "0123456789abcdef",
-                "--launch-dir",
-                "/run/kcap/launch-1",
-            ],
-        ),
+        ("kiro", &["--launch-id", "0123456789abcdef"]),
         (
             "antigravity",
             &[
-                "--launch-dir",
-                "/run/kcap/launch-1",
                 "--result-capability-url",
                 "http://127.0.0.1:41234/c4p4b1l1ty",
             ],
@@ -96,10 +88,6 @@ fn a_random_launch_id_differs_per_run() {
     ] {
         let mut args = vec!["render", client];
         args.extend(COMMON);
-        // Gemini has no per-launch directory, and refuses --launch-dir.
-        if client == "kiro" {
-            args.extend(["--launch-dir", "/run/l"]);
-        }
         args.extend(["--format", "json"]);
         let (a, b) = (run(&args), run(&args));
         assert_eq!((a.code, b.code), (0, 0), "{client}");
@@ -206,7 +194,6 @@ fn render_copilot_takes_its_inventory() {
 fn antigravity_without_a_capability_url_is_refused() {
     let mut args = vec!["render", "antigravity"];
     args.extend(COMMON);
-    args.extend(["--launch-dir", "/run/l"]);
     let r = run(&args);
     assert_eq!(
         (r.code, r.stdout.as_str(), r.stderr.as_str()),
@@ -225,7 +212,7 @@ fn a_bad_launch_id_is_a_usage_error() {
     for client in ["gemini", "kiro"] {
         let mut args = vec!["render", client];
         args.extend(COMMON);
-        args.extend(["--launch-dir", "/run/l", "--launch-id", "xyz"]);
+        args.extend(["--launch-id", "xyz"]);
         let r = run(&args);
         assert_eq!(
             (r.code, r.stdout.as_str(), r.stderr.as_str()),

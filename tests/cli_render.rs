@@ -16,10 +16,19 @@ const INVENTORY: &str = "tests/fixtures/cli/render/config-read.json";
 /// The same servers as `codex mcp list --json` reports them (most fields hidden).
 const MCP_LIST_INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
-/// Runs `render CLIENT --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
+/// Runs `render CLIENT --launch-dir /run/kcap/l1 --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
 /// root): the launch values most cases share.
 fn render(client: &str, args: &[&str]) -> Run {
-    let mut all = vec!["render", client, "--server-url", URL, "--kcap-bin", KCAP];
+    let mut all = vec![
+        "render",
+        client,
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--server-url",
+        URL,
+        "--kcap-bin",
+        KCAP,
+    ];
     all.extend(args);
     run(&all)
 }
@@ -129,7 +138,16 @@ fn claude_json_is_the_library_argv() {
 
 #[test]
 fn a_gated_render_has_no_mcp_servers() {
-    let r = run(&["render", "claude", "--agent-id", "a1", "--format", "json"]);
+    let r = run(&[
+        "render",
+        "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--agent-id",
+        "a1",
+        "--format",
+        "json",
+    ]);
     assert_eq!(
         r.stdout,
         "[\"--permission-mode\",\"bypassPermissions\",\"--strict-mcp-config\",\"--mcp-config\",\"{\\\"mcpServers\\\":{}}\",\"--disallowedTools\",\"Agent\"]\n"
@@ -137,6 +155,8 @@ fn a_gated_render_has_no_mcp_servers() {
     let r = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--kcap-bin",
@@ -164,6 +184,8 @@ warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: dupli
     let args = [
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--launch-json",
         LAUNCH,
         "--server-url",
@@ -199,6 +221,8 @@ fn command_line_values_override_the_launch_json() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--launch-json",
         LAUNCH,
         "--agent-id",
@@ -246,7 +270,14 @@ fn command_line_values_override_the_launch_json() {
 
 #[test]
 fn codex_refuses_to_render_without_an_inventory_source() {
-    let r = run(&["render", "codex", "--agent-id", "a1"]);
+    let r = run(&[
+        "render",
+        "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--agent-id",
+        "a1",
+    ]);
     assert_eq!(
         r,
         Run {
@@ -258,6 +289,8 @@ fn codex_refuses_to_render_without_an_inventory_source() {
     let r = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--inventory",
@@ -266,7 +299,16 @@ fn codex_refuses_to_render_without_an_inventory_source() {
     ]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
-    let r = run(&["render", "codex", "--launch-json", "-", "--inventory", "-"]);
+    let r = run(&[
+        "render",
+        "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--launch-json",
+        "-",
+        "--inventory",
+        "-",
+    ]);
     assert_eq!(
         r,
         Run {
@@ -289,6 +331,8 @@ fn bad_inputs_exit_2() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--launch-json",
         bad_launch.to_str().unwrap(),
     ]);
@@ -305,6 +349,8 @@ fn bad_inputs_exit_2() {
     let r = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--inventory",
@@ -321,7 +367,16 @@ fn bad_inputs_exit_2() {
     // Standard input is named as such, and nothing says Codex was run.
     let r = finish(
         bin()
-            .args(["render", "codex", "--agent-id", "a1", "--inventory", "-"])
+            .args([
+                "render",
+                "codex",
+                "--launch-dir",
+                "/run/kcap/l1",
+                "--agent-id",
+                "a1",
+                "--inventory",
+                "-",
+            ])
             .write_stdin("not json"),
     );
     assert_eq!(
@@ -334,6 +389,8 @@ fn bad_inputs_exit_2() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--launch-json",
         "tests/fixtures/cli/no-such.json",
     ]);
@@ -345,9 +402,22 @@ fn bad_inputs_exit_2() {
         r.stderr
     );
     // Missing agent id, unknown format.
-    assert_eq!(run(&["render", "claude"]).code, 2);
     assert_eq!(
-        run(&["render", "claude", "--agent-id", "a", "--format", "csv"]).code,
+        run(&["render", "claude", "--launch-dir", "/run/kcap/l1"]).code,
+        2
+    );
+    assert_eq!(
+        run(&[
+            "render",
+            "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
+            "--agent-id",
+            "a",
+            "--format",
+            "csv"
+        ])
+        .code,
         2
     );
 }
@@ -357,6 +427,8 @@ fn render_refusals_exit_1_with_the_message() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--allowlist",
@@ -374,6 +446,8 @@ fn render_refusals_exit_1_with_the_message() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--server-url",
@@ -397,6 +471,8 @@ fn render_refusals_exit_1_with_the_message() {
             .args([
                 "render",
                 "codex",
+                "--launch-dir",
+                "/run/kcap/l1",
                 "--agent-id",
                 "a1",
                 "--server-url",
@@ -421,6 +497,8 @@ fn render_refusals_exit_1_with_the_message() {
             .args([
                 "render",
                 "claude",
+                "--launch-dir",
+                "/run/kcap/l1",
                 "--launch-json",
                 "-",
                 "--format",
@@ -479,6 +557,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let r = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--codex-bin",
@@ -499,6 +579,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let silent = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--codex-bin",
@@ -516,6 +598,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let missing = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--codex-bin",
@@ -532,6 +616,8 @@ fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
     let missing_file = run(&[
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--inventory",
@@ -626,7 +712,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         "shell",
     ];
 
-    let mut claude = vec!["render", "claude"];
+    let mut claude = vec!["render", "claude", "--launch-dir", "/run/kcap/l1"];
     claude.extend(common);
     let expected = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
@@ -635,6 +721,8 @@ fn shell_format_round_trips_hostile_values_through_sh() {
     let mut codex = vec![
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--no-inherited-servers",
         "--worktree",
         &worktree,
@@ -657,6 +745,8 @@ fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_director
     let args = [
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--worktree",
@@ -676,6 +766,8 @@ fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_director
     let args = [
         "render",
         "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--agent-id",
         "a1",
         "--worktree",
@@ -708,7 +800,16 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
         "--format",
         "json",
     ];
-    let mut args = vec!["render", "claude", "--launch-json", p, "--agent-id", "a7"];
+    let mut args = vec![
+        "render",
+        "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--launch-json",
+        p,
+        "--agent-id",
+        "a7",
+    ];
     args.extend(common);
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -718,7 +819,14 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
         r.stdout
     );
 
-    let mut args = vec!["render", "claude", "--launch-json", p];
+    let mut args = vec![
+        "render",
+        "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--launch-json",
+        p,
+    ];
     args.extend(common);
     let r = run(&args);
     assert_eq!(r.code, 2);
@@ -728,7 +836,14 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
         r.stderr
     );
 
-    let mut args = vec!["render", "claude", "--agent-id", " "];
+    let mut args = vec![
+        "render",
+        "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--agent-id",
+        " ",
+    ];
     args.extend(common);
     assert_eq!(
         run(&args),
@@ -776,7 +891,7 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
     let claude = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     assert!(claude[4].contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
     assert!(claude[4].contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
-    let mut args = vec!["render", "claude"];
+    let mut args = vec!["render", "claude", "--launch-dir", "/run/kcap/l1"];
     args.extend(flags);
     assert_eq!(
         run(&args),
@@ -787,7 +902,13 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
         }
     );
     let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
-    let mut args = vec!["render", "codex", "--no-inherited-servers"];
+    let mut args = vec![
+        "render",
+        "codex",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--no-inherited-servers",
+    ];
     args.extend(flags);
     assert_eq!(
         run(&args).stdout,
@@ -806,6 +927,8 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--server-url",
         URL,
         "--kcap-bin",
@@ -875,13 +998,22 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
         );
     };
     refused(
-        &["render", "claude", "--agent-id", "a\nerror: forged"],
+        &[
+            "render",
+            "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
+            "--agent-id",
+            "a\nerror: forged",
+        ],
         r"--agent-id `a\nerror: forged` contains \u{a}, a control or invisible character",
     );
     refused(
         &[
             "render",
             "codex",
+            "--launch-dir",
+            "/run/kcap/l1",
             "--no-inherited-servers",
             "--agent-id",
             "a1",
@@ -894,6 +1026,8 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
         &[
             "render",
             "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
             "--agent-id",
             "a1",
             "--server-url",
@@ -905,6 +1039,8 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
         &[
             "render",
             "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
             "--agent-id",
             "a1",
             "--result-capability-url",
@@ -914,13 +1050,22 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
     );
     // From the launch JSON, named as its field; a flag given instead is what counts.
     refused(
-        &["render", "claude", "--launch-json", launch],
+        &[
+            "render",
+            "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
+            "--launch-json",
+            launch,
+        ],
         r"`agent_id` of the launch JSON `a\u{1b}]0;x\u{7}` contains \u{1b}, a control or invisible character",
     );
     refused(
         &[
             "render",
             "claude",
+            "--launch-dir",
+            "/run/kcap/l1",
             "--launch-json",
             launch,
             "--agent-id",
@@ -931,6 +1076,8 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
     let r = run(&[
         "render",
         "claude",
+        "--launch-dir",
+        "/run/kcap/l1",
         "--launch-json",
         launch,
         "--agent-id",

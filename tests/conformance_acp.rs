@@ -488,11 +488,9 @@ fn opencode_reads_the_plans_permission_rules() {
         return;
     };
     let setup = Setup::new();
-    let mut env = hostile_opencode(&setup);
+    let env = hostile_opencode(&setup);
     let plan = plan_of(&setup.context(), opencode_plan);
-    for name in &plan.env_remove {
-        env.remove(name);
-    }
+    let env = common::acp::plan_env(env, &plan);
     let permission = plan
         .env
         .iter()
@@ -500,7 +498,6 @@ fn opencode_reads_the_plans_permission_rules() {
         .unwrap()
         .value
         .clone();
-    env.extend(plan.env.iter().map(|v| (v.name.clone(), v.value.clone())));
     let mut cmd = Command::new(&bin);
     cmd.env_clear()
         .envs(&env)

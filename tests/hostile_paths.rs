@@ -107,6 +107,8 @@ fn no_command_prints_a_hostile_path_raw_in_any_format() {
         cases.push(vec![
             p("render"),
             p("claude"),
+            p("--launch-dir"),
+            p("/run/kcap/l1"),
             p("--agent-id"),
             p("a1"),
             p("--registry"),
@@ -130,12 +132,21 @@ fn no_command_prints_a_hostile_path_raw_in_any_format() {
         cases.push(vec![p("diff"), &valid, registry]);
     }
     for launch in [&missing, &bad_json] {
-        cases.push(vec![p("render"), p("claude"), p("--launch-json"), launch]);
+        cases.push(vec![
+            p("render"),
+            p("claude"),
+            p("--launch-dir"),
+            p("/run/kcap/l1"),
+            p("--launch-json"),
+            launch,
+        ]);
     }
     for inventory in [&missing, &bad_json] {
         cases.push(vec![
             p("render"),
             p("codex"),
+            p("--launch-dir"),
+            p("/run/kcap/l1"),
             p("--agent-id"),
             p("a1"),
             p("--inventory"),
@@ -145,6 +156,8 @@ fn no_command_prints_a_hostile_path_raw_in_any_format() {
     cases.push(vec![
         p("render"),
         p("codex"),
+        p("--launch-dir"),
+        p("/run/kcap/l1"),
         p("--agent-id"),
         p("a1"),
         p("--codex-bin"),
@@ -153,6 +166,8 @@ fn no_command_prints_a_hostile_path_raw_in_any_format() {
     cases.push(vec![
         p("render"),
         p("codex"),
+        p("--launch-dir"),
+        p("/run/kcap/l1"),
         p("--agent-id"),
         p("a1"),
         p("--codex-bin"),

@@ -337,11 +337,11 @@ fn acp_clients_refuse_a_missing_or_relative_worktree() {
 }
 
 #[test]
-fn launch_dir_clients_refuse_a_missing_or_relative_launch_dir() {
+fn every_client_refuses_a_missing_or_relative_launch_dir() {
     for dir in [None, Some("launch"), Some("")] {
         let mut c = ctx(None);
         c.launch_dir = dir.map(String::from);
-        for client in [Client::OpenCode, Client::Kiro, Client::Antigravity] {
+        for client in Client::ALL {
             let err = plan(client, &c, Policy::Lenient).unwrap_err();
             assert_eq!(
                 err.to_string(),
@@ -352,10 +352,6 @@ fn launch_dir_clients_refuse_a_missing_or_relative_launch_dir() {
             );
         }
     }
-    // Cursor needs none.
-    let mut c = ctx(None);
-    c.launch_dir = None;
-    assert!(plan(Client::Cursor, &c, Policy::Lenient).is_ok());
 }
 
 #[test]

@@ -17,6 +17,7 @@ use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_t
 use kcap_mcp_registry::clients::kiro::{self, kiro_plan};
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::root;
 use kcap_mcp_registry::{
     ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery,
     Snapshot, lookup, servers,
@@ -158,9 +159,7 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
             let file = plan
                 .files
                 .iter()
-                .find(|f| {
-                    f.path == format!("{}/{}", antigravity::HOME_DIR, antigravity::MCP_CONFIG)
-                })
+                .find(|f| f.path == format!("{}/{}", root::HOME_DIR, antigravity::MCP_CONFIG))
                 .unwrap();
             let config: Value = serde_json::from_str(&file.contents).unwrap();
             config["mcpServers"]
@@ -310,16 +309,24 @@ proptest! {
                 prop_assert_eq!(command.as_str(), "/opt/kcap");
                 prop_assert_eq!(args, registry);
             }
-            // Env names are unique, and every server env name the daemon's environment
-            // could hold is removed from every client that might pass it on.
+            // The environment is built, not filtered: env names are unique, none is
+            // inherited too, the client inherits exactly the shared list (so no server env
+            // name, no HOME or XDG directory and no client variable of the daemon's), and its
+            // root (HOME, the XDG directories, TMPDIR) is under the launch directory.
             let mut names: Vec<&str> = plan.env.iter().map(|v| v.name.as_str()).collect();
             names.sort_unstable();
             names.dedup();
             prop_assert_eq!(names.len(), plan.env.len());
+            prop_assert_eq!(&plan.env_inherit, &root::INHERITED_ENV);
+            prop_assert!(!plan.env.iter().any(|v| plan.env_inherit.contains(&v.name)));
             for s in servers() {
                 for (name, _) in s.env {
-                    prop_assert!(plan.env_remove.iter().any(|r| r == name), "{} keeps {}", client, name);
+                    prop_assert!(plan.env_value(name).is_none(), "{} sets {}", client, name);
                 }
+            }
+            for name in ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "TMPDIR"] {
+                let value = plan.env_value(name).unwrap_or_default();
+                prop_assert!(value.starts_with("/run/l/"), "{} {}={}", client, name, value);
             }
             // Files and dirs stay under the launch directory, relative and without `..`.
             for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
@@ -344,19 +351,14 @@ proptest! {
                         }
                     }
                     prop_assert_eq!(&trusted[2..], &expected[..]);
-                    prop_assert_eq!(&plan.env[0].name, "KIRO_HOME");
-                    prop_assert_eq!(&plan.env[0].value, &format!("/run/l/{}", kiro::KIRO_HOME));
-                    prop_assert_eq!(&plan.dirs, &[kiro::KIRO_HOME]);
+                    let kiro_home = format!("/run/l/{}", kiro::KIRO_HOME);
+                    prop_assert_eq!(plan.env_value("KIRO_HOME"), Some(kiro_home.as_str()));
+                    prop_assert!(plan.dirs.iter().any(|d| d == kiro::KIRO_HOME));
                 }
                 Client::Antigravity => {
                     prop_assert!(plan.session_new.is_none());
-                    let home = format!("/run/l/{}", antigravity::HOME_DIR);
-                    let env: Vec<(&str, &str)> = plan.env.iter().map(|v| (v.name.as_str(), v.value.as_str())).collect();
-                    let tmp = format!("{home}/tmp");
-                    prop_assert_eq!(env, [("HOME", home.as_str()), ("TMPDIR", tmp.as_str())]);
-                    prop_assert_eq!(&plan.dirs, &[format!("{}/tmp", antigravity::HOME_DIR)]);
                     let settings = &plan.files[1];
-                    prop_assert_eq!(&settings.path, &format!("{}/{}", antigravity::HOME_DIR, antigravity::SETTINGS));
+                    prop_assert_eq!(&settings.path, &format!("{}/{}", root::HOME_DIR, antigravity::SETTINGS));
                     let settings: Value = serde_json::from_str(&settings.contents).unwrap();
                     let allow: Vec<String> = serde_json::from_value(settings["permissions"]["allow"].clone()).unwrap();
                     let mut expected = Vec::new();
@@ -388,12 +390,6 @@ proptest! {
                         let server = plan.servers.iter().find(|s| name.starts_with(&format!("{}_", s.wire_name)));
                         let builtin = ["read", "grep", "glob", "list"].contains(&name.as_str());
                         prop_assert!(server.is_some() || builtin, "{} allowed", name);
-                    }
-                    // Every server the daemon could inherit from its own environment is removed.
-                    for s in servers() {
-                        for (name, _) in s.env {
-                            prop_assert!(plan.env_remove.iter().any(|r| r == name));
-                        }
                     }
                 }
                 Client::Copilot => copilot_carriers(&plan, &ctx, &inherited)?,
@@ -506,12 +502,7 @@ fn copilot_carriers(
             .iter()
             .any(|a| a == "--allow-all-tools" || a == "--allow-all" || a == "--yolo")
     );
-    prop_assert!(plan.env_remove.iter().any(|r| r == "COPILOT_ALLOW_ALL"));
-    for s in servers() {
-        for (name, _) in s.env {
-            prop_assert!(plan.env_remove.iter().any(|r| r == name));
-        }
-    }
+    prop_assert!(plan.env_value("COPILOT_ALLOW_ALL").is_none());
     Ok(())
 }
 
@@ -588,6 +579,7 @@ proptest! {
             agent_id: "a1".into(),
             mcp_allowlist: Some(servers().iter().map(|s| Some(s.id.to_owned())).collect()),
             worktree: Some("/work/tree".into()),
+            launch_dir: Some("/run/l".into()),
             result_delivery: ResultDelivery::from_capability_url(Some("http://127.0.0.1:9/cap".into())),
             snapshot: Snapshot::from_launch(false, Some("http://127.0.0.1:9/rc".into())),
             ..LaunchContext::default()

@@ -75,6 +75,7 @@ pub mod loaded;
 pub mod opencode;
 pub mod plan;
 mod process;
+pub mod root;
 
 /// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
 /// Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, and registration files for all of
@@ -164,6 +165,18 @@ impl Client {
             Client::Cursor => &cursor::registration::FORMAT,
             Client::Kiro => &kiro::registration::FORMAT,
             Client::Antigravity => &antigravity::registration::FORMAT,
+        }
+    }
+
+    /// The administrator files the client reads whatever the plan's environment says, which
+    /// [`root::managed_preflight`] refuses while they exist (empty where none is known).
+    pub fn managed_files(self) -> &'static [root::ManagedFile] {
+        match self {
+            Client::Claude => &claude::MANAGED_FILES,
+            Client::Codex => &codex::MANAGED_FILES,
+            Client::Gemini => &gemini::MANAGED_FILES,
+            Client::OpenCode => &opencode::MANAGED_FILES,
+            Client::Copilot | Client::Cursor | Client::Kiro | Client::Antigravity => &[],
         }
     }
 
@@ -288,6 +301,16 @@ pub struct LaunchContext {
     pub result_delivery: ResultDelivery,
     /// Whose checkout is reviewed (default: the daemon user's own).
     pub snapshot: Snapshot,
+    /// Credentials and model-provider settings for the reviewer's client, handed over
+    /// explicitly (default: none): only what the client's room accepts
+    /// ([`root::CredentialSpec`]) reaches it, since the client no longer reads the user's
+    /// own configuration.
+    pub credentials: root::Credentials,
+    /// A directory the daemon keeps for this client's caches across launches (absolute),
+    /// given to the client as `XDG_CACHE_HOME` instead of the per-launch one: Copilot CLI
+    /// unpacks its ~235 MB package there on first run. It must be the daemon's own, not the
+    /// user's `~/.cache`. Absent: the per-launch root's cache directory.
+    pub cache_dir: Option<String>,
 }
 
 impl LaunchContext {
@@ -331,6 +354,8 @@ impl LaunchContext {
             launch_dir: None,
             result_delivery: ResultDelivery::from_capability_url(result_capability_url),
             snapshot: Snapshot::from_launch(borrowed_snapshot, review_context_url),
+            credentials: root::Credentials::default(),
+            cache_dir: None,
         }
     }
 
@@ -530,19 +555,6 @@ fn acp_servers(
         .unzip()
 }
 
-/// Every env name a server of `registry` is given, sorted, once each: removed from the
-/// environment of clients that pass their own environment on to MCP servers, so a value the
-/// daemon's environment happens to hold (say `KCAP_FLOW_AGENT_ID`) never reaches a server the
-/// registry does not give it to.
-fn registry_env_names(registry: Registry) -> impl Iterator<Item = String> {
-    let names: std::collections::BTreeSet<&str> = registry
-        .servers()
-        .iter()
-        .flat_map(|s| s.env.iter().map(|(name, _)| *name))
-        .collect();
-    names.into_iter().map(str::to_owned)
-}
-
 /// Refuses a `command`, `args` or `env` value holding `${` in `servers`, for a client
 /// (`client`) whose expansion of variable references is not established (Cursor, Kiro,
 /// Antigravity: facts \[K\] only), the same conservative rule as their registration files.
@@ -698,6 +710,37 @@ pub enum RenderError {
         /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
         field: String,
     },
+    /// [`LaunchContext::credentials`] names a variable or file the client's room does not
+    /// accept as a credential or provider setting ([`root::CredentialSpec`]), or names one
+    /// twice.
+    CredentialNotAccepted {
+        /// The client.
+        client: Client,
+        /// The variable or file name.
+        name: String,
+        /// The names the client accepts.
+        accepted: Vec<&'static str>,
+    },
+    /// A credential file's contents cannot be reduced to its credential fields.
+    CredentialFile {
+        /// The client.
+        client: Client,
+        /// The file's name in the client's [`root::CredentialSpec`].
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// An administrator-managed file the client reads whatever the plan's environment says
+    /// exists ([`root::managed_preflight`]): it can veto, add or reconfigure MCP servers,
+    /// hooks or permissions, so the reviewer cannot be isolated.
+    Managed {
+        /// The client.
+        client: Client,
+        /// The file, absolute.
+        file: std::path::PathBuf,
+        /// What the client does with it.
+        effect: &'static str,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -766,6 +809,32 @@ impl fmt::Display for RenderError {
                 field,
             } => fmt_unknown_expansion(*client, server, field, f),
             RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
+            RenderError::CredentialNotAccepted {
+                client,
+                name,
+                accepted,
+            } => fmt_credential_not_accepted(*client, name, accepted, f),
+            RenderError::CredentialFile {
+                client,
+                name,
+                problem,
+            } => write!(
+                f,
+                "cannot render the {client} launch: credential file `{}` {problem}; hand over \
+                 the file as {client} stored it",
+                name.escape_debug()
+            ),
+            RenderError::Managed {
+                client,
+                file,
+                effect,
+            } => write!(
+                f,
+                "cannot isolate the {client} reviewer: {} exists, an administrator's file that \
+                 {client} reads whatever the launch's environment says, and that {effect}; \
+                 remove it, or run reviewers on a machine without it",
+                crate::text::ShownPath(file)
+            ),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
@@ -799,6 +868,26 @@ fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
          (a flow-starting one included) could start beside kcap's; opt in explicitly \
          (--allow-unverified-isolation) or use the lenient policy"
     )
+}
+
+/// [`RenderError::CredentialNotAccepted`]'s message.
+fn fmt_credential_not_accepted(
+    client: Client,
+    name: &str,
+    accepted: &[&str],
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: `{}` is not a credential or provider setting \
+         {client} accepts, or is given twice; ",
+        name.escape_debug()
+    )?;
+    if accepted.is_empty() {
+        write!(f, "{client} accepts none")
+    } else {
+        write!(f, "give each at most once, one of: {}", accepted.join(", "))
+    }
 }
 
 /// [`RenderError::NeedsBrokeredDelivery`]'s message.

@@ -2,14 +2,17 @@
 //! aliases server names.
 //!
 //! A [`LaunchPlan`] is everything the daemon does to start one reviewer, computed without
-//! I/O: the argv after the client binary, the environment to set and to remove, the files to
-//! write under the per-launch directory the daemon provides
-//! ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir)), the ACP `session/new`
-//! params for clients driven over the Agent Client Protocol, and the name under which each
-//! injected server reaches the client, and whether its isolation is verified. The daemon
-//! carries it out in that order: create the launch directory and [`LaunchPlan::dirs`], write
-//! [`LaunchPlan::files`], start the client with [`LaunchPlan::argv`]
-//! in an environment changed by [`LaunchPlan::env_remove`] then [`LaunchPlan::env`], and, when
+//! I/O: the argv after the client binary, the client's whole environment, the per-launch
+//! client root (directories and files under the per-launch directory the daemon provides,
+//! [`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir), from which the client
+//! reads its user-level configuration: [`root`](super::root)), the reviewed worktree's files
+//! the client would read as configuration, the ACP `session/new` params for clients driven
+//! over the Agent Client Protocol, the name under which each injected server reaches the
+//! client, and whether its isolation is verified. The daemon carries it out in that order:
+//! create the launch directory and [`LaunchPlan::dirs`], write [`LaunchPlan::files`], remove
+//! [`LaunchPlan::worktree_remove`] from the worktree, start the client with
+//! [`LaunchPlan::argv`] in [`LaunchPlan::cwd`] with **only** [`LaunchPlan::env`] and the
+//! daemon's values of [`LaunchPlan::env_inherit`] in its environment, and, when
 //! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
 //!
 //! The JSON form (`render <client> --format plan`) is the serde form of these types; the
@@ -25,7 +28,11 @@ use crate::model::McpServer;
 ///
 /// Version 2 added [`LaunchPlan::isolation`] and [`LaunchPlan::dirs`]: a version-1 reader
 /// that ignored unknown fields would carry out an unverified plan without knowing it.
-pub const PLAN_VERSION: u32 = 2;
+/// Version 3 builds the environment instead of filtering it ([`LaunchPlan::env_inherit`]
+/// replaced `env_remove`), roots every client in the per-launch directory, and adds
+/// [`LaunchPlan::worktree_remove`]: a version-2 executor would start the client in the
+/// daemon's whole environment.
+pub const PLAN_VERSION: u32 = 3;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,19 +51,29 @@ pub struct LaunchPlan {
     pub cwd: Option<String>,
     /// The arguments after the client binary.
     pub argv: Vec<String>,
-    /// Environment variables to set, in order, after removing [`LaunchPlan::env_remove`].
-    /// Names are unique.
+    /// The client's environment, in order: it starts from an **empty** environment plus
+    /// these variables, plus the daemon's values of [`LaunchPlan::env_inherit`]. Names are
+    /// unique and none is in `env_inherit`: the per-launch root (`HOME`, the XDG
+    /// directories, `TMPDIR`, the client's own directory variables), the credentials the
+    /// daemon handed over ([`Credentials`](super::root::Credentials)), the client's own
+    /// switches.
     pub env: Vec<EnvVar>,
-    /// Environment variables to remove from the daemon's environment before starting the
-    /// client, because the client would read them against the isolation.
-    pub env_remove: Vec<String>,
+    /// The only variables the client takes from the daemon's environment, when set there
+    /// ([`INHERITED_ENV`](super::root::INHERITED_ENV): `PATH`, the locale, `TZ`, `TERM`).
+    pub env_inherit: Vec<String>,
     /// Directories to create (mode 0700, parents too) under the per-launch directory before
     /// the files are written: paths relative to it, `/`-separated, without `.` or `..`
-    /// components. A directory the client needs to exist and be empty (Kiro's `KIRO_HOME`,
-    /// Antigravity's `TMPDIR`).
+    /// components: the per-launch root ([`Root::dirs`](super::root::Root::dirs)) and
+    /// any directory the client needs to exist and be empty (Kiro's `KIRO_HOME`).
     pub dirs: Vec<String>,
-    /// Files to write before the launch, under the per-launch directory.
+    /// Files to write before the launch, under the per-launch directory: the client's
+    /// user-level configuration as the plan wants it, and the credential files.
     pub files: Vec<PlanFile>,
+    /// Paths relative to [`LaunchPlan::cwd`] (the reviewed worktree), `/`-separated, without
+    /// `.` or `..` components, that the client would read as configuration (MCP server
+    /// lists, settings, hooks, `.env` files): the daemon removes each one that exists
+    /// (file or directory) before the launch. Empty when the client needs none removed.
+    pub worktree_remove: Vec<String>,
     /// For clients driven over ACP: the params of the `session/new` request, sent after
     /// `initialize`. `None` for clients that take their servers on the command line.
     pub session_new: Option<SessionNew>,
@@ -65,28 +82,51 @@ pub struct LaunchPlan {
 }
 
 impl LaunchPlan {
-    /// A plan that is an argv (clients that take their servers on the command line), with
-    /// the registry's env names removed from the environment, since a client may pass its
-    /// own to every server.
-    pub(crate) fn argv_only(
+    /// A plan rooted in `client`'s per-launch directory: [`LaunchPlan::env`] is the root's
+    /// ([`Root::env`](super::root::Root::env)) then the credential variables `spec` admits,
+    /// [`LaunchPlan::dirs`] the root's, [`LaunchPlan::files`] the credential files,
+    /// [`LaunchPlan::env_inherit`] [`INHERITED_ENV`](super::root::INHERITED_ENV),
+    /// [`LaunchPlan::cwd`] the worktree (when set), verified isolation, no ACP session and no
+    /// servers. The room adds its own variables, files, session and servers.
+    ///
+    /// # Errors
+    /// [`RenderError::NeedsAbsolute`](super::RenderError::NeedsAbsolute) without an absolute
+    /// launch directory; the errors of the credentials
+    /// ([`RenderError::CredentialNotAccepted`](super::RenderError::CredentialNotAccepted),
+    /// [`RenderError::CredentialFile`](super::RenderError::CredentialFile)).
+    pub(crate) fn rooted(
         client: super::Client,
         ctx: &crate::LaunchContext,
-        resolution: &crate::Resolution<'_, String>,
+        spec: &super::root::CredentialSpec,
+        worktree_remove: &[&str],
         argv: Vec<String>,
-    ) -> LaunchPlan {
-        LaunchPlan {
+    ) -> Result<LaunchPlan, super::RenderError> {
+        let root = super::root::Root::of(client, ctx)?;
+        let (credential_env, credential_files) = super::root::credentials(client, spec, ctx)?;
+        let mut env = root.env();
+        env.extend(credential_env);
+        Ok(LaunchPlan {
             version: PLAN_VERSION,
             client: client.name().into(),
             isolation: Isolation::Verified,
             cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
             argv,
-            env: Vec::new(),
-            env_remove: super::registry_env_names(resolution.registry()).collect(),
-            dirs: Vec::new(),
-            files: Vec::new(),
+            env,
+            env_inherit: super::root::INHERITED_ENV.map(String::from).into(),
+            dirs: root.dirs(),
+            files: credential_files,
+            worktree_remove: worktree_remove.iter().map(|p| (*p).to_owned()).collect(),
             session_new: None,
-            servers: super::wire_servers(ctx, resolution),
-        }
+            servers: Vec::new(),
+        })
+    }
+
+    /// The value of variable `name` in [`LaunchPlan::env`], if the plan sets it.
+    pub fn env_value(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.value.as_str())
     }
 
     /// The plan as pretty-printed JSON (two-space indent), ending in a newline: the form
@@ -140,7 +180,8 @@ pub struct EnvVar {
 }
 
 impl EnvVar {
-    pub(crate) fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+    /// `{name, value}`.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
         EnvVar {
             name: name.into(),
             value: value.into(),

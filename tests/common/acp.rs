@@ -109,18 +109,20 @@ process.stdin.on("end", () => process.exit(0));
     )
 }
 
-/// `daemon_env` as the plan leaves it for the client: less `env_remove`, plus `env`.
+/// The client's environment as the plan builds it from `daemon_env`: the daemon's values of
+/// `env_inherit` only, plus `env`.
 pub fn plan_env(
-    mut daemon_env: BTreeMap<String, String>,
+    daemon_env: BTreeMap<String, String>,
     plan: &LaunchPlan,
 ) -> BTreeMap<String, String> {
-    for name in &plan.env_remove {
-        daemon_env.remove(name);
-    }
+    let mut env: BTreeMap<String, String> = daemon_env
+        .into_iter()
+        .filter(|(name, _)| plan.env_inherit.contains(name))
+        .collect();
     for var in &plan.env {
-        daemon_env.insert(var.name.clone(), var.value.clone());
+        env.insert(var.name.clone(), var.value.clone());
     }
-    daemon_env
+    env
 }
 
 /// How long a client run may take and how long to let it settle once the servers are up.

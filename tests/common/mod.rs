@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod acp;
+pub mod model_api;
 pub mod peers;
 pub mod stand_in;
 

@@ -8,10 +8,9 @@
 //!   (`{"mcpServers":{name:{command,args,env}}}`) and its tool permissions from
 //!   `~/.gemini/antigravity-cli/settings.json` (`{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`);
 //!   in print mode an MCP tool without an allow rule is denied.
-//! - So each launch gets a `HOME` of its own ([`HOME_DIR`] in the per-launch directory)
-//!   holding exactly those two files ([`MCP_CONFIG`], [`SETTINGS`]): the user's servers and
-//!   permissions are not read. `TMPDIR` is `<home>/tmp`, a directory the daemon creates
-//!   ([`LaunchPlan::dirs`]).
+//! - So each launch gets the per-launch root of every client ([`crate::clients::root`]:
+//!   `HOME`, the XDG directories, `TMPDIR`), its home holding exactly those two files
+//!   ([`MCP_CONFIG`], [`SETTINGS`]): the user's servers and permissions are not read.
 //! - Because `HOME` moves, the result channel cannot use the daemon user's direct route: the
 //!   launch needs brokered result delivery ([`ResultDelivery::Brokered`], the capability
 //!   URL), and is refused without it ([`RenderError::NeedsBrokeredDelivery`]).
@@ -38,26 +37,19 @@ use serde::Serialize;
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{
-    AcpServer, Admitted, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile,
-};
+use crate::clients::plan::{AcpServer, Admitted, LaunchPlan, PlanFile};
+use crate::clients::root::{CredentialSpec, HOME_DIR};
 use crate::clients::{
-    Client, LaunchContext, RenderError, ResultDelivery, acp_cwd, acp_servers, launch_dir,
-    option_value, refuse_unknown_expansion, registry_env_names,
+    Client, LaunchContext, RenderError, ResultDelivery, acp_cwd, acp_servers, option_value,
+    refuse_unknown_expansion,
 };
 use crate::model::McpServer;
 
-/// The directory, relative to the per-launch directory, given to Antigravity as `HOME`.
-pub const HOME_DIR: &str = "antigravity-home";
-
-/// The servers file, relative to [`HOME_DIR`].
+/// The servers file, relative to the per-launch home ([`HOME_DIR`]).
 pub const MCP_CONFIG: &str = ".gemini/config/mcp_config.json";
 
-/// The permissions file, relative to [`HOME_DIR`].
+/// The permissions file, relative to the per-launch home ([`HOME_DIR`]).
 pub const SETTINGS: &str = ".gemini/antigravity-cli/settings.json";
-
-/// `TMPDIR`, relative to [`HOME_DIR`].
-pub const TMP_DIR: &str = "tmp";
 
 /// Mode of the two files: 0o600 (they hold the agent id and the capability URL).
 pub const FILE_MODE: u32 = 0o600;
@@ -127,9 +119,7 @@ fn pretty(value: &impl Serialize) -> String {
 }
 
 /// The Antigravity reviewer launch: argv `-p <prompt>` (print mode; the prompt empty when
-/// unset); env `HOME=<launch dir>/`[`HOME_DIR`] and `TMPDIR=<home>/`[`TMP_DIR`]; the
-/// registry's env names removed; the directory `TMPDIR` created ([`LaunchPlan::dirs`]); the
-/// files [`MCP_CONFIG`] ([`mcp_config_json`]: every injected server, the `inject` servers by
+/// unset); the per-launch root ([`crate::clients::root`]); the files [`MCP_CONFIG`] ([`mcp_config_json`]: every injected server, the `inject` servers by
 /// their condition, then the allowlisted ones, with this launch's brokered result delivery
 /// and snapshot) and [`SETTINGS`] ([`permissions_json`]) under the home, mode 0o600; no
 /// `session/new`.
@@ -158,8 +148,8 @@ fn pretty(value: &impl Serialize) -> String {
 /// assert!(matches!(antigravity_plan(&ctx, &r), Err(RenderError::NeedsBrokeredDelivery { .. })));
 /// ctx.result_delivery = ResultDelivery::Brokered { capability_url: "http://127.0.0.1:4100/t".into() };
 /// let plan = antigravity_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
-/// assert_eq!(plan.files[0].path, "antigravity-home/.gemini/config/mcp_config.json");
-/// assert_eq!(plan.env[0].value, "/run/kcap/l1/antigravity-home");
+/// assert_eq!(plan.files[0].path, "home/.gemini/config/mcp_config.json");
+/// assert_eq!(plan.env_value("HOME"), Some("/run/kcap/l1/home"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn antigravity_plan(
@@ -172,8 +162,7 @@ pub fn antigravity_plan(
             client: Client::Antigravity,
         });
     }
-    let cwd = acp_cwd(Client::Antigravity, ctx)?;
-    let dir = launch_dir(Client::Antigravity, ctx)?;
+    acp_cwd(Client::Antigravity, ctx)?;
     let prompt = option_value("prompt", &ctx.prompt)?.unwrap_or_default();
     let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     refuse_unknown_expansion(Client::Antigravity, &mcp_servers, &servers)?;
@@ -182,32 +171,29 @@ pub fn antigravity_plan(
         .zip(&servers)
         .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
         .collect();
-    let home = format!("{dir}/{HOME_DIR}");
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::Antigravity.name().into(),
-        isolation: Isolation::Verified,
-        cwd: Some(cwd.into()),
-        argv: vec!["-p".into(), prompt.into()],
-        env: vec![
-            EnvVar::new("HOME", &home),
-            EnvVar::new("TMPDIR", format!("{home}/{TMP_DIR}")),
-        ],
-        env_remove: registry_env_names(resolution.registry()).collect(),
-        dirs: vec![format!("{HOME_DIR}/{TMP_DIR}")],
-        files: vec![
-            PlanFile {
-                path: format!("{HOME_DIR}/{MCP_CONFIG}"),
-                contents: mcp_config_json(&mcp_servers),
-                mode: FILE_MODE,
-            },
-            PlanFile {
-                path: format!("{HOME_DIR}/{SETTINGS}"),
-                contents: permissions_json(&admitted),
-                mode: FILE_MODE,
-            },
-        ],
-        session_new: None,
-        servers,
-    })
+    let mut plan = LaunchPlan::rooted(
+        Client::Antigravity,
+        ctx,
+        &CredentialSpec::NONE,
+        &WORKTREE_CONFIG,
+        vec!["-p".into(), prompt.into()],
+    )?;
+    plan.files.extend([
+        PlanFile {
+            path: format!("{HOME_DIR}/{MCP_CONFIG}"),
+            contents: mcp_config_json(&mcp_servers),
+            mode: FILE_MODE,
+        },
+        PlanFile {
+            path: format!("{HOME_DIR}/{SETTINGS}"),
+            contents: permissions_json(&admitted),
+            mode: FILE_MODE,
+        },
+    ]);
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The reviewed worktree's files Antigravity reads as configuration (facts, reported
+/// upstream): the project-level `.agents/` folder (`mcp_config.json`).
+pub const WORKTREE_CONFIG: [&str; 1] = [".agents"];

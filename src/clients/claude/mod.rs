@@ -40,8 +40,45 @@ use serde::ser::{SerializeMap, Serializer};
 pub mod preflight;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::{LaunchContext, RenderError, option_value};
+use crate::clients::plan::{EnvVar, LaunchPlan};
+use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
+
+/// `CLAUDE_CONFIG_DIR`, relative to the per-launch home: where Claude Code keeps
+/// `.claude.json`, `settings.json` and `.credentials.json`.
+pub const CONFIG_DIR: &str = ".claude";
+
+/// The credentials and provider settings the daemon may hand a Claude Code reviewer:
+/// API key or OAuth token, the API endpoint, and `IS_SANDBOX` (a daemon that runs reviewers
+/// as root needs `IS_SANDBOX=1` for `--permission-mode bypassPermissions`).
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &[
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "IS_SANDBOX",
+    ],
+    files: &[],
+};
+
+/// The reviewed worktree's files Claude Code reads as configuration: the project's MCP
+/// servers and its `.claude/` folder (settings with `env`, `hooks`, `permissions`, and
+/// local settings).
+pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".claude"];
+
+/// Administrator files Claude Code reads whatever its environment says.
+pub const MANAGED_FILES: [ManagedFile; 2] = [
+    ManagedFile {
+        path: "/etc/claude-code/managed-settings.json",
+        effect: "can set env, hooks, permissions and MCP server policy for every session",
+    },
+    ManagedFile {
+        path: "/etc/claude-code/managed-mcp.json",
+        effect: "replaces every session's MCP servers",
+    },
+];
 
 /// The compact `--mcp-config` JSON for `ctx` and its resolved allowlist.
 ///
@@ -212,45 +249,53 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
-/// The Claude Code reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
-/// [`claude_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
-/// the injected servers under their registry ids, the registry's env names removed from the
-/// environment; no files or ACP session.
+/// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
+/// argv, the worktree (if set) as the directory to start in, the per-launch root
+/// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`], the
+/// credentials of [`CREDENTIALS`], [`WORKTREE_CONFIG`] to remove from the worktree, the
+/// injected servers under their registry ids; no ACP session.
 ///
 /// # Errors
-/// As [`claude_reviewer_args`].
+/// As [`claude_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
+/// directory; the credential errors of [`CREDENTIALS`].
 pub fn claude_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
+) -> Result<LaunchPlan, RenderError> {
     let argv = claude_reviewer_args(ctx, resolution)?;
-    Ok(crate::clients::plan::LaunchPlan::argv_only(
-        crate::clients::Client::Claude,
-        ctx,
-        resolution,
-        argv,
-    ))
+    plan_of(ctx, resolution, argv)
+}
+
+fn plan_of(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    argv: Vec<String>,
+) -> Result<LaunchPlan, RenderError> {
+    let mut plan = LaunchPlan::rooted(Client::Claude, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let home = plan.env_value("HOME").unwrap_or_default().to_owned();
+    plan.env.push(EnvVar::new(
+        "CLAUDE_CONFIG_DIR",
+        format!("{home}/{CONFIG_DIR}"),
+    ));
+    plan.dirs
+        .push(format!("{}/{CONFIG_DIR}", crate::clients::root::HOME_DIR));
+    plan.servers = wire_servers(ctx, resolution);
+    Ok(plan)
 }
 
 /// [`claude_plan`] after the [`preflight`]: the plan of [`claude_reviewer_args_preflighted`]'s
 /// argv, and the vetoes to report as warnings.
 ///
 /// # Errors
-/// As [`claude_reviewer_args_preflighted`].
+/// As [`claude_reviewer_args_preflighted`] and [`claude_plan`].
 pub fn claude_plan_preflighted(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(crate::clients::plan::LaunchPlan, Vec<preflight::Veto>), RenderError> {
+) -> Result<(LaunchPlan, Vec<preflight::Veto>), RenderError> {
     let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
-    let plan = crate::clients::plan::LaunchPlan::argv_only(
-        crate::clients::Client::Claude,
-        ctx,
-        resolution,
-        argv,
-    );
-    Ok((plan, vetoes))
+    Ok((plan_of(ctx, resolution, argv)?, vetoes))
 }
 
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as

@@ -474,23 +474,67 @@ pub fn codex_reviewer_args(
     Ok(args)
 }
 
+/// `CODEX_HOME`, relative to the per-launch home.
+pub const CODEX_HOME: &str = ".codex";
+
+/// The credentials and provider settings the daemon may hand a Codex reviewer: the API key
+/// and the API endpoint.
+pub const CREDENTIALS: crate::clients::root::CredentialSpec =
+    crate::clients::root::CredentialSpec {
+        env: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
+        files: &[],
+    };
+
+/// The reviewed worktree's files Codex reads as configuration: the project's `.codex/`
+/// folder (`config.toml` with MCP servers, when the project is trusted).
+pub const WORKTREE_CONFIG: [&str; 1] = [".codex"];
+
+/// Administrator files Codex reads whatever `CODEX_HOME` says.
+pub const MANAGED_FILES: [crate::clients::root::ManagedFile; 3] = [
+    crate::clients::root::ManagedFile {
+        path: "/etc/codex/config.toml",
+        effect: "adds configuration, MCP servers included, under the user's",
+    },
+    crate::clients::root::ManagedFile {
+        path: "/etc/codex/managed_config.toml",
+        effect: "overrides the configuration, MCP servers included",
+    },
+    crate::clients::root::ManagedFile {
+        path: "/etc/codex/requirements.toml",
+        effect: "can require, forbid or reconfigure MCP servers and approval settings",
+    },
+];
+
 /// The Codex reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
 /// [`codex_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
-/// the injected servers under their registry ids, the registry's env names removed from the
-/// environment; no files or ACP session.
+/// the per-launch root ([`crate::clients::root`]) with `CODEX_HOME=<home>/`[`CODEX_HOME`],
+/// the credentials of [`CREDENTIALS`], [`WORKTREE_CONFIG`] to remove from the worktree, the
+/// injected servers under their registry ids; no ACP session.
 ///
 /// # Errors
-/// As [`codex_reviewer_args`].
+/// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
+/// directory; the credential errors of [`CREDENTIALS`].
 pub fn codex_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     inventory: &[InheritedServer],
 ) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
     let argv = codex_reviewer_args(ctx, resolution, inventory)?;
-    Ok(crate::clients::plan::LaunchPlan::argv_only(
-        crate::clients::Client::Codex,
+    let client = crate::clients::Client::Codex;
+    let mut plan = crate::clients::plan::LaunchPlan::rooted(
+        client,
         ctx,
-        resolution,
+        &CREDENTIALS,
+        &WORKTREE_CONFIG,
         argv,
-    ))
+    )?;
+    let home = plan.env_value("HOME").unwrap_or_default().to_owned();
+    plan.env.push(crate::clients::plan::EnvVar::new(
+        "CODEX_HOME",
+        format!("{home}/{CODEX_HOME}"),
+    ));
+    plan.dirs
+        .push(format!("{}/{CODEX_HOME}", crate::clients::root::HOME_DIR));
+    plan.servers = crate::clients::wire_servers(ctx, resolution);
+    Ok(plan)
 }

@@ -47,10 +47,9 @@ use serde::{Serialize, Serializer};
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{AcpServer, Admitted, Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
-use crate::clients::{
-    Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
-};
+use crate::clients::plan::{AcpServer, Admitted, LaunchPlan, SessionNew};
+use crate::clients::root::CredentialSpec;
+use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 use inventory::InheritedServer;
 
 /// The argv every Copilot reviewer launch starts with.
@@ -155,6 +154,7 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 ///     kcap_bin: Some("/usr/bin/kcap".into()),
 ///     agent_id: "a1".into(),
 ///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
 /// let inherited = parse_inventory(r#"{"mcpServers":{"corp":{"source":"user","enabled":true},
@@ -163,7 +163,7 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 /// assert!(plan.argv.contains(&"--disable-mcp-server=corp".to_string()));
 /// // A same-named server is replaced by ours, not disabled.
 /// assert!(!plan.argv.contains(&"--disable-mcp-server=kcap-flow-result".to_string()));
-/// assert!(plan.env_remove.contains(&"COPILOT_ALLOW_ALL".to_string()));
+/// assert_eq!(plan.env_value("COPILOT_ALLOW_ALL"), None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn copilot_plan(
@@ -229,22 +229,30 @@ pub fn copilot_plan(
     if let Some(model) = model {
         argv.extend(["--model".into(), model.into()]);
     }
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::Copilot.name().into(),
-        isolation: Isolation::Verified,
-        cwd: Some(cwd.into()),
-        argv,
-        env: Vec::new(),
-        env_remove: registry_env_names(resolution.registry())
-            .chain(REMOVED_ENV.map(String::from))
-            .collect(),
-        dirs: Vec::new(),
-        files: Vec::new(),
-        session_new: Some(SessionNew {
-            cwd: cwd.into(),
-            mcp_servers: Vec::new(),
-        }),
-        servers,
-    })
+    let mut plan = LaunchPlan::rooted(Client::Copilot, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers: Vec::new(),
+    });
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The credentials and provider settings the daemon may hand a Copilot CLI reviewer: the
+/// GitHub tokens Copilot CLI reads, in its order of precedence, and the provider settings
+/// of a bring-your-own-model endpoint.
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &[
+        "COPILOT_GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "COPILOT_PROVIDER_BASE_URL",
+        "COPILOT_MODEL",
+        "COPILOT_OFFLINE",
+    ],
+    files: &[],
+};
+
+/// The reviewed worktree's files Copilot CLI reads as configuration: the workspace MCP
+/// files.
+pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".github/mcp.json"];

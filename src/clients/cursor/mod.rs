@@ -36,10 +36,10 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::plan::{Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
+use crate::clients::plan::{Isolation, LaunchPlan, SessionNew};
+use crate::clients::root::CredentialSpec;
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, refuse_unknown_expansion,
-    registry_env_names,
 };
 
 /// The argv of every Cursor reviewer (facts "Cursor", \[K\]).
@@ -85,6 +85,7 @@ pub enum UnverifiedIsolation {
 ///     kcap_bin: Some("/usr/bin/kcap".into()),
 ///     agent_id: "a1".into(),
 ///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
 /// let r = ctx.resolve(Policy::Strict)?;
@@ -110,22 +111,24 @@ pub fn cursor_plan(
     let cwd = acp_cwd(Client::Cursor, ctx)?;
     let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     refuse_unknown_expansion(Client::Cursor, &mcp_servers, &servers)?;
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::Cursor.name().into(),
-        isolation: Isolation::Unverified {
-            reason: ISOLATION_REASON.into(),
-        },
-        cwd: Some(cwd.into()),
-        argv: ARGV.map(String::from).into(),
-        env: Vec::new(),
-        env_remove: registry_env_names(resolution.registry()).collect(),
-        dirs: Vec::new(),
-        files: Vec::new(),
-        session_new: Some(SessionNew {
-            cwd: cwd.into(),
-            mcp_servers,
-        }),
-        servers,
-    })
+    let mut plan = LaunchPlan::rooted(
+        Client::Cursor,
+        ctx,
+        &CredentialSpec::NONE,
+        &WORKTREE_CONFIG,
+        ARGV.map(String::from).into(),
+    )?;
+    plan.isolation = Isolation::Unverified {
+        reason: ISOLATION_REASON.into(),
+    };
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The reviewed worktree's files Cursor reads as configuration (facts "Reserved servers",
+/// \[K\]): the project's `.cursor/` folder (`mcp.json`).
+pub const WORKTREE_CONFIG: [&str; 1] = [".cursor"];

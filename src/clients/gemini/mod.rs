@@ -56,10 +56,9 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{Isolation, LaunchId, LaunchPlan, PLAN_VERSION, SessionNew};
-use crate::clients::{
-    Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value, registry_env_names,
-};
+use crate::clients::plan::{LaunchId, LaunchPlan, SessionNew};
+use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 use crate::model::GEMINI_TOOL_NAMES;
 
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut: 63
@@ -104,6 +103,7 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 ///     kcap_bin: Some("/usr/bin/kcap".into()),
 ///     agent_id: "a1".into(),
 ///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
 /// let id = LaunchId::from_hex("0123456789abcdef")?;
@@ -149,20 +149,42 @@ pub fn gemini_plan(
     if let Some(model) = model {
         argv.extend(["--model".into(), model.into()]);
     }
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::Gemini.name().into(),
-        isolation: Isolation::Verified,
-        cwd: Some(cwd.into()),
-        argv,
-        env: Vec::new(),
-        env_remove: registry_env_names(resolution.registry()).collect(),
-        dirs: Vec::new(),
-        files: Vec::new(),
-        session_new: Some(SessionNew {
-            cwd: cwd.into(),
-            mcp_servers,
-        }),
-        servers,
-    })
+    let mut plan = LaunchPlan::rooted(Client::Gemini, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The credentials and provider settings the daemon may hand a Gemini CLI reviewer: API
+/// keys, the API endpoint, and the Google Cloud project settings.
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &[
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+    ],
+    files: &[],
+};
+
+/// The reviewed worktree's files Gemini CLI reads as configuration: the project's
+/// `.gemini/` folder (settings with MCP servers, hooks, tool exclusions; `.gemini/.env`)
+/// and `.env` (loaded into its environment and its servers').
+pub const WORKTREE_CONFIG: [&str; 2] = [".gemini", ".env"];
+
+/// Administrator files Gemini CLI reads whatever `HOME` says.
+pub const MANAGED_FILES: [ManagedFile; 2] = [
+    ManagedFile {
+        path: "/etc/gemini-cli/settings.json",
+        effect: "overrides every user and project setting, MCP servers included",
+    },
+    ManagedFile {
+        path: "/etc/gemini-cli/system-defaults.json",
+        effect: "sets defaults under every setting, MCP servers included",
+    },
+];

@@ -33,12 +33,10 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{
-    Admitted, EnvVar, Isolation, LaunchId, LaunchPlan, PLAN_VERSION, SessionNew,
-};
+use crate::clients::plan::{Admitted, EnvVar, LaunchId, LaunchPlan, SessionNew};
+use crate::clients::root::CredentialSpec;
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, refuse_unknown_expansion,
-    registry_env_names,
 };
 use crate::model::McpServer;
 
@@ -107,7 +105,7 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 /// };
 /// let id = LaunchId::from_hex("0123456789abcdef")?;
 /// let plan = kiro_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
-/// assert_eq!(plan.env[0].value, "/run/kcap/l1/kiro-home");
+/// assert_eq!(plan.env_value("KIRO_HOME"), Some("/run/kcap/l1/kiro-home"));
 /// assert_eq!(plan.servers[0].wire_name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -126,20 +124,24 @@ pub fn kiro_plan(
         .zip(&servers)
         .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
         .collect();
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::Kiro.name().into(),
-        isolation: Isolation::Verified,
-        cwd: Some(cwd.into()),
-        argv: vec!["acp".into(), "--trust-tools".into(), trust_tools(&admitted)],
-        env: vec![EnvVar::new("KIRO_HOME", format!("{dir}/{KIRO_HOME}"))],
-        env_remove: registry_env_names(resolution.registry()).collect(),
-        dirs: vec![KIRO_HOME.into()],
-        files: Vec::new(),
-        session_new: Some(SessionNew {
-            cwd: cwd.into(),
-            mcp_servers,
-        }),
-        servers,
-    })
+    let mut plan = LaunchPlan::rooted(
+        Client::Kiro,
+        ctx,
+        &CredentialSpec::NONE,
+        &WORKTREE_CONFIG,
+        vec!["acp".into(), "--trust-tools".into(), trust_tools(&admitted)],
+    )?;
+    plan.env
+        .push(EnvVar::new("KIRO_HOME", format!("{dir}/{KIRO_HOME}")));
+    plan.dirs.push(KIRO_HOME.into());
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The reviewed worktree's files Kiro reads as configuration (facts "Reserved servers",
+/// \[K\]): the workspace `.kiro/` folder (`settings/mcp.json`).
+pub const WORKTREE_CONFIG: [&str; 1] = [".kiro"];

@@ -51,10 +51,9 @@ use serde::Serialize;
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{Admitted, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, SessionNew};
-use crate::clients::{
-    Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, registry_env_names,
-};
+use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, SessionNew};
+use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers};
 use crate::model::McpServer;
 
 /// The directory, relative to the per-launch directory, given to OpenCode as
@@ -157,35 +156,44 @@ pub fn opencode_plan(
 ) -> Result<LaunchPlan, RenderError> {
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::OpenCode, ctx)?;
-    let dir = launch_dir(Client::OpenCode, ctx)?;
     let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     let admitted: Vec<(&McpServer, &str)> = ctx
         .servers(resolution)
         .zip(&servers)
         .map(|((server, _), wire)| (server, wire.wire_name.as_str()))
         .collect();
-    let env = vec![
-        EnvVar::new("XDG_CONFIG_HOME", format!("{dir}/{CONFIG_HOME}")),
-        EnvVar::new("OPENCODE_TEST_HOME", format!("{dir}/{SEARCH_HOME}")),
+    let mut plan = LaunchPlan::rooted(
+        Client::OpenCode,
+        ctx,
+        &CREDENTIALS,
+        &WORKTREE_CONFIG,
+        vec!["acp".into(), "--pure".into()],
+    )?;
+    plan.env.extend([
         EnvVar::new("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
         EnvVar::new("OPENCODE_PERMISSION", permission_json(&admitted)),
-    ];
-    Ok(LaunchPlan {
-        version: PLAN_VERSION,
-        client: Client::OpenCode.name().into(),
-        isolation: Isolation::Verified,
-        cwd: Some(cwd.into()),
-        argv: vec!["acp".into(), "--pure".into()],
-        env,
-        env_remove: registry_env_names(resolution.registry())
-            .chain(REMOVED_ENV.map(String::from))
-            .collect(),
-        dirs: Vec::new(),
-        files: Vec::new(),
-        session_new: Some(SessionNew {
-            cwd: cwd.into(),
-            mcp_servers,
-        }),
-        servers,
-    })
+    ]);
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    Ok(plan)
 }
+
+/// The credentials and provider settings the daemon may hand an OpenCode reviewer: the
+/// providers' API keys.
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"],
+    files: &[],
+};
+
+/// The reviewed worktree's files OpenCode reads as configuration: the project's
+/// `opencode.json`/`opencode.jsonc` and `.opencode/` folder.
+pub const WORKTREE_CONFIG: [&str; 3] = ["opencode.json", "opencode.jsonc", ".opencode"];
+
+/// Administrator files OpenCode reads whatever its environment says.
+pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
+    path: "/etc/opencode/opencode.json",
+    effect: "adds configuration, MCP servers and permissions included",
+}];

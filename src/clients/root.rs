@@ -1,0 +1,403 @@
+//! The per-launch client root, the environment a reviewer's client starts from, the
+//! credentials the daemon hands it, and the administrator files that cannot be kept out.
+//!
+//! Isolation by construction: a reviewer's client reads its user-level configuration only
+//! from what the plan writes under the per-launch directory
+//! ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir)), and starts from an
+//! empty environment plus what the plan lists:
+//!
+//! - [`Root`]: `HOME=<launch dir>/home`, `XDG_CONFIG_HOME`, `XDG_DATA_HOME`,
+//!   `XDG_STATE_HOME` and `XDG_CACHE_HOME` under it (the XDG Base Directory defaults
+//!   relative to that home), and `TMPDIR=<launch dir>/tmp`; each client's room adds the
+//!   variables that move its own directories (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, …) into it.
+//! - [`INHERITED_ENV`]: the only names copied from the daemon's environment
+//!   ([`LaunchPlan::env_inherit`](super::plan::LaunchPlan::env_inherit)).
+//! - [`Credentials`]: credentials and model-provider settings, typed per client by its
+//!   [`CredentialSpec`]; a name or file the client's spec does not list is refused
+//!   ([`RenderError::CredentialNotAccepted`]).
+//! - [`ManagedFile`]: files an administrator controls outside any home, which the client
+//!   reads whatever its environment says; [`managed_preflight`] refuses a launch while one
+//!   exists ([`RenderError::Managed`]).
+
+use std::path::{Path, PathBuf};
+
+use super::plan::{EnvVar, PlanFile};
+use super::{Client, LaunchContext, RenderError, launch_dir};
+
+/// The names a reviewer's client takes from the daemon's environment, when set, and no
+/// others: the command search path, the locale and time zone, and the terminal type (for
+/// clients run in a pseudo-terminal). None of them is read as configuration by any client
+/// measured here. `HOME`, the XDG directories and every client variable are set by the plan
+/// instead.
+pub const INHERITED_ENV: [&str; 8] = [
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TERM",
+];
+
+/// The per-launch home, relative to the per-launch directory.
+pub const HOME_DIR: &str = "home";
+
+/// The per-launch temporary directory (`TMPDIR`), relative to the per-launch directory.
+pub const TMP_DIR: &str = "tmp";
+
+/// The XDG base directories under the per-launch home, as `(variable, path relative to the
+/// home)`: the XDG Base Directory Specification's defaults, so a client that reads either
+/// the variable or the default finds the same (empty) directory.
+pub const XDG_DIRS: [(&str, &str); 4] = [
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_CACHE_HOME", ".cache"),
+];
+
+/// A client's per-launch root under the launch directory `dir` (absolute, no trailing `/`).
+#[derive(Clone, Copy, Debug)]
+pub struct Root<'a> {
+    dir: &'a str,
+    cache: Option<&'a str>,
+}
+
+impl<'a> Root<'a> {
+    /// The root of `client`'s launch `ctx`.
+    ///
+    /// # Errors
+    /// [`RenderError::NeedsAbsolute`] when the launch directory is unset, blank or relative,
+    /// or the cache directory ([`LaunchContext::cache_dir`]) is set and not absolute.
+    pub fn of(client: Client, ctx: &'a LaunchContext) -> Result<Root<'a>, RenderError> {
+        let cache = match super::non_blank(&ctx.cache_dir) {
+            None => None,
+            Some(d) if d.starts_with('/') => Some(d),
+            Some(_) => {
+                return Err(RenderError::NeedsAbsolute {
+                    client,
+                    field: "cache_dir",
+                });
+            }
+        };
+        Ok(Root {
+            dir: launch_dir(client, ctx)?,
+            cache,
+        })
+    }
+
+    /// The per-launch directory, absolute.
+    pub fn dir(&self) -> &'a str {
+        self.dir
+    }
+
+    /// `<launch dir>/home`: the client's `HOME`.
+    pub fn home(&self) -> String {
+        format!("{}/{HOME_DIR}", self.dir)
+    }
+
+    /// `<launch dir>/home/<rel>`, absolute.
+    pub fn in_home(&self, rel: &str) -> String {
+        format!("{}/{HOME_DIR}/{rel}", self.dir)
+    }
+
+    /// The environment every client starts from: `HOME`, the four [`XDG_DIRS`] and
+    /// `TMPDIR`, in that order; `XDG_CACHE_HOME` is the daemon's cache directory
+    /// ([`LaunchContext::cache_dir`]) when it gives one.
+    pub fn env(&self) -> Vec<EnvVar> {
+        let mut env = vec![EnvVar::new("HOME", self.home())];
+        env.extend(XDG_DIRS.iter().map(|(name, rel)| match self.cache {
+            Some(cache) if *name == "XDG_CACHE_HOME" => EnvVar::new(*name, cache),
+            _ => EnvVar::new(*name, self.in_home(rel)),
+        }));
+        env.push(EnvVar::new("TMPDIR", format!("{}/{TMP_DIR}", self.dir)));
+        env
+    }
+
+    /// The directories every client's root has, relative to the launch directory: the home,
+    /// its XDG directories and the temporary directory.
+    pub fn dirs(&self) -> Vec<String> {
+        let mut dirs = vec![HOME_DIR.to_owned()];
+        dirs.extend(XDG_DIRS.iter().map(|(_, rel)| format!("{HOME_DIR}/{rel}")));
+        dirs.push(TMP_DIR.to_owned());
+        dirs
+    }
+}
+
+/// Credentials and model-provider settings the daemon hands one reviewer's client
+/// explicitly: never a copy of the user's configuration. Empty by default.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Credentials {
+    /// Environment variables, each named in the client's [`CredentialSpec::env`] (for
+    /// example `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`).
+    pub env: Vec<EnvVar>,
+    /// Credential files by the name the client's [`CredentialSpec::files`] gives them.
+    pub files: Vec<CredentialFile>,
+}
+
+/// One credential file's contents, by its name in the client's [`CredentialSpec`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CredentialFile {
+    /// The name, e.g. `auth.json`.
+    pub name: String,
+    /// The contents as the user's client stored them; the client's spec keeps only the
+    /// credential fields.
+    pub contents: String,
+}
+
+/// What credentials and provider settings a client accepts: the variable names, and the
+/// files with where they go and which of their fields are kept.
+#[derive(Clone, Copy, Debug)]
+pub struct CredentialSpec {
+    /// Variable names the daemon may set in the reviewer's environment.
+    pub env: &'static [&'static str],
+    /// Credential files.
+    pub files: &'static [CredentialFileSpec],
+}
+
+impl CredentialSpec {
+    /// A client that takes no credentials.
+    pub const NONE: CredentialSpec = CredentialSpec {
+        env: &[],
+        files: &[],
+    };
+}
+
+/// A credential file a client reads from its root.
+#[derive(Clone, Copy, Debug)]
+pub struct CredentialFileSpec {
+    /// The name the daemon gives it ([`CredentialFile::name`]).
+    pub name: &'static str,
+    /// Where it is written, relative to the per-launch home ([`HOME_DIR`]).
+    pub path: &'static str,
+    /// Keeps only the credential fields of the given contents; `Err` says what is wrong.
+    pub keep: fn(&str) -> Result<String, String>,
+}
+
+/// The credential variables and files of `ctx` for `client` under `spec`: the variables as
+/// given, each file written 0600 under the per-launch home, reduced to its credential fields.
+///
+/// # Errors
+/// [`RenderError::CredentialNotAccepted`] for a variable or file name `spec` does not list,
+/// or one given twice; [`RenderError::CredentialFile`] when a file's contents cannot be
+/// reduced to its credential fields.
+pub(crate) fn credentials(
+    client: Client,
+    spec: &CredentialSpec,
+    ctx: &LaunchContext,
+) -> Result<(Vec<EnvVar>, Vec<PlanFile>), RenderError> {
+    let refuse = |name: &str, accepted: Vec<&'static str>| RenderError::CredentialNotAccepted {
+        client,
+        name: name.to_owned(),
+        accepted,
+    };
+    let mut env: Vec<EnvVar> = Vec::with_capacity(ctx.credentials.env.len());
+    for var in &ctx.credentials.env {
+        if !spec.env.contains(&var.name.as_str()) || env.iter().any(|v| v.name == var.name) {
+            return Err(refuse(&var.name, spec.env.to_vec()));
+        }
+        env.push(var.clone());
+    }
+    let mut files: Vec<PlanFile> = Vec::with_capacity(ctx.credentials.files.len());
+    for file in &ctx.credentials.files {
+        let names = || spec.files.iter().map(|f| f.name).collect();
+        let Some(fs) = spec.files.iter().find(|f| f.name == file.name) else {
+            return Err(refuse(&file.name, names()));
+        };
+        let path = format!("{HOME_DIR}/{}", fs.path);
+        if files.iter().any(|f| f.path == path) {
+            return Err(refuse(&file.name, names()));
+        }
+        let contents =
+            (fs.keep)(&file.contents).map_err(|problem| RenderError::CredentialFile {
+                client,
+                name: file.name.clone(),
+                problem,
+            })?;
+        files.push(PlanFile {
+            path,
+            contents,
+            mode: 0o600,
+        });
+    }
+    Ok((env, files))
+}
+
+/// A file an administrator controls outside any home, which the client reads whatever the
+/// plan's environment says.
+#[derive(Clone, Copy, Debug)]
+pub struct ManagedFile {
+    /// Its absolute path, e.g. `/etc/codex/requirements.toml`.
+    pub path: &'static str,
+    /// What the client does with it, e.g. `requires, forbids or adds MCP servers`.
+    pub effect: &'static str,
+}
+
+/// Refuses a launch of `client` while one of its managed files exists under `system_root`
+/// (`/` on a real launch; a test's own directory otherwise): such a file can veto, add or
+/// reconfigure MCP servers, hooks or permissions, and no plan can keep it out.
+///
+/// # Errors
+/// [`RenderError::Managed`] naming the first such file (in `files` order) and its effect.
+pub fn managed_preflight(
+    client: Client,
+    files: &[ManagedFile],
+    system_root: &Path,
+) -> Result<(), RenderError> {
+    for file in files {
+        let path = system_root.join(file.path.trim_start_matches('/'));
+        // `symlink_metadata`: a dangling link is a file an administrator put there too.
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(RenderError::Managed {
+                client,
+                file: PathBuf::from(file.path),
+                effect: file.effect,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &str) -> LaunchContext {
+        LaunchContext {
+            launch_dir: Some(dir.into()),
+            ..LaunchContext::default()
+        }
+    }
+
+    #[test]
+    fn root_env_and_dirs_are_under_the_launch_dir() {
+        let c = ctx("/run/l1/");
+        let root = Root::of(Client::Codex, &c).unwrap();
+        let env: Vec<(String, String)> =
+            root.env().into_iter().map(|v| (v.name, v.value)).collect();
+        assert_eq!(
+            env,
+            [
+                ("HOME", "/run/l1/home"),
+                ("XDG_CONFIG_HOME", "/run/l1/home/.config"),
+                ("XDG_DATA_HOME", "/run/l1/home/.local/share"),
+                ("XDG_STATE_HOME", "/run/l1/home/.local/state"),
+                ("XDG_CACHE_HOME", "/run/l1/home/.cache"),
+                ("TMPDIR", "/run/l1/tmp"),
+            ]
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        );
+        assert_eq!(
+            root.dirs(),
+            [
+                "home",
+                "home/.config",
+                "home/.local/share",
+                "home/.local/state",
+                "home/.cache",
+                "tmp"
+            ]
+        );
+        assert!(matches!(
+            Root::of(Client::Codex, &ctx("rel")),
+            Err(RenderError::NeedsAbsolute { .. })
+        ));
+        let mut c = ctx("/run/l1");
+        c.cache_dir = Some("/var/cache/kcap/copilot".into());
+        let root = Root::of(Client::Copilot, &c).unwrap();
+        assert_eq!(
+            root.env()[4],
+            EnvVar::new("XDG_CACHE_HOME", "/var/cache/kcap/copilot")
+        );
+        c.cache_dir = Some("cache".into());
+        assert_eq!(
+            Root::of(Client::Copilot, &c).unwrap_err(),
+            RenderError::NeedsAbsolute {
+                client: Client::Copilot,
+                field: "cache_dir"
+            }
+        );
+    }
+
+    const SPEC: CredentialSpec = CredentialSpec {
+        env: &["OPENAI_API_KEY"],
+        files: &[CredentialFileSpec {
+            name: "auth.json",
+            path: ".codex/auth.json",
+            keep: |s| {
+                if s.starts_with('{') {
+                    Ok(s.to_owned())
+                } else {
+                    Err("is not a JSON object".into())
+                }
+            },
+        }],
+    };
+
+    #[test]
+    fn credentials_take_only_what_the_spec_lists() {
+        let mut c = ctx("/l");
+        c.credentials.env = vec![EnvVar::new("OPENAI_API_KEY", "k")];
+        c.credentials.files = vec![CredentialFile {
+            name: "auth.json".into(),
+            contents: "{}".into(),
+        }];
+        let (env, files) = credentials(Client::Codex, &SPEC, &c).unwrap();
+        assert_eq!(env, [EnvVar::new("OPENAI_API_KEY", "k")]);
+        assert_eq!(
+            files,
+            [PlanFile {
+                path: "home/.codex/auth.json".into(),
+                contents: "{}".into(),
+                mode: 0o600
+            }]
+        );
+
+        c.credentials.env.push(EnvVar::new("HOME", "/elsewhere"));
+        let e = credentials(Client::Codex, &SPEC, &c).unwrap_err();
+        assert_eq!(
+            e,
+            RenderError::CredentialNotAccepted {
+                client: Client::Codex,
+                name: "HOME".into(),
+                accepted: vec!["OPENAI_API_KEY"]
+            }
+        );
+        c.credentials.env = vec![
+            EnvVar::new("OPENAI_API_KEY", "k"),
+            EnvVar::new("OPENAI_API_KEY", "k2"),
+        ];
+        assert!(credentials(Client::Codex, &SPEC, &c).is_err());
+        c.credentials.env.clear();
+        c.credentials.files[0].contents = "x".into();
+        assert_eq!(
+            credentials(Client::Codex, &SPEC, &c).unwrap_err(),
+            RenderError::CredentialFile {
+                client: Client::Codex,
+                name: "auth.json".into(),
+                problem: "is not a JSON object".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_managed_file_that_exists_refuses_the_launch() {
+        let dir = std::env::temp_dir().join(format!("kcap-managed-{}", std::process::id()));
+        let files = [ManagedFile {
+            path: "/etc/x/requirements.toml",
+            effect: "requires MCP servers",
+        }];
+        std::fs::create_dir_all(dir.join("etc/x")).unwrap();
+        assert_eq!(managed_preflight(Client::Codex, &files, &dir), Ok(()));
+        std::fs::write(dir.join("etc/x/requirements.toml"), "").unwrap();
+        assert_eq!(
+            managed_preflight(Client::Codex, &files, &dir),
+            Err(RenderError::Managed {
+                client: Client::Codex,
+                file: "/etc/x/requirements.toml".into(),
+                effect: "requires MCP servers"
+            })
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

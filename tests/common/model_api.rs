@@ -1,0 +1,154 @@
+//! A stand-in model API on 127.0.0.1: it records every HTTP request a client sends (method,
+//! path, body) and answers each with an HTTP 400 JSON error, so no prompt ever reaches a real
+//! model and the test can read what the model would have been offered (the `tools` of the
+//! first request). Offline by construction: it listens on the loopback interface only, on a
+//! port the OS picks, and stops with the test process.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// One recorded request.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub body: String,
+}
+
+impl Request {
+    /// The body as JSON, when it is JSON.
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_str(&self.body).ok()
+    }
+}
+
+/// The running stand-in.
+pub struct ModelApi {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+impl ModelApi {
+    /// Starts it on a free loopback port.
+    pub fn start() -> ModelApi {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || serve(stream, &log));
+            }
+        });
+        ModelApi { url, requests }
+    }
+
+    /// Every request recorded so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Waits up to `timeout` for a request whose body parses as JSON and satisfies `pred`.
+    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Option<Value> {
+        let start = Instant::now();
+        loop {
+            if let Some(v) = self.requests().iter().filter_map(Request::json).find(&pred) {
+                return Some(v);
+            }
+            if start.elapsed() > timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Reads requests from one connection (keep-alive included) until it closes or fails.
+fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut writer = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return,
+    };
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_owned();
+        let path = parts.next().unwrap_or_default().to_owned();
+        let (mut length, mut chunked) = (0usize, false);
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+                _ => {}
+            }
+        }
+        let body = if chunked {
+            read_chunked(&mut reader)
+        } else {
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            body
+        };
+        log.lock().unwrap().push(Request {
+            method,
+            path,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        let answer = r#"{"error":{"type":"invalid_request_error","message":"stand-in model API: no model here"}}"#;
+        let response = format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A chunked body (RFC 9112 section 7.1), trailers skipped.
+fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).unwrap_or(0) == 0 {
+            return body;
+        }
+        let size =
+            usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+        if size == 0 {
+            let mut trailer = String::new();
+            while reader.read_line(&mut trailer).unwrap_or(0) > 2 {
+                trailer.clear();
+            }
+            return body;
+        }
+        let mut chunk = vec![0; size + 2];
+        if reader.read_exact(&mut chunk).is_err() {
+            return body;
+        }
+        chunk.truncate(size);
+        body.extend(chunk);
+    }
+}
