@@ -63,7 +63,7 @@ const PLANS: &[(Client, Delivery, Render)] = &[
         copilot_plan(ctx, r, &[])
     }),
     (Client::Cursor, Delivery::Any, |ctx, r, _| {
-        cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse)
+        cursor_plan(ctx, r, UnverifiedIsolation::Allow)
     }),
     (Client::Kiro, Delivery::Any, |ctx, r, id| {
         kiro_plan(ctx, r, id)

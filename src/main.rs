@@ -422,18 +422,18 @@ Example:
         override_usage = "kcap-mcp-registry render cursor <--agent-id <ID>|--launch-json <FILE|->> \
                           --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
         after_help = "\
-Whether Cursor also starts the servers of the user's ~/.cursor/mcp.json is not established:
-the plan says \"isolation\": {\"status\": \"unverified\"}, a warning is printed, and --strict
-refuses it unless --allow-unverified-isolation is given.
+Cursor is not installable here, so its isolation was never measured: the plan says
+\"isolation\": {\"status\": \"unverified\"}, and it is refused under either policy unless
+--allow-unverified-isolation is given (then a warning is printed).
 
 Example:
-  kcap-mcp-registry render cursor --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
+  kcap-mcp-registry render cursor --allow-unverified-isolation --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan"
     )]
     Cursor {
         #[command(flatten)]
         common: RenderArgs,
-        /// With --strict, render Cursor even though its isolation from the user's MCP
-        /// servers is not verified.
+        /// Render Cursor even though its isolation from the user's MCP servers is not
+        /// verified.
         #[arg(long)]
         allow_unverified_isolation: bool,
     },
@@ -1251,7 +1251,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
         Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
         Target::Copilot(_) => copilot::copilot_plan(&ctx, &resolution, &copilot_inventory),
-        Target::Cursor(answer) => cursor::cursor_plan(&ctx, &resolution, policy, answer),
+        Target::Cursor(answer) => cursor::cursor_plan(&ctx, &resolution, answer),
         Target::Kiro(id) => kiro::kiro_plan(&ctx, &resolution, &id),
         Target::Antigravity => antigravity::antigravity_plan(&ctx, &resolution),
         // With a worktree, the Claude preflight reads the Claude Code configuration this

@@ -106,23 +106,26 @@ fn a_random_launch_id_differs_per_run() {
 }
 
 #[test]
-fn cursor_strict_needs_the_opt_in_and_lenient_warns() {
-    let mut args = vec!["render", "cursor"];
-    args.extend(COMMON);
-    args.push("--strict");
-    let r = run(&args);
-    assert_eq!(
-        (r.code, r.stdout.as_str(), r.stderr.as_str()),
-        (
-            1,
-            "",
-            "error: cannot render the cursor launch under the strict policy: its isolation from \
-             the MCP servers the user or the reviewed repository configured is not verified, so \
-             one of them (a flow-starting one included) could start beside kcap's; opt in \
-             explicitly (--allow-unverified-isolation) or use the lenient policy\n"
-        )
-    );
-    let mut args = vec!["render", "cursor"];
+fn cursor_needs_the_opt_in_under_either_policy_and_then_warns() {
+    for policy in [&["--strict"][..], &[]] {
+        let mut args = vec!["render", "cursor"];
+        args.extend(COMMON);
+        args.extend(policy);
+        let r = run(&args);
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (
+                1,
+                "",
+                "error: cannot render the cursor launch: its isolation from the MCP servers the \
+                 user or the reviewed repository configured is not verified, so one of them (a \
+                 flow-starting one included) could start beside kcap's; opt in explicitly \
+                 (--allow-unverified-isolation)\n"
+            ),
+            "{policy:?}"
+        );
+    }
+    let mut args = vec!["render", "cursor", "--allow-unverified-isolation"];
     args.extend(COMMON);
     args.extend(["--format", "json"]);
     let r = run(&args);

@@ -88,7 +88,7 @@ fn exact_plan(
         Client::Gemini => gemini_plan(ctx, r, &id),
         Client::OpenCode => opencode_plan(ctx, r),
         Client::Copilot => copilot_plan(ctx, r, &copilot_inherited()),
-        Client::Cursor => cursor_plan(ctx, r, policy, UnverifiedIsolation::Allow),
+        Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow),
         Client::Kiro => kiro_plan(ctx, r, &id),
         Client::Antigravity => antigravity_plan(ctx, r),
         other => panic!("{other}: no plan renderer"),
@@ -461,7 +461,7 @@ fn only_cursor_is_unverified_and_strict_refuses_it_without_the_opt_in() {
         );
     }
     let r = c.resolve(Policy::Strict).unwrap();
-    let err = cursor_plan(&c, &r, Policy::Strict, UnverifiedIsolation::Refuse).unwrap_err();
+    let err = cursor_plan(&c, &r, UnverifiedIsolation::Refuse).unwrap_err();
     assert_eq!(
         err,
         RenderError::UnverifiedIsolation {
@@ -470,21 +470,21 @@ fn only_cursor_is_unverified_and_strict_refuses_it_without_the_opt_in() {
     );
     assert_eq!(
         err.to_string(),
-        "cannot render the cursor launch under the strict policy: its isolation from the MCP \
-         servers the user or the reviewed repository configured is not verified, so one of them \
-         (a flow-starting one included) could start beside kcap's; opt in explicitly \
-         (--allow-unverified-isolation) or use the lenient policy"
+        "cannot render the cursor launch: its isolation from the MCP servers the user or the \
+         reviewed repository configured is not verified, so one of them (a flow-starting one \
+         included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
     );
+    // Refused under the lenient policy too.
+    let r = c.resolve(Policy::Lenient).unwrap();
+    assert!(cursor_plan(&c, &r, UnverifiedIsolation::Refuse).is_err());
     // Gated too: the user's own servers do not depend on ours.
     let mut gated = c.clone();
     gated.kcap_bin = None;
     let r = gated.resolve(Policy::Strict).unwrap();
-    assert!(cursor_plan(&gated, &r, Policy::Strict, UnverifiedIsolation::Refuse).is_err());
-    // The opt-in renders the same plan as the lenient policy for the same servers.
+    assert!(cursor_plan(&gated, &r, UnverifiedIsolation::Refuse).is_err());
+    // The opt-in renders it, marked unverified.
     let r = c.resolve(Policy::Strict).unwrap();
-    let allowed = cursor_plan(&c, &r, Policy::Strict, UnverifiedIsolation::Allow).unwrap();
-    let lenient = cursor_plan(&c, &r, Policy::Lenient, UnverifiedIsolation::Refuse).unwrap();
-    assert_eq!(allowed, lenient);
+    let allowed = cursor_plan(&c, &r, UnverifiedIsolation::Allow).unwrap();
     match allowed.isolation {
         Isolation::Unverified { reason } => assert!(reason.contains("~/.cursor/mcp.json")),
         Isolation::Verified => panic!("cursor verified"),

@@ -55,7 +55,7 @@ fn plan_with(
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
         Client::Copilot => copilot_plan(ctx, r, inherited).ok(),
-        Client::Cursor => cursor_plan(ctx, r, Policy::Lenient, UnverifiedIsolation::Refuse).ok(),
+        Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow).ok(),
         Client::Kiro => kiro_plan(ctx, r, id).ok(),
         Client::Antigravity => antigravity_plan(ctx, r).ok(),
         other => panic!("{other}: no plan renderer"),

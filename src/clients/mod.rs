@@ -68,6 +68,7 @@ pub mod claude;
 pub mod codex;
 pub mod copilot;
 pub mod cursor;
+pub mod dispatch;
 pub mod gemini;
 pub mod kiro;
 #[cfg(feature = "cli")]
@@ -730,6 +731,15 @@ pub enum RenderError {
         /// What is wrong with it.
         problem: String,
     },
+    /// The launch gives a value (`model`, `effort`) the client has no setting for: refused
+    /// under [`Policy::Strict`], a warning under [`Policy::Lenient`]
+    /// ([`Client::plan`](Client::plan)).
+    Unsupported {
+        /// The client.
+        client: Client,
+        /// The [`LaunchContext`] field.
+        field: &'static str,
+    },
     /// An administrator-managed file the client reads whatever the plan's environment says
     /// exists ([`root::managed_preflight`]): it can veto, add or reconfigure MCP servers,
     /// hooks or permissions, so the reviewer cannot be isolated.
@@ -824,6 +834,12 @@ impl fmt::Display for RenderError {
                  the file as {client} stored it",
                 name.escape_debug()
             ),
+            RenderError::Unsupported { client, field } => write!(
+                f,
+                "the {client} launch has no setting for the reviewer's `{field}`, so it would \
+                 be dropped; leave it out for {client}, or use the lenient policy to launch \
+                 without it"
+            ),
             RenderError::Managed {
                 client,
                 file,
@@ -863,10 +879,9 @@ impl fmt::Display for RenderError {
 fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     write!(
         f,
-        "cannot render the {client} launch under the strict policy: its isolation from the MCP \
-         servers the user or the reviewed repository configured is not verified, so one of them \
-         (a flow-starting one included) could start beside kcap's; opt in explicitly \
-         (--allow-unverified-isolation) or use the lenient policy"
+        "cannot render the {client} launch: its isolation from the MCP servers the user or the \
+         reviewed repository configured is not verified, so one of them (a flow-starting one \
+         included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
     )
 }
 
@@ -979,6 +994,8 @@ pub enum LaunchError {
     Inventory(InventoryError),
     /// Copilot CLI's inherited MCP servers could not be listed ([`copilot::inventory`]).
     CopilotInventory(copilot::inventory::InventoryError),
+    /// No launch id could be drawn ([`plan::LaunchId::random`]).
+    LaunchId(plan::LaunchIdError),
 }
 
 impl fmt::Display for LaunchError {
@@ -988,6 +1005,7 @@ impl fmt::Display for LaunchError {
             LaunchError::Render(e) => e.fmt(f),
             LaunchError::Inventory(e) => e.fmt(f),
             LaunchError::CopilotInventory(e) => e.fmt(f),
+            LaunchError::LaunchId(e) => e.fmt(f),
         }
     }
 }
@@ -999,6 +1017,7 @@ impl std::error::Error for LaunchError {
             LaunchError::Render(e) => e.source(),
             LaunchError::Inventory(e) => e.source(),
             LaunchError::CopilotInventory(e) => e.source(),
+            LaunchError::LaunchId(e) => e.source(),
         }
     }
 }
@@ -1006,6 +1025,12 @@ impl std::error::Error for LaunchError {
 impl From<Rejection> for LaunchError {
     fn from(e: Rejection) -> Self {
         LaunchError::Rejected(e)
+    }
+}
+
+impl From<plan::LaunchIdError> for LaunchError {
+    fn from(e: plan::LaunchIdError) -> Self {
+        LaunchError::LaunchId(e)
     }
 }
 

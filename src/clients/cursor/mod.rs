@@ -14,14 +14,14 @@
 //!   registration fills, the flow-starting `kcap-flows` included, and the project's
 //!   `.cursor/mcp.json`. Whether those servers start beside the injected ones was never
 //!   established. So every Cursor plan says [`Isolation::Unverified`] ([`ISOLATION_REASON`]),
-//!   and under [`Policy::Strict`] [`cursor_plan`] refuses unless the caller opts in with
+//!   and [`cursor_plan`] refuses, under either policy, unless the caller opts in with
 //!   [`UnverifiedIsolation::Allow`]. The daemon's worktree hygiene (facts "Reserved servers":
 //!   `.cursor/mcp.json` is among the paths a reviewer worktree must not carry) covers the
 //!   project file; nothing covers the user's.
 //! - Whether Cursor expands `${…}` in ACP values is not established: a `command`, `args` or
 //!   `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]).
 //! - Approval: `--force` runs every tool, Cursor's own ones too; what the reviewer may run
-//!   unasked follows the policy only through what is injected ([`Policy::Strict`] injects
+//!   unasked follows the policy only through what is injected ([`Policy::Strict`](crate::Policy::Strict) injects
 //!   `read_only` servers only). Servers keep their registry ids (no aliasing: Cursor has no
 //!   name gate to alias for).
 //! - Whether Cursor passes its environment on to MCP servers is not established: the
@@ -35,7 +35,7 @@ pub mod registration;
 #[cfg(feature = "cli")]
 pub mod loader;
 
-use crate::allowlist::{Policy, Resolution};
+use crate::allowlist::Resolution;
 use crate::clients::plan::{Isolation, LaunchPlan, SessionNew};
 use crate::clients::root::CredentialSpec;
 use crate::clients::{
@@ -54,7 +54,7 @@ pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the
 /// policy only: there is no default, so a daemon spells out which one it means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnverifiedIsolation {
-    /// Refuse the launch under [`Policy::Strict`] ([`RenderError::UnverifiedIsolation`]).
+    /// Refuse the launch, under either policy ([`RenderError::UnverifiedIsolation`]).
     Refuse,
     /// Render it anyway: the caller accepts that servers of the user's Cursor configuration
     /// may start beside the injected ones (`render cursor --allow-unverified-isolation`).
@@ -66,9 +66,8 @@ pub enum UnverifiedIsolation {
 /// snapshot) in `session/new` under its registry id; the registry's env names removed from
 /// the environment; no files; [`Isolation::Unverified`] with [`ISOLATION_REASON`].
 ///
-/// `policy` is the policy `resolution` was resolved under: under [`Policy::Strict`] the plan
-/// is refused unless `unverified` is [`UnverifiedIsolation::Allow`]; under
-/// [`Policy::Lenient`] it is rendered, and the caller should warn (the CLI does).
+/// The plan is refused unless `unverified` is [`UnverifiedIsolation::Allow`], under either
+/// policy; a caller that carries it out should warn (the CLI and [`Client::plan`] do).
 ///
 /// # Errors
 /// [`RenderError::UnverifiedIsolation`] (above); [`RenderError::UnknownExpansion`] for a value
@@ -89,9 +88,9 @@ pub enum UnverifiedIsolation {
 ///     ..LaunchContext::default()
 /// };
 /// let r = ctx.resolve(Policy::Strict)?;
-/// let refused = cursor_plan(&ctx, &r, Policy::Strict, UnverifiedIsolation::Refuse);
+/// let refused = cursor_plan(&ctx, &r, UnverifiedIsolation::Refuse);
 /// assert!(matches!(refused, Err(RenderError::UnverifiedIsolation { .. })));
-/// let plan = cursor_plan(&ctx, &r, Policy::Strict, UnverifiedIsolation::Allow)?;
+/// let plan = cursor_plan(&ctx, &r, UnverifiedIsolation::Allow)?;
 /// assert!(!plan.isolation.is_verified());
 /// assert_eq!(plan.argv, ["acp", "--force", "--approve-mcps", "--trust"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -99,10 +98,9 @@ pub enum UnverifiedIsolation {
 pub fn cursor_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    policy: Policy,
     unverified: UnverifiedIsolation,
 ) -> Result<LaunchPlan, RenderError> {
-    if policy == Policy::Strict && unverified == UnverifiedIsolation::Refuse {
+    if unverified == UnverifiedIsolation::Refuse {
         return Err(RenderError::UnverifiedIsolation {
             client: Client::Cursor,
         });

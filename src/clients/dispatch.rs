@@ -1,0 +1,154 @@
+//! One call from a launch to a plan, for any client: [`Client::plan`].
+//!
+//! A daemon that launches reviewers on several clients makes one call per launch, whatever
+//! the client: the allowlist is resolved under the caller's policy, the administrator files
+//! the client would read are checked ([`root::managed_preflight`](super::root::managed_preflight)),
+//! a fresh [`LaunchId`] is drawn for the clients that alias server names, and the client's
+//! room renders the plan. What some clients need beyond the [`LaunchContext`] comes in
+//! [`PlanInputs`]; a launch value the client cannot carry (a model or effort it has no
+//! setting for) is refused under [`Policy::Strict`] and a warning under
+//! [`Policy::Lenient`], never dropped in silence.
+
+use std::path::PathBuf;
+
+use super::cursor::UnverifiedIsolation;
+use super::plan::{LaunchId, LaunchPlan};
+use super::{
+    Client, LaunchContext, LaunchError, RenderError, antigravity, claude, codex, copilot, cursor,
+    gemini, kiro, non_blank, opencode, root,
+};
+use crate::allowlist::Policy;
+
+/// What a launch needs beyond its [`LaunchContext`]: the policy, and the inputs some clients
+/// need. Build it with [`PlanInputs::new`]; every other field has the safe default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlanInputs {
+    /// The allowlist policy: [`Policy::Strict`] refuses what [`Policy::Lenient`] skips with a
+    /// warning.
+    pub policy: Policy,
+    /// The per-launch id of clients that alias server names (Gemini CLI, Kiro). `None`
+    /// (default): drawn from the operating system's CSPRNG for this launch. Set it only for
+    /// reproducible output; never from launch data.
+    pub launch_id: Option<LaunchId>,
+    /// The answer to a client whose isolation is not verified (Cursor). Default
+    /// [`UnverifiedIsolation::Refuse`]: refused under every policy.
+    pub unverified_isolation: UnverifiedIsolation,
+    /// Where the client's administrator files are looked for: `/` (default) on a real
+    /// launch, a directory of a test's own otherwise.
+    pub system_root: PathBuf,
+}
+
+impl PlanInputs {
+    /// The inputs for `policy`, every other field at its default.
+    pub fn new(policy: Policy) -> PlanInputs {
+        PlanInputs {
+            policy,
+            launch_id: None,
+            unverified_isolation: UnverifiedIsolation::Refuse,
+            system_root: PathBuf::from("/"),
+        }
+    }
+}
+
+/// A rendered launch: the plan to carry out, and the warnings to log with it (allowlist
+/// entries skipped under [`Policy::Lenient`], launch values the client cannot carry, an
+/// unverified isolation the caller accepted), each one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedLaunch {
+    /// The plan.
+    pub plan: LaunchPlan,
+    /// Warnings, in the order they arose.
+    pub warnings: Vec<String>,
+}
+
+/// Which optional launch values a client has a setting for (from its room's argv docs).
+const fn carries(client: Client) -> (bool, bool) {
+    // (model, effort)
+    match client {
+        Client::Claude | Client::Codex => (true, true),
+        Client::Gemini | Client::Copilot => (true, false),
+        Client::OpenCode | Client::Cursor | Client::Kiro | Client::Antigravity => (false, false),
+    }
+}
+
+impl Client {
+    /// Renders the reviewer launch of `ctx` on this client: resolves its allowlist under
+    /// `inputs.policy` against the compiled-in registry, refuses a launch the client's
+    /// administrator files would reconfigure, and returns the plan with its warnings.
+    ///
+    /// # Errors
+    /// [`LaunchError::Rejected`] when the strict policy refuses an allowlist entry;
+    /// [`LaunchError::Render`] with [`RenderError::Managed`] for an administrator file,
+    /// [`RenderError::Unsupported`] for a model or effort the client has no setting for
+    /// (strict policy only), and every error of the client's plan function;
+    /// [`LaunchError::LaunchId`] when no launch id can be drawn.
+    ///
+    /// ```
+    /// use kcap_mcp_registry::clients::Client;
+    /// use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    /// use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy};
+    ///
+    /// let cmd: LaunchCommand = serde_json::from_str(r#"{"agent_id":"a1"}"#)?;
+    /// let mut ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+    /// ctx.worktree = Some("/work/tree".into());
+    /// ctx.launch_dir = Some("/run/kcap/l1".into());
+    /// for client in [Client::Claude, Client::Gemini, Client::OpenCode] {
+    ///     let launch = client.plan(&ctx, &PlanInputs::new(Policy::Strict))?;
+    ///     assert_eq!(launch.plan.client, client.name());
+    ///     assert_eq!(launch.plan.env_value("HOME"), Some("/run/kcap/l1/home"));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plan(
+        self,
+        ctx: &LaunchContext,
+        inputs: &PlanInputs,
+    ) -> Result<PlannedLaunch, LaunchError> {
+        let resolution = ctx.resolve(inputs.policy)?;
+        let mut warnings: Vec<String> = resolution
+            .skipped()
+            .map(|s| format!("agent {:?}: {s}", ctx.agent_id))
+            .collect();
+        root::managed_preflight(self, self.managed_files(), &inputs.system_root)?;
+        let (model, effort) = carries(self);
+        for (field, carried, value) in [
+            ("model", model, &ctx.model),
+            ("effort", effort, &ctx.effort),
+        ] {
+            if carried || non_blank(value).is_none() {
+                continue;
+            }
+            let error = RenderError::Unsupported {
+                client: self,
+                field,
+            };
+            match inputs.policy {
+                Policy::Strict => return Err(error.into()),
+                Policy::Lenient => warnings.push(format!("agent {:?}: {error}", ctx.agent_id)),
+            }
+        }
+        let launch_id = || match inputs.launch_id {
+            Some(id) => Ok(id),
+            None => LaunchId::random(),
+        };
+        let r = &resolution;
+        let plan = match self {
+            Client::Claude => claude::claude_plan(ctx, r)?,
+            Client::Codex => codex::codex_plan(ctx, r, &[])?,
+            Client::Gemini => gemini::gemini_plan(ctx, r, &launch_id()?)?,
+            Client::OpenCode => opencode::opencode_plan(ctx, r)?,
+            Client::Copilot => copilot::copilot_plan(ctx, r, &[])?,
+            Client::Cursor => cursor::cursor_plan(ctx, r, inputs.unverified_isolation)?,
+            Client::Kiro => kiro::kiro_plan(ctx, r, &launch_id()?)?,
+            Client::Antigravity => antigravity::antigravity_plan(ctx, r)?,
+        };
+        if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
+            warnings.push(format!(
+                "agent {:?}: the {self} launch's isolation is not verified: {reason}",
+                ctx.agent_id
+            ));
+        }
+        Ok(PlannedLaunch { plan, warnings })
+    }
+}

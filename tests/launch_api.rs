@@ -1,0 +1,168 @@
+//! The one launch call, `Client::plan`: for every client it renders the plan of the client's
+//! own plan function, refuses what an administrator file would reconfigure, draws a fresh
+//! launch id where names are aliased, and never drops a launch value in silence.
+
+use std::path::Path;
+
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::{
+    antigravity, claude, codex, copilot, cursor, gemini, kiro, opencode,
+};
+use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError, ResultDelivery};
+
+fn ctx() -> LaunchContext {
+    LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/opt/kcap".into()),
+        agent_id: "a1".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into()), Some("kcap-flows".into())]),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/l1".into()),
+        result_delivery: ResultDelivery::Brokered {
+            capability_url: "http://127.0.0.1:4100/t".into(),
+        },
+        ..LaunchContext::default()
+    }
+}
+
+fn inputs(policy: Policy) -> PlanInputs {
+    let mut inputs = PlanInputs::new(policy);
+    inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef").unwrap());
+    inputs.unverified_isolation = cursor::UnverifiedIsolation::Allow;
+    // A root without administrator files, whatever this machine's /etc holds.
+    inputs.system_root = std::env::temp_dir().join("kcap-launch-api-empty-root");
+    inputs
+}
+
+#[test]
+fn every_client_renders_its_own_plan_through_the_one_call() {
+    let c = ctx();
+    let id = LaunchId::from_hex("0123456789abcdef").unwrap();
+    let r = c.resolve(Policy::Lenient).unwrap();
+    for client in Client::ALL {
+        let launch = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
+        let typed = match client {
+            Client::Claude => claude::claude_plan(&c, &r),
+            Client::Codex => codex::codex_plan(&c, &r, &[]),
+            Client::Gemini => gemini::gemini_plan(&c, &r, &id),
+            Client::OpenCode => opencode::opencode_plan(&c, &r),
+            Client::Copilot => copilot::copilot_plan(&c, &r, &[]),
+            Client::Cursor => cursor::cursor_plan(&c, &r, cursor::UnverifiedIsolation::Allow),
+            Client::Kiro => kiro::kiro_plan(&c, &r, &id),
+            Client::Antigravity => antigravity::antigravity_plan(&c, &r),
+            _ => unreachable!("a client without a typed plan function"),
+        }
+        .unwrap();
+        assert_eq!(launch.plan, typed, "{client}");
+        // The skipped flow-starting entry is a warning; Cursor's unverified isolation too.
+        assert!(
+            launch.warnings[0].contains("\"kcap-flows\" skipped"),
+            "{client}: {:?}",
+            launch.warnings
+        );
+        assert_eq!(
+            launch.warnings.len(),
+            if client == Client::Cursor { 2 } else { 1 },
+            "{client}: {:?}",
+            launch.warnings
+        );
+    }
+}
+
+#[test]
+fn the_strict_policy_refuses_and_cursor_is_refused_without_the_opt_in() {
+    let c = ctx();
+    for client in Client::ALL {
+        let e = client.plan(&c, &inputs(Policy::Strict)).unwrap_err();
+        assert!(matches!(e, LaunchError::Rejected(_)), "{client}: {e}");
+    }
+    let mut default = PlanInputs::new(Policy::Lenient);
+    default.system_root = inputs(Policy::Lenient).system_root;
+    let e = Client::Cursor.plan(&c, &default).unwrap_err();
+    assert!(matches!(
+        e,
+        LaunchError::Render(RenderError::UnverifiedIsolation {
+            client: Client::Cursor
+        })
+    ));
+}
+
+#[test]
+fn a_fresh_launch_id_is_drawn_per_call() {
+    let c = ctx();
+    let mut i = inputs(Policy::Lenient);
+    i.launch_id = None;
+    for client in [Client::Gemini, Client::Kiro] {
+        let a = client.plan(&c, &i).unwrap().plan;
+        let b = client.plan(&c, &i).unwrap().plan;
+        assert_ne!(a.servers[0].wire_name, b.servers[0].wire_name, "{client}");
+        assert!(a.servers[0].wire_name.starts_with("kcap-flow-result-"));
+    }
+}
+
+#[test]
+fn a_model_or_effort_a_client_cannot_carry_is_refused_or_warned() {
+    let mut c = ctx();
+    c.mcp_allowlist = None;
+    c.model = Some("m1".into());
+    c.effort = Some("high".into());
+    let strict = inputs(Policy::Strict);
+    let lenient = inputs(Policy::Lenient);
+    for (client, dropped) in [
+        (Client::Claude, &[][..]),
+        (Client::Codex, &[]),
+        (Client::Gemini, &["effort"]),
+        (Client::Copilot, &["effort"]),
+        (Client::OpenCode, &["model", "effort"]),
+        (Client::Kiro, &["model", "effort"]),
+        (Client::Antigravity, &["model", "effort"]),
+    ] {
+        match dropped.first() {
+            None => assert!(client.plan(&c, &strict).is_ok(), "{client}"),
+            Some(first) => {
+                let e = client.plan(&c, &strict).unwrap_err();
+                assert!(
+                    matches!(&e, LaunchError::Render(RenderError::Unsupported { field, .. }) if field == first),
+                    "{client}: {e}"
+                );
+                assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "the {client} launch has no setting for the reviewer's `{first}`, so it \
+                         would be dropped; leave it out for {client}, or use the lenient policy \
+                         to launch without it"
+                    )
+                );
+            }
+        }
+        let warnings = client.plan(&c, &lenient).unwrap().warnings;
+        assert_eq!(warnings.len(), dropped.len(), "{client}: {warnings:?}");
+        for (w, field) in warnings.iter().zip(dropped) {
+            assert!(w.contains(&format!("`{field}`")), "{client}: {w}");
+        }
+    }
+}
+
+#[test]
+fn an_administrator_file_refuses_the_launch_by_name() {
+    let root = tempfile::tempdir().unwrap();
+    let c = ctx();
+    for client in Client::ALL {
+        for file in client.managed_files() {
+            let mut i = inputs(Policy::Lenient);
+            i.system_root = root.path().to_owned();
+            let path = root.path().join(file.path.trim_start_matches('/'));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "{}").unwrap();
+            let e = client.plan(&c, &i).unwrap_err();
+            assert!(
+                matches!(&e, LaunchError::Render(RenderError::Managed { file: f, .. }) if f == Path::new(file.path)),
+                "{client}: {e}"
+            );
+            assert!(e.to_string().contains(file.path), "{e}");
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+}
