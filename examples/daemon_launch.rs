@@ -1,44 +1,41 @@
-//! What the kcap daemon does with a launch command: read the JSON payload, resolve its MCP
-//! allowlist against the compiled-in registry, and render the reviewer argv for Claude Code
-//! or Codex. It prints the argv, one element per line; it spawns nothing.
+//! What the kcap daemon does with a launch command, for every client through the one call
+//! (`Client::plan`): read the JSON payload, give it the daemon's own settings (server URL,
+//! kcap binary, worktree, per-launch directory), and render each client's launch plan. It
+//! prints, per client, the warnings and the plan as JSON, or the error that refuses the
+//! launch; it spawns nothing.
 //!
 //! ```sh
-//! cargo run --example daemon_launch -- claude examples/data/launch.json
-//! cargo run --example daemon_launch -- codex examples/data/launch.json [INVENTORY.json]
+//! cargo run --example daemon_launch -- examples/data/launch.json [LAUNCH_ID]
 //! ```
 //!
-//! The Codex inventory is saved `codex mcp list --json` output; a daemon would call
-//! `kcap_mcp_registry::clients::codex::inventory::codex_inventory` instead.
+//! `LAUNCH_ID` (16 hex digits) fixes the per-launch id of the clients that alias server names,
+//! for reproducible output; a daemon leaves it out, so each launch draws its own.
 
 use std::process::ExitCode;
 
-use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::codex_reviewer_args;
-use kcap_mcp_registry::clients::codex::inventory::parse_inventory;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::plan::LaunchId;
 use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy};
 
 /// The daemon's own settings (from its configuration in a real daemon).
 const SERVER_URL: &str = "http://127.0.0.1:5100";
 const KCAP_BIN: &str = "/usr/local/bin/kcap";
 const WORKTREE: &str = "/srv/kcap/worktrees/review-42";
+const LAUNCHES: &str = "/srv/kcap/launches";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (client, payload, inventory) = match args.as_slice() {
-        [c, p] => (c.as_str(), p, None),
-        [c, p, i] if c == "codex" => (c.as_str(), p, Some(i)),
+    let (payload, launch_id) = match args.as_slice() {
+        [p] => (p, None),
+        [p, id] => (p, Some(id)),
         _ => {
-            eprintln!("usage: daemon_launch claude|codex LAUNCH.json [CODEX_INVENTORY.json]");
+            eprintln!("usage: daemon_launch LAUNCH.json [LAUNCH_ID]");
             return ExitCode::from(2);
         }
     };
-    match run(client, payload, inventory) {
-        Ok(argv) => {
-            for a in argv {
-                println!("{a}");
-            }
-            ExitCode::SUCCESS
-        }
+    match run(payload, launch_id) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -46,28 +43,25 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(
-    client: &str,
-    payload: &str,
-    inventory: Option<&String>,
-) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+fn run(payload: &str, launch_id: Option<&String>) -> Result<(), Box<dyn std::error::Error>> {
     let cmd: LaunchCommand = serde_json::from_str(&std::fs::read_to_string(payload)?)?;
     let mut ctx = LaunchContext::from_command(cmd, SERVER_URL, KCAP_BIN);
     ctx.worktree = Some(WORKTREE.into());
+    ctx.launch_dir = Some(format!("{LAUNCHES}/{}", ctx.agent_id));
     // The daemon's default policy: skip what cannot be materialized, and log it.
-    let resolution = ctx.resolve(Policy::Lenient)?;
-    for skipped in resolution.skipped() {
-        eprintln!("warning: agent {:?}: {skipped}", ctx.agent_id);
-    }
-    Ok(match client {
-        "claude" => claude_reviewer_args(&ctx, &resolution)?,
-        "codex" => {
-            let inventory = match inventory {
-                Some(path) => parse_inventory(&std::fs::read_to_string(path)?)?,
-                None => Vec::new(),
-            };
-            codex_reviewer_args(&ctx, &resolution, &inventory)?
+    let mut inputs = PlanInputs::new(Policy::Lenient);
+    inputs.launch_id = launch_id.map(|id| LaunchId::from_hex(id)).transpose()?;
+    for client in Client::ALL {
+        println!("== {client}");
+        match client.plan(&ctx, &inputs) {
+            Ok(launch) => {
+                for warning in launch.warnings {
+                    println!("warning: {warning}");
+                }
+                print!("{}", launch.plan.to_json());
+            }
+            Err(e) => println!("error: {e}"),
         }
-        other => return Err(format!("unknown client {other:?}: use claude or codex").into()),
-    })
+    }
+    Ok(())
 }

@@ -1,18 +1,18 @@
 //! The kcap MCP server registry.
 //!
-//! kcap launches unattended reviewer agents (Claude Code, OpenAI Codex CLI) for review
-//! flows. A flow's MCP allowlist names kcap-owned MCP servers; this crate is the one
+//! kcap launches unattended reviewer agents for review flows on eight coding-agent clients
+//! (Claude Code, OpenAI Codex CLI, Gemini CLI, OpenCode, GitHub Copilot CLI, Cursor, Kiro,
+//! Antigravity). A flow's MCP allowlist names kcap-owned MCP servers; this crate is the one
 //! authority those names resolve against:
 //!
 //! - [`lookup`], [`servers`], [`result_channel`]: the registry, validated from
 //!   `registry/*.toml` by `build.rs` and compiled into a `phf` perfect-hash table.
 //! - [`resolve_allowlist`]: which servers an allowlist materializes (recursion guard,
 //!   injection-only entries, duplicates, strict policy).
-//! - [`clients`]: one room per coding-agent client: [`clients::claude`],
-//!   [`clients::codex`], [`clients::gemini`] and [`clients::opencode`] render the reviewer's
-//!   launch ([`clients::plan::LaunchPlan`]);
-//!   [`clients::codex::inventory`] finds the MCP servers Codex inherits from the user's
-//!   configuration.
+//! - [`clients`]: one room per coding-agent client, each rendering the reviewer's launch
+//!   ([`clients::plan::LaunchPlan`]), rooted in a per-launch directory
+//!   ([`clients::root`]); [`clients::Client::plan`] is the one call from a launch to a plan
+//!   for any client ([`clients::dispatch`]).
 //! - [`LaunchCommand`]: the launch payload's wire shape.
 //! - [`text`]: how user input is shown in every message ([`text::printable`],
 //!   [`text::ShownPath`]).

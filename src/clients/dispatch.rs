@@ -119,13 +119,19 @@ impl Client {
             if carried || non_blank(value).is_none() {
                 continue;
             }
-            let error = RenderError::Unsupported {
-                client: self,
-                field,
-            };
             match inputs.policy {
-                Policy::Strict => return Err(error.into()),
-                Policy::Lenient => warnings.push(format!("agent {:?}: {error}", ctx.agent_id)),
+                Policy::Strict => {
+                    return Err(RenderError::Unsupported {
+                        client: self,
+                        field,
+                    }
+                    .into());
+                }
+                Policy::Lenient => warnings.push(format!(
+                    "agent {:?}: the {self} launch has no setting for the reviewer's `{field}`; \
+                     launched without it",
+                    ctx.agent_id
+                )),
             }
         }
         let launch_id = || match inputs.launch_id {
