@@ -2,7 +2,7 @@
 //!
 //! A daemon that launches reviewers on several clients makes one call per launch, whatever
 //! the client: the allowlist is resolved under the caller's policy, the administrator files
-//! the client would read are checked ([`root::managed_preflight`](super::root::managed_preflight)),
+//! the client would read are checked ([`managed_preflight`](super::root::managed_preflight)),
 //! a fresh [`LaunchId`] is drawn for the clients that alias server names, and the client's
 //! room renders the plan. What some clients need beyond the [`LaunchContext`] comes in
 //! [`PlanInputs`]; a launch value the client cannot carry (a model or effort it has no
