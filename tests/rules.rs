@@ -1035,3 +1035,30 @@ fn one_file_is_checked_with_its_directory_s_cross_file_rules() {
     assert_eq!(diags[0].rule.name(), "result-channel-missing");
     assert_eq!(diags.len(), 1);
 }
+
+/// A misspelled key is the one cause: the rules that read the key it stands for do not
+/// report the consequences of a default the author did not mean (issue 25: `read_onyl =
+/// true` used to add an `unattended-safe-scope` error per tool, advising the opposite fix).
+#[test]
+fn a_misspelled_key_is_one_finding_not_a_cascade() {
+    let tools = "\n[[tools]]\nname = \"a\"\nunattended_safe = true\n\n[[tools]]\nname = \"b\"\nunattended_safe = true\n";
+    let file = format!("{BASE}read_onyl = true\n{tools}");
+    assert_eq!(
+        check_files(&[("kcap-x.toml", file.as_bytes())]),
+        vec![("unknown-key".into(), 5, 1)]
+    );
+    // With the key written right and set to false, the rule still fires, once per tool.
+    let file = format!("{BASE}read_only = false\n{tools}");
+    assert_eq!(
+        check_files(&[("kcap-x.toml", file.as_bytes())]),
+        vec![
+            ("unattended-safe-scope".into(), 9, 19),
+            ("unattended-safe-scope".into(), 13, 19)
+        ]
+    );
+    // A misspelling beside the real key judges the real key's value.
+    let file = format!("{BASE}read_only = false\nread_onyl = true\n{tools}");
+    let found = check_files(&[("kcap-x.toml", file.as_bytes())]);
+    assert_eq!(found[0], ("unknown-key".into(), 6, 1));
+    assert_eq!(found.len(), 3, "{found:?}");
+}

@@ -165,7 +165,16 @@ impl<'a> FileCx<'a> {
         let table = table.into_inner();
         for (k, v) in in_source_order(&table) {
             let Some(key) = EntryKey::from_name(k.get_ref()) else {
-                found_elsewhere.extend(self.unknown_key::<EntryKey>(k, ""));
+                let suggested = self.unknown_key::<EntryKey>(k, "");
+                found_elsewhere.extend(suggested);
+                // A misspelled key is the root cause: the key it stands for counts as set to
+                // a broken value, so the rules that read that key do not run on a default the
+                // author did not mean (`read_onyl = true` is not `read_only = false`).
+                if let Some(meant) = suggested.and_then(EntryKey::from_name) {
+                    if !table.keys().any(|k| k.get_ref() == meant.name()) {
+                        raw.present.push(meant);
+                    }
+                }
                 continue;
             };
             raw.present.push(key);
