@@ -122,9 +122,8 @@ impl fmt::Display for ValueError {
             ),
             ValueProblem::ForbiddenChar(c) => write!(
                 f,
-                "{input} `{value}` contains {}, a control or invisible character; give it \
-                 without one",
-                c.escape_unicode()
+                "{input} `{value}` contains {}; give it without one",
+                crate::text::char_name(c)
             ),
         }
     }
@@ -149,7 +148,7 @@ impl std::error::Error for ValueError {}
 /// );
 /// assert_eq!(
 ///     check_value("--server-url", "http://h/\u{1b}[2J", true).unwrap_err().to_string(),
-///     r"--server-url `http://h/\u{1b}[2J` contains \u{1b}, a control or invisible character; give it without one"
+///     r"--server-url `http://h/\u{1b}[2J` contains an escape character (U+001B); give it without one"
 /// );
 /// ```
 pub fn check_value(input: &str, value: &str, blank_ok: bool) -> Result<(), ValueError> {

@@ -51,16 +51,55 @@ pub fn is_forbidden_char(c: char) -> bool {
         )
 }
 
-/// What is wrong with `s` as one line of text, if anything: `"contains \u{…}, a control or
-/// invisible character"` for its first [`is_forbidden_char`].
+/// What is wrong with `s` as one line of text, if anything: `"contains <name>"` for its first
+/// [`is_forbidden_char`], named in words ([`char_name`]).
 #[cfg_attr(not(feature = "validate"), allow(dead_code))]
 pub(crate) fn forbidden_char_problem(s: &str) -> Option<String> {
-    s.chars().find(|&c| is_forbidden_char(c)).map(|c| {
-        format!(
-            "contains {}, a control or invisible character",
-            c.escape_unicode()
-        )
-    })
+    s.chars()
+        .find(|&c| is_forbidden_char(c))
+        .map(|c| format!("contains {}", char_name(c)))
+}
+
+/// `c` named in words for a message, with its code point: `a line break (U+000A)`, `a tab
+/// (U+0009)`, `a zero width space (U+200B)`, `a right-to-left override (U+202E)`; a
+/// character without a common name is `a control character (U+0085)` or `an invisible
+/// character (U+E0001)`. Names follow the Unicode character names, in lower case.
+pub fn char_name(c: char) -> String {
+    let name = match c as u32 {
+        0x00 => "a null character",
+        0x07 => "a bell character",
+        0x08 => "a backspace",
+        0x09 => "a tab",
+        0x0A => "a line break",
+        0x0B => "a vertical tab",
+        0x0C => "a form feed",
+        0x0D => "a carriage return",
+        0x1B => "an escape character",
+        0x7F => "a delete character",
+        0x85 => "a next line control",
+        0xAD => "a soft hyphen",
+        0x200B => "a zero width space",
+        0x200C => "a zero width non-joiner",
+        0x200D => "a zero width joiner",
+        0x200E => "a left-to-right mark",
+        0x200F => "a right-to-left mark",
+        0x202A => "a left-to-right embedding",
+        0x202B => "a right-to-left embedding",
+        0x202C => "a pop directional formatting",
+        0x202D => "a left-to-right override",
+        0x202E => "a right-to-left override",
+        0x2028 => "a line separator",
+        0x2029 => "a paragraph separator",
+        0x2060 => "a word joiner",
+        0x2066 => "a left-to-right isolate",
+        0x2067 => "a right-to-left isolate",
+        0x2068 => "a first strong isolate",
+        0x2069 => "a pop directional isolate",
+        0xFEFF => "a zero width no-break space (byte order mark)",
+        _ if c.is_control() => "a control character",
+        _ => "an invisible character",
+    };
+    format!("{name} (U+{:04X})", c as u32)
 }
 
 /// `s` with every control or invisible character ([`is_forbidden_char`]) escaped — `\n`,

@@ -376,7 +376,7 @@ fn invisible_characters_in_quoted_source_show_as_replacement_characters_under_th
     // mark at the start of line 4 (a TOML syntax error there).
     let r = run(&["check", "tests/fixtures/invisible-characters"]);
     let expected = "\
-error[description-format]: `description` contains \\u{200b}, a control or invisible character
+error[description-format]: `description` contains a zero width space (U+200B)
  --> tests/fixtures/invisible-characters/kcap-x.toml:2:15
   |
 2 | description = \"Re\u{fffd}view \u{fffd}tool\u{fffd}\"

@@ -413,19 +413,19 @@ fn a_control_or_invisible_character_in_kcap_bin_or_server_url_is_refused_shown_e
                 "--kcap-bin",
                 "/usr/bin/kcap\n\"x\": 1",
             ],
-            "error: --kcap-bin `/usr/bin/kcap\\n\"x\": 1` contains \\u{a}, a control or invisible character; give it without one\n",
+            "error: --kcap-bin `/usr/bin/kcap\\n\"x\": 1` contains a line break (U+000A); give it without one\n",
         ),
         (
             ["export", "codex", "--server-url", "http://h/\u{1b}[2J"],
-            "error: --server-url `http://h/\\u{1b}[2J` contains \\u{1b}, a control or invisible character; give it without one\n",
+            "error: --server-url `http://h/\\u{1b}[2J` contains an escape character (U+001B); give it without one\n",
         ),
         (
             ["export", "gemini", "--server-url", "http://h/\u{202e}x"],
-            "error: --server-url `http://h/\\u{202e}x` contains \\u{202e}, a control or invisible character; give it without one\n",
+            "error: --server-url `http://h/\\u{202e}x` contains a right-to-left override (U+202E); give it without one\n",
         ),
         (
             ["export", "claude-mcp-json", "--kcap-bin", "/k\u{200b}"],
-            "error: --kcap-bin `/k\\u{200b}` contains \\u{200b}, a control or invisible character; give it without one\n",
+            "error: --kcap-bin `/k\\u{200b}` contains a zero width space (U+200B); give it without one\n",
         ),
     ] {
         assert_eq!(

@@ -1006,7 +1006,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--agent-id",
             "a\nerror: forged",
         ],
-        r"--agent-id `a\nerror: forged` contains \u{a}, a control or invisible character",
+        r"--agent-id `a\nerror: forged` contains a line break (U+000A)",
     );
     refused(
         &[
@@ -1020,7 +1020,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--kcap-bin",
             "/k\u{200b}",
         ],
-        r"--kcap-bin `/k\u{200b}` contains \u{200b}, a control or invisible character",
+        r"--kcap-bin `/k\u{200b}` contains a zero width space (U+200B)",
     );
     refused(
         &[
@@ -1033,7 +1033,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--server-url",
             "http://h\r",
         ],
-        r"--server-url `http://h\r` contains \u{d}, a control or invisible character",
+        r"--server-url `http://h\r` contains a carriage return (U+000D)",
     );
     refused(
         &[
@@ -1046,7 +1046,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--result-capability-url",
             "http://h/\u{85}",
         ],
-        r"--result-capability-url `http://h/\u{85}` contains \u{85}, a control or invisible character",
+        r"--result-capability-url `http://h/\u{85}` contains a next line control (U+0085)",
     );
     // From the launch JSON, named as its field; a flag given instead is what counts.
     refused(
@@ -1058,7 +1058,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--launch-json",
             launch,
         ],
-        r"`agent_id` of the launch JSON `a\u{1b}]0;x\u{7}` contains \u{1b}, a control or invisible character",
+        r"`agent_id` of the launch JSON `a\u{1b}]0;x\u{7}` contains an escape character (U+001B)",
     );
     refused(
         &[
@@ -1071,7 +1071,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "--agent-id",
             "a1",
         ],
-        r"`review_context_url` of the launch JSON `http://h/\u{202e}` contains \u{202e}, a control or invisible character",
+        r"`review_context_url` of the launch JSON `http://h/\u{202e}` contains a right-to-left override (U+202E)",
     );
     let r = run(&[
         "render",
