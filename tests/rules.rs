@@ -172,7 +172,7 @@ fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
                 ),
                 (
                     "on client `gemini`, the tool's qualified name `mcp_kcap-x-0000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 67 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
-                    "add an alias: `alias = \"…\"` of at most 2 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                    "shorten the tool name to at most 35 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 2 bytes",
                 ),
             ],
         ),
@@ -181,11 +181,11 @@ fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
             &[
                 (
                     "on client `gemini`, the tool's qualified name `mcp_kcap-review-context-0000000000000000_get_branch_authored_mcp_configs` is 72 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
-                    "add an alias: `alias = \"…\"` of at most 10 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                    "shorten the tool name to at most 22 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 10 bytes",
                 ),
                 (
                     "on client `gemini`, the tool's qualified name `mcp_kcap-rcontext-0000000000000000_get_branch_authored_mcp_configs` is 66 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
-                    "shorten the alias: `alias = \"…\"` of at most 10 bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name",
+                    "shorten the tool name to at most 28 bytes, or shorten the alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 10 bytes",
                 ),
             ],
         ),
@@ -1061,4 +1061,21 @@ fn a_misspelled_key_is_one_finding_not_a_cascade() {
     let found = check_files(&[("kcap-x.toml", file.as_bytes())]);
     assert_eq!(found[0], ("unknown-key".into(), 6, 1));
     assert_eq!(found.len(), 3, "{found:?}");
+}
+
+/// The tool-name help leads with the simplest fix: a 41-byte tool name of `kcap-search` fits
+/// Gemini's 63 bytes at 30 bytes, and no alias can make 41 fit (issue 25).
+#[test]
+fn the_tool_name_help_leads_with_the_simplest_fix() {
+    let dir = registry_with_result_channel();
+    let tool = "t".repeat(41);
+    let file = format!(
+        "id = \"kcap-search\"\ndescription = \"S.\"\nargs = [\"mcp\", \"search\"]\nstarts_flows = false\nread_only = true\n\n[[tools]]\nname = \"{tool}\"\nunattended_safe = true\n"
+    );
+    std::fs::write(dir.path().join("kcap-search.toml"), file).unwrap();
+    let Err(CheckError::Invalid(diags)) = validate_dir(dir.path()) else {
+        panic!("a 41-byte tool name should not fit Gemini");
+    };
+    let helps: Vec<&str> = diags.iter().map(|d| d.help.as_str()).collect();
+    assert_eq!(helps, ["shorten the tool name to at most 30 bytes"]);
 }

@@ -442,23 +442,30 @@ fn aliased_tool_name_length(cx: &mut FileCx<'_>, raw: &RawEntry, id: &str, name:
             continue;
         }
         let example = client.qualified(&format!("{stem}-{}", "0".repeat(LAUNCH_ID_HEX_LEN)), tool);
-        // The longest stem with which this tool fits.
+        // The longest stem with which this tool fits, and the longest tool name with this stem.
         let room = client.max_len.saturating_sub(len - stem.len());
-        let help = if room >= 2 {
+        let tool_room = client.max_len.saturating_sub(len - tool.len());
+        let alias_fix = (room >= 2).then(|| {
             let what = if alias.is_some() {
                 "shorten the alias"
             } else {
                 "add an alias"
             };
             format!(
-                "{what}: `alias = \"…\"` of at most {room} bytes gives per-launch wire names a shorter stem (the tool name is the server's own); or shorten the tool name"
+                "{what} (`alias = \"…\"`, the stem of per-launch wire names) of at most {room} bytes"
             )
-        } else {
-            format!(
-                "shorten the tool name to at most {} bytes and add a 2-byte alias: even then it does not fit on `{}`",
-                client.max_len - client.aliased_len("ab", ""),
-                client.client
-            )
+        });
+        // The simplest fix first: a shorter tool name, when one fits with this stem.
+        let help = match (tool_room, alias_fix) {
+            (0, Some(alias_fix)) => alias_fix,
+            (0, None) => format!(
+                "shorten the tool name to at most {} bytes and add a 2-byte alias",
+                client.max_len - client.aliased_len("ab", "")
+            ),
+            (n, Some(alias_fix)) => {
+                format!("shorten the tool name to at most {n} bytes, or {alias_fix}")
+            }
+            (n, None) => format!("shorten the tool name to at most {n} bytes"),
         };
         cx.report(
             Rule::ToolNameLength,
