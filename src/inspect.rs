@@ -217,12 +217,13 @@ pub fn suggest_id(registry: Registry, name: &str) -> Option<&'static str> {
 /// but holds another registry: `checked` (the entries `dir` validated to, or `None` when it
 /// broke a rule, which the compiled table did not) has another
 /// [`digest`](crate::schema::digest) than [`registry::DIGEST`](crate::registry::DIGEST).
-/// `None` when `dir` is another directory or holds the compiled registry.
+/// `None` when `dir` is another directory or holds the compiled registry, so it is silent
+/// after an edit followed by a build (`cargo run -- check`).
 ///
-/// This happens when a registry file is replaced by one with an older mtime (`cp -p`,
-/// `tar x`, `rsync -t`; a `git checkout` writes files with the current time, so it does not):
-/// cargo reruns `build.rs` only when a watched file is newer than its last run
-/// (rust-lang/cargo#10791), so the binary keeps the old table.
+/// It names the true cause, told by modification times: a registry file newer than this
+/// binary was edited after the build (rebuild); when every file is older, one was replaced by
+/// an older one (`cp -p`, `tar x`, `rsync -t`) and cargo, which reruns `build.rs` only when a
+/// watched file is newer than its last run (rust-lang/cargo#10791), kept the old table.
 pub fn stale_binary(dir: &Path, checked: Option<&[RegistryEntry]>) -> Option<String> {
     let built_from = Path::new(crate::registry::SOURCE_DIR);
     if dir.canonicalize().ok()?.as_path() != built_from {
@@ -232,15 +233,45 @@ pub fn stale_binary(dir: &Path, checked: Option<&[RegistryEntry]>) -> Option<Str
     if digest.as_deref() == Some(crate::registry::DIGEST) {
         return None;
     }
-    Some(format!(
-        "this binary was built from a different registry: rebuild. {} differs from the \
-         registry compiled in ({}), because cargo reruns build.rs only for registry files \
-         newer than its last run (rust-lang/cargo#10791); `touch {}/*.toml` and build again",
-        dir.display(),
-        match &digest {
-            Some(d) => format!("digest {d}, compiled {}", crate::registry::DIGEST),
-            None => "it breaks rules the compiled one passed".into(),
-        },
-        dir.display()
-    ))
+    let what = match &digest {
+        Some(d) => format!("digest {d}, compiled {}", crate::registry::DIGEST),
+        None => "it breaks rules the compiled one passed".into(),
+    };
+    let built = std::env::current_exe()
+        .and_then(|exe| exe.metadata())
+        .and_then(|m| m.modified())
+        .ok();
+    let newer = built.and_then(|built| newest_registry_file(dir).filter(|(t, _)| *t > built));
+    Some(match newer {
+        Some((_, file)) => format!(
+            "{} changed after this binary was built ({what}): `check` judged the files \
+             themselves, but `list`, `resolve` and `render` use the registry compiled in; \
+             rebuild to compile in the new one ({} is newer than the binary)",
+            dir.display(),
+            file.display()
+        ),
+        None => format!(
+            "this binary was built from a different registry: rebuild. {} differs from the \
+             registry compiled in ({what}), yet no file in it is newer than the binary: a file \
+             was replaced by an older one, and cargo reruns build.rs only for registry files \
+             newer than its last run (rust-lang/cargo#10791); `touch {}/*.toml` and build again",
+            dir.display(),
+            dir.display()
+        ),
+    })
+}
+
+/// The newest `*.toml` file of `dir` and its modification time.
+fn newest_registry_file(dir: &Path) -> Option<(std::time::SystemTime, std::path::PathBuf)> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let toml = path
+                .extension()
+                .is_some_and(|x| x.eq_ignore_ascii_case("toml"));
+            let modified = toml.then(|| path.metadata().ok()?.modified().ok())??;
+            Some((modified, path))
+        })
+        .max()
 }

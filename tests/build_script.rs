@@ -378,8 +378,9 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
     assert!(
         stderr.starts_with(
             "warning: this binary was built from a different registry: rebuild. registry differs \
-             from the registry compiled in (it breaks rules the compiled one passed), because \
-             cargo reruns build.rs only for registry files newer than its last run \
+             from the registry compiled in (it breaks rules the compiled one passed), yet no file \
+             in it is newer than the binary: a file was replaced by an older one, and cargo \
+             reruns build.rs only for registry files newer than its last run \
              (rust-lang/cargo#10791); `touch registry/*.toml` and build again\n"
         ),
         "{stderr}"
@@ -418,13 +419,17 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
         "{stderr}"
     );
 
-    // Touching the files reruns build.rs: the warning is gone.
-    std::fs::File::options()
-        .write(true)
-        .open(&file)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now())
-        .unwrap();
+    // An ordinary edit after the build, checked before rebuilding: the true cause, the file
+    // newer than the binary.
+    std::fs::write(&file, text.replacen("Project memory", "Project recall", 1)).unwrap();
+    let (code, stderr) = check(&bin);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.starts_with("warning: registry changed after this binary was built (digest ")
+            && stderr.contains("kcap-memory.toml is newer than the binary)\n"),
+        "{stderr}"
+    );
+    // Building again (the main command builds first): the warning is gone.
     let bin = build_checker(krate.path(), &target);
     assert_eq!(check(&bin), (Some(0), String::new()));
 }
