@@ -1,4 +1,8 @@
-//! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv.
+//! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv, and (module `launch`,
+//! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
+//! ([`codex_plan`]). Under that plan Codex reads no user or repository configuration, so no
+//! inherited server exists and the inventory below is empty; the neutralization of inherited
+//! servers applies to callers that run the argv under a `CODEX_HOME` of their own.
 //!
 //! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
 //! on every `.` (quotes are not understood), the value is parsed as TOML and silently taken
