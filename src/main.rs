@@ -337,7 +337,10 @@ Example:
                           --launch-dir <DIR> <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
         after_help = "\
 Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
-remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers.
+remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers. The
+plan (--format plan) roots Codex in a per-launch CODEX_HOME that has none: give it
+--no-inherited-servers (an inventory of the daemon's own CODEX_HOME describes a
+configuration the reviewer no longer reads).
 
 Exit codes for the inventory: 2 when an input cannot be used (an --inventory file that
 cannot be read or is not `codex mcp list --json` output, a --codex-bin that cannot be

@@ -79,6 +79,7 @@ fn baseline_codex() -> Vec<String> {
         "workspace-write",
         "--ask-for-approval",
         "never",
+        "--no-daemon",
     ]
     .map(String::from)
     .into();

@@ -1,7 +1,9 @@
 //! A stand-in model API on 127.0.0.1: it records every HTTP request a client sends (method,
 //! path, body) and answers each with an HTTP 400 JSON error, so no prompt ever reaches a real
 //! model and the test can read what the model would have been offered (the `tools` of the
-//! first request). Offline by construction: it listens on the loopback interface only, on a
+//! first request). A WebSocket upgrade request (Codex CLI 0.169.0 opens its Responses API as
+//! a WebSocket first) is answered `426 Upgrade Required`, on which Codex falls back to HTTP
+//! at once and POSTs the request body (measured; a 400 there ends its turn instead). Offline by construction: it listens on the loopback interface only, on a
 //! port the OS picks, and stops with the test process.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -85,7 +87,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
         let mut parts = line.split_whitespace();
         let method = parts.next().unwrap_or_default().to_owned();
         let path = parts.next().unwrap_or_default().to_owned();
-        let (mut length, mut chunked) = (0usize, false);
+        let (mut length, mut chunked, mut upgrade) = (0usize, false, false);
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -99,6 +101,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
             match name.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = value.trim().parse().unwrap_or(0),
                 "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+                "upgrade" => upgrade = true,
                 _ => {}
             }
         }
@@ -116,6 +119,13 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
             path,
             body: String::from_utf8_lossy(&body).into_owned(),
         });
+        if upgrade {
+            let refused = "HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n";
+            if writer.write_all(refused.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        }
         let answer = r#"{"error":{"type":"invalid_request_error","message":"stand-in model API: no model here"}}"#;
         let response = format!(
             "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",

@@ -1,4 +1,8 @@
-//! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv.
+//! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv, and (module `launch`,
+//! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
+//! ([`codex_plan`]). Under that plan Codex reads no user or repository configuration, so no
+//! inherited server exists and the inventory below is empty; the neutralization of inherited
+//! servers applies to callers that run the argv under a `CODEX_HOME` of their own.
 //!
 //! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
 //! on every `.` (quotes are not understood), the value is parsed as TOML and silently taken
@@ -55,6 +59,7 @@
 pub mod app_server;
 pub mod config;
 pub mod inventory;
+mod launch;
 
 #[cfg(feature = "cli")]
 pub mod loader;
@@ -67,6 +72,10 @@ use crate::allowlist::Resolution;
 use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 use inventory::{InheritedServer, Transport};
+pub use launch::{
+    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
+    codex_config_toml, codex_plan, keep_api_key,
+};
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
 /// off with `--disable <feature>` in every reviewer argv (a user's `[features]` cannot turn
@@ -413,7 +422,11 @@ fn neutralize(
 }
 
 /// The Codex reviewer argv (after the `codex` binary): `--cd W` (when a worktree is set),
-/// `--sandbox workspace-write --ask-for-approval never`, `--disable F` for each of
+/// `--sandbox workspace-write --ask-for-approval never --no-daemon` (measured on 0.169.0:
+/// without it the TUI signed in with an API key installed a copy of itself under
+/// `$CODEX_HOME/packages`, started it as a background `app-server --managed-daemon`, ran the
+/// session and its MCP servers there, and left it running after the TUI was killed; a daemon
+/// already running for the same `CODEX_HOME` would be joined instead), `--disable F` for each of
 /// [`CLOSED_FEATURES`], `-c` before each of
 /// [`codex_mcp_overrides`], `-m M` unless the model is empty or `default` (any case),
 /// `-c model_reasoning_effort="E"` unless the effort is empty or `auto` (any case; `max`
@@ -442,6 +455,7 @@ pub fn codex_reviewer_args(
             "workspace-write",
             "--ask-for-approval",
             "never",
+            "--no-daemon",
         ]
         .map(String::from),
     );
@@ -472,69 +486,4 @@ pub fn codex_reviewer_args(
         args.extend(["--".into(), prompt.into()]);
     }
     Ok(args)
-}
-
-/// `CODEX_HOME`, relative to the per-launch home.
-pub const CODEX_HOME: &str = ".codex";
-
-/// The credentials and provider settings the daemon may hand a Codex reviewer: the API key
-/// and the API endpoint.
-pub const CREDENTIALS: crate::clients::root::CredentialSpec =
-    crate::clients::root::CredentialSpec {
-        env: &["OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"],
-        files: &[],
-    };
-
-/// The reviewed worktree's files Codex reads as configuration: the project's `.codex/`
-/// folder (`config.toml` with MCP servers, when the project is trusted).
-pub const WORKTREE_CONFIG: [&str; 1] = [".codex"];
-
-/// Administrator files Codex reads whatever `CODEX_HOME` says.
-pub const MANAGED_FILES: [crate::clients::root::ManagedFile; 3] = [
-    crate::clients::root::ManagedFile {
-        path: "/etc/codex/config.toml",
-        effect: "adds configuration, MCP servers included, under the user's",
-    },
-    crate::clients::root::ManagedFile {
-        path: "/etc/codex/managed_config.toml",
-        effect: "overrides the configuration, MCP servers included",
-    },
-    crate::clients::root::ManagedFile {
-        path: "/etc/codex/requirements.toml",
-        effect: "can require, forbid or reconfigure MCP servers and approval settings",
-    },
-];
-
-/// The Codex reviewer launch as a [`LaunchPlan`](crate::clients::plan::LaunchPlan):
-/// [`codex_reviewer_args`] as the argv, the worktree (if set) as the directory to start in,
-/// the per-launch root ([`crate::clients::root`]) with `CODEX_HOME=<home>/`[`CODEX_HOME`],
-/// the credentials of [`CREDENTIALS`], [`WORKTREE_CONFIG`] to remove from the worktree, the
-/// injected servers under their registry ids; no ACP session.
-///
-/// # Errors
-/// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
-/// directory; the credential errors of [`CREDENTIALS`].
-pub fn codex_plan(
-    ctx: &LaunchContext,
-    resolution: &Resolution<'_, String>,
-    inventory: &[InheritedServer],
-) -> Result<crate::clients::plan::LaunchPlan, RenderError> {
-    let argv = codex_reviewer_args(ctx, resolution, inventory)?;
-    let client = crate::clients::Client::Codex;
-    let mut plan = crate::clients::plan::LaunchPlan::rooted(
-        client,
-        ctx,
-        &CREDENTIALS,
-        &WORKTREE_CONFIG,
-        argv,
-    )?;
-    let home = plan.env_value("HOME").unwrap_or_default().to_owned();
-    plan.env.push(crate::clients::plan::EnvVar::new(
-        "CODEX_HOME",
-        format!("{home}/{CODEX_HOME}"),
-    ));
-    plan.dirs
-        .push(format!("{}/{CODEX_HOME}", crate::clients::root::HOME_DIR));
-    plan.servers = crate::clients::wire_servers(ctx, resolution);
-    Ok(plan)
 }

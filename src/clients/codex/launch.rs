@@ -1,0 +1,225 @@
+//! The Codex reviewer launch, isolated by construction (Codex CLI 0.169.0): the per-launch
+//! client root, the `config.toml` the plan writes there, the credentials Codex is handed,
+//! the worktree files removed, and the administrator files that refuse a launch.
+//!
+//! Measured offline on 0.169.0 (private network, mount and PID namespaces; a stand-in
+//! Responses API recording what the model is offered; recorder MCP servers; hook commands
+//! that touch marker files; `strace -e trace=%file,execve,connect`). The full record is
+//! `docs/isolation/codex.md`; `tests/isolation_codex.rs` replays one case per class of
+//! issue 22.
+//!
+//! | source Codex reads | what it can do | closure |
+//! |---|---|---|
+//! | `$CODEX_HOME` (`config.toml`, `hooks.json`, `.env`, `auth.json`, `AGENTS.md`, `rules/`, `skills/`, `agents/`, `plugins/`) | servers, hooks, trust, notify, credentials, remote config | `CODEX_HOME=<home>/`[`CODEX_HOME`], holding only what the plan writes ([`codex_config_toml`]) |
+//! | `$HOME` (`~/.agents/skills`, `~/.bashrc` run at session start, `~/.gitconfig`) | skills in the prompt; code at start | per-launch `HOME` (measured: with only `CODEX_HOME` moved, the user's `~/.bashrc` ran) |
+//! | `$XDG_RUNTIME_DIR/bus` (the TUI connects to the session D-Bus) | the user session's keyring and services | `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`] |
+//! | the worktree's `.codex/` (and each ancestor's up to the project root), loaded when the folder is trusted | servers, hooks, env, exec rules | only the plan's `config.toml` decides trust; [`WORKTREE_CONFIG`] removed |
+//! | `.agents/skills` of the worktree and of each ancestor up to the repository root (loaded even untrusted) | skills in the prompt | [`WORKTREE_CONFIG`] removed; `skills.include_instructions = false` |
+//! | `/etc/codex/…` ([`MANAGED_FILES`]) | servers, hooks run without trust, overrides above `-c`, vetoes, feature pins | refused ([`crate::clients::root::managed_preflight`]) |
+//! | the cloud config bundle (`GET <chatgpt_base_url>/wham/config/bundle`, with ChatGPT sign-in tokens of a workspace plan) | servers and hooks from a URL | only an API key is kept from `auth.json` ([`CREDENTIALS`]) |
+//! | its environment (`CODEX_*`, `OPENAI_*`, proxies, `SSL_CERT_FILE`, …) | state and credentials elsewhere, other endpoints | the environment is built, not inherited |
+//!
+//! Why the worktree is **trusted** in the plan's `config.toml`: the reviewer runs Codex's
+//! interactive TUI, which stops at a dialog before starting anything unless the folder's
+//! trust is `trusted` (unset: "Trust this folder?"; `untrusted`: "Folder access … Open
+//! restricted", every time). Trusted, the TUI loads the worktree's `.codex/` (removed first,
+//! [`WORKTREE_CONFIG`]) and asks to review any hook it finds there; ancestors' `.codex/`
+//! folders stay untrusted because only the worktree's own path is listed. The sandbox makes
+//! `.codex` read-only to the reviewer's commands, and `exclude_slash_tmp` keeps `$CODEX_HOME`
+//! out of its writable roots when the launch directory is under `/tmp` (measured: without it
+//! a command appended to `$CODEX_HOME/config.toml`).
+
+use crate::allowlist::Resolution;
+use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
+use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, ManagedFile, Root};
+use crate::clients::{Client, LaunchContext, RenderError, non_blank};
+
+use super::inventory::InheritedServer;
+use super::{codex_reviewer_args, toml_basic_string};
+
+/// `CODEX_HOME`, relative to the per-launch home.
+pub const CODEX_HOME: &str = ".codex";
+
+/// `XDG_RUNTIME_DIR`, relative to the per-launch directory: Codex's TUI connects to
+/// `$XDG_RUNTIME_DIR/bus` (the session D-Bus; `/run/user/<uid>/bus` when unset) at start,
+/// also with `cli_auth_credentials_store = "file"` (measured with `strace`).
+pub const RUNTIME_DIR: &str = "run";
+
+/// The provider setting Codex 0.169.0 takes only from `config.toml`: given as a credential
+/// variable, it is written there as `openai_base_url` and not set in the environment
+/// (measured: the variable alone sent no request to the given endpoint).
+pub const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
+
+/// What the daemon may hand a Codex reviewer: the API key as `auth.json` (reduced to its
+/// `OPENAI_API_KEY`, [`keep_api_key`]) and the API endpoint ([`BASE_URL_VAR`]).
+///
+/// Not accepted, each measured on 0.169.0: `OPENAI_API_KEY` and `CODEX_API_KEY` as
+/// variables (the TUI shows its sign-in screen with either; the built-in provider ignores
+/// `OPENAI_API_KEY`), ChatGPT sign-in `tokens` (with a workspace plan they make Codex fetch
+/// the cloud config bundle, whose servers and hooks started in a reviewer), and
+/// `CODEX_ACCESS_TOKEN` (the same sign-in, as an agent identity).
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &[BASE_URL_VAR],
+    files: &[CredentialFileSpec {
+        name: "auth.json",
+        path: ".codex/auth.json",
+        keep: keep_api_key,
+    }],
+};
+
+/// The reviewed worktree's paths Codex reads as configuration, removed before the launch:
+/// `.codex` (`config.toml` with servers, hooks and env, `hooks.json`, `rules/`, `skills/`,
+/// `agents/`: loaded because the plan trusts the worktree) and `.agents` (`skills/`, read
+/// even in an untrusted folder, and `plugins/marketplace.json`).
+pub const WORKTREE_CONFIG: [&str; 2] = [".codex", ".agents"];
+
+/// Administrator files Codex 0.169.0 reads whatever `CODEX_HOME` and `HOME` say (paths
+/// from its binary and `strace`; effects measured with each file in a mount namespace).
+pub const MANAGED_FILES: [ManagedFile; 5] = [
+    ManagedFile {
+        path: "/etc/codex/config.toml",
+        effect: "adds MCP servers, reconfigures ours (env_vars passed the API key to a \
+                 server, startup_timeout_sec dropped the result channel), runs its hooks and \
+                 notify command without trust, and trusts folders whose .codex/ then loads",
+    },
+    ManagedFile {
+        path: "/etc/codex/managed_config.toml",
+        effect: "overrides the launch's own -c settings: it added a server, disabled one of \
+                 ours and added env to the result channel",
+    },
+    ManagedFile {
+        path: "/etc/codex/requirements.toml",
+        effect: "vetoes every MCP server it does not list (ours silently did not start), runs \
+                 its hooks, pins features over --disable and changes the approval policy",
+    },
+    ManagedFile {
+        path: "/etc/codex/hooks.json",
+        effect: "runs its hooks in every session, without trust",
+    },
+    ManagedFile {
+        path: "/etc/codex/agents",
+        effect: "defines subagent roles whose config files layer settings, MCP servers \
+                 included, over a subagent's",
+    },
+];
+
+/// Keeps only the API key of a Codex `auth.json`: `{"OPENAI_API_KEY": "<key>"}`.
+///
+/// # Errors
+/// When the contents are not a JSON object with a non-empty string `OPENAI_API_KEY`: a
+/// ChatGPT sign-in (`tokens`) is refused, since with a workspace plan it brings the
+/// workspace's cloud configuration (servers and hooks) into the reviewer.
+///
+/// ```
+/// use kcap_mcp_registry::clients::codex::keep_api_key;
+///
+/// let kept = keep_api_key(r#"{"OPENAI_API_KEY":"sk-1","tokens":{"id_token":"x"},"last_refresh":"t"}"#);
+/// assert_eq!(kept.unwrap(), r#"{"OPENAI_API_KEY":"sk-1"}"#);
+/// assert!(keep_api_key(r#"{"OPENAI_API_KEY":null,"tokens":{"id_token":"x"}}"#).is_err());
+/// ```
+pub fn keep_api_key(contents: &str) -> Result<String, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(contents).map_err(|e| format!("is not JSON ({e})"))?;
+    let Some(object) = value.as_object() else {
+        return Err("is not a JSON object".into());
+    };
+    match object
+        .get("OPENAI_API_KEY")
+        .and_then(serde_json::Value::as_str)
+    {
+        Some(key) if !key.trim().is_empty() => {
+            Ok(serde_json::json!({ "OPENAI_API_KEY": key }).to_string())
+        }
+        _ if object.contains_key("tokens") => Err("holds a ChatGPT sign-in (`tokens`) and no \
+             `OPENAI_API_KEY`; a reviewer takes an API key only: a ChatGPT sign-in makes Codex \
+             fetch the workspace's cloud configuration, MCP servers and hooks included"
+            .into()),
+        _ => Err("has no `OPENAI_API_KEY`".into()),
+    }
+}
+
+/// The `config.toml` the plan writes into the per-launch `CODEX_HOME`: credentials and MCP
+/// sign-ins kept in files (never the user's keyring), no update check at start, no writes
+/// to `/tmp` from the reviewer's commands (so `$CODEX_HOME` stays read-only to them even
+/// when the launch directory is under `/tmp`), no skills in the prompt (Codex lists the
+/// skills of every `.agents/skills` from the worktree up to the repository root, trusted or
+/// not: the ancestors' are out of the daemon's reach), the API endpoint when one is given,
+/// and the worktree trusted (see the module docs).
+///
+/// ```
+/// use kcap_mcp_registry::clients::codex::codex_config_toml;
+///
+/// let toml = codex_config_toml(Some("/w/x"), Some("http://127.0.0.1:9/v1"));
+/// assert!(toml.contains("openai_base_url = \"http://127.0.0.1:9/v1\"\n"));
+/// assert!(toml.ends_with("[projects.\"/w/x\"]\ntrust_level = \"trusted\"\n"));
+/// ```
+pub fn codex_config_toml(worktree: Option<&str>, base_url: Option<&str>) -> String {
+    let mut s = String::from(
+        "# One kcap reviewer launch (Codex CLI 0.169.0); written by the launch plan.\n\
+         cli_auth_credentials_store = \"file\"\n\
+         mcp_oauth_credentials_store = \"file\"\n\
+         check_for_update_on_startup = false\n",
+    );
+    if let Some(url) = base_url {
+        s.push_str("openai_base_url = ");
+        s.push_str(&toml_basic_string(url));
+        s.push('\n');
+    }
+    s.push_str("\n[sandbox_workspace_write]\nexclude_slash_tmp = true\n");
+    s.push_str("\n[skills]\ninclude_instructions = false\n");
+    if let Some(worktree) = worktree {
+        s.push_str("\n[projects.");
+        s.push_str(&toml_basic_string(worktree));
+        s.push_str("]\ntrust_level = \"trusted\"\n");
+    }
+    s
+}
+
+/// The Codex reviewer launch as a [`LaunchPlan`]: [`codex_reviewer_args`] as the argv, the
+/// worktree (if set) as the directory to start in, the per-launch root ([`crate::clients::root`]) with
+/// `CODEX_HOME=<home>/`[`CODEX_HOME`] and `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`],
+/// [`codex_config_toml`] and the credential files of [`CREDENTIALS`] written there,
+/// [`WORKTREE_CONFIG`] to remove from the worktree, the injected servers under their
+/// registry ids; no ACP session. The daemon refuses the launch first while one of
+/// [`MANAGED_FILES`] exists ([`crate::clients::root::managed_preflight`]).
+///
+/// `inventory` is what the reviewer's Codex would start on its own: with this plan's
+/// `CODEX_HOME` (empty but for [`codex_config_toml`]), with [`MANAGED_FILES`] refused and
+/// no ChatGPT sign-in kept, that is nothing, so pass `&[]` (measured on 0.169.0 under a
+/// hostile user, repository and administrator configuration: only the injected servers
+/// started). An inventory taken in the daemon's own environment describes a configuration
+/// the reviewer no longer reads.
+///
+/// # Errors
+/// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
+/// directory; the credential errors of [`CREDENTIALS`].
+pub fn codex_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    inventory: &[InheritedServer],
+) -> Result<LaunchPlan, RenderError> {
+    let argv = codex_reviewer_args(ctx, resolution, inventory)?;
+    let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let base_url = plan
+        .env
+        .iter()
+        .position(|v| v.name == BASE_URL_VAR)
+        .map(|i| plan.env.remove(i).value);
+    let root = Root::of(Client::Codex, ctx)?;
+    plan.env.extend([
+        EnvVar::new("CODEX_HOME", root.in_home(CODEX_HOME)),
+        EnvVar::new("XDG_RUNTIME_DIR", format!("{}/{RUNTIME_DIR}", root.dir())),
+    ]);
+    plan.dirs
+        .extend([format!("{HOME_DIR}/{CODEX_HOME}"), RUNTIME_DIR.to_owned()]);
+    plan.files.insert(
+        0,
+        PlanFile {
+            path: format!("{HOME_DIR}/{CODEX_HOME}/config.toml"),
+            contents: codex_config_toml(non_blank(&ctx.worktree), base_url.as_deref()),
+            mode: 0o600,
+        },
+    );
+    plan.servers = crate::clients::wire_servers(ctx, resolution);
+    Ok(plan)
+}
