@@ -763,22 +763,7 @@ impl fmt::Display for RenderError {
                  remove `${{` from that value"
             ),
             RenderError::CodexInheritedField { server, field } => {
-                write!(
-                    f,
-                    "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
-                     `{}` with `{}`, which would merge into kcap's server of the same name; ",
-                    server.escape_debug(),
-                    field.escape_debug(),
-                )?;
-                if field == "cwd" {
-                    f.write_str("give the reviewer a worktree (its `cwd` then points there), or ")?;
-                }
-                write!(
-                    f,
-                    "remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
-                    field.escape_debug(),
-                    server.escape_debug()
-                )
+                fmt_codex_inherited(server, field, f)
             }
             RenderError::BlankAgentId => f.write_str(
                 "the reviewer's agent id is blank, and the result channel needs it \
@@ -828,29 +813,17 @@ impl fmt::Display for RenderError {
                 client,
                 name,
                 problem,
-            } => write!(
-                f,
-                "cannot render the {client} launch: credential file `{}` {problem}; hand over \
-                 the file as {client} stored it",
-                name.escape_debug()
-            ),
+            } => fmt_credential_file(*client, name, problem, f),
             RenderError::Unsupported { client, field } => write!(
                 f,
-                "the {client} launch has no setting for the reviewer's `{field}`, so it would \
-                 be dropped; leave it out for {client}, or use the lenient policy to launch \
-                 without it"
+                "the {client} launch has no setting for the reviewer's `{field}`, so it would be \
+                 dropped; leave it out for {client}, or use the lenient policy to launch without it"
             ),
             RenderError::Managed {
                 client,
                 file,
                 effect,
-            } => write!(
-                f,
-                "cannot isolate the {client} reviewer: {} exists, an administrator's file that \
-                 {client} reads whatever the launch's environment says, and that {effect}; \
-                 remove it, or run reviewers on a machine without it",
-                crate::text::ShownPath(file)
-            ),
+            } => fmt_managed(*client, file, effect, f),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
@@ -882,6 +855,57 @@ fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "cannot render the {client} launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
          included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
+    )
+}
+
+/// [`RenderError::CodexInheritedField`]'s message.
+fn fmt_codex_inherited(server: &str, field: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `{}` with \
+         `{}`, which would merge into kcap's server of the same name; ",
+        server.escape_debug(),
+        field.escape_debug(),
+    )?;
+    if field == "cwd" {
+        f.write_str("give the reviewer a worktree (its `cwd` then points there), or ")?;
+    }
+    write!(
+        f,
+        "remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
+        field.escape_debug(),
+        server.escape_debug()
+    )
+}
+
+/// [`RenderError::CredentialFile`]'s message.
+fn fmt_credential_file(
+    client: Client,
+    name: &str,
+    problem: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: credential file `{}` {problem}; hand over the file \
+         as {client} stored it",
+        name.escape_debug()
+    )
+}
+
+/// [`RenderError::Managed`]'s message.
+fn fmt_managed(
+    client: Client,
+    file: &std::path::Path,
+    effect: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot isolate the {client} reviewer: {} exists, an administrator's file that {client} \
+         reads whatever the launch's environment says, and that {effect}; remove it, or run \
+         reviewers on a machine without it",
+        crate::text::ShownPath(file)
     )
 }
 
