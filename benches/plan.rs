@@ -12,7 +12,7 @@
 //!   `render <client> --format plan` prints.
 //!
 //! The resolution is done once, outside the timed code (`benches/render.rs` times it). Codex
-//! and Copilot are rendered without an inventory of inherited servers; Cursor with the
+//! is rendered without an inventory of inherited servers (Copilot takes none); Cursor with the
 //! lenient policy (its isolation is unverified). Every plan is checked before anything is
 //! timed.
 
@@ -60,7 +60,7 @@ const PLANS: &[(Client, Delivery, Render)] = &[
         opencode_plan(ctx, r)
     }),
     (Client::Copilot, Delivery::Any, |ctx, r, _| {
-        copilot_plan(ctx, r, &[])
+        copilot_plan(ctx, r)
     }),
     (Client::Cursor, Delivery::Any, |ctx, r, _| {
         cursor_plan(ctx, r, UnverifiedIsolation::Allow)

@@ -26,9 +26,7 @@ use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
-use kcap_mcp_registry::preview::{
-    self, ArgvFormat, CopilotInventorySource, InventorySource, LaunchOverrides,
-};
+use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
 use kcap_mcp_registry::{
@@ -390,35 +388,20 @@ Example:
   kcap-mcp-registry render opencode --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --server-url URL --kcap-bin PATH --format plan"
     )]
     Opencode(RenderArgs),
-    /// Copilot CLI over ACP: servers in --additional-mcp-config, every server it would start
-    /// on its own disabled by name.
+    /// Copilot CLI over ACP: servers in --additional-mcp-config, in a per-launch COPILOT_HOME
+    /// where nothing else is configured.
     #[command(
         override_usage = "kcap-mcp-registry render copilot <--agent-id <ID>|--launch-json <FILE|->> \
-                          --launch-dir <DIR> --worktree <DIR> <--inventory <FILE|->|--copilot-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+                          --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
         after_help = "\
-Copilot CLI also starts the MCP servers of the user's mcp-config.json and, in a trusted
-folder, the worktree's .mcp.json: give their inventory (--inventory or --copilot-bin, run in
---worktree without COPILOT_ALLOW_ALL), or --no-inherited-servers.
-
-Exit codes for the inventory: as for `render codex`.
+Give --cache-dir DIR (the daemon's own, reused across launches) so that Copilot CLI's package
+is unpacked once, in DIR/copilot, and a GitHub token or provider setting with --credential
+(e.g. COPILOT_GITHUB_TOKEN).
 
 Example:
-  copilot mcp list --json > inventory.json
-  kcap-mcp-registry render copilot --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --inventory inventory.json --server-url URL --kcap-bin PATH --format plan"
+  kcap-mcp-registry render copilot --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --cache-dir /var/cache/kcap --server-url URL --kcap-bin PATH --format plan"
     )]
-    Copilot {
-        #[command(flatten)]
-        common: RenderArgs,
-        /// Saved `copilot mcp list --json` output (`-` for stdin).
-        #[arg(long, value_name = "FILE|-", conflicts_with_all = ["copilot_bin", "no_inherited_servers"])]
-        inventory: Option<PathBuf>,
-        /// Run `PATH mcp list --json` (in --worktree) to get the inventory.
-        #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
-        copilot_bin: Option<PathBuf>,
-        /// Assert that Copilot CLI has no MCP servers of its own to disable.
-        #[arg(long)]
-        no_inherited_servers: bool,
-    },
+    Copilot(RenderArgs),
     /// Cursor over ACP (facts only, not measured): servers in `session/new`; isolation from
     /// the user's ~/.cursor/mcp.json unverified.
     #[command(
@@ -1054,8 +1037,8 @@ enum Target {
     Gemini(LaunchId),
     /// OpenCode.
     OpenCode,
-    /// Copilot CLI, with the inventory taken from this source.
-    Copilot(CopilotInventorySource),
+    /// Copilot CLI.
+    Copilot,
     /// Cursor, with the caller's answer to its unverified isolation.
     Cursor(cursor::UnverifiedIsolation),
     /// Kiro, with this launch id.
@@ -1072,7 +1055,7 @@ impl Target {
             Target::Codex(_) => Client::Codex,
             Target::Gemini(_) => Client::Gemini,
             Target::OpenCode => Client::OpenCode,
-            Target::Copilot(_) => Client::Copilot,
+            Target::Copilot => Client::Copilot,
             Target::Cursor(_) => Client::Cursor,
             Target::Kiro(_) => Client::Kiro,
             Target::Antigravity => Client::Antigravity,
@@ -1141,30 +1124,7 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             launch_id: hex,
         } => Ok((common, Target::Gemini(launch_id(hex)?))),
         RenderClient::Opencode(common) => Ok((common, Target::OpenCode)),
-        RenderClient::Copilot {
-            common,
-            inventory,
-            copilot_bin,
-            no_inherited_servers,
-        } => {
-            let source = match (inventory, copilot_bin, no_inherited_servers) {
-                (Some(file), _, _) => CopilotInventorySource::File(file),
-                (_, Some(copilot_bin), _) => CopilotInventorySource::Run {
-                    copilot_bin,
-                    worktree: common.worktree_dir(),
-                },
-                (_, _, true) => CopilotInventorySource::None,
-                _ => {
-                    return Err(CliError::usage(
-                        "Copilot CLI also starts the MCP servers of the user's mcp-config.json and \
-                         a trusted worktree's .mcp.json; give --inventory FILE (saved `copilot mcp \
-                         list --json` output), --copilot-bin PATH (to run it), or \
-                         --no-inherited-servers",
-                    ));
-                }
-            };
-            Ok((common, Target::Copilot(source)))
-        }
+        RenderClient::Copilot(common) => Ok((common, Target::Copilot)),
         RenderClient::Cursor {
             common,
             allow_unverified_isolation,
@@ -1198,8 +1158,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
     let (common, target) = target(client)?;
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&target, Target::Codex(InventorySource::File(f))
-            | Target::Copilot(CopilotInventorySource::File(f)) if f == stdin)
+        && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
     {
         return Err(CliError::usage(preview::PreviewError::BothStdin));
     }
@@ -1231,12 +1190,6 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Codex(source) => preview::take_inventory(source).map_err(inventory_error)?,
         _ => Vec::new(),
     };
-    let copilot_inventory = match &target {
-        Target::Copilot(source) => {
-            preview::take_copilot_inventory(source).map_err(inventory_error)?
-        }
-        _ => Vec::new(),
-    };
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
     let client = target.client();
@@ -1253,7 +1206,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Target::Codex(_) => codex::codex_plan(&ctx, &resolution, &inventory),
         Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
         Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
-        Target::Copilot(_) => copilot::copilot_plan(&ctx, &resolution, &copilot_inventory),
+        Target::Copilot => copilot::copilot_plan(&ctx, &resolution),
         Target::Cursor(answer) => cursor::cursor_plan(&ctx, &resolution, answer),
         Target::Kiro(id) => kiro::kiro_plan(&ctx, &resolution, &id),
         Target::Antigravity => antigravity::antigravity_plan(&ctx, &resolution),

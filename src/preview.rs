@@ -1,6 +1,6 @@
 //! `render <client>`: the reviewer launch, as an operator previews it.
-//! Reads a launch command JSON ([`read_launch_command`]) and Codex's or Copilot CLI's
-//! inventory ([`take_inventory`], [`take_copilot_inventory`]), builds the [`LaunchContext`] with command-line values applied
+//! Reads a launch command JSON ([`read_launch_command`]) and Codex's inventory
+//! ([`take_inventory`]), builds the [`LaunchContext`] with command-line values applied
 //! ([`launch_context`]), names every skipped allowlist entry ([`skip_warnings`]), and prints
 //! the argv in one of three forms ([`format_argv`]).
 //!
@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use crate::allowlist::{Resolution, SkipKind};
 use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
-use crate::clients::copilot::inventory as copilot_inventory;
 use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
 use crate::inspect::suggest_id;
 use crate::text::{ShownPath, is_forbidden_char, printable};
@@ -330,20 +329,6 @@ pub enum PreviewError {
         /// The client whose inventory it is: `Codex`, `Copilot CLI`.
         client: &'static str,
     },
-    /// `render copilot --inventory` is not `copilot mcp list --json` output.
-    CopilotInventoryFile {
-        /// The path given.
-        path: PathBuf,
-        /// Why ([`copilot_inventory::InventoryError::Parse`]).
-        source: copilot_inventory::InventoryError,
-    },
-    /// Running `<copilot_bin> mcp list --json` failed.
-    CopilotRun {
-        /// The Copilot CLI binary run.
-        copilot_bin: PathBuf,
-        /// What happened.
-        source: copilot_inventory::InventoryError,
-    },
     /// Running `<codex_bin> mcp list --json` failed.
     CodexRun {
         /// The Codex binary run.
@@ -368,9 +353,6 @@ impl PreviewError {
         }
         match self {
             PreviewError::CodexRun { source, .. } => not_started(source),
-            PreviewError::CopilotRun { source, .. } => {
-                matches!(source, copilot_inventory::InventoryError::Spawn(_))
-            }
             _ => true,
         }
     }
@@ -393,16 +375,6 @@ impl fmt::Display for PreviewError {
                     shown_input(path)
                 )
             }
-            PreviewError::CopilotInventoryFile { path, .. } => write!(
-                f,
-                "cannot use {} as Copilot CLI's MCP inventory",
-                shown_input(path)
-            ),
-            PreviewError::CopilotRun { copilot_bin, .. } => write!(
-                f,
-                "cannot take the inventory of the MCP servers Copilot CLI would start with {}",
-                ShownPath(copilot_bin)
-            ),
             PreviewError::BothStdin => {
                 f.write_str("--launch-json and --inventory cannot both read standard input")
             }
@@ -429,8 +401,6 @@ impl std::error::Error for PreviewError {
             PreviewError::LaunchJson { source, .. } => Some(source),
             PreviewError::InventoryFile { source, .. } => Some(source),
             PreviewError::CodexRun { source, .. } => Some(source),
-            PreviewError::CopilotInventoryFile { source, .. } => Some(source),
-            PreviewError::CopilotRun { source, .. } => Some(source),
             PreviewError::BothStdin | PreviewError::NoWorktree { .. } => None,
         }
     }
@@ -553,75 +523,6 @@ pub fn take_inventory(source: &InventorySource) -> Result<Vec<InheritedServer>, 
                     source,
                 }
             })
-        }
-    }
-}
-
-/// Where `render copilot` takes the MCP servers Copilot CLI would start on its own from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CopilotInventorySource {
-    /// Saved `copilot mcp list --json` output (`-`: standard input).
-    File(PathBuf),
-    /// Run `<copilot_bin> mcp list --json` in `worktree` (where the reviewer runs: a trusted
-    /// folder's `.mcp.json` adds servers), or in the current directory, in this environment
-    /// less what the plan removes ([`crate::clients::copilot::REMOVED_ENV`]).
-    Run {
-        /// The Copilot CLI binary; a relative path with a directory part means the current
-        /// directory, not the worktree.
-        copilot_bin: PathBuf,
-        /// The reviewer's worktree, if any.
-        worktree: Option<PathBuf>,
-    },
-    /// `--no-inherited-servers`: Copilot CLI has none.
-    None,
-}
-
-/// The Copilot CLI inventory from `source`.
-///
-/// # Errors
-/// [`PreviewError`]; [`PreviewError::is_input`] tells an unusable input from a Copilot run
-/// that failed.
-pub fn take_copilot_inventory(
-    source: &CopilotInventorySource,
-) -> Result<Vec<copilot_inventory::InheritedServer>, PreviewError> {
-    match source {
-        CopilotInventorySource::None => Ok(Vec::new()),
-        CopilotInventorySource::File(path) => {
-            copilot_inventory::parse_inventory(&read_input(path)?).map_err(|source| {
-                PreviewError::CopilotInventoryFile {
-                    path: path.clone(),
-                    source,
-                }
-            })
-        }
-        CopilotInventorySource::Run {
-            copilot_bin,
-            worktree,
-        } => {
-            let bin = if copilot_bin.components().count() > 1 && copilot_bin.is_relative() {
-                std::env::current_dir()
-                    .map_or_else(|_| copilot_bin.clone(), |cwd| cwd.join(copilot_bin))
-            } else {
-                copilot_bin.clone()
-            };
-            let mut copilot = std::process::Command::new(&bin);
-            for name in crate::clients::copilot::REMOVED_ENV {
-                copilot.env_remove(name);
-            }
-            if let Some(worktree) = worktree {
-                if !worktree.is_dir() {
-                    return Err(PreviewError::NoWorktree {
-                        worktree: worktree.clone(),
-                        client: "Copilot CLI",
-                    });
-                }
-                copilot.current_dir(worktree);
-            }
-            copilot_inventory::copilot_inventory_from(copilot, copilot_inventory::INVENTORY_TIMEOUT)
-                .map_err(|source| PreviewError::CopilotRun {
-                    copilot_bin: copilot_bin.clone(),
-                    source,
-                })
         }
     }
 }

@@ -139,22 +139,10 @@ fn cursor_needs_the_opt_in_under_either_policy_and_then_warns() {
     );
 }
 
-/// `render copilot` needs the servers Copilot CLI would start on its own: a saved inventory
-/// gives the golden plan; none is a usage error; a file of another shape exits 2.
+/// `render copilot` takes no inventory (the per-launch `COPILOT_HOME` configures nothing
+/// but our servers): it prints the golden plan, and the inventory flags are gone.
 #[test]
-fn render_copilot_takes_its_inventory() {
-    let dir = tempfile::tempdir().unwrap();
-    let inventory = dir.path().join("inventory.json");
-    std::fs::write(
-        &inventory,
-        r#"{"mcpServers":{
-          "corp-tools":{"tools":["*"],"type":"stdio","command":"corp","args":[],"source":"user","enabled":true},
-          "old":{"tools":["*"],"disabled":true,"command":"old","args":[],"source":"user","enabled":true},
-          "kcap-flow-result":{"tools":["*"],"command":"evil","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true},
-          "repo-server":{"tools":["*"],"command":"x","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true}
-        }}"#,
-    )
-    .unwrap();
+fn render_copilot_needs_no_inventory() {
     let mut args = vec!["render", "copilot"];
     args.extend(COMMON);
     let with = |extra: &[&str]| {
@@ -163,34 +151,18 @@ fn render_copilot_takes_its_inventory() {
         a.extend(["--strict", "--model", "sonnet", "--format", "plan"]);
         run(&a)
     };
-    let r = with(&["--inventory", inventory.to_str().unwrap()]);
+    let r = with(&[]);
     assert_eq!((r.code, r.stderr.as_str()), (0, ""));
     assert_eq!(r.stdout, golden("copilot-strict"));
-
-    let r = with(&[]);
-    assert_eq!(
-        (r.code, r.stderr.as_str()),
-        (
-            2,
-            "error: Copilot CLI also starts the MCP servers of the user's mcp-config.json and a \
-             trusted worktree's .mcp.json; give --inventory FILE (saved `copilot mcp list \
-             --json` output), --copilot-bin PATH (to run it), or --no-inherited-servers\n"
-        )
-    );
-
-    std::fs::write(&inventory, "[]").unwrap();
-    let r = with(&["--inventory", inventory.to_str().unwrap()]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("as Copilot CLI's MCP inventory")
-            && r.stderr.contains("expected a JSON object, got: []"),
-        "{}",
-        r.stderr
-    );
-
-    let r = with(&["--no-inherited-servers"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("--disable-mcp-server"));
+    for gone in [
+        "--no-inherited-servers",
+        "--inventory=-",
+        "--copilot-bin=copilot",
+    ] {
+        let r = with(&[gone]);
+        assert_eq!(r.code, 2, "{gone}: {}", r.stderr);
+    }
 }
 
 #[test]

@@ -2,25 +2,27 @@
 //! (issue 14). Install it with `bash scripts/install-peers.sh`, then run
 //! `KCAP_COPILOT_BIN=… KCAP_COPILOT_CACHE=… cargo test --test conformance_copilot`.
 //!
-//! Each test builds a hostile environment: the user's `$COPILOT_HOME/mcp-config.json` and
-//! the worktree's `.mcp.json` and `.github/mcp.json` each declare a server named like an
+//! Each test builds a hostile environment: the daemon user's `$COPILOT_HOME/mcp-config.json`
+//! and the worktree's `.mcp.json` and `.github/mcp.json` each declare a server named like an
 //! injected one and a server named otherwise, and the daemon's own environment holds
 //! `COPILOT_ALLOW_ALL=true` (which trusts the worktree) and leaked `KCAP_*` values; one test
-//! also trusts the worktree in `$COPILOT_HOME/config.json`, which the plan cannot undo. Every
-//! server command is a recorder (a node script, written by `common::stand_in`) that logs its
-//! argv, environment and cwd and answers MCP `initialize` and `tools/list`.
+//! also trusts the worktree in the daemon user's `$COPILOT_HOME/config.json`. Every server
+//! command is a recorder (a node script, written by `common::stand_in`) that logs its argv,
+//! environment and cwd and answers MCP `initialize` and `tools/list`.
 //!
-//! The test takes the real inventory (`copilot mcp list --json` in the reviewer's
-//! environment and worktree), renders the plan with it, and carries it out as the daemon
-//! would: the environment less `env_remove`, plus `env`, the argv, the cwd; ACP `initialize`
-//! then `session/new`. Once every injected server has been asked for its tools, and a settle
-//! time later, stdin is closed and the client's process group killed. The recorders' logs
-//! must show exactly the injected servers, each with exactly its argv and `KCAP_*`
-//! environment, and nothing else.
+//! The test renders the plan (plan version 3: a per-launch root, no inventory) and carries
+//! it out as the daemon would: `dirs` created, `worktree_remove` applied, an empty
+//! environment plus `env` and the daemon's values of `env_inherit`, the argv, the cwd; ACP
+//! `initialize` then `session/new`. Once every injected server has been asked for its tools,
+//! and a settle time later, stdin is closed and the client's process group killed. The
+//! recorders' logs must show exactly the injected servers, each with exactly its argv and
+//! `KCAP_*` environment, and nothing else. `tests/isolation_copilot.rs` covers every class of
+//! issue 22.
 //!
-//! Offline: `COPILOT_OFFLINE=true`, the model provider at a dead local port, no auto-update,
-//! throwaway HOME; the package cache (`XDG_CACHE_HOME`) is the shared one the installer
-//! filled. A missing client is reported as ignored (or fails under `KCAP_REQUIRE_PEERS=1`).
+//! Offline: `COPILOT_OFFLINE=true` and the model provider at a dead local port, handed over
+//! as credentials; the package cache is the shared one the installer filled
+//! (`KCAP_COPILOT_CACHE`, the launch's `cache_dir`). A missing client is reported as ignored
+//! (or fails under `KCAP_REQUIRE_PEERS=1`).
 
 mod common;
 
@@ -32,11 +34,9 @@ use std::time::Duration;
 use common::acp::{Known, Record, Timing, drive, plan_env, recorder_source};
 use common::peers::{inherited_path, peer};
 use common::stand_in::write_executable;
-use kcap_mcp_registry::clients::copilot::inventory::{
-    INVENTORY_TIMEOUT, InheritedServer, copilot_inventory_from,
-};
-use kcap_mcp_registry::clients::copilot::{REMOVED_ENV, copilot_plan};
-use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
+use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -52,7 +52,7 @@ const TIMING: Timing = Timing {
 fn main() {
     common::peers::main(real_client_tests![
         copilot_starts_exactly_the_injected_servers_under_a_hostile_config,
-        copilot_disables_the_servers_of_a_trusted_worktree_by_inventory,
+        copilot_starts_no_server_of_a_trusted_worktree,
         copilot_brokered_borrowed_launch_starts_exactly_its_three_servers,
     ]);
 }
@@ -106,19 +106,31 @@ impl Setup {
         self.write("worktree/.github/mcp.json", &servers("github"));
     }
 
-    fn context(&self) -> LaunchContext {
+    /// The launch, with the per-launch directory, the shared package cache `cache` and the
+    /// offline provider settings as credentials.
+    fn context(&self, cache: &Path) -> LaunchContext {
         LaunchContext {
             server_url: Some("http://127.0.0.1:9/kcap".into()),
             kcap_bin: Some(self.recorder().to_str().unwrap().into()),
             agent_id: "agent-7".into(),
             mcp_allowlist: Some(vec![Some("kcap-review".into()), Some("kcap-flows".into())]),
             worktree: Some(self.worktree().to_str().unwrap().into()),
+            launch_dir: Some(self.path("launch").to_str().unwrap().into()),
+            cache_dir: Some(cache.to_str().unwrap().into()),
+            credentials: Credentials {
+                env: vec![
+                    EnvVar::new("COPILOT_OFFLINE", "true"),
+                    EnvVar::new("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:9/v1"),
+                    EnvVar::new("COPILOT_MODEL", "gpt-4o"),
+                ],
+                files: Vec::new(),
+            },
             ..LaunchContext::default()
         }
     }
 
-    /// The daemon's own environment: throwaway home, Copilot offline, and hostile values.
-    fn daemon_env(&self, cache: &Path) -> BTreeMap<String, String> {
+    /// The daemon's own environment: its own home and `COPILOT_HOME`, and hostile values.
+    fn daemon_env(&self) -> BTreeMap<String, String> {
         [
             ("PATH", inherited_path().into_string().unwrap()),
             ("HOME", self.path("home").to_str().unwrap().into()),
@@ -126,11 +138,6 @@ impl Setup {
                 "COPILOT_HOME",
                 self.path("home/.copilot").to_str().unwrap().into(),
             ),
-            ("XDG_CACHE_HOME", cache.to_str().unwrap().into()),
-            ("COPILOT_OFFLINE", "true".into()),
-            ("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:9/v1".into()),
-            ("COPILOT_MODEL", "gpt-4o".into()),
-            ("COPILOT_AUTO_UPDATE", "false".into()),
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
             ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
             // Trusts the worktree and approves every tool.
@@ -141,17 +148,6 @@ impl Setup {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect()
-    }
-
-    /// `copilot mcp list --json` in the reviewer's environment (the daemon's less
-    /// [`REMOVED_ENV`]) and worktree.
-    fn inventory(&self, bin: &Path, env: &BTreeMap<String, String>) -> Vec<InheritedServer> {
-        let mut cmd = Command::new(bin);
-        cmd.env_clear().envs(env).current_dir(self.worktree());
-        for name in REMOVED_ENV {
-            cmd.env_remove(name);
-        }
-        copilot_inventory_from(cmd, INVENTORY_TIMEOUT).unwrap()
     }
 }
 
@@ -186,6 +182,19 @@ fn carry_out(
     env: BTreeMap<String, String>,
 ) -> Vec<Record> {
     assert!(plan.files.is_empty());
+    let launch = setup.path("launch");
+    for dir in &plan.dirs {
+        std::fs::create_dir_all(launch.join(dir)).unwrap();
+    }
+    let cwd = Path::new(plan.cwd.as_deref().unwrap());
+    for rel in &plan.worktree_remove {
+        let path = cwd.join(rel);
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else if path.exists() {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
     let mut cmd = Command::new(bin);
     cmd.env_clear()
         .envs(plan_env(env, plan))
@@ -203,19 +212,11 @@ fn carry_out(
     )
 }
 
-/// Renders the plan of `ctx` with the real inventory, carries it out, and asserts that
-/// exactly the injected servers (`args` lines `servers`) started, with exactly their argv and
-/// `KCAP_*` environment, in the worktree. Returns the inventory.
-fn run(
-    setup: &Setup,
-    bin: &Path,
-    cache: &Path,
-    ctx: &LaunchContext,
-    servers: &[&str],
-) -> Vec<InheritedServer> {
-    let env = setup.daemon_env(cache);
-    let inventory = setup.inventory(bin, &env);
-    let plan = copilot_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap(), &inventory).unwrap();
+/// Renders the plan of `ctx`, carries it out, and asserts that exactly the injected servers
+/// (`args` lines `servers`) started, with exactly their argv and `KCAP_*` environment, in the
+/// worktree.
+fn run(setup: &Setup, bin: &Path, ctx: &LaunchContext, servers: &[&str]) {
+    let plan = copilot_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     let expected = injected(&plan);
     let mut args: Vec<String> = expected
         .iter()
@@ -225,7 +226,7 @@ fn run(
     let mut want: Vec<&str> = servers.to_vec();
     want.sort();
     assert_eq!(args, want, "the servers the plan injects");
-    let records = carry_out(setup, bin, &plan, env);
+    let records = carry_out(setup, bin, &plan, setup.daemon_env());
     let seen: BTreeSet<Known> = records.iter().map(Record::known).collect();
     assert_eq!(
         seen, expected,
@@ -238,14 +239,6 @@ fn run(
             setup.worktree().canonicalize().unwrap()
         );
     }
-    inventory
-}
-
-fn names(inventory: &[InheritedServer]) -> Vec<(&str, &str)> {
-    inventory
-        .iter()
-        .map(|s| (s.name.as_str(), s.source.as_str()))
-        .collect()
 }
 
 fn peers() -> Option<(PathBuf, PathBuf)> {
@@ -265,34 +258,24 @@ fn peer_dir(var: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// `COPILOT_ALLOW_ALL=true` in the daemon's environment: removed, so the worktree is not
-/// trusted and its servers are not listed; the user's other server is disabled by name, the
-/// user's same-named ones are replaced by ours.
+/// `COPILOT_ALLOW_ALL=true` and `COPILOT_HOME` in the daemon's environment: not passed on,
+/// so neither the daemon user's servers nor the worktree's start, only ours.
 fn copilot_starts_exactly_the_injected_servers_under_a_hostile_config() {
     let Some((bin, cache)) = peers() else { return };
     let setup = Setup::new();
     setup.hostile();
-    let inventory = run(
+    run(
         &setup,
         &bin,
-        &cache,
-        &setup.context(),
+        &setup.context(&cache),
         &["mcp flow-result", "mcp review"],
-    );
-    assert_eq!(
-        names(&inventory),
-        [
-            ("kcap-flow-result", "user"),
-            ("kcap-review", "user"),
-            ("user-other", "user")
-        ]
     );
 }
 
-/// A worktree the user trusted in `$COPILOT_HOME/config.json` (`trustedFolders`): its
-/// `.mcp.json` servers load whatever the environment says, so the inventory lists them and
-/// the plan disables the other-named one by name.
-fn copilot_disables_the_servers_of_a_trusted_worktree_by_inventory() {
+/// A worktree the daemon user trusted in `$COPILOT_HOME/config.json` (`trustedFolders`):
+/// the reviewer's `COPILOT_HOME` is its own, which trusts nothing, so the worktree's
+/// `.mcp.json` servers do not start (and the plan removes the file anyway).
+fn copilot_starts_no_server_of_a_trusted_worktree() {
     let Some((bin, cache)) = peers() else { return };
     let setup = Setup::new();
     setup.hostile();
@@ -301,19 +284,12 @@ fn copilot_disables_the_servers_of_a_trusted_worktree_by_inventory() {
         "home/.copilot/config.json",
         &json!({"trustedFolders": [worktree.to_str().unwrap(), worktree.canonicalize().unwrap().to_str().unwrap()]}),
     );
-    let inventory = run(
+    run(
         &setup,
         &bin,
-        &cache,
-        &setup.context(),
+        &setup.context(&cache),
         &["mcp flow-result", "mcp review"],
     );
-    let listed = names(&inventory);
-    assert!(
-        listed.contains(&("project-other", "workspace")),
-        "{listed:?}"
-    );
-    assert!(listed.contains(&("user-other", "user")), "{listed:?}");
 }
 
 /// A brokered result and a borrowed snapshot: the three servers start with exactly their env
@@ -331,12 +307,11 @@ fn copilot_brokered_borrowed_launch_starts_exactly_its_three_servers() {
                 "http://127.0.0.1:9/review-context/workspace-mcp-configs".into(),
             ),
         },
-        ..setup.context()
+        ..setup.context(&cache)
     };
     run(
         &setup,
         &bin,
-        &cache,
         &ctx,
         &["mcp flow-result", "mcp review", "mcp review"],
     );

@@ -48,7 +48,7 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
             Client::Codex => codex::codex_plan(&c, &r, &[]),
             Client::Gemini => gemini::gemini_plan(&c, &r, &id),
             Client::OpenCode => opencode::opencode_plan(&c, &r),
-            Client::Copilot => copilot::copilot_plan(&c, &r, &[]),
+            Client::Copilot => copilot::copilot_plan(&c, &r),
             Client::Cursor => cursor::cursor_plan(&c, &r, cursor::UnverifiedIsolation::Allow),
             Client::Kiro => kiro::kiro_plan(&c, &r, &id),
             Client::Antigravity => antigravity::antigravity_plan(&c, &r),

@@ -17,7 +17,6 @@ use kcap_mcp_registry::clients::antigravity::antigravity_plan;
 use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
 use kcap_mcp_registry::clients::copilot::copilot_plan;
-use kcap_mcp_registry::clients::copilot::inventory::parse_inventory as copilot_inventory;
 use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::kiro::kiro_plan;
@@ -87,7 +86,7 @@ fn exact_plan(
         Client::Codex => codex_plan(ctx, r, &[]),
         Client::Gemini => gemini_plan(ctx, r, &id),
         Client::OpenCode => opencode_plan(ctx, r),
-        Client::Copilot => copilot_plan(ctx, r, &copilot_inherited()),
+        Client::Copilot => copilot_plan(ctx, r),
         Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow),
         Client::Kiro => kiro_plan(ctx, r, &id),
         Client::Antigravity => antigravity_plan(ctx, r),
@@ -143,22 +142,6 @@ const WORKTREE_CLIENTS: [Client; 6] = [
     Client::Kiro,
     Client::Antigravity,
 ];
-
-/// The Copilot CLI inventory every Copilot golden plan is rendered with, in the shape
-/// `copilot mcp list --json` (1.0.102) prints: a user server, a disabled one, a workspace
-/// server named like the result channel (replaced by ours, so not disabled) and one named
-/// otherwise.
-fn copilot_inherited() -> Vec<kcap_mcp_registry::clients::copilot::inventory::InheritedServer> {
-    copilot_inventory(
-        r#"{"mcpServers":{
-          "corp-tools":{"tools":["*"],"type":"stdio","command":"corp","args":[],"source":"user","enabled":true},
-          "old":{"tools":["*"],"disabled":true,"command":"old","args":[],"source":"user","enabled":true},
-          "kcap-flow-result":{"tools":["*"],"command":"evil","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true},
-          "repo-server":{"tools":["*"],"command":"x","args":[],"source":"workspace","sourcePath":"/work/tree/.mcp.json","enabled":true}
-        }}"#,
-    )
-    .unwrap()
-}
 
 #[test]
 fn lenient_plans_with_every_kind_of_entry() {
@@ -651,27 +634,37 @@ fn copilot_refuses_expansion_in_command_args_and_env() {
 }
 
 #[test]
-fn copilot_disables_every_inherited_server_not_named_like_ours() {
-    let p = plan(
-        Client::Copilot,
-        &ctx(Some(&["kcap-review"])),
-        Policy::Strict,
-    )
-    .unwrap();
-    let disabled: Vec<&str> = p
-        .argv
-        .iter()
-        .filter_map(|a| a.strip_prefix("--disable-mcp-server="))
-        .collect();
-    assert_eq!(disabled, ["corp-tools", "old", "repo-server"]);
-    // Without an inventory nothing is disabled, and nothing else changes.
-    let c = ctx(Some(&["kcap-review"]));
-    let r = c.resolve(Policy::Strict).unwrap();
-    let bare = copilot_plan(&c, &r, &[]).unwrap();
-    let kept: Vec<&String> = p
-        .argv
-        .iter()
-        .filter(|a| !a.starts_with("--disable-mcp-server="))
-        .collect();
-    assert_eq!(kept, bare.argv.iter().collect::<Vec<_>>());
+fn copilot_is_rooted_in_the_launch_dir_and_shares_only_its_package_cache() {
+    let mut c = ctx(Some(&["kcap-review"]));
+    let p = plan(Client::Copilot, &c, Policy::Strict).unwrap();
+    // No inventory: nothing but ours is configured in the per-launch COPILOT_HOME.
+    assert!(!p.argv.iter().any(|a| a.starts_with("--disable-mcp-server")));
+    assert_eq!(
+        p.env_value("COPILOT_HOME"),
+        Some("/run/kcap/launch-1/home/.copilot")
+    );
+    assert!(p.dirs.contains(&"home/.copilot".to_owned()));
+    assert_eq!(p.env_value("COPILOT_PKG_CACHE_HOME"), None);
+    c.cache_dir = Some("/var/cache/kcap".into());
+    let p = plan(Client::Copilot, &c, Policy::Strict).unwrap();
+    assert_eq!(
+        p.env_value("XDG_CACHE_HOME"),
+        Some("/run/kcap/launch-1/home/.cache")
+    );
+    assert_eq!(
+        p.env_value("COPILOT_PKG_CACHE_HOME"),
+        Some("/var/cache/kcap/copilot")
+    );
+    for refused in [
+        "GH_TOKEN",
+        "COPILOT_PROVIDER_API_KEY_COMMAND",
+        "COPILOT_ALLOW_ALL",
+    ] {
+        let mut c = c.clone();
+        c.credentials.env = vec![kcap_mcp_registry::clients::plan::EnvVar::new(refused, "x")];
+        assert!(matches!(
+            refusal(Client::Copilot, &c, Policy::Strict),
+            RenderError::CredentialNotAccepted { name, .. } if name == refused
+        ));
+    }
 }

@@ -10,7 +10,6 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::codex::codex_plan;
-use kcap_mcp_registry::clients::copilot::inventory::InheritedServer;
 use kcap_mcp_registry::clients::copilot::{NO_TOOL, copilot_plan};
 use kcap_mcp_registry::clients::cursor::{self, UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
@@ -39,14 +38,8 @@ const CLIENTS: [Client; 8] = [
 /// The id of the server injected into borrowed-snapshot reviews.
 const REVIEW_CONTEXT_ID: &str = "kcap-review-context";
 
-/// `client`'s plan for `ctx` under the lenient policy, Copilot's rendered with `inherited` as
-/// its inventory.
-fn plan_with(
-    client: Client,
-    ctx: &LaunchContext,
-    id: &LaunchId,
-    inherited: &[InheritedServer],
-) -> Option<LaunchPlan> {
+/// `client`'s plan for `ctx` under the lenient policy.
+fn plan_with(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<LaunchPlan> {
     let resolution = ctx.resolve(Policy::Lenient).ok()?;
     let r = &resolution;
     match client {
@@ -54,7 +47,7 @@ fn plan_with(
         Client::Codex => codex_plan(ctx, r, &[]).ok(),
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
-        Client::Copilot => copilot_plan(ctx, r, inherited).ok(),
+        Client::Copilot => copilot_plan(ctx, r).ok(),
         Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow).ok(),
         Client::Kiro => kiro_plan(ctx, r, id).ok(),
         Client::Antigravity => antigravity_plan(ctx, r).ok(),
@@ -217,7 +210,6 @@ proptest! {
         hex in "[0-9a-f]{16}",
         capability in prop::option::of(value()),
         review_context in prop::option::of(value()),
-        inherited in prop::collection::vec(inherited_name(), 0..6),
     ) {
         let ctx = LaunchContext {
             server_url: Some(url.clone()),
@@ -232,20 +224,12 @@ proptest! {
         };
         let id = LaunchId::from_hex(&hex).unwrap();
         for client in CLIENTS {
-            let inventory: Vec<InheritedServer> = inherited
-                .iter()
-                .map(|name| InheritedServer {
-                    name: name.clone(),
-                    source: "user".into(),
-                    disabled: false,
-                })
-                .collect();
             if client == Client::Antigravity && capability.is_none() {
                 // Antigravity needs brokered delivery (refusal tested in plan_golden.rs).
-                prop_assert!(plan_with(client, &ctx, &id, &inventory).is_none());
+                prop_assert!(plan_with(client, &ctx, &id).is_none());
                 continue;
             }
-            let plan = plan_with(client, &ctx, &id, &inventory).unwrap();
+            let plan = plan_with(client, &ctx, &id).unwrap();
             // Only Cursor's isolation is unverified.
             prop_assert_eq!(plan.isolation.is_verified(), client != Client::Cursor);
             // The JSON form parses back into the same plan.
@@ -392,31 +376,18 @@ proptest! {
                         prop_assert!(server.is_some() || builtin, "{} allowed", name);
                     }
                 }
-                Client::Copilot => copilot_carriers(&plan, &ctx, &inherited)?,
+                Client::Copilot => copilot_carriers(&plan, &ctx)?,
                 _ => {}
             }
         }
     }
 }
 
-/// Inherited Copilot server names: registry ids (which ours replace) and others.
-fn inherited_name() -> impl Strategy<Value = String> {
-    let ids: Vec<&'static str> = servers().iter().map(|s| s.id).collect();
-    prop_oneof![
-        1 => prop::sample::select(ids).prop_map(String::from),
-        2 => "[ -~]{1,16}",
-    ]
-}
-
 /// Copilot's carriers: the `--additional-mcp-config` JSON parses back into exactly the
-/// injected servers (type, command, args, env; in order); every inherited server not named
-/// like an injected one is disabled, once, and no injected one is; the tool flags name only
-/// injected servers; the daemon's COPILOT_ALLOW_ALL and every registry env name are removed.
-fn copilot_carriers(
-    plan: &LaunchPlan,
-    ctx: &LaunchContext,
-    inherited: &[String],
-) -> Result<(), TestCaseError> {
+/// injected servers (type, command, args, env; in order); no server is disabled by name (the
+/// per-launch `COPILOT_HOME` configures none); the tool flags name only injected servers; no
+/// automatic update; COPILOT_ALLOW_ALL is never set.
+fn copilot_carriers(plan: &LaunchPlan, ctx: &LaunchContext) -> Result<(), TestCaseError> {
     let i = plan
         .argv
         .iter()
@@ -454,22 +425,15 @@ fn copilot_carriers(
         last = at;
     }
     let ours: Vec<&str> = plan.servers.iter().map(|s| s.wire_name.as_str()).collect();
-    let disabled: Vec<&str> = plan
-        .argv
-        .iter()
-        .filter_map(|a| a.strip_prefix("--disable-mcp-server="))
-        .collect();
-    let mut expected: Vec<&str> = inherited
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !ours.contains(n))
-        .collect();
-    expected.sort();
-    expected.dedup();
-    let mut got = disabled.clone();
-    got.sort();
-    prop_assert_eq!(got.len(), disabled.len());
-    prop_assert_eq!(got, expected);
+    prop_assert!(
+        !plan
+            .argv
+            .iter()
+            .any(|a| a.starts_with("--disable-mcp-server"))
+    );
+    prop_assert!(plan.argv.iter().any(|a| a == "--no-auto-update"));
+    let home = format!("{}/home/.copilot", ctx.launch_dir.as_deref().unwrap());
+    prop_assert_eq!(plan.env_value("COPILOT_HOME"), Some(home.as_str()));
     for tool in plan
         .argv
         .iter()

@@ -144,7 +144,7 @@ impl Client {
             Client::Codex => codex::codex_plan(ctx, r, &[])?,
             Client::Gemini => gemini::gemini_plan(ctx, r, &launch_id()?)?,
             Client::OpenCode => opencode::opencode_plan(ctx, r)?,
-            Client::Copilot => copilot::copilot_plan(ctx, r, &[])?,
+            Client::Copilot => copilot::copilot_plan(ctx, r)?,
             Client::Cursor => cursor::cursor_plan(ctx, r, inputs.unverified_isolation)?,
             Client::Kiro => kiro::kiro_plan(ctx, r, &launch_id()?)?,
             Client::Antigravity => antigravity::antigravity_plan(ctx, r)?,

@@ -13,8 +13,7 @@
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
 //!   directories taken away.
 //! - [`copilot`]: Copilot CLI (pinned 1.0.102), driven over ACP with its servers on the
-//!   command line, every server it would start on its own disabled by name from its
-//!   [inventory](copilot::inventory).
+//!   command line, in a per-launch `COPILOT_HOME` where nothing else is configured.
 //! - [`cursor`], [`kiro`], [`antigravity`]: Cursor, Kiro (\[K\] 2.15.2/2.16.0) and
 //!   Antigravity (\[K\] 1.1.10/1.1.13), not installable here: their plans follow the original
 //!   system's facts only. Cursor's isolation is unverified.
@@ -177,7 +176,8 @@ impl Client {
             Client::Codex => &codex::MANAGED_FILES,
             Client::Gemini => &gemini::MANAGED_FILES,
             Client::OpenCode => &opencode::MANAGED_FILES,
-            Client::Copilot | Client::Cursor | Client::Kiro | Client::Antigravity => &[],
+            Client::Copilot => &copilot::MANAGED_FILES,
+            Client::Cursor | Client::Kiro | Client::Antigravity => &[],
         }
     }
 
@@ -308,9 +308,11 @@ pub struct LaunchContext {
     /// own configuration.
     pub credentials: root::Credentials,
     /// A directory the daemon keeps for this client's caches across launches (absolute),
-    /// given to the client as `XDG_CACHE_HOME` instead of the per-launch one: Copilot CLI
-    /// unpacks its ~235 MB package there on first run. It must be the daemon's own, not the
-    /// user's `~/.cache`. Absent: the per-launch root's cache directory.
+    /// given to the client as `XDG_CACHE_HOME` instead of the per-launch one. Copilot CLI
+    /// takes only its package cache from it (`COPILOT_PKG_CACHE_HOME=<dir>/copilot`, where it
+    /// unpacks its ~235 MB package on first run) and keeps `XDG_CACHE_HOME` per launch. It
+    /// must be the daemon's own, not the user's `~/.cache`, and writable by the daemon only
+    /// (Copilot runs the package found there). Absent: the per-launch root's cache directory.
     pub cache_dir: Option<String>,
 }
 
@@ -1016,8 +1018,6 @@ pub enum LaunchError {
     Render(RenderError),
     /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
     Inventory(InventoryError),
-    /// Copilot CLI's inherited MCP servers could not be listed ([`copilot::inventory`]).
-    CopilotInventory(copilot::inventory::InventoryError),
     /// No launch id could be drawn ([`plan::LaunchId::random`]).
     LaunchId(plan::LaunchIdError),
 }
@@ -1028,7 +1028,6 @@ impl fmt::Display for LaunchError {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
             LaunchError::Inventory(e) => e.fmt(f),
-            LaunchError::CopilotInventory(e) => e.fmt(f),
             LaunchError::LaunchId(e) => e.fmt(f),
         }
     }
@@ -1040,7 +1039,6 @@ impl std::error::Error for LaunchError {
             LaunchError::Rejected(e) => e.source(),
             LaunchError::Render(e) => e.source(),
             LaunchError::Inventory(e) => e.source(),
-            LaunchError::CopilotInventory(e) => e.source(),
             LaunchError::LaunchId(e) => e.source(),
         }
     }
@@ -1067,11 +1065,5 @@ impl From<RenderError> for LaunchError {
 impl From<InventoryError> for LaunchError {
     fn from(e: InventoryError) -> Self {
         LaunchError::Inventory(e)
-    }
-}
-
-impl From<copilot::inventory::InventoryError> for LaunchError {
-    fn from(e: copilot::inventory::InventoryError) -> Self {
-        LaunchError::CopilotInventory(e)
     }
 }

@@ -1,7 +1,6 @@
 //! Running a client's inventory command: in its own process group, bounded by a deadline,
 //! its output collected without letting a grandchild that keeps a pipe open hold the caller.
-//! Shared by the Codex ([`super::codex::inventory`]) and Copilot CLI
-//! ([`super::copilot::inventory`]) inventories.
+//! Used by the Codex inventory ([`super::codex::inventory`]).
 
 use std::fmt;
 use std::io::Read;

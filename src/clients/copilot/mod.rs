@@ -1,22 +1,13 @@
 //! GitHub Copilot CLI (pinned `@github/copilot@1.0.102`): the reviewer launch over ACP
-//! ([`copilot_plan`]), the [`inventory`] of the MCP servers it would start on its
-//! own, and, with the `cli` feature, its registration file (`registration`) and loader model
-//! (`loader`).
+//! ([`copilot_plan`]), isolated by construction in a per-launch client root, and, with the
+//! `cli` feature, its registration file (`registration`) and loader model (`loader`).
 //!
-//! How Copilot CLI 1.0.102 receives, isolates and trusts MCP servers (measured offline on
-//! 1.0.102, see `tests/conformance_acp.rs`, and the facts file's Copilot sections):
+//! How Copilot CLI 1.0.102 receives MCP servers (measured offline on 1.0.102: the facts
+//! file's Copilot sections, `tests/conformance_copilot.rs`):
 //! - `copilot --acp --stdio` speaks the Agent Client Protocol. It **rejects stdio servers
 //!   sent in `session/new`** ("Rejecting non-http/sse MCP server"), so the servers come in
 //!   `--additional-mcp-config '<json>'` (`{"mcpServers":{<name>:{"type":"stdio",…}}}`) and
 //!   `session/new` carries an empty `mcpServers`; they start at `session/new`.
-//! - The user's `$COPILOT_HOME/mcp-config.json` servers start too, and, in a trusted folder
-//!   (`COPILOT_ALLOW_ALL=true` in the environment, or `trustedFolders`), the workspace's
-//!   `.mcp.json` (else `.github/mcp.json`). A server of ours replaces a same-named one of
-//!   those files; every other one is disabled by name with `--disable-mcp-server=<name>`
-//!   (one per flag, from the [`inventory`]). Disabling a name nothing has is
-//!   accepted (measured). `COPILOT_ALLOW_ALL` is removed from the environment.
-//! - `--disable-builtin-mcps` (the GitHub MCP servers), `--no-custom-instructions` (no
-//!   `AGENTS.md` and the like from the reviewed repository), `--no-ask-user`.
 //! - Tools: `--available-tools` hides every tool it does not name, built-in ones included;
 //!   a tool is `<server>-<tool>` ([`tool_name`]), a bare `<server>` names all of that
 //!   server's tools, and `<server>-*` names nothing (measured from the tool list Copilot sent
@@ -24,15 +15,54 @@
 //!   tool is available, the built-in shell and file tools too, so a launch that admits no
 //!   tool names [`NO_TOOL`] instead.
 //! - Approval: `--allow-tool=<server>(<tool>)` (or `=<server>` for all its tools) runs the
-//!   tool without asking, as `--allow-all-tools` does (both measured: the recorder got the
-//!   `tools/call`, no `session/request_permission` reached the ACP client); without either,
-//!   Copilot asks the ACP client. The per-tool form is used: it approves exactly what the
-//!   policy admits, so a tool that `--available-tools` failed to hide would still ask the
-//!   daemon rather than run.
+//!   tool without asking; without it Copilot asks the ACP client. The per-tool form approves
+//!   exactly what the policy admits.
 //! - `${VAR}` is expanded at spawn in `command`, `args` and `env` (an unset one stays
 //!   literal), so a value holding `${` is refused ([`RenderError::CopilotExpansion`]).
-//! - Every server inherits Copilot's whole environment, so the registry's env names are
-//!   removed from it.
+//!
+//! Isolation by construction (issue 22; every source measured on 1.0.102 with recorder MCP
+//! servers, hook marker files and a stand-in model API, `tests/isolation_copilot.rs`; the
+//! sources and the evidence are in `docs/isolation/copilot.md`):
+//! - **Per-launch root.** Copilot reads its user configuration from `$COPILOT_HOME`
+//!   (default `~/.copilot`): `mcp-config.json` (servers), `settings.json` (`hooks`,
+//!   `disabledMcpServers`, which vetoes even `--additional-mcp-config` servers), `hooks/`,
+//!   `config.json` (`trustedFolders`, parent folders included, which apply the worktree's
+//!   settings, hooks and `.mcp.json`; the stored login), instructions, agents, skills, LSP
+//!   servers, extensions, plugins. The plan sets `HOME`, the XDG directories and `TMPDIR`
+//!   under the launch directory and `COPILOT_HOME` to [`COPILOT_HOME_DIR`], created empty:
+//!   Copilot runs unattended from an empty one (no trust or onboarding dialog over ACP), and
+//!   `copilot mcp list --json` there lists nothing. Nothing is written into it: a
+//!   `trustedFolders` entry written there would be honoured.
+//! - **No inventory.** With nothing configured in the root and the worktree untrusted, the
+//!   only servers Copilot starts are ours, so no `--disable-mcp-server` is needed, and a
+//!   server the user adds after the render never reaches the reviewer (time of use).
+//! - **Environment built.** Copilot passes its environment on to every MCP server, less a
+//!   few secrets (`COPILOT_GITHUB_TOKEN`, `GITHUB_TOKEN`, the `COPILOT_PROVIDER_*` keys; not
+//!   `GH_TOKEN`), and reads many variables as configuration (`COPILOT_HOME`,
+//!   `COPILOT_ALLOW_ALL`, `COPILOT_CUSTOM_INSTRUCTIONS_DIRS`, `COPILOT_CLI_DIST_DIR`,
+//!   `COPILOT_PROVIDER_API_KEY_COMMAND`, `NODE_OPTIONS`, …): the plan's environment is built
+//!   from nothing, with [`SWITCHES`] and the [`CREDENTIALS`] the daemon hands over.
+//! - **Package cache.** The first run unpacks ~235 MB into `$XDG_CACHE_HOME/copilot/pkg`.
+//!   With [`LaunchContext::cache_dir`] the plan points only the package there
+//!   (`COPILOT_PKG_CACHE_HOME=<cache dir>/copilot`, [`PKG_CACHE_VAR`]) and keeps
+//!   `XDG_CACHE_HOME` per launch. That directory holds code: with auto-update on, the loader
+//!   runs the newest version found in any package directory, so the plan sets
+//!   `COPILOT_AUTO_UPDATE=false` and `--no-auto-update`; then only `1.0.102` runs.
+//! - **The worktree.** `.github/hooks/**/*.json` hooks run even in an untrusted folder (and
+//!   a `preToolUse` hook can deny our result tool); `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`,
+//!   `.github/copilot-instructions.md` and `.github/instructions/` reach the system prompt
+//!   although `--no-custom-instructions` is passed (it has no effect in ACP mode). The
+//!   repository's settings (`.github/copilot/settings*.json`, `.claude/settings*.json`),
+//!   `.mcp.json` / `.github/mcp.json` and `.github/lsp.json` apply only in a trusted folder,
+//!   which the root never is. All of them, and the agent, skill and extension directories,
+//!   are in [`WORKTREE_CONFIG`] for the daemon to remove.
+//! - **Administrator files** ([`MANAGED_FILES`]): `/etc/github-copilot/managed-settings.json`
+//!   and `/etc/github-copilot/policy.d/` are read whatever the environment says; the
+//!   preflight refuses the launch while either exists. Organization policy fetched from
+//!   GitHub for a signed-in account cannot be seen offline (`COPILOT_OFFLINE=true` with a
+//!   provider endpoint skips it).
+//! - `--disable-builtin-mcps` (the GitHub MCP servers), `--no-ask-user`; and
+//!   `--no-custom-instructions`, harmless, kept in case a later version honours it in ACP.
 
 #[cfg(feature = "cli")]
 pub mod registration;
@@ -40,35 +70,47 @@ pub mod registration;
 #[cfg(feature = "cli")]
 pub mod loader;
 
-pub mod inventory;
-
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
+use crate::clients::plan::EnvVar;
 use crate::clients::plan::{AcpServer, Admitted, LaunchPlan, SessionNew};
-use crate::clients::root::CredentialSpec;
-use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
-use inventory::InheritedServer;
+use crate::clients::root::{CredentialSpec, ManagedFile, Root};
+use crate::clients::{
+    Client, LaunchContext, RenderError, acp_cwd, acp_servers, non_blank, option_value,
+};
 
 /// The argv every Copilot reviewer launch starts with.
 pub const BASE_ARGS: [&str; 2] = ["--acp", "--stdio"];
 
-/// The isolation flags after the servers' `--additional-mcp-config`.
-pub const ISOLATION_ARGS: [&str; 3] = [
+/// The isolation flags after the servers' `--additional-mcp-config`: no built-in GitHub MCP
+/// servers, no custom instructions (no effect over ACP on 1.0.102, see the module docs), no
+/// questions, and no other package version than the one launched.
+pub const ISOLATION_ARGS: [&str; 4] = [
     "--disable-builtin-mcps",
     "--no-custom-instructions",
     "--no-ask-user",
+    "--no-auto-update",
 ];
 
-/// Environment variables removed from the client's environment besides the registry's env
-/// names: `COPILOT_ALLOW_ALL` approves every tool, and its value `true` trusts the
-/// worktree, which loads the reviewed repository's MCP servers, plugins and hooks.
-pub const REMOVED_ENV: [&str; 1] = ["COPILOT_ALLOW_ALL"];
+/// `COPILOT_HOME` of the per-launch root, relative to the launch directory: the per-launch
+/// home's `.copilot`, Copilot's default place, named explicitly so that nothing falls back
+/// to the home (an explicit `COPILOT_HOME` also stops the `~/.agents/skills` lookup).
+pub const COPILOT_HOME_DIR: &str = "home/.copilot";
 
-/// The `--available-tools` value of a launch that admits no tool: a name no tool has (every
-/// server but ours is disabled), since no `--available-tools` would make every tool
+/// The variable that points Copilot's package cache at the daemon's shared cache
+/// directory: `<cache dir>/copilot`, whose `pkg/<platform>/<version>` holds the unpacked
+/// package (the layout `$XDG_CACHE_HOME/copilot` has, so an existing cache is reused).
+pub const PKG_CACHE_VAR: &str = "COPILOT_PKG_CACHE_HOME";
+
+/// Copilot's own switches in every plan: no automatic update (the loader would otherwise run
+/// a newer version found in a package directory instead of the one launched).
+pub const SWITCHES: [(&str, &str); 1] = [("COPILOT_AUTO_UPDATE", "false")];
+
+/// The `--available-tools` value of a launch that admits no tool: a name no tool has (no
+/// server but ours is configured), since no `--available-tools` would make every tool
 /// available.
 pub const NO_TOOL: &str = "kcap-no-tool";
 
@@ -127,27 +169,32 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 }
 
 /// The Copilot CLI reviewer launch: argv [`BASE_ARGS`], `--additional-mcp-config <json>`
-/// ([`additional_mcp_config`]) when a server is injected, [`ISOLATION_ARGS`], then
-/// `--disable-mcp-server=<name>` for every server of `inherited` (the
-/// [`inventory`]) whose name is not one of ours, `--available-tools=<tool>` for each
-/// tool the policy admits ([`Admitted`]; [`tool_name`], or `<server>` for all of a server's
-/// tools; [`NO_TOOL`] when none), `--allow-tool=<server>(<tool>)` (or `=<server>`) for each
-/// as well, in injection then catalog order (the result channel's first), then `--model M`
-/// when set; `session/new` with the worktree and no servers; env: none set; removed: the
-/// registry's env names and [`REMOVED_ENV`]; no files. Every injected server keeps its
-/// registry id as its name. The effort is not a Copilot setting here and is ignored; the
-/// prompt goes in ACP `session/prompt`, which the daemon sends.
+/// ([`additional_mcp_config`]) when a server is injected, [`ISOLATION_ARGS`],
+/// `--available-tools=<tool>` for each tool the policy admits ([`Admitted`]; [`tool_name`],
+/// or `<server>` for all of a server's tools; [`NO_TOOL`] when none),
+/// `--allow-tool=<server>(<tool>)` (or `=<server>`) for each as well, in injection then
+/// catalog order (the result channel's first), then `--model M` when set; `session/new`
+/// with the worktree and no servers. The environment is the per-launch root's (`HOME`, the
+/// XDG directories, `TMPDIR`; `XDG_CACHE_HOME` always the per-launch one), then
+/// `COPILOT_HOME` ([`COPILOT_HOME_DIR`], created empty), [`PKG_CACHE_VAR`] when the launch
+/// has a [`LaunchContext::cache_dir`], [`SWITCHES`], then the credentials
+/// ([`CREDENTIALS`]); no file is written; the daemon removes [`WORKTREE_CONFIG`] from the
+/// worktree. Every injected server keeps its registry id as its name. The effort is not a
+/// Copilot setting here and is ignored; the prompt goes in ACP `session/prompt`, which the
+/// daemon sends. The daemon runs [`managed_preflight`](crate::clients::root::managed_preflight)
+/// with [`MANAGED_FILES`] first.
 ///
 /// # Errors
 /// [`RenderError::CopilotExpansion`] when a server's `command`, an `args` value or an `env`
-/// value contains `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree;
-/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
-/// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model
-/// starting with `-`.
+/// value contains `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree, launch
+/// directory or cache directory; [`RenderError::BlankAgentId`],
+/// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`];
+/// [`RenderError::OptionLike`] for a model starting with `-`; the credential errors
+/// ([`RenderError::CredentialNotAccepted`]).
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy};
-/// use kcap_mcp_registry::clients::copilot::{copilot_plan, inventory::parse_inventory};
+/// use kcap_mcp_registry::clients::copilot::copilot_plan;
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -155,21 +202,20 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 ///     agent_id: "a1".into(),
 ///     worktree: Some("/work/tree".into()),
 ///     launch_dir: Some("/run/kcap/l1".into()),
+///     cache_dir: Some("/var/cache/kcap".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let inherited = parse_inventory(r#"{"mcpServers":{"corp":{"source":"user","enabled":true},
-///   "kcap-flow-result":{"source":"workspace","enabled":true}}}"#)?;
-/// let plan = copilot_plan(&ctx, &ctx.resolve(Policy::Strict)?, &inherited)?;
-/// assert!(plan.argv.contains(&"--disable-mcp-server=corp".to_string()));
-/// // A same-named server is replaced by ours, not disabled.
-/// assert!(!plan.argv.contains(&"--disable-mcp-server=kcap-flow-result".to_string()));
-/// assert_eq!(plan.env_value("COPILOT_ALLOW_ALL"), None);
+/// let plan = copilot_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
+/// assert_eq!(plan.env_value("COPILOT_HOME"), Some("/run/kcap/l1/home/.copilot"));
+/// assert_eq!(plan.env_value("XDG_CACHE_HOME"), Some("/run/kcap/l1/home/.cache"));
+/// assert_eq!(plan.env_value("COPILOT_PKG_CACHE_HOME"), Some("/var/cache/kcap/copilot"));
+/// assert!(plan.worktree_remove.contains(&".github/hooks".to_string()));
+/// assert!(!plan.argv.iter().any(|a| a.starts_with("--disable-mcp-server")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn copilot_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    inherited: &[InheritedServer],
 ) -> Result<LaunchPlan, RenderError> {
     ctx.require_launch_values()?;
     let cwd = acp_cwd(Client::Copilot, ctx)?;
@@ -198,12 +244,6 @@ pub fn copilot_plan(
         ]);
     }
     argv.extend(ISOLATION_ARGS.map(String::from));
-    let mut disabled = std::collections::BTreeSet::new();
-    for server in inherited {
-        if !acp.iter().any(|s| s.name == server.name) && disabled.insert(server.name.as_str()) {
-            argv.push(format!("--disable-mcp-server={}", server.name));
-        }
-    }
     let mut available = Vec::new();
     let mut allowed = Vec::new();
     for ((server, _), wire) in ctx.servers(resolution).zip(&servers) {
@@ -230,6 +270,29 @@ pub fn copilot_plan(
         argv.extend(["--model".into(), model.into()]);
     }
     let mut plan = LaunchPlan::rooted(Client::Copilot, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let root = Root::of(Client::Copilot, ctx)?;
+    // The shared cache directory holds the package only: the rest of Copilot's cache (device
+    // id, search index slots, other package versions it would look for) stays per launch.
+    for var in &mut plan.env {
+        if var.name == "XDG_CACHE_HOME" {
+            var.value = root.in_home(".cache");
+        }
+    }
+    let mut own = vec![EnvVar::new(
+        "COPILOT_HOME",
+        format!("{}/{COPILOT_HOME_DIR}", root.dir()),
+    )];
+    if let Some(cache) = non_blank(&ctx.cache_dir) {
+        own.push(EnvVar::new(PKG_CACHE_VAR, format!("{cache}/copilot")));
+    }
+    own.extend(SWITCHES.map(|(name, value)| EnvVar::new(name, value)));
+    let at = plan
+        .env
+        .iter()
+        .position(|v| v.name == "TMPDIR")
+        .map_or(plan.env.len(), |i| i + 1);
+    plan.env.splice(at..at, own);
+    plan.dirs.push(COPILOT_HOME_DIR.into());
     plan.session_new = Some(SessionNew {
         cwd: cwd.into(),
         mcp_servers: Vec::new(),
@@ -238,21 +301,78 @@ pub fn copilot_plan(
     Ok(plan)
 }
 
-/// The credentials and provider settings the daemon may hand a Copilot CLI reviewer: the
-/// GitHub tokens Copilot CLI reads, in its order of precedence, and the provider settings
-/// of a bring-your-own-model endpoint.
+/// The credentials and provider settings the daemon may hand a Copilot CLI reviewer (its
+/// stored login lives in the user's `$COPILOT_HOME`, which the reviewer does not read): a
+/// GitHub token (`COPILOT_GITHUB_TOKEN`, or `GITHUB_TOKEN`, both of which Copilot keeps out of
+/// its MCP servers' environment; `GH_TOKEN` is refused, since Copilot 1.0.102 passes it on to
+/// every MCP server), the GitHub host, and the settings of a bring-your-own-model endpoint
+/// with its model. Not accepted: `COPILOT_PROVIDER_API_KEY_COMMAND` (runs a command for each
+/// model request) and `COPILOT_PROVIDERS_CONFIG` (a configuration file).
 pub const CREDENTIALS: CredentialSpec = CredentialSpec {
     env: &[
         "COPILOT_GITHUB_TOKEN",
-        "GH_TOKEN",
         "GITHUB_TOKEN",
+        "COPILOT_GH_HOST",
+        "GH_HOST",
         "COPILOT_PROVIDER_BASE_URL",
+        "COPILOT_PROVIDER_TYPE",
+        "COPILOT_PROVIDER_API_KEY",
+        "COPILOT_PROVIDER_BEARER_TOKEN",
+        "COPILOT_PROVIDER_WIRE_API",
+        "COPILOT_PROVIDER_TRANSPORT",
+        "COPILOT_PROVIDER_AZURE_API_VERSION",
+        "COPILOT_PROVIDER_MODEL_ID",
+        "COPILOT_PROVIDER_WIRE_MODEL",
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS",
+        "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+        "COPILOT_PROVIDER_HEADERS",
         "COPILOT_MODEL",
         "COPILOT_OFFLINE",
     ],
     files: &[],
 };
 
-/// The reviewed worktree's files Copilot CLI reads as configuration: the workspace MCP
-/// files.
-pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".github/mcp.json"];
+/// The reviewed worktree's files and directories Copilot CLI 1.0.102 reads as configuration,
+/// which the daemon removes before the launch. Read in any folder: the repository's hooks
+/// (`.github/hooks`, searched recursively) and the instruction files that reach the system
+/// prompt. Read only in a trusted folder (the per-launch root trusts none; removed all the
+/// same): the repository's settings (hooks, `disabledMcpServers`, plugins, hook, skill,
+/// agent and instruction directories), the Claude-compatible settings (hooks, plugins), the
+/// workspace MCP files (`.mcp.json`, else `.github/mcp.json`), the LSP servers. Discovered
+/// but not seen reaching an ACP session: agents, skills, extensions.
+pub const WORKTREE_CONFIG: [&str; 19] = [
+    ".github/hooks",
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".github/instructions",
+    ".github/copilot/settings.json",
+    ".github/copilot/settings.local.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".mcp.json",
+    ".github/mcp.json",
+    ".github/lsp.json",
+    ".github/agents",
+    ".claude/agents",
+    ".github/skills",
+    ".agents/skills",
+    ".claude/skills",
+    ".github/extensions",
+];
+
+/// The administrator files Copilot CLI 1.0.102 reads whatever its environment says (found
+/// in its runtime, measured under a private mount namespace).
+pub const MANAGED_FILES: [ManagedFile; 2] = [
+    ManagedFile {
+        path: "/etc/github-copilot/managed-settings.json",
+        effect: "can deny or allowlist MCP servers (our own included), lock out every \
+                 server passed on the command line, deny their tool calls, force plugins and \
+                 sandboxing, and run telemetry header commands",
+    },
+    ManagedFile {
+        path: "/etc/github-copilot/policy.d",
+        effect: "holds hooks that run in every session and can deny any tool call",
+    },
+];
