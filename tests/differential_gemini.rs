@@ -20,7 +20,6 @@
 //! `KCAP_REQUIRE_PEERS=1` a missing client fails it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -33,7 +32,10 @@ use common::peers::{inherited_path, peer, run};
 use kcap_mcp_registry::clients::gemini::loader as model;
 use kcap_mcp_registry::clients::loaded::Loaded;
 use serde_json::Value;
-use variants::{Case, Entry, Listener, Rng, SEED, block_text, client_vars, mutate, parallel};
+use variants::{
+    Case, Entry, Listener, Rng, SEED, Tally, batches, block_text, client_vars, disagreements,
+    mutate, parallel, subst,
+};
 
 fn main() {
     common::peers::main(real_client_tests![
@@ -69,14 +71,7 @@ enum Level {
     System,
 }
 
-/// One client run: the cases it judges and the file text (placeholders unreplaced).
-#[derive(Debug)]
-struct Run {
-    what: Vec<String>,
-    cases: Vec<Case>,
-    level: Level,
-    text: Vec<u8>,
-}
+type Run = variants::Run<Level>;
 
 fn base(case: usize) -> Vec<(String, Entry)> {
     let opts = kcap_mcp_registry::export::RegistrationOptions {
@@ -188,59 +183,35 @@ fn refused_alone(case: &Case) -> bool {
 fn runs() -> Vec<Run> {
     let mut rng = Rng(SEED ^ 0x6e6d);
     let cases: Vec<Case> = (0..CASES).map(|i| case(i, &mut rng)).collect();
-    let levels = [Level::User, Level::Project, Level::System];
-    let mut out = Vec::new();
-    let mut batch: Vec<Case> = Vec::new();
-    let mut flush = |batch: &mut Vec<Case>, rng: &mut Rng, out: &mut Vec<Run>| {
-        if batch.is_empty() {
-            return;
-        }
-        let mut what = Vec::new();
-        let level = *rng.pick(&levels);
-        let comments = rng.chance(30);
-        let mut text = file_text(batch, comments).into_bytes();
-        // A byte order mark refuses the file (a file-level variant below).
-        match rng.below(3) {
-            0 => {
-                what.push("CRLF".into());
-                text = String::from_utf8(text)
-                    .unwrap()
-                    .replace('\n', "\r\n")
-                    .into_bytes();
-            }
-            _ => {}
-        }
-        if comments {
-            what.push("comments".into());
-        }
-        what.push(format!("{level:?} level"));
-        out.push(Run {
-            what,
-            cases: std::mem::take(batch),
-            level,
-            text,
-        });
+    let solo = |c: &Case| {
+        let text = file_text(std::slice::from_ref(c), false).into_bytes();
+        (Level::User, text)
     };
-    for c in cases {
-        if refused_alone(&c) {
-            let text = file_text(std::slice::from_ref(&c), false).into_bytes();
-            out.push(Run {
-                what: vec!["alone: the model refuses it".into()],
-                cases: vec![c],
-                level: Level::User,
-                text,
-            });
-            continue;
-        }
-        let batch_crashes = batch
-            .last()
-            .is_some_and(|l: &Case| l.servers.last().is_some_and(|(_, e)| crashes_listing(e)));
-        if batch.len() == BATCH || batch_crashes {
-            flush(&mut batch, &mut rng, &mut out);
-        }
-        batch.push(c);
-    }
-    flush(&mut batch, &mut rng, &mut out);
+    let last = |c: &Case| c.servers.last().is_some_and(|(_, e)| crashes_listing(e));
+    let mut out = batches(
+        cases,
+        BATCH,
+        &mut rng,
+        refused_alone,
+        last,
+        solo,
+        |batch, rng| {
+            let mut what = Vec::new();
+            let level = *rng.pick(&[Level::User, Level::Project, Level::System]);
+            let comments = rng.chance(30);
+            let mut text = file_text(batch, comments);
+            // A byte order mark refuses the file (a file-level variant below).
+            if rng.chance(33) {
+                what.push("CRLF".into());
+                text = text.replace('\n', "\r\n");
+            }
+            if comments {
+                what.push("comments".into());
+            }
+            what.push(format!("{level:?} level"));
+            (what, level, text.into_bytes())
+        },
+    );
     out.extend(file_variants(&mut rng));
     out
 }
@@ -327,7 +298,7 @@ fn file_variants(rng: &mut Rng) -> Vec<Run> {
     );
     let (t, c) = next();
     let t = t.replacen("\"args\": [", "\"args\": [\"@BAD@\", ", 1);
-    let bytes = replace_bytes(t.as_bytes(), b"@BAD@", &[b'a', 0xff, b'b']);
+    let bytes = variants::replace_bytes(t.as_bytes(), b"@BAD@", &[b'a', 0xff, b'b']);
     push("invalid UTF-8 in an argument", bytes, c, Level::User);
     let (t, c) = next();
     let t = t.replacen(
@@ -444,18 +415,14 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
     let kcap = bin_dir.join("kcap");
     variants::write_recorder(&kcap, &rec);
     let listener = Listener::start();
-    let subst = |b: &[u8]| -> Vec<u8> {
-        let mut out = b.to_vec();
-        for (from, to) in [
+    let text = subst(
+        &r.text,
+        &[
             ("@URL@", listener.url()),
             ("@KCAP@", kcap.display().to_string()),
             ("@BINDIR@", bin_dir.display().to_string()),
-        ] {
-            out = replace_bytes(&out, from.as_bytes(), to.as_bytes());
-        }
-        out
-    };
-    let text = subst(&r.text);
+        ],
+    );
     let path = match r.level {
         Level::User => home.join(".gemini/settings.json"),
         Level::Project => project.join(".gemini/settings.json"),
@@ -579,37 +546,18 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
             *d = Did::Reached(want.clone());
         }
     }
-    let mut failures = Vec::new();
-    if refused != model_refused {
-        failures.push(format!(
-            "refused: client {refused}, model {model_refused} ({:?})",
-            m.rejected
-        ));
-    }
-    for c in &r.cases {
-        for n in c.names() {
-            if model_did.get(&n) != client_did.get(&n) {
-                failures.push(format!(
-                    "{n} ({:?}):\n  model:  {:?}\n  client: {:?}",
-                    c.what,
-                    model_did.get(&n),
-                    client_did.get(&n)
-                ));
-            }
-        }
-    }
+    let mut failures = disagreements(&r.cases, (model_refused, refused), &model_did, &client_did);
     if !extra.is_empty() {
         failures.push(format!("processes no server accounts for: {extra:?}"));
     }
     if failures.is_empty() {
-        let mut tally = TALLY.lock().unwrap();
-        tally[0] += usize::from(refused);
+        TALLY.add("refused files", usize::from(refused));
         for d in client_did.values() {
-            tally[match d {
-                Did::Started(..) => 1,
-                Did::Reached(_) => 2,
-                Did::Nothing => 3,
-            }] += 1;
+            match d {
+                Did::Started(..) => TALLY.add("servers started", 1),
+                Did::Reached(_) => TALLY.add("servers reached", 1),
+                Did::Nothing => TALLY.add("servers doing nothing", 1),
+            }
         }
         Ok(())
     } else {
@@ -623,45 +571,16 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
     }
 }
 
-/// Refused runs, and servers started, reached and doing nothing, over the runs that agreed.
-static TALLY: std::sync::Mutex<[usize; 4]> = std::sync::Mutex::new([0; 4]);
-
-fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(from) {
-            out.extend_from_slice(to);
-            i += from.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
-        }
-    }
-    out
-}
+static TALLY: Tally = Tally::new();
 
 fn gemini_cli_agrees_with_its_loader_model_on_every_variant() {
     let Some(bin) = peer("KCAP_GEMINI_BIN") else {
         return;
     };
     let runs = runs();
-    let variants: usize = runs.iter().map(|r| r.cases.len()).sum();
     let started = Instant::now();
     let failures = parallel(&runs, |_, r| check_run(&bin, r));
-    let t = TALLY.lock().unwrap();
-    let _ = writeln!(
-        std::io::stderr(),
-        "differential: {variants} Gemini CLI variants in {} runs (seed {SEED:#x}), {} runs \
-         disagreed, {:.1} s; agreed on {} refused files and {} servers started, {} reached, {} \
-         doing nothing",
-        runs.len(),
-        failures.len(),
-        started.elapsed().as_secs_f64(),
-        t[0],
-        t[1],
-        t[2],
-        t[3]
-    );
+    let secs = started.elapsed().as_secs_f64();
+    TALLY.report("Gemini CLI", &runs, failures.len(), secs, SEED);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

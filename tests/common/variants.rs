@@ -437,3 +437,140 @@ impl Listener {
             .collect()
     }
 }
+
+/// One client run: the cases it judges, where the file goes (`L`), and its text with the
+/// placeholders (`@URL@`, `@KCAP@`, `@BINDIR@`) unreplaced.
+#[derive(Debug)]
+pub struct Run<L> {
+    pub what: Vec<String>,
+    pub cases: Vec<Case>,
+    pub level: L,
+    pub text: Vec<u8>,
+}
+
+/// Groups `cases` into runs of at most `size`: a case for which `alone` holds (the model
+/// says it refuses the file) runs alone, in `solo`'s file; a case for which `last` holds
+/// ends its run. `file` writes a batch's file: (what, level, text).
+pub fn batches<L>(
+    cases: Vec<Case>,
+    size: usize,
+    rng: &mut Rng,
+    alone: impl Fn(&Case) -> bool,
+    last: impl Fn(&Case) -> bool,
+    solo: impl Fn(&Case) -> (L, Vec<u8>),
+    mut file: impl FnMut(&[Case], &mut Rng) -> (Vec<String>, L, Vec<u8>),
+) -> Vec<Run<L>> {
+    let mut out = Vec::new();
+    let mut batch: Vec<Case> = Vec::new();
+    let mut flush = |batch: &mut Vec<Case>, rng: &mut Rng, out: &mut Vec<Run<L>>| {
+        if !batch.is_empty() {
+            let (what, level, text) = file(batch, rng);
+            out.push(Run {
+                what,
+                cases: std::mem::take(batch),
+                level,
+                text,
+            });
+        }
+    };
+    for c in cases {
+        if alone(&c) {
+            let (level, text) = solo(&c);
+            out.push(Run {
+                what: vec!["alone: the model refuses it".into()],
+                cases: vec![c],
+                level,
+                text,
+            });
+            continue;
+        }
+        if batch.len() == size || batch.last().is_some_and(&last) {
+            flush(&mut batch, rng, &mut out);
+        }
+        batch.push(c);
+    }
+    flush(&mut batch, rng, &mut out);
+    out
+}
+
+/// `hay` with every `from` replaced by `to`.
+pub fn replace_bytes(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `text` with each `(placeholder, value)` replaced.
+pub fn subst(text: &[u8], pairs: &[(&str, String)]) -> Vec<u8> {
+    pairs.iter().fold(text.to_vec(), |t, (from, to)| {
+        replace_bytes(&t, from.as_bytes(), to.as_bytes())
+    })
+}
+
+/// The disagreements of one run: the refusal, then each case's servers by name.
+pub fn disagreements<D: PartialEq + std::fmt::Debug>(
+    cases: &[Case],
+    refused: (bool, bool),
+    model: &BTreeMap<String, D>,
+    client: &BTreeMap<String, D>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if refused.0 != refused.1 {
+        out.push(format!(
+            "refused: model {}, client {}",
+            refused.0, refused.1
+        ));
+    }
+    for c in cases {
+        for n in c.names() {
+            if model.get(&n) != client.get(&n) {
+                out.push(format!(
+                    "{n} ({:?}):\n  model:  {:?}\n  client: {:?}",
+                    c.what,
+                    model.get(&n),
+                    client.get(&n)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What the runs that agreed agreed on: refused files, and servers per verdict.
+pub struct Tally(Mutex<BTreeMap<String, usize>>);
+
+impl Tally {
+    pub const fn new() -> Tally {
+        Tally(Mutex::new(BTreeMap::new()))
+    }
+    pub fn add(&self, what: &str, n: usize) {
+        *self.0.lock().unwrap().entry(what.to_string()).or_default() += n;
+    }
+    /// The summary line, straight to the process's stderr (past libtest's capture).
+    pub fn report<L>(&self, client: &str, runs: &[Run<L>], failed: usize, secs: f64, seed: u64) {
+        let variants: usize = runs.iter().map(|r| r.cases.len()).sum();
+        let agreed: Vec<String> = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        let _ = writeln!(
+            std::io::stderr(),
+            "differential: {variants} {client} variants in {} runs (seed {seed:#x}), {failed} \
+             runs disagreed, {secs:.1} s; agreed on {}",
+            runs.len(),
+            agreed.join(", ")
+        );
+    }
+}
