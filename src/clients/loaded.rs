@@ -620,3 +620,32 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
     loaded.sort();
     loaded
 }
+
+/// Whether a WHATWG URL parser (JavaScript's `new URL(text)`, Rust's `url`) accepts `text` as
+/// an absolute URL: a scheme, and a host for the special schemes (leading and trailing
+/// spaces and control characters ignored). What Gemini CLI and Copilot CLI check a network
+/// server's URL with; percent-encoding and IP address rules are not modelled.
+#[cfg(feature = "cli")]
+pub(crate) fn is_url(text: &str) -> bool {
+    let text = text.trim_matches(|c: char| c <= ' ');
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return false;
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    if ["http", "https", "ws", "wss", "ftp"].contains(&scheme.as_str()) {
+        let host = rest
+            .trim_start_matches(['/', '\\'])
+            .split(['/', '\\', '?', '#'])
+            .next()
+            .unwrap_or("");
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        return !host.is_empty() && !host.contains(' ');
+    }
+    true
+}

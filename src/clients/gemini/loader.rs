@@ -50,7 +50,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::clients::loaded::{
-    Kind, Loaded, Node, Rejected, Remote, Skipped, Source, Span, json_root, note_fields,
+    Kind, Loaded, Node, Rejected, Remote, Skipped, Source, Span, is_url, json_root, note_fields,
     parse_jsonc, started,
 };
 
@@ -146,7 +146,7 @@ fn entry(
     for key in ["httpUrl", "url"] {
         if let Some(u) = node.get(key).filter(|u| truthy(u)) {
             let url = js_string(u, env, &mut expanded, key);
-            if !is_absolute_url(&url) {
+            if !is_url(&url) {
                 return Err((
                     format!("`{key}` is {url:?}, not a URL, so nothing is reached"),
                     u.span.clone(),
@@ -387,31 +387,6 @@ fn strings(node: &Node) -> Option<Vec<String>> {
         Kind::Array(items) => items.iter().map(|i| i.as_str().map(String::from)).collect(),
         _ => None,
     }
-}
-
-/// Whether `new URL(text)` accepts `text`: a scheme, and a host for the special schemes.
-fn is_absolute_url(text: &str) -> bool {
-    let text = text.trim_matches(|c: char| c <= ' ');
-    let Some((scheme, rest)) = text.split_once(':') else {
-        return false;
-    };
-    let mut chars = scheme.chars();
-    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    {
-        return false;
-    }
-    let scheme = scheme.to_ascii_lowercase();
-    if ["http", "https", "ws", "wss", "ftp"].contains(&scheme.as_str()) {
-        let host = rest
-            .trim_start_matches(['/', '\\'])
-            .split(['/', '\\', '?', '#'])
-            .next()
-            .unwrap_or("");
-        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-        return !host.is_empty() && !host.contains(' ');
-    }
-    true
 }
 
 /// Gemini CLI's load-time expansion (`resolveEnvVarsInString`): the regex
