@@ -209,11 +209,14 @@ fn runs() -> Vec<Run> {
     out
 }
 
+/// A file-level variant: the file of one case made hostile, and the case it then holds.
+type Make<'a> = &'a dyn Fn(&str, &Case) -> (Vec<u8>, Case);
+
 /// The file-level variants, each alone with one case of its own.
 fn file_variants() -> Vec<Run> {
     let mut out = Vec::new();
     let mut i = 900;
-    let mut push = |what: &str, make: &dyn Fn(&str, &Case) -> (Vec<u8>, Case)| {
+    let mut push = |what: &str, make: Make| {
         i += 1;
         let c = Case {
             what: vec![],

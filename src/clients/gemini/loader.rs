@@ -141,25 +141,11 @@ fn entry(
             node.span.clone(),
         ));
     }
-    let mut expanded = Vec::new();
-    // `httpUrl` wins over `url` (createUrlTransport).
-    for key in ["httpUrl", "url"] {
-        if let Some(u) = node.get(key).filter(|u| truthy(u)) {
-            let url = js_string(u, env, &mut expanded, key);
-            if !is_url(&url) {
-                return Err((
-                    format!("`{key}` is {url:?}, not a URL, so nothing is reached"),
-                    u.span.clone(),
-                ));
-            }
-            loaded.remote.push(Remote {
-                name: name.into(),
-                url,
-                span: node.span.clone(),
-            });
-            return Ok(());
-        }
+    if let Some(remote) = network(name, node, env) {
+        loaded.remote.push(remote?);
+        return Ok(());
     }
+    let mut expanded = Vec::new();
     let command = match node.get("command").filter(|c| truthy(c)) {
         None => {
             return Err((
@@ -239,6 +225,32 @@ fn entry(
     }
     loaded.started.push(s);
     Ok(())
+}
+
+/// A network server when the entry has a truthy `httpUrl`, else a truthy `url` (which wins
+/// over `command`; `httpUrl` over `url`, as in `createUrlTransport`): `Err` when its text is
+/// not a URL, so nothing is reached.
+fn network(
+    name: &str,
+    node: &Node,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Result<Remote, Flaw>> {
+    let (key, u) = ["httpUrl", "url"]
+        .into_iter()
+        .find_map(|key| node.get(key).filter(|u| truthy(u)).map(|u| (key, u)))?;
+    let url = js_string(u, env, &mut Vec::new(), key);
+    Some(if is_url(&url) {
+        Ok(Remote {
+            name: name.into(),
+            url,
+            span: node.span.clone(),
+        })
+    } else {
+        Err((
+            format!("`{key}` is {url:?}, not a URL, so nothing is reached"),
+            u.span.clone(),
+        ))
+    })
 }
 
 /// The variables an entry's `env` sets, as `createTransport` builds them.
