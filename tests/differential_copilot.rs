@@ -28,7 +28,7 @@ mod common;
 #[path = "common/variants.rs"]
 mod variants;
 
-use common::peers::{inherited_path, peer, run};
+use common::peers::{inherited_path, peer};
 use kcap_mcp_registry::clients::copilot::loader as model;
 use serde_json::{Value, json};
 use variants::{
@@ -368,7 +368,7 @@ fn check_run(bin: &Path, cache: &Path, r: &Run) -> Result<(), String> {
     if let Level::CopilotHome = r.level {
         cmd.env("COPILOT_HOME", &copilot_home);
     }
-    let out = run(cmd, "copilot mcp list --json");
+    let out = TALLY.run(cmd, "copilot mcp list --json");
     let refused = !out.status.success();
     if refused && !out.stderr.contains("mcpServers") {
         return Err(format!(

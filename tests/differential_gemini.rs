@@ -28,7 +28,7 @@ mod common;
 #[path = "common/variants.rs"]
 mod variants;
 
-use common::peers::{inherited_path, peer, run};
+use common::peers::{inherited_path, peer};
 use kcap_mcp_registry::clients::gemini::loader as model;
 use kcap_mcp_registry::clients::loaded::Loaded;
 use serde_json::Value;
@@ -439,7 +439,7 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
         .envs(env.iter().cloned())
         .args(["mcp", "list"])
         .current_dir(&project);
-    let out = run(cmd, "gemini mcp list");
+    let out = TALLY.run(cmd, "gemini mcp list");
     let listing_crash = out.stderr.contains("args?.join is not a function");
     let refused = !out.status.success() && !listing_crash;
     // Recorders exit at once; wait until every started one is done.

@@ -29,7 +29,7 @@ mod common;
 #[path = "common/variants.rs"]
 mod variants;
 
-use common::peers::{inherited_path, peer, run};
+use common::peers::{inherited_path, peer};
 use kcap_mcp_registry::clients::opencode::loader as model;
 use serde_json::{Value, json};
 use variants::{
@@ -390,7 +390,7 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
         .envs(env.iter().cloned())
         .args(["debug", "config"])
         .current_dir(&project);
-    let out = run(cmd, "opencode debug config");
+    let out = TALLY.run(cmd, "opencode debug config");
     let refused = !out.status.success();
     if refused && !out.stderr.contains("Configuration is invalid") && !out.stderr.contains("JSON") {
         return Err(format!(

@@ -545,15 +545,25 @@ pub fn disagreements<D: PartialEq + std::fmt::Debug>(
     out
 }
 
-/// What the runs that agreed agreed on: refused files, and servers per verdict.
-pub struct Tally(Mutex<BTreeMap<String, usize>>);
+/// What the runs that agreed agreed on (refused files, and servers per verdict), and the
+/// slowest client run (each is killed after `common::peers::CLIENT_TIMEOUT`).
+pub struct Tally(Mutex<BTreeMap<String, usize>>, Mutex<f64>);
 
 impl Tally {
     pub const fn new() -> Tally {
-        Tally(Mutex::new(BTreeMap::new()))
+        Tally(Mutex::new(BTreeMap::new()), Mutex::new(0.0))
     }
     pub fn add(&self, what: &str, n: usize) {
         *self.0.lock().unwrap().entry(what.to_string()).or_default() += n;
+    }
+    /// `common::peers::run`, timed.
+    pub fn run(&self, cmd: std::process::Command, what: &str) -> super::common::peers::Output {
+        let started = std::time::Instant::now();
+        let out = super::common::peers::run(cmd, what);
+        let secs = started.elapsed().as_secs_f64();
+        let mut slowest = self.1.lock().unwrap();
+        *slowest = slowest.max(secs);
+        out
     }
     /// The summary line, straight to the process's stderr (past libtest's capture).
     pub fn report<L>(&self, client: &str, runs: &[Run<L>], failed: usize, secs: f64, seed: u64) {
@@ -568,8 +578,9 @@ impl Tally {
         let _ = writeln!(
             std::io::stderr(),
             "differential: {variants} {client} variants in {} runs (seed {seed:#x}), {failed} \
-             runs disagreed, {secs:.1} s; agreed on {}",
+             runs disagreed, {secs:.1} s (slowest run {:.1} s); agreed on {}",
             runs.len(),
+            *self.1.lock().unwrap(),
             agreed.join(", ")
         );
     }
