@@ -5,7 +5,9 @@
 //! types for every field and for whole entries, neighbours, repeated keys, every `$…` form
 //! in `command`, `args`, `env`, `cwd` and `url`, `disabled`, `trust`, tool filters. Twenty
 //! cases share one settings file (each case's servers are named `c<i>-…`), written at the
-//! user, project or system level with a byte order mark, CRLF or comments; file-level
+//! user, project or system level (the system level needs a directory chain owned by root and
+//! not writable by others, as Gemini CLI requires; elsewhere those runs use the user level)
+//! with CRLF or comments; file-level
 //! variants (two byte order marks, a trailing comma, a top level or `mcpServers` of the
 //! wrong type, an empty file, invalid UTF-8, a repeated `mcpServers`) run alone, as does a
 //! case the model says refuses the file.
@@ -20,7 +22,7 @@
 //! `KCAP_REQUIRE_PEERS=1` a missing client fails it.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -390,12 +392,27 @@ fn url_path(url: &str, base: &str) -> String {
     out
 }
 
+/// A directory where Gemini CLI reads a system settings file: it and every ancestor owned by
+/// root and not writable by group or others (`isFileAndDirectorySecureSync`; it skips one
+/// under `/tmp`). `None` when the test runs elsewhere (not as root, or a checkout under
+/// `/tmp`): the system-level runs then write the user's file instead.
+fn secure_base() -> Option<&'static Path> {
+    use std::os::unix::fs::MetadataExt;
+    static BASE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).canonicalize().ok()?;
+        let secure =
+            |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0);
+        dir.ancestors().all(secure).then_some(dir)
+    })
+    .as_deref()
+}
+
 /// Runs one settings file: the verdict per server name, and whether the file was refused.
 fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    // Gemini CLI skips a system settings file under a directory others may write (`/tmp`).
-    let secure = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let secure = tempfile::tempdir_in(secure_base().unwrap_or(&root)).unwrap();
     let (home, project, bin_dir, rec, sys) = (
         root.join("home"),
         root.join("project"),
@@ -424,9 +441,9 @@ fn check_run(bin: &Path, r: &Run) -> Result<(), String> {
         ],
     );
     let path = match r.level {
-        Level::User => home.join(".gemini/settings.json"),
+        Level::System if secure_base().is_some() => sys.join("settings.json"),
+        Level::User | Level::System => home.join(".gemini/settings.json"),
         Level::Project => project.join(".gemini/settings.json"),
-        Level::System => sys.join("settings.json"),
     };
     std::fs::write(&path, &text).unwrap();
     let mut env = gemini_env(&home, &root);
