@@ -7,10 +7,9 @@
 //! cases share one settings file (each case's servers are named `c<i>-…`), written at the
 //! user, project or system level (the system level needs a directory chain owned by root and
 //! not writable by others, as Gemini CLI requires; elsewhere those runs use the user level)
-//! with CRLF or comments; file-level
-//! variants (two byte order marks, a trailing comma, a top level or `mcpServers` of the
-//! wrong type, an empty file, invalid UTF-8, a repeated `mcpServers`) run alone, as does a
-//! case the model says refuses the file.
+//! with CRLF or comments. File-level variants (one or two byte order marks, a trailing
+//! comma, a top level or `mcpServers` of the wrong type, an empty file, invalid UTF-8, a
+//! repeated `mcpServers`) run alone, as does a case the model says refuses the file.
 //!
 //! The judge is `gemini mcp list`, which starts every command server and connects to every
 //! network server, one after the other in key order: the recorder as the server command
