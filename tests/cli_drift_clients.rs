@@ -133,7 +133,13 @@ fn opencode_refuses_the_whole_file_for_one_wrong_type_and_drops_env() {
     let text = export("opencode").replacen("\"enabled\": true", "\"enabled\": false", 1);
     let (_, rules, _) = check("opencode.json", &text, &[]);
     assert_eq!(rules, vec!["drift-disabled"]);
+    // An entry that is neither local nor remote refuses the file, unless it has a boolean
+    // `enabled`: then OpenCode keeps `{"enabled": …}` and ignores it (1.18.33,
+    // tests/differential_opencode.rs).
     let text = export("opencode").replacen("\"type\": \"local\"", "\"type\": \"stdio\"", 1);
+    let (_, rules, _) = check("opencode.json", &text, &[]);
+    assert_eq!(rules, vec!["drift-skipped"]);
+    let text = text.replacen("\"enabled\": true", "\"enabled\": 1", 1);
     let (_, rules, _) = check("opencode.json", &text, &[]);
     assert_eq!(rules, vec!["drift-rejected"]);
     // JSONC with a trailing comma, and `{env:…}` substitution.

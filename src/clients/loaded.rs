@@ -621,55 +621,31 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
     loaded
 }
 
-/// Expands `$NAME`, `${NAME}` and `${NAME:-default}` in `value` from `env`, as Gemini CLI
-/// 0.61.0 does (see [`crate::clients::gemini::loader`]): an unset `NAME` without a default
-/// stays literal, and a `$` not followed by a name or `{` stays a `$`. Records `field` in
-/// `expanded` when the value holds a reference.
-pub(crate) fn expand_dollar(
-    value: &str,
-    field: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    expanded: &mut Vec<String>,
-) -> String {
-    let mut out = String::with_capacity(value.len());
-    let mut any = false;
-    let mut rest = value;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
-        if let Some(inner) = after.strip_prefix('{')
-            && let Some(end) = inner.find('}')
-        {
-            any = true;
-            let body = &inner[..end];
-            let (var, default) = match body.split_once(":-") {
-                Some((v, d)) => (v, Some(d)),
-                None => (body, None),
-            };
-            match (env(var), default) {
-                (Some(v), _) => out.push_str(&v),
-                (None, Some(d)) => out.push_str(d),
-                (None, None) => out.push_str(&rest[at..at + end + 3]),
-            }
-            rest = &inner[end + 1..];
-        } else if after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-            any = true;
-            let len = after.find(|c: char| !is_name(c)).unwrap_or(after.len());
-            let var = &after[..len];
-            match env(var) {
-                Some(v) => out.push_str(&v),
-                None => out.push_str(&rest[at..at + 1 + len]),
-            }
-            rest = &after[len..];
-        } else {
-            out.push('$');
-            rest = after;
-        }
+/// Whether a WHATWG URL parser (JavaScript's `new URL(text)`, Rust's `url`) accepts `text` as
+/// an absolute URL: a scheme, and a host for the special schemes (leading and trailing
+/// spaces and control characters ignored). What Gemini CLI and Copilot CLI check a network
+/// server's URL with; percent-encoding and IP address rules are not modelled.
+#[cfg(feature = "cli")]
+pub(crate) fn is_url(text: &str) -> bool {
+    let text = text.trim_matches(|c: char| c <= ' ');
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return false;
     }
-    out.push_str(rest);
-    if any {
-        expanded.push(field.to_string());
+    let scheme = scheme.to_ascii_lowercase();
+    if ["http", "https", "ws", "wss", "ftp"].contains(&scheme.as_str()) {
+        let host = rest
+            .trim_start_matches(['/', '\\'])
+            .split(['/', '\\', '?', '#'])
+            .next()
+            .unwrap_or("");
+        let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+        return !host.is_empty() && !host.contains(' ');
     }
-    out
+    true
 }

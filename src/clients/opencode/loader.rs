@@ -3,22 +3,32 @@
 //! over the network, which are off, and when it refuses the whole file.
 //!
 //! Measured with `opencode debug config` (the resolved config as JSON, nothing started) in
-//! throwaway `HOME` and XDG directories (2026-11-30). Quirks, each as measured:
+//! throwaway `HOME` and XDG directories (2026-11-30), with the schema in the binary as the
+//! reference (`ConfigMCPV1`: `McpLocalConfig`, `McpRemoteConfig`). Quirks, each as measured:
 //!
 //! - **Decoding**: JSONC: `//` and `/* */` comments and trailing commas are accepted. An
 //!   empty file is no config at all (no servers).
 //! - **Wrong types are fatal for the whole file** ("Configuration is invalid at …", exit 1):
-//!   an `mcp` that is not an object, an entry that is not an object or whose `type` is not
-//!   `"local"` or `"remote"` (`"stdio"` included), a `command` that is not an array of
-//!   strings, an `environment` that is not an object of strings, an `enabled` that is not a
-//!   boolean, a `timeout` that is not a number, a remote `url` that is not a string.
+//!   an `mcp` that is not an object, an entry that is not an object, or an entry that is
+//!   neither a valid local nor a valid remote server and has no boolean `enabled`. Valid
+//!   local: `type: "local"`, `command` an array of strings, optional `environment` (an
+//!   object of strings), `cwd` (a string), `enabled` (a boolean), `timeout` (a positive
+//!   integer). Valid remote: `type: "remote"`, `url` a string (not checked as a URL),
+//!   optional `headers` (an object of strings), `oauth` (`false` or an object of its typed
+//!   fields), `enabled`, `timeout`. `null` is a wrong type.
+//! - **Ignored**: an entry that is neither but has a boolean `enabled` is kept as
+//!   `{"enabled": …}` and ignored at startup (no `type`), so `"type": "stdio"` next to the
+//!   export's `"enabled": true` starts nothing and refuses nothing.
 //! - **Dropped silently**: unknown keys, `env` included (a local server's variables go in
 //!   `environment`).
 //! - **Entries**: `command` is one argv array (program first); an empty one is accepted by
-//!   the loader but runs nothing. `"enabled": false` keeps the server configured but off.
+//!   the loader but runs nothing. `cwd` is resolved from the project directory.
+//!   `"enabled": false` keeps the server configured but off.
 //! - **Expansion**: `{env:NAME}` is substituted in the file's text from OpenCode's
 //!   environment; an unset `NAME` becomes `""` with no warning. `$NAME` and `${NAME}` are not
 //!   expanded.
+//! - Measured again on seeded variants by `tests/differential_opencode.rs` (2026-12-01),
+//!   which found the third form, `cwd`, `oauth`, `headers` and the positive `timeout`.
 //!
 //! Not modelled: wrong types outside `mcp` (they refuse the file too, and are not this
 //! crate's business).
@@ -81,129 +91,219 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     loaded
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one check per measured OpenCode 1.18.33 field rule, in the order its schema reports them"
-)]
+/// One entry: a local or a remote server, or, when it is neither but has a boolean
+/// `enabled`, the schema's third form `{"enabled": …}`, which OpenCode 1.18.33 keeps (every
+/// other key dropped) and then ignores at startup ("Ignoring MCP config entry without type"):
+/// measured by `tests/differential_opencode.rs` (2026-12-01) and in the binary's
+/// `mcp: Record(String, Union([Local | Remote, Struct({enabled: Boolean})]))`.
 fn entry(
     name: &str,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut Loaded,
 ) -> Result<(), (String, Span)> {
-    let at = |field: &str| format!("mcp.{name}.{field}");
     if node.entries().is_none() {
         return Err((
             format!("`mcp.{name}` is {}, not an object", node.kind.noun()),
             node.span.clone(),
         ));
     }
-    let kind = node.get("type");
-    let enabled = match node.get("enabled") {
-        None => true,
-        Some(Node {
-            kind: Kind::Bool(b),
-            ..
-        }) => *b,
-        Some(e) => {
-            return Err((
-                format!("`{}` is {}, not a boolean", at("enabled"), e.kind.noun()),
-                e.span.clone(),
-            ));
-        }
+    let server = match node.get("type").and_then(Node::as_str) {
+        Some("local") => local(name, node, env),
+        Some("remote") => remote(name, node, env),
+        _ => Err((
+            format!(
+                "`mcp.{name}.type` must be \"local\" or \"remote\", not {}",
+                node.get("type")
+                    .map_or("missing".to_string(), |t| match t.as_str() {
+                        Some(s) => serde_json::to_string(s).unwrap_or_default(),
+                        None => t.kind.noun().to_string(),
+                    })
+            ),
+            node.get("type").map_or(&node.span, |t| &t.span).clone(),
+        )),
     };
+    match server {
+        Ok(Server::Local(s)) => out.started.push(s),
+        Ok(Server::Remote(r)) => out.remote.push(r),
+        Ok(Server::Off) => off(name, node, out),
+        Ok(Server::Nothing(reason, span)) => out.skipped.push(Skipped {
+            name: name.into(),
+            reason,
+            disabled: false,
+            span,
+        }),
+        Err(flaw) => match node.get("enabled") {
+            Some(Node {
+                kind: Kind::Bool(_),
+                span,
+            }) => out.skipped.push(Skipped {
+                name: name.into(),
+                reason: format!(
+                    "{}; with a boolean `enabled` OpenCode keeps only `enabled` and ignores \
+                     the entry (no `type`)",
+                    flaw.0
+                ),
+                disabled: false,
+                span: span.clone(),
+            }),
+            _ => return Err(flaw),
+        },
+    }
+    Ok(())
+}
+
+/// What a valid local or remote entry is.
+enum Server {
+    Local(crate::clients::loaded::Started),
+    Remote(Remote),
+    Off,
+    Nothing(String, Span),
+}
+
+/// The fields both forms share: `enabled` (a boolean) and `timeout` (a positive integer).
+fn enabled(name: &str, node: &Node) -> Result<bool, (String, Span)> {
     if let Some(t) = node.get("timeout")
-        && !matches!(t.kind, Kind::Int(_) | Kind::Float(_))
+        && !matches!(t.kind, Kind::Int(n) if n > 0)
+        && !matches!(t.kind, Kind::Float(f) if f >= 1.0 && f.fract() == 0.0)
     {
         return Err((
-            format!("`{}` is {}, not a number", at("timeout"), t.kind.noun()),
+            format!("`mcp.{name}.timeout` is not a positive integer"),
             t.span.clone(),
         ));
     }
-    match kind.and_then(Node::as_str) {
-        Some("remote") => {
-            let url = match node.get("url") {
-                Some(u) => u.as_str().ok_or_else(|| {
-                    (
-                        format!("`{}` is {}, not a string", at("url"), u.kind.noun()),
-                        u.span.clone(),
-                    )
-                })?,
-                None => return Err((format!("`{}` is required", at("url")), node.span.clone())),
-            };
-            if enabled {
-                out.remote.push(Remote {
-                    name: name.into(),
-                    url: substitute(url, "url", env, &mut Vec::new()),
-                    span: node.span.clone(),
-                });
-            } else {
-                off(name, node, out);
-            }
-            Ok(())
-        }
-        Some("local") => {
-            let command = match node.get("command") {
-                Some(c) => string_array(c, &at("command"))?,
-                None => {
-                    return Err((
-                        format!("`{}` is required", at("command")),
-                        node.span.clone(),
-                    ));
-                }
-            };
-            let mut expanded = Vec::new();
-            let mut argv = command
-                .iter()
-                .enumerate()
-                .map(|(i, a)| substitute(a, &format!("command[{i}]"), env, &mut expanded));
-            let program = argv.next();
-            let args: Vec<String> = argv.collect();
-            let environment = match node.get("environment") {
-                Some(e) => string_map(e, &at("environment"))?,
-                None => Default::default(),
-            };
-            if !enabled {
-                off(name, node, out);
-                return Ok(());
-            }
-            let Some(program) = program else {
-                out.skipped.push(Skipped {
-                    name: name.into(),
-                    reason: "`command` is empty, so nothing runs".into(),
-                    disabled: false,
-                    span: node.get("command").map_or(&node.span, |c| &c.span).clone(),
-                });
-                return Ok(());
-            };
-            let mut s = started(name, node, program, args);
-            s.env = environment
-                .into_iter()
-                .map(|(k, v)| {
-                    let v = substitute(&v, &format!("environment.{k}"), env, &mut expanded);
-                    (k, v)
-                })
-                .collect();
-            s.expanded = expanded;
-            note_fields(&mut s, node, &["command", "environment"]);
-            if let Some(span) = s.fields.get("command").cloned() {
-                s.fields.insert("args".into(), span);
-            }
-            out.started.push(s);
-            Ok(())
-        }
-        _ => Err((
-            format!(
-                "`{}` must be \"local\" or \"remote\", not {}",
-                at("type"),
-                kind.map_or("missing".to_string(), |t| match t.as_str() {
-                    Some(s) => serde_json::to_string(s).unwrap_or_default(),
-                    None => t.kind.noun().to_string(),
-                })
-            ),
-            kind.map_or(&node.span, |t| &t.span).clone(),
+    match node.get("enabled") {
+        None => Ok(true),
+        Some(Node {
+            kind: Kind::Bool(b),
+            ..
+        }) => Ok(*b),
+        Some(e) => Err((
+            format!("`mcp.{name}.enabled` is {}, not a boolean", e.kind.noun()),
+            e.span.clone(),
         )),
     }
+}
+
+fn local(
+    name: &str,
+    node: &Node,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Server, (String, Span)> {
+    let at = |field: &str| format!("mcp.{name}.{field}");
+    let on = enabled(name, node)?;
+    let command = match node.get("command") {
+        Some(c) => string_array(c, &at("command"))?,
+        None => {
+            return Err((
+                format!("`{}` is required", at("command")),
+                node.span.clone(),
+            ));
+        }
+    };
+    let environment = match node.get("environment") {
+        Some(e) => string_map(e, &at("environment"))?,
+        None => Default::default(),
+    };
+    let cwd = match node.get("cwd") {
+        Some(c) => Some(c.as_str().ok_or_else(|| {
+            (
+                format!("`{}` is {}, not a string", at("cwd"), c.kind.noun()),
+                c.span.clone(),
+            )
+        })?),
+        None => None,
+    };
+    if !on {
+        return Ok(Server::Off);
+    }
+    let mut expanded = Vec::new();
+    let mut argv = command
+        .iter()
+        .enumerate()
+        .map(|(i, a)| substitute(a, &format!("command[{i}]"), env, &mut expanded));
+    let Some(program) = argv.next() else {
+        let span = node.get("command").map_or(&node.span, |c| &c.span).clone();
+        return Ok(Server::Nothing(
+            "`command` is empty, so nothing runs".into(),
+            span,
+        ));
+    };
+    let args: Vec<String> = argv.collect();
+    let mut s = started(name, node, program, args);
+    s.env = environment
+        .into_iter()
+        .map(|(k, v)| {
+            let v = substitute(&v, &format!("environment.{k}"), env, &mut expanded);
+            (k, v)
+        })
+        .collect();
+    s.cwd = cwd.map(|c| substitute(c, "cwd", env, &mut expanded));
+    s.expanded = expanded;
+    note_fields(&mut s, node, &["command", "environment", "cwd"]);
+    if let Some(span) = s.fields.get("command").cloned() {
+        s.fields.insert("args".into(), span);
+    }
+    Ok(Server::Local(s))
+}
+
+fn remote(
+    name: &str,
+    node: &Node,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Server, (String, Span)> {
+    let at = |field: &str| format!("mcp.{name}.{field}");
+    let on = enabled(name, node)?;
+    let url = match node.get("url") {
+        Some(u) => u.as_str().ok_or_else(|| {
+            (
+                format!("`{}` is {}, not a string", at("url"), u.kind.noun()),
+                u.span.clone(),
+            )
+        })?,
+        None => return Err((format!("`{}` is required", at("url")), node.span.clone())),
+    };
+    if let Some(h) = node.get("headers") {
+        string_map(h, &at("headers"))?;
+    }
+    if let Some(o) = node.get("oauth")
+        && o.kind != Kind::Bool(false)
+    {
+        oauth(o, &at("oauth"))?;
+    }
+    if !on {
+        return Ok(Server::Off);
+    }
+    Ok(Server::Remote(Remote {
+        name: name.into(),
+        url: substitute(url, "url", env, &mut Vec::new()),
+        span: node.span.clone(),
+    }))
+}
+
+/// `oauth`: `false`, or an object of `clientId`, `clientSecret`, `scope`, `redirectUri`
+/// (strings) and `callbackPort` (an integer from 1 to 65535), each optional.
+fn oauth(node: &Node, at: &str) -> Result<(), (String, Span)> {
+    let Some(fields) = node.entries() else {
+        return Err((
+            format!("`{at}` is {}, not `false` or an object", node.kind.noun()),
+            node.span.clone(),
+        ));
+    };
+    for (key, _, value) in fields {
+        let ok = match key.as_str() {
+            "clientId" | "clientSecret" | "scope" | "redirectUri" => value.as_str().is_some(),
+            "callbackPort" => matches!(value.kind, Kind::Int(1..=65535)),
+            _ => true,
+        };
+        if !ok {
+            return Err((
+                format!("`{at}.{key}` has the wrong type"),
+                value.span.clone(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn off(name: &str, node: &Node, out: &mut Loaded) {
@@ -240,4 +340,65 @@ fn substitute(
         expanded.push(field.to_string());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Loaded {
+        load("opencode.json", text.as_bytes(), &|n| {
+            (n == "XV_SET").then(|| "setval".to_string())
+        })
+    }
+
+    #[test]
+    fn an_invalid_entry_with_a_boolean_enabled_is_kept_as_enabled_only_and_ignored() {
+        // 1.18.33, `opencode debug config`: {"type": "stdio", "command": ["x"], "enabled":
+        // true} resolved to {"enabled": true} (exit 0); without `enabled` it refused the file.
+        let l = one(
+            r#"{"mcp": {"a": {"type": "stdio", "command": ["x"], "enabled": true},
+                        "b": {"type": "local", "command": 5, "enabled": false},
+                        "c": {"enabled": true}}}"#,
+        );
+        assert!(l.rejected.is_empty() && l.started.is_empty(), "{l:?}");
+        let skipped: Vec<(&str, bool)> = l
+            .skipped
+            .iter()
+            .map(|s| (s.name.as_str(), s.disabled))
+            .collect();
+        assert_eq!(skipped, [("a", false), ("b", false), ("c", false)]);
+        let l = one(r#"{"mcp": {"a": {"type": "stdio", "command": ["x"]}}}"#);
+        assert_eq!(l.rejected.len(), 1);
+    }
+
+    #[test]
+    fn cwd_timeout_headers_and_oauth_are_typed() {
+        // 1.18.33: "Expected a value greater than 0, got 0", "Expected an integer, got 1.5",
+        // "Expected string | undefined, got null mcp.a.cwd", "… got 5 mcp.d.oauth.clientId".
+        for bad in [
+            r#""timeout": 0"#,
+            r#""timeout": 1.5"#,
+            r#""cwd": null"#,
+            r#""cwd": 5"#,
+        ] {
+            let text =
+                format!(r#"{{"mcp": {{"a": {{"type": "local", "command": ["x"], {bad}}}}}}}"#);
+            assert_eq!(one(&text).rejected.len(), 1, "{bad}");
+        }
+        for bad in [
+            r#""headers": {"A": 1}"#,
+            r#""oauth": {"clientId": 5}"#,
+            r#""oauth": true"#,
+        ] {
+            let text = format!(r#"{{"mcp": {{"a": {{"type": "remote", "url": "x", {bad}}}}}}}"#);
+            assert_eq!(one(&text).rejected.len(), 1, "{bad}");
+        }
+        let l = one(
+            r#"{"mcp": {"a": {"type": "local", "command": ["x"], "cwd": "{env:XV_SET}/d", "timeout": 2.0},
+                        "b": {"type": "remote", "url": "x", "oauth": false, "headers": {"A": "b"}}}}"#,
+        );
+        assert_eq!(l.started[0].cwd.as_deref(), Some("setval/d"));
+        assert_eq!(l.remote[0].url, "x");
+    }
 }
