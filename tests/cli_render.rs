@@ -247,7 +247,7 @@ fn command_line_values_override_the_launch_json() {
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     // Effort still comes from the launch JSON; the rest from the flags. (Gated: no URL.)
     assert_eq!(
-        argv[7..],
+        argv[8..],
         ["--effort", "max", "--model", "sonnet", "--", "Other"]
     );
     let r = render(
@@ -512,7 +512,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: argument 9 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
+            stderr: "error: argument 10 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
         }
     );
 }
