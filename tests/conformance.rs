@@ -956,6 +956,7 @@ fn claude_baseline_starts_exactly_the_result_channel() {
         [
             "--disallowedTools",
             "Agent",
+            "--setting-sources=",
             "--effort",
             "high",
             "--model",

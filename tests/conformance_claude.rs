@@ -32,8 +32,17 @@ use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
 
 /// The unchecked Claude argv for `ctx`, its allowlist resolved under `policy` as a launch does.
+///
+/// Without `--setting-sources=`: the preflight models a Claude Code that reads the user's,
+/// the project's and the local settings (a launch outside the per-launch root, as `render
+/// claude` still preflights), so these cases replay that launch. The rooted plan's
+/// `--setting-sources=` and per-launch `CLAUDE_CONFIG_DIR` make every non-managed row moot
+/// (`tests/isolation_claude.rs`).
 fn argv(ctx: &LaunchContext, policy: Policy) -> Vec<String> {
-    claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap()
+    let mut argv = claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap();
+    let at = argv.iter().position(|a| a == "--setting-sources=").unwrap();
+    argv.remove(at);
+    argv
 }
 
 /// The preflighted Claude argv for `ctx`, its allowlist resolved under `policy`.

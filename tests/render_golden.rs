@@ -60,6 +60,7 @@ fn baseline_claude() -> Vec<String> {
         BASELINE_JSON,
         "--disallowedTools",
         "Agent",
+        "--setting-sources=",
         "--effort",
         "high",
         "--model",
@@ -512,11 +513,17 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     assert_eq!(a[4], BASELINE_JSON);
     assert_eq!(
         a[5..],
-        ["--disallowedTools", "Agent", "--", "-x --strict-mcp-config"]
+        [
+            "--disallowedTools",
+            "Agent",
+            "--setting-sources=",
+            "--",
+            "-x --strict-mcp-config"
+        ]
     );
     c.prompt = None;
     let a = claude(&c, Policy::Lenient).unwrap();
-    assert_eq!(a.last().unwrap(), "Agent");
+    assert_eq!(a.last().unwrap(), "--setting-sources=");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Claude Code: the inline `--mcp-config` JSON and the reviewer argv.
+//! Claude Code: the inline `--mcp-config` JSON, the reviewer argv, and the per-launch root.
 //!
 //! Format: Claude Code's MCP configuration, `{"mcpServers":{<name>:{"command":…,"args":[…],
 //! "env":{…}}}}` (stdio servers; `type` defaults to `stdio`). With `--strict-mcp-config`
@@ -6,10 +6,36 @@
 //! Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`, with
 //! no escape, so a value holding `${` is refused ([`RenderError::ClaudeExpansion`]).
 //!
-//! Settings the user or the reviewed repository wrote can still stop an inline server from
-//! starting, silently; [`preflight`] finds them (measured findings there), and
-//! [`claude_reviewer_args_preflighted`] refuses a launch whose result channel would not
-//! start.
+//! # Isolation by construction (issue 22; measured on 2.1.197 and 2.1.328, 2026-12-01)
+//!
+//! The reviewer's Claude Code starts from an empty environment plus the plan's
+//! ([`claude_plan`]): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
+//! `CLAUDE_CONFIG_DIR=<launch dir>/home/.claude`, where Claude Code keeps its global config
+//! (`.claude.json`), its user settings (`settings.json`) and its credentials
+//! (`.credentials.json`). Nothing needs to be written there: from an empty (even missing)
+//! directory, non-interactive Claude Code asks for no onboarding and no folder trust (a
+//! non-interactive session treats every folder as trusted), creates what it needs, and
+//! starts the `--mcp-config` servers. The argv adds `--setting-sources=` (no source: Claude
+//! Code then loads only the always-on `--settings` flag source and the managed policy), so
+//! neither the worktree's `.claude/settings.json` and `.claude/settings.local.json` (env,
+//! hooks, permissions, `apiKeyHelper`, MCP allow/deny lists) nor the project's `CLAUDE.md`,
+//! `.claude/{rules,skills,commands,agents}`, nor a `CLAUDE.md` in a parent folder reach the
+//! reviewer; `--strict-mcp-config` keeps `.mcp.json` and the global config's servers out
+//! (and the claude.ai connectors, which are fetched only without it). Measured (tests
+//! `isolation_claude.rs`):
+//!
+//! | source | what it did in today's launch | closed by |
+//! |---|---|---|
+//! | user `~/.claude/settings.json`, `~/.claude.json`, `~/.claude/.credentials.json` | env into every MCP server, hooks ran, deny hid `submit_review_result`, `disabledMcpServers` vetoed a server | `CLAUDE_CONFIG_DIR` and `HOME` in the root |
+//! | worktree `.claude/settings.json`, `.claude/settings.local.json` (untrusted: non-interactive means trusted) | the same, and `apiKeyHelper` ran | `--setting-sources=`, [`WORKTREE_CONFIG`] |
+//! | daemon variables (`CLAUDE_CONFIG_DIR`, `MCP_TIMEOUT`, `CLAUDE_CODE_SAFE_MODE`, …) | moved the config, offered no MCP tool (`MCP_TIMEOUT=1`), started no server (`CLAUDE_CODE_SAFE_MODE=1`) | the environment is built, not filtered |
+//! | `.credentials.json` `enterpriseGateway` + `gatewayTrust` | fetched `<url>/managed/settings` and applied it as policy (env, hooks, deny) | [`CREDENTIALS`] keeps only `claudeAiOauth`'s token fields |
+//! | `~/.gitconfig` (Claude Code runs git) | `core.fsmonitor` ran (2.1.197) | `HOME` in the root |
+//! | `/etc/claude-code/…` | env, hooks, `apiKeyHelper`, `policyHelper`, deny/ask rules, `disableBypassPermissionsMode`, `managed-mcp.json` (exit 1 with `--strict-mcp-config`) | cannot be kept out: [`MANAGED_FILES`] refuse the launch |
+//!
+//! Not closable offline: with a first-party credential and the default API endpoint Claude
+//! Code fetches the organization's remote managed settings from `api.anthropic.com` at
+//! startup (seen in its debug log); they are the account administrator's policy.
 //!
 //! Versions: pinned 2.1.197; the conformance suite also runs on 2.1.328 (the newest on
 //! 2026-11-30). Measured differences between them:
@@ -18,16 +44,20 @@
 //!   at a dead local port) both start them, then retry the API for minutes.
 //! - 2.1.328 starts each stdio server a second time when the first process exits at once
 //!   (2.1.197: once). Same argv, env and cwd both times.
+//! - 2.1.328 offers MCP tools as *deferred* tools: their names are listed in the system
+//!   prompt and loaded through `ToolSearch`; 2.1.197 lists them in the request's `tools`.
 //! - `claude mcp list` reports a server that exits at once as `✘ Failed to connect` on
 //!   2.1.197 and adds `— CONNECTION_CLOSED: Connection closed` on 2.1.328.
 //! - 2.1.328 adds four variables to every MCP server's environment that 2.1.197 does not:
 //!   `CLAUDE_CODE_CHILD_NOTES_DIR`, `CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS`, and, in a
 //!   session (not `mcp list`), `CLAUDE_CODE_MESSAGING_SOCKET` and
 //!   `CLAUDE_CODE_MESSAGING_TOKEN` (a token reaches our servers; we do not use it).
+//! - `MCP_TIMEOUT=1` in a project's settings `env` left 2.1.197 offering no MCP tool;
+//!   2.1.328 ignores it there (it still obeys the variable in its own environment).
 //! - A project's `disabledMcpServers` given as a string, not an array: 2.1.197 vetoes the
-//!   servers whose names occur in it (a substring test); 2.1.328 ignores it. The preflight
-//!   refuses such a file on either. Every other veto in [`preflight`] behaves the same on
-//!   both.
+//!   servers whose names occur in it (a substring test); 2.1.328 ignores it. The
+//!   [`preflight`] refuses such a file on either. Every other veto in [`preflight`] behaves
+//!   the same on both.
 
 #[cfg(feature = "cli")]
 pub mod loader;
@@ -41,7 +71,7 @@ pub mod preflight;
 
 use crate::allowlist::{Policy, Resolution};
 use crate::clients::plan::{EnvVar, LaunchPlan};
-use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::root::{CredentialFileSpec, CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
 
@@ -49,9 +79,14 @@ use crate::model::McpServer;
 /// `.claude.json`, `settings.json` and `.credentials.json`.
 pub const CONFIG_DIR: &str = ".claude";
 
-/// The credentials and provider settings the daemon may hand a Claude Code reviewer:
-/// API key or OAuth token, the API endpoint, and `IS_SANDBOX` (a daemon that runs reviewers
-/// as root needs `IS_SANDBOX=1` for `--permission-mode bypassPermissions`).
+/// The credentials and provider settings the daemon may hand a Claude Code reviewer: API
+/// key or OAuth token (each measured to authenticate from an empty root: `x-api-key`,
+/// `Authorization: Bearer`), the API endpoint, and `IS_SANDBOX` (a daemon that runs
+/// reviewers as root needs `IS_SANDBOX=1` for `--permission-mode bypassPermissions`;
+/// without it Claude Code exits 1). Or the user's `.credentials.json`, reduced by
+/// [`keep_credentials`] to its claude.ai OAuth access token. Claude Code passes its whole
+/// environment to every MCP server, so a variable credential reaches our servers too; the
+/// file does not.
 pub const CREDENTIALS: CredentialSpec = CredentialSpec {
     env: &[
         "ANTHROPIC_API_KEY",
@@ -60,23 +95,91 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         "ANTHROPIC_BASE_URL",
         "IS_SANDBOX",
     ],
-    files: &[],
+    files: &[CredentialFileSpec {
+        name: ".credentials.json",
+        path: ".claude/.credentials.json",
+        keep: keep_credentials,
+    }],
 };
+
+/// The fields of `claudeAiOauth` kept from a `.credentials.json`: the access token and what
+/// describes it. Not the `refreshToken` (a reviewer that refreshes would rotate the user's
+/// token in its own copy), and no other entry: `enterpriseGateway` with `gatewayTrust` makes
+/// Claude Code fetch managed settings from the gateway's URL and apply them as policy
+/// (measured on 2.1.197 and 2.1.328: env, hooks and deny rules of the fetched document took
+/// effect), `mcpOAuth` holds other MCP servers' tokens.
+pub const KEPT_OAUTH_FIELDS: [&str; 5] = [
+    "accessToken",
+    "expiresAt",
+    "scopes",
+    "subscriptionType",
+    "rateLimitTier",
+];
+
+/// Reduces a `.credentials.json` to `{"claudeAiOauth":{…}}` with only [`KEPT_OAUTH_FIELDS`].
+///
+/// # Errors
+/// When `contents` is not a JSON object with a `claudeAiOauth` object holding a string
+/// `accessToken`.
+///
+/// ```
+/// use kcap_mcp_registry::clients::claude::keep_credentials;
+///
+/// let kept = keep_credentials(r#"{"claudeAiOauth":{"accessToken":"t","refreshToken":"r",
+///     "expiresAt":1},"enterpriseGateway":{"url":"https://gw"}}"#).unwrap();
+/// assert_eq!(kept, r#"{"claudeAiOauth":{"accessToken":"t","expiresAt":1}}"#);
+/// ```
+pub fn keep_credentials(contents: &str) -> Result<String, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(contents).map_err(|_| "is not JSON".to_owned())?;
+    let oauth = value
+        .get("claudeAiOauth")
+        .and_then(serde_json::Value::as_object)
+        .ok_or("has no `claudeAiOauth` object")?;
+    if !oauth
+        .get("accessToken")
+        .is_some_and(serde_json::Value::is_string)
+    {
+        return Err("has no `claudeAiOauth.accessToken` string".into());
+    }
+    let kept: serde_json::Map<String, serde_json::Value> = KEPT_OAUTH_FIELDS
+        .iter()
+        .filter_map(|k| Some(((*k).to_owned(), oauth.get(*k)?.clone())))
+        .collect();
+    Ok(serde_json::json!({ "claudeAiOauth": kept }).to_string())
+}
 
 /// The reviewed worktree's files Claude Code reads as configuration: the project's MCP
 /// servers and its `.claude/` folder (settings with `env`, `hooks`, `permissions`, and
-/// local settings).
+/// local settings; skills, commands, agents and rules). `--setting-sources=` already keeps
+/// them out (measured); removing them keeps them out of a Claude Code that would ignore the
+/// flag. `CLAUDE.md` stays: instructions, not configuration, and not loaded under the flag.
 pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".claude"];
 
-/// Administrator files Claude Code reads whatever its environment says.
-pub const MANAGED_FILES: [ManagedFile; 2] = [
+/// Administrator files Claude Code reads whatever its environment says (no variable moves
+/// `/etc/claude-code`; `CLAUDE_CODE_MANAGED_SETTINGS_PATH` is not honoured, measured), all
+/// measured to reach a rooted launch under `--setting-sources=` on 2.1.197 and 2.1.328.
+pub const MANAGED_FILES: [ManagedFile; 4] = [
     ManagedFile {
         path: "/etc/claude-code/managed-settings.json",
-        effect: "can set env, hooks, permissions and MCP server policy for every session",
+        effect: "sets env for every MCP server, runs hooks and helper commands \
+                 (apiKeyHelper, policyHelper), and can deny our tools or disable \
+                 bypassPermissions",
+    },
+    ManagedFile {
+        path: "/etc/claude-code/managed-settings.d",
+        effect: "holds managed settings files (*.json) with the same effects as \
+                 managed-settings.json",
     },
     ManagedFile {
         path: "/etc/claude-code/managed-mcp.json",
-        effect: "replaces every session's MCP servers",
+        effect: "takes exclusive control of MCP servers (Claude Code exits 1 under \
+                 --strict-mcp-config)",
+    },
+    ManagedFile {
+        path: "/etc/claude-code/.claude",
+        effect: "adds managed skills, agents, commands and rules to every session \
+                 (skills and agents can carry hooks)",
     },
 ];
 
@@ -211,9 +314,11 @@ impl Serialize for ServerJson<'_> {
 
 /// The Claude Code reviewer argv (after the `claude` binary):
 /// `--permission-mode bypassPermissions --strict-mcp-config --mcp-config <json>
-/// --disallowedTools Agent`, then `--effort E` and `--model M` when set, then `-- <prompt>`
-/// when set. `--mcp-config` takes several values, so its JSON is always followed by an
-/// option, never by a positional argument.
+/// --disallowedTools Agent --setting-sources=`, then `--effort E` and `--model M` when set,
+/// then `-- <prompt>` when set. `--mcp-config` takes several values, so its JSON is always
+/// followed by an option, never by a positional argument. `--setting-sources=` (one
+/// argument, an empty list) loads no user, project or local settings; an empty argument
+/// `--setting-sources ""` would do the same but can be lost by a shell or a spawner.
 ///
 /// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
 /// [`skipped`](Resolution::skipped) entries the caller logs.
@@ -234,6 +339,7 @@ pub fn claude_reviewer_args(
         &config,
         "--disallowedTools",
         "Agent",
+        "--setting-sources=",
     ]
     .map(String::from)
     .into();

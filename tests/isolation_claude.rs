@@ -1,0 +1,697 @@
+//! Issue 22 on Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.328 (`KCAP_CLAUDE_NEXT_BIN`):
+//! one test per class, each carrying out the rooted plan (`claude_plan`) as the daemon does
+//! (`dirs` and `files` written, `worktree_remove` applied, `argv` in `cwd` with exactly the
+//! plan's `env` plus the daemon's values of `env_inherit`) in a hostile world: a daemon
+//! environment with its own `HOME` and `CLAUDE_CONFIG_DIR` (settings with `env`, hooks, an
+//! `apiKeyHelper`, deny/ask rules, `deniedMcpServers`; a `.claude.json` with servers and a
+//! `disabledMcpServers` veto), knobs (`MCP_TIMEOUT=1`, `CLAUDE_CODE_SAFE_MODE=1`) and
+//! `KCAP_*` values; a worktree whose `.claude/settings*.json` and `.mcp.json` do the same
+//! (written again after `worktree_remove`, so the argv alone must keep them out); and, for
+//! class 5, `/etc/claude-code` in a private mount namespace (overlay on `/etc`; the machine's
+//! `/etc` is never written). Judged on the real client: the recorder MCP servers (exactly
+//! ours, exactly their `KCAP_*` values, no foreign variable), the hook marker files (none),
+//! and the tools the stand-in model API (`tests/common/model_api.rs`, 400 to every request)
+//! was offered. Offline: the API is on 127.0.0.1 and the harness adds only a dead proxy.
+//! Evidence for today's plan: `docs/isolation/claude.md`.
+
+mod claude_oracle;
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::model_api::ModelApi;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::claude_plan;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
+use kcap_mcp_registry::clients::root::{CredentialFile, Credentials, managed_preflight};
+use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
+use serde_json::json;
+
+fn main() {
+    common::peers::main(real_client_tests![
+        class1_settings_env_reaches_no_server,
+        class2_no_hook_or_helper_command_runs,
+        class3_permission_rules_hide_no_tool_of_ours,
+        class4_startup_knobs_drop_no_server,
+        class5_administrator_files_are_refused_before_launch,
+        class6_configuration_added_after_the_render_does_not_reach,
+        class7_a_gateway_credential_fetches_no_remote_settings,
+        class8_client_variables_of_the_daemon_do_not_reach,
+        class9_a_trusted_parent_folder_brings_nothing_in,
+    ]);
+}
+
+const URL: &str = "http://127.0.0.1:5100";
+const AGENT: &str = "agent-22";
+const RESULT_TOOL: &str = "mcp__kcap-flow-result__submit_review_result";
+/// The tools our recorders list, as the model is offered them.
+const OUR_TOOLS: [&str; 3] = [
+    RESULT_TOOL,
+    "mcp__kcap-flow-result__send_flow_message",
+    "mcp__kcap-review__get_pr_summary",
+];
+/// Variables the harness adds to the plan's environment: the offline guard only.
+const HARNESS_ENV: [(&str, &str); 3] = [
+    ("HTTPS_PROXY", "http://127.0.0.1:9"),
+    ("HTTP_PROXY", "http://127.0.0.1:9"),
+    ("NO_PROXY", "127.0.0.1"),
+];
+
+/// Both Claude Code binaries; none marks the test skipped (fails under `KCAP_REQUIRE_PEERS=1`).
+fn binaries() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for var in ["KCAP_CLAUDE_BIN", "KCAP_CLAUDE_NEXT_BIN"] {
+        match common::peers::peer_in(var, |name| std::env::var_os(name)) {
+            Ok(Some(path)) => found.push(path),
+            Ok(None) => {}
+            Err(reason) => missing.push(reason),
+        }
+    }
+    if !missing.is_empty() {
+        common::peers::skip(missing.join("; "));
+    }
+    found
+}
+
+/// An MCP recorder: logs argv, env and cwd to `<records>/<pid>.json`, lists two tools per
+/// server (named after its `mcp <kind>` argument), and answers nothing else.
+fn recorder(records: &Path) -> String {
+    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
+    format!(
+        r#"#!/usr/bin/env node
+const fs = require("fs");
+fs.writeFileSync({records} + "/" + process.pid + ".json", JSON.stringify({{ argv: process.argv.slice(2), env: process.env, cwd: process.cwd() }}));
+const tools = process.argv[3] === "flow-result" ? ["submit_review_result", "send_flow_message"] : ["get_pr_summary", "list_pr_files"];
+let buf = "";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+process.stdin.on("data", (c) => {{
+  buf += c; let i;
+  while ((i = buf.indexOf("\n")) >= 0) {{
+    const line = buf.slice(0, i).trim(); buf = buf.slice(i + 1);
+    let m; try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
+    if (m.id === undefined) continue;
+    if (m.method === "initialize") send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "r", version: "1" }} }} }});
+    else if (m.method === "tools/list") send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: tools.map((t) => ({{ name: t, description: t, inputSchema: {{ type: "object" }} }})) }} }});
+    else send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "no" }} }});
+  }}
+}});
+process.stdin.on("end", () => process.exit(0));
+"#
+    )
+}
+
+/// One launch's world: the daemon's hostile home and environment, the worktree, the
+/// per-launch directory, the recorder, the hook marker directory and the stand-in API.
+struct World {
+    bin: PathBuf,
+    version: String,
+    dir: tempfile::TempDir,
+    api: ModelApi,
+    /// Files for `/etc/claude-code` (relative paths); run in an overlay when not empty.
+    managed: Vec<(String, String)>,
+}
+
+impl World {
+    fn new(bin: &Path) -> World {
+        let w = World {
+            bin: bin.to_path_buf(),
+            version: claude_oracle::version(bin),
+            dir: tempfile::tempdir().unwrap(),
+            api: ModelApi::start(),
+            managed: Vec::new(),
+        };
+        for d in [
+            "daemon-home",
+            "parent/wt",
+            "launch",
+            "records",
+            "hooks",
+            "bin",
+        ] {
+            std::fs::create_dir_all(w.path(d)).unwrap();
+        }
+        common::stand_in::write_executable(&w.path("bin/kcap"), recorder(&w.path("records")));
+        w
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().canonicalize().unwrap().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Settings that would reach the reviewer from `source`: env (our own variable among
+    /// them, and a startup knob), hooks and a helper command that touch marker files, and
+    /// rules that hide or gate our result tool.
+    fn hostile_settings(&self, source: &str) -> String {
+        let hook = |event: &str| {
+            json!([{"hooks": [{"type": "command", "command":
+                format!("touch {}/{source}-{event}", self.path("hooks").display())}]}])
+        };
+        json!({
+            "env": {
+                "KCAP_FLOW_CAPABILITY_URL": format!("http://evil/{source}"),
+                format!("HOSTILE_{}", source.to_uppercase()): "1",
+                "MCP_TIMEOUT": "1",
+            },
+            "hooks": {"SessionStart": hook("SessionStart"), "UserPromptSubmit": hook("UserPromptSubmit")},
+            "apiKeyHelper": format!("touch {}/{source}-apiKeyHelper; echo key", self.path("hooks").display()),
+            "permissions": {"deny": [RESULT_TOOL], "ask": ["mcp__kcap-flow-result"]},
+            "deniedMcpServers": [{"serverName": "kcap-review"}],
+        })
+        .to_string()
+    }
+
+    /// The daemon's user configuration (its `HOME` and its `CLAUDE_CONFIG_DIR`) and the
+    /// reviewed worktree's, all hostile.
+    fn hostile_user_and_repository(&self) {
+        let wt = self.path("parent/wt");
+        let other = self.path("bin/kcap");
+        let global = json!({
+            "hasCompletedOnboarding": true,
+            "mcpServers": {"user-srv": {"command": other, "args": ["mcp", "user-srv"]}},
+            "projects": {wt.to_str().unwrap(): {"hasTrustDialogAccepted": true,
+                "disabledMcpServers": ["kcap-flow-result"],
+                "mcpServers": {"local-srv": {"command": other, "args": ["mcp", "local-srv"]}}}},
+        })
+        .to_string();
+        let mcp_json =
+            json!({"mcpServers": {"proj-srv": {"command": other, "args": ["mcp", "proj-srv"]}}});
+        let (u, p, l) = (
+            self.hostile_settings("user"),
+            self.hostile_settings("project"),
+            self.hostile_settings("local"),
+        );
+        for (rel, text) in [
+            ("daemon-home/.claude/settings.json", u.clone()),
+            ("daemon-config/settings.json", u),
+            ("daemon-home/.claude/.claude.json", global.clone()),
+            ("daemon-config/.claude.json", global.clone()),
+            ("daemon-home/.claude.json", global),
+            ("parent/wt/.claude/settings.json", p),
+            ("parent/wt/.claude/settings.local.json", l),
+            ("parent/wt/.mcp.json", mcp_json.to_string()),
+        ] {
+            self.write(rel, &text);
+        }
+    }
+
+    /// The daemon's environment: hostile client variables next to what a daemon has.
+    fn daemon_env(&self) -> BTreeMap<String, String> {
+        let path = common::peers::inherited_path().into_string().unwrap();
+        [
+            ("PATH", path),
+            ("LANG", "C.UTF-8".into()),
+            ("HOME", self.s("daemon-home")),
+            ("CLAUDE_CONFIG_DIR", self.s("daemon-config")),
+            ("ANTHROPIC_CONFIG_DIR", self.s("daemon-config")),
+            ("XDG_CONFIG_HOME", self.s("daemon-home/.config")),
+            ("MCP_TIMEOUT", "1".into()),
+            ("CLAUDE_CODE_SAFE_MODE", "1".into()),
+            ("KCAP_FLOW_CAPABILITY_URL", "http://evil/daemon".into()),
+            ("KCAP_FLOW_AGENT_ID", "daemon-agent".into()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .into()
+    }
+
+    fn s(&self, rel: &str) -> String {
+        self.path(rel).to_str().unwrap().to_owned()
+    }
+
+    fn ctx(&self) -> LaunchContext {
+        let var = |n: &str, v: &str| EnvVar::new(n, v);
+        LaunchContext {
+            server_url: Some(URL.into()),
+            kcap_bin: Some(self.s("bin/kcap")),
+            agent_id: AGENT.into(),
+            mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+            prompt: Some(claude_oracle::PROMPT.into()),
+            worktree: Some(self.s("parent/wt")),
+            launch_dir: Some(self.s("launch")),
+            credentials: Credentials {
+                env: vec![
+                    var("ANTHROPIC_API_KEY", "dummy"),
+                    var("ANTHROPIC_BASE_URL", &self.api.url),
+                    var("IS_SANDBOX", "1"),
+                ],
+                files: Vec::new(),
+            },
+            ..LaunchContext::default()
+        }
+    }
+
+    fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
+        claude_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
+    }
+
+    /// Writes the plan's root (dirs, files) and removes its `worktree_remove` paths.
+    fn prepare(&self, plan: &LaunchPlan) {
+        let launch = self.path("launch");
+        for d in &plan.dirs {
+            std::fs::create_dir_all(launch.join(d)).unwrap();
+        }
+        for f in &plan.files {
+            std::fs::write(launch.join(&f.path), &f.contents).unwrap();
+            common::stand_in::set_file_mode(&launch.join(&f.path), f.mode);
+        }
+        let cwd = Path::new(plan.cwd.as_deref().unwrap());
+        for rel in &plan.worktree_remove {
+            let p = cwd.join(rel);
+            let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+        }
+    }
+
+    /// Starts the client as the plan says (see the module docs) and waits for it to stop.
+    fn launch(&self, plan: &LaunchPlan) -> Observed {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(&plan.argv);
+        let mut cmd = if self.managed.is_empty() {
+            cmd
+        } else {
+            self.overlay_etc(cmd)
+        };
+        let daemon = self.daemon_env();
+        cmd.env_clear()
+            .envs(
+                plan.env_inherit
+                    .iter()
+                    .filter_map(|n| Some((n, daemon.get(n)?))),
+            )
+            .envs(plan.env.iter().map(|v| (&v.name, &v.value)))
+            .envs(HARNESS_ENV)
+            .current_dir(plan.cwd.as_deref().unwrap());
+        let out = common::peers::run(cmd, &format!("claude {}", self.version));
+        self.observe(plan, &out.stderr)
+    }
+
+    /// `cmd` in a private mount namespace whose `/etc/claude-code` holds [`World::managed`].
+    fn overlay_etc(&self, cmd: Command) -> Command {
+        for (rel, text) in &self.managed {
+            self.write(&format!("overlay/u/claude-code/{rel}"), text);
+        }
+        in_overlay(&self.path("overlay"), &cmd)
+    }
+
+    fn observe(&self, plan: &LaunchPlan, stderr: &str) -> Observed {
+        let mut servers = BTreeMap::new();
+        for entry in std::fs::read_dir(self.path("records")).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).unwrap();
+            let env: BTreeMap<String, String> = serde_json::from_value(v["env"].clone()).unwrap();
+            // 2.1.328 may start a server twice: both starts are the same.
+            servers.insert(argv, env);
+        }
+        let hooks = std::fs::read_dir(self.path("hooks"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        // The model is offered MCP tools in the main turn's request (2.1.197: in `tools`;
+        // 2.1.328: deferred, named in the system prompt), the one whose `tools` is not empty.
+        let offered = self
+            .api
+            .requests()
+            .iter()
+            .filter_map(common::model_api::Request::json)
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .map(|b| mcp_names(&b.to_string()))
+            .next();
+        let paths = self.api.requests().into_iter().map(|r| r.path).collect();
+        Observed {
+            version: self.version.clone(),
+            plan_env: plan.env.iter().map(|v| v.name.clone()).collect(),
+            inherited: plan
+                .env_inherit
+                .iter()
+                .filter(|n| self.daemon_env().contains_key(*n))
+                .cloned()
+                .collect(),
+            servers,
+            hooks,
+            offered,
+            paths,
+            stderr: stderr.to_owned(),
+        }
+    }
+}
+
+/// Every `mcp__<server>__<tool>` name in `text`.
+fn mcp_names(text: &str) -> BTreeSet<String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices("mcp__")
+        .map(|(i, _)| text[i..].chars().take_while(|c| ok(*c)).collect())
+        .collect()
+}
+
+/// What one launch did.
+struct Observed {
+    version: String,
+    plan_env: BTreeSet<String>,
+    inherited: BTreeSet<String>,
+    /// Per distinct server started: its argv (after the command) and environment.
+    servers: BTreeMap<Vec<String>, BTreeMap<String, String>>,
+    hooks: BTreeSet<String>,
+    offered: Option<BTreeSet<String>>,
+    paths: Vec<String>,
+    stderr: String,
+}
+
+impl Observed {
+    /// Exactly our two servers, each with exactly its `KCAP_*` values and no variable but
+    /// the plan's, the inherited ones, the harness's offline guard and Claude Code's own; no
+    /// hook ran; our tools, the result channel's first, were offered.
+    fn assert_isolated(&self) {
+        let v = &self.version;
+        let want: BTreeSet<Vec<String>> = [["mcp", "flow-result"], ["mcp", "review"]]
+            .map(|a| a.map(String::from).to_vec())
+            .into();
+        assert_eq!(
+            self.servers.keys().cloned().collect::<BTreeSet<_>>(),
+            want,
+            "{v}: servers started; stderr: {}",
+            self.stderr
+        );
+        let allowed: BTreeSet<String> = self
+            .plan_env
+            .iter()
+            .chain(&self.inherited)
+            .cloned()
+            .chain(HARNESS_ENV.map(|(n, _)| n.to_owned()))
+            .chain(
+                claude_oracle::added_env(v, true)
+                    .into_iter()
+                    .map(str::to_owned),
+            )
+            .collect();
+        for (argv, env) in &self.servers {
+            let kcap: Vec<(&str, &str)> = env
+                .iter()
+                .filter(|(k, _)| k.starts_with("KCAP_"))
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let ours = if argv[1] == "flow-result" {
+                vec![("KCAP_FLOW_AGENT_ID", AGENT), ("KCAP_URL", URL)]
+            } else {
+                vec![("KCAP_URL", URL)]
+            };
+            assert_eq!(kcap, ours, "{v}: {argv:?}");
+            let foreign: Vec<&String> = env
+                .keys()
+                .filter(|k| !k.starts_with("KCAP_") && !allowed.contains(*k))
+                .collect();
+            assert!(foreign.is_empty(), "{v}: {argv:?} got {foreign:?}");
+        }
+        assert!(self.hooks.is_empty(), "{v}: commands ran: {:?}", self.hooks);
+        let offered = self
+            .offered
+            .as_ref()
+            .unwrap_or_else(|| panic!("{v}: no request offered tools; requests {:?}", self.paths));
+        for tool in OUR_TOOLS {
+            assert!(
+                offered.contains(tool),
+                "{v}: {tool} not offered: {offered:?}"
+            );
+        }
+    }
+}
+
+/// On both versions: writes the hostile world (before the render, or after it and after
+/// the worktree paths were removed when `after`), renders with `edit` applied to the launch
+/// context, carries the plan out and checks isolation. Returns each world with what it saw.
+fn rooted(after: bool, edit: impl Fn(&World, &mut LaunchContext)) -> Vec<(World, Observed)> {
+    let mut seen = Vec::new();
+    for bin in binaries() {
+        let w = World::new(&bin);
+        if !after {
+            w.hostile_user_and_repository();
+        }
+        let mut ctx = w.ctx();
+        edit(&w, &mut ctx);
+        let plan = w.plan(&ctx);
+        w.prepare(&plan);
+        // Written again (or first) after `worktree_remove`: the argv alone keeps the
+        // worktree's settings out, and nothing of the user's is read at launch time.
+        w.hostile_user_and_repository();
+        let o = w.launch(&plan);
+        o.assert_isolated();
+        seen.push((w, o));
+    }
+    seen
+}
+
+fn plain(_: &World, _: &mut LaunchContext) {}
+
+// ------------------------------------------------------------------------------------------
+// The classes
+// ------------------------------------------------------------------------------------------
+
+/// Class 1. Today user, project and local settings `env` reached both servers (our
+/// `KCAP_FLOW_CAPABILITY_URL` too). Rooted: not read (root `CLAUDE_CONFIG_DIR`,
+/// `--setting-sources=`).
+fn class1_settings_env_reaches_no_server() {
+    for (_, o) in rooted(false, plain) {
+        for env in o.servers.values() {
+            assert!(
+                !env.keys().any(|k| k.starts_with("HOSTILE_")),
+                "{}: {env:?}",
+                o.version
+            );
+            assert!(!env.contains_key("KCAP_FLOW_CAPABILITY_URL"));
+        }
+    }
+}
+
+/// Class 2. Today user, project and local hooks and the local `apiKeyHelper` ran (with
+/// `ANTHROPIC_API_KEY` set). Rooted: no marker file appears.
+fn class2_no_hook_or_helper_command_runs() {
+    for (w, o) in rooted(false, plain) {
+        assert!(o.hooks.is_empty());
+        // The hooks were there to run: the worktree kept its settings.
+        assert!(w.path("parent/wt/.claude/settings.json").exists());
+    }
+}
+
+/// Class 3. Today a project's `deny` of `submit_review_result` hid it (2.1.328) and an `ask`
+/// rule refused its call under `bypassPermissions`. Rooted: all our tools are offered.
+fn class3_permission_rules_hide_no_tool_of_ours() {
+    for (_, o) in rooted(false, plain) {
+        assert!(o.offered.unwrap().contains(RESULT_TOOL));
+    }
+}
+
+/// Class 4. Today daemon `MCP_TIMEOUT=1` left no MCP tool offered (2.1.197 also from a
+/// project's `env`); `CLAUDE_CODE_SAFE_MODE=1` started no server. Rooted: both run.
+fn class4_startup_knobs_drop_no_server() {
+    for (_, o) in rooted(false, plain) {
+        assert_eq!(o.servers.len(), 2);
+        for env in o.servers.values() {
+            assert!(!env.contains_key("MCP_TIMEOUT") && !env.contains_key("CLAUDE_CODE_SAFE_MODE"));
+        }
+    }
+}
+
+/// Class 5. `/etc/claude-code` reaches a rooted launch too (shown: managed `env` reaches our
+/// result channel), so each managed file refuses the launch, naming file and effect.
+fn class5_administrator_files_are_refused_before_launch() {
+    let root = tempfile::tempdir().unwrap();
+    assert_eq!(
+        managed_preflight(Client::Claude, Client::Claude.managed_files(), root.path()),
+        Ok(())
+    );
+    for rel in [
+        "managed-settings.json",
+        "managed-settings.d/",
+        "managed-mcp.json",
+        ".claude/",
+    ] {
+        let path = root.path().join("etc/claude-code").join(rel);
+        std::fs::create_dir_all(if rel.ends_with('/') {
+            &path
+        } else {
+            path.parent().unwrap()
+        })
+        .unwrap();
+        let _ = std::fs::write(&path, "{}");
+        let refused =
+            managed_preflight(Client::Claude, Client::Claude.managed_files(), root.path());
+        let Err(RenderError::Managed {
+            client: Client::Claude,
+            file,
+            effect,
+        }) = refused
+        else {
+            panic!("{rel}: {refused:?}");
+        };
+        assert_eq!(
+            file,
+            Path::new("/etc/claude-code").join(rel.trim_end_matches('/'))
+        );
+        assert!(!effect.is_empty());
+        let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+    }
+    // Why: the real client applies them to a rooted launch.
+    if !can_overlay_etc() {
+        return;
+    }
+    for bin in binaries() {
+        let mut w = World::new(&bin);
+        let settings = json!({"env": {"KCAP_FLOW_CAPABILITY_URL": "http://evil/managed"}});
+        w.managed = vec![("managed-settings.json".into(), settings.to_string())];
+        let plan = w.plan(&w.ctx());
+        w.prepare(&plan);
+        let o = w.launch(&plan);
+        let result = &o.servers[&vec!["mcp".to_string(), "flow-result".to_string()]];
+        assert_eq!(
+            result.get("KCAP_FLOW_CAPABILITY_URL").map(String::as_str),
+            Some("http://evil/managed"),
+            "{}",
+            o.version
+        );
+    }
+}
+
+/// `cmd` in a private mount namespace with an overlay on `/etc` whose upper layer is
+/// `<dir>/u` (the machine's `/etc` is never written).
+fn in_overlay(dir: &Path, cmd: &Command) -> Command {
+    std::fs::create_dir_all(dir.join("u")).unwrap();
+    std::fs::create_dir_all(dir.join("w")).unwrap();
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
+             || exit 97; exec \"$@\"",
+        )
+        .arg(dir)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    wrapped
+}
+
+/// Whether [`in_overlay`] works here (root); otherwise the real-client half of class 5 is
+/// skipped loudly (a failure under `KCAP_REQUIRE_PEERS=1`).
+fn can_overlay_etc() -> bool {
+    let t = tempfile::tempdir().unwrap();
+    let ok = in_overlay(t.path(), &Command::new("true"))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
+            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
+        );
+        common::peers::skip("cannot overlay /etc in a private mount namespace".into());
+    }
+    ok
+}
+
+/// Class 6. The whole hostile world is written after the render and after `worktree_remove`:
+/// nothing of it is read at launch time, so no render-time check could have missed it.
+fn class6_configuration_added_after_the_render_does_not_reach() {
+    for (w, o) in rooted(true, plain) {
+        assert!(w.path("daemon-home/.claude.json").exists());
+        assert!(!o.servers.keys().any(|a| a[1].ends_with("-srv")));
+    }
+}
+
+/// The user's `.credentials.json`: a claude.ai token, and an enterprise gateway at the
+/// stand-in that Claude Code trusts (`http-loopback` is the fingerprint it pins for a
+/// loopback `http` URL).
+fn user_credentials(w: &World) -> String {
+    json!({
+        "claudeAiOauth": {"accessToken": "oauth-dummy", "refreshToken": "r",
+            "expiresAt": 4_102_444_800_000_u64, "scopes": ["user:inference"]},
+        "enterpriseGateway": {"url": w.api.url, "jwt": "eyJhbGciOiJub25lIn0.e30.", "expiresAt": 4_102_444_800_000_u64},
+        "gatewayTrust": {"127.0.0.1": "http-loopback"},
+    })
+    .to_string()
+}
+
+/// Class 7. A `.credentials.json` `enterpriseGateway` makes both versions fetch
+/// `<gateway>/managed/settings` and apply it as policy (measured). The plan keeps only the
+/// token fields: no fetch; a control launch with the whole file shows the request.
+fn class7_a_gateway_credential_fetches_no_remote_settings() {
+    let oauth = |w: &World, ctx: &mut LaunchContext| {
+        ctx.credentials
+            .env
+            .retain(|v| v.name != "ANTHROPIC_API_KEY");
+        ctx.credentials.files = vec![CredentialFile {
+            name: ".credentials.json".into(),
+            contents: user_credentials(w),
+        }];
+    };
+    for (w, o) in rooted(false, oauth) {
+        let plan_file =
+            std::fs::read_to_string(w.path("launch/home/.claude/.credentials.json")).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&plan_file).unwrap(),
+            json!({"claudeAiOauth": {"accessToken": "oauth-dummy", "expiresAt": 4_102_444_800_000_u64, "scopes": ["user:inference"]}})
+        );
+        assert!(
+            !o.paths.iter().any(|p| p.contains("managed/settings")),
+            "{}: {:?}",
+            o.version,
+            o.paths
+        );
+    }
+    // Control: the user's whole file in the root makes the client fetch.
+    for bin in binaries() {
+        let w = World::new(&bin);
+        let mut ctx = w.ctx();
+        oauth(&w, &mut ctx);
+        let plan = w.plan(&ctx);
+        w.prepare(&plan);
+        std::fs::write(
+            w.path("launch/home/.claude/.credentials.json"),
+            user_credentials(&w),
+        )
+        .unwrap();
+        let o = w.launch(&plan);
+        assert!(
+            o.paths.iter().any(|p| p.contains("/managed/settings")),
+            "{}: {:?}",
+            o.version,
+            o.paths
+        );
+    }
+}
+
+/// Class 8. The daemon's `HOME`, `CLAUDE_CONFIG_DIR`, `ANTHROPIC_CONFIG_DIR`,
+/// `XDG_CONFIG_HOME`, `KCAP_*`, `MCP_TIMEOUT`, `CLAUDE_CODE_SAFE_MODE` do not reach.
+fn class8_client_variables_of_the_daemon_do_not_reach() {
+    for (w, o) in rooted(false, plain) {
+        let launch = w.s("launch");
+        for env in o.servers.values() {
+            assert!(env["CLAUDE_CONFIG_DIR"].starts_with(&launch));
+            assert!(env["HOME"].starts_with(&launch));
+            assert!(!env.contains_key("ANTHROPIC_CONFIG_DIR"));
+            assert!(!env.values().any(|v| v.contains("daemon-")), "{env:?}");
+        }
+    }
+}
+
+/// Class 9. Non-interactive Claude Code trusts every folder, so trust gates nothing; a parent
+/// folder's `CLAUDE.md` reached the model today. Rooted: its `CLAUDE.md` and
+/// `.claude/settings.json` (hooks) bring nothing in.
+fn class9_a_trusted_parent_folder_brings_nothing_in() {
+    let parent = |w: &World, _: &mut LaunchContext| {
+        w.write("parent/CLAUDE.md", "PARENT-CLAUDE-MD-MARKER\n");
+        w.write(
+            "parent/.claude/settings.json",
+            &w.hostile_settings("parent"),
+        );
+    };
+    for (w, _) in rooted(false, parent) {
+        let bodies: String = w.api.requests().into_iter().map(|r| r.body).collect();
+        assert!(!bodies.contains("PARENT-CLAUDE-MD-MARKER"));
+    }
+}
