@@ -288,3 +288,55 @@ impl Drop for Client {
         }
     }
 }
+
+/// [`drive`], then ACP `session/prompt` with `prompt` as one text block once every `wanted`
+/// server has listed its tools; returns the records and the prompt's result, after letting
+/// the client settle. Panics after `timing.timeout` (from start to the prompt's answer).
+pub fn drive_prompt(
+    cmd: Command,
+    name: &str,
+    session: Value,
+    wanted: &BTreeSet<Known>,
+    records: &Path,
+    timing: Timing,
+    prompt: &str,
+) -> (Vec<Record>, Value) {
+    let mut client = Client::start(cmd, name, timing.timeout);
+    let result = client.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    assert_eq!(result["protocolVersion"], 1, "initialize answered {result}");
+    let result = client.request(2, "session/new", session);
+    let Some(session_id) = result["sessionId"].as_str().map(str::to_owned) else {
+        panic!("session/new answered {result}");
+    };
+    loop {
+        let listed: BTreeSet<Known> = read_records(records)
+            .iter()
+            .filter(|r| r.listed_tools)
+            .map(Record::known)
+            .collect();
+        if wanted.is_subset(&listed) {
+            break;
+        }
+        if client.started.elapsed() > timing.timeout {
+            let stderr = client.stop();
+            panic!(
+                "{name}: not every injected server was asked for its tools within {} s; \
+                 listed {listed:?}; stderr:\n{stderr}",
+                timing.timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answer = client.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]}),
+    );
+    std::thread::sleep(timing.settle);
+    client.stop();
+    (read_records(records), answer)
+}

@@ -2,44 +2,58 @@
 //! ([`opencode_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
 //! (`loader`).
 //!
-//! How OpenCode 1.18.33 receives, isolates and trusts MCP servers (measured offline on
-//! 1.18.33, see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
+//! Isolated by construction (issue 22): the reviewer's OpenCode reads its user-level
+//! configuration only from the per-launch root the plan writes, starts from an environment
+//! the plan builds, and the daemon removes the worktree's OpenCode files before launch.
+//! `docs/isolation/opencode.md` lists every configuration source of 1.18.33 and how each of
+//! issue 22's nine classes is closed; `tests/isolation_opencode.rs` shows each on the real
+//! client. The facts, measured offline on 1.18.33 (the bundle's code read with `strings`):
 //! - `opencode acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
-//!   ACP `session/new` params, their `args` and `env` taken literally (no expansion).
-//! - Every configuration layer can add MCP servers: the global config
-//!   (`$XDG_CONFIG_HOME/opencode/`), `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`, the project's
-//!   `opencode.json` (found in parent directories too) and `OPENCODE_CONFIG_CONTENT`. An
-//!   ACP server named like a configured one does not stop the configured one from starting.
-//!   `OPENCODE_PURE=1` and `OPENCODE_CONFIG_DIR=<empty dir>` leave the user's servers
-//!   running.
-//! - `~/.opencode/opencode.json` is read too, whatever else is set (measured on 1.18.33: its
-//!   config loader always adds `<home>/.opencode` to the config directories, after
-//!   `OPENCODE_CONFIG_CONTENT`), where `<home>` is `OPENCODE_TEST_HOME`, else the OS home.
-//! - What holds: `XDG_CONFIG_HOME` pointed at a directory of its own inside the per-launch
-//!   directory (OpenCode creates `opencode/` in it), `OPENCODE_TEST_HOME` at another one (it
-//!   moves only the home OpenCode searches for `.opencode`; the XDG data, cache and state
-//!   directories keep following `HOME`/`XDG_*`), `OPENCODE_DISABLE_PROJECT_CONFIG=1`, and
-//!   `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`, `OPENCODE_CONFIG_CONTENT` removed.
-//!   `OPENCODE_TEST_HOME` is a hook OpenCode reads for its own tests; the conformance test
-//!   fails if a later version stops honouring it.
-//!   **Trade-off:** the user's global `opencode.json` is not read, so providers, models and
-//!   options configured there are lost for the reviewer; credentials stay, since they live
-//!   in `$XDG_DATA_HOME/opencode/auth.json`, and so do providers configured through env
-//!   variables. The alternative that keeps the user's config,
-//!   `OPENCODE_CONFIG_CONTENT` disabling each inherited server by name, needs an inventory
-//!   of every layer's server names (there is no wildcard) and fails open on any name it
-//!   misses; it is not used.
+//!   ACP `session/new` params, their `args` and `env` taken literally (no expansion). Every
+//!   MCP server gets OpenCode's whole environment plus its ACP `env` plus `AGENT`, `OPENCODE`,
+//!   `OPENCODE_CLIENT`, `OPENCODE_PID`, `OPENCODE_PURE`.
+//! - User-level sources all follow `HOME` and the XDG variables: the global config
+//!   (`$XDG_CONFIG_HOME/opencode/{config.json,opencode.json,opencode.jsonc}` and its
+//!   `plugins/`, `agents/`, `commands/`), `~/.opencode/` (`OPENCODE_TEST_HOME`, else
+//!   `os.homedir()`, which is `$HOME`, else the passwd home), `auth.json` and the console
+//!   account (`$XDG_DATA_HOME/opencode/`), `~/.claude/CLAUDE.md`, `~/.claude/skills`,
+//!   `~/.agents/skills`. The per-launch root ([`crate::clients::root`]) moves them all.
+//! - `auth.json` entries of type `wellknown` make OpenCode fetch `<url>/.well-known/opencode`
+//!   and merge the configuration it names (MCP servers included); a failed fetch aborts the
+//!   start. [`CREDENTIALS`] takes `auth.json` and keeps only its `api` and `oauth` entries
+//!   ([`auth::keep_credentials`]).
+//! - Variables that bring in configuration (`OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`,
+//!   `OPENCODE_CONFIG_CONTENT`, `OPENCODE_AUTH_CONTENT`, `OPENCODE_TEST_MANAGED_CONFIG_DIR`,
+//!   `OPENCODE_DB`, `OPENCODE_MODELS_URL`, …) never reach it: the environment is built.
+//! - The worktree: the v1 loader reads `opencode.json(c)` and `.opencode/` from the session
+//!   directory up to the git top level unless `OPENCODE_DISABLE_PROJECT_CONFIG`; the v2 loader
+//!   (booted at the first prompt) reads them **whatever that variable says** and imports every
+//!   plugin they name or hold (`.opencode/plugins/*.js`, `plugin` entries), **`--pure`
+//!   notwithstanding**. Hence [`WORKTREE_CONFIG`], removed by the daemon. In a directory that
+//!   is not a git top level the walk goes up to the git top level, or to `/` outside git: the
+//!   worktree must be its checkout's top level. The project's `.claude/skills` and
+//!   `.agents/skills` are read whatever DISABLE_PROJECT_CONFIG says:
+//!   `OPENCODE_DISABLE_EXTERNAL_SKILLS=1`.
+//! - Administrator files: `/etc/opencode/opencode.json` and `opencode.jsonc` are merged last,
+//!   over every other layer ([`MANAGED_FILES`], refused by the preflight): measured, they add
+//!   servers and hide our tools (a `permission` key, `tools`, `agent.build.permission`).
+//! - Network on a bare launch: the models.dev catalog (`OPENCODE_DISABLE_MODELS_FETCH=1`
+//!   uses the bundled one) and an `npm install @opencode-ai/plugin` in the config directory
+//!   (skipped when its `node_modules/` exists and its `package-lock.json` lists the package).
+//!   With both, a launch opens no connection but the model API's.
+//! - Without a model OpenCode picks `opencode/big-pickle` (OpenCode Zen, no key needed):
+//!   [`config_json`] sets the launch's model when it has one.
 //! - The ACP front end reaches OpenCode's own server on the loopback interface over HTTP,
-//!   honouring `HTTP_PROXY`/`HTTPS_PROXY`: with a proxy set and loopback not in `NO_PROXY`,
-//!   `session/new` fails ("OpenCode service failure"). The daemon's environment must
-//!   exclude `127.0.0.1` from its proxy (measured on 1.18.33).
-//! - `--pure`: no external plugins, which could start processes of their own.
+//!   honouring `HTTP_PROXY`/`HTTPS_PROXY`: with a proxy handed over as a credential,
+//!   `NO_PROXY` must hold `127.0.0.1`, else `session/new` fails ("OpenCode service failure").
+//! - `--pure`: no external plugins from the v1 loader (the user's and the administrator's).
 //! - Permissions come from env `OPENCODE_PERMISSION` ([`permission_json`]): deny by
 //!   default, the read-only built-in tools allowed, and exactly the admitted MCP tools
 //!   ([`Admitted`]) allowed as `<server>_<tool>`; an MCP tool without an allow rule is
-//!   removed from the model's toolset.
-//! - The model is an ACP session setting, not a flag of `opencode acp`; the effort is not a
-//!   setting; both are ignored here.
+//!   removed from the model's toolset. It is merged over the configuration's `permission`
+//!   (an existing key keeps its place, and the last matching rule wins), so only the root's
+//!   configuration and the refused administrator files could override it.
+//! - No trust dialog, onboarding or first-run state: an empty root runs unattended.
 
 #[cfg(feature = "cli")]
 pub mod registration;
@@ -47,30 +61,61 @@ pub mod registration;
 #[cfg(feature = "cli")]
 pub mod loader;
 
+pub mod auth;
+
 use serde::Serialize;
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, SessionNew};
-use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::plan::{Admitted, EnvVar, LaunchPlan, PlanFile, SessionNew};
+use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers};
 use crate::model::McpServer;
 
-/// The directory, relative to the per-launch directory, given to OpenCode as
-/// `XDG_CONFIG_HOME`.
-pub const CONFIG_HOME: &str = "opencode-xdg-config";
+/// The OpenCode configuration directory, relative to the per-launch home
+/// (`$XDG_CONFIG_HOME/opencode`).
+pub const CONFIG_DIR: &str = ".config/opencode";
 
-/// The directory, relative to the per-launch directory, given to OpenCode as
-/// `OPENCODE_TEST_HOME` (the home it searches for `.opencode/`).
-pub const SEARCH_HOME: &str = "opencode-home";
-
-/// Environment variables removed from the client's environment: each adds configuration,
-/// and so MCP servers, on top of the global config.
-pub const REMOVED_ENV: [&str; 3] = [
-    "OPENCODE_CONFIG",
-    "OPENCODE_CONFIG_DIR",
-    "OPENCODE_CONFIG_CONTENT",
+/// OpenCode's own switches in every plan: no project configuration (v1 loader, project
+/// instructions), no skills from `.claude/` and `.agents/` (the user's or the worktree's),
+/// no `CLAUDE.md`, the bundled model catalog instead of models.dev.
+pub const SWITCHES: [(&str, &str); 4] = [
+    ("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
+    ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1"),
+    ("OPENCODE_DISABLE_CLAUDE_CODE", "1"),
+    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
 ];
+
+/// The `package-lock.json` written in [`CONFIG_DIR`] (with an empty `node_modules/`):
+/// OpenCode then skips the `npm install @opencode-ai/plugin` it runs in every configuration
+/// directory, a registry download on every launch otherwise.
+pub const PACKAGE_LOCK: &str = r#"{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}"#;
+
+/// The root's `opencode.json`: `$schema` (without it OpenCode rewrites the file), the
+/// launch's `model` when given, `snapshot: false` (no per-launch git copy of the worktree),
+/// `share: "disabled"`, `autoupdate: false`.
+///
+/// ```
+/// use kcap_mcp_registry::clients::opencode::config_json;
+///
+/// assert_eq!(
+///     config_json(Some("anthropic/claude-haiku-4-5")),
+///     r#"{"$schema":"https://opencode.ai/config.json","model":"anthropic/claude-haiku-4-5","snapshot":false,"share":"disabled","autoupdate":false}"#
+/// );
+/// ```
+pub fn config_json(model: Option<&str>) -> String {
+    let mut fields: Vec<(&str, serde_json::Value)> =
+        vec![("$schema", "https://opencode.ai/config.json".into())];
+    if let Some(model) = model {
+        fields.push(("model", model.into()));
+    }
+    fields.extend([
+        ("snapshot", false.into()),
+        ("share", "disabled".into()),
+        ("autoupdate", false.into()),
+    ]);
+    to_json(&Ordered(&fields))
+}
 
 /// OpenCode's built-in tools a reviewer may use without approval (they only read).
 pub const READ_TOOLS: [&str; 4] = ["read", "grep", "glob", "list"];
@@ -138,18 +183,19 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("serializing strings to JSON cannot fail")
 }
 
-/// The OpenCode reviewer launch: argv `acp --pure`; env `XDG_CONFIG_HOME=<launch
-/// dir>/`[`CONFIG_HOME`], `OPENCODE_TEST_HOME=<launch dir>/`[`SEARCH_HOME`],
-/// `OPENCODE_DISABLE_PROJECT_CONFIG=1` and `OPENCODE_PERMISSION` ([`permission_json`]);
-/// removed: the registry's env names (OpenCode passes its whole environment to every server)
-/// and [`REMOVED_ENV`]; every injected server (the `inject` servers by their condition, then
-/// the allowlisted ones, with the env values of this launch's result delivery and snapshot)
-/// in `session/new` under its registry id.
+/// The OpenCode reviewer launch, rooted in the per-launch directory
+/// (`LaunchPlan::rooted`): argv `acp --pure`; env: the root (`HOME`, XDG directories,
+/// `TMPDIR`), the credentials of [`CREDENTIALS`], [`SWITCHES`] and `OPENCODE_PERMISSION`
+/// ([`permission_json`]); dirs: the root's, [`CONFIG_DIR`] and its `node_modules`; files: the
+/// credential file, [`CONFIG_DIR`]`/opencode.json` ([`config_json`] with the launch's model)
+/// and [`PACKAGE_LOCK`]; [`WORKTREE_CONFIG`] removed from the worktree; every injected server
+/// (the `inject` servers by their condition, then the allowlisted ones, with the env values of
+/// this launch's result delivery and snapshot) in `session/new` under its registry id.
 ///
 /// # Errors
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
-/// [`RenderError::MissingReviewContextUrl`].
+/// [`RenderError::MissingReviewContextUrl`]; the credential errors of [`CREDENTIALS`].
 pub fn opencode_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
@@ -169,9 +215,29 @@ pub fn opencode_plan(
         &WORKTREE_CONFIG,
         vec!["acp".into(), "--pure".into()],
     )?;
-    plan.env.extend([
-        EnvVar::new("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
-        EnvVar::new("OPENCODE_PERMISSION", permission_json(&admitted)),
+    plan.env.extend(
+        SWITCHES
+            .iter()
+            .map(|(name, value)| EnvVar::new(*name, *value)),
+    );
+    plan.env.push(EnvVar::new(
+        "OPENCODE_PERMISSION",
+        permission_json(&admitted),
+    ));
+    let config = format!("{HOME_DIR}/{CONFIG_DIR}");
+    plan.dirs
+        .extend([config.clone(), format!("{config}/node_modules")]);
+    plan.files.extend([
+        PlanFile {
+            path: format!("{config}/opencode.json"),
+            contents: config_json(super::non_blank(&ctx.model)),
+            mode: 0o600,
+        },
+        PlanFile {
+            path: format!("{config}/package-lock.json"),
+            contents: PACKAGE_LOCK.into(),
+            mode: 0o600,
+        },
     ]);
     plan.session_new = Some(SessionNew {
         cwd: cwd.into(),
@@ -181,19 +247,50 @@ pub fn opencode_plan(
     Ok(plan)
 }
 
-/// The credentials and provider settings the daemon may hand an OpenCode reviewer: the
-/// providers' API keys.
+/// The credentials and provider settings the daemon may hand an OpenCode reviewer: the API
+/// keys and base URLs of the providers' SDKs bundled in 1.18.33, the proxy variables (with a
+/// proxy, `NO_PROXY` must hold `127.0.0.1`: the ACP front end talks to OpenCode's own server
+/// over loopback HTTP), and `auth.json` (`$XDG_DATA_HOME/opencode/auth.json`, the keys and
+/// OAuth tokens `opencode auth login` stores) reduced to its `api` and `oauth` entries
+/// ([`auth::keep_credentials`]): a `wellknown` entry would make OpenCode fetch and apply a
+/// configuration document from a URL.
 pub const CREDENTIALS: CredentialSpec = CredentialSpec {
-    env: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"],
-    files: &[],
+    env: &[
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "GOOGLE_GENERATIVE_AI_API_KEY",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+    ],
+    files: &[CredentialFileSpec {
+        name: "auth.json",
+        path: ".local/share/opencode/auth.json",
+        keep: auth::keep_credentials,
+    }],
 };
 
 /// The reviewed worktree's files OpenCode reads as configuration: the project's
-/// `opencode.json`/`opencode.jsonc` and `.opencode/` folder.
+/// `opencode.json`/`opencode.jsonc` and `.opencode/` folder (read by the v2 loader, which
+/// imports their plugins, whatever `OPENCODE_DISABLE_PROJECT_CONFIG` and `--pure` say).
 pub const WORKTREE_CONFIG: [&str; 3] = ["opencode.json", "opencode.jsonc", ".opencode"];
 
-/// Administrator files OpenCode reads whatever its environment says.
-pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
-    path: "/etc/opencode/opencode.json",
-    effect: "adds configuration, MCP servers and permissions included",
-}];
+/// Administrator files OpenCode 1.18.33 reads whatever its environment says (its managed
+/// configuration directory on Linux; `OPENCODE_TEST_MANAGED_CONFIG_DIR`, a hook for its own
+/// tests, would move it, but that would override the administrator's policy), merged over
+/// every other layer.
+pub const MANAGED_FILES: [ManagedFile; 2] = [
+    ManagedFile {
+        path: "/etc/opencode/opencode.json",
+        effect: "is merged over every other configuration layer: it can add MCP servers and \
+                 plugins, deny or hide the reviewer's tools, and set MCP timeouts",
+    },
+    ManagedFile {
+        path: "/etc/opencode/opencode.jsonc",
+        effect: "is merged over every other configuration layer: it can add MCP servers and \
+                 plugins, deny or hide the reviewer's tools, and set MCP timeouts",
+    },
+];
