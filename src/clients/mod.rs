@@ -656,6 +656,13 @@ pub enum RenderError {
         /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
         field: String,
     },
+    /// A parent directory of the worktree holds a `.env` or `.gemini/.env`, which Gemini CLI
+    /// 0.61.0 loads into its environment and every MCP server's whatever the plan says
+    /// ([`gemini::env_file_preflight`]).
+    GeminiEnvFile {
+        /// The file, absolute.
+        file: std::path::PathBuf,
+    },
     /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
     /// blank or relative.
     NeedsAbsolute {
@@ -784,6 +791,15 @@ impl fmt::Display for RenderError {
                 "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
                  Gemini CLI expands as a variable reference in ACP server env values; remove \
                  `${{` from that value"
+            ),
+            RenderError::GeminiEnvFile { file } => write!(
+                f,
+                "cannot isolate the Gemini CLI reviewer: {} exists in a parent directory of the \
+                 worktree; Gemini CLI loads the first `.gemini/.env` or `.env` it finds from the \
+                 worktree up to `/` into its own environment and every MCP server's, adding \
+                 variables the launch plan did not set; remove it, or put the worktree where no \
+                 parent directory has one",
+                crate::text::ShownPath(file)
             ),
             RenderError::CopilotExpansion { server, field } => write!(
                 f,
