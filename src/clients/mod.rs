@@ -792,15 +792,7 @@ impl fmt::Display for RenderError {
                  Gemini CLI expands as a variable reference in ACP server env values; remove \
                  `${{` from that value"
             ),
-            RenderError::GeminiEnvFile { file } => write!(
-                f,
-                "cannot isolate the Gemini CLI reviewer: {} exists in a parent directory of the \
-                 worktree; Gemini CLI loads the first `.gemini/.env` or `.env` it finds from the \
-                 worktree up to `/` into its own environment and every MCP server's, adding \
-                 variables the launch plan did not set; remove it, or put the worktree where no \
-                 parent directory has one",
-                crate::text::ShownPath(file)
-            ),
+            RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
             RenderError::CopilotExpansion { server, field } => write!(
                 f,
                 "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \

@@ -90,6 +90,7 @@ pub mod registration;
 #[cfg(feature = "cli")]
 pub mod loader;
 
+use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::allowlist::Resolution;
@@ -315,6 +316,19 @@ pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
         Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
         _ => Ok(()),
     }
+}
+
+/// The text of [`RenderError::GeminiEnvFile`].
+pub(crate) fn write_env_file_refusal(f: &mut fmt::Formatter<'_>, file: &Path) -> fmt::Result {
+    write!(
+        f,
+        "cannot isolate the Gemini CLI reviewer: {} exists in a parent directory of the \
+         worktree; Gemini CLI loads the first `.gemini/.env` or `.env` it finds from the \
+         worktree up to `/` into its own environment and every MCP server's, adding variables \
+         the launch plan did not set; remove it, or put the worktree where no parent directory \
+         has one",
+        crate::text::ShownPath(file)
+    )
 }
 
 /// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
