@@ -1199,6 +1199,10 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
         Path::new("/"),
     )
     .map_err(CliError::found)?;
+    if client == Client::Gemini {
+        // The parents' `.env` files Gemini CLI would load, which no plan can remove.
+        gemini::preflight(&ctx).map_err(CliError::found)?;
+    }
     for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
         errln!("warning: {warning}");
     }

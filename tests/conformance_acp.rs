@@ -31,7 +31,7 @@ use common::peers::{inherited_path, peer};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -204,13 +204,7 @@ impl Setup {
         plan: &LaunchPlan,
         daemon_env: BTreeMap<String, String>,
     ) -> Vec<Record> {
-        let launch_dir = self.path("launch");
-        for file in &plan.files {
-            assert!(!file.path.starts_with('/') && !file.path.split('/').any(|c| c == ".."));
-            let path = launch_dir.join(&file.path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &file.contents).unwrap();
-        }
+        common::acp::prepare(plan, &self.path("launch"));
         let mut cmd = Command::new(bin);
         cmd.env_clear()
             .envs(plan_env(daemon_env, plan))
@@ -332,7 +326,23 @@ fn gemini_under_a_hostile_config(
 ) {
     let setup = Setup::new();
     let id = LaunchId::random().unwrap();
-    let plan = plan_of(&context(&setup), |ctx, r| gemini_plan(ctx, r, &id));
+    let mut ctx = context(&setup);
+    // The daemon hands the reviewer its credentials; its own environment reaches nothing.
+    ctx.credentials.env = vec![
+        EnvVar::new("GEMINI_API_KEY", "dummy"),
+        EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
+    ];
+    let mut plan = plan_of(&ctx, |ctx, r| gemini_plan(ctx, r, &id));
+    // The test's own additions, to stay offline: Gemini's other traffic (usage statistics)
+    // goes to a dead proxy.
+    plan.env.extend(
+        [
+            ("HTTP_PROXY", "http://127.0.0.1:9"),
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+        ]
+        .map(|(n, v)| EnvVar::new(n, v)),
+    );
     assert!(
         plan.servers
             .iter()
@@ -368,11 +378,8 @@ fn gemini_under_a_hostile_config(
         &setup.worktree().join(".gemini/settings.json"),
         &settings("project"),
     );
-    let env = setup.daemon_env(&[
-        ("GEMINI_API_KEY", "dummy".into()),
-        ("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9".into()),
-        ("GEMINI_TELEMETRY_ENABLED", "false".into()),
-    ]);
+    // Credentials in the daemon's own environment reach nothing: the plan's env replaces it.
+    let env = setup.daemon_env(&[("GEMINI_API_KEY", "leaked-key".into())]);
     let records = setup.carry_out(bin, &plan, env);
     assert_exactly_injected(&plan, injected, &records, &setup.recorder());
     for record in &records {

@@ -659,6 +659,13 @@ pub enum RenderError {
         /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
         field: String,
     },
+    /// A parent directory of the worktree holds a `.env` or `.gemini/.env`, which Gemini CLI
+    /// 0.61.0 loads into its environment and every MCP server's whatever the plan says
+    /// ([`gemini::env_file_preflight`]).
+    GeminiEnvFile {
+        /// The file, absolute.
+        file: std::path::PathBuf,
+    },
     /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
     /// blank or relative.
     NeedsAbsolute {
@@ -782,6 +789,7 @@ impl fmt::Display for RenderError {
                  Gemini CLI expands as a variable reference in ACP server env values; remove \
                  `${{` from that value"
             ),
+            RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
             RenderError::CopilotExpansion { server, field } => write!(
                 f,
                 "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \

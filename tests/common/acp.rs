@@ -75,7 +75,20 @@ pub fn read_records(dir: &Path) -> Vec<Record> {
 /// `tools/list` (marking `<pid>.tools`), and `-32601` to any other request (Copilot's
 /// `server/discover` included).
 pub fn recorder_source(records: &Path) -> String {
+    recorder_source_with_tools(records, &[])
+}
+
+/// [`recorder_source`], with `tools/list` answering a tool for each of `tools` (an empty
+/// object as its input schema), so that the client offers them to the model.
+pub fn recorder_source_with_tools(records: &Path, tools: &[&str]) -> String {
     let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
+    let tools = serde_json::to_string(
+        &tools
+            .iter()
+            .map(|t| json!({"name": t, "description": t, "inputSchema": {"type": "object", "properties": {}}}))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     format!(
         r#"#!/usr/bin/env node
 const fs = require("fs");
@@ -98,7 +111,7 @@ process.stdin.on("data", (chunk) => {{
       send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
     }} else if (m.method === "tools/list") {{
       log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [] }} }});
+      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: {tools} }} }});
     }} else {{
       send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
     }}
@@ -147,6 +160,39 @@ pub fn drive(
     records: &Path,
     timing: Timing,
 ) -> Vec<Record> {
+    drive_with(
+        cmd,
+        name,
+        session,
+        wanted,
+        records,
+        timing,
+        Script::default(),
+    )
+}
+
+/// What [`drive_with`] does beyond [`drive`].
+#[derive(Default)]
+pub struct Script<'a> {
+    /// How long to wait after `initialize` before sending `session/new`.
+    pub delay_session: Duration,
+    /// Once every wanted server has listed its tools: a `session/prompt` text to send (its
+    /// answer is not awaited), and what must hold before the client settles and stops (for
+    /// example: a stand-in model API got its first request); panics after the timeout.
+    pub prompt: Option<(&'a str, &'a dyn Fn() -> bool)>,
+}
+
+/// [`drive`], with a pause before `session/new` and a prompt after the servers are up
+/// ([`Script`]).
+pub fn drive_with(
+    cmd: Command,
+    name: &str,
+    session: Value,
+    wanted: &BTreeSet<Known>,
+    records: &Path,
+    timing: Timing,
+    script: Script<'_>,
+) -> Vec<Record> {
     let mut client = Client::start(cmd, name, timing.timeout);
     let result = client.request(
         1,
@@ -154,6 +200,7 @@ pub fn drive(
         json!({"protocolVersion": 1, "clientCapabilities": {}}),
     );
     assert_eq!(result["protocolVersion"], 1, "initialize answered {result}");
+    std::thread::sleep(script.delay_session);
     let result = client.request(2, "session/new", session);
     assert!(
         result["sessionId"].is_string(),
@@ -179,9 +226,55 @@ pub fn drive(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    if let Some((text, done)) = script.prompt {
+        let session_id = result["sessionId"].clone();
+        client.send(
+            3,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+        );
+        while !done() {
+            if client.started.elapsed() > timing.timeout {
+                let stderr = client.stop();
+                panic!(
+                    "{name}: the prompt did not get where it should within {} s; stderr:\n{stderr}",
+                    timing.timeout.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     std::thread::sleep(timing.settle);
     client.stop();
     read_records(records)
+}
+
+/// Applies `plan`'s files to disk as the daemon does before a launch: creates
+/// [`LaunchPlan::dirs`] and writes [`LaunchPlan::files`] under `launch_dir`, and removes each
+/// existing [`LaunchPlan::worktree_remove`] path (file or directory) from the plan's cwd.
+pub fn prepare(plan: &LaunchPlan, launch_dir: &Path) {
+    let relative = |p: &str| !p.starts_with('/') && !p.split('/').any(|c| c == ".." || c == ".");
+    for dir in &plan.dirs {
+        assert!(relative(dir), "{dir}");
+        std::fs::create_dir_all(launch_dir.join(dir)).unwrap();
+    }
+    for file in &plan.files {
+        assert!(relative(&file.path), "{}", file.path);
+        let path = launch_dir.join(&file.path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &file.contents).unwrap();
+    }
+    if let Some(cwd) = &plan.cwd {
+        for rel in &plan.worktree_remove {
+            assert!(relative(rel), "{rel}");
+            let path = Path::new(cwd).join(rel);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path).unwrap(),
+                Ok(_) => std::fs::remove_file(&path).unwrap(),
+                Err(_) => {}
+            }
+        }
+    }
 }
 
 /// A client process driven over ACP (newline-delimited JSON-RPC on stdin/stdout), in its own
@@ -234,13 +327,18 @@ impl Client {
         }
     }
 
-    /// Sends request `id` and returns its `result`, skipping lines that are not JSON-RPC and
-    /// the client's own requests; panics on an error response or after the timeout.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    /// Sends request `id` without waiting for its answer.
+    fn send(&mut self, id: u64, method: &str, params: Value) {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Sends request `id` and returns its `result`, skipping lines that are not JSON-RPC and
+    /// the client's own requests; panics on an error response or after the timeout.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(id, method, params);
         loop {
             let left = self.timeout.saturating_sub(self.started.elapsed());
             let Ok(line) = self.lines.recv_timeout(left) else {

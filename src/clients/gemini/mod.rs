@@ -6,27 +6,62 @@
 //! see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
 //! - `gemini --acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
 //!   ACP `session/new` params (`mcpServers`).
-//! - The user's `~/.gemini/settings.json` and the project's `.gemini/settings.json` add
-//!   servers of their own, and a project file can widen the settings' allow list. The one
-//!   gate that holds is `--allowed-mcp-server-names`: it replaces the settings' allow and
-//!   exclude lists, a project cannot widen it, and it gates ACP-supplied servers too. Names
-//!   match exactly; an empty list means no gate, so a launch without servers passes a name
-//!   that nothing has (`kcap-deny-<launch id>`).
-//! - Because a reviewed repository can declare a server under any fixed name we allow, every
-//!   injected server is named `<stem>-<launch id>` ([`LaunchId::wire_name`]): a random 64-bit
-//!   suffix per launch, shared by the allow list and `session/new`; the stem is the server's
-//!   registry `alias`, or its id.
-//! - An untrusted folder silently starts no MCP server, ACP ones included: `--skip-trust`
-//!   trusts the worktree for this session only.
+//! - `--allowed-mcp-server-names` gates settings servers and ACP-supplied ones alike, by exact
+//!   name; an empty list means no gate, so a launch without servers passes a name that nothing
+//!   has (`kcap-deny-<launch id>`). Every injected server is named `<stem>-<launch id>`
+//!   ([`LaunchId::wire_name`]): a random 64-bit suffix per launch, shared by the allow list
+//!   and `session/new`; the stem is the server's registry `alias`, or its id.
+//! - An untrusted folder silently starts no MCP server, ACP ones included.
 //! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
 //!   unattended reviewer cannot answer. What it auto-approves follows the policy through what
 //!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see the README's
 //!   policy table).
 //! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
 //!   refused ([`RenderError::GeminiExpansion`]).
-//! - Every server inherits Gemini's environment, less names that look like secrets: a
-//!   `KCAP_FLOW_AGENT_ID` in the daemon's own environment reached `kcap-review` (measured), so
-//!   the registry's env names are removed from the client's environment.
+//! - Every server inherits Gemini's environment, less names that look like secrets
+//!   (`GEMINI_API_KEY` does not reach them), plus `GEMINI_CLI=1` and
+//!   `GEMINI_CLI_NO_RELAUNCH=true`.
+//!
+//! # Isolation by construction (measured on 0.61.0, 2026-12-01; `tests/isolation_gemini.rs`,
+//! `docs/isolation/gemini.md`)
+//!
+//! What Gemini CLI reads as configuration, and how the plan keeps each out:
+//! - **User level**: `~/.gemini/` (`settings.json` with servers, hooks, `tools.exclude`,
+//!   `mcp.excluded`, `tools.discoveryCommand`, `mcp.serverCommand`, `security.auth`;
+//!   `extensions/` with servers, hooks and `.env`; `policies/*.toml`; `trustedFolders.json`;
+//!   `.env`; `oauth_creds.json`), `~/.env`, `~/.agents/`. Gemini finds them through
+//!   `GEMINI_CLI_HOME`, else `$HOME` (some paths use `$HOME` only): the plan sets both to the
+//!   per-launch home, which holds only [`ROOT_SETTINGS`].
+//! - **Administrator**: `/etc/gemini-cli/settings.json` (overrides everything; `admin.mcp.*`
+//!   can drop every server, ACP ones included, or add its own; hooks; commands) and
+//!   `/etc/gemini-cli/system-defaults.json`. Their paths come from
+//!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`: the plan points
+//!   both at files that never exist in the per-launch directory ([`SYSTEM_DIR`]), so neither
+//!   `/etc` file is opened (strace). `/etc/gemini-cli/policies/*.toml` (admin-tier policy
+//!   rules) has no such variable: a `deny` rule for MCP tools hid ours from the model, an
+//!   `ask_user` rule made our tool call wait for a permission request under `yolo`; it is
+//!   refused ([`MANAGED_FILES`]).
+//! - **The reviewed repository**: the worktree's `.gemini/` (settings, `.env`, policies,
+//!   agents, commands, skills) and `.env`, removed before launch ([`WORKTREE_CONFIG`]).
+//!   Without that, the repository's hooks ran, its `.gemini/.env` reached both servers
+//!   (`KCAP_FLOW_CAPABILITY_URL` beside `KCAP_URL`), and its `mcp.excluded` hid the result
+//!   channel's tools from the model while the server ran.
+//! - **Parent directories**: Gemini loads the first `.gemini/.env` (trusted folders) or `.env`
+//!   it finds from the worktree up to `/` into its environment, and so every server's: with
+//!   the worktree under the user's home, the user's own `~/.gemini/.env` reached the servers
+//!   despite the per-launch home. The plan cannot remove those files:
+//!   [`env_file_preflight`] refuses the launch while one exists.
+//! - **Trust**: `--skip-trust` alone trusts the workspace only after Gemini's first settings
+//!   load, and settings are cached for 10 s: a `session/new` sent later re-read the
+//!   worktree's settings as trusted, one sent sooner did not. `GEMINI_CLI_TRUST_WORKSPACE=true`
+//!   trusts it from the start, so every load reads the same (cleaned) sources; the user's
+//!   `trustedFolders.json` is not read.
+//! - **Environment**: built from empty, so none of Gemini's own variables (config paths,
+//!   `GEMINI_SANDBOX`, `GEMINI_CLI_IDE_*`, `CODE_ASSIST_ENDPOINT`, `GEMINI_EXP`, …) reaches it
+//!   unless the plan sets it.
+//! - **Credentials** ([`CREDENTIALS`]): API-key auth only. Google login, ADC and Code Assist
+//!   variables are not accepted: that auth fetches remote admin controls (which can switch
+//!   MCP off, add required servers, forbid `yolo`) from Code Assist.
 //! - Tool names reach the model as `mcp_<wire name>_<tool>` ([`qualified_tool_name`]). Over
 //!   63 characters Gemini cuts them to the first 30, `...`, the last 30, and logs
 //!   `Truncating MCP tool name "…" to fit within the 64 character limit. This tool may
@@ -55,9 +90,12 @@ pub mod registration;
 #[cfg(feature = "cli")]
 pub mod loader;
 
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
 use crate::allowlist::Resolution;
-use crate::clients::plan::{LaunchId, LaunchPlan, SessionNew};
-use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
+use crate::clients::root::{CredentialSpec, HOME_DIR, ManagedFile, Root};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 use crate::model::GEMINI_TOOL_NAMES;
 
@@ -80,19 +118,28 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 
 /// The Gemini CLI reviewer launch: argv `--acp --skip-trust --approval-mode yolo
 /// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
-/// servers in `session/new` under their aliased names; the registry's env names removed from
-/// the environment; no files. Every injected server is aliased: the `inject` servers (the
-/// result channel, and `kcap-review-context` in a borrowed-snapshot review) as much as the
-/// allowlisted ones, with their env values for this launch's result delivery and snapshot
-/// ([`LaunchContext::result_delivery`], [`LaunchContext::snapshot`]). The effort is not a
-/// Gemini setting and is ignored; the prompt goes in ACP `session/prompt`, which the daemon
-/// sends.
+/// servers in `session/new` under their aliased names. Every injected server is aliased: the
+/// `inject` servers (the result channel, and `kcap-review-context` in a borrowed-snapshot
+/// review) as much as the allowlisted ones, with their env values for this launch's result
+/// delivery and snapshot ([`LaunchContext::result_delivery`], [`LaunchContext::snapshot`]).
+/// The effort is not a Gemini setting and is ignored; the prompt goes in ACP
+/// `session/prompt`, which the daemon sends.
+///
+/// The launch is rooted in the per-launch directory (module docs): the root's environment,
+/// then the credentials, then `GEMINI_CLI_HOME` (the per-launch home),
+/// `GEMINI_CLI_SYSTEM_SETTINGS_PATH` and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` (absent files under
+/// [`SYSTEM_DIR`]) and `GEMINI_CLI_TRUST_WORKSPACE=true`; one file, [`ROOT_SETTINGS`] in the
+/// per-launch home; the worktree's [`WORKTREE_CONFIG`] removed. Before carrying it out the
+/// daemon runs [`env_file_preflight`] on the worktree and
+/// [`managed_preflight`](crate::clients::root::managed_preflight) on [`MANAGED_FILES`].
 ///
 /// # Errors
 /// [`RenderError::GeminiExpansion`] when a server's env value contains `${`;
-/// [`RenderError::NeedsAbsolute`] without an absolute worktree; [`RenderError::BlankAgentId`],
-/// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`];
-/// [`RenderError::OptionLike`] for a model starting with `-`.
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
+/// with `-`; [`RenderError::CredentialNotAccepted`] for a credential [`CREDENTIALS`] does not
+/// list.
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy};
@@ -109,6 +156,8 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// let id = LaunchId::from_hex("0123456789abcdef")?;
 /// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
+/// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
+/// assert_eq!(plan.worktree_remove, [".gemini", ".env"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -149,7 +198,26 @@ pub fn gemini_plan(
     if let Some(model) = model {
         argv.extend(["--model".into(), model.into()]);
     }
+    let root = Root::of(Client::Gemini, ctx)?;
     let mut plan = LaunchPlan::rooted(Client::Gemini, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let system = format!("{}/{SYSTEM_DIR}", root.dir());
+    plan.env.extend([
+        EnvVar::new("GEMINI_CLI_HOME", root.home()),
+        EnvVar::new(
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            format!("{system}/settings.json"),
+        ),
+        EnvVar::new(
+            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+            format!("{system}/system-defaults.json"),
+        ),
+        EnvVar::new("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+    ]);
+    plan.files.push(PlanFile {
+        path: format!("{HOME_DIR}/{}", ROOT_SETTINGS.0),
+        contents: ROOT_SETTINGS.1.into(),
+        mode: 0o600,
+    });
     plan.session_new = Some(SessionNew {
         cwd: cwd.into(),
         mcp_servers,
@@ -158,33 +226,172 @@ pub fn gemini_plan(
     Ok(plan)
 }
 
-/// The credentials and provider settings the daemon may hand a Gemini CLI reviewer: API
-/// keys, the API endpoint, and the Google Cloud project settings.
+/// The directory, relative to the per-launch directory, where `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
+/// and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` point: the plan never creates it, so Gemini CLI reads
+/// no system settings (an absent file is an empty layer) instead of `/etc/gemini-cli/`.
+pub const SYSTEM_DIR: &str = "gemini-system";
+
+/// The user settings the plan writes, as (path relative to the per-launch home, contents):
+/// `hooksConfig.enabled = false` turns the hook system off. No other source of hooks is left
+/// (measured: the root, the system paths and the worktree removal keep every hook out), so
+/// this is a second lock: with it, a trusted worktree's own `.gemini/settings.json` hooks did
+/// not run either (0.61.0).
+pub const ROOT_SETTINGS: (&str, &str) = (
+    ".gemini/settings.json",
+    "{\"hooksConfig\":{\"enabled\":false}}\n",
+);
+
+/// The credentials and provider settings the daemon may hand a Gemini CLI reviewer: the
+/// Gemini API key and the API endpoint. Over ACP, Gemini CLI 0.61.0 authenticates with
+/// `GEMINI_API_KEY`, or as a gateway when `GOOGLE_GEMINI_BASE_URL` is set (an https URL, or
+/// plain http on the loopback interface). Not accepted: Google login (`oauth_creds.json`),
+/// application default credentials and the Code Assist variables, because that auth fetches
+/// remote admin controls from Code Assist that can switch MCP off, add servers and forbid
+/// `yolo` (measured against a stand-in Code Assist server: `fetchAdminControls` was
+/// requested); Vertex AI, which ACP selects only through a settings file.
 pub const CREDENTIALS: CredentialSpec = CredentialSpec {
-    env: &[
-        "GEMINI_API_KEY",
-        "GOOGLE_API_KEY",
-        "GOOGLE_GEMINI_BASE_URL",
-        "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-    ],
+    env: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
     files: &[],
 };
 
 /// The reviewed worktree's files Gemini CLI reads as configuration: the project's
-/// `.gemini/` folder (settings with MCP servers, hooks, tool exclusions; `.gemini/.env`)
-/// and `.env` (loaded into its environment and its servers').
+/// `.gemini/` folder (settings with MCP servers, hooks, tool exclusions and `mcp.excluded`;
+/// `.gemini/.env`; policies, agents, commands, skills) and `.env` (loaded into its
+/// environment and its servers').
 pub const WORKTREE_CONFIG: [&str; 2] = [".gemini", ".env"];
 
-/// Administrator files Gemini CLI reads whatever `HOME` says.
-pub const MANAGED_FILES: [ManagedFile; 2] = [
-    ManagedFile {
-        path: "/etc/gemini-cli/settings.json",
-        effect: "overrides every user and project setting, MCP servers included",
-    },
-    ManagedFile {
-        path: "/etc/gemini-cli/system-defaults.json",
-        effect: "sets defaults under every setting, MCP servers included",
-    },
-];
+/// The administrator file Gemini CLI reads whatever its environment says:
+/// `/etc/gemini-cli/policies` (its settings files are kept out through
+/// `GEMINI_CLI_SYSTEM_SETTINGS_PATH` and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`).
+pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
+    path: "/etc/gemini-cli/policies",
+    effect: "holds admin-tier policy rules above every other: a `deny` rule for MCP tools hides \
+             the reviewer's tools from the model, an `ask_user` rule makes their calls wait for \
+             a permission no one grants",
+}];
+
+/// Refuses a Gemini CLI launch in `worktree` while a parent directory of it holds `.env` or
+/// `.gemini/.env`.
+///
+/// Gemini CLI 0.61.0 looks for one environment file from its workspace up to `/`: in each
+/// directory `.gemini/.env` (in a trusted folder, which a reviewer's always is) then `.env`,
+/// stopping at the first it finds, and loads every variable in it that its environment does
+/// not set, into its own environment and so into every MCP server's. The plan removes the
+/// worktree's own ([`WORKTREE_CONFIG`]); the parents' are outside its reach (with the
+/// worktree under the user's home, the user's `~/.gemini/.env` reached both servers despite
+/// the per-launch home). Both the path as given (the ACP session's `cwd`) and its canonical
+/// form (Gemini's own working directory) are walked; the worktree itself is not checked.
+///
+/// # Errors
+/// [`RenderError::GeminiEnvFile`] naming the nearest such file.
+pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
+    let lexical = normalize(worktree);
+    let mut starts = vec![lexical.clone()];
+    match std::fs::canonicalize(worktree) {
+        Ok(real) if real != lexical => starts.push(real),
+        _ => {}
+    }
+    for start in &starts {
+        for dir in start.ancestors().skip(1) {
+            for rel in [".gemini/.env", ".env"] {
+                let file = dir.join(rel);
+                // `symlink_metadata`: a dangling link or a directory stops Gemini's search as
+                // much as a file does; refusing it too keeps the rule simple.
+                if std::fs::symlink_metadata(&file).is_ok() {
+                    return Err(RenderError::GeminiEnvFile { file });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
+/// ([`gemini_plan`] refuses that launch anyway).
+///
+/// # Errors
+/// As [`env_file_preflight`].
+pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
+    match ctx.worktree.as_deref() {
+        Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
+        _ => Ok(()),
+    }
+}
+
+/// The text of [`RenderError::GeminiEnvFile`].
+pub(crate) fn write_env_file_refusal(f: &mut fmt::Formatter<'_>, file: &Path) -> fmt::Result {
+    write!(
+        f,
+        "cannot isolate the Gemini CLI reviewer: {} exists in a parent directory of the \
+         worktree; Gemini CLI loads the first `.gemini/.env` or `.env` it finds from the \
+         worktree up to `/` into its own environment and every MCP server's, adding variables \
+         the launch plan did not set; remove it, or put the worktree where no parent directory \
+         has one",
+        crate::text::ShownPath(file)
+    )
+}
+
+/// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_file_preflight_walks_the_parents_only() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("a/b/wt");
+        std::fs::create_dir_all(tree.join(".gemini")).unwrap();
+        // The worktree's own files are the plan's to remove.
+        std::fs::write(tree.join(".env"), "X=1").unwrap();
+        std::fs::write(tree.join(".gemini/.env"), "X=1").unwrap();
+        assert_eq!(env_file_preflight(&tree), Ok(()));
+        std::fs::create_dir_all(t.path().join("a/.gemini")).unwrap();
+        std::fs::write(t.path().join("a/.gemini/.env"), "X=1").unwrap();
+        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
+        // The nearest first, as Gemini finds it.
+        assert_eq!(
+            env_file_preflight(&tree),
+            Err(RenderError::GeminiEnvFile {
+                file: t.path().join("a/b/.env")
+            })
+        );
+        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
+        let dotted = t.path().join("a/b/../b/./wt");
+        assert_eq!(
+            env_file_preflight(&dotted),
+            Err(RenderError::GeminiEnvFile {
+                file: t.path().join("a/.gemini/.env")
+            })
+        );
+    }
+
+    #[test]
+    fn env_file_preflight_walks_the_canonical_path_too() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("real/wt")).unwrap();
+        std::fs::create_dir_all(t.path().join("links")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("real/wt"), t.path().join("links/wt")).unwrap();
+        assert_eq!(env_file_preflight(&t.path().join("links/wt")), Ok(()));
+        std::fs::write(t.path().join("real/.env"), "X=1").unwrap();
+        assert_eq!(
+            env_file_preflight(&t.path().join("links/wt")),
+            Err(RenderError::GeminiEnvFile {
+                file: t.path().join("real/.env").canonicalize().unwrap()
+            })
+        );
+    }
+}
