@@ -75,11 +75,14 @@ const fn carries(client: Client) -> (bool, bool) {
 impl Client {
     /// Renders the reviewer launch of `ctx` on this client: resolves its allowlist under
     /// `inputs.policy` against the compiled-in registry, refuses a launch the client's
-    /// administrator files would reconfigure, and returns the plan with its warnings.
+    /// administrator files would reconfigure (and, for Gemini CLI, one whose worktree's
+    /// parents hold an environment file it would load), and returns the plan with its
+    /// warnings.
     ///
     /// # Errors
     /// [`LaunchError::Rejected`] when the strict policy refuses an allowlist entry;
     /// [`LaunchError::Render`] with [`RenderError::Managed`] for an administrator file,
+    /// [`RenderError::GeminiEnvFile`] for a parent's environment file,
     /// [`RenderError::Unsupported`] for a model or effort the client has no setting for
     /// (strict policy only), and every error of the client's plan function;
     /// [`LaunchError::LaunchId`] when no launch id can be drawn.
@@ -111,6 +114,12 @@ impl Client {
             .map(|s| format!("agent {:?}: {s}", ctx.agent_id))
             .collect();
         root::managed_preflight(self, self.managed_files(), &inputs.system_root)?;
+        if self == Client::Gemini {
+            if let Some(worktree) = non_blank(&ctx.worktree) {
+                // The parents' `.env` files are outside the plan's reach.
+                gemini::env_file_preflight(std::path::Path::new(worktree))?;
+            }
+        }
         let (model, effort) = carries(self);
         for (field, carried, value) in [
             ("model", model, &ctx.model),
