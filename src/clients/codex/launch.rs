@@ -144,16 +144,23 @@ pub fn keep_api_key(contents: &str) -> Result<String, String> {
 /// when the launch directory is under `/tmp`), no skills in the prompt (Codex lists the
 /// skills of every `.agents/skills` from the worktree up to the repository root, trusted or
 /// not: the ancestors' are out of the daemon's reach), the API endpoint when one is given,
-/// and the worktree trusted (see the module docs).
+/// the worktree trusted (see the module docs), and each injected server (`servers`, registry
+/// ids) `required`, so Codex waits for it before the first turn instead of starting the turn
+/// without a server slow to start (measured on 0.169.0 under load: the only model request of
+/// a reviewer then lacked one server's tools).
 ///
 /// ```
 /// use kcap_mcp_registry::clients::codex::codex_config_toml;
 ///
-/// let toml = codex_config_toml(Some("/w/x"), Some("http://127.0.0.1:9/v1"));
+/// let toml = codex_config_toml(Some("/w/x"), Some("http://127.0.0.1:9/v1"), &[]);
 /// assert!(toml.contains("openai_base_url = \"http://127.0.0.1:9/v1\"\n"));
 /// assert!(toml.ends_with("[projects.\"/w/x\"]\ntrust_level = \"trusted\"\n"));
 /// ```
-pub fn codex_config_toml(worktree: Option<&str>, base_url: Option<&str>) -> String {
+pub fn codex_config_toml(
+    worktree: Option<&str>,
+    base_url: Option<&str>,
+    servers: &[&str],
+) -> String {
     let mut s = String::from(
         "# One kcap reviewer launch (Codex CLI 0.169.0); written by the launch plan.\n\
          cli_auth_credentials_store = \"file\"\n\
@@ -171,6 +178,12 @@ pub fn codex_config_toml(worktree: Option<&str>, base_url: Option<&str>) -> Stri
         s.push_str("\n[projects.");
         s.push_str(&toml_basic_string(worktree));
         s.push_str("]\ntrust_level = \"trusted\"\n");
+    }
+    for id in servers {
+        // Registry ids are bare keys (rule id-format).
+        s.push_str("\n[mcp_servers.");
+        s.push_str(id);
+        s.push_str("]\nrequired = true\n");
     }
     s
 }
@@ -212,14 +225,16 @@ pub fn codex_plan(
     ]);
     plan.dirs
         .extend([format!("{HOME_DIR}/{CODEX_HOME}"), RUNTIME_DIR.to_owned()]);
+    plan.servers = crate::clients::wire_servers(ctx, resolution);
+    let ids: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
+    let config = codex_config_toml(non_blank(&ctx.worktree), base_url.as_deref(), &ids);
     plan.files.insert(
         0,
         PlanFile {
             path: format!("{HOME_DIR}/{CODEX_HOME}/config.toml"),
-            contents: codex_config_toml(non_blank(&ctx.worktree), base_url.as_deref()),
+            contents: config,
             mode: 0o600,
         },
     );
-    plan.servers = crate::clients::wire_servers(ctx, resolution);
     Ok(plan)
 }
