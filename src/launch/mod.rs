@@ -93,6 +93,10 @@ pub struct Options {
     pub dialog_quiet: Duration,
     /// The pseudo-terminal's size, rows and columns. Default 50 × 200.
     pub terminal_size: (u16, u16),
+    /// Have the kernel kill the client (`SIGKILL`, `PR_SET_PDEATHSIG`) when the thread that
+    /// started it exits, so that a killed command-line run leaves no reviewer behind.
+    /// Default off: a daemon that starts reviewers from short-lived threads must not.
+    pub die_with_parent: bool,
 }
 
 impl Default for Options {
@@ -101,6 +105,7 @@ impl Default for Options {
             handshake_timeout: Duration::from_secs(60),
             dialog_quiet: Duration::from_secs(3),
             terminal_size: (50, 200),
+            die_with_parent: false,
         }
     }
 }
@@ -109,6 +114,12 @@ impl Options {
     /// These options with `handshake_timeout`.
     pub fn with_handshake_timeout(mut self, bound: Duration) -> Self {
         self.handshake_timeout = bound;
+        self
+    }
+
+    /// These options with `die_with_parent`.
+    pub fn with_die_with_parent(mut self, on: bool) -> Self {
+        self.die_with_parent = on;
         self
     }
 
@@ -175,6 +186,9 @@ pub fn launch(
     let dir = prepare::create(plan, launch_dir)?;
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin);
+    if options.die_with_parent {
+        process::die_with_parent(&mut cmd);
+    }
     let start_error = |source| ExecError::Start {
         client: plan.client.clone(),
         bin: client_bin.to_owned(),

@@ -2,6 +2,7 @@
 //! and stopping it with its whole process group.
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -39,6 +40,18 @@ pub(crate) fn command(plan: &LaunchPlan, launch_dir: &Path, bin: &Path) -> Comma
         .envs(client_env(plan))
         .current_dir(plan.cwd.as_deref().map_or(launch_dir, Path::new));
     cmd
+}
+
+/// Has the kernel send `SIGKILL` to the client when the thread that started it exits.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: between fork and exec the closure makes one system call (prctl) and builds an
+    // `io::Error` from an errno: no allocation, no lock, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            Ok(())
+        });
+    }
 }
 
 /// A started client, the leader of its own process group.
