@@ -185,8 +185,20 @@ fn until_exit(reviewer: &mut Reviewer) -> String {
     }
 }
 
-/// Processes whose process group is `pgid` (from /proc).
+/// Live processes (not zombies) whose process group is `pgid`, after at most 5 s for the
+/// killed ones to go.
 fn group_members(pgid: u32) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let found = group_members_now(pgid);
+        if found.is_empty() || Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn group_members_now(pgid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -202,7 +214,8 @@ fn group_members(pgid: u32) -> Vec<u32> {
             .1
             .split_whitespace()
             .collect();
-        if fields.get(2).and_then(|f| f.parse::<u32>().ok()) == Some(pgid) {
+        let zombie = fields.first() == Some(&"Z");
+        if !zombie && fields.get(2).and_then(|f| f.parse::<u32>().ok()) == Some(pgid) {
             found.push(pid);
         }
     }
@@ -636,4 +649,445 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
+}
+
+// ------------------------------------------------------------------------------------------
+// Cursor, Kiro and Antigravity plans, carried out by a stand-in client
+// ------------------------------------------------------------------------------------------
+
+mod facts_only {
+    use super::*;
+    use kcap_mcp_registry::clients::antigravity::antigravity_plan;
+    use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
+    use kcap_mcp_registry::clients::kiro::kiro_plan;
+    use kcap_mcp_registry::clients::plan::LaunchId;
+    use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery};
+
+    pub const PROMPT: &str = "Review PR 42";
+
+    /// A launch of `kcap-review` into `tmp`: worktree `tmp/worktree`, launch directory
+    /// `tmp/launch`, brokered result delivery (Antigravity needs it).
+    pub fn ctx(tmp: &Path) -> LaunchContext {
+        LaunchContext {
+            server_url: Some("http://127.0.0.1:9/kcap".into()),
+            kcap_bin: Some("/opt/kcap/bin/kcap".into()),
+            agent_id: "agent-7".into(),
+            mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+            prompt: Some(PROMPT.into()),
+            worktree: Some(tmp.join("worktree").display().to_string()),
+            launch_dir: Some(tmp.join("launch").display().to_string()),
+            result_delivery: ResultDelivery::from_capability_url(Some(
+                "http://127.0.0.1:9/cap/t0k3n".into(),
+            )),
+            ..LaunchContext::default()
+        }
+    }
+
+    pub fn plan(client: &str, ctx: &LaunchContext) -> LaunchPlan {
+        let r = ctx.resolve(Policy::Lenient).unwrap();
+        let id = LaunchId::from_hex("0123456789abcdef").unwrap();
+        match client {
+            "cursor" => cursor_plan(ctx, &r, Policy::Lenient, UnverifiedIsolation::Allow),
+            "kiro" => kiro_plan(ctx, &r, &id),
+            "antigravity" => antigravity_plan(ctx, &r),
+            _ => unreachable!(),
+        }
+        .unwrap()
+    }
+}
+
+/// Sets up the worktree with each of the plan's `worktree_remove` paths (a directory with a
+/// file in it) and a file the plan does not name.
+fn hostile_worktree(plan: &LaunchPlan) {
+    let worktree = Path::new(plan.cwd.as_deref().unwrap());
+    std::fs::create_dir_all(worktree).unwrap();
+    std::fs::write(worktree.join("main.rs"), "fn main() {}").unwrap();
+    for rel in &plan.worktree_remove {
+        std::fs::create_dir_all(worktree.join(rel)).unwrap();
+        std::fs::write(worktree.join(rel).join("mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
+    }
+}
+
+/// The stand-in's record shows the plan carried out: argv, environment, cwd, the launch
+/// directory's dirs and files; the worktree paths are gone, the other file is there.
+fn assert_carried_out(plan: &LaunchPlan, rec: &Value) {
+    assert_eq!(rec["argv"], serde_json::to_value(&plan.argv).unwrap());
+    assert_eq!(recorded_env(rec), expected_env(plan));
+    assert_eq!(rec["cwd"].as_str(), plan.cwd.as_deref());
+    let entries: BTreeMap<String, Value> = rec["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_owned(), e.clone()))
+        .collect();
+    for dir in &plan.dirs {
+        assert_eq!(entries[dir]["type"], "dir", "{dir}");
+        assert_eq!(entries[dir]["mode"], 0o700, "{dir}");
+    }
+    for file in &plan.files {
+        let e = &entries[&file.path];
+        assert_eq!(
+            (&e["type"], &e["mode"]),
+            (&"file".into(), &file.mode.into())
+        );
+        assert_eq!(e["contents"].as_str(), Some(file.contents.as_str()));
+    }
+    let worktree = Path::new(plan.cwd.as_deref().unwrap());
+    for rel in &plan.worktree_remove {
+        assert!(!worktree.join(rel).exists(), "{rel} was not removed");
+    }
+    assert!(worktree.join("main.rs").is_file());
+}
+
+/// Runs an ACP plan's prompt to its end, returning the events.
+fn prompt_to_end(reviewer: &mut Reviewer, prompt: &str) -> Vec<AcpEvent> {
+    let Reviewer::Acp(session) = reviewer else {
+        panic!("not an ACP reviewer")
+    };
+    assert_eq!(session.session_id(), "stand-in-1");
+    let id = session.prompt(prompt).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut events = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "no answer to the prompt: {events:?}"
+        );
+        if let Some(event) = session.next_event(Duration::from_secs(1)).unwrap() {
+            let done = matches!(&event, AcpEvent::PromptDone { id: i, .. } if *i == id);
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+}
+
+fn acp_plan_is_carried_out(client: &str) {
+    let tmp = TempDir::new().unwrap();
+    let record_base = tmp.path().join("record");
+    let bin = stand_in_client(tmp.path(), &record_base);
+    let plan = facts_only::plan(client, &facts_only::ctx(tmp.path()));
+    assert!(plan.session_new.is_some(), "{client} is an ACP client");
+    hostile_worktree(&plan);
+    let launch_dir = tmp.path().join("launch");
+    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &Options::default()).unwrap();
+    let pid = reviewer.pid();
+    let events = prompt_to_end(&mut reviewer, facts_only::PROMPT);
+
+    assert!(
+        events.iter().any(|e| matches!(e, AcpEvent::Update(p)
+        if p["update"]["content"]["text"] == "looking")),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AcpEvent::PermissionDenied { tool_call }
+        if tool_call["toolCallId"] == "c1")),
+        "{events:?}"
+    );
+    assert!(events.contains(&AcpEvent::PromptDone {
+        id: 3,
+        stop_reason: "end_turn".into()
+    }));
+    let rec = record(&record_base);
+    assert_eq!(rec["tty"], false);
+    assert_carried_out(&plan, &rec);
+    let session = read_json(&record_base.with_extension("session.json"));
+    assert_eq!(session, serde_json::to_value(&plan.session_new).unwrap());
+    let prompt = read_json(&record_base.with_extension("prompt.json"));
+    assert_eq!(
+        prompt,
+        serde_json::json!({"sessionId": "stand-in-1", "prompt": [{"type": "text", "text": facts_only::PROMPT}]})
+    );
+    let answer = read_json(&record_base.with_extension("permission.json"));
+    assert_eq!(
+        answer["result"]["outcome"],
+        serde_json::json!({"outcome": "selected", "optionId": "reject"})
+    );
+
+    reviewer.stop().unwrap();
+    assert!(!launch_dir.exists());
+    assert_eq!(group_members(pid), Vec::<u32>::new());
+}
+
+#[test]
+fn a_cursor_plan_is_carried_out_by_a_stand_in() {
+    acp_plan_is_carried_out("cursor");
+}
+
+#[test]
+fn a_kiro_plan_is_carried_out_by_a_stand_in() {
+    acp_plan_is_carried_out("kiro");
+}
+
+#[test]
+fn an_antigravity_plan_is_carried_out_by_a_stand_in_in_a_terminal() {
+    let tmp = TempDir::new().unwrap();
+    let record_base = tmp.path().join("record");
+    let bin = stand_in_client(tmp.path(), &record_base);
+    let plan = facts_only::plan("antigravity", &facts_only::ctx(tmp.path()));
+    assert!(plan.session_new.is_none());
+    hostile_worktree(&plan);
+    let launch_dir = tmp.path().join("launch");
+    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &Options::default()).unwrap();
+    let output = until_exit(&mut reviewer);
+    assert!(
+        output.contains("stand-in\x1b[0m ran in a terminal"),
+        "{output:?}"
+    );
+    let rec = record(&record_base);
+    assert_eq!(rec["tty"], true);
+    assert_carried_out(&plan, &rec);
+    reviewer.stop().unwrap();
+    assert!(!launch_dir.exists());
+}
+
+// ------------------------------------------------------------------------------------------
+// Never hang: dialogs, silent and dying clients
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn a_reviewer_at_a_trust_dialog_is_stopped_with_its_process_group_within_the_bound() {
+    for (text, dialog) in [
+        (
+            "\\033[1mTrust this folder?\\033[0m Codex can read, edit",
+            "Trust this folder?",
+        ),
+        ("1 hook needs review before it can run.", "hooks review"),
+    ] {
+        let tmp = TempDir::new().unwrap();
+        let launch_dir = tmp.path().join("launch");
+        let bin = sh_script(
+            tmp.path(),
+            "dialog",
+            &format!("sleep 60 &\nprintf '{text}\\n'\nwait"),
+        );
+        let plan = bare_plan(Path::new("unused"), &launch_dir);
+        let options = Options::default().with_dialog_quiet(Duration::from_secs(1));
+        let started = Instant::now();
+        let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &options).unwrap();
+        let pid = reviewer.pid();
+        let Reviewer::Terminal(session) = &mut reviewer else {
+            panic!()
+        };
+        let e = loop {
+            match session.next_event(Duration::from_secs(5)) {
+                Ok(Some(TerminalEvent::Exited(s))) => panic!("exited: {s:?}"),
+                Ok(_) => assert!(started.elapsed() < Duration::from_secs(10), "not detected"),
+                Err(e) => break e,
+            }
+        };
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let ExecError::Dialog { dialog: name, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(name.contains(dialog), "{name}");
+        assert!(
+            e.to_string()
+                .starts_with("run the reviewer: stand-in waits at"),
+            "{e}"
+        );
+        // The shell and its `sleep` are gone.
+        assert_eq!(group_members(pid), Vec::<u32>::new());
+        drop(reviewer);
+        assert!(!launch_dir.exists());
+    }
+}
+
+#[test]
+fn a_quiet_reviewer_without_a_dialog_is_not_stopped() {
+    let tmp = TempDir::new().unwrap();
+    let launch_dir = tmp.path().join("launch");
+    let bin = sh_script(
+        tmp.path(),
+        "quiet",
+        "printf 'Reviewing the diff\\n'\nsleep 3",
+    );
+    let plan = bare_plan(Path::new("unused"), &launch_dir);
+    let options = Options::default().with_dialog_quiet(Duration::from_millis(300));
+    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &options).unwrap();
+    let Reviewer::Terminal(session) = &mut reviewer else {
+        panic!()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline);
+        if let Some(TerminalEvent::Exited(s)) = session.next_event(Duration::from_secs(1)).unwrap()
+        {
+            assert!(s.unwrap().success());
+            break;
+        }
+    }
+}
+
+/// An ACP plan (one `session_new`) for a shell stand-in in `launch_dir`.
+fn acp_plan(launch_dir: &Path) -> LaunchPlan {
+    let mut plan = bare_plan(Path::new("unused"), launch_dir);
+    plan.session_new = Some(kcap_mcp_registry::clients::plan::SessionNew {
+        cwd: launch_dir.display().to_string(),
+        mcp_servers: vec![],
+    });
+    plan
+}
+
+#[test]
+fn an_acp_client_that_does_not_answer_or_exits_or_answers_wrong_is_reported() {
+    type Expected = fn(&ExecError) -> bool;
+    let cases: [(&str, &str, Expected); 3] = [
+        ("silent", "exec sleep 60", |e| {
+            matches!(
+                e,
+                ExecError::Timeout {
+                    step: launch::Step::Initialize,
+                    ..
+                }
+            )
+        }),
+        ("dying", "echo 'no credentials found' >&2\nexit 3", |e| {
+            matches!(e, ExecError::Exited { step: launch::Step::Initialize, status: Some(s), stderr, .. }
+                if s.code() == Some(3) && stderr.contains("no credentials found"))
+        }),
+        (
+            "wrong",
+            "read line\necho '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":2}}'\nexec sleep 60",
+            |e| {
+                matches!(
+                    e,
+                    ExecError::Protocol {
+                        step: launch::Step::Initialize,
+                        ..
+                    }
+                )
+            },
+        ),
+    ];
+    for (name, body, expected) in cases {
+        let tmp = TempDir::new().unwrap();
+        let launch_dir = tmp.path().join("launch");
+        let bin = sh_script(tmp.path(), name, body);
+        let options = Options::default().with_handshake_timeout(Duration::from_secs(2));
+        let started = Instant::now();
+        let e = launch::launch(&acp_plan(&launch_dir), &launch_dir, &bin, &options).unwrap_err();
+        assert!(expected(&e), "{name}: {e:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{name}");
+        assert!(
+            !launch_dir.exists(),
+            "{name}: the launch directory is removed"
+        );
+    }
+}
+
+#[test]
+fn a_client_that_cannot_start_is_named_and_its_launch_directory_removed() {
+    let tmp = TempDir::new().unwrap();
+    let launch_dir = tmp.path().join("launch");
+    let missing = tmp.path().join("no-such-client");
+    for plan in [
+        bare_plan(Path::new("x"), &launch_dir),
+        acp_plan(&launch_dir),
+    ] {
+        let e = launch::launch(&plan, &launch_dir, &missing, &Options::default()).unwrap_err();
+        assert!(matches!(e, ExecError::Start { .. }), "{e:?}");
+        assert!(e.to_string().contains("no-such-client"), "{e}");
+        let source = std::error::Error::source(&e).unwrap().to_string();
+        assert!(source.contains("No such file"), "{source}");
+        assert!(!launch_dir.exists());
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The command
+// ------------------------------------------------------------------------------------------
+
+#[cfg(feature = "cli")]
+#[test]
+fn launch_streams_a_kiro_reviewers_acp_events() {
+    let tmp = TempDir::new().unwrap();
+    let record_base = tmp.path().join("record");
+    let bin = stand_in_client(tmp.path(), &record_base);
+    std::fs::create_dir(tmp.path().join("worktree")).unwrap();
+    let s = |p: PathBuf| p.display().to_string();
+    let r = common::run(&[
+        "launch",
+        "kiro",
+        "--agent-id",
+        "agent-7",
+        "--allowlist",
+        "kcap-review",
+        "--server-url",
+        "http://127.0.0.1:9/kcap",
+        "--kcap-bin",
+        "/opt/kcap/bin/kcap",
+        "--worktree",
+        &s(tmp.path().join("worktree")),
+        "--launch-dir",
+        &s(tmp.path().join("launch")),
+        "--launch-id",
+        "0123456789abcdef",
+        "--prompt",
+        "Review PR 42",
+        "--client-bin",
+        &s(bin),
+        "--timeout",
+        "30",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], "session stand-in-1", "{r:?}");
+    assert!(lines.contains(&r#"update {"content":{"text":"looking","type":"text"},"sessionUpdate":"agent_message_chunk"}"#), "{r:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("permission refused {") && l.contains(r#""toolCallId":"c1""#)),
+        "{r:?}"
+    );
+    assert!(lines.contains(&"stderr thinking"), "{r:?}");
+    assert_eq!(lines.last(), Some(&"done end_turn"), "{r:?}");
+    assert!(r.stderr.contains("started kiro ("), "{r:?}");
+    assert!(!tmp.path().join("launch").exists());
+    let prompt = read_json(&record_base.with_extension("prompt.json"));
+    assert_eq!(prompt["prompt"][0]["text"], "Review PR 42");
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
+    let tmp = TempDir::new().unwrap();
+    let record_base = tmp.path().join("record");
+    let bin = stand_in_client(tmp.path(), &record_base);
+    let plan = facts_only::plan("antigravity", &facts_only::ctx(tmp.path()));
+    hostile_worktree(&plan);
+    let file = tmp.path().join("plan.json");
+    std::fs::write(&file, plan.to_json()).unwrap();
+    let launch_dir = tmp.path().join("launch");
+    let args = [
+        "launch",
+        "--plan",
+        file.to_str().unwrap(),
+        "--launch-dir",
+        launch_dir.to_str().unwrap(),
+        "--client-bin",
+        bin.to_str().unwrap(),
+    ];
+
+    // A dry run prints the plan and the steps, and creates and starts nothing.
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    let r = common::run(&dry);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
+    assert!(r.stdout.contains("\n1. check the plan (version 3"), "{r:?}");
+    assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
+    assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
+
+    let r = common::run(&args);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout, "output stand-in ran in a terminal\nexited exit status: 0\n",
+        "{r:?}"
+    );
+    assert_carried_out(&plan, &record(&record_base));
+    assert!(!launch_dir.exists());
 }

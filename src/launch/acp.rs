@@ -291,6 +291,26 @@ impl AcpSession {
         }
     }
 
+    /// [`ExecError::Exited`] for a client whose stdin closed: waits (bounded) for its
+    /// output to end and its exit, so that the error has its status and stderr.
+    fn exited(&mut self, step: Step) -> ExecError {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(Incoming::Closed) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let status = self.process.wait_exit(Duration::from_secs(1));
+        std::thread::sleep(Duration::from_millis(50));
+        ExecError::Exited {
+            client: self.process.client.clone(),
+            step,
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+
     fn protocol(&mut self, step: Step, answer: &Value) -> ExecError {
         ExecError::Protocol {
             client: self.process.client.clone(),
@@ -333,7 +353,12 @@ impl AcpSession {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, ExecError> {
-        let id = self.send(step, method, params)?;
+        let id = match self.send(step, method, params) {
+            Ok(id) => id,
+            // It exited before it read the request: say so, with its stderr.
+            Err(ExecError::Pipe { .. }) => return Err(self.exited(step)),
+            Err(e) => return Err(e),
+        };
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

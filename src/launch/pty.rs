@@ -40,8 +40,8 @@ pub const DIALOGS: &[Dialog] = &[
         name: "Codex's hooks review dialog",
         texts: &[
             "Hooks need review",
-            "need review before it can run",
-            "need review before they can run",
+            "review before it can run",
+            "review before they can run",
             "Trust all and continue",
         ],
     },
@@ -407,6 +407,9 @@ mod tests {
         assert_eq!(screen.dialog().unwrap().name, DIALOGS[0].name);
         let mut screen = Screen::default();
         screen.feed(b"2 hooks need review before they can run.");
+        assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
+        let mut screen = Screen::default();
+        screen.feed(b"1 hook needs review before it can run.");
         assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
         let mut screen = Screen::default();
         screen.feed(b"Reviewing the diff...");
