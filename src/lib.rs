@@ -56,7 +56,7 @@
 //!   `export` (generated registration files, deny-list, JSON Schema), `install`
 //!   (`install`/`uninstall` into a client's own file), `diff` (what a registry
 //!   change means), `inspect` (`list`, `resolve`) and `preview` (`render`).
-//! - `launch` (with `cli`): [`launch`](crate::launch), the executor that carries a launch
+//! - `launch` (on with `cli`): the module `launch`, the executor that carries a launch
 //!   plan out (creates the per-launch directory, starts the client in its own process
 //!   group, drives it over ACP or in a pseudo-terminal); adds the `rustix` crate.
 //! - `validate`: the runtime registry rules (`schema::validate_dir`, the `diagnostic`
