@@ -301,7 +301,7 @@ fn run_terminal(mut session: TerminalSession, deadline: Instant) -> Result<ExitC
 }
 
 /// A terminal's output as text lines: escape sequences left out, split at `\n` and `\r`,
-/// blank lines dropped.
+/// blank lines dropped. (A full-screen client's redraws come out as fragments.)
 #[derive(Default)]
 struct Lines {
     partial: String,

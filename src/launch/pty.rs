@@ -66,6 +66,10 @@ pub const DIALOGS: &[Dialog] = &[
         texts: &["Detected a custom API key in your environment"],
     },
     Dialog {
+        name: "Codex's sign-in screen (no credentials it accepts)",
+        texts: &["Sign in with ChatGPT"],
+    },
+    Dialog {
         name: "a \"Press Enter to continue\" prompt",
         texts: &["Press Enter to continue"],
     },
