@@ -1043,7 +1043,7 @@ fn launch_streams_a_kiro_reviewers_acp_events() {
             .any(|l| l.starts_with("permission refused {") && l.contains(r#""toolCallId":"c1""#)),
         "{r:?}"
     );
-    assert!(lines.contains(&"stderr thinking"), "{r:?}");
+    // (The stand-in's "thinking" on stderr may come after the turn ends: two pipes.)
     assert_eq!(lines.last(), Some(&"done end_turn"), "{r:?}");
     assert!(r.stderr.contains("started kiro ("), "{r:?}");
     assert!(!tmp.path().join("launch").exists());
