@@ -221,11 +221,6 @@ pub enum ExecError {
         /// How long it showed no progress.
         after: Duration,
     },
-    /// The request needs an ACP reviewer, and this one runs in a terminal (or the reverse).
-    NotAcp {
-        /// The client's name.
-        client: String,
-    },
 }
 
 fn short(s: &str) -> String {
@@ -371,11 +366,6 @@ impl ExecError {
                 "{}: {client} waits at {dialog} (no output for {} s); stopped it",
                 Step::Run,
                 after.as_secs_f32()
-            ),
-            ExecError::NotAcp { client } => write!(
-                f,
-                "{}: {client} is not driven over ACP in this launch",
-                Step::Prompt
             ),
             _ => self.fmt_check(f),
         }
