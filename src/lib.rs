@@ -56,6 +56,9 @@
 //!   `export` (generated registration files, deny-list, JSON Schema), `install`
 //!   (`install`/`uninstall` into a client's own file), `diff` (what a registry
 //!   change means), `inspect` (`list`, `resolve`) and `preview` (`render`).
+//! - `launch` (on with `cli`): the module `launch`, the executor that carries a launch
+//!   plan out (creates the per-launch directory, starts the client in its own process
+//!   group, drives it over ACP or in a pseudo-terminal); adds the `rustix` crate.
 //! - `validate`: the runtime registry rules (`schema::validate_dir`, the `diagnostic`
 //!   rendering), as `build.rs` runs them, and `Registry::from_entries` (a registry checked
 //!   at run time).
@@ -86,6 +89,9 @@ pub mod inspect;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod install;
+#[cfg(feature = "launch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "launch")))]
+pub mod launch;
 mod model;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]

@@ -55,6 +55,9 @@ macro_rules! errln {
     ($($arg:tt)*) => { err!("{}\n", format_args!($($arg)*)) };
 }
 
+// After the output macros, which it uses.
+mod launch_cmd;
+
 /// Writes `text` to standard output. A closed pipe (`… | head`) ends the process quietly
 /// and any other write error (a full disk) with a message, both with exit code 2 (I/O error).
 fn write_stdout(text: &str) {
@@ -219,6 +222,10 @@ Example:
   kcap-mcp-registry diff base/registry registry --fail-on security"
     )]
     Diff(DiffArgs),
+    /// Carry a launch plan out: start a reviewer exactly as the daemon would, and stream
+    /// what it does.
+    #[command(after_help = launch_cmd::HELP)]
+    Launch(Box<launch_cmd::LaunchArgs>),
 }
 
 #[derive(Args)]
@@ -798,6 +805,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Install(args) => install(args),
         Command::Uninstall(args) => uninstall(args),
         Command::Doctor(args) => doctor(args),
+        Command::Launch(args) => launch_cmd::launch(*args),
         Command::Diff(args) => {
             let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
                 (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
@@ -1155,6 +1163,35 @@ fn inventory_error(e: preview::PreviewError) -> CliError {
 }
 
 fn render(client: RenderClient) -> Result<ExitCode, CliError> {
+    let (plan, ctx, format) = render_plan(client)?;
+    let text = match format {
+        RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
+        RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
+        RenderFormat::Shell => preview::format_argv(&plan.argv, ArgvFormat::Shell),
+        RenderFormat::Plan => Ok(plan.to_json()),
+    }
+    .map_err(CliError::found)?;
+    warn_gated(&ctx);
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The warning for a launch whose MCP servers are all gated off, if it is one.
+fn warn_gated(ctx: &LaunchContext) {
+    if ctx.is_gated() {
+        errln!(
+            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
+             (the result channel and any allowlist) is gated off",
+            ctx.agent_id
+        );
+    }
+}
+
+/// The plan `render` prints (and `launch` carries out), its launch context and the output
+/// format asked for; warnings are printed.
+fn render_plan(
+    client: RenderClient,
+) -> Result<(LaunchPlan, LaunchContext, RenderFormat), CliError> {
     let (common, target) = target(client)?;
     let stdin = Path::new("-");
     if common.launch_json.as_deref() == Some(stdin)
@@ -1230,22 +1267,7 @@ fn render(client: RenderClient) -> Result<ExitCode, CliError> {
             plan.client
         );
     }
-    let text = match common.format {
-        RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
-        RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
-        RenderFormat::Shell => preview::format_argv(&plan.argv, ArgvFormat::Shell),
-        RenderFormat::Plan => Ok(plan.to_json()),
-    }
-    .map_err(CliError::found)?;
-    if ctx.is_gated() {
-        errln!(
-            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
-             (the result channel and any allowlist) is gated off",
-            ctx.agent_id
-        );
-    }
-    out!("{text}");
-    Ok(ExitCode::SUCCESS)
+    Ok((plan, ctx, common.format))
 }
 
 /// The `--credential` variables with their values from this process's environment.

@@ -1,0 +1,394 @@
+//! [`ExecError`]: why a plan was not carried out, or why a running reviewer was stopped.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use crate::text::ShownPath;
+
+/// A step of carrying a plan out, named in every [`ExecError`] that happens during it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Checking the plan and the launch directory before anything is created.
+    Check,
+    /// Creating the per-launch directory.
+    CreateLaunchDir,
+    /// Creating one of [`LaunchPlan::dirs`](crate::clients::plan::LaunchPlan::dirs) (or a
+    /// file's parent directory).
+    CreateDir,
+    /// Writing one of [`LaunchPlan::files`](crate::clients::plan::LaunchPlan::files).
+    WriteFile,
+    /// Removing one of
+    /// [`LaunchPlan::worktree_remove`](crate::clients::plan::LaunchPlan::worktree_remove).
+    RemoveWorktreePath,
+    /// Opening the pseudo-terminal.
+    OpenTerminal,
+    /// Starting the client.
+    Start,
+    /// ACP `initialize`.
+    Initialize,
+    /// ACP `session/new`.
+    SessionNew,
+    /// ACP `session/prompt`.
+    Prompt,
+    /// Reading or answering what the running reviewer sends.
+    Run,
+    /// Stopping the reviewer.
+    Stop,
+    /// Removing the per-launch directory.
+    Cleanup,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Step::Check => "check the plan",
+            Step::CreateLaunchDir => "create the launch directory",
+            Step::CreateDir => "create a directory",
+            Step::WriteFile => "write a file",
+            Step::RemoveWorktreePath => "remove a worktree path",
+            Step::OpenTerminal => "open a pseudo-terminal",
+            Step::Start => "start the client",
+            Step::Initialize => "ACP initialize",
+            Step::SessionNew => "ACP session/new",
+            Step::Prompt => "ACP session/prompt",
+            Step::Run => "run the reviewer",
+            Step::Stop => "stop the reviewer",
+            Step::Cleanup => "remove the launch directory",
+        })
+    }
+}
+
+/// Which part of a plan a refused path comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathField {
+    /// [`LaunchPlan::dirs`](crate::clients::plan::LaunchPlan::dirs).
+    Dirs,
+    /// [`LaunchPlan::files`](crate::clients::plan::LaunchPlan::files).
+    Files,
+    /// [`LaunchPlan::worktree_remove`](crate::clients::plan::LaunchPlan::worktree_remove).
+    WorktreeRemove,
+}
+
+impl fmt::Display for PathField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PathField::Dirs => "dirs",
+            PathField::Files => "files",
+            PathField::WorktreeRemove => "worktree_remove",
+        })
+    }
+}
+
+/// Why a plan was not carried out, or a running reviewer was stopped. Each variant names
+/// the step, the path or the client; an OS error is its [`source`](std::error::Error::source)
+/// (displayed by a chain printer, not by this `Display`: the crate's convention).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The plan's `version` is not [`PLAN_VERSION`](crate::clients::plan::PLAN_VERSION).
+    Version {
+        /// The plan's version.
+        found: u32,
+        /// The version this executor carries out.
+        expected: u32,
+    },
+    /// A path of the plan is not a plain relative path (`..`, `.`, an empty component, an
+    /// absolute path, a NUL byte), or two entries collide.
+    BadPath {
+        /// Where in the plan.
+        field: PathField,
+        /// The path as the plan gives it.
+        path: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A path of the plan goes through a symbolic link that exists.
+    Symlink {
+        /// Where in the plan.
+        field: PathField,
+        /// The link found.
+        link: PathBuf,
+    },
+    /// A file's mode sets more than the permission bits (0o777).
+    BadMode {
+        /// The file's path in the plan.
+        path: String,
+        /// The mode the plan gives.
+        mode: u32,
+    },
+    /// An environment variable cannot be set as the plan says.
+    BadEnv {
+        /// The variable's name.
+        name: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
+    NoWorktree,
+    /// The launch directory exists and holds something.
+    LaunchDirNotEmpty {
+        /// The launch directory.
+        dir: PathBuf,
+    },
+    /// The launch directory exists and belongs to another user.
+    LaunchDirNotOwned {
+        /// The launch directory.
+        dir: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// This process's effective uid.
+        uid: u32,
+    },
+    /// The launch directory exists and is not a directory (a file, a symbolic link).
+    LaunchDirNotDir {
+        /// The launch directory.
+        dir: PathBuf,
+    },
+    /// An operating-system call failed (the [`source`](std::error::Error::source)).
+    Io {
+        /// The step.
+        step: Step,
+        /// The path it was on.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The client could not be started, or its terminal or pipes set up.
+    Start {
+        /// The client's name.
+        client: String,
+        /// The binary.
+        bin: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Writing to or reading from the running client failed.
+    Pipe {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The client answered an ACP request with something else than the protocol says.
+    Protocol {
+        /// The client's name.
+        client: String,
+        /// The step (the request).
+        step: Step,
+        /// What it answered, shortened.
+        answer: String,
+    },
+    /// The client answered an ACP request with a JSON-RPC error.
+    Rpc {
+        /// The client's name.
+        client: String,
+        /// The step (the request).
+        step: Step,
+        /// The error object, as JSON.
+        error: String,
+    },
+    /// The client did not answer within the bound.
+    Timeout {
+        /// The client's name.
+        client: String,
+        /// The step (the request waited for).
+        step: Step,
+        /// The bound.
+        after: Duration,
+    },
+    /// The client exited (or closed its output) while an answer was awaited.
+    Exited {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// Its exit status, when it was reaped.
+        status: Option<ExitStatus>,
+        /// The end of its standard error.
+        stderr: String,
+    },
+    /// The reviewer sat at an interactive dialog, no output for the bound: it was stopped.
+    Dialog {
+        /// The client's name.
+        client: String,
+        /// The dialog's name, e.g. `Codex's "Trust this folder?" dialog`.
+        dialog: &'static str,
+        /// How long it showed no progress.
+        after: Duration,
+    },
+}
+
+fn short(s: &str) -> String {
+    const MAX: usize = 300;
+    let s = crate::text::printable(s);
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Version { .. }
+            | ExecError::BadPath { .. }
+            | ExecError::Symlink { .. }
+            | ExecError::BadMode { .. }
+            | ExecError::BadEnv { .. }
+            | ExecError::NoWorktree
+            | ExecError::LaunchDirNotEmpty { .. }
+            | ExecError::LaunchDirNotOwned { .. }
+            | ExecError::LaunchDirNotDir { .. } => self.fmt_check(f),
+            _ => self.fmt_run(f),
+        }
+    }
+}
+
+impl ExecError {
+    /// The refusals of [`Step::Check`].
+    fn fmt_check(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Version { found, expected } => write!(
+                f,
+                "{}: the plan is version {found}; this executor carries out version {expected} \
+                 only (render the plan again with this version of kcap-mcp-registry)",
+                Step::Check
+            ),
+            ExecError::BadPath {
+                field,
+                path,
+                problem,
+            } => write!(
+                f,
+                "{}: {field} path \"{}\" {problem}",
+                Step::Check,
+                path.escape_debug()
+            ),
+            ExecError::Symlink { field, link } => write!(
+                f,
+                "{}: a {field} path goes through the symbolic link {}",
+                Step::Check,
+                ShownPath(link)
+            ),
+            ExecError::BadMode { path, mode } => write!(
+                f,
+                "{}: file \"{}\" has mode {mode:#o}; only permission bits (at most 0o777) are \
+                 carried out",
+                Step::Check,
+                path.escape_debug()
+            ),
+            ExecError::BadEnv { name, problem } => write!(
+                f,
+                "{}: environment variable \"{}\" {problem}",
+                Step::Check,
+                name.escape_debug()
+            ),
+            ExecError::NoWorktree => write!(
+                f,
+                "{}: the plan removes worktree paths but has no cwd",
+                Step::Check
+            ),
+            ExecError::LaunchDirNotEmpty { dir } => write!(
+                f,
+                "{}: launch directory {} exists and is not empty; give a new or empty one",
+                Step::Check,
+                ShownPath(dir)
+            ),
+            ExecError::LaunchDirNotOwned { dir, owner, uid } => write!(
+                f,
+                "{}: launch directory {} belongs to uid {owner}, not to this user (uid {uid})",
+                Step::Check,
+                ShownPath(dir)
+            ),
+            ExecError::LaunchDirNotDir { dir } => write!(
+                f,
+                "{}: launch directory {} exists and is not a directory (or is a symbolic link)",
+                Step::Check,
+                ShownPath(dir)
+            ),
+            _ => self.fmt_run(f),
+        }
+    }
+
+    /// The errors of the steps after the check.
+    fn fmt_run(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Io { step, path, .. } => write!(f, "{step}: {}", ShownPath(path)),
+            ExecError::Start { client, bin, .. } => {
+                write!(f, "{}: {client} ({})", Step::Start, ShownPath(bin))
+            }
+            ExecError::Pipe { client, step, .. } => write!(f, "{step}: {client}"),
+            ExecError::Protocol {
+                client,
+                step,
+                answer,
+            } => write!(f, "{step}: {client} answered {}", short(answer)),
+            ExecError::Rpc {
+                client,
+                step,
+                error,
+            } => write!(f, "{step}: {client} answered the error {}", short(error)),
+            ExecError::Timeout {
+                client,
+                step,
+                after,
+            } => write!(
+                f,
+                "{step}: {client} did not answer within {} s",
+                after.as_secs_f32()
+            ),
+            ExecError::Exited {
+                client,
+                step,
+                status,
+                stderr,
+            } => {
+                write!(f, "{step}: {client} exited")?;
+                if let Some(status) = status {
+                    write!(f, " ({status})")?;
+                }
+                if !stderr.trim().is_empty() {
+                    write!(f, "; its stderr ends: {}", short(stderr.trim()))?;
+                }
+                Ok(())
+            }
+            ExecError::Dialog {
+                client,
+                dialog,
+                after,
+            } => write!(
+                f,
+                "{}: {client} waits at {dialog} (no output for {} s); stopped it",
+                Step::Run,
+                after.as_secs_f32()
+            ),
+            _ => self.fmt_check(f),
+        }
+    }
+}
+
+impl std::error::Error for ExecError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExecError::Io { source, .. }
+            | ExecError::Start { source, .. }
+            | ExecError::Pipe { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl ExecError {
+    pub(crate) fn io(step: Step, path: impl Into<PathBuf>, source: std::io::Error) -> ExecError {
+        ExecError::Io {
+            step,
+            path: path.into(),
+            source,
+        }
+    }
+}

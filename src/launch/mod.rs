@@ -1,0 +1,306 @@
+//! Carrying a [`LaunchPlan`] out: the executor a daemon runs (feature `launch`).
+//!
+//! [`launch`] takes a plan (as `render <client> --format plan` prints it, or as a room's
+//! `*_plan` function returns it), the per-launch directory and the client binary, and
+//! returns a running [`Reviewer`]:
+//!
+//! 1. **Check**, before anything is created: the plan's `version` is
+//!    [`PLAN_VERSION`](crate::clients::plan::PLAN_VERSION); every `dirs`, `files` and
+//!    `worktree_remove` path is relative, without `..`, `.` or empty components, and goes
+//!    through no symbolic link that exists; file modes are permission bits only; the
+//!    environment can be set exactly (unique names, none both set and inherited, no `=` or
+//!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
+//!    this user's.
+//! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
+//!    with their modes: each component opened relative to its parent without following
+//!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch
+//!    directory is removed again.
+//! 3. **Remove** the `worktree_remove` paths under `cwd` that exist (a link is removed, not
+//!    followed; a parent that is a link is refused).
+//! 4. **Start** the client: `client_bin` with the plan's `argv`, in `cwd` (the launch
+//!    directory when the plan has none), with exactly the plan's environment (an empty
+//!    environment, then this process's values of `env_inherit` that are set, then `env`),
+//!    in its own process group.
+//!    - ACP clients (`session_new` is set): stdin and stdout piped; `initialize
+//!      {protocolVersion: 1, clientCapabilities: {}}` and `session/new` with
+//!      `session_new`, each bounded by [`Options::handshake_timeout`], their answers
+//!      checked; then [`AcpSession::prompt`] sends `session/prompt` and
+//!      [`AcpSession::next_event`] reads `session/update`s and refuses permission requests.
+//!    - The others (Claude Code, Codex, Antigravity): a pseudo-terminal of their own
+//!      ([`TerminalSession`]); a client that shows one of the known [`DIALOGS`] and then
+//!      writes nothing for [`Options::dialog_quiet`] is stopped with
+//!      [`ExecError::Dialog`] naming the dialog.
+//! 5. **Stop** ([`Reviewer::stop`], or dropping it): `SIGTERM`, then `SIGKILL`, to the
+//!    client's whole process group (its MCP servers with it), then the launch directory is
+//!    removed.
+//!
+//! No async runtime: a reader thread per client stream, and bounded waits.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::time::Duration;
+//! use kcap_mcp_registry::clients::plan::LaunchPlan;
+//! use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
+//!
+//! let plan: LaunchPlan = serde_json::from_str(&std::fs::read_to_string("plan.json")?)?;
+//! let reviewer = launch::launch(
+//!     &plan,
+//!     Path::new("/run/kcap/l1"),
+//!     Path::new("/usr/local/bin/gemini"),
+//!     &Options::default(),
+//! )?;
+//! if let Reviewer::Acp(mut session) = reviewer {
+//!     session.prompt("Review the change on this branch.")?;
+//!     while let Some(event) = session.next_event(Duration::from_secs(600))? {
+//!         if matches!(event, AcpEvent::PromptDone { .. } | AcpEvent::Exited(_)) {
+//!             break;
+//!         }
+//!     }
+//!     session.stop()?;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod acp;
+mod error;
+mod prepare;
+mod process;
+mod pty;
+
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+pub use acp::{AcpEvent, AcpSession, PROTOCOL_VERSION};
+pub use error::{ExecError, PathField, Step};
+pub use prepare::{DIR_MODE, path_problem};
+pub use process::{STOP_GRACE, client_env};
+pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
+
+use crate::clients::plan::LaunchPlan;
+
+/// Bounds and sizes of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// How long an ACP client may take to answer `initialize`, and then `session/new`
+    /// (each). Default 60 s: Gemini CLI and Copilot CLI start in a few seconds, and
+    /// `session/new` waits for the MCP servers to start.
+    pub handshake_timeout: Duration,
+    /// How long a terminal client may show a known dialog without writing anything before
+    /// it is stopped with [`ExecError::Dialog`]. Default 3 s.
+    pub dialog_quiet: Duration,
+    /// The pseudo-terminal's size, rows and columns. Default 50 × 200.
+    pub terminal_size: (u16, u16),
+    /// Have the kernel kill the client (`SIGKILL`, `PR_SET_PDEATHSIG`) when the thread that
+    /// started it exits, so that a killed command-line run leaves no reviewer behind.
+    /// Default off: a daemon that starts reviewers from short-lived threads must not.
+    pub die_with_parent: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            handshake_timeout: Duration::from_secs(60),
+            dialog_quiet: Duration::from_secs(3),
+            terminal_size: (50, 200),
+            die_with_parent: false,
+        }
+    }
+}
+
+impl Options {
+    /// These options with `handshake_timeout`.
+    pub fn with_handshake_timeout(mut self, bound: Duration) -> Self {
+        self.handshake_timeout = bound;
+        self
+    }
+
+    /// These options with `die_with_parent`.
+    pub fn with_die_with_parent(mut self, on: bool) -> Self {
+        self.die_with_parent = on;
+        self
+    }
+
+    /// These options with `dialog_quiet`.
+    pub fn with_dialog_quiet(mut self, bound: Duration) -> Self {
+        self.dialog_quiet = bound;
+        self
+    }
+}
+
+/// A running reviewer: over ACP, or in a pseudo-terminal.
+#[derive(Debug)]
+pub enum Reviewer {
+    /// A client driven over ACP, its session open.
+    Acp(AcpSession),
+    /// A client in a pseudo-terminal.
+    Terminal(TerminalSession),
+}
+
+impl Reviewer {
+    /// The client's process id (the leader of its process group).
+    pub fn pid(&self) -> u32 {
+        match self {
+            Reviewer::Acp(s) => s.pid(),
+            Reviewer::Terminal(s) => s.pid(),
+        }
+    }
+
+    /// Stops the client and its process group, removes the launch directory, and returns
+    /// the client's exit status.
+    ///
+    /// # Errors
+    /// As [`AcpSession::stop`].
+    pub fn stop(self) -> Result<Option<ExitStatus>, ExecError> {
+        match self {
+            Reviewer::Acp(s) => s.stop(),
+            Reviewer::Terminal(s) => s.stop(),
+        }
+    }
+
+    /// Keeps the launch directory when the reviewer is stopped or dropped.
+    pub fn keep_launch_dir(&mut self) {
+        match self {
+            Reviewer::Acp(s) => s.keep_launch_dir(),
+            Reviewer::Terminal(s) => s.keep_launch_dir(),
+        }
+    }
+}
+
+/// Checks `plan`, creates `launch_dir` and what the plan puts in it, removes the plan's
+/// worktree paths, and starts `client_bin` as the plan says (the module docs list each
+/// step). Nothing is created when the check refuses the plan; on a later error the launch
+/// directory is removed again and the client, if started, stopped.
+///
+/// # Errors
+/// [`ExecError`], naming the step and the path or the client.
+pub fn launch(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    client_bin: &Path,
+    options: &Options,
+) -> Result<Reviewer, ExecError> {
+    prepare::check(plan, launch_dir)?;
+    let dir = prepare::create(plan, launch_dir)?;
+    prepare::remove_worktree_paths(plan)?;
+    let mut cmd = process::command(plan, launch_dir, client_bin);
+    if options.die_with_parent {
+        process::die_with_parent(&mut cmd);
+    }
+    let start_error = |source| ExecError::Start {
+        client: plan.client.clone(),
+        bin: client_bin.to_owned(),
+        source,
+    };
+    match &plan.session_new {
+        Some(session_new) => {
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0);
+            let child = cmd.spawn().map_err(start_error)?;
+            let process = process::Process::new(child, &plan.client);
+            AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
+        }
+        None => {
+            let master = pty::attach(&mut cmd, options)
+                .map_err(|e| ExecError::io(Step::OpenTerminal, "/dev/ptmx", e))?;
+            let child = cmd.spawn().map_err(start_error);
+            // The parent's copies of the client's end of the terminal go with `cmd`: the
+            // controller end then reads end-of-file when the client's processes are gone.
+            drop(cmd);
+            let process = process::Process::new(child?, &plan.client);
+            TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
+        }
+    }
+}
+
+/// Only the check of [`launch`]'s first step: `Ok` when `plan` would be carried out into
+/// `launch_dir`. Creates nothing.
+///
+/// # Errors
+/// What [`launch`] would refuse the plan with before creating anything.
+pub fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
+    prepare::check(plan, launch_dir)
+}
+
+/// What [`launch`] would do with `plan`, one line per step, for a dry run (`launch
+/// --dry-run`). Environment values are not shown (they hold credentials): the plan does.
+pub fn steps(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    client_bin: &Path,
+    options: &Options,
+) -> Vec<String> {
+    let dir = launch_dir.display();
+    let mut steps = vec![
+        format!(
+            "check the plan (version {}, paths, modes, environment) and that {dir} is new, or \
+             an empty directory of this user's",
+            plan.version
+        ),
+        format!("create {dir} (mode {DIR_MODE:04o})"),
+    ];
+    steps.extend(
+        plan.dirs
+            .iter()
+            .map(|d| format!("create {dir}/{d} (mode {DIR_MODE:04o})")),
+    );
+    steps.extend(plan.files.iter().map(|f| {
+        format!(
+            "write {dir}/{} (mode {:04o}, {} bytes, not following links)",
+            f.path,
+            f.mode,
+            f.contents.len()
+        )
+    }));
+    let cwd = plan.cwd.as_deref().map_or(launch_dir, Path::new);
+    steps.extend(
+        plan.worktree_remove
+            .iter()
+            .map(|p| format!("remove {} if it exists", cwd.join(p).display())),
+    );
+    let set: Vec<&str> = plan.env.iter().map(|v| v.name.as_str()).collect();
+    let how = match plan.session_new {
+        Some(_) => "stdin and stdout piped",
+        None => "in a pseudo-terminal",
+    };
+    steps.push(format!(
+        "start {} {:?} in {}, {how}, in its own process group, with only {} set by the plan \
+         and {} from this environment when set",
+        client_bin.display(),
+        plan.argv,
+        cwd.display(),
+        set.join(" "),
+        plan.env_inherit.join(" "),
+    ));
+    match &plan.session_new {
+        Some(session_new) => steps.extend([
+            format!(
+                "send ACP initialize {{\"protocolVersion\":{PROTOCOL_VERSION},\"clientCapabilities\":{{}}}} \
+                 (answer within {} s)",
+                options.handshake_timeout.as_secs()
+            ),
+            format!(
+                "send ACP session/new {} (answer within {} s)",
+                serde_json::to_string(session_new).unwrap_or_default(),
+                options.handshake_timeout.as_secs()
+            ),
+            "send ACP session/prompt with the prompt; print each session/update; refuse each \
+             session/request_permission"
+                .to_owned(),
+        ]),
+        None => steps.push(format!(
+            "print the terminal's output; stop the client when it shows a known dialog and \
+             writes nothing for {} s",
+            options.dialog_quiet.as_secs_f32()
+        )),
+    }
+    steps.push(format!(
+        "on stop: SIGTERM, then SIGKILL after {} s, to the client's process group; remove {dir}",
+        STOP_GRACE.as_secs_f32()
+    ));
+    steps
+}

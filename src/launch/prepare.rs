@@ -1,0 +1,414 @@
+//! Before the client starts: [`check`] refuses a plan or a launch directory that is not
+//! safe to carry out, before anything is created; [`create`] makes the per-launch
+//! directory, its `dirs` and `files` without following links; [`remove_worktree_paths`]
+//! removes `worktree_remove` from the worktree.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+use super::error::{ExecError, PathField, Step};
+use crate::clients::plan::{LaunchPlan, PLAN_VERSION};
+
+/// Directories are created with this mode (the plan's `dirs`, and each file's parents).
+pub const DIR_MODE: u32 = 0o700;
+
+/// Refuses what must not be carried out, before anything is created: a plan of another
+/// version; a `dirs`, `files` or `worktree_remove` path that is not a plain relative path or
+/// goes through a symbolic link that exists; a file mode beyond 0o777; an environment that
+/// cannot be set exactly; a launch directory that exists and is not an empty directory of
+/// this user's.
+pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
+    if plan.version != PLAN_VERSION {
+        return Err(ExecError::Version {
+            found: plan.version,
+            expected: PLAN_VERSION,
+        });
+    }
+    check_paths(plan)?;
+    check_env(plan)?;
+    check_launch_dir(launch_dir)?;
+    for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
+        let field = if plan.dirs.contains(path) {
+            PathField::Dirs
+        } else {
+            PathField::Files
+        };
+        no_symlink_on_the_way(launch_dir, path, field, true)?;
+    }
+    if let Some(cwd) = plan.cwd.as_deref() {
+        match std::fs::metadata(cwd) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                let e = std::io::Error::from(std::io::ErrorKind::NotADirectory);
+                return Err(ExecError::io(Step::Check, cwd, e));
+            }
+            Err(e) => return Err(ExecError::io(Step::Check, cwd, e)),
+        }
+    }
+    if plan.worktree_remove.is_empty() {
+        return Ok(());
+    }
+    let cwd = plan.cwd.as_deref().ok_or(ExecError::NoWorktree)?;
+    for path in &plan.worktree_remove {
+        // The path itself may be a link: removing it removes the link only.
+        no_symlink_on_the_way(Path::new(cwd), path, PathField::WorktreeRemove, false)?;
+    }
+    Ok(())
+}
+
+/// What is wrong with `path` as a plan path (relative, `/`-separated, no empty, `.` or
+/// `..` component), if anything.
+pub fn path_problem(path: &str) -> Option<&'static str> {
+    if path.is_empty() {
+        Some("is empty")
+    } else if path.starts_with('/') {
+        Some("is absolute; plan paths are relative")
+    } else if path.contains('\0') {
+        Some("holds a NUL byte")
+    } else if path.split('/').any(|c| c == "..") {
+        Some("has a `..` component, which could leave its directory")
+    } else if path.split('/').any(|c| c == ".") {
+        Some("has a `.` component")
+    } else if path.split('/').any(str::is_empty) {
+        Some("has an empty component (`//` or a trailing `/`)")
+    } else {
+        None
+    }
+}
+
+fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
+    let bad = |field, path: &str, problem| ExecError::BadPath {
+        field,
+        path: path.to_owned(),
+        problem,
+    };
+    let fields = [
+        (PathField::Dirs, plan.dirs.iter().collect::<Vec<_>>()),
+        (
+            PathField::Files,
+            plan.files.iter().map(|f| &f.path).collect(),
+        ),
+        (
+            PathField::WorktreeRemove,
+            plan.worktree_remove.iter().collect(),
+        ),
+    ];
+    for (field, paths) in &fields {
+        for path in paths {
+            if let Some(problem) = path_problem(path) {
+                return Err(bad(*field, path, problem));
+            }
+        }
+    }
+    let dirs: BTreeSet<&str> = plan.dirs.iter().map(String::as_str).collect();
+    let mut files = BTreeSet::new();
+    for file in &plan.files {
+        if file.mode & !0o777 != 0 {
+            return Err(ExecError::BadMode {
+                path: file.path.clone(),
+                mode: file.mode,
+            });
+        }
+        if !files.insert(file.path.as_str()) {
+            return Err(bad(PathField::Files, &file.path, "is given twice"));
+        }
+        if dirs.contains(file.path.as_str()) {
+            return Err(bad(PathField::Files, &file.path, "is also one of the dirs"));
+        }
+    }
+    // A file cannot also be the parent of another file or directory.
+    for path in plan.files.iter().map(|f| &f.path).chain(&plan.dirs) {
+        for (i, _) in path.match_indices('/') {
+            if files.contains(&path[..i]) {
+                return Err(bad(
+                    PathField::Files,
+                    &path[..i],
+                    "is a file and the parent directory of another path of the plan",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_env(plan: &LaunchPlan) -> Result<(), ExecError> {
+    let bad = |name: &str, problem| ExecError::BadEnv {
+        name: name.to_owned(),
+        problem,
+    };
+    let name_problem = |name: &str| {
+        if name.is_empty() {
+            Some("has an empty name")
+        } else if name.contains('=') {
+            Some("has a `=` in its name")
+        } else if name.contains('\0') {
+            Some("has a NUL byte in its name")
+        } else {
+            None
+        }
+    };
+    let mut names = BTreeSet::new();
+    for var in &plan.env {
+        if let Some(problem) = name_problem(&var.name) {
+            return Err(bad(&var.name, problem));
+        }
+        if var.value.contains('\0') {
+            return Err(bad(&var.name, "has a NUL byte in its value"));
+        }
+        if !names.insert(var.name.as_str()) {
+            return Err(bad(&var.name, "is set twice in env"));
+        }
+    }
+    for name in &plan.env_inherit {
+        if let Some(problem) = name_problem(name) {
+            return Err(bad(name, problem));
+        }
+        if names.contains(name.as_str()) {
+            return Err(bad(name, "is both in env and in env_inherit"));
+        }
+    }
+    Ok(())
+}
+
+fn check_launch_dir(dir: &Path) -> Result<(), ExecError> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(ExecError::io(Step::Check, dir, e)),
+    };
+    if !meta.file_type().is_dir() {
+        return Err(ExecError::LaunchDirNotDir { dir: dir.into() });
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    if meta.uid() != uid {
+        return Err(ExecError::LaunchDirNotOwned {
+            dir: dir.into(),
+            owner: meta.uid(),
+            uid,
+        });
+    }
+    let mut entries = std::fs::read_dir(dir).map_err(|e| ExecError::io(Step::Check, dir, e))?;
+    if entries.next().is_some() {
+        return Err(ExecError::LaunchDirNotEmpty { dir: dir.into() });
+    }
+    Ok(())
+}
+
+/// Refuses `rel` under `base` when one of its existing components (its parents only, unless
+/// `whole`) is a symbolic link.
+fn no_symlink_on_the_way(
+    base: &Path,
+    rel: &str,
+    field: PathField,
+    whole: bool,
+) -> Result<(), ExecError> {
+    let mut ends: Vec<usize> = rel.match_indices('/').map(|(i, _)| i).collect();
+    if whole {
+        ends.push(rel.len());
+    }
+    for end in ends {
+        let path = base.join(&rel[..end]);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(ExecError::Symlink { field, link: path });
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(ExecError::io(Step::Check, path, e)),
+        }
+    }
+    Ok(())
+}
+
+/// The per-launch directory, removed (with everything in it) when dropped unless
+/// [`LaunchDir::keep`] was called.
+#[derive(Debug)]
+pub(crate) struct LaunchDir {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl LaunchDir {
+    /// Removes the directory now, reporting a failure.
+    pub(crate) fn remove(mut self) -> Result<(), ExecError> {
+        self.remove = false;
+        match std::fs::remove_dir_all(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(ExecError::io(Step::Cleanup, &self.path, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Leaves the directory in place when this is dropped.
+    pub(crate) fn keep(&mut self) {
+        self.remove = false;
+    }
+}
+
+impl Drop for LaunchDir {
+    fn drop(&mut self) {
+        if self.remove {
+            // `remove_dir_all` does not follow symbolic links inside the directory.
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn os(step: Step, path: &Path) -> impl Fn(rustix::io::Errno) -> ExecError + '_ {
+    move |e| ExecError::io(step, path, e.into())
+}
+
+/// Creates the launch directory (mode 0700; or takes over the empty one [`check`] let
+/// through), then `dirs` (0700) and `files` (their modes) in it. Every component is opened
+/// relative to its parent without following links, and every file is created new
+/// (`O_EXCL`), so nothing is written outside the launch directory. On an error the launch
+/// directory is removed again.
+pub(crate) fn create(plan: &LaunchPlan, launch_dir: &Path) -> Result<LaunchDir, ExecError> {
+    match std::fs::DirBuilder::new().mode(DIR_MODE).create(launch_dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(ExecError::io(Step::CreateLaunchDir, launch_dir, e)),
+    }
+    let guard = LaunchDir {
+        path: launch_dir.to_owned(),
+        remove: true,
+    };
+    let root = rustix::fs::openat(
+        rustix::fs::CWD,
+        launch_dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(os(Step::CreateLaunchDir, launch_dir))?;
+    // The umask may have taken bits away, and a directory handed over may have more.
+    rustix::fs::fchmod(&root, Mode::from_raw_mode(DIR_MODE))
+        .map_err(os(Step::CreateLaunchDir, launch_dir))?;
+    for dir in &plan.dirs {
+        open_dirs(&root, launch_dir, dir.split('/'))?;
+    }
+    for file in &plan.files {
+        let path = launch_dir.join(&file.path);
+        let (parent, name) = match file.path.rsplit_once('/') {
+            Some((parent, name)) => (Some(open_dirs(&root, launch_dir, parent.split('/'))?), name),
+            None => (None, file.path.as_str()),
+        };
+        let dir = parent.as_ref().map_or(root.as_fd(), AsFd::as_fd);
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(file.mode),
+        )
+        .map_err(os(Step::WriteFile, &path))?;
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(file.mode))
+            .map_err(os(Step::WriteFile, &path))?;
+        std::fs::File::from(fd)
+            .write_all(file.contents.as_bytes())
+            .map_err(|e| ExecError::io(Step::WriteFile, &path, e))?;
+    }
+    Ok(guard)
+}
+
+/// Opens (creating with mode 0700 where missing) the directories `components` under `root`,
+/// one at a time without following links, and returns the last one.
+fn open_dirs<'a>(
+    root: &OwnedFd,
+    launch_dir: &Path,
+    components: impl Iterator<Item = &'a str>,
+) -> Result<OwnedFd, ExecError> {
+    let mut path = launch_dir.to_owned();
+    let mut current: Option<OwnedFd> = None;
+    for name in components {
+        path.push(name);
+        let parent = current.as_ref().map_or(root.as_fd(), AsFd::as_fd);
+        let created = match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(DIR_MODE)) {
+            Ok(()) => true,
+            Err(rustix::io::Errno::EXIST) => false,
+            Err(e) => return Err(ExecError::io(Step::CreateDir, &path, e.into())),
+        };
+        let fd = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(os(Step::CreateDir, &path))?;
+        if created {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))
+                .map_err(os(Step::CreateDir, &path))?;
+        }
+        current = Some(fd);
+    }
+    current.ok_or_else(|| {
+        ExecError::io(
+            Step::CreateDir,
+            path,
+            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        )
+    })
+}
+
+/// Removes each `worktree_remove` path that exists under the plan's `cwd` (a file, a link or
+/// a whole directory), opening its parents without following links: a parent that became a
+/// link since [`check`] fails the step instead of removing something elsewhere.
+pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
+    let Some(cwd) = plan.cwd.as_deref() else {
+        return if plan.worktree_remove.is_empty() {
+            Ok(())
+        } else {
+            Err(ExecError::NoWorktree)
+        };
+    };
+    for rel in &plan.worktree_remove {
+        let path = Path::new(cwd).join(rel);
+        let (parents, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        let mut dir = rustix::fs::openat(
+            rustix::fs::CWD,
+            cwd,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(os(Step::RemoveWorktreePath, Path::new(cwd)))?;
+        let mut missing = false;
+        for component in parents.split('/').filter(|c| !c.is_empty()) {
+            match rustix::fs::openat(
+                &dir,
+                component,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => dir = fd,
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
+                    missing = true;
+                    break;
+                }
+                Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
+            }
+        }
+        if missing {
+            continue;
+        }
+        let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
+        };
+        let is_dir =
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
+        if is_dir {
+            // Its parents are no links (opened above); `remove_dir_all` follows none inside.
+            std::fs::remove_dir_all(&path)
+                .map_err(|e| ExecError::io(Step::RemoveWorktreePath, &path, e))?;
+        } else {
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty())
+                .map_err(os(Step::RemoveWorktreePath, &path))?;
+        }
+    }
+    Ok(())
+}

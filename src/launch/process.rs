@@ -1,0 +1,138 @@
+//! The client process: its command (exactly the plan's environment, in the plan's `cwd`),
+//! and stopping it with its whole process group.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal};
+
+use super::error::{ExecError, Step};
+use crate::clients::plan::LaunchPlan;
+
+/// How long a stopped client has between `SIGTERM` and `SIGKILL` to its process group.
+pub const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// The environment the client starts with: the current process's values of the plan's
+/// `env_inherit` (those set), then the plan's `env`; nothing else.
+pub fn client_env(plan: &LaunchPlan) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = plan
+        .env_inherit
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
+        .collect();
+    env.extend(
+        plan.env
+            .iter()
+            .map(|v| (OsString::from(&v.name), OsString::from(&v.value))),
+    );
+    env
+}
+
+/// `bin` with the plan's argv, in the plan's `cwd` (the launch directory when the plan has
+/// none), with exactly [`client_env`].
+pub(crate) fn command(plan: &LaunchPlan, launch_dir: &Path, bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.args(&plan.argv)
+        .env_clear()
+        .envs(client_env(plan))
+        .current_dir(plan.cwd.as_deref().map_or(launch_dir, Path::new));
+    cmd
+}
+
+/// Has the kernel send `SIGKILL` to the client when the thread that started it exits.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: between fork and exec the closure makes one system call (prctl) and builds an
+    // `io::Error` from an errno: no allocation, no lock, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            Ok(())
+        });
+    }
+}
+
+/// A started client, the leader of its own process group.
+#[derive(Debug)]
+pub(crate) struct Process {
+    pub(crate) child: Child,
+    pub(crate) client: String,
+    status: Option<ExitStatus>,
+    stopped: bool,
+}
+
+impl Process {
+    pub(crate) fn new(child: Child, client: &str) -> Process {
+        Process {
+            child,
+            client: client.to_owned(),
+            status: None,
+            stopped: false,
+        }
+    }
+
+    /// Its exit status, if it has exited (reaped here once).
+    pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Waits up to `bound` for it to exit.
+    pub(crate) fn wait_exit(&mut self, bound: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal_group(&self, signal: Signal) -> Result<(), ExecError> {
+        let Some(pid) = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw) else {
+            return Ok(());
+        };
+        match rustix::process::kill_process_group(pid, signal) {
+            // No process of the group is left.
+            Ok(()) | Err(rustix::io::Errno::SRCH) => Ok(()),
+            Err(e) => Err(ExecError::Pipe {
+                client: self.client.clone(),
+                step: Step::Stop,
+                source: e.into(),
+            }),
+        }
+    }
+
+    /// Stops the client and every process of its group (its MCP servers among them):
+    /// `SIGTERM`, then after [`STOP_GRACE`] `SIGKILL`, and reaps it. Returns its exit status.
+    pub(crate) fn stop(&mut self) -> Result<Option<ExitStatus>, ExecError> {
+        if self.stopped {
+            return Ok(self.status);
+        }
+        self.stopped = true;
+        if self.exited().is_none() {
+            self.signal_group(Signal::TERM)?;
+            self.wait_exit(STOP_GRACE);
+        }
+        // Whatever is left of the group (servers the client started), leader or not.
+        self.signal_group(Signal::KILL)?;
+        if self.status.is_none() {
+            let _ = self.child.kill();
+            self.status = self.child.wait().ok();
+        }
+        Ok(self.status)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,431 @@
+//! A client run in a pseudo-terminal (the plans without `session_new`: Claude Code, Codex,
+//! Antigravity): its output as [`TerminalEvent`]s, and the interactive dialogs it must not
+//! sit at ([`DIALOGS`]).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+use rustix::pty::OpenptFlags;
+
+use super::Options;
+use super::error::{ExecError, Step};
+use super::prepare::LaunchDir;
+use super::process::Process;
+
+/// An interactive dialog a client can stop at, waiting for a key nobody presses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dialog {
+    /// Its name in [`ExecError::Dialog`], e.g. `Codex's "Trust this folder?" dialog`.
+    pub name: &'static str,
+    /// Texts of it as the terminal shows them; any one identifies it (compared on letters
+    /// and digits only, case-insensitively, so line breaks and colours between words do not
+    /// matter).
+    pub texts: &'static [&'static str],
+}
+
+/// The dialogs measured in the pinned clients' own text (Codex CLI 0.169.0, Claude Code
+/// 2.1.197): trust, hooks review, onboarding and login screens.
+pub const DIALOGS: &[Dialog] = &[
+    Dialog {
+        name: "Codex's \"Trust this folder?\" dialog",
+        texts: &["Trust this folder?", "Trust and continue"],
+    },
+    Dialog {
+        name: "Codex's hooks review dialog",
+        texts: &[
+            "Hooks need review",
+            "review before it can run",
+            "review before they can run",
+            "Trust all and continue",
+        ],
+    },
+    Dialog {
+        name: "Claude Code's folder trust dialog",
+        texts: &["Quick safety check", "Yes, I trust this folder"],
+    },
+    Dialog {
+        name: "Claude Code's bypass-permissions confirmation",
+        texts: &["Yes, I accept"],
+    },
+    Dialog {
+        name: "Claude Code's theme choice (onboarding)",
+        texts: &["Choose the text style that looks best with your terminal"],
+    },
+    Dialog {
+        name: "Claude Code's login method choice",
+        texts: &["Select login method"],
+    },
+    Dialog {
+        name: "Claude Code's custom API key question",
+        texts: &["Detected a custom API key in your environment"],
+    },
+    Dialog {
+        name: "Codex's sign-in screen (no credentials it accepts)",
+        texts: &["Sign in with ChatGPT"],
+    },
+    Dialog {
+        name: "a \"Press Enter to continue\" prompt",
+        texts: &["Press Enter to continue"],
+    },
+];
+
+/// How much of the normalized screen text is searched for a dialog.
+const SCREEN_TAIL: usize = 4096;
+
+/// Something the terminal reviewer did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TerminalEvent {
+    /// Bytes the client wrote to its terminal.
+    Output(Vec<u8>),
+    /// The client closed its terminal: it exited (with this status, when reaped within a
+    /// second). No event follows.
+    Exited(Option<ExitStatus>),
+}
+
+enum Chunk {
+    Bytes(Vec<u8>),
+    Closed,
+}
+
+/// A running reviewer in a pseudo-terminal.
+///
+/// [`TerminalSession::next_event`] stops it with [`ExecError::Dialog`] when it shows one of
+/// the [`DIALOGS`] and writes nothing for [`Options::dialog_quiet`]. Dropping it stops the
+/// client and its process group and removes the launch directory.
+#[derive(Debug)]
+pub struct TerminalSession {
+    process: Process,
+    dir: Option<LaunchDir>,
+    master: File,
+    rx: Receiver<Chunk>,
+    screen: Screen,
+    last_output: Instant,
+    dialog_quiet: Duration,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Chunk")
+    }
+}
+
+/// A pseudo-terminal pair: the controller end, and the client's end opened from its name.
+fn open_pty(rows: u16, cols: u16) -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let master =
+        rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    rustix::pty::grantpt(&master)?;
+    rustix::pty::unlockpt(&master)?;
+    let name = rustix::pty::ptsname(&master, Vec::new())?;
+    let client = rustix::fs::openat(
+        rustix::fs::CWD,
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let size = rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&client, size)?;
+    Ok((master, client))
+}
+
+/// Gives `cmd` a new pseudo-terminal as its stdin, stdout, stderr and controlling terminal,
+/// in a session (and so a process group) of its own; returns the controller end.
+pub(crate) fn attach(cmd: &mut Command, options: &Options) -> std::io::Result<OwnedFd> {
+    let (rows, cols) = options.terminal_size;
+    let (master, client) = open_pty(rows, cols)?;
+    cmd.stdin(Stdio::from(client.try_clone()?))
+        .stdout(Stdio::from(client.try_clone()?))
+        .stderr(Stdio::from(client));
+    // SAFETY: between fork and exec the closure makes two system calls (setsid, and the
+    // TIOCSCTTY ioctl on fd 0, the terminal just set up as stdin) and builds an
+    // `io::Error` from an errno: no allocation, no lock, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(BorrowedFd::borrow_raw(0))?;
+            Ok(())
+        });
+    }
+    Ok(master)
+}
+
+/// The answers a terminal gives to the queries terminal UIs send at start (a cursor
+/// position report, the primary device attributes): without them some wait, then fail.
+fn answers(carry: &[u8], chunk: &[u8]) -> Vec<u8> {
+    let mut text = carry.to_vec();
+    text.extend_from_slice(chunk);
+    let mut out = Vec::new();
+    // A query counts once: when its last byte is in `chunk` (not already in `carry`).
+    let count = |pat: &[u8]| {
+        text.windows(pat.len())
+            .enumerate()
+            .filter(|(i, w)| *w == pat && i + pat.len() > carry.len())
+            .count()
+    };
+    for _ in 0..count(b"\x1b[6n") {
+        out.extend_from_slice(b"\x1b[1;1R");
+    }
+    for _ in 0..count(b"\x1b[c") + count(b"\x1b[0c") {
+        out.extend_from_slice(b"\x1b[?1;2c");
+    }
+    out
+}
+
+fn read_terminal(master: File, mut answer_to: File, tx: mpsc::Sender<Chunk>) {
+    std::thread::spawn(move || {
+        let mut master = master;
+        let mut buf = vec![0; 16 * 1024];
+        let mut carry: Vec<u8> = Vec::new();
+        loop {
+            match master.read(&mut buf) {
+                // EIO: every process closed its end.
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let chunk = &buf[..n];
+                    let reply = answers(&carry, chunk);
+                    if !reply.is_empty() {
+                        let _ = answer_to.write_all(&reply);
+                    }
+                    carry = chunk[n.saturating_sub(3)..].to_vec();
+                    if tx.send(Chunk::Bytes(chunk.to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(Chunk::Closed);
+    });
+}
+
+impl TerminalSession {
+    pub(crate) fn open(
+        process: Process,
+        dir: LaunchDir,
+        master: OwnedFd,
+        options: &Options,
+    ) -> Result<TerminalSession, ExecError> {
+        let clone = |fd: &OwnedFd| {
+            fd.try_clone()
+                .map(File::from)
+                .map_err(|source| ExecError::Pipe {
+                    client: process.client.clone(),
+                    step: Step::OpenTerminal,
+                    source,
+                })
+        };
+        let reader = clone(&master)?;
+        let answerer = clone(&master)?;
+        let (tx, rx) = mpsc::channel();
+        read_terminal(reader, answerer, tx);
+        Ok(TerminalSession {
+            process,
+            dir: Some(dir),
+            master: File::from(master),
+            rx,
+            screen: Screen::default(),
+            last_output: Instant::now(),
+            dialog_quiet: options.dialog_quiet,
+            closed: false,
+        })
+    }
+
+    /// The client's process id (the leader of its session and process group).
+    pub fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
+    /// The letters and digits of the last output, lowercased (what dialogs are matched on).
+    pub fn screen_text(&self) -> &str {
+        &self.screen.text
+    }
+
+    /// Types `bytes` into the client's terminal.
+    ///
+    /// # Errors
+    /// [`ExecError::Pipe`] when the terminal is closed.
+    pub fn write_input(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
+        self.master
+            .write_all(bytes)
+            .map_err(|source| ExecError::Pipe {
+                client: self.process.client.clone(),
+                step: Step::Run,
+                source,
+            })
+    }
+
+    /// The next output, waiting up to `timeout`; `Ok(None)` when there was none by then, or
+    /// after [`TerminalEvent::Exited`].
+    ///
+    /// # Errors
+    /// [`ExecError::Dialog`] when the client shows one of the [`DIALOGS`] and wrote
+    /// nothing for [`Options::dialog_quiet`]: the client has been stopped.
+    pub fn next_event(&mut self, timeout: Duration) -> Result<Option<TerminalEvent>, ExecError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.closed {
+                return Ok(None);
+            }
+            let now = Instant::now();
+            let quiet_at = self.last_output + self.dialog_quiet;
+            if now >= quiet_at {
+                if let Some(dialog) = self.screen.dialog() {
+                    let _ = self.process.stop();
+                    self.closed = true;
+                    return Err(ExecError::Dialog {
+                        client: self.process.client.clone(),
+                        dialog: dialog.name,
+                        after: self.dialog_quiet,
+                    });
+                }
+            }
+            if now >= deadline {
+                return Ok(None);
+            }
+            let wake = if now < quiet_at {
+                deadline.min(quiet_at)
+            } else {
+                deadline
+            };
+            match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
+                Ok(Chunk::Bytes(bytes)) => {
+                    self.last_output = Instant::now();
+                    self.screen.feed(&bytes);
+                    return Ok(Some(TerminalEvent::Output(bytes)));
+                }
+                Ok(Chunk::Closed) | Err(RecvTimeoutError::Disconnected) => {
+                    self.closed = true;
+                    let status = self.process.wait_exit(Duration::from_secs(1));
+                    return Ok(Some(TerminalEvent::Exited(status)));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Stops the client and its process group, and removes the launch directory.
+    ///
+    /// # Errors
+    /// As [`AcpSession::stop`](super::AcpSession::stop).
+    pub fn stop(mut self) -> Result<Option<ExitStatus>, ExecError> {
+        let status = self.process.stop()?;
+        if let Some(dir) = self.dir.take() {
+            dir.remove()?;
+        }
+        Ok(status)
+    }
+
+    /// Keeps the launch directory when this session is stopped or dropped.
+    pub fn keep_launch_dir(&mut self) {
+        if let Some(dir) = &mut self.dir {
+            dir.keep();
+        }
+    }
+}
+
+/// The letters and digits a terminal was sent, lowercased, escape sequences left out.
+#[derive(Debug, Default)]
+struct Screen {
+    text: String,
+    state: Escape,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    #[default]
+    None,
+    /// After ESC.
+    Esc,
+    /// In a control sequence (`ESC [` … final byte).
+    Csi,
+    /// In an operating-system command (`ESC ]` … BEL or `ESC \`).
+    Osc,
+    /// ESC inside an operating-system command.
+    OscEsc,
+}
+
+fn letters(text: &str) -> String {
+    text.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+impl Screen {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.state = match (self.state, b) {
+                (Escape::None, 0x1b) => Escape::Esc,
+                (Escape::None, b) => {
+                    if b.is_ascii_alphanumeric() {
+                        self.text.push(char::from(b.to_ascii_lowercase()));
+                    }
+                    Escape::None
+                }
+                (Escape::Esc, b'[') => Escape::Csi,
+                (Escape::Esc, b']') => Escape::Osc,
+                (Escape::Esc | Escape::Csi, 0x40..=0x7e) => Escape::None,
+                (Escape::Esc | Escape::Csi, _) => self.state,
+                (Escape::Osc, 0x07) => Escape::None,
+                (Escape::Osc, 0x1b) => Escape::OscEsc,
+                (Escape::Osc, _) => Escape::Osc,
+                (Escape::OscEsc, b'\\') => Escape::None,
+                (Escape::OscEsc, _) => Escape::Osc,
+            };
+        }
+        if self.text.len() > 2 * SCREEN_TAIL {
+            self.text.drain(..self.text.len() - SCREEN_TAIL);
+        }
+    }
+
+    fn dialog(&self) -> Option<&'static Dialog> {
+        let start = self.text.len().saturating_sub(SCREEN_TAIL);
+        let tail = &self.text[start..];
+        DIALOGS
+            .iter()
+            .find(|d| d.texts.iter().any(|t| tail.contains(&letters(t))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialogs_are_found_through_colours_and_line_breaks() {
+        let mut screen = Screen::default();
+        screen.feed(b"\x1b[1;1H\x1b[38;5;2mTrust\x1b[0m this\r\n fol");
+        assert_eq!(screen.dialog(), None);
+        screen.feed(b"der?\x1b]0;title\x07 Codex can read");
+        assert_eq!(screen.dialog().unwrap().name, DIALOGS[0].name);
+        let mut screen = Screen::default();
+        screen.feed(b"2 hooks need review before they can run.");
+        assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
+        let mut screen = Screen::default();
+        screen.feed(b"1 hook needs review before it can run.");
+        assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
+        let mut screen = Screen::default();
+        screen.feed(b"Reviewing the diff...");
+        assert_eq!(screen.dialog(), None);
+    }
+
+    #[test]
+    fn terminal_queries_are_answered() {
+        assert_eq!(answers(b"", b"abc\x1b[6n"), b"\x1b[1;1R");
+        assert_eq!(answers(b"\x1b[", b"6n\x1b[c"), b"\x1b[1;1R\x1b[?1;2c");
+        assert!(answers(b"", b"plain").is_empty());
+        // A query wholly in the carried bytes was answered with the chunk before.
+        assert!(answers(b"\x1b[c", b"more").is_empty());
+    }
+}

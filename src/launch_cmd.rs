@@ -1,0 +1,342 @@
+//! `kcap-mcp-registry launch`: carry a launch plan out with the library's executor
+//! (`kcap_mcp_registry::launch`) and stream what the reviewer does, one line per event.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::launch::{
+    self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
+};
+use kcap_mcp_registry::text::{ShownPath, printable};
+
+use super::{CliError, RenderClient, render_plan, warn_gated, write_stdout};
+
+/// The subcommand's `--help` epilogue.
+pub(crate) const HELP: &str = "\
+Renders the plan as `render <client> --format plan` would (same flags) and carries it out:
+checks it, creates the launch directory, its dirs and files, removes the worktree paths,
+starts --client-bin with exactly the plan's environment in its own process group, and for
+ACP clients sends initialize, session/new and (with --prompt) session/prompt. Prints one line
+per ACP event (`update {…}`, `permission refused {…}`, `done end_turn`, `stderr …`) or per
+line of a terminal client's output (`output …`), then stops the client's process group and
+removes the launch directory. An ACP run without a prompt stops once session/new answered.
+
+--plan FILE carries out a saved plan instead (with --launch-dir, the directory it was
+rendered for, and --prompt for ACP clients). --dry-run prints the plan and the steps.
+
+Exit codes: 0 the prompt was answered (ACP) or the client exited 0 (terminal); 1 the plan was
+refused, the reviewer failed, sat at a dialog, or ran past --timeout; 2 usage errors, a plan
+file that cannot be read, a client binary that cannot be started.
+
+Examples:
+  kcap-mcp-registry launch gemini --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --client-bin /usr/local/bin/gemini --prompt 'Review the branch'
+  kcap-mcp-registry render codex … --format plan > plan.json
+  kcap-mcp-registry launch --plan plan.json --launch-dir /run/kcap/l1 --client-bin /usr/local/bin/codex";
+
+#[derive(Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_value_name = "CLIENT",
+    override_usage = "kcap-mcp-registry launch <CLIENT> [RENDER OPTIONS] --client-bin <PATH> [OPTIONS]\n       \
+                      kcap-mcp-registry launch --plan <FILE|-> --launch-dir <DIR> --client-bin <PATH> [OPTIONS]"
+)]
+pub(crate) struct LaunchArgs {
+    /// The client and its `render` flags.
+    #[command(subcommand)]
+    client: Option<RenderClient>,
+    /// Carry out a saved plan (`render <client> --format plan` output; `-` for stdin)
+    /// instead of rendering one.
+    #[arg(long, value_name = "FILE|-", required = true)]
+    plan: Option<PathBuf>,
+    /// With --plan: the per-launch directory the plan was rendered for.
+    #[arg(long, value_name = "DIR", requires = "plan")]
+    launch_dir: Option<PathBuf>,
+    /// With --plan: the reviewer's prompt, sent in ACP session/prompt.
+    #[arg(long, requires = "plan", allow_hyphen_values = true)]
+    prompt: Option<String>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The client binary to start (required).
+    #[arg(long, value_name = "PATH", global = true)]
+    client_bin: Option<PathBuf>,
+    /// Print the plan and the steps, and check the plan; start nothing.
+    #[arg(long, global = true)]
+    dry_run: bool,
+    /// Stop the reviewer after this many seconds.
+    #[arg(long, value_name = "SECONDS", global = true, default_value_t = 600)]
+    timeout: u64,
+    /// How long an ACP client may take to answer initialize, and session/new.
+    #[arg(long, value_name = "SECONDS", global = true, default_value_t = 60)]
+    handshake_timeout: u64,
+    /// How long a terminal client may sit at a known dialog before it is stopped.
+    #[arg(long, value_name = "SECONDS", global = true, default_value_t = 3)]
+    dialog_quiet: u64,
+    /// Leave the launch directory in place afterwards (to look at what the client wrote).
+    #[arg(long, global = true)]
+    keep_launch_dir: bool,
+}
+
+/// The plan, its launch directory and the prompt: rendered, or read from --plan.
+fn plan_of(
+    client: Option<RenderClient>,
+    file: Option<PathBuf>,
+    launch_dir: Option<PathBuf>,
+    prompt: Option<String>,
+) -> Result<(LaunchPlan, PathBuf, Option<String>), CliError> {
+    if let Some(client) = client {
+        let (plan, ctx, _) = render_plan(client)?;
+        warn_gated(&ctx);
+        let dir = ctx.launch_dir.clone().unwrap_or_default();
+        return Ok((plan, PathBuf::from(dir), ctx.prompt));
+    }
+    let dir = launch_dir.ok_or_else(|| {
+        CliError::usage("--plan needs --launch-dir DIR: the directory the plan was rendered for")
+    })?;
+    Ok((read_plan(&file.unwrap_or_default())?, dir, prompt))
+}
+
+/// A saved plan. A plan of another version is refused as the executor would refuse it,
+/// before its shape is read (a version-2 plan has fields version 3 does not know).
+fn read_plan(file: &Path) -> Result<LaunchPlan, CliError> {
+    let text = if file == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::usage(format!("cannot read the plan from stdin: {e}")))?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|e| {
+            CliError::usage(format!("cannot read the plan {}: {e}", ShownPath(file)))
+        })?
+    };
+    let not_a_plan = |e: serde_json::Error| {
+        CliError::usage(format!(
+            "{} is not a launch plan (`render <client> --format plan` output): {e}",
+            ShownPath(file)
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(not_a_plan)?;
+    let version = value.get("version").and_then(serde_json::Value::as_u64);
+    if let Some(found) = version.filter(|v| *v != u64::from(PLAN_VERSION)) {
+        return Err(CliError::found(ExecError::Version {
+            found: u32::try_from(found).unwrap_or(u32::MAX),
+            expected: PLAN_VERSION,
+        }));
+    }
+    serde_json::from_value(value).map_err(not_a_plan)
+}
+
+pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
+    let LaunchArgs {
+        client,
+        plan,
+        launch_dir,
+        prompt,
+        run,
+    } = args;
+    let client_bin = run
+        .client_bin
+        .clone()
+        .ok_or_else(|| CliError::usage("give the client binary to start: --client-bin PATH"))?;
+    let (plan, launch_dir, prompt) = plan_of(client, plan, launch_dir, prompt)?;
+    let options = Options::default()
+        .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
+        .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
+        .with_die_with_parent(true);
+    if let Some(reason) = unverified(&plan) {
+        errln!(
+            "warning: the {} launch's isolation is not verified: {reason}",
+            plan.client
+        );
+    }
+    if run.dry_run {
+        out!("{}", plan.to_json());
+        launch::check(&plan, &launch_dir).map_err(CliError::found)?;
+        for (n, step) in launch::steps(&plan, &launch_dir, &client_bin, &options)
+            .iter()
+            .enumerate()
+        {
+            outln!("{}. {step}", n + 1);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut reviewer =
+        launch::launch(&plan, &launch_dir, &client_bin, &options).map_err(exec_error)?;
+    if run.keep_launch_dir {
+        reviewer.keep_launch_dir();
+    }
+    errln!(
+        "started {} ({}, pid {}) in launch directory {}",
+        plan.client,
+        ShownPath(&client_bin),
+        reviewer.pid(),
+        ShownPath(&launch_dir)
+    );
+    let deadline = Instant::now() + Duration::from_secs(run.timeout);
+    match reviewer {
+        Reviewer::Acp(session) => run_acp(session, prompt.as_deref(), deadline),
+        Reviewer::Terminal(session) => run_terminal(session, deadline),
+    }
+}
+
+fn unverified(plan: &LaunchPlan) -> Option<&str> {
+    match &plan.isolation {
+        kcap_mcp_registry::clients::plan::Isolation::Unverified { reason } => Some(reason),
+        _ => None,
+    }
+}
+
+/// A client that cannot be started is an input that cannot be used (2); anything else the
+/// reviewer did is a problem found (1).
+fn exec_error(e: ExecError) -> CliError {
+    match e {
+        ExecError::Start { .. } => CliError::usage(e),
+        e => CliError::found(e),
+    }
+}
+
+/// The time left before `deadline`, at most a second (so a stuck reviewer is noticed).
+fn slice(deadline: Instant) -> Option<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    (!left.is_zero()).then(|| left.min(Duration::from_secs(1)))
+}
+
+fn compact(v: &serde_json::Value) -> String {
+    printable(&v.to_string()).into_owned()
+}
+
+fn run_acp(
+    mut session: AcpSession,
+    prompt: Option<&str>,
+    deadline: Instant,
+) -> Result<ExitCode, CliError> {
+    outln!("session {}", printable(session.session_id()));
+    let Some(prompt) = prompt else {
+        outln!("no prompt given: stopping after session/new");
+        session.stop().map_err(CliError::found)?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    session.prompt(prompt).map_err(CliError::found)?;
+    while let Some(wait) = slice(deadline) {
+        let Some(event) = session.next_event(wait).map_err(CliError::found)? else {
+            continue;
+        };
+        match event {
+            AcpEvent::Update(params) => {
+                outln!(
+                    "update {}",
+                    compact(params.get("update").unwrap_or(&params))
+                );
+            }
+            AcpEvent::Notification { method, params } => {
+                outln!("notification {} {}", printable(&method), compact(&params));
+            }
+            AcpEvent::PermissionDenied { tool_call } => {
+                outln!("permission refused {}", compact(&tool_call));
+            }
+            AcpEvent::Refused { method } => outln!("refused request {}", printable(&method)),
+            AcpEvent::Output(line) => outln!("stdout {}", printable(&line)),
+            AcpEvent::Stderr(line) => outln!("stderr {}", printable(&line)),
+            AcpEvent::PromptDone { stop_reason, .. } => {
+                outln!("done {}", printable(&stop_reason));
+                session.stop().map_err(CliError::found)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            AcpEvent::Exited(status) => {
+                outln!("exited {}", shown_status(status));
+                session.stop().map_err(CliError::found)?;
+                return Err(CliError::found(
+                    "the client exited before it answered the prompt",
+                ));
+            }
+            _ => {}
+        }
+    }
+    session.stop().map_err(CliError::found)?;
+    Err(timed_out())
+}
+
+fn timed_out() -> CliError {
+    CliError::found("the reviewer ran past --timeout; stopped it and its process group")
+}
+
+fn shown_status(status: Option<std::process::ExitStatus>) -> String {
+    status.map_or_else(|| "(status unknown)".to_owned(), |s| s.to_string())
+}
+
+fn run_terminal(mut session: TerminalSession, deadline: Instant) -> Result<ExitCode, CliError> {
+    let mut lines = Lines::default();
+    while let Some(wait) = slice(deadline) {
+        let event = session.next_event(wait).map_err(CliError::found)?;
+        match event {
+            Some(TerminalEvent::Output(bytes)) => {
+                for line in lines.feed(&bytes) {
+                    outln!("output {}", printable(&line));
+                }
+            }
+            Some(TerminalEvent::Exited(status)) => {
+                if let Some(line) = lines.rest() {
+                    outln!("output {}", printable(&line));
+                }
+                outln!("exited {}", shown_status(status));
+                session.stop().map_err(CliError::found)?;
+                return match status {
+                    Some(s) if s.success() => Ok(ExitCode::SUCCESS),
+                    _ => Err(CliError::Found(None)),
+                };
+            }
+            _ => {}
+        }
+    }
+    session.stop().map_err(CliError::found)?;
+    Err(timed_out())
+}
+
+/// A terminal's output as text lines: escape sequences left out, split at `\n` and `\r`,
+/// blank lines dropped. (A full-screen client's redraws come out as fragments.)
+#[derive(Default)]
+struct Lines {
+    partial: String,
+    escape: Option<u8>,
+}
+
+impl Lines {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut done = Vec::new();
+        for ch in String::from_utf8_lossy(bytes).chars() {
+            match (self.escape, ch) {
+                (None, '\x1b') => self.escape = Some(0),
+                (None, '\n' | '\r') => {
+                    let line = std::mem::take(&mut self.partial);
+                    if !line.trim().is_empty() {
+                        done.push(line);
+                    }
+                }
+                (None, c) if c.is_control() => {}
+                (None, c) => self.partial.push(c),
+                // ESC then `[` (a control sequence) or `]` (an OS command).
+                (Some(0), '[') => self.escape = Some(b'['),
+                (Some(0), ']') => self.escape = Some(b']'),
+                (Some(0), _) => self.escape = None,
+                (Some(b'['), c) if ('@'..='~').contains(&c) => self.escape = None,
+                (Some(b']'), '\x07') => self.escape = None,
+                (Some(b']'), '\x1b') => self.escape = Some(0),
+                (Some(_), _) => {}
+            }
+        }
+        done
+    }
+
+    fn rest(&mut self) -> Option<String> {
+        let line = std::mem::take(&mut self.partial);
+        (!line.trim().is_empty()).then_some(line)
+    }
+}
