@@ -1230,17 +1230,18 @@ fn render_plan(
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
     let client = target.client();
-    kcap_mcp_registry::clients::root::managed_preflight(
-        client,
-        client.managed_files(),
-        Path::new("/"),
-    )
-    .map_err(CliError::found)?;
-    if client == Client::Gemini {
-        // The parents' `.env` files Gemini CLI would load, which no plan can remove.
-        gemini::preflight(&ctx).map_err(CliError::found)?;
-    }
+    // What no plan can keep out, and the launch values this client cannot carry: the checks
+    // of the one launch call (`Client::plan`).
+    client
+        .preflight(&ctx, Path::new("/"))
+        .map_err(CliError::found)?;
+    let uncarried = client
+        .uncarried_values(&ctx, policy)
+        .map_err(CliError::found)?;
     for warning in preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS) {
+        errln!("warning: {warning}");
+    }
+    for warning in uncarried {
         errln!("warning: {warning}");
     }
     let plan = match target {

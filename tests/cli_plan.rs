@@ -53,17 +53,14 @@ fn render_prints_the_golden_plans() {
         let mut args = vec!["render", client];
         args.extend(COMMON);
         args.extend(extra);
-        args.extend([
-            "--strict",
-            "--model",
-            "sonnet",
-            "--effort",
-            "high",
-            "--prompt",
-            "Review PR 42",
-            "--format",
-            "plan",
-        ]);
+        // The strict policy refuses a model or effort the client has no setting for, so each
+        // client gets those it carries (the golden plans are the same without the others).
+        args.extend(match client {
+            "claude" | "codex" => &["--model", "sonnet", "--effort", "high"][..],
+            "gemini" | "opencode" | "copilot" => &["--model", "sonnet"],
+            _ => &[],
+        });
+        args.extend(["--strict", "--prompt", "Review PR 42", "--format", "plan"]);
         let r = run(&args);
         let stderr = match client {
             "cursor" => UNVERIFIED_WARNING,
@@ -103,6 +100,30 @@ fn a_random_launch_id_differs_per_run() {
         assert_eq!(suffix.len(), 16, "{client}");
         assert!(suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{client}");
     }
+}
+
+#[test]
+fn a_model_or_effort_the_client_cannot_carry_is_refused_or_warned() {
+    let mut args = vec!["render", "opencode", "--model", "m1", "--effort", "high"];
+    args.extend(COMMON);
+    let r = run(&[&args[..], &["--strict"]].concat());
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: the opencode launch has no setting for the reviewer's `effort`, so it would \
+             be dropped; leave it out for opencode, or use the lenient policy to launch without \
+             it\n"
+        )
+    );
+    let r = run(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "warning: agent \"agent-7\": the opencode launch has no setting for the reviewer's \
+         `effort`; launched without it\n"
+    );
 }
 
 #[test]

@@ -115,7 +115,7 @@ fn a_model_or_effort_a_client_cannot_carry_is_refused_or_warned() {
         (Client::Codex, &[]),
         (Client::Gemini, &["effort"]),
         (Client::Copilot, &["effort"]),
-        (Client::OpenCode, &["model", "effort"]),
+        (Client::OpenCode, &["effort"]),
         (Client::Kiro, &["model", "effort"]),
         (Client::Antigravity, &["model", "effort"]),
     ] {

@@ -9,7 +9,7 @@
 //! setting for) is refused under [`Policy::Strict`] and a warning under
 //! [`Policy::Lenient`], never dropped in silence.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::cursor::UnverifiedIsolation;
 use super::plan::{LaunchId, LaunchPlan};
@@ -67,8 +67,9 @@ const fn carries(client: Client) -> (bool, bool) {
     // (model, effort)
     match client {
         Client::Claude | Client::Codex => (true, true),
-        Client::Gemini | Client::Copilot => (true, false),
-        Client::OpenCode | Client::Cursor | Client::Kiro | Client::Antigravity => (false, false),
+        // OpenCode's model goes into the plan's `opencode.json`.
+        Client::Gemini | Client::Copilot | Client::OpenCode => (true, false),
+        Client::Cursor | Client::Kiro | Client::Antigravity => (false, false),
     }
 }
 
@@ -113,36 +114,8 @@ impl Client {
             .skipped()
             .map(|s| format!("agent {:?}: {s}", ctx.agent_id))
             .collect();
-        root::managed_preflight(self, self.managed_files(), &inputs.system_root)?;
-        if self == Client::Gemini {
-            if let Some(worktree) = non_blank(&ctx.worktree) {
-                // The parents' `.env` files are outside the plan's reach.
-                gemini::env_file_preflight(std::path::Path::new(worktree))?;
-            }
-        }
-        let (model, effort) = carries(self);
-        for (field, carried, value) in [
-            ("model", model, &ctx.model),
-            ("effort", effort, &ctx.effort),
-        ] {
-            if carried || non_blank(value).is_none() {
-                continue;
-            }
-            match inputs.policy {
-                Policy::Strict => {
-                    return Err(RenderError::Unsupported {
-                        client: self,
-                        field,
-                    }
-                    .into());
-                }
-                Policy::Lenient => warnings.push(format!(
-                    "agent {:?}: the {self} launch has no setting for the reviewer's `{field}`; \
-                     launched without it",
-                    ctx.agent_id
-                )),
-            }
-        }
+        self.preflight(ctx, &inputs.system_root)?;
+        warnings.extend(self.uncarried_values(ctx, inputs.policy)?);
         let launch_id = || match inputs.launch_id {
             Some(id) => Ok(id),
             None => LaunchId::random(),
@@ -165,5 +138,58 @@ impl Client {
             ));
         }
         Ok(PlannedLaunch { plan, warnings })
+    }
+    /// What no plan can keep out, refused before the launch: the client's administrator
+    /// files under `system_root` ([`root::managed_preflight`]) and, for Gemini CLI, an
+    /// environment file in a parent of the worktree ([`gemini::preflight`]). The one
+    /// implementation [`Client::plan`] and the CLI's `render` share.
+    ///
+    /// # Errors
+    /// [`RenderError::Managed`], [`RenderError::GeminiEnvFile`].
+    pub fn preflight(self, ctx: &LaunchContext, system_root: &Path) -> Result<(), RenderError> {
+        root::managed_preflight(self, self.managed_files(), system_root)?;
+        if self == Client::Gemini {
+            // The parents' `.env` files are outside the plan's reach.
+            gemini::preflight(ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The launch values (`model`, `effort`) set in `ctx` that this client has no setting
+    /// for: under [`Policy::Lenient`] one warning each (the launch goes on without them),
+    /// under [`Policy::Strict`] a refusal. The one implementation [`Client::plan`] and the
+    /// CLI's `render` share.
+    ///
+    /// # Errors
+    /// [`RenderError::Unsupported`] under [`Policy::Strict`], for the first such value.
+    pub fn uncarried_values(
+        self,
+        ctx: &LaunchContext,
+        policy: Policy,
+    ) -> Result<Vec<String>, RenderError> {
+        let (model, effort) = carries(self);
+        let mut warnings = Vec::new();
+        for (field, carried, value) in [
+            ("model", model, &ctx.model),
+            ("effort", effort, &ctx.effort),
+        ] {
+            if carried || non_blank(value).is_none() {
+                continue;
+            }
+            match policy {
+                Policy::Strict => {
+                    return Err(RenderError::Unsupported {
+                        client: self,
+                        field,
+                    });
+                }
+                Policy::Lenient => warnings.push(format!(
+                    "agent {:?}: the {self} launch has no setting for the reviewer's `{field}`; \
+                     launched without it",
+                    ctx.agent_id
+                )),
+            }
+        }
+        Ok(warnings)
     }
 }
