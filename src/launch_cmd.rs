@@ -52,7 +52,8 @@ pub(crate) struct LaunchArgs {
     /// instead of rendering one.
     #[arg(long, value_name = "FILE|-", required = true)]
     plan: Option<PathBuf>,
-    /// With --plan: the per-launch directory the plan was rendered for.
+    /// With --plan: the per-launch directory (default: the one the plan was rendered for,
+    /// its `launch_dir`; another is refused).
     #[arg(long, value_name = "DIR", requires = "plan")]
     launch_dir: Option<PathBuf>,
     /// With --plan: the reviewer's prompt, sent in ACP session/prompt.
@@ -97,10 +98,11 @@ fn plan_of(
         let dir = ctx.launch_dir.clone().unwrap_or_default();
         return Ok((plan, PathBuf::from(dir), ctx.prompt));
     }
-    let dir = launch_dir.ok_or_else(|| {
-        CliError::usage("--plan needs --launch-dir DIR: the directory the plan was rendered for")
-    })?;
-    Ok((read_plan(&file.unwrap_or_default())?, dir, prompt))
+    let plan = read_plan(&file.unwrap_or_default())?;
+    // The plan names the directory it was rendered for; a different --launch-dir is refused
+    // by the executor's check.
+    let dir = launch_dir.unwrap_or_else(|| PathBuf::from(&plan.launch_dir));
+    Ok((plan, dir, prompt))
 }
 
 /// A saved plan. A plan of another version is refused as the executor would refuse it,

@@ -150,6 +150,7 @@ fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
         client: "stand-in".into(),
         isolation: Isolation::Verified,
         cwd: None,
+        launch_dir: dir.to_string(),
         argv: vec![record.display().to_string()],
         env: vec![EnvVar::new("HOME", format!("{dir}/home"))],
         env_inherit: vec!["PATH".into()],
@@ -288,6 +289,8 @@ prop_compose! {
             client: "stand-in".into(),
             isolation: Isolation::Verified,
             cwd: None,
+            // Set to the test's launch directory once it is made.
+            launch_dir: String::new(),
             argv: args,
             env,
             env_inherit: inherit.into_iter().map(String::from).collect(),
@@ -316,6 +319,7 @@ proptest! {
         let worktree = tmp.path().join("worktree");
         std::fs::create_dir(&worktree).unwrap();
         let mut plan = plan;
+        plan.launch_dir = launch_dir.display().to_string();
         // The stand-in finds the launch directory as HOME's parent.
         plan.env.retain(|v| v.name != "HOME");
         plan.env.push(EnvVar::new("HOME", launch_dir.join("home").display().to_string()));
@@ -485,6 +489,11 @@ fn hostile_cases() -> Vec<Case> {
                     }
                 )
             },
+        ),
+        (
+            "a plan rendered for another launch directory",
+            |h, p| p.launch_dir = h.outside().display().to_string(),
+            |e| matches!(e, ExecError::OtherLaunchDir { .. }),
         ),
         (
             "a plan of version 2",

@@ -49,6 +49,13 @@ pub struct LaunchPlan {
     /// The directory to start the client in: the reviewer's worktree, when the launch has
     /// one.
     pub cwd: Option<String>,
+    /// The per-launch directory the plan was rendered for
+    /// ([`LaunchContext::launch_dir`](crate::LaunchContext::launch_dir), absolute, without a
+    /// trailing `/`): [`LaunchPlan::dirs`] and [`LaunchPlan::files`] are relative to it, and
+    /// the root variables of [`LaunchPlan::env`] point into it, so a plan carried out in
+    /// another directory would start the client on a root nobody wrote. An executor refuses
+    /// that.
+    pub launch_dir: String,
     /// The arguments after the client binary.
     pub argv: Vec<String>,
     /// The client's environment, in order: it starts from an **empty** environment plus
@@ -110,6 +117,7 @@ impl LaunchPlan {
             client: client.name().into(),
             isolation: Isolation::Verified,
             cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
+            launch_dir: root.dir().to_owned(),
             argv,
             env,
             env_inherit: super::root::INHERITED_ENV.map(String::from).into(),

@@ -128,6 +128,14 @@ pub enum ExecError {
     },
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
+    /// The plan was rendered for another launch directory than the one given: its root
+    /// variables point there.
+    OtherLaunchDir {
+        /// The plan's `launch_dir`.
+        planned: String,
+        /// The directory given.
+        given: PathBuf,
+    },
     /// The launch directory exists and holds something.
     LaunchDirNotEmpty {
         /// The launch directory.
@@ -243,7 +251,8 @@ impl fmt::Display for ExecError {
             | ExecError::NoWorktree
             | ExecError::LaunchDirNotEmpty { .. }
             | ExecError::LaunchDirNotOwned { .. }
-            | ExecError::LaunchDirNotDir { .. } => self.fmt_check(f),
+            | ExecError::LaunchDirNotDir { .. }
+            | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
             _ => self.fmt_run(f),
         }
     }
@@ -292,6 +301,15 @@ impl ExecError {
                 f,
                 "{}: the plan removes worktree paths but has no cwd",
                 Step::Check
+            ),
+            ExecError::OtherLaunchDir { planned, given } => write!(
+                f,
+                "{}: the plan was rendered for launch directory {}, not {}: its HOME and \
+                 client directories point there; render it again for {}",
+                Step::Check,
+                ShownPath(std::path::Path::new(planned)),
+                ShownPath(given),
+                ShownPath(given)
             ),
             ExecError::LaunchDirNotEmpty { dir } => write!(
                 f,
