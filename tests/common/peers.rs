@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// How long one client run may take before its process group is killed and the test fails.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 // ------------------------------------------------------------------------------------------
 // Finding the clients

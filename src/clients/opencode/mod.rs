@@ -92,22 +92,32 @@ pub const SWITCHES: [(&str, &str); 4] = [
 pub const PACKAGE_LOCK: &str = r#"{"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}"#;
 
 /// The root's `opencode.json`: `$schema` (without it OpenCode rewrites the file), the
-/// launch's `model` when given, `snapshot: false` (no per-launch git copy of the worktree),
-/// `share: "disabled"`, `autoupdate: false`.
+/// launch's `model` when given, `disabled_providers: ["opencode"]` unless that model is one
+/// of OpenCode Zen's (`opencode/…`), `snapshot: false` (no per-launch git copy of the
+/// worktree), `share: "disabled"`, `autoupdate: false`.
+///
+/// Without a model OpenCode 1.18.33 picks `opencode/big-pickle`, a free model of its own
+/// hosted service that needs no key, and would send the review there; with the `opencode`
+/// provider disabled, `opencode models` lists none of its free models (measured, empty
+/// root): the reviewer uses the providers the daemon handed credentials for, or none.
 ///
 /// ```
 /// use kcap_mcp_registry::clients::opencode::config_json;
 ///
 /// assert_eq!(
 ///     config_json(Some("anthropic/claude-haiku-4-5")),
-///     r#"{"$schema":"https://opencode.ai/config.json","model":"anthropic/claude-haiku-4-5","snapshot":false,"share":"disabled","autoupdate":false}"#
+///     r#"{"$schema":"https://opencode.ai/config.json","model":"anthropic/claude-haiku-4-5","disabled_providers":["opencode"],"snapshot":false,"share":"disabled","autoupdate":false}"#
 /// );
+/// assert!(!config_json(Some("opencode/big-pickle")).contains("disabled_providers"));
 /// ```
 pub fn config_json(model: Option<&str>) -> String {
     let mut fields: Vec<(&str, serde_json::Value)> =
         vec![("$schema", "https://opencode.ai/config.json".into())];
     if let Some(model) = model {
         fields.push(("model", model.into()));
+    }
+    if !model.is_some_and(|m| m.starts_with("opencode/")) {
+        fields.push(("disabled_providers", serde_json::json!(["opencode"])));
     }
     fields.extend([
         ("snapshot", false.into()),
