@@ -66,17 +66,16 @@ fn main() {
 }
 
 /// Prints `text` and a command that runs this crate's checker on `dir`, then exits 1. The
-/// command works from any directory: in a checkout (which has `.ci/bootstrap-registry`) it
-/// builds the checker from this crate's manifest on the bootstrap registry; in a packaged
-/// copy (a crates.io dependency) it installs this version of the checker.
+/// command works from any directory: in a checkout (which has `checker/`, the registry
+/// checker alone) it runs that checker, which compiles no registry; in a packaged copy (a
+/// crates.io dependency) it installs this version of the CLI and runs its `check`.
 fn fail(text: &str, manifest: &Path, dir: &Path) -> ! {
     eprint!("{text}");
-    let bootstrap = manifest.join(".ci/bootstrap-registry");
-    let checker = if bootstrap.is_dir() {
+    let checker = manifest.join("checker/Cargo.toml");
+    let checker = if checker.is_file() {
         format!(
-            "KCAP_MCP_REGISTRY_DIR={} cargo run --manifest-path {} --bin kcap-mcp-registry -- check {}",
-            shell_word(&bootstrap),
-            shell_word(&manifest.join("Cargo.toml")),
+            "cargo run --release --manifest-path {} -- {}",
+            shell_word(&checker),
             shell_word(dir)
         )
     } else {

@@ -290,12 +290,7 @@ struct CheckArgs {
     client: Option<ClientArg>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum CheckFormat {
-    Human,
-    Json,
-    Github,
-}
+use report::Format as CheckFormat;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ListFormat {
@@ -879,18 +874,13 @@ fn registry_dir(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
     }
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?;
-    let mut relative = PathBuf::new();
-    for ancestor in cwd.ancestors() {
-        if ancestor.join("registry").is_dir() {
-            return Ok(relative.join("registry"));
-        }
-        relative.push("..");
-    }
-    Err(CliError::usage(format!(
-        "no `registry` directory in {} or any parent directory; give the registry directory: \
-         `kcap-mcp-registry check DIR`",
-        ShownPath(&cwd)
-    )))
+    kcap_mcp_registry::schema::find_registry_dir(&cwd).ok_or_else(|| {
+        CliError::usage(format!(
+            "no `registry` directory in {} or any parent directory; give the registry \
+             directory: `kcap-mcp-registry check DIR`",
+            ShownPath(&cwd)
+        ))
+    })
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
@@ -931,10 +921,9 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     let entries = match checked {
         Ok(entries) => entries,
         Err(CheckError::Invalid(diags)) => {
-            let findings: Vec<Finding> = diags.iter().map(Finding::from).collect();
-            print_findings(&findings, &|| {
-                diagnostic::render_all(&diags, stderr_color())
-            });
+            let shown = report::violations(&diags, args.format, stderr_color());
+            out!("{}", shown.stdout);
+            err!("{}", shown.stderr);
             return Err(CliError::Found(None));
         }
         Err(e) => return Err(CliError::usage(e)),
@@ -967,15 +956,11 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     }
     match args.format {
         CheckFormat::Human => {
-            outln!(
-                "ok: {} registry entr{} in {}",
-                entries.len(),
-                if entries.len() == 1 { "y" } else { "ies" },
-                match &dir {
-                    Some(dir) => ShownPath(dir).to_string(),
-                    None => "the compiled-in registry".to_string(),
-                }
-            );
+            let shown = match &dir {
+                Some(dir) => ShownPath(dir).to_string(),
+                None => "the compiled-in registry".to_string(),
+            };
+            outln!("{}", report::ok_line(entries.len(), &shown));
             for f in &files {
                 let n = export::registrations(&entries).count();
                 let project = f

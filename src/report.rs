@@ -13,7 +13,62 @@ use std::ffi::OsStr;
 use annotate_snippets::{Group, Level, Origin, Renderer};
 use serde::Serialize;
 
-use crate::diagnostic::{Diagnostic, Location};
+use crate::diagnostic::{self, Diagnostic, Location};
+
+/// The output format of `check` and `doctor` (`--format`), the same in the
+/// `kcap-mcp-registry` CLI and the standalone registry checker (`checker/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// rustc style, on stderr ([`crate::diagnostic::render_all`], [`human`]).
+    Human,
+    /// A JSON array on stdout ([`json`]).
+    Json,
+    /// GitHub Actions workflow commands on stdout ([`github`]).
+    Github,
+}
+
+/// Text for the two output streams.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// What goes to standard output.
+    pub stdout: String,
+    /// What goes to standard error.
+    pub stderr: String,
+}
+
+/// The report of registry rule violations in `format`: human (the rustc-style diagnostics
+/// of [`crate::diagnostic::render_all`]) on stderr, json or github on stdout. `color` applies to human only. The one rendering of a broken registry, in
+/// `kcap-mcp-registry check` and in the standalone checker alike.
+pub fn violations(diags: &[Diagnostic], format: Format, color: bool) -> Output {
+    let findings = || diags.iter().map(Finding::from).collect::<Vec<_>>();
+    match format {
+        Format::Human => Output {
+            stdout: String::new(),
+            stderr: diagnostic::render_all(diags, color),
+        },
+        Format::Json => Output {
+            stdout: json(&findings()),
+            stderr: String::new(),
+        },
+        Format::Github => Output {
+            stdout: github(&findings()),
+            stderr: String::new(),
+        },
+    }
+}
+
+/// The line `check` prints (human format) for a clean registry of `n` entries at `shown`:
+/// `ok: 9 registry entries in registry`.
+///
+/// ```
+/// assert_eq!(kcap_mcp_registry::report::ok_line(1, "r"), "ok: 1 registry entry in r");
+/// ```
+pub fn ok_line(n: usize, shown: &str) -> String {
+    format!(
+        "ok: {n} registry entr{} in {shown}",
+        if n == 1 { "y" } else { "ies" }
+    )
+}
 
 /// One problem `check` reports: a rule violation or a drift finding.
 #[derive(Clone, Debug, PartialEq, Eq)]

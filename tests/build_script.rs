@@ -5,15 +5,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
-/// `benches/` and the `[[test]]` files, whose targets the manifest names, and the CI bootstrap
-/// registry) into a fresh temp dir.
+/// `benches/` and the `[[test]]` files, whose targets the manifest names, the workspace's
+/// `checker/`, and the CI bootstrap registry) into a fresh temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
         std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
     }
-    for dir in ["src", "registry", "benches", ".ci/bootstrap-registry"] {
+    for dir in [
+        "src",
+        "registry",
+        "benches",
+        "checker",
+        ".ci/bootstrap-registry",
+    ] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
     }
     // The test targets the manifest declares (`[[test]]`) must exist for it to load.
@@ -214,43 +220,97 @@ fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
     assert!(ok, "{stderr}");
 }
 
+/// The README's main command (its first line of code), as words.
+fn readme_main_command() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo "))
+        .expect("the README starts with its commands");
+    let command = line.split('#').next().unwrap();
+    command.split_whitespace().map(String::from).collect()
+}
+
 #[test]
-fn a_checker_built_on_the_bootstrap_registry_reports_a_broken_registry() {
+fn the_readme_main_command_reports_a_broken_registry_as_the_checker_does() {
     let krate = copy_crate();
     edit(
         &krate.path().join("registry/kcap-memory.toml"),
         "starts_flows",
         "start_flows",
     );
-    // The CI recipe of the README: the checker does not compile the broken registry in.
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--offline",
-            "--quiet",
-            "--bin",
-            "kcap-mcp-registry",
-            "--",
-        ])
+    let main = readme_main_command();
+    assert_eq!(main[..2], ["cargo", "run"], "{main:?}");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO"))
+            .args(&main[1..])
+            .arg("--offline")
+            .arg("--")
+            .args(extra)
+            .current_dir(krate.path())
+            .env("CARGO_TARGET_DIR", target_dir().join("checker"))
+            .env("NO_COLOR", "1")
+            .env_remove("KCAP_MCP_REGISTRY_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Human: the rule violation once, the count, and nothing of a build script.
+    let (code, stdout, stderr) = run(&[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    let report = stderr
+        .split_once("kcap-registry-check`\n")
+        .map_or(stderr.as_str(), |(_, report)| report);
+    assert_eq!(
+        report,
+        "error[unknown-key]: unknown key `start_flows`\n \
+         --> registry/kcap-memory.toml:4:1\n  |\n4 | start_flows = false\n  | ^^^^^^^^^^^\n  |\n  \
+         = help: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, \
+         allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, \
+         env, tools)\n\nerror: 1 registry rule violation\n",
+        "the whole stderr:\n{stderr}"
+    );
+    for noise in [
+        "build script",
+        "custom build command",
+        "rerun-if",
+        "RUST_BACKTRACE",
+    ] {
+        assert!(!stderr.contains(noise), "{noise:?} in:\n{stderr}");
+    }
+    // GitHub format: the same finding as the full CLI's `check` reports.
+    let (code, stdout, stderr) = run(&["--format", "github"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stdout,
+        "::error file=registry/kcap-memory.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::unknown key `start_flows`%0Ahelp: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)\n"
+    );
+    let cli = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"))
         .args(["check", "registry", "--format", "github"])
         .current_dir(krate.path())
-        .env("CARGO_TARGET_DIR", target_dir().join("checker"))
-        .env("KCAP_MCP_REGISTRY_DIR", ".ci/bootstrap-registry")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(String::from_utf8_lossy(&cli.stdout), stdout);
+
+    // Fixed, it is clean with no rebuild of anything.
+    edit(
+        &krate.path().join("registry/kcap-memory.toml"),
+        "start_flows",
+        "starts_flows",
+    );
+    let (code, stdout, stderr) = run(&[]);
     assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        (code, stdout.as_str()),
+        (Some(0), "ok: 8 registry entries in registry\n"),
+        "{stderr}"
     );
-    assert!(
-        stdout.starts_with(
-            "::error file=registry/kcap-memory.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::unknown key `start_flows`"
-        ),
-        "{stdout}"
-    );
+    assert!(!stderr.contains("Compiling"), "{stderr}");
 }
 
 #[test]
@@ -288,10 +348,8 @@ fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_
     assert!(stderr.contains(&shown), "{shown} not in:\n{stderr}");
     let hint = format!(
         "the MCP server registry is invalid; the same report, in any format, from a checker \
-         built without it: KCAP_MCP_REGISTRY_DIR={} cargo run --manifest-path {} --bin \
-         kcap-mcp-registry -- check {}",
-        krate.path().join(".ci/bootstrap-registry").display(),
-        krate.path().join("Cargo.toml").display(),
+         built without it: cargo run --release --manifest-path {} -- {}",
+        krate.path().join("checker/Cargo.toml").display(),
         registry.display()
     );
     assert!(

@@ -7,6 +7,21 @@ use std::path::{Path, PathBuf};
 
 use crate::text::printable;
 
+/// The registry directory a checker run without one uses: `registry` in `cwd` or its
+/// nearest ancestor that has one, as a path relative to `cwd` (`registry`,
+/// `../registry`, …) so reports name files as the user would type them. `None` when no
+/// ancestor has one.
+pub fn find_registry_dir(cwd: &Path) -> Option<PathBuf> {
+    let mut relative = PathBuf::new();
+    for ancestor in cwd.ancestors() {
+        if ancestor.join("registry").is_dir() {
+            return Some(relative.join("registry"));
+        }
+        relative.push("..");
+    }
+    None
+}
+
 /// A registry file as read from disk, before validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceFile {

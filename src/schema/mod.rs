@@ -37,7 +37,7 @@ use toml::Spanned;
 pub use crate::text::{is_forbidden_char, printable};
 pub use diagnostic::{Diagnostic, SourceSpan};
 use file::FileCx;
-pub use load::{LoadError, RegistryDir, SourceFile, Stray, load_dir};
+pub use load::{LoadError, RegistryDir, SourceFile, Stray, find_registry_dir, load_dir};
 pub use rules::{
     ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
     MAX_QUALIFIED_TOOL_NAME_LEN, Rule, TOOL_NAME_PATTERN, ToolKey, ValueKind, is_canonical_id,
