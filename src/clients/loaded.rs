@@ -49,6 +49,8 @@ pub struct Started {
     pub disabled_tools: Vec<String>,
     /// Fields whose value the client expanded (`${…}`), e.g. `args[1]`.
     pub expanded: Vec<String>,
+    /// The server's name as written: its key in the file (the position `doctor` reports).
+    pub key: Span,
     /// The whole entry.
     pub span: Span,
     /// The span of each field as written (`command`, `args`, `env`, `cwd`, …).
@@ -62,6 +64,8 @@ pub struct Remote {
     pub name: String,
     /// Its `url`.
     pub url: String,
+    /// The server's name as written: its key in the file.
+    pub key: Span,
     /// The whole entry.
     pub span: Span,
 }
@@ -76,6 +80,8 @@ pub struct Skipped {
     /// `true` when the client lists it as configured but off (Codex `enabled = false`),
     /// `false` when it refuses the entry.
     pub disabled: bool,
+    /// The entry's name as written: its key in the file.
+    pub key: Span,
     /// Where: the offending value, or the entry.
     pub span: Span,
 }
@@ -504,9 +510,15 @@ pub(crate) fn string_map(node: &Node, field: &str) -> Result<BTreeMap<String, St
         .collect()
 }
 
-/// A started server with no tool filter and no working directory; the loaders fill in the
-/// rest.
-pub(crate) fn started(name: &str, node: &Node, command: String, args: Vec<String>) -> Started {
+/// A started server named `name` (written at `key`) with no tool filter and no working
+/// directory; the loaders fill in the rest.
+pub(crate) fn started(
+    name: &str,
+    key: &Span,
+    node: &Node,
+    command: String,
+    args: Vec<String>,
+) -> Started {
     Started {
         name: name.into(),
         command,
@@ -516,6 +528,7 @@ pub(crate) fn started(name: &str, node: &Node, command: String, args: Vec<String
         enabled_tools: None,
         disabled_tools: Vec::new(),
         expanded: Vec::new(),
+        key: key.clone(),
         span: node.span.clone(),
         fields: BTreeMap::new(),
     }
@@ -564,7 +577,7 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
         });
         return loaded;
     };
-    for (name, _, node) in servers {
+    for (name, key, node) in servers {
         let entry = (|| -> Result<Option<Started>, Flaw> {
             if node.entries().is_none() {
                 return Err((
@@ -578,6 +591,7 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
                         loaded.remote.push(Remote {
                             name: name.clone(),
                             url: url.into(),
+                            key: key.clone(),
                             span: node.span.clone(),
                         });
                         return Ok(None);
@@ -599,7 +613,7 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
                 Some(a) => string_array(a, "args")?,
                 None => Vec::new(),
             };
-            let mut s = started(name, node, command, args);
+            let mut s = started(name, key, node, command, args);
             if let Some(e) = node.get("env") {
                 s.env = string_map(e, "env")?;
             }
@@ -613,6 +627,7 @@ pub(crate) fn load_from_facts(path: &str, bytes: &[u8], empty_is_empty: bool) ->
                 name: name.clone(),
                 reason,
                 disabled: false,
+                key: key.clone(),
                 span,
             }),
         }

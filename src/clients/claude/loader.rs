@@ -232,6 +232,7 @@ fn load_root(
 /// A server entry and its key's span.
 struct Entry<'n> {
     node: &'n Node,
+    key: &'n Span,
 }
 
 /// Adds the servers of `parent.<key>` to `servers` (later scopes win), or records the scope
@@ -255,8 +256,8 @@ fn scope<'n>(
         None => {}
         Some(node) => match node.entries() {
             Some(entries) => {
-                for (name, _, value) in entries {
-                    servers.insert(name.clone(), Entry { node: value });
+                for (name, key, value) in entries {
+                    servers.insert(name.clone(), Entry { node: value, key });
                 }
             }
             None => rejected.push(Rejected {
@@ -282,12 +283,13 @@ fn classify(
     env: &dyn Fn(&str) -> Option<String>,
     loaded: &mut Loaded,
 ) {
-    let node = entry.node;
+    let (node, name_span) = (entry.node, entry.key);
     let skip = |reason: String, span: &Span, loaded: &mut Loaded| {
         loaded.skipped.push(Skipped {
             name: name.into(),
             reason,
             disabled: false,
+            key: name_span.clone(),
             span: span.clone(),
         });
     };
@@ -316,6 +318,7 @@ fn classify(
                     }) => loaded.remote.push(Remote {
                         name: name.into(),
                         url: url.clone(),
+                        key: name_span.clone(),
                         span: node.span.clone(),
                     }),
                     Some(u) => skip(
@@ -412,6 +415,7 @@ fn classify(
         enabled_tools: None,
         disabled_tools: Vec::new(),
         expanded,
+        key: name_span.clone(),
         span: node.span.clone(),
         fields,
     });

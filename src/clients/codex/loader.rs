@@ -175,8 +175,8 @@ pub fn load(path: &str, config: &[u8], profile: Option<(&str, &str, Option<&[u8]
     }
     if let Some(servers) = root.get("mcp_servers").and_then(Node::entries) {
         let mut verdicts = Vec::new();
-        for (name, _, table) in servers {
-            match server(name, table) {
+        for (name, key, table) in servers {
+            match server(name, key, table) {
                 Ok(v) => verdicts.push(v),
                 Err(r) => {
                     loaded.rejected.push(r);
@@ -313,7 +313,7 @@ enum Verdict {
     clippy::too_many_lines,
     reason = "one arm per field of Codex 0.169.0's server table, as its deserializer checks them"
 )]
-fn server(name: &str, table: &Node) -> Result<Verdict, Rejected> {
+fn server(name: &str, name_span: &Span, table: &Node) -> Result<Verdict, Rejected> {
     let at = |key: &str| format!("mcp_servers.{}.{key}", toml_key(name));
     let Some(entries) = table.entries() else {
         return Err(reject(
@@ -374,6 +374,7 @@ fn server(name: &str, table: &Node) -> Result<Verdict, Rejected> {
             name: name.into(),
             reason: "`enabled = false`: Codex lists it as disabled and does not start it".into(),
             disabled: true,
+            key: name_span.clone(),
             span: e.span.clone(),
         }));
     }
@@ -381,6 +382,7 @@ fn server(name: &str, table: &Node) -> Result<Verdict, Rejected> {
         return Ok(Verdict::Remote(Remote {
             name: name.into(),
             url: url.as_str().unwrap_or_default().into(),
+            key: name_span.clone(),
             span: table.span.clone(),
         }));
     }
@@ -416,6 +418,7 @@ fn server(name: &str, table: &Node) -> Result<Verdict, Rejected> {
         enabled_tools: strings("enabled_tools"),
         disabled_tools: strings("disabled_tools").unwrap_or_default(),
         expanded: Vec::new(),
+        key: name_span.clone(),
         span: table.span.clone(),
         fields,
     }))

@@ -77,12 +77,13 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
         });
         return loaded;
     };
-    for (name, _, node) in servers {
-        if let Err((reason, span, disabled)) = entry(name, node, env, &mut loaded) {
+    for (name, key, node) in servers {
+        if let Err((reason, span, disabled)) = entry(name, key, node, env, &mut loaded) {
             loaded.skipped.push(Skipped {
                 name: name.clone(),
                 reason,
                 disabled,
+                key: key.clone(),
                 span,
             });
         }
@@ -120,6 +121,7 @@ const TYPES: [&str; 4] = ["stdio", "local", "http", "sse"];
 )]
 fn entry(
     name: &str,
+    key: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     loaded: &mut Loaded,
@@ -204,6 +206,7 @@ fn entry(
         loaded.remote.push(Remote {
             name: name.into(),
             url: url.into(),
+            key: key.clone(),
             span: node.span.clone(),
         });
         return Ok(());
@@ -227,7 +230,7 @@ fn entry(
         .enumerate()
         .map(|(i, a)| expand(a, &format!("args[{i}]"), env, &mut expanded))
         .collect();
-    let mut s = started(name, node, command, args);
+    let mut s = started(name, key, node, command, args);
     if let Some(e) = node.get("env") {
         s.env = string_map(e, "env")
             .map_err(flaw)?

@@ -93,16 +93,17 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
         return loaded;
     };
     // Object.entries(…) of the block, as the client iterates it.
-    let entries: Vec<(String, &Node)> = match &servers.kind {
-        Kind::Table(entries) => entries.iter().map(|(k, _, n)| (k.clone(), n)).collect(),
+    // With the span of each name: its key, or an array element itself.
+    let entries: Vec<(String, &Span, &Node)> = match &servers.kind {
+        Kind::Table(entries) => entries.iter().map(|(k, s, n)| (k.clone(), s, n)).collect(),
         Kind::Array(items) => items
             .iter()
             .enumerate()
-            .map(|(i, n)| (i.to_string(), n))
+            .map(|(i, n)| (i.to_string(), &n.span, n))
             .collect(),
         _ => Vec::new(),
     };
-    if let Some((name, node)) = entries.iter().find(|(_, n)| n.kind == Kind::Null) {
+    if let Some((name, _, node)) = entries.iter().find(|(_, _, n)| n.kind == Kind::Null) {
         loaded.rejected.push(Rejected {
             scope: "the file".into(),
             reason: format!(
@@ -113,12 +114,13 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
         });
         return loaded;
     }
-    for (name, node) in entries {
-        if let Err((reason, span)) = entry(&name, node, env, &mut loaded) {
+    for (name, key, node) in entries {
+        if let Err((reason, span)) = entry(&name, key, node, env, &mut loaded) {
             loaded.skipped.push(Skipped {
                 name,
                 reason,
                 disabled: false,
+                key: key.clone(),
                 span,
             });
         }
@@ -131,6 +133,7 @@ type Flaw = (String, Span);
 
 fn entry(
     name: &str,
+    key: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     loaded: &mut Loaded,
@@ -141,7 +144,7 @@ fn entry(
             node.span.clone(),
         ));
     }
-    if let Some(remote) = network(name, node, env) {
+    if let Some(remote) = network(name, key, node, env) {
         loaded.remote.push(remote?);
         return Ok(());
     }
@@ -179,7 +182,7 @@ fn entry(
         },
         _ => (Vec::new(), true),
     };
-    let mut s = started(name, node, command, args);
+    let mut s = started(name, key, node, command, args);
     if options {
         s.env = vars;
         s.cwd = match node.get("cwd") {
@@ -232,6 +235,7 @@ fn entry(
 /// not a URL, so nothing is reached.
 fn network(
     name: &str,
+    name_span: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Result<Remote, Flaw>> {
@@ -243,6 +247,7 @@ fn network(
         Ok(Remote {
             name: name.into(),
             url,
+            key: name_span.clone(),
             span: node.span.clone(),
         })
     } else {

@@ -75,8 +75,8 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
         return loaded;
     };
     let mut out = Loaded::default();
-    for (name, _, node) in servers {
-        if let Err(flaw) = entry(name, node, env, &mut out) {
+    for (name, key, node) in servers {
+        if let Err(flaw) = entry(name, key, node, env, &mut out) {
             reject(flaw, &mut loaded);
             loaded.started.clear();
             loaded.remote.clear();
@@ -98,6 +98,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
 /// `mcp: Record(String, Union([Local | Remote, Struct({enabled: Boolean})]))`.
 fn entry(
     name: &str,
+    key: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     out: &mut Loaded,
@@ -109,8 +110,8 @@ fn entry(
         ));
     }
     let server = match node.get("type").and_then(Node::as_str) {
-        Some("local") => local(name, node, env),
-        Some("remote") => remote(name, node, env),
+        Some("local") => local(name, key, node, env),
+        Some("remote") => remote(name, key, node, env),
         _ => Err((
             format!(
                 "`mcp.{name}.type` must be \"local\" or \"remote\", not {}",
@@ -126,11 +127,12 @@ fn entry(
     match server {
         Ok(Server::Local(s)) => out.started.push(s),
         Ok(Server::Remote(r)) => out.remote.push(r),
-        Ok(Server::Off) => off(name, node, out),
+        Ok(Server::Off) => off(name, key, node, out),
         Ok(Server::Nothing(reason, span)) => out.skipped.push(Skipped {
             name: name.into(),
             reason,
             disabled: false,
+            key: key.clone(),
             span,
         }),
         Err(flaw) => match node.get("enabled") {
@@ -145,6 +147,7 @@ fn entry(
                     flaw.0
                 ),
                 disabled: false,
+                key: key.clone(),
                 span: span.clone(),
             }),
             _ => return Err(flaw),
@@ -187,6 +190,7 @@ fn enabled(name: &str, node: &Node) -> Result<bool, (String, Span)> {
 
 fn local(
     name: &str,
+    key: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Server, (String, Span)> {
@@ -230,7 +234,7 @@ fn local(
         ));
     };
     let args: Vec<String> = argv.collect();
-    let mut s = started(name, node, program, args);
+    let mut s = started(name, key, node, program, args);
     s.env = environment
         .into_iter()
         .map(|(k, v)| {
@@ -249,6 +253,7 @@ fn local(
 
 fn remote(
     name: &str,
+    key: &Span,
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Server, (String, Span)> {
@@ -277,6 +282,7 @@ fn remote(
     Ok(Server::Remote(Remote {
         name: name.into(),
         url: substitute(url, "url", env, &mut Vec::new()),
+        key: key.clone(),
         span: node.span.clone(),
     }))
 }
@@ -306,11 +312,12 @@ fn oauth(node: &Node, at: &str) -> Result<(), (String, Span)> {
     Ok(())
 }
 
-fn off(name: &str, node: &Node, out: &mut Loaded) {
+fn off(name: &str, key: &Span, node: &Node, out: &mut Loaded) {
     out.skipped.push(Skipped {
         name: name.into(),
         reason: "`\"enabled\": false`".into(),
         disabled: true,
+        key: key.clone(),
         span: node.get("enabled").map_or(&node.span, |e| &e.span).clone(),
     });
 }
