@@ -53,6 +53,35 @@ fn findings(stdout: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `file:line:column` of every finding, and where it ends.
+fn positions(stdout: &[u8]) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{}:{}-{}:{}",
+                f["file"].as_str().unwrap(),
+                f["line"],
+                f["column"],
+                f["end_line"],
+                f["end_column"]
+            )
+        })
+        .collect()
+}
+
+/// The 1-based line and column of the `n`th (from 0) occurrence of `needle` in `path`: an
+/// oracle independent of the parsers `doctor` takes its positions from.
+fn find(path: &Path, needle: &str, n: usize) -> (usize, usize) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (offset, _) = text.match_indices(needle).nth(n).unwrap();
+    let line = text[..offset].matches('\n').count() + 1;
+    let column = offset - text[..offset].rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
 #[test]
 fn a_fresh_install_is_healthy() {
     let home = home();
@@ -119,6 +148,27 @@ fn problems_in_several_clients_are_reported_in_every_format() {
         .assert()
         .code(1);
     let got = findings(&out.get_output().stdout);
+    // Each at the name of its server (the local scopes' are the second and third
+    // `"kcap-review"` of ~/.claude.json), the missing one at its block's key, the broken file
+    // where the parser stops.
+    let (claude, codex, gemini) = (
+        h.join(".claude.json"),
+        h.join(".codex/config.toml"),
+        h.join(".gemini/settings.json"),
+    );
+    let at = |path: &Path, (line, column): (usize, usize), len: usize| {
+        format!("{}:{line}:{column}-{line}:{}", path.display(), column + len)
+    };
+    assert_eq!(
+        positions(&out.get_output().stdout),
+        [
+            at(&claude, find(&claude, "\"kcap-review\"", 1), 13),
+            at(&claude, find(&claude, "\"kcap-review\"", 2), 13),
+            at(&codex, find(&codex, "kcap-analytics]", 0), 14),
+            at(&gemini, find(&gemini, "\"mcpServers\"", 0), 12),
+            format!("{}/.config/opencode/opencode.json:1:10-1:10", h.display()),
+        ]
+    );
     let rules: Vec<&str> = got.iter().map(|(r, _)| r.as_str()).collect();
     assert_eq!(
         rules,
@@ -147,19 +197,28 @@ fn problems_in_several_clients_are_reported_in_every_format() {
         .code(1);
     let github = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert_eq!(github.lines().count(), 5, "{github}");
+    let (line, col) = find(&claude, "\"kcap-review\"", 1);
     assert!(
         github.starts_with(&format!(
-            "::error file={}/.claude.json,title=doctor-duplicate::MCP server `kcap-review` in \
-             the local scope of project `/work/a` duplicates",
-            h.display()
+            "::error file={}/.claude.json,line={line},col={col},endLine={line},endColumn={},\
+             title=doctor-duplicate::MCP server `kcap-review` in the local scope of project \
+             `/work/a` duplicates",
+            h.display(),
+            col + 13
         )),
         "{github}"
     );
 
     let out = doctor_cmd(h).arg("doctor").assert().code(1);
     let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    let (line, col) = find(&claude, "\"kcap-review\"", 2);
     assert!(
-        stderr.contains("error[doctor-conflict]: MCP server `kcap-review` in the local scope of project `/work/b`"),
+        stderr.contains(&format!(
+            "error[doctor-conflict]: MCP server `kcap-review` in the local scope of project \
+             `/work/b` differs from the user scope's entry of that name; Claude Code runs the \
+             local one in that project, so it is kept\n--> {}:{line}:{col}\n",
+            claude.display()
+        )),
         "{stderr}"
     );
     assert!(stderr.ends_with("error: 5 doctor findings\n"), "{stderr}");

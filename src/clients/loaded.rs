@@ -231,8 +231,24 @@ pub(crate) fn parse_jsonc(
     source: usize,
     trailing_commas: bool,
 ) -> Result<Node, (String, usize)> {
+    parse_json_syntax(text, source, true, trailing_commas)
+}
+
+/// Parses JSON with `jsonc-parser`, comments and trailing commas allowed as told and every
+/// other extension off: the parser and options `install` reads a registration file with, so
+/// an error points where `install`'s message says.
+///
+/// # Errors
+/// The parser's message and the byte offset it points at.
+#[cfg(feature = "cli")]
+pub(crate) fn parse_json_syntax(
+    text: &str,
+    source: usize,
+    comments: bool,
+    trailing_commas: bool,
+) -> Result<Node, (String, usize)> {
     let options = jsonc_parser::ParseOptions {
-        allow_comments: true,
+        allow_comments: comments,
         allow_loose_object_property_names: false,
         allow_trailing_commas: trailing_commas,
         allow_missing_commas: false,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::positions::{self, Positions};
 use super::{ClientFile, ClientStatus, FileRead, Input, Problem, Report, Rule, Status};
 use crate::clients::Client;
 use crate::export::{RegistrationError, RegistrationFormat, RegistrationOptions, registrations};
@@ -24,6 +25,8 @@ struct Ctx<'a> {
     servers: Vec<(&'a RegistryEntry, Value)>,
     /// The ledger's entries, when it could be read.
     owned: std::collections::BTreeMap<String, String>,
+    /// Where things are in the file.
+    pos: Positions,
 }
 
 impl Ctx<'_> {
@@ -38,6 +41,7 @@ impl Ctx<'_> {
         Problem {
             client: self.file.client,
             path: self.file.path.clone(),
+            location: self.pos.locate(server, project),
             rule,
             server: server.map(str::to_string),
             project: project.map(str::to_string),
@@ -201,6 +205,7 @@ pub(super) fn diagnose_file(
         file,
         servers,
         owned: Default::default(),
+        pos: Positions::of(format, &file.config),
     };
     let mut problems = Vec::new();
     let (has_ledger, mut unusable) = read_ledger(&mut ctx, &mut problems);
@@ -294,6 +299,7 @@ fn read_ledger(ctx: &mut Ctx<'_>, problems: &mut Vec<Problem>) -> (bool, bool) {
             unusable = true;
             problems.push(Problem {
                 path: ledger_path.clone(),
+                location: positions::START,
                 ..ctx.problem(
                     Rule::Unreadable,
                     None,
@@ -314,6 +320,7 @@ fn read_ledger(ctx: &mut Ctx<'_>, problems: &mut Vec<Problem>) -> (bool, bool) {
                     unusable = true;
                     problems.push(Problem {
                         path: ledger_path.clone(),
+                        location: positions::ledger(&file.ledger),
                         ..ctx.problem(
                             Rule::Malformed,
                             None,

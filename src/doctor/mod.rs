@@ -3,8 +3,9 @@
 //! [`diagnose`] is pure: it takes each client's file (and ledger) as bytes already read
 //! ([`ClientFile`]), the registry, the options `install` would be given, and a way to tell
 //! what a command runs ([`Input::resolve`]); the CLI gathers those and prints the result
-//! with [`crate::report`], as `check` does. What an entry should be comes from each
-//! client's room ([`RegistrationFormat::entry`], through
+//! with [`crate::report`], as `check` does, each finding at a `line:column` of its file
+//! (the server's name, found with the loader models' parsers). What an entry should be
+//! comes from each client's room ([`crate::export::RegistrationFormat::entry`], through
 //! [`crate::export::registration_entries`]) and is compared by [`install::fingerprint`],
 //! so `doctor`, `install` and `export` agree on every entry shape.
 //!
@@ -37,6 +38,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::clients::Client;
+use crate::diagnostic::Location;
 use crate::export::{RegistrationError, RegistrationOptions};
 use crate::install::{self, ProjectDuplicate};
 use crate::report::Finding;
@@ -149,6 +151,8 @@ pub struct Problem {
     pub client: Client,
     /// The file (config or ledger).
     pub path: PathBuf,
+    /// Where in [`Problem::path`] (1-based; see [`Problem::finding`]).
+    pub location: Location,
     /// What kind of problem.
     pub rule: Rule,
     /// The server concerned, if any.
@@ -162,11 +166,15 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// As a [`Finding`] for [`crate::report`] (no source location).
+    /// As a [`Finding`] for [`crate::report`], always with a location: the name of the
+    /// server concerned; for a missing server, the key of the block it belongs in; for a
+    /// file the client would refuse, where its parser stops (or the value of the wrong
+    /// type, or the first byte that is not UTF-8); 1:1 when there is nothing to point at
+    /// (a file that cannot be read).
     pub fn finding(&self) -> Finding {
         Finding {
             file: self.path.to_string_lossy().into_owned(),
-            location: None,
+            location: Some(self.location),
             rule: self.rule.name(),
             message: self.message.clone(),
             help: self.help.clone(),
@@ -242,6 +250,7 @@ pub fn diagnose(input: &Input<'_>) -> Result<Report, RegistrationError> {
 }
 
 mod check;
+mod positions;
 
 #[cfg(test)]
 mod tests;

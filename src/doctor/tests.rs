@@ -450,7 +450,9 @@ fn findings_carry_the_rule_and_the_file() {
     let f = &report.findings()[0];
     assert_eq!(f.rule, "doctor-malformed");
     assert_eq!(f.file, "/h/gemini");
-    assert_eq!(f.location, None);
+    // Where jsonc-parser puts the error: the object left open.
+    assert!(f.message.contains("Unterminated object on line 1 column 1"));
+    assert_eq!(f.location, Some(super::positions::START));
 }
 
 #[test]
