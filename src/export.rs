@@ -176,6 +176,33 @@ pub struct RegistrationFormat {
     pub empty_file_is_empty: bool,
     /// The user-level file `install` edits by default.
     pub default_config: DefaultConfig,
+    /// The repository-level files the client reads MCP servers from when started in a
+    /// project directory (`doctor --project` reads each one).
+    pub project_files: &'static [ProjectFile],
+}
+
+/// A repository-level file a client reads MCP servers from: a path relative to the
+/// directory the client is started in, and the client's loader model for it.
+#[derive(Clone, Copy)]
+pub struct ProjectFile {
+    /// The path relative to the project directory, `/`-separated (`.mcp.json`,
+    /// `.codex/config.toml`).
+    pub path: &'static str,
+    /// What the client does with the file: `load(shown path, bytes, project directory
+    /// (absolute), the client's environment)`.
+    pub load: ProjectLoader,
+}
+
+/// The loader model of a [`ProjectFile`].
+pub type ProjectLoader =
+    fn(&str, &[u8], &str, &dyn Fn(&str) -> Option<String>) -> crate::clients::loaded::Loaded;
+
+impl fmt::Debug for ProjectFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProjectFile")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl fmt::Debug for RegistrationFormat {

@@ -116,21 +116,7 @@ impl Client {
             .collect();
         self.preflight(ctx, &inputs.system_root)?;
         warnings.extend(self.uncarried_values(ctx, inputs.policy)?);
-        let launch_id = || match inputs.launch_id {
-            Some(id) => Ok(id),
-            None => LaunchId::random(),
-        };
-        let r = &resolution;
-        let plan = match self {
-            Client::Claude => claude::claude_plan(ctx, r)?,
-            Client::Codex => codex::codex_plan(ctx, r, &[])?,
-            Client::Gemini => gemini::gemini_plan(ctx, r, &launch_id()?)?,
-            Client::OpenCode => opencode::opencode_plan(ctx, r)?,
-            Client::Copilot => copilot::copilot_plan(ctx, r)?,
-            Client::Cursor => cursor::cursor_plan(ctx, r, inputs.unverified_isolation)?,
-            Client::Kiro => kiro::kiro_plan(ctx, r, &launch_id()?)?,
-            Client::Antigravity => antigravity::antigravity_plan(ctx, r)?,
-        };
+        let plan = self.room_plan(ctx, &resolution, inputs)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
             warnings.push(format!(
                 "agent {:?}: the {self} launch's isolation is not verified: {reason}",
@@ -139,6 +125,35 @@ impl Client {
         }
         Ok(PlannedLaunch { plan, warnings })
     }
+    /// The plan of this client's room for `ctx` and its resolved allowlist, without
+    /// [`Client::preflight`] or [`Client::uncarried_values`]: what [`Client::plan`] renders
+    /// once those pass, and what `doctor --project` reads `worktree_remove` from (it looks
+    /// at the plan, not at this machine's administrator files).
+    ///
+    /// # Errors
+    /// Every error of the client's plan function; [`LaunchError::LaunchId`].
+    pub(crate) fn room_plan(
+        self,
+        ctx: &LaunchContext,
+        r: &crate::allowlist::Resolution<'_, String>,
+        inputs: &PlanInputs,
+    ) -> Result<LaunchPlan, LaunchError> {
+        let launch_id = || match inputs.launch_id {
+            Some(id) => Ok(id),
+            None => LaunchId::random(),
+        };
+        Ok(match self {
+            Client::Claude => claude::claude_plan(ctx, r)?,
+            Client::Codex => codex::codex_plan(ctx, r, &[])?,
+            Client::Gemini => gemini::gemini_plan(ctx, r, &launch_id()?)?,
+            Client::OpenCode => opencode::opencode_plan(ctx, r)?,
+            Client::Copilot => copilot::copilot_plan(ctx, r)?,
+            Client::Cursor => cursor::cursor_plan(ctx, r, inputs.unverified_isolation)?,
+            Client::Kiro => kiro::kiro_plan(ctx, r, &launch_id()?)?,
+            Client::Antigravity => antigravity::antigravity_plan(ctx, r)?,
+        })
+    }
+
     /// What no plan can keep out, refused before the launch: the client's administrator
     /// files under `system_root` ([`root::managed_preflight`]) and, for Gemini CLI, an
     /// environment file in a parent of the worktree ([`gemini::preflight`]). The one

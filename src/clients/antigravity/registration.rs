@@ -3,7 +3,7 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -29,7 +29,16 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     expands: &["${"],
     empty_file_is_empty: true,
     default_config: |var| home_path(var, &[".gemini", "config", "mcp_config.json"]),
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Antigravity is reported to read servers from (facts "Reported upstream",
+/// not measured): `.agents/mcp_config.json`, read as the user's `mcp_config.json`
+/// ([`super::loader`]).
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".agents/mcp_config.json",
+    load: |path, bytes, _, _| super::loader::load(path, bytes),
+}];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     Node::Object(stdio_pairs(e, opts, Client::Antigravity))

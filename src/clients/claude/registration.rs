@@ -4,8 +4,8 @@
 //! [`super::loader`] models how Claude Code 2.1.197 reads them back.
 
 use crate::export::{
-    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, home_path,
-    registration_file, set_var, stdio_pairs,
+    Node, ProjectFile, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax,
+    home_path, registration_file, set_var, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -37,7 +37,23 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join(".claude.json")),
         None => home_path(var, &[".claude.json"]),
     },
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Claude Code 2.1.197 reads servers from (facts "Registration"; measured in
+/// [`super::loader`]): the project scope, `.mcp.json` in the directory it starts in.
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".mcp.json",
+    load: |path, bytes, dir, env| {
+        super::loader::load(
+            path,
+            bytes,
+            super::loader::ClaudeFile::ProjectMcpJson,
+            Some(dir),
+            env,
+        )
+    },
+}];
 
 /// The entry of one server: `{"command", "args", "env"?, "description"}`.
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {

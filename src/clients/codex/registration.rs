@@ -7,8 +7,8 @@
 use super::toml_basic_string;
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax, home_path,
-    registration_entries, set_var, stdio_pairs,
+    Node, ProjectFile, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax,
+    home_path, registration_entries, set_var, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -34,7 +34,16 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join("config.toml")),
         None => home_path(var, &[".codex", "config.toml"]),
     },
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Codex CLI 0.169.0 reads servers from when the folder is trusted (facts
+/// "Reported upstream"; measured for the reviewer launch, `docs/isolation/codex.md`): the
+/// worktree's `.codex/config.toml`, read as `$CODEX_HOME/config.toml` is.
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".codex/config.toml",
+    load: |path, bytes, _, _| super::loader::load(path, bytes, None),
+}];
 
 /// The table of one server: `command`, `args`, `env`?, `cwd`?, `default_tools_approval_mode`?.
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {

@@ -3,7 +3,8 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
+    stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -33,7 +34,24 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join("mcp-config.json")),
         None => home_path(var, &[".copilot", "mcp-config.json"]),
     },
+    project_files: &PROJECT_FILES,
 };
+
+/// The project files Copilot CLI 1.0.102 reads servers from in a trusted folder (facts
+/// "Verified against public reports", `docs/isolation/copilot.md`): `.mcp.json`, else
+/// `.github/mcp.json`; never `.vscode/mcp.json`, `.github/mcp-config.json`,
+/// `.github/copilot/mcp.json` or `.copilot/mcp-config.json`. Read here with the model of
+/// `mcp-config.json` ([`super::loader`]); the workspace files' own reading is not measured.
+pub const PROJECT_FILES: [ProjectFile; 2] = [
+    ProjectFile {
+        path: ".mcp.json",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+    ProjectFile {
+        path: ".github/mcp.json",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     let mut pairs = vec![("type".into(), Node::string("stdio"))];

@@ -3,7 +3,7 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -29,7 +29,15 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     expands: &["${"],
     empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".cursor", "mcp.json"]),
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Cursor reads servers from (\[K\] only, not measured): the project's
+/// `.cursor/mcp.json`, read as `~/.cursor/mcp.json` ([`super::loader`]).
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".cursor/mcp.json",
+    load: |path, bytes, _, _| super::loader::load(path, bytes),
+}];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     Node::Object(stdio_pairs(e, opts, Client::Cursor))

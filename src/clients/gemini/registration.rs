@@ -3,7 +3,7 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -34,7 +34,17 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     expands: &["$"],
     empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".gemini", "settings.json"]),
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Gemini CLI 0.61.0 reads servers from (facts "Verified against public
+/// reports": user and project `mcpServers` merge by name, the project's winning): the
+/// workspace's `.gemini/settings.json`, read as the user's settings file is
+/// ([`super::loader`]).
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".gemini/settings.json",
+    load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+}];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     let mut pairs = stdio_pairs(e, opts, Client::Gemini);

@@ -3,7 +3,8 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
+    stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -34,7 +35,16 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
             .join("mcp.json")),
         None => home_path(var, &[".kiro", "settings", "mcp.json"]),
     },
+    project_files: &PROJECT_FILES,
 };
+
+/// The project file Kiro reads servers from (\[K\], measured there on 2.15.2/2.16.0: it
+/// starts at session setup): the workspace's `.kiro/settings/mcp.json`, read as the global
+/// one ([`super::loader`]).
+pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
+    path: ".kiro/settings/mcp.json",
+    load: |path, bytes, _, _| super::loader::load(path, bytes),
+}];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     Node::Object(stdio_pairs(e, opts, Client::Kiro))

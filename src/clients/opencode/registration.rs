@@ -3,8 +3,8 @@
 
 use crate::clients::Client;
 use crate::export::{
-    Node, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path, registration_args,
-    set_var,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
+    registration_args, set_var,
 };
 use crate::schema::RegistryEntry;
 
@@ -38,7 +38,31 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
             .join("opencode.json")),
         None => home_path(var, &[".config", "opencode", "opencode.json"]),
     },
+    project_files: &PROJECT_FILES,
 };
+
+/// The project files OpenCode 1.18.33 reads servers from (`docs/isolation/opencode.md`,
+/// sources 3 and 5): `opencode.json(c)` in the session directory and in its `.opencode/`
+/// config directory, read as the global config is ([`super::loader`]). OpenCode also reads
+/// them in each parent up to the git top level, outside any worktree.
+pub const PROJECT_FILES: [ProjectFile; 4] = [
+    ProjectFile {
+        path: "opencode.json",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+    ProjectFile {
+        path: "opencode.jsonc",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+    ProjectFile {
+        path: ".opencode/opencode.json",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+    ProjectFile {
+        path: ".opencode/opencode.jsonc",
+        load: |path, bytes, _, env| super::loader::load(path, bytes, env),
+    },
+];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
     let argv = std::iter::once(opts.command.clone()).chain(registration_args(e, Client::OpenCode));
