@@ -56,6 +56,7 @@ macro_rules! errln {
 }
 
 // After the output macros, which it uses.
+mod doctor_cmd;
 mod launch_cmd;
 
 /// Writes `text` to standard output. A closed pipe (`… | head`) ends the process quietly
@@ -200,11 +201,23 @@ exist (doctor-stale-command) or is not the current kcap binary (doctor-outdated-
 that differ in more (doctor-divergent); registry servers missing where kcap is installed
 (doctor-missing).
 
+Every finding is at file:line:column: the server's name, the block a missing server belongs
+in, or where the client's parser stops.
+
+--project DIR reads the repository's own MCP files instead, those each client reads when
+started in DIR (.mcp.json, .codex/config.toml, .gemini/settings.json, opencode.json(c),
+.opencode/opencode.json(c), .github/mcp.json, .cursor/mcp.json, .kiro/settings/mcp.json,
+.agents/mcp_config.json), and prints every server in them at file:line:column with the client
+and whether that client's reviewer launch plan, rendered for a launch in DIR, neutralizes it
+(the plan removes the file from the worktree: worktree_remove). A server the client would
+start from a file the plan leaves in place is a finding (doctor-project-server).
+
 Exit codes: 0 nothing found; 1 findings; 2 a file could not be read (or a usage error).
 
 Examples:
   kcap-mcp-registry doctor --kcap-bin /usr/local/bin/kcap
-  kcap-mcp-registry doctor --config codex=./config.toml --client codex --format json")]
+  kcap-mcp-registry doctor --config codex=./config.toml --client codex --format json
+  kcap-mcp-registry doctor --project ~/src/repo --client claude --client codex")]
     Doctor(DoctorArgs),
     /// Show what changes between two registries (e.g. a pull request's base and head),
     /// security-relevant flips first.
@@ -579,6 +592,10 @@ struct DoctorArgs {
     /// install's lock and atomic write, then report what is left.
     #[arg(long)]
     fix: bool,
+    /// Read the MCP files of the repository in DIR instead (every client's project files),
+    /// and tell for each server whether the client's reviewer launch plan neutralizes it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["config", "fix", "server_url"])]
+    project: Option<PathBuf>,
 }
 
 /// `CLIENT=PATH` of `doctor --config`.
@@ -1427,6 +1444,9 @@ fn resolve_command(command: &str) -> Option<PathBuf> {
 
 fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
     check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
+    if let Some(dir) = &args.project {
+        return doctor_cmd::project(&args, dir);
+    }
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin.clone(),

@@ -251,6 +251,10 @@ pub fn diagnose(input: &Input<'_>) -> Result<Report, RegistrationError> {
 
 mod check;
 mod positions;
+pub mod project;
+pub mod project_output;
 
+#[cfg(test)]
+mod project_tests;
 #[cfg(test)]
 mod tests;
