@@ -205,12 +205,14 @@ Every finding is at file:line:column: the server's name, the block a missing ser
 in, or where the client's parser stops.
 
 --project DIR reads the repository's own MCP files instead, those each client reads when
-started in DIR (.mcp.json, .codex/config.toml, .gemini/settings.json, opencode.json(c),
-.opencode/opencode.json(c), .github/mcp.json, .cursor/mcp.json, .kiro/settings/mcp.json,
-.agents/mcp_config.json), and prints every server in them at file:line:column with the client
-and whether that client's reviewer launch plan, rendered for a launch in DIR, neutralizes it
-(the plan removes the file from the worktree: worktree_remove). A server the client would
-start from a file the plan leaves in place is a finding (doctor-project-server).
+started in DIR (.mcp.json, .codex/config.toml, .gemini/settings.json, opencode.json,
+opencode.jsonc, .opencode/opencode.json, .opencode/opencode.jsonc, .github/mcp.json,
+.cursor/mcp.json, .kiro/settings/mcp.json, .agents/mcp_config.json), and prints every server
+in them at file:line:column with the client and whether that client's reviewer launch plan,
+rendered for a launch in DIR, neutralizes it (the plan removes the file from the worktree:
+worktree_remove). A server the client would start from a file the plan leaves in place is a
+finding (doctor-project-server); the others are notes (json: severity note, neutralized
+true; github: ::notice).
 
 Exit codes: 0 nothing found; 1 findings; 2 a file could not be read (or a usage error).
 

@@ -82,6 +82,25 @@ fn every_project_file_a_client_reads_is_reported() {
 }
 
 #[test]
+fn the_help_names_every_project_file() {
+    let out = Command::cargo_bin("kcap-mcp-registry")
+        .unwrap()
+        .args(["doctor", "--help"])
+        .assert()
+        .success();
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let words: Vec<&str> = help.split([' ', '\n', ',', '(', ')']).collect();
+    for (client, files) in READS {
+        for file in files {
+            assert!(
+                words.contains(file),
+                "{client}: {file} is not in doctor --help"
+            );
+        }
+    }
+}
+
+#[test]
 fn client_limits_the_files_read() {
     let out = doctor(Path::new(FIXTURE), &["--client", "kiro"]).code(0);
     assert_eq!(
