@@ -30,6 +30,7 @@ use crate::clients::plan::LaunchPlan;
 use crate::clients::{Client, LaunchContext, LaunchError};
 use crate::diagnostic::{Location, SourceText};
 use crate::export::RegistrationFormat;
+use crate::text::printable;
 
 /// What `doctor --project` looks at.
 pub struct ProjectInput<'a> {
@@ -115,7 +116,8 @@ impl Verdict {
             }
             Verdict::NoPlan { why } => format!(
                 "not neutralized: no {client} launch plan can be rendered for this directory \
-                 ({why})"
+                 ({})",
+                printable(why)
             ),
         }
     }
@@ -157,8 +159,10 @@ impl Entry {
         match self {
             Entry::Starts { command } => format!("starts `{}`", command.escape_debug()),
             Entry::Connects { url } => format!("connects to `{}`", url.escape_debug()),
-            Entry::Off { reason } => format!("is configured but off ({reason})"),
-            Entry::Skipped { reason } => format!("is skipped by the client ({reason})"),
+            Entry::Off { reason } => format!("is configured but off ({})", printable(reason)),
+            Entry::Skipped { reason } => {
+                format!("is skipped by the client ({})", printable(reason))
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ fn items(report: &ProjectReport) -> Vec<Item<'_>> {
             FileState::Unreadable(e) => (
                 START,
                 UNREADABLE_RULE,
-                format!("cannot read {display}'s project file: {e}"),
+                format!("cannot read {display}'s project file: {}", printable(e)),
                 "make it readable, so doctor can tell which MCP servers it holds".to_string(),
                 true,
             ),
@@ -54,8 +54,9 @@ fn items(report: &ProjectReport) -> Vec<Item<'_>> {
                 *location,
                 REJECTED_RULE,
                 format!(
-                    "{display} refuses the file as a whole ({reason}), so none of its servers \
-                     start; {verdict}"
+                    "{display} refuses the file as a whole ({}), so none of its servers start; \
+                     {verdict}",
+                    printable(reason)
                 ),
                 format!("nothing to do: {display} starts no server from it"),
                 false,
@@ -158,11 +159,12 @@ pub fn human(report: &ProjectReport) -> String {
                 out.push_str(&format!("{client}: {path}: cannot be read (see below)\n"));
             }
             FileState::Rejected { reason, location } => out.push_str(&format!(
-                "{client}: {path}:{}:{}: {} refuses the file ({reason}), so none of its servers \
+                "{client}: {path}:{}:{}: {} refuses the file ({}), so none of its servers \
                  start; {}\n",
                 location.line,
                 location.column,
                 client.display_name(),
+                printable(reason),
                 file.verdict.describe(client)
             )),
             FileState::Read(n) => {

@@ -259,3 +259,28 @@ fn an_unreadable_file_is_a_finding_at_its_start() {
         PathBuf::from("repo/.gemini/settings.json")
     );
 }
+
+#[test]
+fn hostile_names_cannot_forge_a_line() {
+    let claude = "{\"mcpServers\": {\"a\\nclaude: ok\": {\"command\": \"x\\u001b[31m\"}}}";
+    let opencode = "{\"mcp\": {\"b\\r\": {\"type\": \"local\", \"command\": 5}}}";
+    let report = scan(
+        &[Client::Claude, Client::OpenCode],
+        &[(".mcp.json", claude), ("opencode.json", opencode)],
+        &Ok,
+    );
+    let human = project_output::human(&report);
+    assert!(
+        human.contains(
+            "claude: repo/.mcp.json:1:17: MCP server `a\\nclaude: ok` starts `x\\u{1b}[31m`; \
+             neutralized"
+        ),
+        "{human}"
+    );
+    assert!(
+        human.contains("OpenCode refuses the file (`mcp.b\\r.command` is a number, not an array)"),
+        "{human}"
+    );
+    // Claude: its file and its server; OpenCode: four files; the `ok:` line.
+    assert_eq!(human.lines().count(), 7);
+}
