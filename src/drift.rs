@@ -453,10 +453,12 @@ pub fn same_to_client(
         "enabled_tools",
         "disabled_tools",
     ];
-    let ignored = |key: &str| match client {
-        Client::Claude => !claude::ENTRY_KEYS.contains(&key),
-        Client::Codex => !codex::FIELDS.iter().any(|(k, _, _)| *k == key),
-        _ => false,
+    // A key the client does not read is no difference to it.
+    let ignored = |key: &str| {
+        client
+            .registration()
+            .entry_keys
+            .is_some_and(|keys| !keys.contains(&key))
     };
     let differing = ma
         .keys()
@@ -505,27 +507,19 @@ fn load_one(client: Client, name: &str, value: &serde_json::Value) -> Option<Loa
     let root = serde_json::Value::Object(root);
     let no_env = |_: &str| None;
     let path = "entry";
+    let json = || serde_json::to_vec(&root).ok();
     Some(match client {
-        Client::Claude => {
-            let bytes = serde_json::to_vec(&root).ok()?;
-            claude::load(path, &bytes, ClaudeFile::ProjectMcpJson, None, &no_env)
-        }
+        Client::Claude => claude::load(path, &json()?, ClaudeFile::ProjectMcpJson, None, &no_env),
         Client::Codex => {
             let text = toml::to_string(&root).ok()?;
             codex::load(path, text.as_bytes(), None)
         }
-        other => {
-            let bytes = serde_json::to_vec(&root).ok()?;
-            match other {
-                Client::Gemini => gemini::load(path, &bytes, &no_env),
-                Client::OpenCode => opencode::load(path, &bytes, &no_env),
-                Client::Copilot => copilot::load(path, &bytes, &no_env),
-                Client::Cursor => cursor::load(path, &bytes),
-                Client::Kiro => kiro::load(path, &bytes),
-                Client::Antigravity => antigravity::load(path, &bytes),
-                Client::Claude | Client::Codex => unreachable!("handled above"),
-            }
-        }
+        Client::Gemini => gemini::load(path, &json()?, &no_env),
+        Client::OpenCode => opencode::load(path, &json()?, &no_env),
+        Client::Copilot => copilot::load(path, &json()?, &no_env),
+        Client::Cursor => cursor::load(path, &json()?),
+        Client::Kiro => kiro::load(path, &json()?),
+        Client::Antigravity => antigravity::load(path, &json()?),
     })
 }
 
@@ -672,11 +666,8 @@ impl Drift {
                 format!("write the entry as the export does, or {regenerate}"),
             ),
             DriftKind::Disabled => {
-                let off = match self.client {
-                    Client::Copilot => "\"disabled\": true",
-                    Client::OpenCode => "\"enabled\": false",
-                    _ => "enabled = false",
-                };
+                // Only a client with an off switch reports a server as disabled.
+                let off = self.client.registration().disabled_setting.unwrap_or("disabled");
                 (
                     format!("not started by {client}: MCP server `{server}` in {file} has `{off}`"),
                     format!("remove `{off}`, or {regenerate}"),
@@ -732,12 +723,11 @@ impl Drift {
                 format!("remove `enabled_tools` and `disabled_tools` from it, or {regenerate}"),
             ),
             DriftKind::Expansion { fields } => {
-                let (what, how) = match self.client {
-                    Client::Gemini => ("`$…`", "without `$`: Gemini CLI"),
-                    Client::OpenCode => ("`{env:…}`", "without `{env:`: OpenCode"),
-                    Client::Copilot => ("`${…}`", "without `${`: Copilot CLI"),
-                    _ => ("`${…}`", "without `${`: Claude Code"),
-                };
+                // Only a client that expands something reports an expansion.
+                let start = self.client.registration().expands.first().copied().unwrap_or("$");
+                let end = if start.contains('{') { "}" } else { "" };
+                let what = format!("`{start}…{end}`");
+                let how = format!("without `{start}`: {}", self.client.display_name());
                 (
                     format!(
                         "{client} expands {what} in MCP server `{server}` in {file} ({}), so what runs depends on each session's environment",

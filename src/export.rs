@@ -179,6 +179,12 @@ pub struct RegistrationFormat {
     /// The repository-level files the client reads MCP servers from when started in a
     /// project directory (`doctor --project` reads each one).
     pub project_files: &'static [ProjectFile],
+    /// The keys of a server entry the client reads; any other key is ignored by it (so a
+    /// difference there is none). `None`: the client's loader model reads every key.
+    pub entry_keys: Option<&'static [&'static str]>,
+    /// How the file switches one server off (`enabled = false`), as a drift finding quotes
+    /// it; `None` for a client with no such switch.
+    pub disabled_setting: Option<&'static str>,
 }
 
 /// A repository-level file a client reads MCP servers from: a path relative to the

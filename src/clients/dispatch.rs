@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::cursor::UnverifiedIsolation;
 use super::plan::{LaunchId, LaunchPlan};
-use super::{
-    Client, LaunchContext, LaunchError, RenderError, antigravity, claude, codex, copilot, cursor,
-    gemini, kiro, non_blank, opencode, root,
-};
+use super::{Client, LaunchContext, LaunchError, RenderError, non_blank, root};
 use crate::allowlist::Policy;
 
 /// What a launch needs beyond its [`LaunchContext`]: the policy, and the inputs some clients
@@ -40,6 +37,18 @@ pub struct PlanInputs {
 }
 
 impl PlanInputs {
+    /// The launch id of this launch: [`PlanInputs::launch_id`], or a fresh one from the
+    /// operating system's CSPRNG.
+    ///
+    /// # Errors
+    /// [`LaunchError::LaunchId`] when no random id can be drawn.
+    pub fn launch_id(&self) -> Result<LaunchId, LaunchError> {
+        match self.launch_id {
+            Some(id) => Ok(id),
+            None => Ok(LaunchId::random()?),
+        }
+    }
+
     /// The inputs for `policy`, every other field at its default.
     pub fn new(policy: Policy) -> PlanInputs {
         PlanInputs {
@@ -60,17 +69,6 @@ pub struct PlannedLaunch {
     pub plan: LaunchPlan,
     /// Warnings, in the order they arose.
     pub warnings: Vec<String>,
-}
-
-/// Which optional launch values a client has a setting for (from its room's argv docs).
-const fn carries(client: Client) -> (bool, bool) {
-    // (model, effort)
-    match client {
-        Client::Claude | Client::Codex => (true, true),
-        // OpenCode's model goes into the plan's `opencode.json`.
-        Client::Gemini | Client::Copilot | Client::OpenCode => (true, false),
-        Client::Cursor | Client::Kiro | Client::Antigravity => (false, false),
-    }
 }
 
 impl Client {
@@ -138,36 +136,23 @@ impl Client {
         r: &crate::allowlist::Resolution<'_, String>,
         inputs: &PlanInputs,
     ) -> Result<LaunchPlan, LaunchError> {
-        let launch_id = || match inputs.launch_id {
-            Some(id) => Ok(id),
-            None => LaunchId::random(),
-        };
-        Ok(match self {
-            Client::Claude => claude::claude_plan(ctx, r)?,
-            Client::Codex => codex::codex_plan(ctx, r, &[])?,
-            Client::Gemini => gemini::gemini_plan(ctx, r, &launch_id()?)?,
-            Client::OpenCode => opencode::opencode_plan(ctx, r)?,
-            Client::Copilot => copilot::copilot_plan(ctx, r)?,
-            Client::Cursor => cursor::cursor_plan(ctx, r, inputs.unverified_isolation)?,
-            Client::Kiro => kiro::kiro_plan(ctx, r, &launch_id()?)?,
-            Client::Antigravity => antigravity::antigravity_plan(ctx, r)?,
-        })
+        (self.spec().plan)(ctx, r, inputs)
     }
 
     /// What no plan can keep out, refused before the launch: the client's administrator
-    /// files under `system_root` ([`root::managed_preflight`]) and, for Gemini CLI, an
-    /// environment file in a parent of the worktree ([`gemini::preflight`]). The one
+    /// files under `system_root` ([`root::managed_preflight`]) and its room's further
+    /// check, if any ([`ClientSpec::preflight`](super::spec::ClientSpec::preflight): Gemini
+    /// CLI's environment files in the worktree's parents, [`super::gemini::preflight`]). The one
     /// implementation [`Client::plan`] and the CLI's `render` share.
     ///
     /// # Errors
     /// [`RenderError::Managed`], [`RenderError::GeminiEnvFile`].
     pub fn preflight(self, ctx: &LaunchContext, system_root: &Path) -> Result<(), RenderError> {
         root::managed_preflight(self, self.managed_files(), system_root)?;
-        if self == Client::Gemini {
-            // The parents' `.env` files are outside the plan's reach.
-            gemini::preflight(ctx)?;
+        match self.spec().preflight {
+            Some(preflight) => preflight(ctx),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The launch values (`model`, `effort`) set in `ctx` that this client has no setting
@@ -182,7 +167,7 @@ impl Client {
         ctx: &LaunchContext,
         policy: Policy,
     ) -> Result<Vec<String>, RenderError> {
-        let (model, effort) = carries(self);
+        let (model, effort) = (self.spec().carries_model, self.spec().carries_effort);
         let mut warnings = Vec::new();
         for (field, carried, value) in [
             ("model", model, &ctx.model),

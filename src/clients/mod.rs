@@ -77,71 +77,67 @@ pub mod plan;
 mod process;
 pub mod root;
 
-/// A coding-agent client: this crate renders reviewer launches for Claude Code, Codex,
-/// Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, and registration files for all of
-/// them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Client {
+pub mod spec;
+
+use spec::ClientSpec;
+
+/// Generates [`Client`] from the one list of clients below: the enum, [`Client::ALL`] and
+/// [`Client::spec`] (each variant's room declares `SPEC`).
+macro_rules! clients {
+    ($($(#[doc = $doc:expr])* $variant:ident => $room:ident,)*) => {
+        /// A coding-agent client: this crate renders reviewer launches and registration files
+        /// for each. Everything known about one is in its room, [`Client::spec`].
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum Client {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Client {
+            /// Every client, in the order the CLI lists them.
+            pub const ALL: [Client; [$(stringify!($variant)),*].len()] = [$(Client::$variant),*];
+
+            /// What this crate knows about the client, from its room (`SPEC`).
+            pub const fn spec(self) -> &'static ClientSpec {
+                match self {
+                    $(Client::$variant => &$room::SPEC,)*
+                }
+            }
+        }
+    };
+}
+
+// The list of clients: one line each.
+clients! {
     /// Anthropic Claude Code ([`claude`]).
-    Claude,
+    Claude => claude,
     /// OpenAI Codex CLI ([`codex`]).
-    Codex,
+    Codex => codex,
     /// Gemini CLI ([`gemini`]).
-    Gemini,
+    Gemini => gemini,
     /// OpenCode ([`opencode`]).
-    OpenCode,
+    OpenCode => opencode,
     /// GitHub Copilot CLI ([`copilot`]).
-    Copilot,
+    Copilot => copilot,
     /// Cursor ([`cursor`]).
-    Cursor,
+    Cursor => cursor,
     /// Kiro ([`kiro`]).
-    Kiro,
+    Kiro => kiro,
     /// Antigravity, `agy` ([`antigravity`]).
-    Antigravity,
+    Antigravity => antigravity,
 }
 
 impl Client {
-    /// Every client, in the order the CLI lists them.
-    pub const ALL: [Client; 8] = [
-        Client::Claude,
-        Client::Codex,
-        Client::Gemini,
-        Client::OpenCode,
-        Client::Copilot,
-        Client::Cursor,
-        Client::Kiro,
-        Client::Antigravity,
-    ];
-
     /// The client's name on the command line and in output: `claude`, `codex`, `gemini`,
     /// `opencode`, `copilot`, `cursor`, `kiro`, `antigravity`.
     pub const fn name(self) -> &'static str {
-        match self {
-            Client::Claude => "claude",
-            Client::Codex => "codex",
-            Client::Gemini => "gemini",
-            Client::OpenCode => "opencode",
-            Client::Copilot => "copilot",
-            Client::Cursor => "cursor",
-            Client::Kiro => "kiro",
-            Client::Antigravity => "antigravity",
-        }
+        self.spec().name
     }
 
     /// The client's display name: `Claude Code`, `Codex CLI`, `Gemini CLI`, `OpenCode`,
     /// `Copilot CLI`, `Cursor`, `Kiro`, `Antigravity`.
     pub const fn display_name(self) -> &'static str {
-        match self {
-            Client::Claude => "Claude Code",
-            Client::Codex => "Codex CLI",
-            Client::Gemini => "Gemini CLI",
-            Client::OpenCode => "OpenCode",
-            Client::Copilot => "Copilot CLI",
-            Client::Cursor => "Cursor",
-            Client::Kiro => "Kiro",
-            Client::Antigravity => "Antigravity",
-        }
+        self.spec().display_name
     }
 
     /// Whether registrations for this client append `--driver <client>` to the args of the
@@ -150,35 +146,19 @@ impl Client {
     /// Cursor, Kiro, Antigravity) and leaves Claude Code and Codex unstamped (facts
     /// "Registration", kcap-cli 07ef5ebf `Core/Mcp`).
     pub const fn stamps_driver(self) -> bool {
-        !matches!(self, Client::Claude | Client::Codex)
+        self.spec().stamps_driver
     }
 
     /// The client's registration file format, from its room.
     #[cfg(feature = "cli")]
     pub fn registration(self) -> &'static crate::export::RegistrationFormat {
-        match self {
-            Client::Claude => &claude::registration::FORMAT,
-            Client::Codex => &codex::registration::FORMAT,
-            Client::Gemini => &gemini::registration::FORMAT,
-            Client::OpenCode => &opencode::registration::FORMAT,
-            Client::Copilot => &copilot::registration::FORMAT,
-            Client::Cursor => &cursor::registration::FORMAT,
-            Client::Kiro => &kiro::registration::FORMAT,
-            Client::Antigravity => &antigravity::registration::FORMAT,
-        }
+        self.spec().registration
     }
 
     /// The administrator files the client reads whatever the plan's environment says, which
     /// [`root::managed_preflight`] refuses while they exist (empty where none is known).
     pub fn managed_files(self) -> &'static [root::ManagedFile] {
-        match self {
-            Client::Claude => &claude::MANAGED_FILES,
-            Client::Codex => &codex::MANAGED_FILES,
-            Client::Gemini => &gemini::MANAGED_FILES,
-            Client::OpenCode => &opencode::MANAGED_FILES,
-            Client::Copilot => &copilot::MANAGED_FILES,
-            Client::Cursor | Client::Kiro | Client::Antigravity => &[],
-        }
+        self.spec().managed_files
     }
 
     /// Parses [`Client::name`] (exact, lower case); `None` for anything else.

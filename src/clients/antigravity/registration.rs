@@ -30,6 +30,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     empty_file_is_empty: true,
     default_config: |var| home_path(var, &[".gemini", "config", "mcp_config.json"]),
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: None,
 };
 
 /// The project file Antigravity is reported to read servers from (facts "Reported upstream",

@@ -75,6 +75,34 @@ use crate::clients::root::{CredentialFileSpec, CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
 
+/// What generic code knows about Claude Code ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "claude",
+    display_name: "Claude Code",
+    // the npm package `@anthropic-ai/claude-code` installs `claude`.
+    binary: "claude",
+    stamps_driver: false,
+    carries_model: true,
+    carries_effort: true,
+    managed_files: &MANAGED_FILES,
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &["conformance", "conformance_claude", "isolation_claude"],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    _inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(claude_plan(ctx, r)?)
+}
+
 /// `CLAUDE_CONFIG_DIR`, relative to the per-launch home: where Claude Code keeps
 /// `.claude.json`, `settings.json` and `.credentials.json`.
 pub const CONFIG_DIR: &str = ".claude";

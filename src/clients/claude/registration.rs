@@ -38,6 +38,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         None => home_path(var, &[".claude.json"]),
     },
     project_files: &PROJECT_FILES,
+    entry_keys: Some(&super::loader::ENTRY_KEYS),
+    disabled_setting: None,
 };
 
 /// The project file Claude Code 2.1.197 reads servers from (facts "Registration"; measured in

@@ -139,6 +139,17 @@ pub const FIELDS: &[(&str, FieldType, FieldTransport)] = &[
     ("name", FieldType::String, FieldTransport::Any),
 ];
 
+/// The names of [`FIELDS`]: the keys of a server entry Codex reads.
+pub const FIELD_NAMES: [&str; FIELDS.len()] = {
+    let mut names = [""; FIELDS.len()];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        names[i] = FIELDS[i].0;
+        i += 1;
+    }
+    names
+};
+
 /// What Codex CLI 0.169.0 does with `config` (the bytes of `config.toml` at `path`) and,
 /// when a profile is selected, `profile = (name, path, bytes)` (bytes `None`: no profile
 /// file). Never fails: what Codex refuses is a [`Rejected`] verdict.

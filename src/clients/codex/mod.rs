@@ -77,6 +77,34 @@ pub use launch::{
     codex_config_toml, codex_plan, keep_api_key,
 };
 
+/// What generic code knows about Codex CLI ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "codex",
+    display_name: "Codex CLI",
+    // the npm package `@openai/codex` installs `codex`.
+    binary: "codex",
+    stamps_driver: false,
+    carries_model: true,
+    carries_effort: true,
+    managed_files: &MANAGED_FILES,
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &["conformance", "conformance_codex_config", "isolation_codex"],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    _inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(codex_plan(ctx, r, &[])?)
+}
+
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
 /// off with `--disable <feature>` in every reviewer argv (a user's `[features]` cannot turn
 /// them back on: `config/read` then reports each as `false`, tested in

@@ -35,6 +35,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         None => home_path(var, &[".codex", "config.toml"]),
     },
     project_files: &PROJECT_FILES,
+    entry_keys: Some(&super::loader::FIELD_NAMES),
+    disabled_setting: Some("enabled = false"),
 };
 
 /// The project file Codex CLI 0.169.0 reads servers from when the folder is trusted (facts

@@ -82,6 +82,38 @@ use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, non_blank, option_value,
 };
 
+/// What generic code knows about Copilot CLI ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "copilot",
+    display_name: "Copilot CLI",
+    // the npm package `@github/copilot` installs `copilot`.
+    binary: "copilot",
+    stamps_driver: true,
+    carries_model: true,
+    carries_effort: false,
+    managed_files: &MANAGED_FILES,
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &[
+            "conformance_copilot",
+            "isolation_copilot",
+            "differential_copilot",
+        ],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    _inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(copilot_plan(ctx, r)?)
+}
+
 /// The argv every Copilot reviewer launch starts with.
 pub const BASE_ARGS: [&str; 2] = ["--acp", "--stdio"];
 

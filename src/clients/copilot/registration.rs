@@ -35,6 +35,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         None => home_path(var, &[".copilot", "mcp-config.json"]),
     },
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: Some("\"disabled\": true"),
 };
 
 /// The project files Copilot CLI 1.0.102 reads servers from in a trusted folder (facts

@@ -42,6 +42,32 @@ use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, refuse_unknown_expansion,
 };
 
+/// What generic code knows about Cursor ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "cursor",
+    display_name: "Cursor",
+    // Cursor's installer names it `agent` (cursor.com/docs/cli/installation; older installs: `cursor-agent`).
+    binary: "agent",
+    stamps_driver: true,
+    carries_model: false,
+    carries_effort: false,
+    managed_files: &[],
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::FactsOnly,
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?)
+}
+
 /// The argv of every Cursor reviewer (facts "Cursor", \[K\]).
 pub const ARGV: [&str; 4] = ["acp", "--force", "--approve-mcps", "--trust"];
 

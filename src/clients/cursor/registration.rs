@@ -30,6 +30,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".cursor", "mcp.json"]),
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: None,
 };
 
 /// The project file Cursor reads servers from (\[K\] only, not measured): the project's

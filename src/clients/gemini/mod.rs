@@ -99,6 +99,34 @@ use crate::clients::root::{CredentialSpec, HOME_DIR, ManagedFile, Root};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 use crate::model::GEMINI_TOOL_NAMES;
 
+/// What generic code knows about Gemini CLI ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "gemini",
+    display_name: "Gemini CLI",
+    // the npm package `@google/gemini-cli` installs `gemini`.
+    binary: "gemini",
+    stamps_driver: true,
+    carries_model: true,
+    carries_effort: false,
+    managed_files: &MANAGED_FILES,
+    preflight: Some(preflight),
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &["conformance_acp", "isolation_gemini", "differential_gemini"],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?)
+}
+
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut: 63
 /// ([`GEMINI_TOOL_NAMES`], the row registry rule `tool-name-length` checks).
 pub const MAX_TOOL_NAME: usize = GEMINI_TOOL_NAMES.max_len;
@@ -348,6 +376,7 @@ fn normalize(path: &Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]

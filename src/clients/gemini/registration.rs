@@ -35,6 +35,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".gemini", "settings.json"]),
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: None,
 };
 
 /// The project file Gemini CLI 0.61.0 reads servers from (facts "Verified against public

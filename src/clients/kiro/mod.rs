@@ -40,6 +40,32 @@ use crate::clients::{
 };
 use crate::model::McpServer;
 
+/// What generic code knows about Kiro ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "kiro",
+    display_name: "Kiro",
+    // `kiro-cli acp` (kiro.dev changelog, CLI 1.25).
+    binary: "kiro-cli",
+    stamps_driver: true,
+    carries_model: false,
+    carries_effort: false,
+    managed_files: &[],
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::FactsOnly,
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?)
+}
+
 /// The directory, relative to the per-launch directory, given to Kiro as `KIRO_HOME`: created
 /// empty by the daemon ([`LaunchPlan::dirs`]).
 pub const KIRO_HOME: &str = "kiro-home";

@@ -36,6 +36,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         None => home_path(var, &[".kiro", "settings", "mcp.json"]),
     },
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: None,
 };
 
 /// The project file Kiro reads servers from (\[K\], measured there on 2.15.2/2.16.0: it

@@ -72,6 +72,39 @@ use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, Managed
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers};
 use crate::model::McpServer;
 
+/// What generic code knows about OpenCode ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "opencode",
+    display_name: "OpenCode",
+    // the npm package `opencode-ai` installs `opencode`.
+    binary: "opencode",
+    stamps_driver: true,
+    // OpenCode's model goes into the plan's `opencode.json`.
+    carries_model: true,
+    carries_effort: false,
+    managed_files: &MANAGED_FILES,
+    preflight: None,
+    plan: spec_plan,
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &[
+            "conformance_acp",
+            "isolation_opencode",
+            "differential_opencode",
+        ],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+};
+
+/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
+fn spec_plan(
+    ctx: &crate::clients::LaunchContext,
+    r: &crate::allowlist::Resolution<'_, String>,
+    _inputs: &crate::clients::dispatch::PlanInputs,
+) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
+    Ok(opencode_plan(ctx, r)?)
+}
+
 /// The OpenCode configuration directory, relative to the per-launch home
 /// (`$XDG_CONFIG_HOME/opencode`).
 pub const CONFIG_DIR: &str = ".config/opencode";

@@ -39,6 +39,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         None => home_path(var, &[".config", "opencode", "opencode.json"]),
     },
     project_files: &PROJECT_FILES,
+    entry_keys: None,
+    disabled_setting: Some("\"enabled\": false"),
 };
 
 /// The project files OpenCode 1.18.33 reads servers from (`docs/isolation/opencode.md`,

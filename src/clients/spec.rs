@@ -1,0 +1,83 @@
+//! [`ClientSpec`]: what generic code needs to know about one client, declared once in the
+//! client's room as `pub const SPEC: ClientSpec`.
+//!
+//! A `const` table rather than a trait: every field is data or a plain function, a room's
+//! whole description reads as one literal, and [`Client::spec`] is a `const fn` (so
+//! [`Client::name`] stays one). The list of clients is written once, in the `clients!`
+//! invocation of `clients/mod.rs`, which generates [`Client`], [`Client::ALL`] and
+//! [`Client::spec`]; generic code (dispatch, drift, doctor, install, export, the CLI) goes
+//! through the spec and never names a client.
+
+#[allow(unused_imports, reason = "named in the docs")]
+use super::Client;
+use super::dispatch::PlanInputs;
+use super::plan::LaunchPlan;
+use super::root::ManagedFile;
+use super::{LaunchContext, LaunchError, RenderError};
+use crate::allowlist::Resolution;
+
+/// A client's plan function, as [`Client::plan`] calls it once the allowlist is resolved
+/// and the preflight passed: `(launch, resolved allowlist, inputs) -> plan`.
+pub type PlanFn =
+    fn(&LaunchContext, &Resolution<'_, String>, &PlanInputs) -> Result<LaunchPlan, LaunchError>;
+
+/// A check of what no plan can keep out, beyond the client's administrator files (Gemini
+/// CLI's `.env` files in the worktree's parents).
+pub type PreflightFn = fn(&LaunchContext) -> Result<(), RenderError>;
+
+/// Everything generic code needs to know about one client; each room declares its own as
+/// `SPEC`, with the evidence of each fact beside it.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct ClientSpec {
+    /// The name on the command line and in output (`claude`, `codex`, …).
+    pub name: &'static str,
+    /// The display name (`Claude Code`, `Codex CLI`, …).
+    pub display_name: &'static str,
+    /// The client's executable as its installer names it (`claude`, `agy`, …): what an
+    /// operator passes as `--client-bin` when it is on `PATH`.
+    pub binary: &'static str,
+    /// Registrations append `--driver <client>` to the flow-starting server's args
+    /// ([`Client::stamps_driver`]).
+    pub stamps_driver: bool,
+    /// The launch has a setting for the reviewer's `model` ([`Client::uncarried_values`]).
+    pub carries_model: bool,
+    /// The launch has a setting for the reviewer's `effort`.
+    pub carries_effort: bool,
+    /// The administrator files the client reads whatever the plan says, refused while
+    /// they exist ([`super::root::managed_preflight`]).
+    pub managed_files: &'static [ManagedFile],
+    /// A further check of what the plan cannot keep out; `None` where there is none.
+    pub preflight: Option<PreflightFn>,
+    /// The room's plan function.
+    pub plan: PlanFn,
+    /// How the room's facts are known to hold on the real client.
+    pub proof: Proof,
+    /// The client's registration file format, its loader models and drift wording.
+    #[cfg(feature = "cli")]
+    pub registration: &'static crate::export::RegistrationFormat,
+}
+
+impl std::fmt::Debug for ClientSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSpec")
+            .field("name", &self.name)
+            .field("binary", &self.binary)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a room's facts are known to hold on the real client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Proof {
+    /// Measured: the real client runs in these test files (`tests/<name>.rs`, real-client
+    /// harness), which `.ci/run` runs with the client installed.
+    RealClient {
+        /// The test files' names, without `.rs`.
+        tests: &'static [&'static str],
+    },
+    /// Not installable here: the room follows the original system's facts only, and its
+    /// plan says so where isolation is unverified.
+    FactsOnly,
+}

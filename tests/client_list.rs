@@ -1,0 +1,152 @@
+//! Every client in the one list (`Client::ALL`) carries its proofs: golden plans of every
+//! scenario, a registration file that round-trips through its own loader model with no
+//! drift, and real-client tests (or an explicit facts-only marker). A client added to the
+//! list without them fails here, naming what is missing.
+
+use std::path::Path;
+
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::codex::registration::codex_toml;
+use kcap_mcp_registry::clients::spec::Proof;
+use kcap_mcp_registry::drift::{self, AgainstOptions};
+use kcap_mcp_registry::export::{self, RegistrationOptions, Syntax};
+use kcap_mcp_registry::inspect::compiled_entries;
+
+// "brokered-borrowed" before its suffixes, so a file name is split at the right dash.
+const SCENARIOS: [&str; 7] = [
+    "brokered-borrowed",
+    "baseline",
+    "borrowed",
+    "brokered",
+    "gated",
+    "lenient",
+    "strict",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn every_client_has_golden_plans_of_every_scenario() {
+    let mut missing = Vec::new();
+    for client in Client::ALL {
+        for scenario in SCENARIOS {
+            let file = format!("tests/fixtures/plans/{}-{scenario}.json", client.name());
+            if !root().join(&file).is_file() {
+                missing.push(file);
+            }
+        }
+    }
+    assert_eq!(
+        missing,
+        Vec::<String>::new(),
+        "golden plans missing: add the client to tests/plan_golden.rs and bless with \
+         KCAP_BLESS=1 cargo test --test plan_golden"
+    );
+    // And no golden plan of a client that is not in the list.
+    let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
+    for item in std::fs::read_dir(root().join("tests/fixtures/plans")).unwrap() {
+        let name = item.unwrap().file_name().into_string().unwrap();
+        let client = SCENARIOS
+            .iter()
+            .find_map(|s| name.strip_suffix(&format!("-{s}.json")))
+            .unwrap_or_else(|| panic!("{name}: not <client>-<scenario>.json"));
+        assert!(names.contains(&client), "{name}: no client `{client}`");
+    }
+}
+
+#[test]
+fn every_clients_registration_file_round_trips_through_its_loader_model() {
+    let entries = compiled_entries();
+    let opts = RegistrationOptions {
+        command: "/usr/local/bin/kcap".into(),
+        ..RegistrationOptions::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for client in Client::ALL {
+        let format = client.registration();
+        let text = match format.syntax {
+            Syntax::Toml => codex_toml(&entries, &opts).unwrap(),
+            Syntax::Json { .. } => export::registration_file(format, &entries, &opts).unwrap(),
+        };
+        let path = dir.path().join(format!("{}.registration", client.name()));
+        std::fs::write(&path, &text).unwrap();
+        let against = AgainstOptions {
+            client: Some(client),
+            ..AgainstOptions::default()
+        };
+        let checked = drift::check_against(&entries, &opts.command, &path, &against).unwrap();
+        assert!(!checked.is_empty(), "{client}: no verdict");
+        for c in &checked {
+            assert_eq!(c.client, client);
+            assert_eq!(
+                c.drift,
+                Vec::new(),
+                "{client}: its own export drifts:\n{text}"
+            );
+            // Every allowlistable registry server is started, under its id.
+            let started: Vec<&str> = c.loaded.started.iter().map(|s| s.name.as_str()).collect();
+            let registered: Vec<&str> = export::registrations(&entries)
+                .map(|e| e.id.as_str())
+                .collect();
+            assert_eq!(started, registered, "{client}");
+        }
+    }
+}
+
+#[test]
+fn every_client_has_real_client_tests_or_is_marked_facts_only() {
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    let harness_false: Vec<&str> = manifest["test"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t.get("harness").and_then(|h| h.as_bool()) == Some(false))
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut facts_only = Vec::new();
+    for client in Client::ALL {
+        match client.spec().proof {
+            Proof::RealClient { tests } => {
+                assert!(!tests.is_empty(), "{client}: no real-client test named");
+                for test in tests {
+                    let file = root().join(format!("tests/{test}.rs"));
+                    let text = std::fs::read_to_string(&file)
+                        .unwrap_or_else(|e| panic!("{client}: {}: {e}", file.display()));
+                    // The real-client harness: ignored with the reason when the client is
+                    // missing, failed under KCAP_REQUIRE_PEERS=1.
+                    assert!(
+                        harness_false.contains(test),
+                        "{client}: tests/{test}.rs is not a `harness = false` real-client test"
+                    );
+                    assert!(
+                        text.contains(&format!("Client::{client:?}"))
+                            || text.contains(&format!("\"{}\"", client.name()))
+                            || text.contains(&format!("{}_", client.name())),
+                        "{client}: tests/{test}.rs does not name the client"
+                    );
+                }
+            }
+            Proof::FactsOnly => facts_only.push(client.name()),
+            _ => unreachable!("a new kind of proof needs a rule here"),
+        }
+    }
+    // The clients not installable here, and only those.
+    assert_eq!(facts_only, ["cursor", "kiro", "antigravity"]);
+}
+
+#[test]
+fn every_clients_spec_is_consistent() {
+    for client in Client::ALL {
+        let spec = client.spec();
+        assert_eq!(Client::from_name(spec.name), Some(client));
+        assert_eq!(client.registration().client, client, "{client}");
+        assert!(
+            !spec.binary.is_empty() && !spec.binary.contains('/'),
+            "{client}"
+        );
+        assert!(!spec.display_name.is_empty(), "{client}");
+    }
+}
