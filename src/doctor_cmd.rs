@@ -35,7 +35,7 @@ pub(crate) fn project(args: &DoctorArgs, dir: &Path) -> Result<ExitCode, CliErro
     let clients: Vec<Client> = if args.client.is_empty() {
         Client::ALL.to_vec()
     } else {
-        args.client.iter().map(|c| c.client()).collect()
+        args.client.clone()
     };
     let report = project::scan(&ProjectInput {
         dir,

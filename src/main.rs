@@ -302,7 +302,7 @@ struct CheckArgs {
     /// The client that reads every --against file (default: told from each file's name,
     /// then its extension, then its content).
     #[arg(long, value_enum, requires = "against")]
-    client: Option<ClientArg>,
+    client: Option<Client>,
 }
 
 use report::Format as CheckFormat;
@@ -559,7 +559,7 @@ enum RenderFormat {
 struct InstallTarget {
     /// The client whose config file to edit.
     #[arg(long, value_enum)]
-    client: ClientArg,
+    client: Client,
     /// The config file (default: the client's user-level file, honouring its home variable:
     /// CLAUDE_CONFIG_DIR, CODEX_HOME, COPILOT_HOME, KIRO_HOME, XDG_CONFIG_HOME).
     #[arg(long, value_name = "PATH")]
@@ -577,11 +577,11 @@ struct DoctorArgs {
     format: CheckFormat,
     /// Check only this client (repeatable) [default: all eight].
     #[arg(long, value_enum)]
-    client: Vec<ClientArg>,
+    client: Vec<Client>,
     /// Check PATH as CLIENT's file instead of its default location (repeatable), e.g.
     /// `claude=/home/me/.claude.json`.
     #[arg(long, value_name = "CLIENT=PATH", value_parser = client_config)]
-    config: Vec<(ClientArg, PathBuf)>,
+    config: Vec<(Client, PathBuf)>,
     #[command(flatten)]
     source: RegistrySource,
     /// The current kcap binary, the command kcap's entries should run.
@@ -601,11 +601,11 @@ struct DoctorArgs {
 }
 
 /// `CLIENT=PATH` of `doctor --config`.
-fn client_config(s: &str) -> Result<(ClientArg, PathBuf), String> {
+fn client_config(s: &str) -> Result<(Client, PathBuf), String> {
     let (client, path) = s
         .split_once('=')
         .ok_or("expected CLIENT=PATH, e.g. codex=/home/me/.codex/config.toml")?;
-    let client = ClientArg::from_str(client, true).map_err(|_| {
+    let client = Client::from_str(client, true).map_err(|_| {
         format!(
             "unknown client `{}`; one of: claude, codex, gemini, opencode, copilot, cursor, \
              kiro, antigravity",
@@ -632,33 +632,6 @@ struct InstallArgs {
     /// was given).
     #[arg(long, value_name = "URL")]
     server_url: Option<String>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ClientArg {
-    Claude,
-    Codex,
-    Gemini,
-    Opencode,
-    Copilot,
-    Cursor,
-    Kiro,
-    Antigravity,
-}
-
-impl ClientArg {
-    fn client(self) -> Client {
-        match self {
-            ClientArg::Claude => Client::Claude,
-            ClientArg::Codex => Client::Codex,
-            ClientArg::Gemini => Client::Gemini,
-            ClientArg::Opencode => Client::OpenCode,
-            ClientArg::Copilot => Client::Copilot,
-            ClientArg::Cursor => Client::Cursor,
-            ClientArg::Kiro => Client::Kiro,
-            ClientArg::Antigravity => Client::Antigravity,
-        }
-    }
 }
 
 #[derive(Subcommand)]
@@ -950,7 +923,7 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     let opts = AgainstOptions {
         project: args.project.clone(),
         codex_profile: args.codex_profile.clone(),
-        client: args.client.map(ClientArg::client),
+        client: args.client,
     };
     if !args.against.is_empty() {
         check_kcap_values(&args.kcap_bin, None)?;
@@ -1371,10 +1344,8 @@ fn check_kcap_values(kcap_bin: &str, server_url: Option<&str>) -> Result<(), Cli
 fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
     match &target.config {
         Some(path) => Ok(path.clone()),
-        None => {
-            (target.client.client().registration().default_config)(&|name| std::env::var_os(name))
-                .map_err(CliError::usage)
-        }
+        None => (target.client.registration().default_config)(&|name| std::env::var_os(name))
+            .map_err(CliError::usage),
     }
 }
 
@@ -1394,7 +1365,7 @@ fn servers(
 }
 
 fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
-    let format = args.target.client.client().registration();
+    let format = args.target.client.registration();
     let config = config_path(&args.target)?;
     // The client's own directory is created for its default location (a first install);
     // a directory named with --config that does not exist is a typo, not a request.
@@ -1417,7 +1388,7 @@ fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
 }
 
 fn uninstall(args: InstallArgs) -> Result<ExitCode, CliError> {
-    let format = args.target.client.client().registration();
+    let format = args.target.client.registration();
     let config = config_path(&args.target)?;
     let servers = servers(&args, format)?;
     print_outcome(kcap_mcp_registry::install::uninstall(
@@ -1538,7 +1509,7 @@ fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, bool)>, Cli
         if let Some((_, other)) = args.config[..i].iter().find(|(c, _)| c == client) {
             return Err(CliError::usage(format!(
                 "--config names two files for {}: {} and {}; give one (run doctor once per file)",
-                client.client().display_name(),
+                client.display_name(),
                 ShownPath(other),
                 ShownPath(path)
             )));
@@ -1547,14 +1518,14 @@ fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, bool)>, Cli
             return Err(CliError::usage(format!(
                 "--config {}={} names a client that --client leaves out; add `--client {}`, \
                  or drop that --config",
-                client.client().name(),
+                client.name(),
                 ShownPath(path),
-                client.client().name()
+                client.name()
             )));
         }
     }
     let mut targets = Vec::new();
-    for client in ClientArg::value_variants() {
+    for client in Client::value_variants() {
         if !args.client.is_empty() && !args.client.contains(client) {
             continue;
         }
@@ -1562,18 +1533,17 @@ fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, bool)>, Cli
         let (path, explicit) = match given {
             Some((_, path)) => (path.clone(), true),
             None => {
-                let path =
-                    (client.client().registration().default_config)(&|name| std::env::var_os(name))
-                        .map_err(|e| {
-                            CliError::usage(format!(
-                                "{}: {e} (or --client to check other clients only)",
-                                client.client().display_name()
-                            ))
-                        })?;
+                let path = (client.registration().default_config)(&|name| std::env::var_os(name))
+                    .map_err(|e| {
+                    CliError::usage(format!(
+                        "{}: {e} (or --client to check other clients only)",
+                        client.display_name()
+                    ))
+                })?;
                 (path, false)
             }
         };
-        targets.push((client.client(), path, explicit));
+        targets.push((*client, path, explicit));
     }
     Ok(targets)
 }

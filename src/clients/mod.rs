@@ -174,6 +174,19 @@ impl Client {
     }
 }
 
+/// On the command line a client is its [`Client::name`], from [`Client::ALL`]: the CLI's
+/// `--client` values and `render <client>` come from the one list of clients.
+#[cfg(feature = "cli")]
+impl clap::ValueEnum for Client {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Client::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 impl fmt::Display for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
