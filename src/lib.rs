@@ -131,3 +131,8 @@ pub use wire::LaunchCommand;
 #[doc = include_str!("../README.md")]
 #[cfg(all(doctest, feature = "cli"))]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of `docs/launch-plan.md`, compiled and run as doctests so they stay true.
+#[doc = include_str!("../docs/launch-plan.md")]
+#[cfg(all(doctest, feature = "cli"))]
+pub struct LaunchPlanDoctests;

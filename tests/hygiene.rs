@@ -1,9 +1,12 @@
-//! Rules for the tests themselves, and the shared test support they rely on:
+//! Rules for the tests themselves, the shared test support they rely on, and the docs:
 //! - executables are written only by `tests/common/stand_in.rs` (issue 18: any other way
 //!   races with concurrent forks and fails with `ETXTBSY`);
 //! - a `harness = false` test file has no `#[test]` (it would be compiled out, silently);
 //! - the real-client harness reports a test whose client is missing as ignored, with the
-//!   reason, and fails it under `KCAP_REQUIRE_PEERS=1`.
+//!   reason, and fails it under `KCAP_REQUIRE_PEERS=1`;
+//! - every link of the README and `docs/` resolves (file and heading), every path of the
+//!   layout table (`docs/layout.md`) exists and is listed once, and every doc with Rust
+//!   examples runs them as doctests (`src/lib.rs`).
 
 mod common;
 
@@ -260,4 +263,236 @@ fn the_harness_reports_a_test_that_skipped_as_ignored_with_its_reason() {
     assert!(matches!(outcome(|| ()), Completion::Completed));
     // A failure stays a failure.
     assert_eq!(panic_of(|| drop(outcome(|| panic!("boom")))), "boom");
+}
+
+// ------------------------------------------------------------------------------------------
+// The README and docs/: what they name exists
+// ------------------------------------------------------------------------------------------
+
+/// The README and every Markdown file under `docs/`, sorted.
+fn doc_files() -> Vec<PathBuf> {
+    let mut out = vec![Path::new(ROOT).join("README.md")];
+    let mut todo = vec![Path::new(ROOT).join("docs")];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `text` without its fenced code blocks (their lines become empty), so that headings and
+/// links are only those Markdown renders.
+fn prose(text: &str) -> String {
+    let mut in_fence = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The anchors GitHub gives the headings of `text`: lowercased, punctuation but `-` and `_`
+/// dropped, spaces made `-`, and `-1`, `-2`, … on repeats.
+fn anchors(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in prose(text).lines() {
+        let Some(title) = line.strip_prefix('#') else {
+            continue;
+        };
+        let title = title.trim_start_matches('#');
+        if !title.starts_with(' ') {
+            continue;
+        }
+        let slug: String = title
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let repeats = out
+            .iter()
+            .filter(|a| *a == &slug || a.starts_with(&format!("{slug}-")))
+            .count();
+        out.push(if repeats == 0 {
+            slug
+        } else {
+            format!("{slug}-{repeats}")
+        });
+    }
+    out
+}
+
+#[test]
+fn every_link_of_the_readme_and_docs_resolves_to_a_file_and_heading() {
+    let mut broken = Vec::new();
+    for file in doc_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let shown = file.strip_prefix(ROOT).unwrap().display().to_string();
+        for (n, line) in prose(&text).lines().enumerate() {
+            for target in line
+                .split("](")
+                .skip(1)
+                .filter_map(|rest| rest.split_once(')'))
+            {
+                let target = target.0;
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let linked = if path.is_empty() {
+                    file.clone()
+                } else {
+                    file.parent().unwrap().join(path)
+                };
+                if !linked.exists() {
+                    broken.push(format!("{shown}:{}: {target}: no such file", n + 1));
+                } else if !anchor.is_empty() {
+                    let headings = anchors(&std::fs::read_to_string(&linked).unwrap());
+                    if !headings.iter().any(|h| h == anchor) {
+                        broken.push(format!(
+                            "{shown}:{}: {target}: no heading with that anchor (there: {headings:?})",
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links to nothing; fix the link or the heading:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// Whether `name` matches `pattern`, where `*` and a `<placeholder>` match any characters.
+fn matches_pattern(pattern: &str, name: &str) -> bool {
+    let mut parts: Vec<String> = vec![String::new()];
+    let mut placeholder = false;
+    for c in pattern.chars() {
+        match c {
+            '*' if !placeholder => parts.push(String::new()),
+            '<' => {
+                placeholder = true;
+                parts.push(String::new());
+            }
+            '>' if placeholder => placeholder = false,
+            _ if placeholder => {}
+            _ => parts.last_mut().unwrap().push(c),
+        }
+    }
+    let (first, rest) = parts.split_first().unwrap();
+    let Some(mut left) = name.strip_prefix(first.as_str()) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return left.is_empty();
+    };
+    for part in middle {
+        match left.find(part.as_str()) {
+            Some(i) => left = &left[i + part.len()..],
+            None => return false,
+        }
+    }
+    left.len() >= last.len() && left.ends_with(last.as_str())
+}
+
+/// The paths under `root` that `pattern` (components joined by `/`, each possibly holding
+/// `*` or a `<placeholder>`) names.
+fn expand(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut found = vec![root.to_path_buf()];
+    for component in pattern.trim_end_matches('/').split('/') {
+        let wild = component.contains('*') || component.contains('<');
+        found = found
+            .iter()
+            .flat_map(|dir| {
+                if !wild {
+                    let path = dir.join(component);
+                    return if path.exists() { vec![path] } else { vec![] };
+                }
+                std::fs::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| {
+                        matches_pattern(component, &p.file_name().unwrap().to_string_lossy())
+                    })
+                    .collect()
+            })
+            .collect();
+    }
+    found
+}
+
+#[test]
+fn the_layout_names_each_path_once_and_every_path_exists() {
+    let layout = std::fs::read_to_string(Path::new(ROOT).join("docs/layout.md")).unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    let mut problems = Vec::new();
+    for row in layout.lines().filter(|l| l.starts_with("| `")) {
+        let first_cell = row.split('|').nth(1).unwrap();
+        for path in first_cell.split('`').skip(1).step_by(2) {
+            if seen.iter().any(|p| p == path) {
+                problems.push(format!("`{path}` is listed twice"));
+            }
+            seen.push(path.to_string());
+            if expand(Path::new(ROOT), path).is_empty() {
+                problems.push(format!("`{path}` does not exist"));
+            }
+        }
+    }
+    assert!(seen.len() > 50, "only {} paths read: {seen:?}", seen.len());
+    assert!(
+        problems.is_empty(),
+        "docs/layout.md: fix the table (or the path):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_pattern_matcher_of_the_layout_test() {
+    assert!(matches_pattern("*.toml", "kcap-x.toml"));
+    assert!(!matches_pattern("*.toml", "kcap-x.tml"));
+    assert!(matches_pattern(
+        "isolation_<client>.rs",
+        "isolation_codex.rs"
+    ));
+    assert!(!matches_pattern(
+        "isolation_<client>.rs",
+        "conformance_codex.rs"
+    ));
+    assert!(matches_pattern("<rule>", "unknown-key"));
+    assert!(matches_pattern("main.rs", "main.rs"));
+    assert!(!matches_pattern("main.rs", "main.rs.orig"));
+    assert!(!expand(Path::new(ROOT), "src/clients/<client>/loader.rs").is_empty());
+    assert!(expand(Path::new(ROOT), "src/clients/<client>/nothing.rs").is_empty());
+}
+
+#[test]
+fn every_doc_with_rust_examples_runs_them_as_doctests() {
+    let lib = std::fs::read_to_string(Path::new(ROOT).join("src/lib.rs")).unwrap();
+    for file in doc_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        if text.contains("```rust") {
+            assert!(
+                lib.contains(&format!("include_str!(\"../{relative}\")")),
+                "{relative} has Rust examples that no doctest runs: add \
+                 `#[doc = include_str!(\"../{relative}\")]` on a `#[cfg(doctest)]` item in src/lib.rs"
+            );
+        }
+    }
 }
