@@ -540,7 +540,7 @@ struct RenderArgs {
     review_context_url: Option<String>,
     /// Output: one argument per line (for reading: control and invisible characters are
     /// shown as escapes), a JSON array, one POSIX-quoted shell line, or the whole launch
-    /// plan as JSON (schema in the README; json, shell and plan are exact).
+    /// plan as JSON (schema in docs/launch-plan.md; json, shell and plan are exact).
     #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
     format: RenderFormat,
     #[command(flatten)]

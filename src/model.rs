@@ -112,7 +112,7 @@ pub struct Tool {
 
 /// One kcap-owned MCP server: a validated registry entry, compiled into the binary.
 ///
-/// Every field comes from `registry/<id>.toml`; see the README's rules table for what the
+/// Every field comes from `registry/<id>.toml`; see the rules table of docs/registry-format.md for what the
 /// build guarantees about each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct McpServer {

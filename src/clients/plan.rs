@@ -16,7 +16,7 @@
 //! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
 //!
 //! The JSON form (`render <client> --format plan`) is the serde form of these types; the
-//! README documents it field by field.
+//! docs/launch-plan.md documents it field by field.
 
 use std::fmt;
 
@@ -138,7 +138,7 @@ impl LaunchPlan {
     }
 
     /// The plan as pretty-printed JSON (two-space indent), ending in a newline: the form
-    /// `render --format plan` prints and the README documents.
+    /// `render --format plan` prints and docs/launch-plan.md documents.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("a plan serializes");
         s.push('\n');

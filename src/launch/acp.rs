@@ -75,7 +75,7 @@ enum Incoming {
 ///
 /// Permission requests (`session/request_permission`) are refused: every client's plan
 /// admits the tools it may run through the client's own configuration (argv, environment or
-/// files: the README's table of what a reviewer may auto-approve), so a request that reaches
+/// files: docs/launch-plan.md's table of what a reviewer may auto-approve), so a request that reaches
 /// the executor is for a tool the plan did not admit; and ACP's `toolCall` carries a display
 /// title, not a server and tool name an admission could be checked against. The answer is
 /// the request's `reject_once` option (else `reject_always`, else the `cancelled` outcome).

@@ -104,7 +104,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// Every rule, in the order the README's rules table lists them.
+    /// Every rule, in the order the rules table of docs/registry-format.md lists them.
     pub const ALL: [Rule; 36] = [
         Rule::TomlUtf8,
         Rule::TomlSyntax,

@@ -14,7 +14,7 @@
 //! - An untrusted folder silently starts no MCP server, ACP ones included.
 //! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
 //!   unattended reviewer cannot answer. What it auto-approves follows the policy through what
-//!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see the README's
+//!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see docs/launch-plan.md's
 //!   policy table).
 //! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
 //!   refused ([`RenderError::GeminiExpansion`]).
