@@ -10,6 +10,8 @@
 //! server — that is `unattended_safe`); an env var whose source becomes `agent_id` (a changed
 //! source, or a new env var, on a new or an existing server).
 
+pub mod accepted;
+
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
@@ -291,18 +293,44 @@ impl RegistryDiff {
     /// `changes` holds the changes that are not security-relevant, and each entry has the
     /// shape of `list --format json`.
     pub fn json(&self) -> String {
+        self.json_with::<(), ()>(|_| None, None)
+    }
+
+    /// [`json`](Self::json) with `"accepted": accepted(change)` on each security-relevant
+    /// change where it is `Some`, and `"stale_acceptances": stale` at the end when `Some`.
+    fn json_with<A: Serialize, S: Serialize>(
+        &self,
+        accepted: impl Fn(&Change) -> Option<Option<A>>,
+        stale: Option<S>,
+    ) -> String {
         #[derive(Serialize)]
-        struct DiffJson<'a> {
-            security: Vec<&'a Change>,
+        struct SecurityJson<'a, A> {
+            #[serde(flatten)]
+            change: &'a Change,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            accepted: Option<Option<A>>,
+        }
+        #[derive(Serialize)]
+        struct DiffJson<'a, A, S> {
+            security: Vec<SecurityJson<'a, A>>,
             added: &'a [RegistryEntry],
             removed: &'a [RegistryEntry],
             changes: Vec<&'a Change>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stale_acceptances: Option<S>,
         }
         pretty(&DiffJson {
-            security: self.security().collect(),
+            security: self
+                .security()
+                .map(|change| SecurityJson {
+                    change,
+                    accepted: accepted(change),
+                })
+                .collect(),
             added: &self.added,
             removed: &self.removed,
             changes: self.changes.iter().filter(|c| !c.security).collect(),
+            stale_acceptances: stale,
         })
     }
 
@@ -312,19 +340,23 @@ impl RegistryDiff {
     /// empty, or `No changes.`. Values are JSON in code spans, and so are descriptions, so no
     /// registry text is read as Markdown or HTML.
     pub fn markdown(&self) -> String {
+        self.markdown_marked(|_| String::new(), "")
+    }
+
+    /// [`markdown`](Self::markdown) with `mark(change)` after each security-relevant change
+    /// and `tail` (sections of its own) at the end.
+    fn markdown_marked(&self, mark: impl Fn(&Change) -> String, tail: &str) -> String {
         let mut out = String::from("## MCP server registry changes\n");
         if self.is_empty() {
             out.push_str("\nNo changes.\n");
+            out.push_str(tail);
             return out;
         }
         let security: Vec<&Change> = self.security().collect();
         let other: Vec<&Change> = self.changes.iter().filter(|c| !c.security).collect();
-        section(
-            &mut out,
-            "Security-relevant changes",
-            &security,
-            change_line,
-        );
+        section(&mut out, "Security-relevant changes", &security, |c| {
+            change_line(c) + &mark(c)
+        });
         let added: Vec<&RegistryEntry> = self.added.iter().collect();
         section(&mut out, "Added servers", &added, |e| {
             format!(
@@ -342,6 +374,7 @@ impl RegistryDiff {
             format!("{}: {}", code(&e.id), code(&e.description))
         });
         section(&mut out, "Other changes", &other, change_line);
+        out.push_str(tail);
         out
     }
 }

@@ -233,8 +233,13 @@ Security-relevant changes (--fail-on security): any change of args; a starts_flo
 allowlistable, inject, read_only or driver_stamp flip; a new server that starts flows, is
 read_only or is injected; a tool becoming unattended_safe; an env source becoming agent_id.
 
-Example:
-  kcap-mcp-registry diff base/registry registry --fail-on security"
+A reviewer accepts a security-relevant change with an entry in an accepted-changes file
+(--accepted FILE; docs/ci.md has its format): `diff` prints the entry to add for each change
+it does not find accepted.
+
+Examples:
+  kcap-mcp-registry diff base/registry registry --fail-on security
+  kcap-mcp-registry diff base/registry registry --fail-on security --accepted registry-accepted.toml"
     )]
     Diff(DiffArgs),
     /// Carry a launch plan out: start a reviewer exactly as the daemon would, and stream
@@ -264,6 +269,10 @@ struct DiffArgs {
     /// Exit 1 when the diff holds a change of this kind.
     #[arg(long, value_enum, value_name = "KIND")]
     fail_on: Option<FailOn>,
+    /// With --fail-on security: the reviewed changes that do not fail (an accepted-changes
+    /// file; a missing file accepts nothing). A stale entry fails.
+    #[arg(long, value_name = "FILE", requires = "fail_on")]
+    accepted: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -793,24 +802,40 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Uninstall(args) => uninstall(args),
         Command::Doctor(args) => doctor(args),
         Command::Launch(args) => launch_cmd::launch(*args),
-        Command::Diff(args) => {
-            let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
-                (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
-                (_, _, new) => (inspect::compiled_entries(), load(new.as_deref())?),
-            };
-            let d = kcap_mcp_registry::diff::diff(&old, &new);
-            out!(
-                "{}",
-                match args.format {
-                    DiffFormat::Markdown => d.markdown(),
-                    DiffFormat::Json => d.json(),
-                }
-            );
-            if args.fail_on.is_some() && d.has_security() {
-                return Err(CliError::Found(None));
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::Diff(args) => diff(&args),
+    }
+}
+
+fn diff(args: &DiffArgs) -> Result<ExitCode, CliError> {
+    use kcap_mcp_registry::diff::accepted::AcceptedChanges;
+    let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
+        (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
+        (_, _, new) => (inspect::compiled_entries(), load(new.as_deref())?),
+    };
+    let d = kcap_mcp_registry::diff::diff(&old, &new);
+    let markdown = matches!(args.format, DiffFormat::Markdown);
+    let Some(path) = &args.accepted else {
+        out!("{}", if markdown { d.markdown() } else { d.json() });
+        if args.fail_on.is_some() && d.has_security() {
+            return Err(CliError::Found(None));
         }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let accepted = AcceptedChanges::read(path).map_err(CliError::usage)?;
+    let review = accepted.review(&d, &new);
+    out!(
+        "{}",
+        if markdown {
+            review.markdown()
+        } else {
+            review.json()
+        }
+    );
+    err!("{}", review.report());
+    if review.passes() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(CliError::Found(None))
     }
 }
 
