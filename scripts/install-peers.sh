@@ -18,6 +18,7 @@
 #   KCAP_CLAUDE_BIN=…
 #   KCAP_CLAUDE_NEXT_BIN=…
 #   KCAP_GEMINI_BIN=…  KCAP_OPENCODE_BIN=…  KCAP_COPILOT_BIN=…  KCAP_COPILOT_CACHE=…
+#   KCAP_PRE_COMMIT_BIN=… (pre-commit 4.7.0 for tests/ci_snippets.rs, by install-pre-commit.sh)
 # Needs node and npm on PATH. Never contacts a model: every version check runs with a
 # throwaway HOME and CODEX_HOME.
 set -euo pipefail
@@ -153,3 +154,5 @@ echo "KCAP_GEMINI_BIN=$gemini_bin"
 echo "KCAP_OPENCODE_BIN=$opencode_bin"
 echo "KCAP_COPILOT_BIN=$copilot_bin"
 echo "KCAP_COPILOT_CACHE=$copilot_cache"
+# pre-commit (PyPI, a virtual environment of its own), for tests/ci_snippets.rs.
+bash "$root/scripts/install-pre-commit.sh"
