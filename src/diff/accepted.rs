@@ -33,7 +33,7 @@ use super::{Change, Compare, RegistryDiff, compare_key, source_json, value};
 use crate::model::EnvSource;
 use crate::schema::diagnostic::SourceText;
 use crate::schema::{EntryKey, Key, RegistryEntry, is_canonical_id, is_env_name, is_tool_name};
-use crate::text::{ShownPath, printable};
+use crate::text::{ShownPath, char_name, is_forbidden_char, printable};
 
 /// One change named by server, field and values: what an accepted-changes entry names, and
 /// how a [`Change`] of the diff is matched against it.
@@ -313,6 +313,17 @@ impl AcceptedChanges {
         })?;
         let mut entries: Vec<Acceptance> = Vec::new();
         for e in file.accepted {
+            for (name, field) in [("change", &e.change), ("by", &e.by), ("reason", &e.reason)] {
+                if let Some(c) = field.get_ref().chars().find(|&c| is_forbidden_char(c)) {
+                    return Err(invalid(
+                        field.span().start,
+                        format!(
+                            "`{name}` contains {}, which the review would show as is: remove it",
+                            char_name(c)
+                        ),
+                    ));
+                }
+            }
             let at = e.change.span().start;
             let change = ChangeKey::parse(e.change.get_ref()).map_err(|m| invalid(at, m))?;
             for (name, field, what) in [
