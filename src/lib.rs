@@ -104,6 +104,9 @@ pub mod report;
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub mod schema;
 pub mod text;
+#[cfg(feature = "launch")]
+#[cfg_attr(docsrs, doc(cfg(feature = "launch")))]
+pub mod verify;
 mod wire;
 
 pub use allowlist::{

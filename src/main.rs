@@ -58,6 +58,7 @@ macro_rules! errln {
 // After the output macros, which it uses.
 mod doctor_cmd;
 mod launch_cmd;
+mod verify_cmd;
 
 /// Writes `text` to standard output. A closed pipe (`… | head`) ends the process quietly
 /// and any other write error (a full disk) with a message, both with exit code 2 (I/O error).
@@ -246,6 +247,10 @@ Examples:
     /// what it does.
     #[command(after_help = launch_cmd::HELP)]
     Launch(Box<launch_cmd::LaunchArgs>),
+    /// Prove on this machine that a reviewer on the installed client starts exactly the
+    /// injected MCP servers, under a hostile user and project configuration.
+    #[command(after_help = verify_cmd::HELP)]
+    Verify(verify_cmd::VerifyArgs),
 }
 
 #[derive(Args)]
@@ -753,6 +758,10 @@ fn chain(e: &dyn Error) -> String {
 }
 
 fn main() -> ExitCode {
+    // Started as `verify`'s recorder MCP server (by that name), not as the command line.
+    if let Some(code) = kcap_mcp_registry::verify::run_if_recorder() {
+        return code;
+    }
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(CliError::Usage(e)) => {
@@ -802,6 +811,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Uninstall(args) => uninstall(args),
         Command::Doctor(args) => doctor(args),
         Command::Launch(args) => launch_cmd::launch(*args),
+        Command::Verify(args) => verify_cmd::verify(args),
         Command::Diff(args) => diff(&args),
     }
 }

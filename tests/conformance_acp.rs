@@ -1,19 +1,20 @@
 //! Conformance of the ACP launch plans against the real clients: Gemini CLI 0.61.0 and
-//! OpenCode 1.18.33 (issue 14). Install them with `bash scripts/install-peers.sh`, then run
-//! `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… cargo test --test conformance_acp`.
+//! OpenCode 1.18.33 (issues 14, 24, 26). Install them with `bash scripts/install-peers.sh`,
+//! then run `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… cargo test --test conformance_acp`.
 //!
-//! Each test renders a [`LaunchPlan`] under a hostile environment and carries it out as the
-//! daemon would: the user-level and the project-level configuration each declare a server
-//! named like an injected one and a server named otherwise, plus (Gemini) a server named like
-//! an injected server's wire alias with a guessed suffix, and (OpenCode) the daemon's own
-//! environment points `OPENCODE_CONFIG` and `OPENCODE_CONFIG_DIR` at more servers. Every
-//! server command is a recorder (a node script, written by `common::stand_in`) that logs its
-//! argv, environment and cwd, and answers MCP `initialize` and `tools/list`. The test starts
-//! the client with the plan's argv, environment and cwd, writes its files, sends ACP
-//! `initialize` then `session/new` (newline-delimited JSON-RPC), waits until every injected
-//! server has been asked for its tools, then closes stdin and kills the client's process
-//! group (Gemini does not exit on EOF while MCP children live). The recorders' logs must show
-//! exactly the injected servers, each with exactly its argv and `KCAP_*` environment.
+//! Each test is one run of the library's `verify` (`kcap_mcp_registry::verify`, what
+//! `kcap-mcp-registry verify` runs): a throwaway daemon user, worktree and environment whose
+//! configuration declares servers named like the injected ones, like a guessed alias
+//! (Gemini) and otherwise, hooks, and (OpenCode) `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`
+//! and `OPENCODE_CONFIG_CONTENT`, (Gemini) `GEMINI_CLI_HOME` and
+//! `GEMINI_CLI_SYSTEM_SETTINGS_PATH` pointing at more; every server command is the recorder
+//! (the crate's binary as `kcap-verify-recorder`). The plan is rendered by `Client::plan`
+//! and carried out by the executor (`launch::launch_with_parent_env`): ACP `initialize`,
+//! `session/new`, a wait until every injected server listed its tools, a settle time, then
+//! the client's process group is stopped. The recorders' logs must show exactly the
+//! injected servers, each with exactly its argv and `KCAP_*` environment. A negative control
+//! per client undoes part of the plan's isolation and expects the checks to name what ran,
+//! so a hostile file the client does not read cannot make a test pass.
 //!
 //! Offline: dummy keys, model API base URLs and proxies at a dead local port, throwaway
 //! `HOME` and XDG directories. A missing client is reported as ignored (or fails under
@@ -21,275 +22,48 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use common::acp::{Known, Record, Timing, drive, plan_env, recorder_source};
-use common::peers::{inherited_path, peer};
-use common::stand_in::write_executable;
-use kcap_mcp_registry::clients::gemini::gemini_plan;
-use kcap_mcp_registry::clients::opencode::opencode_plan;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
-use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
+use common::peers::peer;
+use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::launch::client_env_from;
+use kcap_mcp_registry::verify::Scenario;
 use serde_json::{Value, json};
-use tempfile::TempDir;
-
-/// How long one client run may take, from start to the last injected server's `tools/list`,
-/// and how long to keep it running after that, so that a server it would start late (a
-/// second round at `session/new`) shows in the logs.
-const TIMING: Timing = Timing {
-    timeout: Duration::from_secs(60),
-    settle: Duration::from_secs(2),
-};
-
-/// The kcap server URL the plans carry (never contacted: the recorders ignore it).
-const SERVER_URL: &str = "http://127.0.0.1:9/kcap";
-
-/// The reviewer's agent id.
-const AGENT_ID: &str = "agent-7";
-
-/// The capability URL of a brokered launch (never contacted).
-const CAPABILITY_URL: &str = "http://127.0.0.1:9/cap/t0k3n";
-
-/// The review-context URL of a borrowed-snapshot launch (never contacted).
-const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:9/review-context/workspace-mcp-configs";
 
 fn main() {
     common::peers::main(real_client_tests![
         gemini_starts_exactly_the_injected_servers_under_a_hostile_config,
         gemini_brokered_borrowed_launch_starts_exactly_its_three_servers,
+        gemini_checks_name_the_servers_a_leaky_plan_starts,
         opencode_starts_exactly_the_injected_servers_under_a_hostile_config,
         opencode_brokered_borrowed_launch_starts_exactly_its_three_servers,
+        opencode_checks_name_the_servers_a_leaky_plan_starts,
         opencode_reads_the_plans_permission_rules,
     ]);
 }
 
-/// The servers `context` injects, as `args` lines: the result channel and `kcap-review`.
+/// The servers the direct launch injects, as `args` lines: the result channel and
+/// `kcap-review`.
 const DIRECT_SERVERS: [&str; 2] = ["mcp flow-result", "mcp review"];
 
-/// The servers `brokered_borrowed_context` injects: the result channel, `kcap-review`, then
-/// `kcap-review-context` (whose args are `kcap-review`'s; its env tells them apart).
+/// The servers the brokered, borrowed-snapshot launch injects: the result channel,
+/// `kcap-review`, then `kcap-review-context` (whose args are `kcap-review`'s; its env tells
+/// them apart).
 const BROKERED_BORROWED_SERVERS: [&str; 3] = ["mcp flow-result", "mcp review", "mcp review"];
 
-// ------------------------------------------------------------------------------------------
-// The setup every client shares
-// ------------------------------------------------------------------------------------------
-
-/// A throwaway machine for one client run: home, XDG directories, the worktree, the
-/// per-launch directory and the recorders' logs.
-struct Setup {
-    root: TempDir,
+/// Removes `option` and the value after it from `plan`'s argv.
+fn drop_option(plan: &mut LaunchPlan, option: &str) {
+    let at = plan.argv.iter().position(|a| a == option).unwrap();
+    plan.argv.drain(at..at + 2);
 }
 
-impl Setup {
-    fn new() -> Setup {
-        let setup = Setup {
-            root: tempfile::tempdir().unwrap(),
-        };
-        for dir in [
-            "home",
-            "xdg-config",
-            "xdg-data",
-            "xdg-cache",
-            "xdg-state",
-            "launch",
-            "records",
-            "bin",
-        ] {
-            std::fs::create_dir_all(setup.path(dir)).unwrap();
-        }
-        // The worktree sits one level below a directory that holds a config of its own too
-        // (OpenCode reads parent directories).
-        std::fs::create_dir_all(setup.worktree()).unwrap();
-        write_executable(&setup.recorder(), recorder_source(&setup.path("records")));
-        setup
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-
-    fn home(&self) -> PathBuf {
-        self.path("home")
-    }
-
-    fn worktree(&self) -> PathBuf {
-        self.path("parent/worktree")
-    }
-
-    fn recorder(&self) -> PathBuf {
-        self.path("bin/kcap")
-    }
-
-    fn write(&self, path: &Path, value: &Value) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
-    }
-
-    /// The launch the plans are rendered for: the recorder as the kcap binary, the result
-    /// channel plus `kcap-review` (and `kcap-flows`, which the recursion guard strips).
-    fn context(&self) -> LaunchContext {
-        LaunchContext {
-            server_url: Some(SERVER_URL.into()),
-            kcap_bin: Some(self.recorder().to_str().unwrap().into()),
-            agent_id: AGENT_ID.into(),
-            mcp_allowlist: Some(vec![Some("kcap-review".into()), Some("kcap-flows".into())]),
-            worktree: Some(self.worktree().to_str().unwrap().into()),
-            launch_dir: Some(self.path("launch").to_str().unwrap().into()),
-            ..LaunchContext::default()
-        }
-    }
-
-    /// [`Setup::context`] for a borrowed snapshot whose result is brokered: the result
-    /// channel gets `KCAP_FLOW_CAPABILITY_URL` instead of `KCAP_URL`, and
-    /// `kcap-review-context` is injected after `kcap-review`.
-    fn brokered_borrowed_context(&self) -> LaunchContext {
-        LaunchContext {
-            result_delivery: ResultDelivery::Brokered {
-                capability_url: CAPABILITY_URL.into(),
-            },
-            snapshot: Snapshot::Borrowed {
-                review_context_url: Some(REVIEW_CONTEXT_URL.into()),
-            },
-            ..self.context()
-        }
-    }
-
-    /// The environment the daemon itself runs with: a throwaway home, dead API URLs, and
-    /// whatever `hostile` adds.
-    fn daemon_env(&self, hostile: &[(&str, String)]) -> BTreeMap<String, String> {
-        let mut env: BTreeMap<String, String> = [
-            ("PATH", inherited_path().into_string().unwrap()),
-            ("HOME", self.home().to_str().unwrap().into()),
-            (
-                "XDG_CONFIG_HOME",
-                self.path("xdg-config").to_str().unwrap().into(),
-            ),
-            (
-                "XDG_DATA_HOME",
-                self.path("xdg-data").to_str().unwrap().into(),
-            ),
-            (
-                "XDG_CACHE_HOME",
-                self.path("xdg-cache").to_str().unwrap().into(),
-            ),
-            (
-                "XDG_STATE_HOME",
-                self.path("xdg-state").to_str().unwrap().into(),
-            ),
-            ("HTTP_PROXY", "http://127.0.0.1:9".into()),
-            ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
-            // OpenCode's ACP front end talks to its own server on the loopback interface over
-            // HTTP, through the proxy unless told otherwise (session/new then fails with
-            // "service failure", measured on 1.18.33).
-            ("NO_PROXY", "127.0.0.1,localhost".into()),
-            // A daemon that itself runs under a flow must not leak its ids to the servers.
-            ("KCAP_URL", "http://127.0.0.1:9/leaked".into()),
-            ("KCAP_FLOW_AGENT_ID", "leaked-agent".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        env.extend(hostile.iter().map(|(k, v)| (k.to_string(), v.clone())));
-        env
-    }
-
-    /// Carries `plan` out under `daemon_env` and returns what every recorder logged, once
-    /// every injected server has answered `tools/list` (or panics after the timeout).
-    fn carry_out(
-        &self,
-        bin: &Path,
-        plan: &LaunchPlan,
-        daemon_env: BTreeMap<String, String>,
-    ) -> Vec<Record> {
-        common::acp::prepare(plan, &self.path("launch"));
-        let mut cmd = Command::new(bin);
-        cmd.env_clear()
-            .envs(plan_env(daemon_env, plan))
-            .args(&plan.argv)
-            .current_dir(plan.cwd.as_deref().expect("ACP plans name the cwd"));
-        let session = plan.session_new.as_ref().expect("an ACP plan");
-        drive(
-            cmd,
-            &plan.client,
-            serde_json::to_value(session).unwrap(),
-            &session_servers(plan),
-            &self.path("records"),
-            TIMING,
-        )
-    }
-}
-
-/// The servers `plan`'s `session/new` injects, as the records would show them (a server is
-/// known by its argv and `KCAP_*` env: `kcap-review-context` has `kcap-review`'s args).
-fn session_servers(plan: &LaunchPlan) -> BTreeSet<Known> {
-    let session = plan.session_new.as_ref().expect("an ACP plan");
-    session
-        .mcp_servers
-        .iter()
-        .map(|s| {
-            let argv = std::iter::once(s.command.clone())
-                .chain(s.args.clone())
-                .collect();
-            let env = s
-                .env
-                .iter()
-                .map(|v| (v.name.clone(), v.value.clone()))
-                .collect();
-            (argv, env)
-        })
-        .collect()
-}
-
-/// Asserts that the records show exactly the plan's servers (counting distinct servers, not
-/// spawns), each with exactly its argv and `KCAP_*` environment, and that the plan injects
-/// the servers whose `args` are `servers`, in order.
-fn assert_exactly_injected(
-    plan: &LaunchPlan,
-    servers: &[&str],
-    records: &[Record],
-    recorder: &Path,
-) {
-    let session = plan.session_new.as_ref().unwrap();
-    assert_eq!(
-        session
-            .mcp_servers
-            .iter()
-            .map(|s| s.args.join(" "))
-            .collect::<Vec<_>>(),
-        servers,
-        "the servers the plan injects"
-    );
-    let expected = session_servers(plan);
-    assert_eq!(
-        expected.len(),
-        servers.len(),
-        "two injected servers are alike"
-    );
-    let mut seen = BTreeSet::new();
-    for record in records {
-        assert_eq!(record.argv[0], recorder.to_str().unwrap());
-        seen.insert(record.known());
-    }
-    assert_eq!(
-        seen, expected,
-        "{}: the servers started (argv, KCAP_* env) are not exactly the injected ones",
-        plan.client
-    );
-}
-
-/// The plan of `render(ctx, resolution)` for `ctx` under the lenient policy.
-fn plan_of<E: std::fmt::Debug>(
-    ctx: &LaunchContext,
-    render: impl FnOnce(
-        &LaunchContext,
-        &kcap_mcp_registry::Resolution<'_, String>,
-    ) -> Result<LaunchPlan, E>,
-) -> LaunchPlan {
-    let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    render(ctx, &resolution).unwrap()
+/// Takes `names` from the daemon's environment instead of the plan's.
+fn inherit(plan: &mut LaunchPlan, names: &[&str]) {
+    plan.env.retain(|v| !names.contains(&v.name.as_str()));
+    plan.env_inherit
+        .extend(names.iter().map(|n| (*n).to_owned()));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -300,7 +74,19 @@ fn gemini_starts_exactly_the_injected_servers_under_a_hostile_config() {
     let Some(bin) = peer("KCAP_GEMINI_BIN") else {
         return;
     };
-    gemini_under_a_hostile_config(&bin, Setup::context, &DIRECT_SERVERS);
+    let bench = prepare(&request(Client::Gemini, &bin, Scenario::Direct));
+    let plan = bench.plan();
+    assert!(plan.worktree_remove.contains(&".gemini".to_owned()));
+    assert!(
+        plan.servers
+            .iter()
+            .all(|s| s.wire_name.len() == s.id.len() + 17 && s.wire_name.starts_with(&s.id)),
+        "every injected server is aliased: {:?}",
+        plan.servers
+    );
+    let report = run(bench);
+    assert_exactly_injected(&report, &DIRECT_SERVERS, true);
+    assert_eq!(report.client_version.as_deref(), Ok("0.61.0"));
 }
 
 /// A brokered result and a borrowed snapshot: the three servers (all aliased) start with
@@ -309,165 +95,65 @@ fn gemini_brokered_borrowed_launch_starts_exactly_its_three_servers() {
     let Some(bin) = peer("KCAP_GEMINI_BIN") else {
         return;
     };
-    gemini_under_a_hostile_config(
+    let report = run(prepare(&request(
+        Client::Gemini,
         &bin,
-        Setup::brokered_borrowed_context,
-        &BROKERED_BORROWED_SERVERS,
+        Scenario::BrokeredBorrowed,
+    )));
+    assert_exactly_injected(&report, &BROKERED_BORROWED_SERVERS, true);
+    let result = &report.expected[0];
+    assert_eq!(result.id, "kcap-flow-result");
+    assert!(!result.env.contains_key("KCAP_URL"), "{result:?}");
+    assert_eq!(
+        result
+            .env
+            .get("KCAP_FLOW_CAPABILITY_URL")
+            .map(String::as_str),
+        Some("http://127.0.0.1:9/cap/kcap-verify")
     );
 }
 
-/// Renders the Gemini plan of `context` and carries it out under a hostile configuration
-/// (every scope declares servers named like the injected ones, their guessed aliases and
-/// others, and widens the allow list); exactly the `injected` servers start.
-fn gemini_under_a_hostile_config(
-    bin: &Path,
-    context: fn(&Setup) -> LaunchContext,
-    injected: &[&str],
-) {
-    let setup = Setup::new();
-    let id = LaunchId::random().unwrap();
-    let mut ctx = context(&setup);
-    // The daemon hands the reviewer its credentials; its own environment reaches nothing.
-    ctx.credentials.env = vec![
-        EnvVar::new("GEMINI_API_KEY", "dummy"),
-        EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
-    ];
-    let mut plan = plan_of(&ctx, |ctx, r| gemini_plan(ctx, r, &id));
-    // The test's own additions, to stay offline: Gemini's other traffic (usage statistics)
-    // goes to a dead proxy.
-    plan.env.extend(
-        [
-            ("HTTP_PROXY", "http://127.0.0.1:9"),
-            ("HTTPS_PROXY", "http://127.0.0.1:9"),
-            ("NO_PROXY", "127.0.0.1,localhost"),
-        ]
-        .map(|(n, v)| EnvVar::new(n, v)),
-    );
-    assert!(
-        plan.servers
-            .iter()
-            .all(|s| s.wire_name == id.wire_name(kcap_mcp_registry::lookup(&s.id).unwrap())),
-        "every injected server is aliased: {:?}",
-        plan.servers
-    );
-    let rec = setup.recorder();
-    let rec = rec.to_str().unwrap();
-    // A guess at the alias: the right shape, another suffix.
-    let guess = LaunchId::from_hex("0000000000000000").unwrap();
-    let servers = |scope: &str| {
-        json!({
-            "kcap-review": {"command": rec, "args": [format!("{scope}-same-name")]},
-            "kcap-flow-result": {"command": rec, "args": [format!("{scope}-result-name")]},
-            guess.alias("kcap-review"): {"command": rec, "args": [format!("{scope}-alias-guess")]},
-            format!("{scope}-other"): {"command": rec, "args": [format!("{scope}-other-name")]},
-        })
+/// The negative control: the plan without its server-name gate, with Gemini's home and
+/// system settings taken from the daemon's environment and the worktree's `.gemini/` left in
+/// place. The checks name what ran (measured on 0.61.0).
+fn gemini_checks_name_the_servers_a_leaky_plan_starts() {
+    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
+        return;
     };
-    let settings = |scope: &str| {
-        json!({
-            "mcpServers": servers(scope),
-            // Tries to widen what starts.
-            "mcp": {"allowed": ["kcap-review", format!("{scope}-other"), guess.alias("kcap-review")]},
-            "security": {"folderTrust": {"enabled": true}},
-        })
-    };
-    setup.write(
-        &setup.home().join(".gemini/settings.json"),
-        &settings("user"),
+    let mut bench = prepare(&request(Client::Gemini, &bin, Scenario::Direct));
+    let plan = bench.plan_mut();
+    drop_option(plan, "--allowed-mcp-server-names");
+    inherit(
+        plan,
+        &["GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH"],
     );
-    setup.write(
-        &setup.worktree().join(".gemini/settings.json"),
-        &settings("project"),
+    plan.worktree_remove.clear();
+    let report = run(bench);
+    // The worktree's servers run; its `mcp.allowed` (which names them, not the aliases)
+    // keeps the injected servers and the other scopes' servers from starting.
+    assert_caught(
+        &report,
+        &["injected-started", "no-project-server"],
+        &[
+            "project kcap-flow-result",
+            "project kcap-review",
+            "project kcap-review-0000000000000000",
+            "project project-other",
+        ],
     );
-    // Credentials in the daemon's own environment reach nothing: the plan's env replaces it.
-    let env = setup.daemon_env(&[("GEMINI_API_KEY", "leaked-key".into())]);
-    let records = setup.carry_out(bin, &plan, env);
-    assert_exactly_injected(&plan, injected, &records, &setup.recorder());
-    for record in &records {
-        assert_eq!(
-            Path::new(&record.cwd),
-            setup.worktree().canonicalize().unwrap()
-        );
-    }
 }
 
 // ------------------------------------------------------------------------------------------
 // OpenCode
 // ------------------------------------------------------------------------------------------
 
-/// OpenCode's config with a server named like an injected one and one named otherwise.
-fn opencode_config(rec: &str, scope: &str) -> Value {
-    let local = |arg: String| json!({"type": "local", "command": [rec, arg], "enabled": true});
-    json!({
-        "$schema": "https://opencode.ai/config.json",
-        "mcp": {
-            "kcap-review": local(format!("{scope}-same-name")),
-            "kcap-flow-result": local(format!("{scope}-result-name")),
-            format!("{scope}-other"): local(format!("{scope}-other-name")),
-        }
-    })
-}
-
-/// The hostile OpenCode setup: servers in the user's config, `~/.opencode`, the worktree's
-/// and its parent's `opencode.json` and `.opencode/`, and in the files `OPENCODE_CONFIG` and
-/// `OPENCODE_CONFIG_DIR` name; returns the daemon's environment.
-fn hostile_opencode(setup: &Setup) -> BTreeMap<String, String> {
-    let rec = setup.recorder();
-    let rec = rec.to_str().unwrap();
-    setup.write(
-        &setup.path("xdg-config/opencode/opencode.json"),
-        &opencode_config(rec, "user"),
-    );
-    setup.write(
-        &setup.home().join(".opencode/opencode.json"),
-        &opencode_config(rec, "homedot"),
-    );
-    setup.write(
-        &setup.worktree().join("opencode.json"),
-        &opencode_config(rec, "project"),
-    );
-    setup.write(
-        &setup.worktree().join(".opencode/opencode.json"),
-        &opencode_config(rec, "projectdot"),
-    );
-    setup.write(
-        &setup.path("parent/opencode.json"),
-        &opencode_config(rec, "parent"),
-    );
-    setup.write(
-        &setup.path("extra/config.json"),
-        &opencode_config(rec, "envfile"),
-    );
-    setup.write(
-        &setup.path("extra-dir/opencode.json"),
-        &opencode_config(rec, "envdir"),
-    );
-    setup.daemon_env(&[
-        (
-            "OPENCODE_CONFIG",
-            setup.path("extra/config.json").to_str().unwrap().into(),
-        ),
-        (
-            "OPENCODE_CONFIG_DIR",
-            setup.path("extra-dir").to_str().unwrap().into(),
-        ),
-        (
-            "OPENCODE_CONFIG_CONTENT",
-            serde_json::to_string(&opencode_config(rec, "envcontent")).unwrap(),
-        ),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1".into()),
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1".into()),
-    ])
-}
-
 fn opencode_starts_exactly_the_injected_servers_under_a_hostile_config() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
     };
-    let setup = Setup::new();
-    let env = hostile_opencode(&setup);
-    let plan = plan_of(&setup.context(), opencode_plan);
-    let records = setup.carry_out(&bin, &plan, env);
-    assert_exactly_injected(&plan, &DIRECT_SERVERS, &records, &setup.recorder());
+    let report = run(prepare(&request(Client::OpenCode, &bin, Scenario::Direct)));
+    assert_exactly_injected(&report, &DIRECT_SERVERS, false);
+    assert_eq!(report.client_version.as_deref(), Ok("1.18.33"));
 }
 
 /// A brokered result and a borrowed snapshot under the hostile OpenCode setup: the three
@@ -476,40 +162,79 @@ fn opencode_brokered_borrowed_launch_starts_exactly_its_three_servers() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
     };
-    let setup = Setup::new();
-    let env = hostile_opencode(&setup);
-    let plan = plan_of(&setup.brokered_borrowed_context(), opencode_plan);
-    let records = setup.carry_out(&bin, &plan, env);
-    assert_exactly_injected(
-        &plan,
-        &BROKERED_BORROWED_SERVERS,
-        &records,
-        &setup.recorder(),
+    let report = run(prepare(&request(
+        Client::OpenCode,
+        &bin,
+        Scenario::BrokeredBorrowed,
+    )));
+    assert_exactly_injected(&report, &BROKERED_BORROWED_SERVERS, false);
+}
+
+/// The negative control: the plan with OpenCode's project configuration allowed, its
+/// config variables and home taken from the daemon's environment, and the worktree's files
+/// left in place. The checks name what ran (measured on 1.18.33).
+fn opencode_checks_name_the_servers_a_leaky_plan_starts() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    let mut bench = prepare(&request(Client::OpenCode, &bin, Scenario::Direct));
+    let plan = bench.plan_mut();
+    inherit(
+        plan,
+        &[
+            "HOME",
+            "XDG_CONFIG_HOME",
+            "OPENCODE_DISABLE_PROJECT_CONFIG",
+            "OPENCODE_CONFIG",
+            "OPENCODE_CONFIG_DIR",
+            "OPENCODE_CONFIG_CONTENT",
+        ],
+    );
+    plan.worktree_remove.clear();
+    let report = run(bench);
+    // Every scope's own server runs; of the servers named like the injected ones, only
+    // `OPENCODE_CONFIG_CONTENT`'s replace them.
+    assert_caught(
+        &report,
+        &[
+            "no-user-server",
+            "no-project-server",
+            "no-environment-server",
+        ],
+        &[
+            "envcontent envcontent-other",
+            "envcontent kcap-flow-result",
+            "envcontent kcap-review",
+            "envdir envdir-other",
+            "envfile envfile-other",
+            "homedot homedot-other",
+            "parent parent-other",
+            "project project-other",
+            "projectdot projectdot-other",
+            "user user-other",
+        ],
     );
 }
 
-/// `opencode debug config` (no server started) under the plan's environment shows the
-/// plan's permission rules exactly, and no MCP server from any config layer.
+/// `opencode debug config` (no server started) with the plan's environment, from the
+/// hostile daemon environment, shows the plan's permission rules exactly, and no MCP server
+/// from any config layer.
 fn opencode_reads_the_plans_permission_rules() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
     };
-    let setup = Setup::new();
-    let env = hostile_opencode(&setup);
-    let plan = plan_of(&setup.context(), opencode_plan);
-    let env = common::acp::plan_env(env, &plan);
-    let permission = plan
-        .env
-        .iter()
-        .find(|v| v.name == "OPENCODE_PERMISSION")
-        .unwrap()
-        .value
-        .clone();
+    let bench = prepare(&request(Client::OpenCode, &bin, Scenario::Direct));
+    let plan = bench.plan();
+    for dir in &plan.dirs {
+        std::fs::create_dir_all(bench.root().join("launch").join(dir)).unwrap();
+    }
+    let parent = |name: &str| bench.parent_env().get(name).map(Into::into);
+    let permission = plan.env_value("OPENCODE_PERMISSION").unwrap().to_owned();
     let mut cmd = Command::new(&bin);
     cmd.env_clear()
-        .envs(&env)
+        .envs(client_env_from(plan, &parent))
         .args(["debug", "config"])
-        .current_dir(setup.worktree());
+        .current_dir(bench.worktree());
     let out = common::peers::run(cmd, "opencode debug config");
     assert!(out.status.success(), "{}", out.stderr);
     let config: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

@@ -417,7 +417,7 @@ impl LaunchContext {
     /// result channel), then the resolved servers, then, for a borrowed snapshot, the
     /// `inject = "borrowed-snapshot"` servers. Empty when gated. Call
     /// [`LaunchContext::require_launch_values`] first.
-    fn servers<'s>(
+    pub(crate) fn servers<'s>(
         &'s self,
         resolution: &'s Resolution<'_, String>,
     ) -> impl Iterator<Item = (&'static McpServer, Vec<(&'static str, &'s str)>)> + 's {

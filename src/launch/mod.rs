@@ -67,6 +67,7 @@ mod prepare;
 mod process;
 mod pty;
 
+use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -75,7 +76,7 @@ use std::time::Duration;
 pub use acp::{AcpEvent, AcpSession, PROTOCOL_VERSION};
 pub use error::{ExecError, PathField, Step};
 pub use prepare::{DIR_MODE, path_problem};
-pub use process::{STOP_GRACE, client_env};
+pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
 
 use crate::clients::plan::LaunchPlan;
@@ -182,10 +183,28 @@ pub fn launch(
     client_bin: &Path,
     options: &Options,
 ) -> Result<Reviewer, ExecError> {
+    launch_with_parent_env(plan, launch_dir, client_bin, options, &|name| {
+        std::env::var_os(name)
+    })
+}
+
+/// [`launch`], with the values of the plan's `env_inherit` looked up in `parent` instead of
+/// this process's environment: for a caller that stands in for a daemon whose environment
+/// is not its own (`verify` gives the client a hostile daemon environment this way).
+///
+/// # Errors
+/// As [`launch`].
+pub fn launch_with_parent_env(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    client_bin: &Path,
+    options: &Options,
+    parent: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Reviewer, ExecError> {
     prepare::check(plan, launch_dir)?;
     let dir = prepare::create(plan, launch_dir)?;
     prepare::remove_worktree_paths(plan)?;
-    let mut cmd = process::command(plan, launch_dir, client_bin);
+    let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if options.die_with_parent {
         process::die_with_parent(&mut cmd);
     }

@@ -18,10 +18,19 @@ pub const STOP_GRACE: Duration = Duration::from_millis(1500);
 /// The environment the client starts with: the current process's values of the plan's
 /// `env_inherit` (those set), then the plan's `env`; nothing else.
 pub fn client_env(plan: &LaunchPlan) -> Vec<(OsString, OsString)> {
+    client_env_from(plan, &|name| std::env::var_os(name))
+}
+
+/// [`client_env`], with the values of `env_inherit` looked up in `parent` (the
+/// environment the daemon would have) instead of the current process's.
+pub fn client_env_from(
+    plan: &LaunchPlan,
+    parent: &dyn Fn(&str) -> Option<OsString>,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = plan
         .env_inherit
         .iter()
-        .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
+        .filter_map(|name| parent(name).map(|v| (OsString::from(name), v)))
         .collect();
     env.extend(
         plan.env
@@ -32,12 +41,17 @@ pub fn client_env(plan: &LaunchPlan) -> Vec<(OsString, OsString)> {
 }
 
 /// `bin` with the plan's argv, in the plan's `cwd` (the launch directory when the plan has
-/// none), with exactly [`client_env`].
-pub(crate) fn command(plan: &LaunchPlan, launch_dir: &Path, bin: &Path) -> Command {
+/// none), with exactly [`client_env_from`] `parent`.
+pub(crate) fn command(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    bin: &Path,
+    parent: &dyn Fn(&str) -> Option<OsString>,
+) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(&plan.argv)
         .env_clear()
-        .envs(client_env(plan))
+        .envs(client_env_from(plan, parent))
         .current_dir(plan.cwd.as_deref().map_or(launch_dir, Path::new));
     cmd
 }

@@ -9,6 +9,8 @@ pub mod acp;
 pub mod model_api;
 pub mod peers;
 pub mod stand_in;
+#[cfg(feature = "cli")]
+pub mod verify;
 
 #[cfg(feature = "cli")]
 use std::path::Path;
