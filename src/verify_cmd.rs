@@ -32,9 +32,11 @@ and checks:
   env-exact              no injected server had other KCAP_* variables
   no-daemon-env          no server saw a value of the daemon's environment the plan does
                          not pass on
-  server-cwd             the servers ran in the worktree (Gemini CLI, Copilot CLI)
+  server-cwd             the servers ran in the worktree (all but Claude Code)
 Each scenario is one client run: `direct` (the result channel and kcap-review) and
 `brokered-borrowed` (a capability URL on the result channel, and kcap-review-context).
+Claude Code's plan, carried out in a pseudo-terminal, stops at Claude Code's first-run
+screens (reported as could not run). Details: docs/cli-verify.md.
 
 Exit codes: 0 every check holds; 1 a check failed (the report names the server and the file
 that declared it); 2 verify could not run (a binary missing, the plan refused, the client

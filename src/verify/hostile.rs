@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::clients::Client;
 use crate::clients::plan::{EnvVar, LaunchId};
+use crate::clients::root::{CredentialFile, Credentials};
 
 /// The first argument of every recorder a hostile configuration starts.
 pub const HOSTILE_ARG: &str = "hostile";
@@ -72,7 +73,7 @@ pub(super) struct Hostile {
     /// directories and leaked `KCAP_*` values every client gets).
     pub parent_env: Vec<(String, String)>,
     /// The credentials the launch hands over: dummy keys, the model API at a dead port.
-    pub credentials: Vec<EnvVar>,
+    pub credentials: Credentials,
 }
 
 /// Writes the hostile files of `client` under `root` (`home/`, `xdg-config/`,
@@ -96,10 +97,21 @@ pub(super) fn write(
         Client::Codex => codex(&mut w),
         Client::Cursor | Client::Kiro | Client::Antigravity => return None,
     };
-    Some(result.map(|(parent_env, credentials)| Hostile {
-        sources: w.sources,
-        parent_env,
-        credentials,
+    Some(result.map(|(parent_env, env)| {
+        // Codex takes its key from a file only (measured on 0.169.0: with the key in its
+        // environment alone it stops at its sign-in screen).
+        let files = match client {
+            Client::Codex => vec![CredentialFile {
+                name: "auth.json".into(),
+                contents: r#"{"OPENAI_API_KEY":"kcap-verify-dummy-key"}"#.into(),
+            }],
+            _ => Vec::new(),
+        };
+        Hostile {
+            sources: w.sources,
+            parent_env,
+            credentials: Credentials { env, files },
+        }
     }))
 }
 
@@ -408,15 +420,27 @@ fn claude(w: &mut Writer) -> Setup {
             ("CLAUDE_CONFIG_DIR".into(), w.s("extra/claude-config")),
             ("ANTHROPIC_API_KEY".into(), "kcap-verify-leaked-key".into()),
         ],
-        vec![
-            EnvVar::new("ANTHROPIC_API_KEY", "kcap-verify-dummy-key"),
-            EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
-        ],
+        claude_credentials(),
     ))
 }
 
+/// A dummy key and the API at a dead port; as root, `IS_SANDBOX=1`, without which Claude Code
+/// refuses the plan's `--permission-mode bypassPermissions` (a daemon that runs reviewers as
+/// root hands it over the same way).
+fn claude_credentials() -> Vec<EnvVar> {
+    let mut env = vec![
+        EnvVar::new("ANTHROPIC_API_KEY", "kcap-verify-dummy-key"),
+        EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+    ];
+    if rustix::process::geteuid().is_root() {
+        env.push(EnvVar::new("IS_SANDBOX", "1"));
+    }
+    env
+}
+
 /// Codex CLI: `~/.codex/config.toml` and the worktree's `.codex/config.toml` declare
-/// servers; the daemon's environment names another `CODEX_HOME` with more.
+/// servers; the daemon's environment names another `CODEX_HOME` with more; the user's
+/// configurations trust the worktree.
 fn codex(w: &mut Writer) -> Setup {
     let toml = |w: &mut Writer, scope, tag: &str, rel: &str| {
         let mut text = String::new();
@@ -432,6 +456,11 @@ fn codex(w: &mut Writer) -> Setup {
         }
         text
     };
+    // The user trusts the worktree (its `.codex/` then loads).
+    let trust = format!(
+        "[projects.{}]\ntrust_level = \"trusted\"\n",
+        toml_string(&w.s("parent/worktree"))
+    );
     for (scope, tag, rel) in [
         (Scope::User, "user", "home/.codex/config.toml"),
         (
@@ -445,7 +474,10 @@ fn codex(w: &mut Writer) -> Setup {
             "extra/codex-home/config.toml",
         ),
     ] {
-        let text = toml(w, scope, tag, rel);
+        let mut text = toml(w, scope, tag, rel);
+        if scope != Scope::Project {
+            text.push_str(&trust);
+        }
         w.write(rel, text.as_bytes())?;
     }
     Ok((

@@ -47,11 +47,11 @@ mod hostile;
 mod probe;
 pub mod recorder;
 mod report;
+mod run;
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use error::VerifyError;
 pub use hostile::{HOSTILE_ARG, Kind, Scope, Source};
@@ -62,7 +62,6 @@ use crate::clients::Client;
 use crate::clients::dispatch::PlanInputs;
 use crate::clients::plan::{EnvVar, LaunchPlan};
 use crate::clients::root::{Credentials, INHERITED_ENV};
-use crate::launch::{self, AcpEvent, ExecError, Options, Reviewer, TerminalEvent};
 use crate::{LaunchContext, Policy, ResultDelivery, Snapshot};
 
 /// Which launch `verify` carries out.
@@ -254,6 +253,7 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         })?
         .map_err(VerifyError::setup(root.dir.clone()))?;
     let worktree = path("parent/worktree");
+    probe::git_init(&worktree);
     let cache = match (&request.cache_dir, request.client) {
         (Some(dir), _) => Some(dir.clone()),
         (None, Client::Copilot) => Some(path("cache")),
@@ -317,7 +317,7 @@ fn context(
     root: &Path,
     recorder: &Path,
     cache: Option<PathBuf>,
-    credentials: Vec<EnvVar>,
+    credentials: Credentials,
 ) -> LaunchContext {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let mut ctx = LaunchContext {
@@ -328,10 +328,7 @@ fn context(
         worktree: Some(s(&root.join("parent/worktree"))),
         launch_dir: Some(s(&root.join("launch"))),
         cache_dir: cache.as_deref().map(s),
-        credentials: Credentials {
-            env: credentials,
-            files: Vec::new(),
-        },
+        credentials,
         ..LaunchContext::default()
     };
     if matches!(request.client, Client::Claude | Client::Codex) {
@@ -432,160 +429,13 @@ impl Bench {
     pub fn sources(&self) -> &[Source] {
         &self.sources
     }
-
-    /// Carries the plan out, waits for the injected servers, stops the client and judges
-    /// what the recorders saw.
-    ///
-    /// # Errors
-    /// [`VerifyError::Launch`] when the executor refuses the plan or cannot start the client
-    /// or its ACP handshake fails; [`VerifyError::Records`] when the records cannot be read.
-    pub fn run(self) -> Result<Report, VerifyError> {
-        let request = &self.request;
-        let version = probe::client_version(
-            &request.client_bin,
-            &self.plan,
-            &self.parent_env,
-            &self.root.dir.join("version"),
-        );
-        let records_dir = self.root.dir.join("records");
-        let options = Options::default()
-            .with_handshake_timeout(request.timeout)
-            .with_dialog_quiet(Duration::from_secs(5))
-            .with_die_with_parent(true);
-        let lookup = |name: &str| self.parent_env.get(name).map(OsString::from);
-        let started = Instant::now();
-        let reviewer = launch::launch_with_parent_env(
-            &self.plan,
-            &self.root.dir.join("launch"),
-            &request.client_bin,
-            &options,
-            &lookup,
-        )
-        .map_err(VerifyError::Launch)?;
-        let (outcome, output) = self.wait(reviewer, started)?;
-        let elapsed = started.elapsed();
-        let records = read_records(&records_dir).map_err(|source| VerifyError::Records {
-            path: records_dir.clone(),
-            source,
-        })?;
-        let worktree = self.worktree.to_string_lossy().into_owned();
-        let (started, checks) = report::judge(report::Seen {
-            expected: &self.expected,
-            records,
-            sources: &self.sources,
-            parent_env: &self.parent_env,
-            plan: &self.plan,
-            cwd: servers_run_in_worktree(request.client).then_some(worktree.as_str()),
-            outcome: &outcome,
-        });
-        Ok(Report {
-            client: request.client,
-            client_bin: request.client_bin.clone(),
-            client_version: version,
-            scenario: request.scenario,
-            plan: self.plan.clone(),
-            expected: self.expected.clone(),
-            started,
-            checks,
-            outcome,
-            client_output: output,
-            worktree: self.worktree.clone(),
-            elapsed,
-        })
-    }
-
-    /// Waits until every injected server listed its tools (then the settle time), the client
-    /// ends, or the bound passes; stops the client. Returns how the run ended and the
-    /// client's last output.
-    fn wait(
-        &self,
-        mut reviewer: Reviewer,
-        started: Instant,
-    ) -> Result<(Outcome, String), VerifyError> {
-        let records_dir = self.root.dir.join("records");
-        let poll = Duration::from_millis(100);
-        let mut settled_at: Option<Instant> = None;
-        let mut deadline = started + self.request.timeout;
-        let mut failed = false;
-        let outcome = loop {
-            let (all_listed, other) = self.progress(&records_dir);
-            if other && !failed {
-                // A start the launch did not ask for already fails the run: wait only a
-                // little longer for the rest to show.
-                failed = true;
-                deadline = deadline.min(Instant::now() + FAIL_GRACE.max(self.request.settle));
-            }
-            if let Some(at) = settled_at {
-                if at.elapsed() >= self.request.settle {
-                    break Outcome::Complete;
-                }
-            } else if all_listed {
-                settled_at = Some(Instant::now());
-            } else if Instant::now() > deadline {
-                break Outcome::TimedOut(started.elapsed());
-            }
-            if let Some(ended) = next(&mut reviewer, poll) {
-                // A client that ends once every injected server is up ran far enough.
-                break if settled_at.is_some() {
-                    Outcome::Complete
-                } else {
-                    ended
-                };
-            }
-        };
-        let output = match &reviewer {
-            Reviewer::Acp(s) => s.stderr_tail(),
-            Reviewer::Terminal(s) => s.screen_text().to_owned(),
-        };
-        if self.request.keep_root {
-            reviewer.keep_launch_dir();
-        }
-        reviewer.stop().map_err(VerifyError::Launch)?;
-        Ok((outcome, output))
-    }
-
-    /// Whether every injected server listed its tools, and whether anything else started.
-    fn progress(&self, records_dir: &Path) -> (bool, bool) {
-        let Ok(records) = read_records(records_dir) else {
-            return (false, false);
-        };
-        let is = |e: &Expected, r: &Record| r.argv == e.argv && r.kcap_env() == e.env;
-        let all_listed = self
-            .expected
-            .iter()
-            .all(|e| records.iter().any(|r| r.listed_tools && is(e, r)));
-        let other = records
-            .iter()
-            .any(|r| !self.expected.iter().any(|e| is(e, r)));
-        (all_listed, other)
-    }
-}
-
-/// Reads what the reviewer did for up to `timeout`; `Some` when it ended.
-fn next(reviewer: &mut Reviewer, timeout: Duration) -> Option<Outcome> {
-    let ended = |e: ExecError| Some(Outcome::Ended(e.to_string()));
-    match reviewer {
-        Reviewer::Acp(session) => match session.next_event(timeout) {
-            Ok(Some(AcpEvent::Exited(status))) => Some(Outcome::Ended(format!(
-                "the client exited ({}) before every injected server listed its tools",
-                status.map_or("status unknown".to_owned(), |s| s.to_string())
-            ))),
-            Ok(_) => None,
-            Err(e) => ended(e),
-        },
-        Reviewer::Terminal(session) => match session.next_event(timeout) {
-            Ok(Some(TerminalEvent::Exited(status))) => Some(Outcome::Ended(format!(
-                "the client exited ({}) before every injected server listed its tools",
-                status.map_or("status unknown".to_owned(), |s| s.to_string())
-            ))),
-            Ok(_) => None,
-            Err(e) => ended(e),
-        },
-    }
 }
 
 /// Whether `client` starts its MCP servers in the worktree (measured): then `verify` checks
 /// that the injected ones ran there.
 fn servers_run_in_worktree(client: Client) -> bool {
-    matches!(client, Client::Gemini | Client::Copilot)
+    matches!(
+        client,
+        Client::Gemini | Client::Copilot | Client::OpenCode | Client::Codex
+    )
 }

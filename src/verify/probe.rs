@@ -113,3 +113,32 @@ pub(super) fn client_version(
         .map(str::to_owned)
         .ok_or_else(|| "it printed nothing".to_owned())
 }
+
+/// Makes `dir` a git checkout, as a reviewed worktree is (some clients treat one
+/// differently: Codex CLI asks about trust for its repository): `git init -q` with `git`
+/// from `PATH`, bounded by [`GIT_TIMEOUT`]. Without `git` the worktree stays a plain
+/// directory.
+pub(super) fn git_init(dir: &Path) {
+    let Ok(mut child) = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return;
+    };
+    let deadline = Instant::now() + GIT_TIMEOUT;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// How long `git init` may take.
+const GIT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -32,7 +32,7 @@ impl Expected {
 
 /// What a started recorder stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[serde(tag = "type", rename_all = "lowercase")]
 pub enum Origin {
     /// An injected server, by id (its argv and `KCAP_*` variables are exactly the launch's).
     Injected {
