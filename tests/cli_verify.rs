@@ -113,6 +113,8 @@ fn the_json_report_names_the_check_and_the_server() {
     assert_eq!(reports.as_array().unwrap().len(), 1);
     assert_eq!(report["client"], "gemini");
     assert_eq!(report["client_version"], "stand-in 1.0");
+    assert_eq!(report["proven_on"], serde_json::json!(["0.61.0"]));
+    assert_eq!(report["proven_version"], false);
     assert_eq!(report["scenario"], "direct");
     assert_eq!(report["verdict"], "fails");
     let failed: Vec<(&str, &str)> = report["checks"]
@@ -219,6 +221,40 @@ fn a_client_without_a_measured_isolation_is_not_offered() {
         "{}",
         run.stderr
     );
+}
+
+/// The versions `Client::proven_on` names are the ones `scripts/install-peers.sh` pins (the
+/// versions the real-client tests run on).
+#[test]
+fn the_proven_versions_are_the_pinned_ones() {
+    use kcap_mcp_registry::clients::Client;
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/install-peers.sh"),
+    )
+    .unwrap();
+    let pinned = |var: &str| -> String {
+        let line = script
+            .lines()
+            .find(|l| l.starts_with(&format!("{var}=")))
+            .unwrap_or_else(|| panic!("install-peers.sh sets no {var}"));
+        line[var.len() + 1..].to_owned()
+    };
+    let expected = [
+        (
+            Client::Claude,
+            vec![pinned("CLAUDE_VERSION"), pinned("CLAUDE_NEXT_VERSION")],
+        ),
+        (Client::Codex, vec![pinned("CODEX_VERSION")]),
+        (Client::Gemini, vec![pinned("GEMINI_VERSION")]),
+        (Client::OpenCode, vec![pinned("OPENCODE_VERSION")]),
+        (Client::Copilot, vec![pinned("COPILOT_VERSION")]),
+        (Client::Cursor, vec![]),
+        (Client::Kiro, vec![]),
+        (Client::Antigravity, vec![]),
+    ];
+    for (client, versions) in expected {
+        assert_eq!(client.proven_on(), versions, "{client}");
+    }
 }
 
 /// The recorder is the binary started by the name `kcap-verify-recorder`: it records its

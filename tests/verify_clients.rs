@@ -62,6 +62,7 @@ fn holds(client: &str, bin: &Path, more: &[&str], checks: &[&str], version: &str
     assert_eq!(report["client"], client);
     assert_eq!(report["verdict"], "holds", "{text}");
     assert_eq!(report["client_version"], version);
+    assert_eq!(report["proven_version"], true, "{text}");
     let names: Vec<&str> = report["checks"]
         .as_array()
         .unwrap()

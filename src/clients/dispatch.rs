@@ -139,6 +139,22 @@ impl Client {
         (self.spec().plan)(ctx, r, inputs)
     }
 
+    /// The client versions whose isolation this crate's tests prove on the real client
+    /// (the versions `scripts/install-peers.sh` pins; `tests/conformance*.rs`,
+    /// `tests/isolation_*.rs`), as `--version` names them; empty for the clients not
+    /// installable here (Cursor, Kiro, Antigravity: facts only). On another version,
+    /// `kcap-mcp-registry verify` is the proof.
+    pub fn proven_on(self) -> &'static [&'static str] {
+        match self {
+            Client::Claude => &["2.1.197", "2.1.328"],
+            Client::Codex => &["0.169.0"],
+            Client::Gemini => &["0.61.0"],
+            Client::OpenCode => &["1.18.33"],
+            Client::Copilot => &["1.0.102"],
+            Client::Cursor | Client::Kiro | Client::Antigravity => &[],
+        }
+    }
+
     /// What no plan can keep out, refused before the launch: the client's administrator
     /// files under `system_root` ([`root::managed_preflight`]) and its room's further
     /// check, if any ([`ClientSpec::preflight`](super::spec::ClientSpec::preflight): Gemini

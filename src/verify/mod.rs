@@ -16,7 +16,7 @@
 //!    and the model API at a dead local port (`127.0.0.1:9`); `verify` adds `HTTP_PROXY` and
 //!    `HTTPS_PROXY` at that port (and `NO_PROXY` for the loopback interface) to the plan's
 //!    environment so nothing else leaves the machine.
-//! 3. **Carried out by the executor** ([`launch::launch_with_parent_env`]), from a daemon
+//! 3. **Carried out by the executor** ([`launch::launch_with_parent_env`](crate::launch::launch_with_parent_env)), from a daemon
 //!    environment of the hostile values: ACP `initialize` and `session/new` for ACP clients,
 //!    a pseudo-terminal for the others. It waits (bounded) until every injected server has
 //!    listed its tools, lets the client run on for a settle time, and stops its process

@@ -140,6 +140,18 @@ impl Report {
         }
     }
 
+    /// Whether the client's version is one this crate's tests prove
+    /// ([`Client::proven_on`]): `Some(false)` when the version was read and is another.
+    pub fn proven_version(&self) -> Option<bool> {
+        let version = self.client_version.as_ref().ok()?;
+        Some(
+            self.client
+                .proven_on()
+                .iter()
+                .any(|v| version_words(version).any(|w| w == *v)),
+        )
+    }
+
     /// The report as JSON (`verify --format json` prints an array of these).
     pub fn to_json(&self) -> Value {
         let (verdict, reason) = match self.verdict() {
@@ -161,6 +173,8 @@ impl Report {
             "client_bin": self.client_bin.to_string_lossy(),
             "client_version": self.client_version.as_ref().ok(),
             "client_version_error": self.client_version.as_ref().err(),
+            "proven_on": self.client.proven_on(),
+            "proven_version": self.proven_version(),
             "scenario": self.scenario.name(),
             "verdict": verdict,
             "incomplete": reason,
@@ -186,6 +200,16 @@ impl Report {
             self.started.len(),
             self.elapsed.as_secs_f64()
         );
+        let proven = self.client.proven_on().join(", ");
+        match self.proven_version() {
+            Some(true) => out.push_str(&format!(
+                "  (a version this crate's tests prove: {proven})\n"
+            )),
+            Some(false) => out.push_str(&format!(
+                "  (not a version this crate's tests prove, {proven}: this run is the proof)\n"
+            )),
+            None => {}
+        }
         let width = self.checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &self.checks {
             let mark = if check.passed { "ok  " } else { "FAIL" };
@@ -207,6 +231,14 @@ impl Report {
         }
         out
     }
+}
+
+/// The words of a `--version` line, without surrounding punctuation (`GitHub Copilot CLI
+/// 1.0.102.` has `1.0.102`).
+fn version_words(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|w| !w.is_empty())
 }
 
 /// The check that the injected servers started.

@@ -1,7 +1,9 @@
 //! Driving a real client over ACP (Gemini CLI, OpenCode, Copilot CLI) with recorders as its
 //! MCP servers: [`recorder_source`] writes a node script that logs what it was started with,
 //! [`read_records`] reads those logs back, and [`drive`] starts the client, opens a session
-//! and waits until every wanted server has been asked for its tools.
+//! and waits until every wanted server has been asked for its tools. The isolation tests of
+//! Gemini CLI, OpenCode and Copilot CLI use it still; the conformance tests run through the
+//! library's executor instead (`common::verify`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
