@@ -225,7 +225,8 @@ impl Report {
         });
         if !matches!(self.verdict(), Verdict::Holds) && !self.client_output.trim().is_empty() {
             out.push_str("  the client's last output:\n");
-            for line in self.client_output.trim_end().lines() {
+            let lines: Vec<&str> = self.client_output.trim_end().lines().collect();
+            for line in &lines[lines.len().saturating_sub(OUTPUT_LINES)..] {
                 out.push_str(&format!("    | {line}\n"));
             }
         }
@@ -240,6 +241,9 @@ fn version_words(line: &str) -> impl Iterator<Item = &str> {
         .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
         .filter(|w| !w.is_empty())
 }
+
+/// How many lines of the client's output a failed run's human report shows.
+const OUTPUT_LINES: usize = 20;
 
 /// The check that the injected servers started.
 pub const INJECTED_STARTED: &str = "injected-started";
