@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::spec::Proof;
 use kcap_mcp_registry::verify::{self, Report, Request, Scenario, Verdict};
 
 use super::{CliError, write_stdout};
@@ -47,14 +48,16 @@ Examples:
   kcap-mcp-registry verify gemini --client-bin \"$(command -v gemini)\"
   kcap-mcp-registry verify copilot --client-bin ~/.local/bin/copilot --cache-dir /var/cache/kcap --format json";
 
-/// The clients `verify` runs.
-#[derive(Clone, Copy, ValueEnum)]
-enum VerifyClient {
-    Claude,
-    Codex,
-    Gemini,
-    Opencode,
-    Copilot,
+/// The clients `verify` runs: those whose rooms are proven on the real client
+/// ([`Proof::RealClient`]), from the one list of clients.
+fn verifiable_client() -> impl clap::builder::TypedValueParser<Value = Client> {
+    use clap::builder::TypedValueParser as _;
+    let names = Client::ALL
+        .into_iter()
+        .filter(|c| matches!(c.spec().proof, Proof::RealClient { .. }))
+        .map(Client::name);
+    clap::builder::PossibleValuesParser::new(names)
+        .try_map(|name: String| Client::from_name(&name).ok_or("not a client"))
 }
 
 /// Which launches to verify.
@@ -80,8 +83,8 @@ enum VerifyFormat {
 #[derive(Args)]
 pub(crate) struct VerifyArgs {
     /// The client to verify.
-    #[arg(value_enum)]
-    client: VerifyClient,
+    #[arg(value_parser = verifiable_client())]
+    client: Client,
     /// The client binary to run (required).
     #[arg(long, value_name = "PATH")]
     client_bin: PathBuf,
@@ -104,13 +107,7 @@ pub(crate) struct VerifyArgs {
 }
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, CliError> {
-    let client = match args.client {
-        VerifyClient::Claude => Client::Claude,
-        VerifyClient::Codex => Client::Codex,
-        VerifyClient::Gemini => Client::Gemini,
-        VerifyClient::Opencode => Client::OpenCode,
-        VerifyClient::Copilot => Client::Copilot,
-    };
+    let client = args.client;
     let scenarios: &[Scenario] = match args.scenario {
         ScenarioArg::Direct => &[Scenario::Direct],
         ScenarioArg::BrokeredBorrowed => &[Scenario::BrokeredBorrowed],

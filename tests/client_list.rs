@@ -109,7 +109,8 @@ fn every_client_has_real_client_tests_or_is_marked_facts_only() {
     let mut facts_only = Vec::new();
     for client in Client::ALL {
         match client.spec().proof {
-            Proof::RealClient { tests } => {
+            Proof::RealClient { tests, versions } => {
+                assert!(!versions.is_empty(), "{client}: no client version named");
                 assert!(!tests.is_empty(), "{client}: no real-client test named");
                 for test in tests {
                     let file = root().join(format!("tests/{test}.rs"));

@@ -145,13 +145,9 @@ impl Client {
     /// installable here (Cursor, Kiro, Antigravity: facts only). On another version,
     /// `kcap-mcp-registry verify` is the proof.
     pub fn proven_on(self) -> &'static [&'static str] {
-        match self {
-            Client::Claude => &["2.1.197", "2.1.328"],
-            Client::Codex => &["0.169.0"],
-            Client::Gemini => &["0.61.0"],
-            Client::OpenCode => &["1.18.33"],
-            Client::Copilot => &["1.0.102"],
-            Client::Cursor | Client::Kiro | Client::Antigravity => &[],
+        match self.spec().proof {
+            super::spec::Proof::RealClient { versions, .. } => versions,
+            super::spec::Proof::FactsOnly => &[],
         }
     }
 

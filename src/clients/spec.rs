@@ -76,6 +76,8 @@ pub enum Proof {
     RealClient {
         /// The test files' names, without `.rs`.
         tests: &'static [&'static str],
+        /// The client versions those tests run on (the pins of `scripts/install-peers.sh`).
+        versions: &'static [&'static str],
     },
     /// Not installable here: the room follows the original system's facts only, and its
     /// plan says so where isolation is unverified.

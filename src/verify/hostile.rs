@@ -105,7 +105,13 @@ pub(super) fn write(
                 name: "auth.json".into(),
                 contents: r#"{"OPENAI_API_KEY":"kcap-verify-dummy-key"}"#.into(),
             }],
-            _ => Vec::new(),
+            Client::Claude
+            | Client::Gemini
+            | Client::OpenCode
+            | Client::Copilot
+            | Client::Cursor
+            | Client::Kiro
+            | Client::Antigravity => Vec::new(),
         };
         Hostile {
             sources: w.sources,

@@ -89,6 +89,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     plan: spec_plan,
     proof: crate::clients::spec::Proof::RealClient {
         tests: &["conformance", "conformance_claude", "isolation_claude"],
+        versions: &["2.1.197", "2.1.328"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,

@@ -90,7 +90,14 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     preflight: None,
     plan: spec_plan,
     proof: crate::clients::spec::Proof::RealClient {
-        tests: &["conformance", "conformance_codex_config", "isolation_codex"],
+        tests: &[
+            "conformance",
+            "conformance_codex_config",
+            "isolation_codex",
+            "conformance_codex_launch",
+            "verify_clients",
+        ],
+        versions: &["0.169.0"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,

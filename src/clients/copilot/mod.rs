@@ -99,7 +99,9 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "conformance_copilot",
             "isolation_copilot",
             "differential_copilot",
+            "verify_clients",
         ],
+        versions: &["1.0.102"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,

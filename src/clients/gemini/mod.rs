@@ -112,7 +112,13 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     preflight: Some(preflight),
     plan: spec_plan,
     proof: crate::clients::spec::Proof::RealClient {
-        tests: &["conformance_acp", "isolation_gemini", "differential_gemini"],
+        tests: &[
+            "conformance_acp",
+            "isolation_gemini",
+            "differential_gemini",
+            "verify_clients",
+        ],
+        versions: &["0.61.0"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,

@@ -90,7 +90,9 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "conformance_acp",
             "isolation_opencode",
             "differential_opencode",
+            "verify_clients",
         ],
+        versions: &["1.18.33"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
