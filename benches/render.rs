@@ -6,8 +6,7 @@
 //! - `claude_mcp_config/full_registry` against `serde_json_value_baseline`, the same config
 //!   built as a `serde_json::Value` with `json!` and serialized (same content, key order of a
 //!   `BTreeMap`).
-//! - `codex_mcp_overrides/full_registry` (no inventory, and a user inventory of three servers,
-//!   one of them named like a kcap server); there is no ready-made alternative to compare with.
+//! - `codex_mcp_overrides/full_registry`; there is no ready-made alternative to compare with.
 //! - `reviewer_argv/{claude,codex}`: the whole argv, resolution included.
 //!
 //! "Full registry" is an allowlist naming every allowlistable server that cannot start flows,
@@ -20,7 +19,6 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::inventory::{InheritedServer, Transport};
 use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{
     EnvSource, LaunchContext, McpServer, Policy, resolve_allowlist, result_channel, servers,
@@ -78,45 +76,6 @@ fn context() -> LaunchContext {
         worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
         ..LaunchContext::default()
     }
-}
-
-fn inventory() -> Vec<InheritedServer> {
-    let stdio = |name: &str| InheritedServer {
-        name: name.into(),
-        enabled: true,
-        transport: Transport::Stdio {
-            command: "npx".into(),
-            args: vec!["-y".into(), "@example/mcp".into()],
-            env: None,
-            env_vars: vec![],
-            cwd: None,
-        },
-        startup_timeout_sec: Some(20.0),
-        tool_timeout_sec: None,
-        config: None,
-    };
-    vec![
-        stdio("github"),
-        InheritedServer {
-            name: "docs.search".into(),
-            enabled: true,
-            transport: Transport::StreamableHttp {
-                url: "https://mcp.example.com/docs".into(),
-            },
-            startup_timeout_sec: None,
-            tool_timeout_sec: None,
-            config: None,
-        },
-        // Named like a kcap server, as `config/read` reports it: its fields get neutralized.
-        InheritedServer::from_config(
-            usable().next().expect("an allowlistable server").id.into(),
-            serde_json::from_str(
-                r#"{"command":"npx","args":["-y"],"env_vars":["TOKEN"],"required":true,
-                    "startup_timeout_sec":20.0,"disabled_tools":["x"],"scopes":["s"]}"#,
-            )
-            .unwrap(),
-        ),
-    ]
 }
 
 /// The resolution a daemon would write without this crate.
@@ -194,7 +153,6 @@ fn bench_render(c: &mut Criterion) {
     let resolution = ctx.resolve(Policy::Lenient).expect("lenient never rejects");
     let resolved: Vec<&'static McpServer> = resolution.servers().collect();
     assert_eq!(resolved.len(), usable().count(), "every usable server");
-    let inventory = inventory();
 
     let ours = claude_mcp_config(&ctx, &resolution).expect("renders");
     let theirs = json_value_config(&ctx, &resolved);
@@ -216,17 +174,12 @@ fn bench_render(c: &mut Criterion) {
     });
     group.finish();
 
-    for inv in [&[][..], &inventory[..]] {
-        let overrides = codex_mcp_overrides(&ctx, &resolution, inv).expect("renders");
-        let per_server = 4 * (resolved.len() + 1);
-        assert!(overrides.len() > per_server, "{overrides:?}");
-    }
+    let overrides = codex_mcp_overrides(&ctx, &resolution).expect("renders");
+    let per_server = 4 * (resolved.len() + 1);
+    assert!(overrides.len() > per_server, "{overrides:?}");
     let mut group = c.benchmark_group("codex_mcp_overrides");
     group.bench_function("full_registry", |b| {
-        b.iter(|| codex_mcp_overrides(black_box(&ctx), black_box(&resolution), &[]))
-    });
-    group.bench_function("full_registry_inventory_3", |b| {
-        b.iter(|| codex_mcp_overrides(black_box(&ctx), black_box(&resolution), &inventory))
+        b.iter(|| codex_mcp_overrides(black_box(&ctx), black_box(&resolution)))
     });
     group.finish();
 
@@ -236,7 +189,7 @@ fn bench_render(c: &mut Criterion) {
     };
     let codex_argv = |ctx: &LaunchContext| {
         let resolution = ctx.resolve(Policy::Lenient).expect("lenient");
-        codex_reviewer_args(ctx, &resolution, &inventory).expect("renders")
+        codex_reviewer_args(ctx, &resolution).expect("renders")
     };
     let claude = claude_argv(&ctx);
     assert!(claude.contains(&ours), "the argv carries the config");
@@ -250,7 +203,7 @@ fn bench_render(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    // 14 benchmarks × (1 s warm-up + 2 s measurement), under a minute in all.
+    // 13 benchmarks × (1 s warm-up + 2 s measurement), under a minute in all.
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2))

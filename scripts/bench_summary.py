@@ -87,12 +87,8 @@ def render_table(res):
         )
     for name, what in (
         ("codex_mcp_overrides/full_registry", "`codex_mcp_overrides`, full registry"),
-        (
-            "codex_mcp_overrides/full_registry_inventory_3",
-            "`codex_mcp_overrides`, full registry, 3 inherited servers",
-        ),
         ("reviewer_argv/claude", "`claude_reviewer_args` (whole argv)"),
-        ("reviewer_argv/codex", "`codex_reviewer_args` (whole argv, 3 inherited servers)"),
+        ("reviewer_argv/codex", "`codex_reviewer_args` (whole argv)"),
     ):
         if name in res:
             print(f"| {what} | {cell(res[name])} | – | – |")

@@ -7,7 +7,7 @@
 #   bash scripts/stress-tests.sh                      # 200 runs each, --test-threads=16
 #   RUNS=20 TARGETS=conformance bash scripts/stress-tests.sh
 #
-# RUNS (200), THREADS (16), TARGETS ("inventory cli_render hygiene conformance") and
+# RUNS (200), THREADS (16), TARGETS ("cli_render hygiene conformance") and
 # PROFILE (dev or release; dev) choose what runs. The binaries are built once by cargo and
 # then run directly. conformance runs the real clients: export KCAP_CODEX_BIN,
 # KCAP_CLAUDE_BIN and KCAP_REQUIRE_PEERS=1 first (see README), or its tests are only ignored.
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 runs="${RUNS:-200}"
 threads="${THREADS:-16}"
-targets="${TARGETS:-inventory cli_render hygiene conformance}"
+targets="${TARGETS:-cli_render hygiene conformance}"
 profile="${PROFILE:-dev}"
 logs=target/stress
 mkdir -p "$logs"

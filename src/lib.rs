@@ -39,9 +39,9 @@
 //! assert!(claude[4].contains(r#""kcap-review":{"command":"/usr/local/bin/kcap""#));
 //! assert!(!claude[4].contains("kcap-flows"));
 //!
-//! // For Codex, pass the inherited servers (`clients::codex::inventory::codex_inventory`) so
-//! // they are disabled.
-//! let codex = codex_reviewer_args(&ctx, &resolution, &[])?;
+//! // Codex's argv; `clients::codex::codex_plan` (or `Client::plan`) gives the launch that
+//! // isolates it.
+//! let codex = codex_reviewer_args(&ctx, &resolution)?;
 //! assert!(codex.contains(&"mcp_servers.kcap-review.enabled=true".to_string()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -5,9 +5,8 @@
 //! `install`, `doctor`).
 //!
 //! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
-//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal,
-//! a Codex inventory that could not be taken); 2 usage errors and inputs that cannot be read
-//! or understood ([`CliError`]).
+//! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
+//! 2 usage errors and inputs that cannot be read or understood ([`CliError`]).
 
 use std::error::Error;
 use std::io::IsTerminal;
@@ -26,7 +25,7 @@ use kcap_mcp_registry::diagnostic;
 use kcap_mcp_registry::doctor::{self, ClientFile};
 use kcap_mcp_registry::drift::{self, AgainstOptions, Drift};
 use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
-use kcap_mcp_registry::preview::{self, ArgvFormat, InventorySource, LaunchOverrides};
+use kcap_mcp_registry::preview::{self, ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
 use kcap_mcp_registry::{
@@ -77,9 +76,8 @@ fn write_stdout(text: &str) {
 
 const ROOT_HELP: &str = "\
 Exit codes: 0 success; 1 a problem was found (rule violations, drift, a security-relevant
-diff with --fail-on security, a strict rejection, a refused render, a Codex inventory that
-could not be taken); 2 usage or input error (a file, directory or binary given cannot be
-read, run or understood).
+diff with --fail-on security, a strict rejection, a refused render); 2 usage or input error
+(a file, directory or binary given cannot be read, run or understood).
 
 Example:
   kcap-mcp-registry check registry --format github";
@@ -360,38 +358,30 @@ Example:
         #[arg(long)]
         no_preflight: bool,
     },
-    /// Codex CLI: `-c` overrides that isolate the reviewer from the user's MCP servers.
+    /// Codex CLI: its TUI in a per-launch CODEX_HOME, servers as `-c` overrides.
     #[command(
         override_usage = "kcap-mcp-registry render codex <--agent-id <ID>|--launch-json <FILE|->> \
-                          --launch-dir <DIR> <--inventory <FILE|->|--codex-bin <PATH>|--no-inherited-servers> [OPTIONS]",
+                          --launch-dir <DIR> [OPTIONS]",
         after_help = "\
-Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot
-remove: give their inventory (--inventory or --codex-bin), or --no-inherited-servers. The
-plan (--format plan) roots Codex in a per-launch CODEX_HOME that has none: give it
---no-inherited-servers (an inventory of the daemon's own CODEX_HOME describes a
-configuration the reviewer no longer reads).
-
-Exit codes for the inventory: 2 when an input cannot be used (an --inventory file that
-cannot be read or is not `codex mcp list --json` output, a --codex-bin that cannot be
-started, a --worktree that is not a directory); 1 when Codex ran but its inventory could not
-be taken (it failed, timed out, or printed something else), so the reviewer cannot be
-isolated.
+The plan (--format plan) roots Codex in a per-launch CODEX_HOME and HOME that configure no MCP
+server but kcap's, and removes the worktree's .codex and .agents: Codex then starts exactly
+these servers, with no inventory of the user's to disable. The argv alone (the other formats)
+isolates nothing: run it only as the plan says.
 
 Example:
-  codex mcp list --json > inventory.json
-  kcap-mcp-registry render codex --launch-json launch.json --launch-dir /run/kcap/l1 --inventory inventory.json --format shell"
+  kcap-mcp-registry render codex --launch-json launch.json --launch-dir /run/kcap/l1 --worktree /work/tree --format plan"
     )]
     Codex {
         #[command(flatten)]
         common: RenderArgs,
-        /// Saved `codex mcp list --json` output (`-` for stdin).
-        #[arg(long, value_name = "FILE|-", conflicts_with_all = ["codex_bin", "no_inherited_servers"])]
+        /// Deprecated and ignored (the plan takes no inventory); removed in the next release.
+        #[arg(long, value_name = "FILE|-", hide = true)]
         inventory: Option<PathBuf>,
-        /// Run `PATH mcp list --json` (in --worktree) to get the inventory.
-        #[arg(long, value_name = "PATH", conflicts_with = "no_inherited_servers")]
+        /// Deprecated and ignored (the plan takes no inventory); removed in the next release.
+        #[arg(long, value_name = "PATH", hide = true)]
         codex_bin: Option<PathBuf>,
-        /// Assert that Codex has no MCP servers of its own to disable.
-        #[arg(long)]
+        /// Deprecated and ignored (the plan takes no inventory); removed in the next release.
+        #[arg(long, hide = true)]
         no_inherited_servers: bool,
     },
     /// Gemini CLI over ACP: servers in `session/new` under per-launch aliased names.
@@ -1051,8 +1041,8 @@ fn warn_ignored_against_flags(path: &Path, client: Option<Client>, opts: &Agains
 enum Target {
     /// Claude Code, with the preflight unless `--no-preflight`.
     Claude { preflight: bool },
-    /// Codex, with the inventory taken from this source.
-    Codex(InventorySource),
+    /// Codex.
+    Codex,
     /// Gemini CLI, with this launch id.
     Gemini(LaunchId),
     /// OpenCode.
@@ -1072,7 +1062,7 @@ impl Target {
     fn client(&self) -> Client {
         match self {
             Target::Claude { .. } => Client::Claude,
-            Target::Codex(_) => Client::Codex,
+            Target::Codex => Client::Codex,
             Target::Gemini(_) => Client::Gemini,
             Target::OpenCode => Client::OpenCode,
             Target::Copilot => Client::Copilot,
@@ -1080,16 +1070,6 @@ impl Target {
             Target::Kiro(_) => Client::Kiro,
             Target::Antigravity => Client::Antigravity,
         }
-    }
-}
-
-impl RenderArgs {
-    /// `--worktree` as the directory an inventory command runs in; none when absent or empty.
-    fn worktree_dir(&self) -> Option<PathBuf> {
-        self.worktree
-            .as_deref()
-            .filter(|w| !w.is_empty())
-            .map(PathBuf::from)
     }
 }
 
@@ -1122,22 +1102,8 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             codex_bin,
             no_inherited_servers,
         } => {
-            let source = match (inventory, codex_bin, no_inherited_servers) {
-                (Some(file), _, _) => InventorySource::File(file),
-                (_, Some(codex_bin), _) => InventorySource::Run {
-                    codex_bin,
-                    worktree: common.worktree_dir(),
-                },
-                (_, _, true) => InventorySource::None,
-                _ => {
-                    return Err(CliError::usage(
-                        "Codex also starts the MCP servers of the user's config.toml and plugins, \
-                         which `-c` cannot remove; give --inventory FILE (saved `codex mcp list --json` \
-                         output), --codex-bin PATH (to run it), or --no-inherited-servers",
-                    ));
-                }
-            };
-            Ok((common, Target::Codex(source)))
+            warn_inventory_flags(inventory.is_some(), codex_bin.is_some(), no_inherited_servers);
+            Ok((common, Target::Codex))
         }
         RenderClient::Gemini {
             common,
@@ -1164,13 +1130,24 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
     }
 }
 
-/// An inventory that could not be taken: a usage error when an input was unusable, else the
-/// reviewer cannot be isolated.
-fn inventory_error(e: preview::PreviewError) -> CliError {
-    if e.is_input() {
-        CliError::usage(e)
-    } else {
-        CliError::found(e)
+/// The one-line warning for `render codex`'s inventory flags, deprecated since the plan
+/// needs no inventory: accepted and ignored for one release, never silently.
+fn warn_inventory_flags(inventory: bool, codex_bin: bool, no_inherited_servers: bool) {
+    let given: Vec<&str> = [
+        (inventory, "--inventory"),
+        (codex_bin, "--codex-bin"),
+        (no_inherited_servers, "--no-inherited-servers"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect();
+    if !given.is_empty() {
+        errln!(
+            "warning: {} ignored (deprecated, to be removed): the plan roots Codex in a \
+             per-launch CODEX_HOME that configures no MCP server but kcap's, so there is no \
+             inherited server to take an inventory of",
+            given.join(", ")
+        );
     }
 }
 
@@ -1205,12 +1182,6 @@ fn render_plan(
     client: RenderClient,
 ) -> Result<(LaunchPlan, LaunchContext, RenderFormat), CliError> {
     let (common, target) = target(client)?;
-    let stdin = Path::new("-");
-    if common.launch_json.as_deref() == Some(stdin)
-        && matches!(&target, Target::Codex(InventorySource::File(f)) if f == stdin)
-    {
-        return Err(CliError::usage(preview::PreviewError::BothStdin));
-    }
     let launch = common
         .launch_json
         .as_deref()
@@ -1235,10 +1206,6 @@ fn render_plan(
     preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = preview::launch_context(launch, overrides);
-    let inventory = match &target {
-        Target::Codex(source) => preview::take_inventory(source).map_err(inventory_error)?,
-        _ => Vec::new(),
-    };
     let policy = policy(common.strict);
     let resolution = ctx.resolve_in(registry, policy).map_err(CliError::found)?;
     let client = target.client();
@@ -1257,7 +1224,7 @@ fn render_plan(
         errln!("warning: {warning}");
     }
     let plan = match target {
-        Target::Codex(_) => codex::codex_plan(&ctx, &resolution, &inventory),
+        Target::Codex => codex::codex_plan(&ctx, &resolution),
         Target::Gemini(id) => gemini::gemini_plan(&ctx, &resolution, &id),
         Target::OpenCode => opencode::opencode_plan(&ctx, &resolution),
         Target::Copilot => copilot::copilot_plan(&ctx, &resolution),

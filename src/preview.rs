@@ -1,6 +1,6 @@
 //! `render <client>`: the reviewer launch, as an operator previews it.
-//! Reads a launch command JSON ([`read_launch_command`]) and Codex's inventory
-//! ([`take_inventory`]), builds the [`LaunchContext`] with command-line values applied
+//! Reads a launch command JSON ([`read_launch_command`]), builds the [`LaunchContext`] with
+//! command-line values applied
 //! ([`launch_context`]), names every skipped allowlist entry ([`skip_warnings`]), and prints
 //! the argv in one of three forms ([`format_argv`]).
 //!
@@ -12,7 +12,6 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::allowlist::{Resolution, SkipKind};
-use crate::clients::codex::inventory::{self, InheritedServer, InventoryError};
 use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
 use crate::inspect::suggest_id;
 use crate::text::{ShownPath, is_forbidden_char, printable};
@@ -292,7 +291,7 @@ fn skip_warning(
     line
 }
 
-/// A launch input `render` cannot read or use, or a Codex inventory it cannot take.
+/// A launch input `render` cannot read or use.
 ///
 /// `Display` names the input and what went wrong with it; the underlying error is returned
 /// from [`source`](std::error::Error::source), not displayed.
@@ -313,49 +312,6 @@ pub enum PreviewError {
         /// The parser's error, with its line and column.
         source: serde_json::Error,
     },
-    /// `--inventory` is not `codex mcp list --json` output.
-    InventoryFile {
-        /// The path given.
-        path: PathBuf,
-        /// Why ([`InventoryError::Parse`]).
-        source: InventoryError,
-    },
-    /// `--launch-json -` and `--inventory -` both read standard input.
-    BothStdin,
-    /// The worktree to take the inventory in is not a directory.
-    NoWorktree {
-        /// The worktree given.
-        worktree: PathBuf,
-        /// The client whose inventory it is: `Codex`, `Copilot CLI`.
-        client: &'static str,
-    },
-    /// Running `<codex_bin> mcp list --json` failed.
-    CodexRun {
-        /// The Codex binary run.
-        codex_bin: PathBuf,
-        /// What happened.
-        source: InventoryError,
-    },
-}
-
-impl PreviewError {
-    /// Whether the error is in an input the user gave (a file, a path, a binary that cannot
-    /// be started: exit 2), rather than a reviewer that cannot be isolated (Codex ran and
-    /// failed, timed out or printed something else: exit 1).
-    pub fn is_input(&self) -> bool {
-        /// Whether Codex could not be started at all (by either of its inventory commands).
-        fn not_started(e: &InventoryError) -> bool {
-            match e {
-                InventoryError::Spawn(_) => true,
-                InventoryError::ConfigRead(inner) => not_started(inner),
-                _ => false,
-            }
-        }
-        match self {
-            PreviewError::CodexRun { source, .. } => not_started(source),
-            _ => true,
-        }
-    }
 }
 
 impl fmt::Display for PreviewError {
@@ -368,28 +324,6 @@ impl fmt::Display for PreviewError {
             PreviewError::LaunchJson { path, .. } => {
                 write!(f, "{} is not a launch command JSON", shown_input(path))
             }
-            PreviewError::InventoryFile { path, .. } => {
-                write!(
-                    f,
-                    "cannot use {} as Codex's MCP inventory",
-                    shown_input(path)
-                )
-            }
-            PreviewError::BothStdin => {
-                f.write_str("--launch-json and --inventory cannot both read standard input")
-            }
-            PreviewError::NoWorktree { worktree, client } => write!(
-                f,
-                "--worktree {}: not a directory, so {client}'s inventory cannot be taken there",
-                ShownPath(worktree)
-            ),
-            PreviewError::CodexRun { codex_bin, .. } => {
-                write!(
-                    f,
-                    "cannot take the inventory of the MCP servers Codex would start with {}",
-                    ShownPath(codex_bin)
-                )
-            }
         }
     }
 }
@@ -399,9 +333,6 @@ impl std::error::Error for PreviewError {
         match self {
             PreviewError::Read { source, .. } => Some(source),
             PreviewError::LaunchJson { source, .. } => Some(source),
-            PreviewError::InventoryFile { source, .. } => Some(source),
-            PreviewError::CodexRun { source, .. } => Some(source),
-            PreviewError::BothStdin | PreviewError::NoWorktree { .. } => None,
         }
     }
 }
@@ -460,70 +391,6 @@ pub fn parse_launch_command(
             serde_json::from_value(serde_json::Value::Object(fields))
         }
         _ => direct,
-    }
-}
-
-/// Where `render codex` takes the MCP servers Codex inherits from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InventorySource {
-    /// Saved `codex mcp list --json` output (`-`: standard input).
-    File(PathBuf),
-    /// Run `<codex_bin> mcp list --json` in `worktree` (where the reviewer runs: a trusted
-    /// worktree's `.codex/config.toml` adds servers), or in the current directory.
-    Run {
-        /// The Codex binary; a relative path with a directory part means the current
-        /// directory, not the worktree.
-        codex_bin: PathBuf,
-        /// The reviewer's worktree, if any.
-        worktree: Option<PathBuf>,
-    },
-    /// `--no-inherited-servers`: Codex has none.
-    None,
-}
-
-/// The inventory from `source`.
-///
-/// # Errors
-/// [`PreviewError`]; [`PreviewError::is_input`] tells an unusable input from a Codex run
-/// that failed.
-pub fn take_inventory(source: &InventorySource) -> Result<Vec<InheritedServer>, PreviewError> {
-    match source {
-        InventorySource::None => Ok(Vec::new()),
-        InventorySource::File(path) => {
-            inventory::parse_inventory(&read_input(path)?).map_err(|source| {
-                PreviewError::InventoryFile {
-                    path: path.clone(),
-                    source,
-                }
-            })
-        }
-        InventorySource::Run {
-            codex_bin,
-            worktree,
-        } => {
-            let bin = if codex_bin.components().count() > 1 && codex_bin.is_relative() {
-                std::env::current_dir()
-                    .map_or_else(|_| codex_bin.clone(), |cwd| cwd.join(codex_bin))
-            } else {
-                codex_bin.clone()
-            };
-            let mut codex = std::process::Command::new(&bin);
-            if let Some(worktree) = worktree {
-                if !worktree.is_dir() {
-                    return Err(PreviewError::NoWorktree {
-                        worktree: worktree.clone(),
-                        client: "Codex",
-                    });
-                }
-                codex.current_dir(worktree);
-            }
-            inventory::codex_inventory_from(codex, inventory::INVENTORY_TIMEOUT).map_err(|source| {
-                PreviewError::CodexRun {
-                    codex_bin: codex_bin.clone(),
-                    source,
-                }
-            })
-        }
     }
 }
 

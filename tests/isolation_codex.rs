@@ -46,6 +46,7 @@ fn main() {
         remote_configuration_is_not_fetched,
         client_variables_do_not_reach_the_client,
         trust_is_not_inherited_from_a_parent_folder,
+        no_inventory_is_needed_codex_lists_only_the_injected_servers,
     ]);
 }
 
@@ -311,4 +312,115 @@ fn trust_is_not_inherited_from_a_parent_folder() {
     std::fs::write(&config, format!("{before}{trust}")).unwrap();
     let seen = w.launch();
     seen.assert_isolated();
+}
+
+/// The inventory question (issue 26, item 4): could any MCP server of the user, the
+/// repository or a plugin still reach a reviewer launched with the plan, so that the plan
+/// would have to disable it by name? Judged by Codex's own listing (`codex mcp list --json`,
+/// what the inventory used to run) taken with the plan carried out, its environment, argv
+/// and cwd, under the hostile world plus a user plugin with a server, a user profile file,
+/// a repository plugin marketplace and a Claude `.mcp.json`: exactly our servers. Controls
+/// show the listing sees what it should: in the daemon's own environment (where the old
+/// `--codex-bin` inventory ran) it lists the user's, the plugin's and the repository's
+/// servers; with the worktree's `.codex/` kept, the trusted worktree's server is listed (so
+/// [`WORKTREE_CONFIG`](kcap_mcp_registry::clients::codex::WORKTREE_CONFIG) is what keeps it
+/// out), and without the plan's trust it is not; the `.codex/` of a repository root and of a
+/// folder above it, both trusted by the user, are never read. Administrator files do add
+/// servers, and are refused before the launch (class 5).
+fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
+    let ours = || -> Vec<(String, bool)> {
+        ["kcap-flow-result", "kcap-review"]
+            .map(|n| (n.to_owned(), true))
+            .into()
+    };
+    let with = |extra: &str| {
+        let mut list = ours();
+        list.push((extra.to_owned(), true));
+        list.sort();
+        list
+    };
+    let Some(w) = World::new() else { return };
+    let config = w.path("user/.codex/config.toml");
+    let before = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!("{before}[plugins.\"p1@m1\"]\nenabled = true\n"),
+    )
+    .unwrap();
+    let plugin = "user/.codex/plugins/cache/m1/p1/local";
+    w.write(
+        &format!("{plugin}/.codex-plugin/plugin.json"),
+        r#"{"name":"p1","version":"1.0.0","description":"x"}"#,
+    );
+    let mcp_json = |name: &str| {
+        serde_json::json!({"mcpServers": {name: {"command": w.path("recorder.js"), "args": [name]}}})
+            .to_string()
+    };
+    w.write(&format!("{plugin}/.mcp.json"), &mcp_json("plug-evil"));
+    w.write("user/.codex/evil.config.toml", &w.server("profile-evil"));
+    w.write(
+        "wt/.agents/plugins/marketplace.json",
+        r#"{"name":"m2","plugins":[{"name":"p2","source":{"source":"local","path":"./p2"}}]}"#,
+    );
+    w.write("wt/.mcp.json", &mcp_json("claude-evil"));
+
+    let mut daemon = std::process::Command::new(&w.bin);
+    daemon
+        .args(["mcp", "list", "--json"])
+        .env_clear()
+        .envs(w.daemon_env.clone())
+        .current_dir(&w.worktree);
+    let out = common::peers::run(daemon, "codex mcp list --json (daemon)");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["kcap-flow-result", "plug-evil", "proj-evil", "user-evil"]
+    );
+    assert_eq!(w.listing(&w.plan()), ours());
+
+    // Controls: the worktree's `.codex/` kept, trusted by the plan and not.
+    let w = World::new().unwrap();
+    let mut plan = w.plan();
+    plan.worktree_remove.clear();
+    assert_eq!(w.listing(&plan), with("proj-evil"));
+    let w = World::new().unwrap();
+    let mut plan = w.plan();
+    plan.worktree_remove.clear();
+    let toml = &mut plan.files[0].contents;
+    let trust = format!("\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n", w.worktree.display());
+    assert!(toml.contains(&trust), "{toml}");
+    *toml = toml.replace(&trust, "");
+    assert_eq!(w.listing(&plan), ours());
+
+    // A worktree inside a repository inside a folder, each with a `.codex/`, the outer two
+    // trusted by the user.
+    let mut w = World::new().unwrap();
+    let outer = w.path("outer");
+    let repo = outer.join("repo");
+    w.hostile_worktree(&outer, "outer");
+    git_init(&repo);
+    w.hostile_worktree(&repo, "repo");
+    w.worktree = repo.join("sub");
+    w.hostile_worktree(&w.worktree.clone(), "sub");
+    let before = std::fs::read_to_string(&config_of(&w)).unwrap();
+    let trust: String = [&outer, &repo]
+        .iter()
+        .map(|p| format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", p.display()))
+        .collect();
+    std::fs::write(config_of(&w), format!("{before}{trust}")).unwrap();
+    let mut kept = w.plan();
+    kept.worktree_remove.clear();
+    assert_eq!(w.listing(&kept), with("sub-evil"));
+    assert_eq!(w.listing(&w.plan()), ours());
+}
+
+/// The daemon user's `~/.codex/config.toml` in `w`.
+fn config_of(w: &World) -> PathBuf {
+    w.path("user/.codex/config.toml")
 }

@@ -8,7 +8,7 @@
 //! - [`claude`]: Claude Code (pinned 2.1.197, also run on 2.1.328): the inline `--mcp-config`
 //!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
 //! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
-//!   [inventory](codex::inventory) of the servers Codex inherits.
+//!   plan that roots the reviewer in a per-launch `CODEX_HOME`.
 //! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration
 //!   directories taken away.
@@ -74,7 +74,6 @@ pub mod kiro;
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
-mod process;
 pub mod root;
 
 pub mod spec;
@@ -196,7 +195,6 @@ impl fmt::Display for Client {
 use std::fmt;
 
 use crate::allowlist::{Policy, Rejection, Resolution};
-use crate::clients::codex::inventory::InventoryError;
 use crate::model::{EnvSource, Inject, McpServer};
 use crate::registry::Registry;
 use crate::wire::LaunchCommand;
@@ -610,14 +608,6 @@ pub enum RenderError {
         /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
         field: String,
     },
-    /// A Codex server inherited from the user's configuration has the same name as one we
-    /// enable and carries a field the `-c` overrides cannot neutralize.
-    CodexInheritedField {
-        /// The server name.
-        server: String,
-        /// The field, e.g. `url`, `env.EXTRA`.
-        field: String,
-    },
     /// A launch value that follows an option in argv (`model`, `effort`, `worktree`) starts
     /// with `-`, so the client would read it as an option.
     OptionLike {
@@ -637,12 +627,6 @@ pub enum RenderError {
         file: std::path::PathBuf,
         /// What is wrong, e.g. `is not JSON (…)`.
         problem: String,
-    },
-    /// The Codex inventory lists a server name twice (Codex never does); which entry is real
-    /// cannot be known, so nothing is rendered.
-    DuplicateInherited {
-        /// The repeated name.
-        server: String,
     },
     /// A value would reach Gemini CLI in an ACP server's `env` containing `${`, which Gemini
     /// CLI 0.61.0 expands as an environment variable reference.
@@ -666,13 +650,6 @@ pub enum RenderError {
         client: Client,
         /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
         field: &'static str,
-    },
-    /// A Codex server inherited under the name of one we enable is known only from
-    /// `codex mcp list --json` (a plugin's server, or an inventory saved from `mcp list`),
-    /// which hides most fields, so whether any of them would merge into ours is unknown.
-    CodexUnseenFields {
-        /// The server name.
-        server: String,
     },
     /// A value would reach Copilot CLI containing `${`, which Copilot CLI 1.0.102 expands as
     /// an environment variable reference in a server's `command`, `args` and `env` at spawn.
@@ -764,9 +741,6 @@ impl fmt::Display for RenderError {
                  which Claude Code expands as a variable reference and cannot escape; \
                  remove `${{` from that value"
             ),
-            RenderError::CodexInheritedField { server, field } => {
-                fmt_codex_inherited(server, field, f)
-            }
             RenderError::BlankAgentId => f.write_str(
                 "the reviewer's agent id is blank, and the result channel needs it \
                  (KCAP_FLOW_AGENT_ID); give the launch its agent id",
@@ -833,20 +807,6 @@ impl fmt::Display for RenderError {
                  remove it",
                 crate::text::ShownPath(file)
             ),
-            RenderError::CodexUnseenFields { server } => write!(
-                f,
-                "cannot isolate the Codex reviewer: MCP server `{}` has the name of one of kcap's, \
-                 and only `codex mcp list --json` reports it, which hides most of its fields; take \
-                 the inventory from `codex app-server` `config/read` (--codex-bin, or a saved \
-                 answer), or rename or remove that server",
-                server.escape_debug()
-            ),
-            RenderError::DuplicateInherited { server } => write!(
-                f,
-                "the Codex inventory lists MCP server `{}` twice; take the inventory again \
-                 with `codex mcp list --json`",
-                server.escape_debug()
-            ),
         }
     }
 }
@@ -858,26 +818,6 @@ fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         "cannot render the {client} launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
          included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
-    )
-}
-
-/// [`RenderError::CodexInheritedField`]'s message.
-fn fmt_codex_inherited(server: &str, field: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    write!(
-        f,
-        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `{}` with \
-         `{}`, which would merge into kcap's server of the same name; ",
-        server.escape_debug(),
-        field.escape_debug(),
-    )?;
-    if field == "cwd" {
-        f.write_str("give the reviewer a worktree (its `cwd` then points there), or ")?;
-    }
-    write!(
-        f,
-        "remove `{}` from `[mcp_servers.{}]` in $CODEX_HOME/config.toml",
-        field.escape_debug(),
-        server.escape_debug()
     )
 }
 
@@ -1017,8 +957,6 @@ pub enum LaunchError {
     Rejected(Rejection),
     /// A value cannot be rendered safely (the renderers).
     Render(RenderError),
-    /// Codex's inherited MCP servers could not be listed ([`codex::inventory`]).
-    Inventory(InventoryError),
     /// No launch id could be drawn ([`plan::LaunchId::random`]).
     LaunchId(plan::LaunchIdError),
 }
@@ -1028,7 +966,6 @@ impl fmt::Display for LaunchError {
         match self {
             LaunchError::Rejected(e) => e.fmt(f),
             LaunchError::Render(e) => e.fmt(f),
-            LaunchError::Inventory(e) => e.fmt(f),
             LaunchError::LaunchId(e) => e.fmt(f),
         }
     }
@@ -1039,7 +976,6 @@ impl std::error::Error for LaunchError {
         match self {
             LaunchError::Rejected(e) => e.source(),
             LaunchError::Render(e) => e.source(),
-            LaunchError::Inventory(e) => e.source(),
             LaunchError::LaunchId(e) => e.source(),
         }
     }
@@ -1060,11 +996,5 @@ impl From<plan::LaunchIdError> for LaunchError {
 impl From<RenderError> for LaunchError {
     fn from(e: RenderError) -> Self {
         LaunchError::Render(e)
-    }
-}
-
-impl From<InventoryError> for LaunchError {
-    fn from(e: InventoryError) -> Self {
-        LaunchError::Inventory(e)
     }
 }

@@ -261,9 +261,9 @@ impl World {
         codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap()
     }
 
-    /// Carries out `plan` (dirs, files, worktree removals) and starts the client in a
-    /// terminal, in its own process group, with exactly the plan's environment.
-    pub fn start(&self, plan: &LaunchPlan) -> std::process::Child {
+    /// Carries out `plan` as the daemon does before a launch: its dirs and files under the
+    /// launch directory, its worktree paths removed. Returns the plan's cwd.
+    pub fn prepare(&self, plan: &LaunchPlan) -> PathBuf {
         let launch = self.path("launch");
         for d in &plan.dirs {
             std::fs::create_dir_all(launch.join(d)).unwrap();
@@ -283,6 +283,40 @@ impl World {
                 std::fs::remove_file(&p).unwrap();
             }
         }
+        cwd
+    }
+
+    /// Codex's own listing of the MCP servers the reviewer would start: `plan` carried out
+    /// ([`World::prepare`]), then `codex <plan argv up to the prompt> mcp list --json` with
+    /// exactly the plan's environment, in its cwd (under the `/etc` overlay when `etc`).
+    /// Each server's name and whether it is enabled, as Codex sorts them.
+    pub fn listing(&self, plan: &LaunchPlan) -> Vec<(String, bool)> {
+        let cwd = self.prepare(plan);
+        let argv = plan.argv.split(|a| a == "--").next().unwrap();
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(argv).args(["mcp", "list", "--json"]);
+        let mut cmd = if self.etc {
+            self.in_etc_namespace(cmd)
+        } else {
+            cmd
+        };
+        cmd.env_clear()
+            .envs(plan_env(self.daemon_env.clone(), plan))
+            .current_dir(&cwd);
+        let out = common::peers::run(cmd, "codex … mcp list --json");
+        assert!(out.status.success(), "codex mcp list: {}", out.stderr);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["name"].as_str().unwrap().to_owned(), s["enabled"] == true))
+            .collect()
+    }
+
+    /// Carries out `plan` ([`World::prepare`]) and starts the client in a terminal, in its
+    /// own process group, with exactly the plan's environment.
+    pub fn start(&self, plan: &LaunchPlan) -> std::process::Child {
+        let cwd = self.prepare(plan);
         let mut line = String::from("stty cols 160 rows 48 2>/dev/null; exec");
         for word in
             std::iter::once(self.bin.to_str().unwrap()).chain(plan.argv.iter().map(String::as_str))

@@ -34,7 +34,6 @@ use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, ManagedFile, Root};
 use crate::clients::{Client, LaunchContext, RenderError, non_blank};
 
-use super::inventory::InheritedServer;
 use super::{codex_reviewer_args, toml_basic_string};
 
 /// `CODEX_HOME`, relative to the per-launch home.
@@ -196,12 +195,11 @@ pub fn codex_config_toml(
 /// registry ids; no ACP session. The daemon refuses the launch first while one of
 /// [`MANAGED_FILES`] exists ([`crate::clients::root::managed_preflight`]).
 ///
-/// `inventory` is what the reviewer's Codex would start on its own: with this plan's
-/// `CODEX_HOME` (empty but for [`codex_config_toml`]), with [`MANAGED_FILES`] refused and
-/// no ChatGPT sign-in kept, that is nothing, so pass `&[]` (measured on 0.169.0 under a
-/// hostile user, repository and administrator configuration: only the injected servers
-/// started). An inventory taken in the daemon's own environment describes a configuration
-/// the reviewer no longer reads.
+/// No inventory of the servers Codex would start on its own is taken: with this plan's
+/// `CODEX_HOME` (empty but for [`codex_config_toml`]), its `HOME`, [`WORKTREE_CONFIG`]
+/// removed, [`MANAGED_FILES`] refused and no ChatGPT sign-in kept, Codex 0.169.0 lists and
+/// starts exactly the injected servers (measured under a hostile user, plugin, repository
+/// and ancestor configuration, `tests/isolation_codex.rs`), so there is nothing to disable.
 ///
 /// # Errors
 /// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
@@ -209,9 +207,8 @@ pub fn codex_config_toml(
 pub fn codex_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    inventory: &[InheritedServer],
 ) -> Result<LaunchPlan, RenderError> {
-    let argv = codex_reviewer_args(ctx, resolution, inventory)?;
+    let argv = codex_reviewer_args(ctx, resolution)?;
     let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
     let base_url = plan
         .env

@@ -1,39 +1,16 @@
 //! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv, and (module `launch`,
 //! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
-//! ([`codex_plan`]). Under that plan Codex reads no user or repository configuration, so no
-//! inherited server exists and the inventory below is empty; the neutralization of inherited
-//! servers applies to callers that run the argv under a `CODEX_HOME` of their own.
+//! ([`codex_plan`]). Under that plan Codex reads no user, plugin or repository configuration
+//! (measured on 0.169.0: its own `codex mcp list --json`, taken with the plan carried out,
+//! lists exactly the injected servers, `tests/isolation_codex.rs`), so there is no inherited
+//! server to disable and no inventory to take.
 //!
 //! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
 //! on every `.` (quotes are not understood), the value is parsed as TOML and silently taken
 //! as a raw string when that fails, so every value here is valid TOML. Overrides deep-merge
-//! onto the user's `$CODEX_HOME/config.toml` (tables key by key; arrays and scalars
-//! replace); a later whole-table `-c mcp_servers={…}` replaces an earlier one.
-//!
-//! Consequences, all probed on 0.169.0, and what the renderer does about them:
-//! - `-c mcp_servers={}` removes nothing: every inherited server (from the
-//!   [inventory]) that we do not enable is disabled by name in the first
-//!   override, as a quoted TOML key so dotted names work, keeping its `url` (URL servers) or
-//!   getting an inert `command` (so the entry stays valid for plugin servers).
-//! - An inherited server named like one we enable merges every field it sets into ours. The
-//!   inventory's `config/read` entry ([`config::ServerConfig`]) shows them all, and each one we
-//!   do not set ourselves is handled field by field (nested tables key by key):
-//!
-//!   | inherited field | override |
-//!   |---|---|
-//!   | `env_vars` | `[]` |
-//!   | `cwd` | the worktree (refused without one) |
-//!   | `environment_id` other than `"local"` | `"local"` |
-//!   | `required`, `supports_parallel_tool_calls` | `false` |
-//!   | `startup_timeout_sec`, `tool_timeout_sec` | Codex's defaults, 30 and 120 |
-//!   | `enabled_tools` | the registry's tool catalog (refused for a server without one) |
-//!   | `disabled_tools`, `scopes` | `[]` |
-//!   | `tools.<t>.approval_mode` | ours (below) |
-//!   | `default_tools_approval_mode` | ours (below) |
-//!   | an `env` key we do not set, `url`, `bearer_token_env_var`, `http_headers`, `env_http_headers`, `oauth`, `oauth_resource`, any field or `tools.<t>` key the model does not know | refused: [`RenderError::CodexInheritedField`] |
-//!
-//!   A same-named server only `codex mcp list` reports (its other fields unseen) is refused:
-//!   [`RenderError::CodexUnseenFields`].
+//! onto `$CODEX_HOME/config.toml` (tables key by key; arrays and scalars replace): the argv
+//! alone, run under a `CODEX_HOME` that configures servers, would start them beside ours and
+//! let a same-named entry's fields merge into ours. Run it only as the plan says.
 //!
 //! Approval is ours for every server we render, never inherited (`AppToolApproval` in
 //! `codex-rs/config/src/mcp_types.rs`: `approve` runs a tool with no question, `prompt` asks
@@ -44,7 +21,6 @@
 //! | tool with `unattended_safe = true` | `tools.<tool>.approval_mode = "approve"` |
 //! | server with `read_only = true` | `default_tools_approval_mode = "approve"` |
 //! | any other server (only [`Policy::Lenient`](crate::Policy::Lenient) admits one) | `default_tools_approval_mode = "prompt"` |
-//! | a tool the inherited entry configures | `tools.<tool>.approval_mode` = the server's default |
 //!
 //! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
 //! Codex's `request_user_input` (`maybe_request_mcp_tool_approval` in
@@ -56,9 +32,6 @@
 //! Features outside `mcp_servers` that can add tools are closed in every argv:
 //! [`CLOSED_FEATURES`].
 
-pub mod app_server;
-pub mod config;
-pub mod inventory;
 mod launch;
 
 #[cfg(feature = "cli")]
@@ -71,7 +44,6 @@ use std::fmt::Write as _;
 use crate::allowlist::Resolution;
 use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
-use inventory::{InheritedServer, Transport};
 pub use launch::{
     BASE_URL_VAR, CODEX_HOME, CREDENTIALS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
     codex_config_toml, codex_plan, keep_api_key,
@@ -109,7 +81,7 @@ fn spec_plan(
     r: &crate::allowlist::Resolution<'_, String>,
     _inputs: &crate::clients::dispatch::PlanInputs,
 ) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(codex_plan(ctx, r, &[])?)
+    Ok(codex_plan(ctx, r)?)
 }
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
@@ -143,14 +115,12 @@ pub const CLOSED_FEATURES: [&str; 11] = [
     "computer_use",
 ];
 
-/// The command given to inherited stdio servers we disable. Never run: the entry is disabled.
-pub const INERT_COMMAND: &str = "false";
+/// `AppToolApproval::Approve` in `codex-rs/config/src/mcp_types.rs`: the tool runs with no
+/// question (Codex may still run its safety monitor).
+pub const APPROVE: &str = "approve";
 
-/// `startup_timeout_sec` Codex 0.169.0 uses when unset (observed: 30 s).
-pub const NEUTRAL_STARTUP_TIMEOUT_SEC: u32 = 30;
-
-/// `tool_timeout_sec` Codex uses when unset (`DEFAULT_TOOL_TIMEOUT` in codex-rs: 120 s).
-pub const NEUTRAL_TOOL_TIMEOUT_SEC: u32 = 120;
+/// `AppToolApproval::Prompt`: Codex asks the user before every call.
+pub const PROMPT: &str = "prompt";
 
 /// Writes `s` as a TOML 1.0 basic string (`"…"`): `\\`, `\"`, `\b`, `\t`, `\n`, `\f`, `\r`,
 /// other U+0000–U+001F and U+007F as `\uXXXX`, everything else verbatim.
@@ -197,24 +167,15 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
     out.push(']');
 }
 
-/// The Codex `-c` override values (without the `-c`), in order:
-///
-/// 1. `mcp_servers={…}` disabling every inherited server we do not enable
-///    (`"<name>"={enabled=false,url="…"}` or `{enabled=false,command="false"}`), or
-///    `mcp_servers={}` when there is none;
-/// 2. unless gated, for the result channel, each resolved server, then (for a borrowed
-///    snapshot) each `inject = "borrowed-snapshot"` server:
-///    `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`, `.env={NAME="…",…}`,
-///    `.default_tools_approval_mode="approve"|"prompt"`, `.tools={"<tool>"={approval_mode=…},…}`
-///    (when there is a tool to set), followed, only where the inventory holds a server of the
-///    same name, by the overrides of the module table, in its order.
+/// The Codex `-c` override values (without the `-c`), unless gated: for the result channel,
+/// each resolved server, then (for a borrowed snapshot) each `inject = "borrowed-snapshot"`
+/// server: `mcp_servers.<id>.enabled=true`, `.command="…"`, `.args=[…]`,
+/// `.env={NAME="…",…}`, `.default_tools_approval_mode="approve"|"prompt"`, and
+/// `.tools={"<tool>"={approval_mode="approve"},…}` when the registry marks a tool
+/// `unattended_safe`. Gated, none.
 ///
 /// # Errors
-/// [`RenderError::CodexInheritedField`] when an inherited server of the same name as one we
-/// enable has a field the module table refuses; [`RenderError::CodexUnseenFields`] when such a
-/// server is known only from `codex mcp list`;
-/// [`RenderError::DuplicateInherited`] when the inventory lists a name twice;
-/// when not gated, [`RenderError::BlankAgentId`] for a blank agent id,
+/// When not gated, [`RenderError::BlankAgentId`] for a blank agent id,
 /// [`RenderError::BlankCapabilityUrl`] and [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
@@ -226,9 +187,8 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 ///     agent_id: "a1".into(),
 ///     ..LaunchContext::default()
 /// };
-/// let overrides = codex_mcp_overrides(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
+/// let overrides = codex_mcp_overrides(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
 /// assert_eq!(overrides, [
-///     "mcp_servers={}",
 ///     "mcp_servers.kcap-flow-result.enabled=true",
 ///     r#"mcp_servers.kcap-flow-result.command="/usr/bin/kcap""#,
 ///     r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
@@ -240,44 +200,11 @@ fn push_toml_array<'s>(out: &mut String, items: impl IntoIterator<Item = &'s str
 pub fn codex_mcp_overrides(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
     ctx.require_launch_values()?;
-    let servers: Vec<_> = ctx.servers(resolution).collect();
-    let enabled = |name: &str| servers.iter().any(|(s, _)| s.id == name);
-
-    if inventory.len() > 1 {
-        let mut names = std::collections::HashSet::with_capacity(inventory.len());
-        if let Some(s) = inventory.iter().find(|s| !names.insert(s.name.as_str())) {
-            return Err(RenderError::DuplicateInherited {
-                server: s.name.clone(),
-            });
-        }
-    }
-    let mut clear = String::from("mcp_servers={");
-    for (i, inherited) in inventory.iter().filter(|s| !enabled(&s.name)).enumerate() {
-        if i > 0 {
-            clear.push(',');
-        }
-        push_toml_string(&mut clear, &inherited.name);
-        clear.push_str("={enabled=false,");
-        match &inherited.transport {
-            Transport::StreamableHttp { url } => {
-                clear.push_str("url=");
-                push_toml_string(&mut clear, url);
-            }
-            Transport::Stdio { .. } => {
-                clear.push_str("command=");
-                push_toml_string(&mut clear, INERT_COMMAND);
-            }
-        }
-        clear.push('}');
-    }
-    clear.push('}');
-
-    let mut out = vec![clear];
+    let mut out = Vec::new();
     let command = ctx.kcap_bin.as_deref().unwrap_or_default();
-    for (server, env) in &servers {
+    for (server, env) in ctx.servers(resolution) {
         let id = server.id;
         let key = |field: &str| format!("mcp_servers.{id}.{field}=");
         out.push(key("enabled") + "true");
@@ -298,162 +225,32 @@ pub fn codex_mcp_overrides(
         }
         v.push('}');
         out.push(v);
-        let inherited = inventory.iter().find(|s| s.name == id);
-        let default = default_approval(server);
         let mut v = key("default_tools_approval_mode");
-        push_toml_string(&mut v, default);
+        push_toml_string(&mut v, default_approval(server));
         out.push(v);
-        // Per-tool approval: the catalog's unattended-safe tools, then every tool the
-        // inherited entry configures, so none keeps the user's approval.
-        let mut tools: Vec<(&str, &str)> = server
-            .tools
-            .iter()
-            .filter(|t| t.unattended_safe)
-            .map(|t| (t.name, config::APPROVE))
-            .collect();
-        if let Some(inherited_tools) = inherited
-            .and_then(|s| s.config.as_ref())
-            .and_then(|c| c.tools.as_ref())
-        {
-            for name in inherited_tools.keys() {
-                if !tools.iter().any(|(t, _)| t == name) {
-                    tools.push((name, default));
-                }
-            }
-        }
-        if !tools.is_empty() {
+        let mut tools = server.tools.iter().filter(|t| t.unattended_safe).peekable();
+        if tools.peek().is_some() {
             let mut v = key("tools") + "{";
-            for (i, (name, mode)) in tools.iter().enumerate() {
+            for (i, tool) in tools.enumerate() {
                 if i > 0 {
                     v.push(',');
                 }
-                push_toml_string(&mut v, name);
+                push_toml_string(&mut v, tool.name);
                 v.push_str("={approval_mode=");
-                push_toml_string(&mut v, mode);
+                push_toml_string(&mut v, APPROVE);
                 v.push('}');
             }
             v.push('}');
             out.push(v);
         }
-        if let Some(inherited) = inherited {
-            neutralize(ctx, server, env, inherited, &mut out)?;
-        }
     }
     Ok(out)
 }
 
-/// The `default_tools_approval_mode` kcap gives `server`: [`config::APPROVE`] when it is
-/// `read_only` (every tool is free of side effects), else [`config::PROMPT`].
+/// The `default_tools_approval_mode` kcap gives `server`: [`APPROVE`] when it is
+/// `read_only` (every tool is free of side effects), else [`PROMPT`].
 pub fn default_approval(server: &McpServer) -> &'static str {
-    if server.read_only {
-        config::APPROVE
-    } else {
-        config::PROMPT
-    }
-}
-
-/// Overrides, field by field, every field of the inherited entry of the same name as
-/// `server` that we do not set ourselves, or refuses the render naming it.
-fn neutralize(
-    ctx: &LaunchContext,
-    server: &McpServer,
-    env: &[(&str, &str)],
-    inherited: &InheritedServer,
-    out: &mut Vec<String>,
-) -> Result<(), RenderError> {
-    let refuse = |field: String| RenderError::CodexInheritedField {
-        server: inherited.name.clone(),
-        field,
-    };
-    if let Transport::StreamableHttp { .. } = inherited.transport {
-        return Err(refuse("url".into()));
-    }
-    let Some(c) = &inherited.config else {
-        return Err(RenderError::CodexUnseenFields {
-            server: inherited.name.clone(),
-        });
-    };
-    let id = server.id;
-    // Checked in the model's field order, so the first refusal is deterministic.
-    if let Some(extra) = c
-        .env
-        .iter()
-        .flatten()
-        .map(|(k, _)| k)
-        .find(|k| !env.iter().any(|(name, _)| name == k))
-    {
-        return Err(refuse(format!("env.{extra}")));
-    }
-    for (field, set) in [
-        ("url", c.url.is_some()),
-        ("bearer_token_env_var", c.bearer_token_env_var.is_some()),
-        ("http_headers", c.http_headers.is_some()),
-        ("env_http_headers", c.env_http_headers.is_some()),
-        ("oauth", c.oauth.is_some()),
-        ("oauth_resource", c.oauth_resource.is_some()),
-    ] {
-        if set {
-            return Err(refuse(field.into()));
-        }
-    }
-    if c.enabled_tools.is_some() && server.tools.is_empty() {
-        return Err(refuse("enabled_tools".into()));
-    }
-    if let Some(field) = c.unknown.keys().next() {
-        return Err(refuse(field.clone()));
-    }
-    for (tool, t) in c.tools.iter().flatten() {
-        if let Some(field) = t.unknown.keys().next() {
-            return Err(refuse(format!("tools.{tool}.{field}")));
-        }
-    }
-    if c.env_vars.is_some() {
-        out.push(format!("mcp_servers.{id}.env_vars=[]"));
-    }
-    if c.cwd.is_some() {
-        let worktree = non_blank(&ctx.worktree).ok_or_else(|| refuse("cwd".into()))?;
-        let mut v = format!("mcp_servers.{id}.cwd=");
-        push_toml_string(&mut v, worktree);
-        out.push(v);
-    }
-    if c.environment_id
-        .as_deref()
-        .is_some_and(|e| e != config::LOCAL_ENVIRONMENT)
-    {
-        let mut v = format!("mcp_servers.{id}.environment_id=");
-        push_toml_string(&mut v, config::LOCAL_ENVIRONMENT);
-        out.push(v);
-    }
-    if c.required.is_some() {
-        out.push(format!("mcp_servers.{id}.required=false"));
-    }
-    if c.supports_parallel_tool_calls.is_some() {
-        out.push(format!(
-            "mcp_servers.{id}.supports_parallel_tool_calls=false"
-        ));
-    }
-    if c.startup_timeout_sec.is_some() {
-        out.push(format!(
-            "mcp_servers.{id}.startup_timeout_sec={NEUTRAL_STARTUP_TIMEOUT_SEC}"
-        ));
-    }
-    if c.tool_timeout_sec.is_some() {
-        out.push(format!(
-            "mcp_servers.{id}.tool_timeout_sec={NEUTRAL_TOOL_TIMEOUT_SEC}"
-        ));
-    }
-    if c.enabled_tools.is_some() {
-        let mut v = format!("mcp_servers.{id}.enabled_tools=");
-        push_toml_array(&mut v, server.tools.iter().map(|t| t.name));
-        out.push(v);
-    }
-    if c.disabled_tools.is_some() {
-        out.push(format!("mcp_servers.{id}.disabled_tools=[]"));
-    }
-    if c.scopes.is_some() {
-        out.push(format!("mcp_servers.{id}.scopes=[]"));
-    }
-    Ok(())
+    if server.read_only { APPROVE } else { PROMPT }
 }
 
 /// The Codex reviewer argv (after the `codex` binary): `--cd W` (when a worktree is set),
@@ -468,8 +265,8 @@ fn neutralize(
 /// becomes `xhigh`), `--no-alt-screen`, then `-- <prompt>` when set.
 ///
 /// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
-/// [`skipped`](Resolution::skipped) entries the caller logs; `inventory` the servers Codex
-/// inherits ([`inventory::codex_inventory`]).
+/// [`skipped`](Resolution::skipped) entries the caller logs. The argv isolates nothing by
+/// itself: run it as [`codex_plan`] says.
 ///
 /// # Errors
 /// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
@@ -477,9 +274,8 @@ fn neutralize(
 pub fn codex_reviewer_args(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
-    inventory: &[InheritedServer],
 ) -> Result<Vec<String>, RenderError> {
-    let overrides = codex_mcp_overrides(ctx, resolution, inventory)?;
+    let overrides = codex_mcp_overrides(ctx, resolution)?;
     let mut args = Vec::with_capacity(overrides.len() * 2 + 12);
     if let Some(worktree) = option_value("worktree", &ctx.worktree)? {
         args.extend(["--cd".into(), worktree.into()]);
