@@ -50,9 +50,7 @@ const PLANS: &[(Client, Delivery, Render)] = &[
     (Client::Claude, Delivery::Any, |ctx, r, _| {
         claude_plan(ctx, r)
     }),
-    (Client::Codex, Delivery::Any, |ctx, r, _| {
-        codex_plan(ctx, r, &[])
-    }),
+    (Client::Codex, Delivery::Any, |ctx, r, _| codex_plan(ctx, r)),
     (Client::Gemini, Delivery::Any, |ctx, r, id| {
         gemini_plan(ctx, r, id)
     }),

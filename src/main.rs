@@ -1102,7 +1102,11 @@ fn target(client: RenderClient) -> Result<(RenderArgs, Target), CliError> {
             codex_bin,
             no_inherited_servers,
         } => {
-            warn_inventory_flags(inventory.is_some(), codex_bin.is_some(), no_inherited_servers);
+            warn_inventory_flags(
+                inventory.is_some(),
+                codex_bin.is_some(),
+                no_inherited_servers,
+            );
             Ok((common, Target::Codex))
         }
         RenderClient::Gemini {

@@ -239,9 +239,6 @@ fn render_directory_flags_are_usage_errors() {
     let render = |client: &str, extra: &[&str]| {
         let mut args = vec!["render", client];
         args.extend_from_slice(&base);
-        if client == "codex" {
-            args.push("--no-inherited-servers");
-        }
         args.extend_from_slice(extra);
         run(&args)
     };

@@ -36,7 +36,7 @@ fn golden(name: &str) -> String {
 fn render_prints_the_golden_plans() {
     let extra: [(&str, &[&str]); 7] = [
         ("claude", &["--no-preflight"]),
-        ("codex", &["--no-inherited-servers"]),
+        ("codex", &[]),
         ("gemini", &["--launch-id", "0123456789ABCDEF"]),
         ("opencode", &[]),
         ("cursor", &["--allow-unverified-isolation"]),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Run, bin, finish, run, run_in};
+use common::{Run, bin, finish, run};
 use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
 use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy};
@@ -12,9 +12,8 @@ use kcap_mcp_registry::{LaunchContext, Policy};
 const URL: &str = "http://127.0.0.1:5100";
 const KCAP: &str = "/usr/bin/kcap";
 const LAUNCH: &str = "tests/fixtures/cli/render/launch.json";
+/// A saved `codex app-server` `config/read` answer, once `render codex --inventory`'s input.
 const INVENTORY: &str = "tests/fixtures/cli/render/config-read.json";
-/// The same servers as `codex mcp list --json` reports them (most fields hidden).
-const MCP_LIST_INVENTORY: &str = "tests/fixtures/cli/render/inventory.json";
 
 /// Runs `render CLIENT --launch-dir /run/kcap/l1 --server-url URL --kcap-bin KCAP` followed by `args` (in the crate
 /// root): the launch values most cases share.
@@ -162,12 +161,11 @@ fn a_gated_render_has_no_mcp_servers() {
         "a1",
         "--kcap-bin",
         KCAP,
-        "--no-inherited-servers",
     ]);
     assert_eq!(
         r.stdout,
         format!(
-            "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n--no-daemon\n{}-c\nmcp_servers={{}}\n--no-alt-screen\n",
+            "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n--no-daemon\n{}--no-alt-screen\n",
             CLOSED_FEATURES
                 .map(|f| format!("--disable\n{f}\n"))
                 .concat()
@@ -176,13 +174,13 @@ fn a_gated_render_has_no_mcp_servers() {
 }
 
 #[test]
-fn codex_from_a_launch_json_and_a_saved_inventory() {
+fn codex_from_a_launch_json() {
     let expected_stderr = "\
 warning: agent \"agent-7\": MCP allowlist entry 2 \"KCAP-FLOWS\" skipped: can start flows (recursion guard)
 warning: agent \"agent-7\": MCP allowlist entry 3 null skipped: blank
 warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: duplicate of an earlier entry
 ";
-    let args = [
+    let r = run(&[
         "render",
         "codex",
         "--launch-dir",
@@ -195,26 +193,14 @@ warning: agent \"agent-7\": MCP allowlist entry 4 \"kcap-review\" skipped: dupli
         KCAP,
         "--worktree",
         "/work/tree",
-        "--inventory",
-    ];
-    let mut from_file = args.to_vec();
-    from_file.push(INVENTORY);
-    let expected = run(&from_file);
-    assert_eq!(
-        (expected.code, expected.stderr.as_str()),
-        (0, expected_stderr)
-    );
+    ]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, expected_stderr));
     // The rendered argv, one per line (`SNAPSHOTS=overwrite` rewrites it after a reviewed
     // change).
     snapbox::assert_data_eq!(
-        expected.stdout.as_str(),
+        r.stdout.as_str(),
         snapbox::file!["snapshots/render-codex-launch-json.stdout"]
     );
-    // The same inventory on standard input.
-    let mut from_stdin = args.to_vec();
-    from_stdin.push("-");
-    let stdin = std::fs::read(INVENTORY).unwrap();
-    assert_eq!(finish(bin().args(&from_stdin).write_stdin(stdin)), expected);
 }
 
 #[test]
@@ -269,55 +255,96 @@ fn command_line_values_override_the_launch_json() {
     assert!(!argv[4].contains("\"kcap-review\""));
 }
 
+/// A stand-in for the Codex binary that leaves `<itself>.ran` when it is run.
+fn marking_codex(dir: &std::path::Path) -> std::path::PathBuf {
+    common::stand_in::sh_script(dir, "codex", "touch \"$0.ran\"; echo '[]'")
+}
+
+/// `render codex --inventory`, `--codex-bin` and `--no-inherited-servers` (deprecated: the
+/// plan takes no inventory) are accepted, hidden from the help, ignored (no file read, no
+/// binary run, standard input left for --launch-json) and named in one warning line.
 #[test]
-fn codex_refuses_to_render_without_an_inventory_source() {
-    let r = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-    ]);
+fn codex_inventory_flags_are_ignored_with_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = marking_codex(dir.path());
+    let codex = codex.to_str().unwrap();
+    let base = render("codex", &["--agent-id", "a1", "--format", "plan"]);
+    assert_eq!((base.code, base.stderr.as_str()), (0, ""));
+    let warning = |flags: &str| {
+        format!(
+            "warning: {flags} ignored (deprecated, to be removed): the plan roots Codex in a \
+             per-launch CODEX_HOME that configures no MCP server but kcap's, so there is no \
+             inherited server to take an inventory of\n"
+        )
+    };
+    for (flags, named) in [
+        (vec!["--no-inherited-servers"], "--no-inherited-servers"),
+        (vec!["--inventory", INVENTORY], "--inventory"),
+        (
+            vec!["--inventory", "/nonexistent/inventory.json"],
+            "--inventory",
+        ),
+        (vec!["--codex-bin", codex], "--codex-bin"),
+        (vec!["--codex-bin", "/nonexistent/codex"], "--codex-bin"),
+        (
+            vec![
+                "--inventory",
+                INVENTORY,
+                "--codex-bin",
+                codex,
+                "--no-inherited-servers",
+            ],
+            "--inventory, --codex-bin, --no-inherited-servers",
+        ),
+    ] {
+        let mut args = vec!["--agent-id", "a1", "--format", "plan"];
+        args.extend(&flags);
+        let r = render("codex", &args);
+        assert_eq!(
+            r,
+            Run {
+                stderr: warning(named),
+                ..base.clone()
+            },
+            "{flags:?}"
+        );
+    }
+    assert!(
+        !dir.path().join("codex.ran").exists(),
+        "--codex-bin was run"
+    );
+    // `--inventory -` no longer reads standard input, so --launch-json can.
+    let r = finish(
+        bin()
+            .args([
+                "render",
+                "codex",
+                "--launch-dir",
+                "/run/kcap/l1",
+                "--server-url",
+                URL,
+                "--kcap-bin",
+                KCAP,
+                "--launch-json",
+                "-",
+                "--inventory",
+                "-",
+                "--format",
+                "plan",
+            ])
+            .write_stdin(r#"{"agent_id":"a1"}"#),
+    );
     assert_eq!(
         r,
         Run {
-            code: 2,
-            stdout: String::new(),
-            stderr: "error: Codex also starts the MCP servers of the user's config.toml and plugins, which `-c` cannot remove; give --inventory FILE (saved `codex mcp list --json` output), --codex-bin PATH (to run it), or --no-inherited-servers\n".into(),
+            stderr: warning("--inventory"),
+            ..base
         }
     );
-    let r = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--inventory",
-        INVENTORY,
-        "--no-inherited-servers",
-    ]);
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("cannot be used with"), "{}", r.stderr);
-    let r = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--launch-json",
-        "-",
-        "--inventory",
-        "-",
-    ]);
-    assert_eq!(
-        r,
-        Run {
-            code: 2,
-            stdout: String::new(),
-            stderr: "error: --launch-json and --inventory cannot both read standard input\n".into(),
-        }
-    );
+    let help = run(&["render", "codex", "--help"]);
+    for flag in ["--inventory", "--codex-bin", "--no-inherited-servers"] {
+        assert!(!help.stdout.contains(flag), "{flag}: {}", help.stdout);
+    }
 }
 
 #[test]
@@ -343,48 +370,6 @@ fn bad_inputs_exit_2() {
         format!(
             "error: {} is not a launch command JSON: mcp_allowlist[1]: invalid type: integer `7`, expected a string at line 1 column 49\n",
             bad_launch.display()
-        )
-    );
-    let bad_inventory = dir.path().join("inventory.json");
-    std::fs::write(&bad_inventory, "{}").unwrap();
-    let r = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--inventory",
-        bad_inventory.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 2);
-    assert_eq!(
-        r.stderr,
-        format!(
-            "error: cannot use {} as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected a config/read answer: an object with `result.config` or `config`\n",
-            bad_inventory.display()
-        )
-    );
-    // Standard input is named as such, and nothing says Codex was run.
-    let r = finish(
-        bin()
-            .args([
-                "render",
-                "codex",
-                "--launch-dir",
-                "/run/kcap/l1",
-                "--agent-id",
-                "a1",
-                "--inventory",
-                "-",
-            ])
-            .write_stdin("not json"),
-    );
-    assert_eq!(
-        (r.code, r.stderr.as_str()),
-        (
-            2,
-            "error: cannot use standard input as Codex's MCP inventory: the inventory is not the JSON `codex mcp list --json` or codex app-server (config/read) prints: expected ident at line 1 column 2\n"
         )
     );
     let r = run(&[
@@ -464,34 +449,6 @@ fn render_refusals_exit_1_with_the_message() {
             stderr: "error: cannot render the Claude Code MCP config: `kcap-flow-result.env.KCAP_URL` contains `${`, which Claude Code expands as a variable reference and cannot escape; remove `${` from that value\n".into(),
         }
     );
-    // An inherited server named like ours with an env key we do not set cannot be isolated.
-    let inventory =
-        r#"{"config":{"mcp_servers":{"kcap-review":{"command":"x","env":{"EXTRA":"1"}}}}}"#;
-    let r = finish(
-        bin()
-            .args([
-                "render",
-                "codex",
-                "--launch-dir",
-                "/run/kcap/l1",
-                "--agent-id",
-                "a1",
-                "--server-url",
-                URL,
-                "--kcap-bin",
-                KCAP,
-                "--allowlist",
-                "kcap-review",
-                "--inventory",
-                "-",
-            ])
-            .write_stdin(inventory),
-    );
-    assert_eq!(r.code, 1);
-    assert_eq!(
-        r.stderr,
-        "error: cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `env.EXTRA`, which would merge into kcap's server of the same name; remove `env.EXTRA` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml\n"
-    );
     // A NUL cannot be a shell word.
     let r = finish(
         bin()
@@ -514,122 +471,6 @@ fn render_refusals_exit_1_with_the_message() {
             stdout: String::new(),
             stderr: "error: argument 10 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
         }
-    );
-}
-
-/// A stand-in for the Codex binary: records its argv per subcommand (`codex.mcp.args`,
-/// `codex.app-server.args`) and runs `body`.
-fn fake_codex(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
-    common::stand_in::sh_script(
-        dir,
-        "codex",
-        &format!("printf '%s\\n' \"$@\" > \"$0.$1.args\"\n{body}"),
-    )
-}
-
-#[test]
-fn codex_bin_is_run_for_the_inventory_and_its_failure_refuses_the_render() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = env!("CARGO_MANIFEST_DIR");
-    let codex = fake_codex(
-        dir.path(),
-        &format!(
-            "case \"$1\" in app-server) tr -d '\\n' < '{root}/{INVENTORY}'; echo;; \
-             *) cat '{root}/{MCP_LIST_INVENTORY}';; esac"
-        ),
-    );
-    let with_bin = render(
-        "codex",
-        &["--agent-id", "a1", "--codex-bin", codex.to_str().unwrap()],
-    );
-    let with_file = render("codex", &["--agent-id", "a1", "--inventory", INVENTORY]);
-    assert_eq!(with_bin.code, 0, "{}", with_bin.stderr);
-    assert_eq!(with_bin, with_file);
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("codex.mcp.args")).unwrap(),
-        "mcp\nlist\n--json\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("codex.app-server.args")).unwrap(),
-        "app-server\n"
-    );
-
-    let failing = fake_codex(dir.path(), "echo 'config.toml: bad' >&2; exit 3");
-    let r = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--codex-bin",
-        failing.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        r,
-        Run {
-            code: 1,
-            stdout: String::new(),
-            stderr: format!(
-                "error: cannot take the inventory of the MCP servers Codex would start with {}: codex app-server (config/read) failed: the Codex binary failed (exit status: 3), printing \"config.toml: bad\"\n",
-                failing.display()
-            ),
-        }
-    );
-    // A failure that prints nothing ends the message cleanly (no dangling `: `).
-    let silent = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--codex-bin",
-        "/bin/false",
-    ]);
-    assert_eq!(
-        silent,
-        Run {
-            code: 1,
-            stdout: String::new(),
-            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /bin/false: codex app-server (config/read) failed: the Codex binary failed (exit status: 1) and printed nothing on standard error\n".into(),
-        }
-    );
-    // A binary that cannot be started is an input error, like a missing --inventory file.
-    let missing = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--codex-bin",
-        "/nonexistent/codex",
-    ]);
-    assert_eq!(
-        missing,
-        Run {
-            code: 2,
-            stdout: String::new(),
-            stderr: "error: cannot take the inventory of the MCP servers Codex would start with /nonexistent/codex: codex app-server (config/read) failed: the Codex binary could not be run: No such file or directory (os error 2)\n".into(),
-        }
-    );
-    let missing_file = run(&[
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--inventory",
-        "/nonexistent/inventory.json",
-    ]);
-    assert_eq!(
-        (missing_file.code, missing_file.stderr.as_str()),
-        (
-            2,
-            "error: cannot read /nonexistent/inventory.json: No such file or directory (os error 2)\n"
-        )
     );
 }
 
@@ -724,67 +565,12 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         "codex",
         "--launch-dir",
         "/run/kcap/l1",
-        "--no-inherited-servers",
         "--worktree",
         &worktree,
     ];
     codex.extend(common);
-    let expected = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
+    let expected = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
     assert_round_trip(&codex, &expected);
-}
-
-#[test]
-fn codex_bin_runs_in_the_worktree_and_a_relative_path_means_the_current_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let worktree = dir.path().join("wt");
-    std::fs::create_dir(&worktree).unwrap();
-    fake_codex(
-        dir.path(),
-        "pwd > \"$0.cwd\"\ncase \"$1\" in app-server) echo '{\"id\":2,\"result\":{\"config\":{}}}';; *) echo '[]';; esac",
-    );
-    let wt = worktree.to_str().unwrap();
-    let args = [
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--worktree",
-        wt,
-        "--codex-bin",
-        "./codex",
-    ];
-    let r = run_in(dir.path(), &args);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let cwd = std::fs::read_to_string(dir.path().join("codex.cwd")).unwrap();
-    assert_eq!(
-        cwd.trim_end(),
-        worktree.canonicalize().unwrap().to_str().unwrap()
-    );
-
-    let missing = dir.path().join("no-such-worktree");
-    let args = [
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--agent-id",
-        "a1",
-        "--worktree",
-        missing.to_str().unwrap(),
-        "--codex-bin",
-        "./codex",
-    ];
-    let r = run_in(dir.path(), &args);
-    assert_eq!(r.code, 2);
-    assert_eq!(
-        r.stderr,
-        format!(
-            "error: --worktree {}: not a directory, so Codex's inventory cannot be taken there\n",
-            missing.display()
-        )
-    );
 }
 
 #[test]
@@ -902,14 +688,8 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
             stderr: String::new(),
         }
     );
-    let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap();
-    let mut args = vec![
-        "render",
-        "codex",
-        "--launch-dir",
-        "/run/kcap/l1",
-        "--no-inherited-servers",
-    ];
+    let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let mut args = vec!["render", "codex", "--launch-dir", "/run/kcap/l1"];
     args.extend(flags);
     assert_eq!(
         run(&args).stdout,
@@ -952,7 +732,7 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
     .unwrap();
     let borrowed = dir.path().join("borrowed.json");
     for client in ["claude", "codex"] {
-        let mut args = vec![
+        let args = vec![
             "render",
             client,
             "--server-url",
@@ -962,9 +742,6 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
             "--launch-json",
             borrowed.to_str().unwrap(),
         ];
-        if client == "codex" {
-            args.push("--no-inherited-servers");
-        }
         assert_eq!(
             run(&args),
             Run {
@@ -1015,7 +792,6 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
             "codex",
             "--launch-dir",
             "/run/kcap/l1",
-            "--no-inherited-servers",
             "--agent-id",
             "a1",
             "--kcap-bin",

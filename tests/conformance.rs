@@ -7,7 +7,9 @@
 //! Oracles, both offline (no login, no model, no network):
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
 //!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
-//!   onto the user's `$CODEX_HOME/config.toml`.
+//!   onto `$CODEX_HOME/config.toml`: an empty one for the argv's own values, and, for the
+//!   isolation, the plan's (`codex_plan` carried out, the daemon's `$CODEX_HOME` a hostile
+//!   user's).
 //! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
 //!   and the API at a dead local port starts every configured MCP server; once the
 //!   recorders have settled the oracle kills it (`tests/claude_oracle`). Our `kcap_bin`
@@ -34,10 +36,7 @@ mod claude_oracle;
 use common::peers::{inherited_path, peer, run};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::inventory::{
-    INVENTORY_TIMEOUT, InheritedServer, codex_inventory_from,
-};
-use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_plan, codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -66,8 +65,8 @@ fn main() {
     common::peers::main(real_client_tests![
         codex_baseline_enables_exactly_the_result_channel,
         codex_full_allowlist_gives_result_channel_plus_allowed_servers,
-        codex_hostile_user_config_is_disabled_and_neutralized,
-        codex_unneutralizable_user_fields_are_refused_by_name,
+        codex_hostile_user_config_is_not_read_by_the_planned_reviewer,
+        codex_same_named_user_fields_merge_into_ours_only_outside_the_plan,
         codex_values_reach_the_table_exactly,
         codex_gated_enables_no_server,
         claude_baseline_starts_exactly_the_result_channel,
@@ -101,12 +100,14 @@ fn sh_quote(s: &[u8]) -> Vec<u8> {
 // Codex
 // ------------------------------------------------------------------------------------------
 
-/// A throwaway Codex setup: its own `HOME`, `CODEX_HOME` and cwd.
+/// A throwaway Codex setup: its own `HOME`, `CODEX_HOME` and cwd (the daemon's, for a
+/// plan), and a launch directory for plans.
 struct Codex {
     bin: PathBuf,
     home: TempDir,
     codex_home: TempDir,
     cwd: TempDir,
+    launch: TempDir,
 }
 
 impl Codex {
@@ -116,6 +117,7 @@ impl Codex {
             home: tempfile::tempdir().unwrap(),
             codex_home: tempfile::tempdir().unwrap(),
             cwd: tempfile::tempdir().unwrap(),
+            launch: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -136,30 +138,45 @@ impl Codex {
         cmd
     }
 
-    /// Our own [`codex_inventory_from`], given this setup's environment and cwd.
-    fn inventory(&self) -> Vec<InheritedServer> {
-        codex_inventory_from(self.command(), INVENTORY_TIMEOUT)
-            .unwrap_or_else(|e| panic!("codex_inventory failed: {e}"))
-    }
-
     /// `codex <reviewer args> <tail…>`; panics unless it exits 0; returns stdout as JSON.
     fn json(&self, reviewer_args: &[String], tail: &[&str]) -> Value {
         let mut cmd = self.command();
         cmd.args(reviewer_args).args(tail);
-        let what = format!("codex … {}", tail.join(" "));
-        let out = run(cmd, &what);
-        assert!(
-            out.status.success(),
-            "{what} failed ({}):\n{}",
-            out.status,
-            out.stderr
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{what} printed no JSON ({e}):\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        json_of(cmd, tail)
+    }
+
+    /// `codex <plan argv> <tail…>` as the daemon launches the reviewer: `ctx` (with this
+    /// setup's launch directory) rendered by [`codex_plan`], the plan carried out, Codex run
+    /// with exactly the plan's environment built from this setup's (the daemon's `HOME`,
+    /// `CODEX_HOME` and `PATH`), in the plan's cwd (else this setup's).
+    fn planned(&self, ctx: &LaunchContext, tail: &[&str]) -> Value {
+        let mut ctx = ctx.clone();
+        ctx.launch_dir = Some(self.launch.path().to_str().unwrap().into());
+        let plan = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap())
+            .unwrap_or_else(|e| panic!("codex_plan: {e}"));
+        common::acp::prepare(&plan, self.launch.path());
+        let daemon: BTreeMap<String, String> = [
+            ("PATH", inherited_path()),
+            ("HOME", self.home.path().into()),
+            ("CODEX_HOME", self.codex_home.path().into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into_string().unwrap()))
+        .collect();
+        let argv = plan.argv.split(|a| a == "--").next().unwrap();
+        let mut cmd = Command::new(&self.bin);
+        cmd.env_clear()
+            .envs(common::acp::plan_env(daemon, &plan))
+            .current_dir(plan.cwd.as_deref().map_or(self.cwd.path(), Path::new))
+            .args(argv)
+            .args(tail);
+        json_of(cmd, tail)
+    }
+
+    /// The effective server table of the planned reviewer: [`Codex::planned`] with
+    /// `mcp list --json`.
+    fn plan_list(&self, ctx: &LaunchContext) -> Value {
+        self.planned(ctx, &["mcp", "list", "--json"])
     }
 
     /// The effective server table: `codex <reviewer args> mcp list --json`.
@@ -173,12 +190,30 @@ impl Codex {
     }
 }
 
+/// Runs `cmd`; panics unless it exits 0; returns stdout as JSON.
+fn json_of(cmd: Command, tail: &[&str]) -> Value {
+    let what = format!("codex … {}", tail.join(" "));
+    let out = run(cmd, &what);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}",
+        out.status,
+        out.stderr
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what} printed no JSON ({e}):\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 /// The reviewer argv we hand Codex, which must carry no prompt (the oracle appends
 /// `mcp list --json` to it).
-fn codex_args(ctx: &LaunchContext, inventory: &[InheritedServer]) -> Vec<String> {
+fn codex_args(ctx: &LaunchContext) -> Vec<String> {
     assert!(ctx.prompt.is_none(), "the oracle runs without a prompt");
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    let args = codex_reviewer_args(ctx, &resolution, inventory)
+    let args = codex_reviewer_args(ctx, &resolution)
         .unwrap_or_else(|e| panic!("codex_reviewer_args: {e}"));
     assert_eq!(args.last().map(String::as_str), Some("--no-alt-screen"));
     args
@@ -237,12 +272,12 @@ fn codex_baseline_enables_exactly_the_result_channel() {
         return;
     };
     let codex = Codex::new(bin);
-    let inventory = codex.inventory();
-    assert_eq!(inventory, []);
-    let args = codex_args(
-        &ctx("http://127.0.0.1:5100", "/usr/bin/kcap", "agent-1", None),
-        &inventory,
-    );
+    let args = codex_args(&ctx(
+        "http://127.0.0.1:5100",
+        "/usr/bin/kcap",
+        "agent-1",
+        None,
+    ));
     assert_eq!(
         codex.list(&args),
         json!([codex_ours(
@@ -262,12 +297,13 @@ fn codex_full_allowlist_gives_result_channel_plus_allowed_servers() {
         return;
     };
     let codex = Codex::new(bin);
-    let inventory = codex.inventory();
     let url = "http://127.0.0.1:5100";
-    let args = codex_args(
-        &ctx(url, "/usr/bin/kcap", "agent-2", Some(case2_allowlist())),
-        &inventory,
-    );
+    let args = codex_args(&ctx(
+        url,
+        "/usr/bin/kcap",
+        "agent-2",
+        Some(case2_allowlist()),
+    ));
     let only_url = json!({ "KCAP_URL": url });
     // `mcp list --json` sorts by name.
     assert_eq!(
@@ -348,7 +384,10 @@ env_vars = ["HOME"]
 disabled_tools = ["submit_review_result"]
 "#;
 
-fn codex_hostile_user_config_is_disabled_and_neutralized() {
+/// The hostile user configuration in the daemon's `CODEX_HOME`: Codex starts its servers
+/// and merges its same-named entries into ours when the argv runs there (the argv alone
+/// isolates nothing), and reads none of it when the reviewer is launched as the plan says.
+fn codex_hostile_user_config_is_not_read_by_the_planned_reviewer() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -357,29 +396,20 @@ fn codex_hostile_user_config_is_disabled_and_neutralized() {
     let worktree = tempfile::tempdir().unwrap();
     let worktree = worktree.path().to_str().unwrap();
 
-    let inventory = codex.inventory();
-    let names: Vec<&str> = inventory.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "corp.flows",
-            "kcap-flow-result",
-            "kcap-flows",
-            "kcap-review",
-            "remote"
-        ]
-    );
-
     // Unrendered, the user's own entries are what Codex would start.
-    let before = codex.list(&[]);
-    let enabled: Vec<&str> = before
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["enabled"] == true)
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(enabled, ["corp.flows", "kcap-flows", "remote"]);
+    let enabled = |table: &Value| -> Vec<String> {
+        table
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["enabled"] == true)
+            .map(|s| s["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        enabled(&codex.list(&[])),
+        ["corp.flows", "kcap-flows", "remote"]
+    );
 
     let mut context = ctx(
         "http://127.0.0.1:5100",
@@ -388,102 +418,45 @@ fn codex_hostile_user_config_is_disabled_and_neutralized() {
         Some(vec![Some("kcap-review")]),
     );
     context.worktree = Some(worktree.into());
-    let args = codex_args(&context, &inventory);
+    // The argv under the user's CODEX_HOME: the user's servers start beside ours.
+    assert_eq!(
+        enabled(&codex.list(&codex_args(&context))),
+        [
+            "corp.flows",
+            "kcap-flow-result",
+            "kcap-flows",
+            "kcap-review",
+            "remote"
+        ]
+    );
+    // The plan: exactly ours, with exactly our values.
     let url_env = json!({ "KCAP_URL": "http://127.0.0.1:5100" });
     assert_eq!(
-        codex.list(&args),
+        codex.plan_list(&context),
         json!([
-            {
-                "name": "corp.flows",
-                "enabled": false,
-                "disabled_reason": null,
-                "transport": {
-                    "type": "stdio", "command": "false", "args": ["serve"], "env": null,
-                    "env_vars": [], "cwd": null,
-                },
-                "startup_timeout_sec": null,
-                "tool_timeout_sec": null,
-                "auth_status": "unsupported",
-            },
-            {
-                "name": "kcap-flow-result",
-                "enabled": true,
-                "disabled_reason": null,
-                "transport": {
-                    "type": "stdio", "command": "/usr/bin/kcap", "args": ["mcp", "flow-result"],
-                    "env": {"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "agent-3"},
-                    "env_vars": [], "cwd": null,
-                },
-                "startup_timeout_sec": null,
-                "tool_timeout_sec": null,
-                "auth_status": "unsupported",
-            },
-            {
-                "name": "kcap-flows",
-                "enabled": false,
-                "disabled_reason": null,
-                "transport": {
-                    "type": "stdio", "command": "false", "args": ["mcp", "flows"],
-                    "env": {"KCAP_URL": "http://user.example"}, "env_vars": [], "cwd": null,
-                },
-                "startup_timeout_sec": null,
-                "tool_timeout_sec": null,
-                "auth_status": "unsupported",
-            },
-            {
-                "name": "kcap-review",
-                "enabled": true,
-                "disabled_reason": null,
-                "transport": {
-                    "type": "stdio", "command": "/usr/bin/kcap", "args": ["mcp", "review"],
-                    "env": url_env, "env_vars": [], "cwd": worktree,
-                },
-                "startup_timeout_sec": 30.0,
-                "tool_timeout_sec": 120.0,
-                "auth_status": "unsupported",
-            },
-            {
-                "name": "remote",
-                "enabled": false,
-                "disabled_reason": null,
-                "transport": {
-                    "type": "streamable_http", "url": "https://mcp.example.com/mcp",
-                    "bearer_token_env_var": "REMOTE_TOKEN", "http_headers": null,
-                    "env_http_headers": null, "http_headers_helper": null,
-                },
-                "startup_timeout_sec": null,
-                "tool_timeout_sec": null,
-                // Codex reports no auth for a disabled server.
-                "auth_status": "unsupported",
-            },
+            codex_ours(
+                "kcap-flow-result",
+                "/usr/bin/kcap",
+                &["mcp", "flow-result"],
+                json!({"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "agent-3"}),
+            ),
+            codex_ours("kcap-review", "/usr/bin/kcap", &["mcp", "review"], url_env),
         ])
     );
-    // The tool filters only `mcp get` shows: ours, not the user's.
-    let review = codex.get(&args, "kcap-review");
-    assert_eq!(
-        (&review["enabled_tools"], &review["disabled_tools"]),
-        (
-            &json!([
-                "get_pr_summary",
-                "list_pr_files",
-                "get_file_context",
-                "search_context",
-                "list_sessions",
-                "get_transcript"
-            ]),
-            &json!([])
-        )
-    );
-    // The user's kcap-flow-result sets only `disabled_tools`: that is reset, and no
-    // `enabled_tools` is added where the user set none (issue 10: overrides field by field).
-    let result = codex.get(&args, "kcap-flow-result");
-    assert_eq!(
-        (&result["enabled_tools"], &result["disabled_tools"]),
-        (&json!(null), &json!([]))
-    );
+    // The tool filters only `mcp get` shows: none, not the user's.
+    for name in ["kcap-review", "kcap-flow-result"] {
+        let got = codex.planned(&context, &["mcp", "get", name, "--json"]);
+        assert_eq!(
+            (&got["enabled_tools"], &got["disabled_tools"]),
+            (&json!(null), &json!(null)),
+            "{name}"
+        );
+    }
 }
 
-fn codex_unneutralizable_user_fields_are_refused_by_name() {
+/// A user entry named like ours with a field we do not set (an extra `env` key) merges into
+/// our server when the argv runs under the user's `CODEX_HOME`, and does not under the plan.
+fn codex_same_named_user_fields_merge_into_ours_only_outside_the_plan() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
@@ -494,33 +467,13 @@ fn codex_unneutralizable_user_fields_are_refused_by_name() {
         Some(vec![Some("kcap-review")]),
     );
     let resolution = context.resolve(Policy::Lenient).unwrap();
-
-    // An extra env key on the user's `kcap-review` would merge into ours.
-    let codex = Codex::new(bin.clone());
+    let codex = Codex::new(bin);
     codex.user_config(
         "[mcp_servers.kcap-review]\ncommand = \"/opt/user/kcap\"\n\
          env = { KCAP_URL = \"http://user.example\", EXTRA_SECRET = \"s3cr3t\" }\n",
     );
-    let inventory = codex.inventory();
-    let err = codex_mcp_overrides(&context, &resolution, &inventory).unwrap_err();
-    assert_eq!(
-        err,
-        RenderError::CodexInheritedField {
-            server: "kcap-review".into(),
-            field: "env.EXTRA_SECRET".into()
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server \
-         `kcap-review` with `env.EXTRA_SECRET`, which would merge into kcap's server of the \
-         same name; remove `env.EXTRA_SECRET` from `[mcp_servers.kcap-review]` in \
-         $CODEX_HOME/config.toml"
-    );
-    // …and it really would: Codex merges it into our entry.
-    let ok = codex_mcp_overrides(&context, &resolution, &[]).unwrap();
     let mut args = Vec::new();
-    for o in ok {
+    for o in codex_mcp_overrides(&context, &resolution).unwrap() {
         args.extend(["-c".to_string(), o]);
     }
     let review = codex.get(&args, "kcap-review");
@@ -528,17 +481,10 @@ fn codex_unneutralizable_user_fields_are_refused_by_name() {
         review["transport"]["env"],
         json!({"KCAP_URL": "http://127.0.0.1:5100", "EXTRA_SECRET": "s3cr3t"})
     );
-
-    // A user `kcap-review` that is a URL server cannot become our stdio server.
-    let codex = Codex::new(bin);
-    codex.user_config("[mcp_servers.kcap-review]\nurl = \"https://mcp.example.com/review\"\n");
-    let inventory = codex.inventory();
+    let review = codex.planned(&context, &["mcp", "get", "kcap-review", "--json"]);
     assert_eq!(
-        codex_mcp_overrides(&context, &resolution, &inventory),
-        Err(RenderError::CodexInheritedField {
-            server: "kcap-review".into(),
-            field: "url".into()
-        })
+        review["transport"]["env"],
+        json!({"KCAP_URL": "http://127.0.0.1:5100"})
     );
 }
 
@@ -547,14 +493,10 @@ fn codex_values_reach_the_table_exactly() {
         return;
     };
     let codex = Codex::new(bin);
-    let inventory = codex.inventory();
     let allowlist = Some(vec![Some("kcap-review")]);
 
     // Windows paths: `\P`, `\k`, `\t` and `\n` must stay a backslash and a letter.
-    let args = codex_args(
-        &ctx(WINDOWS_URL, WINDOWS_KCAP, HOSTILE, allowlist.clone()),
-        &inventory,
-    );
+    let args = codex_args(&ctx(WINDOWS_URL, WINDOWS_KCAP, HOSTILE, allowlist.clone()));
     assert_eq!(
         codex.list(&args),
         json!([
@@ -580,7 +522,7 @@ fn codex_values_reach_the_table_exactly() {
     // Quotes, tab, newline, non-ASCII, `=`, `#`, `$HOME` and `${HOME}` (Codex expands
     // neither) in the path and the URL.
     let path = format!("/opt/{HOSTILE} ${{HOME}}/kcap");
-    let args = codex_args(&ctx(HOSTILE_URL, &path, "${HOME}", allowlist), &inventory);
+    let args = codex_args(&ctx(HOSTILE_URL, &path, "${HOME}", allowlist));
     assert_eq!(
         codex.list(&args),
         json!([
@@ -609,7 +551,6 @@ fn codex_gated_enables_no_server() {
     };
     // No user config: nothing at all.
     let codex = Codex::new(bin.clone());
-    let inventory = codex.inventory();
     let mut gated = ctx(
         "http://127.0.0.1:5100",
         "/usr/bin/kcap",
@@ -617,16 +558,15 @@ fn codex_gated_enables_no_server() {
         Some(vec![Some("kcap-review")]),
     );
     gated.server_url = None;
-    assert_eq!(codex.list(&codex_args(&gated, &inventory)), json!([]));
+    assert_eq!(codex.list(&codex_args(&gated)), json!([]));
 
-    // A user config with servers, and a blank capacitor path: every server is disabled.
+    // A user config with servers, and a blank kcap path: the planned reviewer has none.
     let codex = Codex::new(bin);
     codex.user_config(
         "[mcp_servers.kcap-review]\ncommand = \"/opt/user/kcap\"\nargs = [\"mcp\", \"review\"]\n\n\
          [mcp_servers.\"corp.flows\"]\ncommand = \"corp-flows\"\n\n\
          [mcp_servers.remote]\nurl = \"https://mcp.example.com/mcp\"\n",
     );
-    let inventory = codex.inventory();
     let mut gated = ctx(
         "http://127.0.0.1:5100",
         " \t",
@@ -634,36 +574,7 @@ fn codex_gated_enables_no_server() {
         Some(vec![Some("kcap-review")]),
     );
     gated.worktree = Some(codex.cwd.path().to_str().unwrap().into());
-    let table = codex.list(&codex_args(&gated, &inventory));
-    let states: Vec<(&str, &Value, &Value)> = table
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            let t = &s["transport"];
-            (
-                s["name"].as_str().unwrap(),
-                &s["enabled"],
-                if t["type"] == "stdio" {
-                    &t["command"]
-                } else {
-                    &t["url"]
-                },
-            )
-        })
-        .collect();
-    assert_eq!(
-        states,
-        [
-            ("corp.flows", &json!(false), &json!("false")),
-            ("kcap-review", &json!(false), &json!("false")),
-            (
-                "remote",
-                &json!(false),
-                &json!("https://mcp.example.com/mcp")
-            ),
-        ]
-    );
+    assert_eq!(codex.plan_list(&gated), json!([]));
 }
 
 // ------------------------------------------------------------------------------------------

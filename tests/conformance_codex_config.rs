@@ -1,30 +1,28 @@
-//! The Codex renderer judged on Codex's own effective configuration (issue 10): a hostile
-//! user `config.toml` sets every field of the typed model ([`config::FIELDS`]) on same-named
-//! copies of registry servers and on inherited servers (dotted and quoted names); the
-//! reviewer argv is rendered with the inventory taken from the real Codex CLI 0.169.0; then
-//! `codex <the rendered -c and --disable pairs> app-server` `config/read` must show, for each
-//! server we render, exactly the fields we rendered (plus the ones Codex adds itself), every
-//! inherited server disabled, and every closed feature off.
+//! The Codex plan judged on Codex's own effective configuration (issue 10, then issue 26
+//! item 4): a hostile user `config.toml` (in the daemon's `CODEX_HOME`) and a hostile
+//! worktree `.codex/config.toml` (the worktree the plan trusts) set every server field Codex
+//! CLI 0.169.0 reports on same-named copies of registry servers and on other servers (dotted
+//! and quoted names), and turn the closed features on. The plan is rendered with no
+//! inventory and carried out; then `codex <the plan's -c and --disable pairs> app-server`
+//! `config/read`, with the plan's environment in its cwd, must show exactly the servers we
+//! render, each with exactly the fields we rendered (plus `required = true` from the plan's
+//! `config.toml` and what Codex adds itself), and every closed feature off.
 //!
 //! Needs `KCAP_CODEX_BIN`; without it each test is reported as ignored with the reason, and
 //! `KCAP_REQUIRE_PEERS=1` (CI) makes a missing client a failure (`common::peers`, this file's
-//! harness). Every Codex run is bounded by the library's timeout, which ends the child's
-//! process group.
+//! harness). Every Codex run is bounded (30 s) and its process group killed.
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kcap_mcp_registry::clients::codex::app_server::config_read_raw_from;
-use kcap_mcp_registry::clients::codex::config::{self, FIELDS, ServerConfig, TOOL_FIELDS};
-use kcap_mcp_registry::clients::codex::inventory::{
-    INVENTORY_TIMEOUT, InheritedServer, codex_inventory_with,
-};
-use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_reviewer_args};
-use kcap_mcp_registry::{LaunchContext, Policy, RenderError, lookup};
+use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_plan};
+use kcap_mcp_registry::{LaunchContext, Policy, lookup};
 use proptest::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -34,20 +32,37 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// Fields Codex reports on every server although we did not render them, with the value.
 const CODEX_ADDS: [(&str, &str); 1] = [("environment_id", "\"local\"")];
 
-/// Fields Codex leaves out of `config/read` when they hold this value, though we render them.
-const CODEX_OMITS: [(&str, &str); 3] = [
-    ("required", "false"),
-    ("supports_parallel_tool_calls", "false"),
-    ("env_vars", "[]"),
+/// Every field of a server entry `config/read` reports on 0.169.0 (`RawMcpServerConfig` in
+/// `codex-rs/config/src/mcp_types.rs`, measured): the hostile configurations set them all.
+const FIELDS: [&str; 22] = [
+    "command",
+    "args",
+    "env",
+    "env_vars",
+    "cwd",
+    "url",
+    "bearer_token_env_var",
+    "http_headers",
+    "env_http_headers",
+    "environment_id",
+    "enabled",
+    "required",
+    "supports_parallel_tool_calls",
+    "startup_timeout_sec",
+    "tool_timeout_sec",
+    "default_tools_approval_mode",
+    "enabled_tools",
+    "disabled_tools",
+    "scopes",
+    "oauth",
+    "oauth_resource",
+    "tools",
 ];
 
 fn main() {
     common::peers::main(real_client_tests![
-        every_field_of_a_hostile_config_is_neutralized_or_refused,
-        fields_that_cannot_be_neutralized_are_refused_by_name,
-        config_read_misses_plugin_servers_and_the_merged_inventory_has_them,
-        random_subsets_of_fields_are_neutralized,
-        the_typed_model_lists_what_it_documents,
+        every_field_of_a_hostile_config_stays_out_of_the_plan,
+        random_subsets_of_fields_stay_out_of_the_plan,
     ]);
 }
 
@@ -55,47 +70,115 @@ fn codex_bin() -> Option<PathBuf> {
     common::peers::peer("KCAP_CODEX_BIN")
 }
 
-/// A throwaway Codex: own HOME, CODEX_HOME and cwd, dummy key, API at a dead local port.
+/// A throwaway daemon for Codex: its own HOME (which is its CODEX_HOME, holding the user's
+/// `config.toml`), a worktree (holding the repository's `.codex/config.toml`), a launch
+/// directory; a dummy key and the API at a dead local port.
 struct Setup {
     bin: PathBuf,
     home: TempDir,
     cwd: TempDir,
+    launch: TempDir,
 }
 
 impl Setup {
-    fn new(bin: PathBuf, user_config: &str) -> Setup {
+    fn new(bin: PathBuf, user_config: &str, project_config: &str) -> Setup {
         let s = Setup {
             bin,
             home: tempfile::tempdir().unwrap(),
             cwd: tempfile::tempdir().unwrap(),
+            launch: tempfile::tempdir().unwrap(),
         };
         std::fs::write(s.home.path().join("config.toml"), user_config).unwrap();
+        std::fs::create_dir(s.cwd.path().join(".codex")).unwrap();
+        std::fs::write(s.cwd.path().join(".codex/config.toml"), project_config).unwrap();
         s
     }
 
+    /// Codex in the daemon's own environment, in the worktree.
     fn command(&self) -> Command {
         let mut c = Command::new(&self.bin);
         c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("CODEX_HOME", self.home.path())
-            .env("OPENAI_API_KEY", "dummy")
-            .env("OPENAI_BASE_URL", "http://127.0.0.1:9")
+            .envs(self.daemon_env())
             .current_dir(self.cwd.path());
         c
     }
 
-    fn inventory(&self) -> Vec<InheritedServer> {
-        codex_inventory_with(|| self.command(), INVENTORY_TIMEOUT)
-            .unwrap_or_else(|e| panic!("inventory: {e}"))
+    fn daemon_env(&self) -> BTreeMap<String, String> {
+        let home = self.home.path().to_str().unwrap().to_owned();
+        [
+            (
+                "PATH",
+                common::peers::inherited_path().into_string().unwrap(),
+            ),
+            ("HOME", home.clone()),
+            ("CODEX_HOME", home),
+            ("OPENAI_API_KEY", "dummy".into()),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
     }
 
-    /// `config/read` with `extra` before `app-server`.
-    fn config_read(&self, extra: &[String]) -> Value {
-        let mut c = self.command();
-        c.args(extra);
-        config_read_raw_from(c, TIMEOUT).unwrap_or_else(|e| panic!("config/read: {e}"))
+    /// `c` (with this setup's worktree and launch directory) rendered by [`codex_plan`] and
+    /// carried out, and Codex as the plan starts it: exactly the plan's environment, in its
+    /// cwd. Returns the command and the plan's `-c`/`--disable` pairs.
+    fn planned(&self, c: &LaunchContext) -> (Command, Vec<String>) {
+        let mut c = c.clone();
+        c.worktree = Some(self.cwd.path().to_str().unwrap().into());
+        c.launch_dir = Some(self.launch.path().to_str().unwrap().into());
+        let plan = codex_plan(&c, &c.resolve(Policy::Lenient).unwrap())
+            .unwrap_or_else(|e| panic!("render: {e}"));
+        common::acp::prepare(&plan, self.launch.path());
+        let mut cmd = Command::new(&self.bin);
+        cmd.env_clear()
+            .envs(common::acp::plan_env(self.daemon_env(), &plan))
+            .current_dir(plan.cwd.as_deref().unwrap());
+        (cmd, override_pairs(&plan.argv))
     }
+}
+
+/// `config/read` of `codex <extra…> app-server` (`initialize`, `initialized`, then
+/// `config/read`): the effective `config` object. Bounded by [`TIMEOUT`]; the process group
+/// is killed after the answer.
+fn config_read(mut cmd: Command, extra: &[String]) -> Value {
+    cmd.args(extra)
+        .arg("app-server")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("start codex app-server");
+    let mut stdin = child.stdin.take().unwrap();
+    for m in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"config/read","params":{"includeLayers":false}}"#,
+    ] {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["id"] == 2
+            {
+                let _ = tx.send(v);
+                return;
+            }
+        }
+    });
+    let answer = rx.recv_timeout(TIMEOUT);
+    drop(stdin);
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.wait();
+    let answer = answer.expect("codex app-server gave no config/read answer");
+    assert!(answer.get("error").is_none(), "config/read: {answer}");
+    answer["result"]["config"].clone()
 }
 
 /// The `-c` and `--disable` pairs of a reviewer argv (what `app-server` accepts too).
@@ -121,8 +204,8 @@ fn toml_value(text: &str) -> Value {
     serde_json::to_value(&doc["v"]).unwrap()
 }
 
-/// What `config/read` must show for server `id`: the fields rendered for it, with Codex's
-/// additions and omissions.
+/// What `config/read` must show for server `id`: the fields rendered for it, `required =
+/// true` from the plan's `config.toml`, and what Codex adds.
 fn expected_table(pairs: &[String], id: &str) -> Value {
     let prefix = format!("mcp_servers.{id}.");
     let mut table = serde_json::Map::new();
@@ -131,11 +214,7 @@ fn expected_table(pairs: &[String], id: &str) -> Value {
             table.insert(field.to_string(), toml_value(value));
         }
     }
-    for (field, value) in CODEX_OMITS {
-        if table.get(field) == Some(&toml_value(value)) {
-            table.remove(field);
-        }
-    }
+    table.insert("required".into(), Value::Bool(true));
     for (field, value) in CODEX_ADDS {
         table
             .entry(field.to_string())
@@ -144,9 +223,14 @@ fn expected_table(pairs: &[String], id: &str) -> Value {
     normalize(Value::Object(table))
 }
 
-fn effective_table(config: &Value, name: &str) -> ServerConfig {
-    serde_json::from_value(config["mcp_servers"][name].clone())
-        .unwrap_or_else(|e| panic!("{name}: {e}: {}", config["mcp_servers"][name]))
+/// Server `name`'s entry of a `config/read` answer, its `null` fields (not set) left out.
+fn effective_table(config: &Value, name: &str) -> Value {
+    let mut entry = config["mcp_servers"][name]
+        .as_object()
+        .unwrap_or_else(|| panic!("{name} is not in {}", config["mcp_servers"]))
+        .clone();
+    entry.retain(|_, v| !v.is_null());
+    normalize(Value::Object(entry))
 }
 
 /// A same-named stdio copy of registry server `id` with every stdio field of the model set
@@ -227,34 +311,28 @@ fn ctx(allowlist: &[&str]) -> LaunchContext {
     }
 }
 
-/// Renders for `allowlist` against `setup`'s real inventory, reads the effective config with
-/// the rendered pairs, and checks every rendered server, every inherited one and the features.
+/// Renders the plan for `c` in `setup`, carries it out, reads the effective config as the
+/// planned reviewer would, and checks the servers (exactly ours, each exactly as rendered)
+/// and the features.
 fn assert_isolated(setup: &Setup, c: &LaunchContext) {
-    let inventory = setup.inventory();
-    let argv = codex_reviewer_args(c, &c.resolve(Policy::Lenient).unwrap(), &inventory)
-        .unwrap_or_else(|e| panic!("render: {e}"));
-    let pairs = override_pairs(&argv);
-    let config = setup.config_read(&pairs);
-    let rendered: Vec<&str> = std::iter::once("kcap-flow-result")
+    let (cmd, pairs) = setup.planned(c);
+    let config = config_read(cmd, &pairs);
+    let mut rendered: Vec<&str> = std::iter::once("kcap-flow-result")
         .chain(c.resolve(Policy::Lenient).unwrap().servers().map(|s| s.id))
         .collect();
+    rendered.sort_unstable();
+    let names: Vec<&str> = config["mcp_servers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, rendered, "the servers of the planned reviewer");
     for id in &rendered {
-        let effective = normalize(serde_json::to_value(effective_table(&config, id)).unwrap());
         assert_eq!(
-            effective,
+            effective_table(&config, id),
             expected_table(&pairs, id),
             "{id}: the effective table differs from what we rendered\n{pairs:#?}"
-        );
-    }
-    for s in inventory
-        .iter()
-        .filter(|s| !rendered.contains(&s.name.as_str()))
-    {
-        assert_eq!(
-            effective_table(&config, &s.name).enabled,
-            Some(false),
-            "inherited {} is not disabled",
-            s.name
         );
     }
     for feature in CLOSED_FEATURES {
@@ -267,144 +345,28 @@ fn assert_isolated(setup: &Setup, c: &LaunchContext) {
     }
 }
 
-fn every_field_of_a_hostile_config_is_neutralized_or_refused() {
+fn every_field_of_a_hostile_config_stays_out_of_the_plan() {
     let Some(bin) = codex_bin() else { return };
-    // Same-named copies of every registry server whose fields can all be neutralized
-    // (catalog servers), plus the inherited ones.
+    // Same-named copies of registry servers, plus other servers.
     let ids = ["kcap-flow-result", "kcap-review", "kcap-sessions"];
-    let mut user = String::from(HOSTILE_INHERITED);
+    let mut hostile = String::from(HOSTILE_INHERITED);
     for id in ids {
-        user.push_str(&hostile_same_named(id));
+        hostile.push_str(&hostile_same_named(id));
     }
-    let setup = Setup::new(bin.clone(), &user);
+    let setup = Setup::new(bin, &hostile, &hostile);
 
-    // The hostile config really sets every field of the model, and Codex reports no field
-    // the model does not know.
-    let before = setup.config_read(&[]);
-    let servers: BTreeMap<String, ServerConfig> =
-        serde_json::from_value(before["mcp_servers"].clone()).unwrap();
+    // In the daemon's own environment the hostile config is read and sets every field.
+    let before = config_read(setup.command(), &[]);
+    let servers = before["mcp_servers"].as_object().unwrap();
     for field in FIELDS {
         assert!(
             servers
                 .values()
-                .any(|s| s.set_fields().iter().any(|f| f == field)),
+                .any(|s| s.get(field).is_some_and(|v| !v.is_null())),
             "the hostile config does not set `{field}`"
         );
     }
-    for (name, s) in &servers {
-        assert!(
-            s.unknown.is_empty(),
-            "{name}: unknown fields {:?}",
-            s.unknown
-        );
-        for (tool, t) in s.tools.iter().flatten() {
-            assert!(t.unknown.is_empty(), "{name}.tools.{tool}: {:?}", t.unknown);
-        }
-    }
-    let raw_tool_keys: Vec<String> = servers
-        .values()
-        .flat_map(|s| s.tools.iter().flatten())
-        .flat_map(|(_, t)| {
-            serde_json::to_value(t)
-                .unwrap()
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    assert!(
-        raw_tool_keys
-            .iter()
-            .all(|k| TOOL_FIELDS.contains(&k.as_str()))
-    );
-
-    let mut c = ctx(&["kcap-review", "kcap-sessions"]);
-    c.worktree = Some(setup.cwd.path().to_str().unwrap().into());
-    assert_isolated(&setup, &c);
-
-    // Without a worktree, an inherited `cwd` is refused.
-    c.worktree = None;
-    let err = codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &setup.inventory())
-        .unwrap_err();
-    assert_eq!(
-        err,
-        RenderError::CodexInheritedField {
-            server: "kcap-flow-result".into(),
-            field: "cwd".into()
-        }
-    );
-}
-
-fn fields_that_cannot_be_neutralized_are_refused_by_name() {
-    let Some(bin) = codex_bin() else { return };
-    let cases = [
-        (
-            "[mcp_servers.kcap-memory]\ncommand = \"k\"\nenabled_tools = [\"foo\"]\n",
-            "kcap-memory",
-            "enabled_tools",
-        ),
-        (
-            "[mcp_servers.kcap-review]\ncommand = \"k\"\nenv = { KCAP_URL = \"u\", EXTRA = \"s\" }\n",
-            "kcap-review",
-            "env.EXTRA",
-        ),
-        (
-            "[mcp_servers.kcap-review]\nurl = \"https://x\"\nhttp_headers = { A = \"b\" }\n",
-            "kcap-review",
-            "url",
-        ),
-    ];
-    for (user, server, field) in cases {
-        let setup = Setup::new(bin.clone(), user);
-        let c = ctx(&[server]);
-        let err = codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &setup.inventory())
-            .unwrap_err();
-        assert_eq!(
-            err,
-            RenderError::CodexInheritedField {
-                server: server.into(),
-                field: field.into()
-            },
-            "{user}"
-        );
-    }
-}
-
-fn config_read_misses_plugin_servers_and_the_merged_inventory_has_them() {
-    let Some(bin) = codex_bin() else { return };
-    let setup = Setup::new(bin, "[plugins.\"p1@m1\"]\nenabled = true\n");
-    let plugin = setup.home.path().join("plugins/cache/m1/p1/local");
-    std::fs::create_dir_all(plugin.join(".codex-plugin")).unwrap();
-    std::fs::write(
-        plugin.join(".codex-plugin/plugin.json"),
-        r#"{"name":"p1","version":"1.0.0","description":"x"}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        plugin.join(".mcp.json"),
-        r#"{"mcpServers":{"plug-srv":{"command":"echo","args":["hi"]}}}"#,
-    )
-    .unwrap();
-    let config = setup.config_read(&[]);
-    assert!(
-        config["mcp_servers"].get("plug-srv").is_none(),
-        "{}",
-        config["mcp_servers"]
-    );
-    let inventory = setup.inventory();
-    let plug = inventory
-        .iter()
-        .find(|s| s.name == "plug-srv")
-        .expect("merged");
-    assert!(plug.config.is_none());
-    // `--disable plugins` (in every reviewer argv) removes it from what Codex would start.
-    let mut c = setup.command();
-    c.args(["--disable", "plugins", "mcp", "list", "--json"]);
-    let out = c.output().unwrap();
-    assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[]");
+    assert_isolated(&setup, &ctx(&["kcap-review", "kcap-sessions"]));
 }
 
 /// Fields and values the property test draws from, for a same-named server.
@@ -433,9 +395,10 @@ fn field_value() -> impl Strategy<Value = (&'static str, &'static str)> {
     ]
 }
 
-/// A property test over random subsets of fields and values of a same-named server. Each
-/// case starts Codex three times (about 1 s here), so 10 cases stay well under a minute.
-fn random_subsets_of_fields_are_neutralized() {
+/// A property test over random subsets of fields and values of a same-named server, in the
+/// user's and the repository's configuration. Each case starts Codex once (about 0.5 s
+/// here), so 10 cases stay well under a minute.
+fn random_subsets_of_fields_stay_out_of_the_plan() {
     let Some(bin) = codex_bin() else { return };
     let strategy = (
         proptest::collection::vec(field_value(), 1..8),
@@ -447,38 +410,20 @@ fn random_subsets_of_fields_are_neutralized() {
         ..ProptestConfig::default()
     });
     let result = runner.run(&strategy, |(fields, server)| {
-        let mut user = format!("[mcp_servers.{server}]\ncommand = \"k\"\n");
+        let mut hostile = format!("[mcp_servers.{server}]\ncommand = \"k\"\n");
         let mut seen = Vec::new();
         for (field, value) in fields {
             if seen.contains(&field) || (field == "enabled_tools" && server == "kcap-flow-result") {
                 continue;
             }
             seen.push(field);
-            user.push_str(&format!("{field} = {value}\n"));
+            hostile.push_str(&format!("{field} = {value}\n"));
         }
-        let setup = Setup::new(bin.clone(), &user);
-        let mut c = ctx(&["kcap-review"]);
-        c.worktree = Some(setup.cwd.path().to_str().unwrap().into());
-        assert_isolated(&setup, &c);
+        let setup = Setup::new(bin.clone(), &hostile, &hostile);
+        assert_isolated(&setup, &ctx(&["kcap-review"]));
         Ok(())
     });
     if let Err(e) = result {
         panic!("{e}");
     }
-}
-
-fn the_typed_model_lists_what_it_documents() {
-    // Not a Codex run: the field list and the default approval constants agree with the model.
-    let all: ServerConfig = serde_json::from_value(serde_json::json!({
-        "command":"c","args":[],"env":{},"env_vars":[],"cwd":"/","url":"u",
-        "bearer_token_env_var":"b","http_headers":{},"env_http_headers":{},"environment_id":"e",
-        "enabled":true,"required":true,"supports_parallel_tool_calls":true,
-        "startup_timeout_sec":1.0,"tool_timeout_sec":1.0,"default_tools_approval_mode":"auto",
-        "enabled_tools":[],"disabled_tools":[],"scopes":[],"oauth":{},"oauth_resource":"r",
-        "tools":{}
-    }))
-    .unwrap();
-    assert!(all.unknown.is_empty(), "{:?}", all.unknown);
-    assert_eq!(all.set_fields(), FIELDS);
-    assert_eq!((config::APPROVE, config::PROMPT), ("approve", "prompt"));
 }

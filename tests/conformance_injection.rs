@@ -241,7 +241,7 @@ fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_contex
     let cwd = tempfile::tempdir().unwrap();
     let kcap = Path::new("/opt/kcap/bin/kcap");
     let ctx = launch(kcap);
-    let args = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap(), &[]).unwrap();
+    let args = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap()).unwrap();
     let mut cmd = Command::new(&bin);
     cmd.env_clear()
         .env("PATH", inherited_path())

@@ -284,7 +284,7 @@ fn client_variables_do_not_reach_the_client() {
     for name in ["CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_ACCESS_TOKEN"] {
         let mut ctx = w.ctx();
         ctx.credentials.env.push(EnvVar::new(name, "k"));
-        let err = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err();
+        let err = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
         assert!(
             matches!(err, RenderError::CredentialNotAccepted { .. }),
             "{name}: {err:?}"
@@ -340,10 +340,9 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
         list
     };
     let Some(w) = World::new() else { return };
-    let config = w.path("user/.codex/config.toml");
-    let before = std::fs::read_to_string(&config).unwrap();
+    let before = std::fs::read_to_string(config_of(&w)).unwrap();
     std::fs::write(
-        &config,
+        config_of(&w),
         format!("{before}[plugins.\"p1@m1\"]\nenabled = true\n"),
     )
     .unwrap();
@@ -393,7 +392,10 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
     let mut plan = w.plan();
     plan.worktree_remove.clear();
     let toml = &mut plan.files[0].contents;
-    let trust = format!("\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n", w.worktree.display());
+    let trust = format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        w.worktree.display()
+    );
     assert!(toml.contains(&trust), "{toml}");
     *toml = toml.replace(&trust, "");
     assert_eq!(w.listing(&plan), ours());
@@ -408,10 +410,15 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
     w.hostile_worktree(&repo, "repo");
     w.worktree = repo.join("sub");
     w.hostile_worktree(&w.worktree.clone(), "sub");
-    let before = std::fs::read_to_string(&config_of(&w)).unwrap();
+    let before = std::fs::read_to_string(config_of(&w)).unwrap();
     let trust: String = [&outer, &repo]
         .iter()
-        .map(|p| format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", p.display()))
+        .map(|p| {
+            format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                p.display()
+            )
+        })
         .collect();
     std::fs::write(config_of(&w), format!("{before}{trust}")).unwrap();
     let mut kept = w.plan();

@@ -45,7 +45,7 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
         let launch = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
         let typed = match client {
             Client::Claude => claude::claude_plan(&c, &r),
-            Client::Codex => codex::codex_plan(&c, &r, &[]),
+            Client::Codex => codex::codex_plan(&c, &r),
             Client::Gemini => gemini::gemini_plan(&c, &r, &id),
             Client::OpenCode => opencode::opencode_plan(&c, &r),
             Client::Copilot => copilot::copilot_plan(&c, &r),

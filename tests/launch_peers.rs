@@ -199,7 +199,7 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
             contents: r#"{"OPENAI_API_KEY":"dummy"}"#.into(),
         }];
         let resolution = ctx.resolve(Policy::Lenient).unwrap();
-        let plan = codex_plan(&ctx, &resolution, &[]).unwrap();
+        let plan = codex_plan(&ctx, &resolution).unwrap();
         let options = Options::default().with_dialog_quiet(Duration::from_secs(3));
         let started = Instant::now();
         let mut reviewer = launch::launch(&plan, &tmp.path().join("launch"), &codex, &options)

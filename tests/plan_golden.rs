@@ -83,7 +83,7 @@ fn exact_plan(
     let r = &ctx.resolve(policy)?;
     Ok(match client {
         Client::Claude => claude_plan(ctx, r),
-        Client::Codex => codex_plan(ctx, r, &[]),
+        Client::Codex => codex_plan(ctx, r),
         Client::Gemini => gemini_plan(ctx, r, &id),
         Client::OpenCode => opencode_plan(ctx, r),
         Client::Copilot => copilot_plan(ctx, r),
@@ -255,8 +255,8 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
         claude_reviewer_args(&c, &r).unwrap()
     );
     assert_eq!(
-        codex_plan(&c, &r, &[]).unwrap().argv,
-        codex_reviewer_args(&c, &r, &[]).unwrap()
+        codex_plan(&c, &r).unwrap().argv,
+        codex_reviewer_args(&c, &r).unwrap()
     );
 }
 

@@ -44,7 +44,7 @@ fn plan_with(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<Launc
     let r = &resolution;
     match client {
         Client::Claude => claude_plan(ctx, r).ok(),
-        Client::Codex => codex_plan(ctx, r, &[]).ok(),
+        Client::Codex => codex_plan(ctx, r).ok(),
         Client::Gemini => gemini_plan(ctx, r, id).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
         Client::Copilot => copilot_plan(ctx, r).ok(),

@@ -1,10 +1,6 @@
 //! Golden tests for both renderers: exact, order-sensitive strings.
 
 use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::app_server::parse_config_read;
-use kcap_mcp_registry::clients::codex::inventory::{
-    InheritedServer, merge_inventories, parse_inventory,
-};
 use kcap_mcp_registry::clients::codex::{
     CLOSED_FEATURES, codex_mcp_overrides, codex_reviewer_args,
 };
@@ -18,12 +14,8 @@ fn claude(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchErro
 }
 
 /// The Codex argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
-fn codex(
-    ctx: &LaunchContext,
-    policy: Policy,
-    inventory: &[InheritedServer],
-) -> Result<Vec<String>, LaunchError> {
-    Ok(codex_reviewer_args(ctx, &ctx.resolve(policy)?, inventory)?)
+fn codex(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
+    Ok(codex_reviewer_args(ctx, &ctx.resolve(policy)?)?)
 }
 
 /// The render error of a failed launch.
@@ -89,8 +81,6 @@ fn baseline_codex() -> Vec<String> {
     }
     args.extend([
         "-c",
-        "mcp_servers={}",
-        "-c",
         "mcp_servers.kcap-flow-result.enabled=true",
         "-c",
         r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
@@ -144,7 +134,7 @@ fn allowlists_that_materialize_nothing_equal_the_baseline_byte_for_byte() {
             "{allowlist:?}"
         );
         assert_eq!(
-            codex(&c, Policy::Lenient, &[]).unwrap(),
+            codex(&c, Policy::Lenient).unwrap(),
             baseline_codex(),
             "{allowlist:?}"
         );
@@ -172,11 +162,10 @@ fn allowlisted_servers_follow_the_result_channel_in_allowlist_order() {
             r#""kcap-memory":{"command":"/opt/kcap/bin/kcap","args":["mcp","memory"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}}}}"#,
         )
     );
-    let overrides = codex_mcp_overrides(&c, &r, &[]).unwrap();
+    let overrides = codex_mcp_overrides(&c, &r).unwrap();
     assert_eq!(
         overrides,
         [
-            "mcp_servers={}",
             "mcp_servers.kcap-flow-result.enabled=true",
             r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
             r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
@@ -228,10 +217,7 @@ fn gated_contexts_render_no_mcp_server() {
         assert!(c.is_gated());
         let r = c.resolve(Policy::Lenient).unwrap();
         assert_eq!(claude_mcp_config(&c, &r).unwrap(), r#"{"mcpServers":{}}"#);
-        assert_eq!(
-            codex_mcp_overrides(&c, &r, &[]).unwrap(),
-            ["mcp_servers={}"]
-        );
+        assert_eq!(codex_mcp_overrides(&c, &r).unwrap(), Vec::<String>::new());
     }
 }
 
@@ -351,123 +337,6 @@ fn strict_policy_rejects_the_first_offending_entry() {
     );
 }
 
-fn hostile_inventory() -> Vec<InheritedServer> {
-    // `codex mcp list --json` entries for the servers only it sees, merged with what
-    // `config/read` reports for kcap-review (as `codex_inventory` merges them).
-    let listed = parse_inventory(
-        r#"[
-  {"name":"corp.flows","enabled":true,"disabled_reason":null,
-   "transport":{"type":"stdio","command":"flows","args":[],"env":null,"env_vars":[],"cwd":null},
-   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"},
-  {"name":"http1","enabled":true,"disabled_reason":null,
-   "transport":{"type":"streamable_http","url":"https://example.com/mcp","bearer_token_env_var":"T",
-     "http_headers":{"X":"y"},"env_http_headers":null,"http_headers_helper":null},
-   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"bearer_token"},
-  {"name":"kcap-flows","enabled":true,"disabled_reason":null,
-   "transport":{"type":"stdio","command":"kcap","args":["mcp","flows"],"env":null,"env_vars":[],"cwd":null},
-   "startup_timeout_sec":null,"tool_timeout_sec":null,"auth_status":"unsupported"}
-]"#,
-    )
-    .unwrap();
-    let configured = parse_config_read(
-        r#"{"config":{"mcp_servers":{"kcap-review":{"command":"/usr/bin/kcap","args":["mcp","review"],
-          "env":{"KCAP_URL":"http://user"},"env_vars":["TOKEN"],"cwd":"/srv/user","environment_id":"local",
-          "enabled":false,"startup_timeout_sec":15.0,"tool_timeout_sec":90.5}}}}"#,
-    )
-    .unwrap();
-    merge_inventories(listed, configured)
-}
-
-#[test]
-fn codex_disables_inherited_servers_and_neutralizes_a_same_name_one() {
-    let c = ctx(Some(vec![Some("kcap-review"), Some("kcap-flows")]));
-    let r = c.resolve(Policy::Lenient).unwrap();
-    let overrides = codex_mcp_overrides(&c, &r, &hostile_inventory()).unwrap();
-    assert_eq!(
-        overrides,
-        [
-            r#"mcp_servers={"corp.flows"={enabled=false,command="false"},"http1"={enabled=false,url="https://example.com/mcp"},"kcap-flows"={enabled=false,command="false"}}"#,
-            "mcp_servers.kcap-flow-result.enabled=true",
-            r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
-            r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
-            r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
-            r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
-            r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
-            "mcp_servers.kcap-review.enabled=true",
-            r#"mcp_servers.kcap-review.command="/opt/kcap/bin/kcap""#,
-            r#"mcp_servers.kcap-review.args=["mcp","review"]"#,
-            r#"mcp_servers.kcap-review.env={KCAP_URL="http://127.0.0.1:5100"}"#,
-            r#"mcp_servers.kcap-review.default_tools_approval_mode="approve""#,
-            r#"mcp_servers.kcap-review.tools={"get_pr_summary"={approval_mode="approve"},"list_pr_files"={approval_mode="approve"},"get_file_context"={approval_mode="approve"},"search_context"={approval_mode="approve"},"list_sessions"={approval_mode="approve"},"get_transcript"={approval_mode="approve"}}"#,
-            "mcp_servers.kcap-review.env_vars=[]",
-            r#"mcp_servers.kcap-review.cwd="/work/tree""#,
-            "mcp_servers.kcap-review.startup_timeout_sec=30",
-            "mcp_servers.kcap-review.tool_timeout_sec=120",
-        ]
-    );
-    // Gated: every inherited server is disabled and nothing is enabled.
-    let mut gated = c.clone();
-    gated.server_url = None;
-    let overrides = codex_mcp_overrides(&gated, &r, &hostile_inventory()).unwrap();
-    assert_eq!(overrides.len(), 1);
-    assert!(
-        overrides[0].contains(r#""kcap-review"={enabled=false,command="false"}"#),
-        "{overrides:?}"
-    );
-}
-
-#[test]
-fn codex_refuses_inherited_fields_it_cannot_neutralize() {
-    let mut inventory = hostile_inventory();
-    let c = ctx(Some(vec![Some("kcap-review")]));
-    let r = c.resolve(Policy::Lenient).unwrap();
-
-    // An env key kcap does not set.
-    let extra = inventory[3].clone();
-    let json = r#"{"config":{"mcp_servers":{"kcap-review":{"command":"x",
-        "env":{"KCAP_URL":"u","EXTRA_TOKEN":"s"}}}}}"#;
-    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
-    assert_eq!(
-        err,
-        RenderError::CodexInheritedField {
-            server: "kcap-review".into(),
-            field: "env.EXTRA_TOKEN".into()
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `env.EXTRA_TOKEN`, which would merge into kcap's server of the same name; remove `env.EXTRA_TOKEN` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
-    );
-
-    // A URL server with our name.
-    let json = r#"[{"name":"kcap-flow-result","enabled":true,"transport":{"type":"streamable_http","url":"https://x"}}]"#;
-    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
-    assert_eq!(
-        err,
-        RenderError::CodexInheritedField {
-            server: "kcap-flow-result".into(),
-            field: "url".into()
-        }
-    );
-
-    // A cwd with no worktree to point it at.
-    inventory[3] = extra;
-    let mut no_worktree = c.clone();
-    no_worktree.worktree = None;
-    let err = codex(&no_worktree, Policy::Lenient, &inventory).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "cannot isolate the Codex reviewer: the user's Codex config defines MCP server `kcap-review` with `cwd`, which would merge into kcap's server of the same name; give the reviewer a worktree (its `cwd` then points there), or remove `cwd` from `[mcp_servers.kcap-review]` in $CODEX_HOME/config.toml"
-    );
-    assert_eq!(
-        render_error(err),
-        RenderError::CodexInheritedField {
-            server: "kcap-review".into(),
-            field: "cwd".into()
-        }
-    );
-}
-
 #[test]
 fn codex_model_and_effort_rules() {
     let args = |model: Option<&str>, effort: Option<&str>| {
@@ -476,7 +345,7 @@ fn codex_model_and_effort_rules() {
         c.effort = effort.map(String::from);
         c.prompt = None;
         c.worktree = None;
-        let a = codex(&c, Policy::Lenient, &[]).unwrap();
+        let a = codex(&c, Policy::Lenient).unwrap();
         let tail = a
             .iter()
             .position(|x| x.starts_with("mcp_servers.kcap-flow-result.tools="))
@@ -539,7 +408,7 @@ fn values_that_would_read_as_options_are_refused() {
         let mut c = ctx(None);
         edit(&mut c);
         let claude = claude(&c, Policy::Lenient);
-        let codex = codex(&c, Policy::Lenient, &[]);
+        let codex = codex(&c, Policy::Lenient);
         let refused = RenderError::OptionLike { field };
         // Claude takes no worktree; Codex puts the effort inside a `-c` value.
         match field {
@@ -554,41 +423,6 @@ fn values_that_would_read_as_options_are_refused() {
     assert_eq!(
         RenderError::OptionLike { field: "model" }.to_string(),
         "the reviewer's `model` starts with `-`, so the client would read it as an option; use a value that does not start with `-`"
-    );
-}
-
-#[test]
-fn an_inventory_listing_a_name_twice_is_refused() {
-    let json = r#"[
-      {"name":"a","enabled":true,"transport":{"type":"stdio","command":"x"}},
-      {"name":"a","enabled":true,"transport":{"type":"streamable_http","url":"https://x"}}
-    ]"#;
-    let c = ctx(None);
-    let r = c.resolve(Policy::Lenient).unwrap();
-    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
-    assert_eq!(err, RenderError::DuplicateInherited { server: "a".into() });
-    assert_eq!(
-        err.to_string(),
-        "the Codex inventory lists MCP server `a` twice; take the inventory again with `codex mcp list --json`"
-    );
-}
-
-#[test]
-fn a_same_named_server_seen_only_by_mcp_list_is_refused() {
-    let c = ctx(Some(vec![Some("kcap-review")]));
-    let r = c.resolve(Policy::Lenient).unwrap();
-    let json =
-        r#"[{"name":"kcap-review","enabled":true,"transport":{"type":"stdio","command":"x"}}]"#;
-    let err = codex_mcp_overrides(&c, &r, &parse_inventory(json).unwrap()).unwrap_err();
-    assert_eq!(
-        err,
-        RenderError::CodexUnseenFields {
-            server: "kcap-review".into()
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "cannot isolate the Codex reviewer: MCP server `kcap-review` has the name of one of kcap's, and only `codex mcp list --json` reports it, which hides most of its fields; take the inventory from `codex app-server` `config/read` (--codex-bin, or a saved answer), or rename or remove that server"
     );
 }
 
@@ -628,8 +462,7 @@ fn claude_json(servers: &[&str]) -> String {
 /// review context when `borrowed`.
 fn codex_overrides(brokered: bool, borrowed: bool) -> Vec<String> {
     let mut out = vec![
-        "mcp_servers={}".to_string(),
-        "mcp_servers.kcap-flow-result.enabled=true".into(),
+        "mcp_servers.kcap-flow-result.enabled=true".to_string(),
         r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#.into(),
         r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#.into(),
         if brokered {
@@ -677,7 +510,7 @@ fn direct_brokered_borrowed_and_brokered_borrowed_launches() {
             "{what}"
         );
         assert_eq!(
-            codex_mcp_overrides(&c, &r, &[]).unwrap(),
+            codex_mcp_overrides(&c, &r).unwrap(),
             codex_overrides(brokered, borrowed),
             "{what}"
         );
@@ -687,7 +520,7 @@ fn direct_brokered_borrowed_and_brokered_borrowed_launches() {
         let mut expected = baseline_claude();
         expected[4] = claude_json(&claude_servers);
         assert_eq!(claude, expected, "{what}");
-        let codex = codex_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap(), &[]).unwrap();
+        let codex = codex_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap()).unwrap();
         let overrides: Vec<&String> = codex
             .iter()
             .enumerate()
@@ -721,7 +554,7 @@ fn the_direct_own_checkout_launch_is_the_unchanged_baseline() {
         baseline_claude()
     );
     assert_eq!(
-        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap(),
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap(),
         baseline_codex()
     );
 }
@@ -742,7 +575,7 @@ fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
             "{url:?}"
         );
         assert_eq!(
-            codex_mcp_overrides(&c, &r, &[]),
+            codex_mcp_overrides(&c, &r),
             Err(RenderError::MissingReviewContextUrl),
             "{url:?}"
         );
@@ -753,7 +586,7 @@ fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
             "a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL"
         );
         assert_eq!(
-            codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+            codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
             RenderError::MissingReviewContextUrl
         );
     }
@@ -767,7 +600,7 @@ fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
         RenderError::BlankCapabilityUrl
     );
     assert_eq!(
-        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap(), &[]).unwrap_err(),
+        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
         RenderError::BlankCapabilityUrl
     );
     let gated = LaunchContext {

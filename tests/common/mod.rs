@@ -16,7 +16,7 @@ pub mod verify;
 use std::path::Path;
 
 /// What one run of the binary produced.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
     pub code: i32,
     pub stdout: String,

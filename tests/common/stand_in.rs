@@ -15,8 +15,8 @@
 //! - writing to a temporary name and renaming it into place: the leaked descriptor refers
 //!   to the same file (inode) under its new name, so the exec still fails;
 //! - retrying the spawn on `ETXTBSY` (as cargo's own test support does): the stand-ins are
-//!   run by the code under test (the library's `codex_inventory_from`, the CLI binary's
-//!   `--codex-bin`) and by the real clients (Claude Code starts the recorder), so the spawn
+//!   run by the code under test (the executor of `launch`, the CLI binary's `--client-bin`)
+//!   and by the real clients (Claude Code starts the recorder), so the spawn
 //!   that fails is not the test's to retry;
 //! - a lock held around every spawn: the same spawns happen outside the tests' reach.
 //!

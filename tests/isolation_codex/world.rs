@@ -258,7 +258,7 @@ impl World {
 
     pub fn plan(&self) -> LaunchPlan {
         let ctx = self.ctx();
-        codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &[]).unwrap()
+        codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
     }
 
     /// Carries out `plan` as the daemon does before a launch: its dirs and files under the

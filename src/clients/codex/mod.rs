@@ -85,9 +85,10 @@ fn spec_plan(
 }
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
-/// off with `--disable <feature>` in every reviewer argv (a user's `[features]` cannot turn
-/// them back on: `config/read` then reports each as `false`, tested in
-/// `tests/conformance_codex_config.rs`). From `codex features list` on 0.169.0 and the
+/// off with `--disable <feature>` in every reviewer argv (`config/read` of the planned
+/// reviewer reports each as `false`, tested in `tests/conformance_codex_config.rs`; measured
+/// before the plan had its own `CODEX_HOME`: a user's `[features]` could not turn them back
+/// on either). From `codex features list` on 0.169.0 and the
 /// feature descriptions in `codex-rs/features/src/lib.rs`:
 /// - `apps`: ChatGPT connectors, served as the `codex_apps` MCP server, which bypasses
 ///   `mcp_servers` (stable, on by default; needs ChatGPT sign-in);
