@@ -5,7 +5,8 @@
 #   BENCH_SIZES="10 1000" scripts/bench.sh
 #
 # Raw results go to target/bench/results/ (git-ignored): criterion's sample files
-# (criterion-bundled/, criterion-n<N>/), hyperfine JSON exports (hyperfine-*.json), peak RSS
+# (criterion-bundled/, criterion-preflight/, criterion-n<N>/), hyperfine JSON exports
+# (hyperfine-*.json, hyperfine-listing.json from scripts/bench-preflight.sh), peak RSS
 # per run (rss-*.txt), the machine (machine.txt) and summary.md, the tables of BENCHMARKS.md.
 #
 # Installs what it needs when missing: hyperfine and GNU time with apt-get; taplo and
@@ -76,6 +77,12 @@ criterion_run() {
 
 say "criterion on the bundled registry: lookup, resolution, rendering"
 criterion_run bundled --bench lookup --bench render --bench plan --bench diff
+
+say "launch preflight: Client::plan for every client, beside the client listings it replaced"
+# The listings need the real clients: source the variables scripts/install-peers.sh prints
+# (KCAP_CODEX_BIN, KCAP_COPILOT_BIN, KCAP_COPILOT_CACHE) before this script, or they are left
+# out.
+bash scripts/bench-preflight.sh "$results"
 
 say "the CLI and the JSON Schema it exports"
 cargo build -q --release

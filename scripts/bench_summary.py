@@ -4,7 +4,8 @@
 Usage: scripts/bench_summary.py RESULTS_DIR
 
 Reads, under RESULTS_DIR:
-  criterion-<label>/**/new/{benchmark,sample}.json   criterion runs (label: bundled, n10, ...)
+  criterion-<label>/**/new/{benchmark,sample}.json   criterion runs (label: bundled, preflight,
+                                                      n10, ...)
   hyperfine-*.json                                    hyperfine --export-json files
   rss-*.txt                                           peak RSS in KiB, one run per line
 
@@ -146,6 +147,54 @@ def scaling_tables(results, sizes):
     print()
 
 
+PREFLIGHT_TARGET = 0.300  # seconds per launch (issue 26, item 4)
+
+# client (as `Client::name`), its name in the table, and what the previous design ran before
+# its launch beyond `Client::plan`: hyperfine command names, or a criterion benchmark.
+PREFLIGHT_CLIENTS = (
+    ("claude", "Claude Code", ("criterion", "previous/claude_file_preflight",
+                               "file preflight (`claude_plan_preflighted`)")),
+    ("codex", "Codex CLI", ("hyperfine", "codex mcp list --json")),
+    ("gemini", "Gemini CLI", None),
+    ("opencode", "OpenCode", None),
+    ("copilot", "Copilot CLI", ("hyperfine", "copilot mcp list --json")),
+    ("cursor", "Cursor", None),
+    ("kiro", "Kiro", None),
+    ("antigravity", "Antigravity", None),
+)
+
+
+def preflight_table(results):
+    """The "Launch preflight" table: per client, what the previous design ran (measured in
+    the same run), `Client::plan` now, and the 300 ms target."""
+    crit_dir = results / "criterion-preflight"
+    if not crit_dir.exists():
+        return
+    crit = criterion(crit_dir)
+    listing_path = results / "hyperfine-listing.json"
+    listing = hyperfine(listing_path) if listing_path.exists() else {}
+    print("| client | previous: what it ran before a launch | previous, measured now "
+          "| now: `Client::plan` (preflight + plan) | ≤ 300 ms |")
+    print("|---|---|---|---|---|")
+    for name, shown, previous in PREFLIGHT_CLIENTS:
+        now = crit.get(f"preflight/{name}")
+        if now is None:
+            continue
+        what, measured = "nothing beyond the plan", "–"
+        if previous and previous[0] == "criterion" and previous[1] in crit:
+            what, measured = previous[2], cell(crit[previous[1]])
+        elif previous and previous[0] == "hyperfine":
+            rows = [(k, v) for k, v in listing.items() if k.startswith(previous[1])]
+            if rows:
+                what = f"`{previous[1]}`"
+                measured = "; ".join(
+                    f"{cell(v)} {k.removeprefix(previous[1]).strip()}" for k, v in rows
+                )
+        met = "met" if now[0] <= PREFLIGHT_TARGET else "**missed**"
+        print(f"| {shown} | {what} | {measured} | {cell(now)} | {met} |")
+    print()
+
+
 def main():
     results = Path(sys.argv[1])
     sizes = [
@@ -164,6 +213,9 @@ def main():
     render_table(bundled)
     print("### scaling\n")
     scaling_tables(results, sizes)
+    if (results / "criterion-preflight").exists():
+        print("### launch preflight\n")
+        preflight_table(results)
 
 
 if __name__ == "__main__":
