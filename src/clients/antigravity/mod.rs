@@ -56,20 +56,11 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    _inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(antigravity_plan(ctx, r)?)
-}
 
 /// The servers file, relative to the per-launch home ([`HOME_DIR`]).
 pub const MCP_CONFIG: &str = ".gemini/config/mcp_config.json";

@@ -86,7 +86,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &["conformance", "conformance_claude", "isolation_claude"],
         versions: &["2.1.197", "2.1.328"],
@@ -94,15 +94,6 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    _inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(claude_plan(ctx, r)?)
-}
 
 /// `CLAUDE_CONFIG_DIR`, relative to the per-launch home: where Claude Code keeps
 /// `.claude.json`, `settings.json` and `.credentials.json`.

@@ -60,7 +60,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance",
@@ -74,15 +74,6 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    _inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(codex_plan(ctx, r)?)
-}
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
 /// off with `--disable <feature>` in every reviewer argv (`config/read` of the planned

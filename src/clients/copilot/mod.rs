@@ -93,7 +93,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_copilot",
@@ -106,15 +106,6 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    _inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(copilot_plan(ctx, r)?)
-}
 
 /// The argv every Copilot reviewer launch starts with.
 pub const BASE_ARGS: [&str; 2] = ["--acp", "--stdio"];

@@ -53,20 +53,11 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?)
-}
 
 /// The argv of every Cursor reviewer (facts "Cursor", \[K\]).
 pub const ARGV: [&str; 4] = ["acp", "--force", "--approve-mcps", "--trust"];

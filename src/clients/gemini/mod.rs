@@ -110,7 +110,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: Some(preflight),
-    plan: spec_plan,
+    plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_acp",
@@ -123,15 +123,6 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?)
-}
 
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut: 63
 /// ([`GEMINI_TOOL_NAMES`], the row registry rule `tool-name-length` checks).

@@ -84,7 +84,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
-    plan: spec_plan,
+    plan: |ctx, r, _inputs| Ok(opencode_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_acp",
@@ -97,15 +97,6 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
 };
-
-/// [`SPEC`]'s plan function: the room's plan with what it takes from the inputs.
-fn spec_plan(
-    ctx: &crate::clients::LaunchContext,
-    r: &crate::allowlist::Resolution<'_, String>,
-    _inputs: &crate::clients::dispatch::PlanInputs,
-) -> Result<crate::clients::plan::LaunchPlan, crate::clients::LaunchError> {
-    Ok(opencode_plan(ctx, r)?)
-}
 
 /// The OpenCode configuration directory, relative to the per-launch home
 /// (`$XDG_CONFIG_HOME/opencode`).
