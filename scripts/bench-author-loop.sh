@@ -58,7 +58,7 @@ for which in before after; do
     cmd="$([ $which = before ] && echo "$before_cmd" || echo "$after_cmd")"
     rm -rf "$work/$which/target"
     (cd "$work/$which" && eval "${cmd/cargo run/cargo build --timings}" >/dev/null 2>&1)
-    cp "$work/$which"/target/cargo-timings/cargo-timing-*.html "$out/timings-$which.html"
+    cp "$(ls -t "$work/$which"/target/cargo-timings/cargo-timing-*.html | head -n 1)" "$out/timings-$which.html"
     python3 - "$out/timings-$which.html" "$which" <<'PY'
 import json, re, sys
 units = json.loads(re.search(r"const UNIT_DATA = (\[.*?\]);", open(sys.argv[1]).read(), re.S).group(1))
