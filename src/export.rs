@@ -17,7 +17,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -185,6 +185,27 @@ pub struct RegistrationFormat {
     /// How the file switches one server off (`enabled = false`), as a drift finding quotes
     /// it; `None` for a client with no such switch.
     pub disabled_setting: Option<&'static str>,
+    /// The names of this client's registration files, as `check --against` tells a file's
+    /// client without `--client` ([`crate::drift::detect_client`]): `(directory, file)`, the
+    /// directory `""` for any. No two clients claim the same name.
+    pub file_names: &'static [(&'static str, &'static str)],
+    /// The extension (`json`, `toml`) of the files no client's name claims that are read as
+    /// this client's, as are, by content, unnamed files of that syntax. At most one client
+    /// claims each extension.
+    pub claims_extension: Option<&'static str>,
+    /// The client's loader model for one whole file: what `check --against` compares with
+    /// the registry, one verdict per effective server set.
+    pub load: crate::drift::FileLoader,
+    /// The key of an object whose members each hold a `block` of their own (Claude Code's
+    /// `projects.<dir>.mcpServers` in `~/.claude.json`): servers named twice are looked for
+    /// there too.
+    pub project_blocks: Option<&'static str>,
+    /// `check --against --project DIR` applies to this client's files (the project a
+    /// session runs in selects its view of the file).
+    pub takes_project: bool,
+    /// The profile file `check --against --codex-profile NAME` reads for a file at a path:
+    /// `None` for a client with no profiles.
+    pub profile_file: Option<fn(&Path, &str) -> PathBuf>,
 }
 
 /// A repository-level file a client reads MCP servers from: a path relative to the

@@ -1000,36 +1000,46 @@ fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
 }
 
 /// Warns about `check --against` flags that do not apply to `path`, read as `client`'s file:
-/// `--project` outside Claude Code, `--codex-profile` outside Codex CLI or naming a profile
-/// file that does not exist.
+/// `--project` for a client whose files have no per-project view, `--codex-profile` for one
+/// with no profiles or naming a profile file that does not exist.
 fn warn_ignored_against_flags(path: &Path, client: Option<Client>, opts: &AgainstOptions) {
     let shown = ShownPath(path);
-    if let Some(client) = client.filter(|c| *c != Client::Claude)
-        && opts.project.is_some()
-    {
+    // The clients a flag applies to, by their formats: "Claude Code", "Codex CLI".
+    let taking = |applies: fn(&export::RegistrationFormat) -> bool| {
+        let names: Vec<&str> = Client::ALL
+            .iter()
+            .filter(|c| applies(c.registration()))
+            .map(|c| c.display_name())
+            .collect();
+        names.join(" and ")
+    };
+    let Some(client) = client else { return };
+    let format = client.registration();
+    if opts.project.is_some() && !format.takes_project {
         errln!(
-            "warning: --project applies to Claude Code files only; ignored for {shown} ({})",
+            "warning: --project applies to {} files only; ignored for {shown} ({})",
+            taking(|f| f.takes_project),
             client.display_name()
         );
     }
-    if let (Some(client), Some(name)) = (client, &opts.codex_profile) {
-        if client != Client::Codex {
-            errln!(
-                "warning: --codex-profile applies to Codex CLI files only; ignored for \
-                 {shown} ({})",
-                client.display_name()
-            );
-        } else {
-            let file = path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(format!("{name}.config.toml"));
+    let Some(name) = &opts.codex_profile else {
+        return;
+    };
+    match format.profile_file {
+        None => errln!(
+            "warning: --codex-profile applies to {} files only; ignored for {shown} ({})",
+            taking(|f| f.profile_file.is_some()),
+            client.display_name()
+        ),
+        Some(profile_file) => {
+            let file = profile_file(path, name);
             if !file.exists() {
                 errln!(
-                    "warning: --codex-profile {}: there is no {}, so `codex --profile {}` \
-                     runs {shown} alone (checked as such)",
+                    "warning: --codex-profile {}: there is no {}, so `{} --profile {}` runs \
+                     {shown} alone (checked as such)",
                     printable(name),
                     ShownPath(&file),
+                    client.spec().binary,
                     printable(name)
                 );
             }

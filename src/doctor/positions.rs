@@ -124,14 +124,7 @@ impl Positions {
     }
 
     fn span(&self, span: &Span) -> Location {
-        let (line, column) = self.text.line_column(span.range.start);
-        let (end_line, end_column) = self.text.line_column(span.range.end);
-        Location {
-            line,
-            column,
-            end_line,
-            end_column,
-        }
+        self.text.location(span.range.clone())
     }
 
     fn point(&self, offset: usize) -> Location {

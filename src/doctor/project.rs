@@ -330,16 +330,7 @@ fn servers(
         .map(|s| SourceText::new(s.text.to_string()))
         .collect();
     let locate = |span: Option<&Span>| match span.and_then(|s| Some((s, texts.get(s.source)?))) {
-        Some((s, text)) => {
-            let (line, column) = text.line_column(s.range.start);
-            let (end_line, end_column) = text.line_column(s.range.end);
-            Location {
-                line,
-                column,
-                end_line,
-                end_column,
-            }
-        }
+        Some((s, text)) => text.location(s.range.clone()),
         None => super::positions::START,
     };
     if let Some(r) = loaded.rejected.first() {

@@ -105,6 +105,18 @@ impl SourceText {
         (line, column + 1)
     }
 
+    /// The 1-based [`Location`] of the byte range `range` (each end as [`Self::line_column`]).
+    pub fn location(&self, range: Range<usize>) -> Location {
+        let (line, column) = self.line_column(range.start);
+        let (end_line, end_column) = self.line_column(range.end);
+        Location {
+            line,
+            column,
+            end_line,
+            end_column,
+        }
+    }
+
     /// Byte range of 1-based `line`, without its line break.
     fn line_range(&self, line: usize) -> Range<usize> {
         let start = self.line_starts[line - 1];
@@ -125,14 +137,7 @@ impl Diagnostic {
     /// diagnostic is about the directory.
     pub fn location(&self) -> Option<Location> {
         let SourceSpan { range, source } = self.span.as_ref()?;
-        let (line, column) = source.line_column(range.start);
-        let (end_line, end_column) = source.line_column(range.end);
-        Some(Location {
-            line,
-            column,
-            end_line,
-            end_column,
-        })
+        Some(source.location(range.clone()))
     }
 
     /// Renders this diagnostic as rustc does: `error[rule]: message`, `--> path:line:col`,

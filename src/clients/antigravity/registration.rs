@@ -32,6 +32,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: None,
+    file_names: &[("", "mcp_config.json")],
+    claims_extension: None,
+    load: |f| vec![(None, super::loader::load(f.shown, f.bytes))],
+    project_blocks: None,
+    takes_project: false,
+    profile_file: None,
 };
 
 /// The project file Antigravity is reported to read servers from (facts "Reported upstream",

@@ -7,9 +7,12 @@ use crate::export::{
     Node, ProjectFile, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax,
     home_path, registration_file, set_var, stdio_pairs,
 };
-use crate::schema::RegistryEntry;
+use std::path::Path;
 
+use super::loader::{self, ClaudeFile};
 use crate::clients::Client;
+use crate::drift::{FileToLoad, Verdict};
+use crate::schema::RegistryEntry;
 
 /// Claude Code's registration format (Claude Code 2.1.197, facts "Registration"):
 ///
@@ -40,6 +43,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: Some(&super::loader::ENTRY_KEYS),
     disabled_setting: None,
+    file_names: &[],
+    claims_extension: Some("json"),
+    load: load_file,
+    project_blocks: Some("projects"),
+    takes_project: true,
+    profile_file: None,
 };
 
 /// The project file Claude Code 2.1.197 reads servers from (facts "Registration"; measured in
@@ -95,4 +104,46 @@ pub fn claude_mcp_json(
     opts: &RegistrationOptions,
 ) -> Result<String, RegistrationError> {
     registration_file(&FORMAT, entries, opts)
+}
+
+/// The verdicts on a Claude Code file (`check --against`): a project `.mcp.json` once; a
+/// `~/.claude.json` for its user scope alone first (a project that overrides a broken
+/// user-scope entry must not hide it: every other project runs it), then for each project
+/// (or only `--project`). Each verdict comes with the project it is labelled with.
+fn load_file(f: &FileToLoad<'_>) -> Vec<Verdict> {
+    let (shown, bytes, env) = (f.shown, f.bytes, f.env);
+    let text = String::from_utf8_lossy(bytes);
+    let is_user = Path::new(shown)
+        .file_name()
+        .is_some_and(|n| n == ".claude.json")
+        || ClaudeFile::detect(&text) == ClaudeFile::UserConfig;
+    let file = if is_user {
+        ClaudeFile::UserConfig
+    } else {
+        ClaudeFile::ProjectMcpJson
+    };
+    let projects = match (f.project, file) {
+        (Some(p), _) => vec![Some(p.to_string())],
+        (None, ClaudeFile::UserConfig) => std::iter::once(None)
+            .chain(loader::local_scope_projects(bytes).into_iter().map(Some))
+            .collect(),
+        (None, ClaudeFile::ProjectMcpJson) => vec![None],
+    };
+    let dirs: Vec<Option<&str>> = projects.iter().map(Option::as_deref).collect();
+    let verdicts = loader::load_many(shown, bytes, file, &dirs, env);
+    let several = dirs.len() > 1;
+    projects
+        .into_iter()
+        .zip(verdicts)
+        .filter(|(project, loaded)| {
+            // A user scope that registers nothing at all beside the local scopes is not
+            // checked alone: kcap is then registered per project.
+            let nothing = loaded.started.is_empty()
+                && loaded.remote.is_empty()
+                && loaded.skipped.is_empty()
+                && loaded.rejected.is_empty();
+            !(several && project.is_none() && nothing)
+        })
+        .map(|(project, loaded)| (project.filter(|_| file == ClaudeFile::UserConfig), loaded))
+        .collect()
 }

@@ -37,6 +37,17 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: Some(&super::loader::FIELD_NAMES),
     disabled_setting: Some("enabled = false"),
+    file_names: &[],
+    claims_extension: Some("toml"),
+    load: |f| {
+        let profile = f
+            .profile
+            .map(|p| (p.name.as_str(), p.shown.as_str(), p.bytes.as_deref()));
+        vec![(None, super::loader::load(f.shown, f.bytes, profile))]
+    },
+    project_blocks: None,
+    takes_project: false,
+    profile_file: Some(|path, name| path.with_file_name(format!("{name}.config.toml"))),
 };
 
 /// The project file Codex CLI 0.169.0 reads servers from when the folder is trusted (facts

@@ -37,6 +37,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: Some("\"disabled\": true"),
+    file_names: &[("", "mcp-config.json")],
+    claims_extension: None,
+    load: |f| vec![(None, super::loader::load(f.shown, f.bytes, f.env))],
+    project_blocks: None,
+    takes_project: false,
+    profile_file: None,
 };
 
 /// The project files Copilot CLI 1.0.102 reads servers from in a trusted folder (facts

@@ -37,6 +37,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: None,
+    file_names: &[(".gemini", "settings.json")],
+    claims_extension: None,
+    load: |f| vec![(None, super::loader::load(f.shown, f.bytes, f.env))],
+    project_blocks: None,
+    takes_project: false,
+    profile_file: None,
 };
 
 /// The project file Gemini CLI 0.61.0 reads servers from (facts "Verified against public

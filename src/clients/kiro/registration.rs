@@ -38,6 +38,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: None,
+    file_names: &[("settings", "mcp.json")],
+    claims_extension: None,
+    load: |f| vec![(None, super::loader::load(f.shown, f.bytes))],
+    project_blocks: None,
+    takes_project: false,
+    profile_file: None,
 };
 
 /// The project file Kiro reads servers from (\[K\], measured there on 2.15.2/2.16.0: it

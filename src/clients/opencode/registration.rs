@@ -41,6 +41,12 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: Some("\"enabled\": false"),
+    file_names: &[("", "opencode.json"), ("", "opencode.jsonc")],
+    claims_extension: None,
+    load: |f| vec![(None, super::loader::load(f.shown, f.bytes, f.env))],
+    project_blocks: None,
+    takes_project: false,
+    profile_file: None,
 };
 
 /// The project files OpenCode 1.18.33 reads servers from (`docs/isolation/opencode.md`,
