@@ -206,6 +206,11 @@ pub struct RegistrationFormat {
     /// The profile file `check --against --codex-profile NAME` reads for a file at a path:
     /// `None` for a client with no profiles.
     pub profile_file: Option<fn(&Path, &str) -> PathBuf>,
+    /// The whole file `export <client>` prints: [`registration_file`] for the JSON clients.
+    pub export: fn(&[RegistryEntry], &RegistrationOptions) -> Result<String, RegistrationError>,
+    /// Entries take the project directory as their `cwd`
+    /// ([`RegistrationOptions::project_dir`]; `export <client> --project-dir DIR`).
+    pub writes_project_dir: bool,
 }
 
 /// A repository-level file a client reads MCP servers from: a path relative to the

@@ -736,12 +736,13 @@ fn variable_expansion_follows_claude_code() {
 }
 
 // ------------------------------------------------------------------------------------------
-// The CLI: `render claude --worktree` runs the preflight on the invoking environment
+// The CLI: `render claude` is the one launch call, whose plan reads no settings file, so the
+// invoking environment's settings neither veto nor refuse it; `--no-preflight` is deprecated
 // ------------------------------------------------------------------------------------------
 
 #[cfg(feature = "cli")]
 #[test]
-fn render_claude_with_a_worktree_runs_the_preflight_unless_told_not_to() {
+fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_is_deprecated() {
     let s = Setup::new();
     let wt = s.path("wt");
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
@@ -778,50 +779,35 @@ fn render_claude_with_a_worktree_runs_the_preflight_unless_told_not_to() {
     let wt_arg = wt.to_str().unwrap();
     let expected = argv(&ctx(&["kcap-review"]), Policy::Lenient);
     let expected = format!("{}\n", serde_json::to_string(&expected).unwrap());
-    assert_eq!(
-        render(&["--worktree", wt_arg]),
-        (
-            Some(1),
-            String::new(),
-            format!(
-                "error: Claude Code would not start MCP server `kcap-flow-result`: `{}` in {} \
-                 disables it; without its result channel the reviewer could never report, so it \
-                 is not launched; remove those entries (or the file), or launch the reviewer \
-                 with a HOME, CLAUDE_CONFIG_DIR and worktree that do not carry them\n",
-                disabled(&wt, 0),
-                file.display()
-            )
-        )
+    // The user's ~/.claude.json disables the result channel for this worktree: the plan's
+    // per-launch CLAUDE_CONFIG_DIR and `--setting-sources=` never read it, so the launch is
+    // rendered as without it (the library preflight still reports it: tests above).
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("kcap-flow-result")
     );
     assert_eq!(
-        render(&["--worktree", wt_arg, "--no-preflight"]),
+        render(&["--worktree", wt_arg]),
         (Some(0), expected.clone(), String::new())
     );
-    // Without --worktree there is nothing to read the project entry for.
     assert_eq!(render(&[]), (Some(0), expected.clone(), String::new()));
-
-    // A vetoed allowlisted server is a warning under the lenient policy and an error under
-    // the strict one.
-    s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-review"]}"#);
-    let warning = format!(
-        "Claude Code would not start MCP server `kcap-review`: `{}` in {} disables it",
-        disabled(&wt, 0),
-        file.display()
-    );
     assert_eq!(
-        render(&["--worktree", wt_arg]),
+        render(&["--worktree", wt_arg, "--no-preflight"]),
         (
             Some(0),
-            expected,
-            format!("warning: agent \"a1\": {warning}\n")
+            expected.clone(),
+            "warning: --no-preflight ignored (deprecated, to be removed): the plan roots Claude \
+             Code in a per-launch CLAUDE_CONFIG_DIR and reads no settings file \
+             (--setting-sources=), so no user, project or local setting is left for a preflight \
+             to read\n"
+                .to_string()
         )
     );
-    let (code, stdout, stderr) = render(&["--worktree", wt_arg, "--strict"]);
-    assert_eq!((code, stdout.as_str()), (Some(1), ""));
-    assert!(
-        stderr.starts_with(&format!(
-            "error: {warning}; the strict policy launches no reviewer without them;"
-        )),
-        "{stderr}"
+    // Nor does a disabled allowlisted server refuse the strict policy.
+    s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-review"]}"#);
+    assert_eq!(
+        render(&["--worktree", wt_arg, "--strict"]),
+        (Some(0), expected, String::new())
     );
 }

@@ -252,13 +252,7 @@ fn render_directory_flags_are_usage_errors() {
         ("claude", vec!["--launch-dir", "/l", "--cache-dir", "cache"]),
         (
             "claude",
-            vec![
-                "--launch-dir",
-                "/l",
-                "--worktree",
-                "/w\u{1b}[2J",
-                "--no-preflight",
-            ],
+            vec!["--launch-dir", "/l", "--worktree", "/w\u{1b}[2J"],
         ),
         ("opencode", vec!["--worktree", "/w", "--launch-dir", "/l\n"]),
     ] {

@@ -35,7 +35,7 @@ fn golden(name: &str) -> String {
 #[test]
 fn render_prints_the_golden_plans() {
     let extra: [(&str, &[&str]); 7] = [
-        ("claude", &["--no-preflight"]),
+        ("claude", &[]),
         ("codex", &[]),
         ("gemini", &["--launch-id", "0123456789ABCDEF"]),
         ("opencode", &[]),

@@ -5,7 +5,7 @@
 //! Each case writes a setting where the reviewer's Claude Code reads it, then shows both
 //! halves: what the preflight says (`claude_reviewer_args_preflighted`: refused naming the
 //! setting, or a warning), and what the real client does with the unchecked argv
-//! (`claude_reviewer_args`, as `render claude --no-preflight` prints it): it starts exactly
+//! (`claude_reviewer_args`, as `render claude` prints it): it starts exactly
 //! the injected servers the preflight did not flag, each with exactly its env. The oracle
 //! (`tests/claude_oracle`) gives a prompt, points the API at a dead local port, records what
 //! starts, and kills the client's process group once the recorders settle.

@@ -108,13 +108,29 @@ impl Client {
         inputs: &PlanInputs,
     ) -> Result<PlannedLaunch, LaunchError> {
         let resolution = ctx.resolve(inputs.policy)?;
-        let mut warnings: Vec<String> = resolution
+        let mut planned = self.plan_resolved(ctx, &resolution, inputs)?;
+        let skipped = resolution
             .skipped()
-            .map(|s| format!("agent {:?}: {s}", ctx.agent_id))
-            .collect();
+            .map(|s| format!("agent {:?}: {s}", ctx.agent_id));
+        planned.warnings.splice(0..0, skipped);
+        Ok(planned)
+    }
+
+    /// [`Client::plan`] for an allowlist already resolved (against another registry than
+    /// the compiled-in one, as `render --registry DIR` does): the same checks and plan; the
+    /// warnings leave out the skipped allowlist entries, which `resolution` holds.
+    ///
+    /// # Errors
+    /// As [`Client::plan`], but for the strict policy's refusal, which resolving does.
+    pub fn plan_resolved(
+        self,
+        ctx: &LaunchContext,
+        resolution: &crate::allowlist::Resolution<'_, String>,
+        inputs: &PlanInputs,
+    ) -> Result<PlannedLaunch, LaunchError> {
         self.preflight(ctx, &inputs.system_root)?;
-        warnings.extend(self.uncarried_values(ctx, inputs.policy)?);
-        let plan = self.room_plan(ctx, &resolution, inputs)?;
+        let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
+        let plan = self.room_plan(ctx, resolution, inputs)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
             warnings.push(format!(
                 "agent {:?}: the {self} launch's isolation is not verified: {reason}",

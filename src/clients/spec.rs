@@ -49,6 +49,13 @@ pub struct ClientSpec {
     pub managed_files: &'static [ManagedFile],
     /// A further check of what the plan cannot keep out; `None` where there is none.
     pub preflight: Option<PreflightFn>,
+    /// The launch draws a per-launch id ([`PlanInputs::launch_id`]): the client aliases
+    /// server names with it. `render` takes `--launch-id HEX` for this client only.
+    pub uses_launch_id: bool,
+    /// The client's isolation is not verified: a launch needs the caller's opt-in
+    /// ([`PlanInputs::unverified_isolation`]). `render` takes `--allow-unverified-isolation`
+    /// for this client only.
+    pub unverified_isolation: bool,
     /// The room's plan function.
     pub plan: PlanFn,
     /// How the room's facts are known to hold on the real client.
@@ -56,6 +63,47 @@ pub struct ClientSpec {
     /// The client's registration file format, its loader models and drift wording.
     #[cfg(feature = "cli")]
     pub registration: &'static crate::export::RegistrationFormat,
+    /// The client's words in the command line's help (`render <client>`, `export <client>`).
+    #[cfg(feature = "cli")]
+    pub cli: &'static CliSpec,
+}
+
+/// The client's words in the command line's help: what `render <client>` and
+/// `export <client>` print for `--help`, and the flags of earlier releases it still accepts.
+/// The flags themselves are generic (`render`'s from [`ClientSpec::uses_launch_id`] and
+/// [`ClientSpec::unverified_isolation`]).
+#[cfg(feature = "cli")]
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct CliSpec {
+    /// `render <client>`'s one-line description (no final period, as clap shows it).
+    pub render_about: &'static str,
+    /// `render <client>`'s usage lines, `{cmd}` standing for `kcap-mcp-registry render
+    /// <client>` (or `launch <client>`).
+    pub render_usage: &'static str,
+    /// `render <client> --help`'s epilogue.
+    pub render_after_help: &'static str,
+    /// Flags of earlier releases, accepted for one more release, hidden from the help and
+    /// ignored with one warning naming them and saying [`CliSpec::deprecated_because`].
+    pub deprecated_flags: &'static [DeprecatedFlag],
+    /// Why the deprecated flags are ignored (after `ignored (deprecated, to be removed): `).
+    pub deprecated_because: &'static str,
+    /// `export <client>`'s one-line description (no final period).
+    pub export_about: &'static str,
+    /// Earlier names of `export <client>` still accepted (`claude-mcp-json`).
+    pub export_aliases: &'static [&'static str],
+    /// `export <client> --help`'s epilogue, if any.
+    pub export_after_help: Option<&'static str>,
+}
+
+/// A flag of an earlier release ([`CliSpec::deprecated_flags`]).
+#[cfg(feature = "cli")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeprecatedFlag {
+    /// Its long name, without `--`.
+    pub long: &'static str,
+    /// Its value's name, for a flag that takes one.
+    pub value_name: Option<&'static str>,
 }
 
 impl std::fmt::Debug for ClientSpec {

@@ -56,10 +56,29 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render antigravity --help` and `export antigravity --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Antigravity (facts only, not measured): a per-launch HOME holding its servers and permissions files; brokered result delivery required",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --worktree <DIR> --launch-dir <DIR> --result-capability-url <URL> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render antigravity --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --result-capability-url http://127.0.0.1:4100/TOKEN --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Antigravity: `mcpServers` for ~/.gemini/config/mcp_config.json",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The servers file, relative to the per-launch home ([`HOME_DIR`]).

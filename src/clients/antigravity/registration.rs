@@ -38,6 +38,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
+    export: |e, o| crate::export::registration_file(&FORMAT, e, o),
+    writes_project_dir: false,
 };
 
 /// The project file Antigravity is reported to read servers from (facts "Reported upstream",

@@ -86,6 +86,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &["conformance", "conformance_claude", "isolation_claude"],
@@ -93,6 +95,32 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render claude --help` and `export claude --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Claude Code: `--mcp-config` JSON and the reviewer flags",
+    render_usage: "\
+{cmd} --agent-id <ID> --launch-dir <DIR> [OPTIONS]
+       {cmd} --launch-json <FILE|-> --launch-dir <DIR> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render claude --agent-id a1 --launch-dir /run/kcap/l1 --allowlist kcap-review,kcap-flows --server-url URL --kcap-bin PATH",
+    deprecated_flags: &[
+        crate::clients::spec::DeprecatedFlag {
+            long: "no-preflight",
+            value_name: None,
+        },
+    ],
+    deprecated_because: "the plan roots Claude Code in a per-launch CLAUDE_CONFIG_DIR and reads no settings file (--setting-sources=), so no user, project or local setting is left for a preflight to read",
+    export_about: "Claude Code: a project .mcp.json registering every allowlistable server",
+    export_aliases: &["claude-mcp-json"],
+    export_after_help: Some("\
+Example:
+  kcap-mcp-registry export claude > .mcp.json"),
 };
 
 /// `CLAUDE_CONFIG_DIR`, relative to the per-launch home: where Claude Code keeps

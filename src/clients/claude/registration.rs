@@ -49,6 +49,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: Some("projects"),
     takes_project: true,
     profile_file: None,
+    export: |e, o| crate::export::registration_file(&FORMAT, e, o),
+    writes_project_dir: false,
 };
 
 /// The project file Claude Code 2.1.197 reads servers from (facts "Registration"; measured in

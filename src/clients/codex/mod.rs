@@ -60,6 +60,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -73,6 +75,44 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render codex --help` and `export codex --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Codex CLI: its TUI in a per-launch CODEX_HOME, servers as `-c` overrides",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --launch-dir <DIR> [OPTIONS]",
+    render_after_help: "\
+The plan (--format plan) roots Codex in a per-launch CODEX_HOME and HOME that configure no MCP
+server but kcap's, and removes the worktree's .codex and .agents: Codex then starts exactly
+these servers, with no inventory of the user's to disable. The argv alone (the other formats)
+isolates nothing: run it only as the plan says.
+
+Example:
+  kcap-mcp-registry render codex --launch-json launch.json --launch-dir /run/kcap/l1 --worktree /work/tree --format plan",
+    deprecated_flags: &[
+        crate::clients::spec::DeprecatedFlag {
+            long: "inventory",
+            value_name: Some("FILE|-"),
+        },
+        crate::clients::spec::DeprecatedFlag {
+            long: "codex-bin",
+            value_name: Some("PATH"),
+        },
+        crate::clients::spec::DeprecatedFlag {
+            long: "no-inherited-servers",
+            value_name: None,
+        },
+    ],
+    deprecated_because: "the plan roots Codex in a per-launch CODEX_HOME that configures no MCP server but kcap's, so there is no inherited server to take an inventory of",
+    export_about: "Codex CLI: [mcp_servers.<id>] tables for config.toml",
+    export_aliases: &["codex-toml"],
+    export_after_help: Some("\
+Example:
+  kcap-mcp-registry export codex --project-dir \"$PWD\" > kcap-servers.toml
+  # or merge them into config.toml: kcap-mcp-registry install --client codex"),
 };
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned

@@ -48,6 +48,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: Some(|path, name| path.with_file_name(format!("{name}.config.toml"))),
+    export: |e, o| codex_toml(e, o),
+    writes_project_dir: true,
 };
 
 /// The project file Codex CLI 0.169.0 reads servers from when the folder is trusted (facts

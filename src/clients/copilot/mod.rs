@@ -93,6 +93,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -105,6 +107,27 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render copilot --help` and `export copilot --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Copilot CLI over ACP: servers in --additional-mcp-config, in a per-launch COPILOT_HOME where nothing else is configured",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
+    render_after_help: "\
+Give --cache-dir DIR (the daemon's own, reused across launches) so that Copilot CLI's package
+is unpacked once, in DIR/copilot, and a GitHub token or provider setting with --credential
+(e.g. COPILOT_GITHUB_TOKEN).
+
+Example:
+  kcap-mcp-registry render copilot --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --cache-dir /var/cache/kcap --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Copilot CLI: `mcpServers` for $COPILOT_HOME/mcp-config.json",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The argv every Copilot reviewer launch starts with.

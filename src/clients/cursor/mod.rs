@@ -53,10 +53,33 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: true,
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render cursor --help` and `export cursor --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Cursor over ACP (facts only, not measured): servers in `session/new`; isolation from the user's ~/.cursor/mcp.json unverified",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
+    render_after_help: "\
+Cursor is not installable here, so its isolation was never measured: the plan says
+\"isolation\": {\"status\": \"unverified\"}, and it is refused under either policy unless
+--allow-unverified-isolation is given (then a warning is printed).
+
+Example:
+  kcap-mcp-registry render cursor --allow-unverified-isolation --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Cursor: `mcpServers` for ~/.cursor/mcp.json",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The argv of every Cursor reviewer (facts "Cursor", \[K\]).

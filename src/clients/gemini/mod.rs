@@ -110,6 +110,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: Some(preflight),
+    uses_launch_id: true,
+    unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -122,6 +124,23 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render gemini --help` and `export gemini --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Gemini CLI over ACP: servers in `session/new` under per-launch aliased names",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render gemini --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Gemini CLI: `mcpServers` for ~/.gemini/settings.json (read-only servers trusted)",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The longest tool name Gemini CLI 0.61.0 passes on uncut: 63

@@ -43,6 +43,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
+    export: |e, o| crate::export::registration_file(&FORMAT, e, o),
+    writes_project_dir: false,
 };
 
 /// The project file Gemini CLI 0.61.0 reads servers from (facts "Verified against public

@@ -51,10 +51,29 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    uses_launch_id: true,
+    unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render kiro --help` and `export kiro --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Kiro over ACP (facts only, not measured): servers in `session/new` under per-launch aliased names, an empty KIRO_HOME, --trust-tools for the admitted tools",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render kiro --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Kiro: `mcpServers` for $KIRO_HOME/settings/mcp.json",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The directory, relative to the per-launch directory, given to Kiro as `KIRO_HOME`: created

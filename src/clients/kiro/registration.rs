@@ -44,6 +44,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
+    export: |e, o| crate::export::registration_file(&FORMAT, e, o),
+    writes_project_dir: false,
 };
 
 /// The project file Kiro reads servers from (\[K\], measured there on 2.15.2/2.16.0: it

@@ -84,6 +84,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    uses_launch_id: false,
+    unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(opencode_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -96,6 +98,23 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+};
+
+/// The client's words in `render opencode --help` and `export opencode --help`.
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "OpenCode over ACP: servers in `session/new`, configuration directories taken away",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render opencode --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "OpenCode: `mcp` for $XDG_CONFIG_HOME/opencode/opencode.json",
+    export_aliases: &[],
+    export_after_help: None,
 };
 
 /// The OpenCode configuration directory, relative to the per-launch home

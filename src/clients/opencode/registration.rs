@@ -47,6 +47,8 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
+    export: |e, o| crate::export::registration_file(&FORMAT, e, o),
+    writes_project_dir: false,
 };
 
 /// The project files OpenCode 1.18.33 reads servers from (`docs/isolation/opencode.md`,

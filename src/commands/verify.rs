@@ -2,7 +2,6 @@
 //! scenario under a hostile configuration and report whether exactly the injected MCP
 //! servers started (`kcap_mcp_registry::verify`).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -12,7 +11,8 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::spec::Proof;
 use kcap_mcp_registry::verify::{self, Report, Request, Scenario, Verdict};
 
-use super::{CliError, write_stdout};
+use super::CliError;
+use crate::write_stdout;
 
 /// The subcommand's `--help` epilogue.
 pub(crate) const HELP: &str = "\

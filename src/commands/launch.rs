@@ -1,7 +1,7 @@
 //! `kcap-mcp-registry launch`: carry a launch plan out with the library's executor
 //! (`kcap_mcp_registry::launch`) and stream what the reviewer does, one line per event.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -13,7 +13,8 @@ use kcap_mcp_registry::launch::{
 };
 use kcap_mcp_registry::text::{ShownPath, printable};
 
-use super::{CliError, RenderClient, render_plan, warn_gated, write_stdout};
+use super::CliError;
+use super::render::{LaunchFor, render_plan, warn_gated};
 
 /// The subcommand's `--help` epilogue.
 pub(crate) const HELP: &str = "\
@@ -47,7 +48,7 @@ Examples:
 pub(crate) struct LaunchArgs {
     /// The client and its `render` flags.
     #[command(subcommand)]
-    client: Option<RenderClient>,
+    client: Option<LaunchFor>,
     /// Carry out a saved plan (`render <client> --format plan` output; `-` for stdin)
     /// instead of rendering one.
     #[arg(long, value_name = "FILE|-", required = true)]
@@ -87,13 +88,13 @@ struct RunArgs {
 
 /// The plan, its launch directory and the prompt: rendered, or read from --plan.
 fn plan_of(
-    client: Option<RenderClient>,
+    client: Option<LaunchFor>,
     file: Option<PathBuf>,
     launch_dir: Option<PathBuf>,
     prompt: Option<String>,
 ) -> Result<(LaunchPlan, PathBuf, Option<String>), CliError> {
     if let Some(client) = client {
-        let (plan, ctx, _) = render_plan(client)?;
+        let (plan, ctx, _) = render_plan(client.0)?;
         warn_gated(&ctx);
         let dir = ctx.launch_dir.clone().unwrap_or_default();
         return Ok((plan, PathBuf::from(dir), ctx.prompt));

@@ -1,7 +1,6 @@
 //! `kcap-mcp-registry doctor --project DIR`: prints what
 //! `kcap_mcp_registry::doctor::project` finds in a repository's own MCP files.
 
-use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -11,7 +10,10 @@ use kcap_mcp_registry::doctor::{FileRead, project_output};
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 
-use super::{CheckFormat, CliError, DoctorArgs, stderr_color, write_stdout};
+use super::DoctorArgs;
+use crate::commands::check::CheckFormat;
+use crate::commands::{CliError, stderr_color};
+use crate::write_stdout;
 
 /// Reads the project files of the clients `args.client` selects (all without it) in
 /// `dir` and prints, per server, whether the client's launch plan neutralizes it. Exit 0

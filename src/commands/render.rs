@@ -1,0 +1,380 @@
+//! `render <client>`: the reviewer launch of one client, as argv or as the whole plan; and
+//! [`RenderFor`], the `<client>` subcommands `render` and `launch` share, built from each
+//! client's [`ClientSpec`](kcap_mcp_registry::clients::spec::ClientSpec): the generic flags
+//! ([`RenderArgs`]), `--launch-id` and `--allow-unverified-isolation` where the client's
+//! launch takes them, and the hidden flags of earlier releases its room still accepts.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::cursor::UnverifiedIsolation;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::preview::{self, ArgvFormat, LaunchOverrides};
+use kcap_mcp_registry::{LaunchContext, LaunchError, RenderError};
+
+use super::{CliError, RegistrySource, policy, registry};
+
+/// A client and its `render` flags: `render <client> …`, `launch <client> …`.
+pub(crate) struct RenderFor {
+    /// The client.
+    pub(crate) client: Client,
+    /// The flags every client takes.
+    pub(crate) common: RenderArgs,
+    /// `--launch-id HEX` ([`ClientSpec::uses_launch_id`] clients).
+    ///
+    /// [`ClientSpec::uses_launch_id`]: kcap_mcp_registry::clients::spec::ClientSpec::uses_launch_id
+    launch_id: Option<String>,
+    /// `--allow-unverified-isolation` ([`ClientSpec::unverified_isolation`] clients).
+    ///
+    /// [`ClientSpec::unverified_isolation`]: kcap_mcp_registry::clients::spec::ClientSpec::unverified_isolation
+    allow_unverified_isolation: bool,
+    /// The deprecated flags given, as `--name`.
+    deprecated: Vec<String>,
+}
+
+/// `--launch-id`'s argument id.
+const LAUNCH_ID: &str = "launch_id";
+/// `--allow-unverified-isolation`'s argument id.
+const ALLOW_UNVERIFIED: &str = "allow_unverified_isolation";
+
+/// The `<client>` subcommand of `cmd_name` (`render`, `launch`) for `client`.
+fn client_command(client: Client, cmd_name: &str) -> clap::Command {
+    let spec = client.spec();
+    let cli = spec.cli;
+    let usage = cli.render_usage.replace(
+        "{cmd}",
+        &format!("kcap-mcp-registry {cmd_name} {}", spec.name),
+    );
+    let mut cmd = RenderArgs::augment_args(
+        clap::Command::new(spec.name)
+            .about(cli.render_about)
+            .override_usage(usage)
+            .after_help(cli.render_after_help),
+    );
+    if spec.uses_launch_id {
+        cmd = cmd.arg(
+            Arg::new(LAUNCH_ID)
+                .long("launch-id")
+                .value_name("HEX")
+                .help(
+                    "Fix the per-launch random suffix of server names (16 hex digits), for \
+                     reproducible output; absent: drawn from the OS random source",
+                ),
+        );
+    }
+    if spec.unverified_isolation {
+        cmd = cmd.arg(
+            Arg::new(ALLOW_UNVERIFIED)
+                .long("allow-unverified-isolation")
+                .action(ArgAction::SetTrue)
+                .help(format!(
+                    "Render {} even though its isolation from the user's MCP servers is not \
+                     verified",
+                    spec.display_name
+                )),
+        );
+    }
+    for flag in cli.deprecated_flags {
+        let arg = Arg::new(flag.long).long(flag.long).hide(true);
+        cmd = cmd.arg(match flag.value_name {
+            Some(name) => arg
+                .value_name(name)
+                .value_parser(clap::value_parser!(PathBuf)),
+            None => arg.action(ArgAction::SetTrue),
+        });
+    }
+    cmd
+}
+
+impl RenderFor {
+    /// Every client's subcommand, for `cmd_name`.
+    pub(crate) fn augment(cmd: clap::Command, cmd_name: &str) -> clap::Command {
+        Client::ALL
+            .into_iter()
+            .fold(cmd, |cmd, c| cmd.subcommand(client_command(c, cmd_name)))
+    }
+}
+
+impl FromArgMatches for RenderFor {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let missing = || clap::Error::new(clap::error::ErrorKind::MissingSubcommand);
+        let (name, sub) = matches.subcommand().ok_or_else(missing)?;
+        let client = Client::from_name(name).ok_or_else(missing)?;
+        let spec = client.spec();
+        let deprecated = spec
+            .cli
+            .deprecated_flags
+            .iter()
+            .filter(|f| match f.value_name {
+                Some(_) => sub.contains_id(f.long) && sub.get_raw(f.long).is_some(),
+                None => sub.get_flag(f.long),
+            })
+            .map(|f| format!("--{}", f.long))
+            .collect();
+        Ok(RenderFor {
+            client,
+            common: RenderArgs::from_arg_matches(sub)?,
+            launch_id: if spec.uses_launch_id {
+                sub.get_one::<String>(LAUNCH_ID).cloned()
+            } else {
+                None
+            },
+            allow_unverified_isolation: spec.unverified_isolation && sub.get_flag(ALLOW_UNVERIFIED),
+            deprecated,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for RenderFor {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        Self::augment(cmd, "render")
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment(cmd, "render")
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        Client::from_name(name).is_some()
+    }
+}
+
+/// [`RenderFor`] as `launch <client>` takes it (its usage lines say `launch`).
+pub(crate) struct LaunchFor(pub(crate) RenderFor);
+
+impl FromArgMatches for LaunchFor {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        RenderFor::from_arg_matches(matches).map(LaunchFor)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+}
+
+impl clap::Subcommand for LaunchFor {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        RenderFor::augment(cmd, "launch")
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        RenderFor::augment(cmd, "launch")
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        RenderFor::has_subcommand(name)
+    }
+}
+
+/// `render <client>`: prints the argv, or the plan, of the launch.
+pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
+    let (plan, ctx, format) = render_plan(r)?;
+    let text = match format {
+        RenderFormat::Lines => preview::format_argv(&plan.argv, ArgvFormat::Lines),
+        RenderFormat::Json => preview::format_argv(&plan.argv, ArgvFormat::Json),
+        RenderFormat::Shell => preview::format_argv(&plan.argv, ArgvFormat::Shell),
+        RenderFormat::Plan => Ok(plan.to_json()),
+    }
+    .map_err(CliError::found)?;
+    warn_gated(&ctx);
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The warning for a launch whose MCP servers are all gated off, if it is one.
+pub(crate) fn warn_gated(ctx: &LaunchContext) {
+    if ctx.is_gated() {
+        errln!(
+            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
+             (the result channel and any allowlist) is gated off",
+            ctx.agent_id
+        );
+    }
+}
+
+/// The plan `render` prints (and `launch` carries out), its launch context and the output
+/// format asked for; warnings are printed. The plan is the one call's
+/// ([`Client::plan_resolved`]), against the registry `--registry` names.
+pub(crate) fn render_plan(
+    r: RenderFor,
+) -> Result<(LaunchPlan, LaunchContext, RenderFormat), CliError> {
+    let RenderFor {
+        client,
+        common,
+        launch_id: hex,
+        allow_unverified_isolation,
+        deprecated,
+    } = r;
+    if !deprecated.is_empty() {
+        errln!(
+            "warning: {} ignored (deprecated, to be removed): {}",
+            deprecated.join(", "),
+            client.spec().cli.deprecated_because
+        );
+    }
+    let launch = common
+        .launch_json
+        .as_deref()
+        .map(|path| preview::read_launch_command(path, common.agent_id.as_deref()))
+        .transpose()
+        .map_err(CliError::usage)?;
+    let overrides = LaunchOverrides {
+        server_url: common.server_url,
+        kcap_bin: common.kcap_bin,
+        agent_id: common.agent_id,
+        allowlist: common.allowlist,
+        model: common.model,
+        effort: common.effort,
+        prompt: common.prompt,
+        worktree: common.worktree,
+        result_capability_url: common.result_capability_url,
+        review_context_url: common.review_context_url,
+        launch_dir: common.launch_dir,
+        credentials: credentials_from_env(&common.credentials)?,
+        cache_dir: common.cache_dir,
+    };
+    preview::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
+    let registry = registry(common.source.registry.as_deref())?;
+    let ctx = preview::launch_context(launch, overrides);
+    let mut inputs = PlanInputs::new(policy(common.strict));
+    inputs.launch_id = hex
+        .map(|hex| {
+            LaunchId::from_hex(&hex).map_err(|e| CliError::usage(format!("--launch-id: {e}")))
+        })
+        .transpose()?;
+    inputs.unverified_isolation = if allow_unverified_isolation {
+        UnverifiedIsolation::Allow
+    } else {
+        UnverifiedIsolation::Refuse
+    };
+    let resolution = ctx
+        .resolve_in(registry, inputs.policy)
+        .map_err(CliError::found)?;
+    let skipped = preview::shown_skip_warnings(&ctx, &resolution, preview::SHOWN_SKIP_WARNINGS);
+    let planned = client
+        .plan_resolved(&ctx, &resolution, &inputs)
+        .map_err(|e| match e {
+            // A relative or missing --worktree/--launch-dir is how the command was called.
+            LaunchError::Render(e @ RenderError::NeedsAbsolute { .. }) => CliError::usage(e),
+            e => CliError::found(e),
+        });
+    for warning in &skipped {
+        errln!("warning: {warning}");
+    }
+    let planned = planned?;
+    for warning in &planned.warnings {
+        errln!("warning: {warning}");
+    }
+    Ok((planned.plan, ctx, common.format))
+}
+
+/// The `--credential` variables with their values from this process's environment.
+fn credentials_from_env(names: &[String]) -> Result<Credentials, CliError> {
+    let mut credentials = Credentials::default();
+    for name in names {
+        let value = std::env::var(name).map_err(|_| {
+            CliError::usage(format!(
+                "--credential {}: not set in this environment (or not UTF-8); set it, or \
+                 leave the flag out",
+                name.escape_debug()
+            ))
+        })?;
+        credentials.env.push(EnvVar::new(name.clone(), value));
+    }
+    Ok(credentials)
+}
+
+#[derive(Args)]
+pub(crate) struct RenderArgs {
+    /// The reviewer's agent id (required unless --launch-json gives one).
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "launch_json",
+        allow_hyphen_values = true
+    )]
+    pub(crate) agent_id: Option<String>,
+    /// The kcap server URL (absent: every MCP server is gated off).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    pub(crate) server_url: Option<String>,
+    /// The kcap binary, the command of every MCP server (absent: gated off).
+    #[arg(
+        long,
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        alias = "capacitor-path"
+    )]
+    pub(crate) kcap_bin: Option<String>,
+    /// MCP allowlist entries, comma-separated (repeatable).
+    #[arg(
+        long,
+        value_name = "A,B,…",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub(crate) allowlist: Option<Vec<String>>,
+    /// A launch command JSON (`agent_id`, `mcp_allowlist`, `model`, `effort`, `prompt`,
+    /// `result_capability_url`, `borrowed_snapshot`, `review_context_url`; other fields
+    /// ignored), `-` for stdin. Flags given as well override its fields.
+    #[arg(long, value_name = "FILE|-")]
+    pub(crate) launch_json: Option<PathBuf>,
+    /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
+    #[arg(long)]
+    pub(crate) strict: bool,
+    /// Model name.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) model: Option<String>,
+    /// Reasoning effort.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) effort: Option<String>,
+    /// The reviewer's prompt.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) prompt: Option<String>,
+    /// The worktree the reviewer runs in.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub(crate) worktree: Option<String>,
+    /// The per-launch directory the daemon creates (absolute): the client's root, from which
+    /// it reads its user-level configuration.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub(crate) launch_dir: Option<String>,
+    /// Hand the reviewer this credential or provider variable, with its value from this
+    /// environment (repeatable; each client accepts its own names).
+    #[arg(long = "credential", value_name = "NAME")]
+    pub(crate) credentials: Vec<String>,
+    /// A directory kept across launches for the client's caches (absolute): its
+    /// XDG_CACHE_HOME instead of the per-launch one.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    pub(crate) cache_dir: Option<String>,
+    /// Brokered result delivery: the result channel gets this capability URL
+    /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    pub(crate) result_capability_url: Option<String>,
+    /// A borrowed-snapshot review: inject the review-context server with this URL
+    /// (KCAP_REVIEW_CONTEXT_URL).
+    #[arg(long, value_name = "URL", allow_hyphen_values = true)]
+    pub(crate) review_context_url: Option<String>,
+    /// Output: one argument per line (for reading: control and invisible characters are
+    /// shown as escapes), a JSON array, one POSIX-quoted shell line, or the whole launch
+    /// plan as JSON (schema in docs/launch-plan.md; json, shell and plan are exact).
+    #[arg(long, value_enum, default_value_t = RenderFormat::Lines)]
+    pub(crate) format: RenderFormat,
+    #[command(flatten)]
+    pub(crate) source: RegistrySource,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum RenderFormat {
+    Lines,
+    Json,
+    Shell,
+    Plan,
+}
