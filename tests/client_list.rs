@@ -6,10 +6,9 @@
 use std::path::Path;
 
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::codex::registration::codex_toml;
 use kcap_mcp_registry::clients::spec::Proof;
 use kcap_mcp_registry::drift::{self, AgainstOptions};
-use kcap_mcp_registry::export::{self, RegistrationOptions, Syntax};
+use kcap_mcp_registry::export::{self, RegistrationOptions};
 use kcap_mcp_registry::inspect::compiled_entries;
 
 // "brokered-borrowed" before its suffixes, so a file name is split at the right dash.
@@ -66,10 +65,7 @@ fn every_clients_registration_file_round_trips_through_its_loader_model() {
     let dir = tempfile::tempdir().unwrap();
     for client in Client::ALL {
         let format = client.registration();
-        let text = match format.syntax {
-            Syntax::Toml => codex_toml(&entries, &opts).unwrap(),
-            Syntax::Json { .. } => export::registration_file(format, &entries, &opts).unwrap(),
-        };
+        let text = (format.export)(&entries, &opts).unwrap();
         let path = dir.path().join(format!("{}.registration", client.name()));
         std::fs::write(&path, &text).unwrap();
         let against = AgainstOptions {
@@ -149,5 +145,33 @@ fn every_clients_spec_is_consistent() {
             "{client}"
         );
         assert!(!spec.display_name.is_empty(), "{client}");
+    }
+}
+
+/// The spec's facts agree with what the room renders and proves: a client driven over ACP
+/// has an ACP session in its plan, and `verify` runs exactly the clients proven on the real
+/// client.
+#[test]
+fn every_clients_spec_agrees_with_its_plan_and_its_proof() {
+    for client in Client::ALL {
+        let spec = client.spec();
+        let file = root().join(format!(
+            "tests/fixtures/plans/{}-baseline.json",
+            client.name()
+        ));
+        let plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(
+            !plan["session_new"].is_null(),
+            spec.acp,
+            "{client}: spec says acp = {}, its plan {}",
+            spec.acp,
+            file.display()
+        );
+        assert_eq!(
+            spec.verify.is_some(),
+            matches!(spec.proof, Proof::RealClient { .. }),
+            "{client}: `verify` runs exactly the clients proven on the real client"
+        );
     }
 }

@@ -900,8 +900,8 @@ fn fmt_unknown_expansion(
 /// [`RenderError::NeedsAbsolute`]'s message.
 fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -> fmt::Result {
     let (what, flag) = match field {
-        // Antigravity is not driven over ACP: the worktree is where it starts.
-        "worktree" if client == Client::Antigravity => (
+        // A client not driven over ACP starts in the worktree.
+        "worktree" if !client.spec().acp => (
             "the reviewer's worktree (the directory it starts in)",
             "--worktree",
         ),

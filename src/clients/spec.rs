@@ -49,6 +49,9 @@ pub struct ClientSpec {
     pub managed_files: &'static [ManagedFile],
     /// A further check of what the plan cannot keep out; `None` where there is none.
     pub preflight: Option<PreflightFn>,
+    /// The reviewer is driven over ACP (the plan's `acp` session, started in the worktree);
+    /// otherwise the client's own interface runs in the worktree.
+    pub acp: bool,
     /// The launch draws a per-launch id ([`PlanInputs::launch_id`]): the client aliases
     /// server names with it. `render` takes `--launch-id HEX` for this client only.
     pub uses_launch_id: bool,
@@ -66,6 +69,10 @@ pub struct ClientSpec {
     /// The client's words in the command line's help (`render <client>`, `export <client>`).
     #[cfg(feature = "cli")]
     pub cli: &'static CliSpec,
+    /// What `verify <client>` needs: the client's hostile configuration, how its launch is
+    /// judged; `None` for a client `verify` cannot run (not installable here).
+    #[cfg(feature = "cli")]
+    pub verify: Option<&'static crate::verify::hostile::VerifySpec>,
 }
 
 /// The client's words in the command line's help: what `render <client>` and

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::positions::{self, Positions};
 use super::{ClientFile, ClientStatus, FileRead, Input, Problem, Report, Rule, Status};
-use crate::clients::Client;
 use crate::export::{RegistrationError, RegistrationFormat, RegistrationOptions, registrations};
 use crate::install::{self, ProjectDuplicate, fingerprint};
 use crate::schema::RegistryEntry;
@@ -262,7 +261,7 @@ pub(super) fn diagnose_file(
             None => {}
         }
     }
-    if file.client == Client::Claude
+    if file.client.registration().project_blocks.is_some()
         && let Some(text) = text.filter(|_| !config_broken)
     {
         claude_projects(&ctx, text, &block, &mut problems, &mut report.removable);

@@ -59,7 +59,10 @@ impl fmt::Display for VerifyError {
                 f,
                 "verify {client}: not supported: verify runs the clients whose isolation was \
                  measured on the installed client ({})",
-                super::CLIENTS.map(Client::name).join(", ")
+                super::clients()
+                    .map(Client::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             VerifyError::Program { path, problem } => {
                 write!(f, "check the program {}: {problem}", path.display())

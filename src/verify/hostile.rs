@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::clients::Client;
-use crate::clients::plan::{EnvVar, LaunchId};
+use crate::clients::plan::EnvVar;
 use crate::clients::root::{CredentialFile, Credentials};
 
 /// The first argument of every recorder a hostile configuration starts.
@@ -77,42 +77,29 @@ pub(super) struct Hostile {
 }
 
 /// Writes the hostile files of `client` under `root` (`home/`, `xdg-config/`,
-/// `parent/worktree/`, `parent/`, `extra/`), their servers and hooks running `recorder`.
-/// `None` for a client `verify` has no hostile configuration for.
+/// `parent/worktree/`, `parent/`, `extra/`), their servers and hooks running `recorder`,
+/// with the writer of the client's room ([`VerifySpec::hostile`]). `None` for a client
+/// `verify` has no hostile configuration for.
 pub(super) fn write(
     client: Client,
     root: &Path,
     recorder: &Path,
 ) -> Option<std::io::Result<Hostile>> {
+    let spec = client.spec().verify?;
     let mut w = Writer {
         root: root.to_owned(),
         recorder: recorder.to_string_lossy().into_owned(),
         sources: Vec::new(),
     };
-    let result = match client {
-        Client::Gemini => gemini(&mut w),
-        Client::OpenCode => opencode(&mut w),
-        Client::Copilot => copilot(&mut w),
-        Client::Claude => claude(&mut w),
-        Client::Codex => codex(&mut w),
-        Client::Cursor | Client::Kiro | Client::Antigravity => return None,
-    };
-    Some(result.map(|(parent_env, env)| {
-        // Codex takes its key from a file only (measured on 0.169.0: with the key in its
-        // environment alone it stops at its sign-in screen).
-        let files = match client {
-            Client::Codex => vec![CredentialFile {
-                name: "auth.json".into(),
-                contents: r#"{"OPENAI_API_KEY":"kcap-verify-dummy-key"}"#.into(),
-            }],
-            Client::Claude
-            | Client::Gemini
-            | Client::OpenCode
-            | Client::Copilot
-            | Client::Cursor
-            | Client::Kiro
-            | Client::Antigravity => Vec::new(),
-        };
+    Some((spec.hostile)(&mut w).map(|(parent_env, env)| {
+        let files = spec
+            .credential_files
+            .iter()
+            .map(|&(name, contents)| CredentialFile {
+                name: name.into(),
+                contents: contents.into(),
+            })
+            .collect();
         Hostile {
             sources: w.sources,
             parent_env,
@@ -121,26 +108,65 @@ pub(super) fn write(
     }))
 }
 
-type Setup = std::io::Result<(Vec<(String, String)>, Vec<EnvVar>)>;
+/// What `verify` knows of one client, declared in its room (`hostile.rs`, `VERIFY`): the
+/// client's hostile configuration and how its launch is judged.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct VerifySpec {
+    /// Writes the client's hostile files with the [`Writer`]; returns the client's
+    /// variables in the daemon's environment and the launch's credential variables.
+    pub hostile: fn(&mut Writer) -> Setup,
+    /// The credential files the launch hands over (`(name, contents)`: Codex CLI's
+    /// `auth.json`).
+    pub credential_files: &'static [(&'static str, &'static str)],
+    /// The launch carries a prompt: the terminal clients start their MCP servers with the
+    /// first turn.
+    pub prompt: bool,
+    /// The launch needs a cache directory kept across launches (Copilot CLI unpacks its
+    /// package there on the first run).
+    pub cache: bool,
+    /// The client starts its MCP servers in the worktree (measured), so `verify` checks
+    /// that the injected ones ran there.
+    pub servers_run_in_worktree: bool,
+}
 
-struct Writer {
+/// What a [`VerifySpec::hostile`] writer returns: the client's variables in the daemon's
+/// environment, and the launch's credential variables.
+pub type Setup = std::io::Result<(Vec<(String, String)>, Vec<EnvVar>)>;
+
+/// Writes a hostile configuration under a throwaway root and records each server and hook
+/// it declares ([`Source`]).
+pub struct Writer {
     root: PathBuf,
     recorder: String,
     sources: Vec<Source>,
 }
 
 impl Writer {
+    /// The recorder binary every hostile server and hook runs.
+    pub fn recorder(&self) -> &str {
+        &self.recorder
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
-    fn s(&self, rel: &str) -> String {
+    /// The path `rel` (relative to the throwaway root) as a string.
+    pub fn s(&self, rel: &str) -> String {
         self.path(rel).to_string_lossy().into_owned()
     }
 
     /// Registers a source declared in `rel` (or by the variable `rel`) and returns its
     /// recorder's arguments.
-    fn args(&mut self, scope: Scope, kind: Kind, tag: &str, rel: &str, name: &str) -> [String; 3] {
+    pub fn args(
+        &mut self,
+        scope: Scope,
+        kind: Kind,
+        tag: &str,
+        rel: &str,
+        name: &str,
+    ) -> [String; 3] {
         let file = rel.to_owned();
         let name = match kind {
             Kind::Server => name.to_owned(),
@@ -157,7 +183,7 @@ impl Writer {
     }
 
     /// A shell command that runs the recorder for a hook of `event`.
-    fn hook(&mut self, scope: Scope, tag: &str, rel: &str, event: &str) -> String {
+    pub fn hook(&mut self, scope: Scope, tag: &str, rel: &str, event: &str) -> String {
         let args = self.args(scope, Kind::Hook, tag, rel, event);
         std::iter::once(&self.recorder)
             .chain(&args)
@@ -167,7 +193,7 @@ impl Writer {
     }
 
     /// `{name: make(args)}` for each of `names`, registered as servers of `rel`.
-    fn servers(
+    pub fn servers(
         &mut self,
         scope: Scope,
         tag: &str,
@@ -183,7 +209,8 @@ impl Writer {
         Value::Object(map)
     }
 
-    fn write(&self, rel: &str, contents: &[u8]) -> std::io::Result<()> {
+    /// Writes `contents` to `rel`, creating its directories.
+    pub fn write(&self, rel: &str, contents: &[u8]) -> std::io::Result<()> {
         let path = self.path(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
@@ -191,20 +218,21 @@ impl Writer {
         std::fs::write(&path, contents)
     }
 
-    fn write_json(&self, rel: &str, value: &Value) -> std::io::Result<()> {
+    /// Writes `value` (pretty JSON) to `rel`.
+    pub fn write_json(&self, rel: &str, value: &Value) -> std::io::Result<()> {
         let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
         self.write(rel, &text)
     }
 }
 
 /// `s` in single quotes for `/bin/sh`.
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The names every hostile scope declares: the ids of the servers a launch injects, and
 /// one of its own.
-fn names(tag: &str, more: &[String]) -> Vec<String> {
+pub fn names(tag: &str, more: &[String]) -> Vec<String> {
     let mut names = vec!["kcap-flow-result".to_owned(), "kcap-review".to_owned()];
     names.extend(more.iter().cloned());
     names.push(format!("{tag}-other"));
@@ -212,290 +240,6 @@ fn names(tag: &str, more: &[String]) -> Vec<String> {
 }
 
 /// The plain `{command, args}` form of a stdio server.
-fn stdio(command: &str, args: &[String; 3]) -> Value {
+pub fn stdio(command: &str, args: &[String; 3]) -> Value {
     json!({"command": command, "args": args})
-}
-
-/// Gemini CLI: `~/.gemini/settings.json`, the worktree's `.gemini/settings.json`, and the
-/// home and system settings `GEMINI_CLI_HOME` and `GEMINI_CLI_SYSTEM_SETTINGS_PATH` name;
-/// each declares servers named like the injected ones, like a guessed alias, and otherwise,
-/// a `SessionStart` hook, an allow list naming them, and folder trust. The user trusts the
-/// worktree.
-fn gemini(w: &mut Writer) -> Setup {
-    let guess = LaunchId::from_hex("0000000000000000")
-        .map(|id| id.alias("kcap-review"))
-        .unwrap_or_default();
-    let files = [
-        (Scope::User, "user", "home/.gemini/settings.json"),
-        (
-            Scope::Project,
-            "project",
-            "parent/worktree/.gemini/settings.json",
-        ),
-        (
-            Scope::Environment,
-            "gemini-cli-home",
-            "extra/gemini-home/.gemini/settings.json",
-        ),
-        (
-            Scope::Environment,
-            "system-settings",
-            "extra/gemini-system.json",
-        ),
-    ];
-    for (scope, tag, rel) in files {
-        let names = names(tag, std::slice::from_ref(&guess));
-        let servers = w.servers(scope, tag, rel, &names, stdio);
-        let hook = w.hook(scope, tag, rel, "SessionStart");
-        let settings = json!({
-            "mcpServers": servers,
-            "mcp": {"allowed": names},
-            "hooks": {"SessionStart": [{"matcher": "*", "hooks": [
-                {"name": format!("{tag}-session-start"), "type": "command", "command": hook}
-            ]}]},
-            "hooksConfig": {"enabled": true},
-            "security": {"folderTrust": {"enabled": true}},
-        });
-        w.write_json(rel, &settings)?;
-    }
-    w.write_json(
-        "home/.gemini/trustedFolders.json",
-        &json!({w.s("parent/worktree"): "TRUST_FOLDER", w.s("parent"): "TRUST_PARENT"}),
-    )?;
-    Ok((
-        vec![
-            ("GEMINI_API_KEY".into(), "kcap-verify-leaked-key".into()),
-            ("GEMINI_CLI_HOME".into(), w.s("extra/gemini-home")),
-            (
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
-                w.s("extra/gemini-system.json"),
-            ),
-        ],
-        vec![
-            EnvVar::new("GEMINI_API_KEY", "kcap-verify-dummy-key"),
-            EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
-        ],
-    ))
-}
-
-/// OpenCode: its user config (under `XDG_CONFIG_HOME` and the default `~/.config`),
-/// `~/.opencode/`, the worktree's `opencode.json` and `.opencode/`, the parent directory's
-/// `opencode.json`, and the files and value `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR` and
-/// `OPENCODE_CONFIG_CONTENT` give.
-fn opencode(w: &mut Writer) -> Setup {
-    let local = |command: &str, args: &[String; 3]| json!({"type": "local", "command": [command, &args[0], &args[1], &args[2]], "enabled": true});
-    let config = |w: &mut Writer, scope, tag: &str, rel: &str| {
-        let servers = w.servers(scope, tag, rel, &names(tag, &[]), local);
-        json!({"$schema": "https://opencode.ai/config.json", "mcp": servers})
-    };
-    let files = [
-        (Scope::User, "user", "xdg-config/opencode/opencode.json"),
-        (
-            Scope::User,
-            "user-default",
-            "home/.config/opencode/opencode.json",
-        ),
-        (Scope::User, "homedot", "home/.opencode/opencode.json"),
-        (Scope::Project, "project", "parent/worktree/opencode.json"),
-        (
-            Scope::Project,
-            "projectdot",
-            "parent/worktree/.opencode/opencode.json",
-        ),
-        (Scope::Project, "parent", "parent/opencode.json"),
-        (Scope::Environment, "envfile", "extra/opencode-config.json"),
-        (
-            Scope::Environment,
-            "envdir",
-            "extra/opencode-dir/opencode.json",
-        ),
-    ];
-    for (scope, tag, rel) in files {
-        let value = config(w, scope, tag, rel);
-        w.write_json(rel, &value)?;
-    }
-    let content = config(
-        w,
-        Scope::Environment,
-        "envcontent",
-        "OPENCODE_CONFIG_CONTENT",
-    );
-    Ok((
-        vec![
-            ("OPENCODE_CONFIG".into(), w.s("extra/opencode-config.json")),
-            ("OPENCODE_CONFIG_DIR".into(), w.s("extra/opencode-dir")),
-            ("OPENCODE_CONFIG_CONTENT".into(), content.to_string()),
-        ],
-        Vec::new(),
-    ))
-}
-
-/// Copilot CLI: `$COPILOT_HOME/mcp-config.json` and a `SessionStart` hook in its
-/// `settings.json`, trust in the worktree (`config.json`), the worktree's `.mcp.json`,
-/// `.github/mcp.json` and `.github/hooks/`; the daemon's environment names that
-/// `COPILOT_HOME` and trusts everything (`COPILOT_ALLOW_ALL`).
-fn copilot(w: &mut Writer) -> Setup {
-    let typed = |command: &str, args: &[String; 3]| json!({"type": "stdio", "command": command, "args": args});
-    let files = [
-        (Scope::User, "user", "home/.copilot/mcp-config.json"),
-        (Scope::Project, "project", "parent/worktree/.mcp.json"),
-        (Scope::Project, "github", "parent/worktree/.github/mcp.json"),
-    ];
-    for (scope, tag, rel) in files {
-        let servers = w.servers(scope, tag, rel, &names(tag, &[]), typed);
-        w.write_json(rel, &json!({"mcpServers": servers}))?;
-    }
-    let hook = |w: &mut Writer, scope, tag: &str, rel: &str| {
-        let command = w.hook(scope, tag, rel, "SessionStart");
-        json!({"SessionStart": [{"type": "command", "bash": command, "timeoutSec": 10}]})
-    };
-    let rel = "home/.copilot/settings.json";
-    let hooks = hook(w, Scope::User, "user-settings", rel);
-    w.write_json(rel, &json!({"hooks": hooks}))?;
-    let rel = "parent/worktree/.github/hooks/repo.json";
-    let hooks = hook(w, Scope::Project, "repo-hooks", rel);
-    w.write_json(rel, &json!({"version": 1, "hooks": hooks}))?;
-    w.write_json(
-        "home/.copilot/config.json",
-        &json!({"trustedFolders": [w.s("parent/worktree"), w.s("parent")]}),
-    )?;
-    Ok((
-        vec![
-            ("COPILOT_HOME".into(), w.s("home/.copilot")),
-            ("COPILOT_ALLOW_ALL".into(), "true".into()),
-        ],
-        vec![
-            EnvVar::new("COPILOT_OFFLINE", "true"),
-            EnvVar::new("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:9/v1"),
-            EnvVar::new("COPILOT_MODEL", "gpt-4o"),
-        ],
-    ))
-}
-
-/// Claude Code: `~/.claude.json` and the worktree's `.mcp.json` declare servers, the
-/// user's `~/.claude/settings.json` and the worktree's `.claude/settings.json` a
-/// `SessionStart` hook; the daemon's environment names another `CLAUDE_CONFIG_DIR`.
-fn claude(w: &mut Writer) -> Setup {
-    let typed = |command: &str, args: &[String; 3]| json!({"type": "stdio", "command": command, "args": args});
-    let rel = "home/.claude.json";
-    let user = w.servers(Scope::User, "user", rel, &names("user", &[]), typed);
-    let wt = w.s("parent/worktree");
-    w.write_json(
-        rel,
-        &json!({"mcpServers": user, "hasCompletedOnboarding": true,
-                "projects": {wt: {"hasTrustDialogAccepted": true, "enableAllProjectMcpServers": true}}}),
-    )?;
-    let rel = "parent/worktree/.mcp.json";
-    let project = w.servers(
-        Scope::Project,
-        "project",
-        rel,
-        &names("project", &[]),
-        typed,
-    );
-    w.write_json(rel, &json!({"mcpServers": project}))?;
-    let rel = "extra/claude-config/.claude.json";
-    let env = w.servers(
-        Scope::Environment,
-        "config-dir",
-        rel,
-        &names("config-dir", &[]),
-        typed,
-    );
-    w.write_json(
-        rel,
-        &json!({"mcpServers": env, "hasCompletedOnboarding": true}),
-    )?;
-    for (scope, tag, rel) in [
-        (Scope::User, "user-settings", "home/.claude/settings.json"),
-        (
-            Scope::Project,
-            "project-settings",
-            "parent/worktree/.claude/settings.json",
-        ),
-    ] {
-        let command = w.hook(scope, tag, rel, "SessionStart");
-        let hooks = json!({"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]});
-        w.write_json(
-            rel,
-            &json!({"hooks": hooks, "enableAllProjectMcpServers": true}),
-        )?;
-    }
-    Ok((
-        vec![
-            ("CLAUDE_CONFIG_DIR".into(), w.s("extra/claude-config")),
-            ("ANTHROPIC_API_KEY".into(), "kcap-verify-leaked-key".into()),
-        ],
-        claude_credentials(),
-    ))
-}
-
-/// A dummy key and the API at a dead port; as root, `IS_SANDBOX=1`, without which Claude Code
-/// refuses the plan's `--permission-mode bypassPermissions` (a daemon that runs reviewers as
-/// root hands it over the same way).
-fn claude_credentials() -> Vec<EnvVar> {
-    let mut env = vec![
-        EnvVar::new("ANTHROPIC_API_KEY", "kcap-verify-dummy-key"),
-        EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
-    ];
-    if rustix::process::geteuid().is_root() {
-        env.push(EnvVar::new("IS_SANDBOX", "1"));
-    }
-    env
-}
-
-/// Codex CLI: `~/.codex/config.toml` and the worktree's `.codex/config.toml` declare
-/// servers; the daemon's environment names another `CODEX_HOME` with more; the user's
-/// configurations trust the worktree.
-fn codex(w: &mut Writer) -> Setup {
-    let toml = |w: &mut Writer, scope, tag: &str, rel: &str| {
-        let mut text = String::new();
-        for name in names(tag, &[]) {
-            let args = w.args(scope, Kind::Server, tag, rel, &name);
-            let quoted: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
-            text.push_str(&format!(
-                "[mcp_servers.{}]\ncommand = {}\nargs = [{}]\n\n",
-                toml_string(&name),
-                toml_string(&w.recorder),
-                quoted.join(", ")
-            ));
-        }
-        text
-    };
-    // The user trusts the worktree (its `.codex/` then loads).
-    let trust = format!(
-        "[projects.{}]\ntrust_level = \"trusted\"\n",
-        toml_string(&w.s("parent/worktree"))
-    );
-    for (scope, tag, rel) in [
-        (Scope::User, "user", "home/.codex/config.toml"),
-        (
-            Scope::Project,
-            "project",
-            "parent/worktree/.codex/config.toml",
-        ),
-        (
-            Scope::Environment,
-            "codex-home",
-            "extra/codex-home/config.toml",
-        ),
-    ] {
-        let mut text = toml(w, scope, tag, rel);
-        if scope != Scope::Project {
-            text.push_str(&trust);
-        }
-        w.write(rel, text.as_bytes())?;
-    }
-    Ok((
-        vec![
-            ("CODEX_HOME".into(), w.s("extra/codex-home")),
-            ("OPENAI_API_KEY".into(), "kcap-verify-leaked-key".into()),
-        ],
-        vec![EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
-    ))
-}
-
-/// `s` as a TOML basic string.
-fn toml_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }

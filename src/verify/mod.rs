@@ -43,7 +43,7 @@
 //! ```
 
 mod error;
-mod hostile;
+pub mod hostile;
 mod probe;
 pub mod recorder;
 mod report;
@@ -160,14 +160,13 @@ impl Request {
     }
 }
 
-/// The clients `verify` can run: those installable here, whose isolation was measured.
-pub const CLIENTS: [Client; 5] = [
-    Client::Claude,
-    Client::Codex,
-    Client::Gemini,
-    Client::OpenCode,
-    Client::Copilot,
-];
+/// The clients `verify` can run: those installable here, whose isolation was measured
+/// (their rooms declare a [`hostile::VerifySpec`]).
+pub fn clients() -> impl Iterator<Item = Client> {
+    Client::ALL
+        .into_iter()
+        .filter(|c| c.spec().verify.is_some())
+}
 
 /// The server URL the launches carry (never contacted: the recorders ignore it).
 const SERVER_URL: &str = "http://127.0.0.1:9/kcap";
@@ -222,11 +221,11 @@ pub fn verify(request: &Request) -> Result<Report, VerifyError> {
 /// [`VerifyError::Unsupported`], [`VerifyError::Program`], [`VerifyError::Setup`],
 /// [`VerifyError::Plan`].
 pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
-    if !CLIENTS.contains(&request.client) {
+    let Some(spec) = request.client.spec().verify else {
         return Err(VerifyError::Unsupported {
             client: request.client,
         });
-    }
+    };
     probe::check_executable(&request.client_bin)?;
     probe::check_executable(&request.recorder_program)?;
     let root = make_root(request)?;
@@ -254,12 +253,18 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         .map_err(VerifyError::setup(root.dir.clone()))?;
     let worktree = path("parent/worktree");
     probe::git_init(&worktree);
-    let cache = match (&request.cache_dir, request.client) {
-        (Some(dir), _) => Some(dir.clone()),
-        (None, Client::Copilot) => Some(path("cache")),
-        (None, _) => None,
+    let cache = match &request.cache_dir {
+        Some(dir) => Some(dir.clone()),
+        None => spec.cache.then(|| path("cache")),
     };
-    let ctx = context(request, &root.dir, &recorder, cache, hostile.credentials);
+    let ctx = context(
+        request,
+        spec,
+        &root.dir,
+        &recorder,
+        cache,
+        hostile.credentials,
+    );
     let mut plan = request
         .client
         .plan(&ctx, &PlanInputs::new(Policy::Lenient))
@@ -314,6 +319,7 @@ fn make_root(request: &Request) -> Result<Root, VerifyError> {
 /// recursion guard strips) allowlisted, the scenario's delivery and snapshot.
 fn context(
     request: &Request,
+    spec: &hostile::VerifySpec,
     root: &Path,
     recorder: &Path,
     cache: Option<PathBuf>,
@@ -331,7 +337,7 @@ fn context(
         credentials,
         ..LaunchContext::default()
     };
-    if matches!(request.client, Client::Claude | Client::Codex) {
+    if spec.prompt {
         ctx.prompt = Some("Reply with the word ok.".into());
     }
     if request.scenario == Scenario::BrokeredBorrowed {
@@ -429,13 +435,4 @@ impl Bench {
     pub fn sources(&self) -> &[Source] {
         &self.sources
     }
-}
-
-/// Whether `client` starts its MCP servers in the worktree (measured): then `verify` checks
-/// that the injected ones ran there.
-fn servers_run_in_worktree(client: Client) -> bool {
-    matches!(
-        client,
-        Client::Gemini | Client::Copilot | Client::OpenCode | Client::Codex
-    )
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::recorder::{Record, read_records};
 use super::report::{self, Expected, Outcome, Report};
-use super::{Bench, FAIL_GRACE, VerifyError, probe, servers_run_in_worktree};
+use super::{Bench, FAIL_GRACE, VerifyError, probe};
 use crate::launch::{self, AcpEvent, ExecError, Options, Reviewer, TerminalEvent};
 
 impl Bench {
@@ -53,7 +53,12 @@ impl Bench {
             sources: &self.sources,
             parent_env: &self.parent_env,
             plan: &self.plan,
-            cwd: servers_run_in_worktree(request.client).then_some(worktree.as_str()),
+            cwd: request
+                .client
+                .spec()
+                .verify
+                .is_some_and(|v| v.servers_run_in_worktree)
+                .then_some(worktree.as_str()),
             outcome: &outcome,
         });
         Ok(Report {

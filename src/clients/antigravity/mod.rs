@@ -56,6 +56,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    acp: false,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),
@@ -64,6 +65,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: None,
 };
 
 /// The client's words in `render antigravity --help` and `export antigravity --help`.

@@ -64,6 +64,10 @@ pub mod loader;
 #[cfg(feature = "cli")]
 pub mod registration;
 
+/// `verify`: the hostile configuration of this client.
+#[cfg(feature = "cli")]
+pub mod hostile;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -86,6 +90,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    acp: false,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
@@ -97,6 +102,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
 };
 
 /// The client's words in `render claude --help` and `export claude --help`.

@@ -39,6 +39,10 @@ pub mod loader;
 #[cfg(feature = "cli")]
 pub mod registration;
 
+/// `verify`: the hostile configuration of this client.
+#[cfg(feature = "cli")]
+pub mod hostile;
+
 use std::fmt::Write as _;
 
 use crate::allowlist::Resolution;
@@ -60,6 +64,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    acp: false,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),
@@ -77,6 +82,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
 };
 
 /// The client's words in `render codex --help` and `export codex --help`.

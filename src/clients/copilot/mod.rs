@@ -67,6 +67,10 @@
 #[cfg(feature = "cli")]
 pub mod registration;
 
+/// `verify`: the hostile configuration of this client.
+#[cfg(feature = "cli")]
+pub mod hostile;
+
 #[cfg(feature = "cli")]
 pub mod loader;
 
@@ -93,6 +97,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    acp: true,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
@@ -109,6 +114,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
 };
 
 /// The client's words in `render copilot --help` and `export copilot --help`.

@@ -53,6 +53,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    acp: true,
     uses_launch_id: false,
     unverified_isolation: true,
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
@@ -61,6 +62,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: None,
 };
 
 /// The client's words in `render cursor --help` and `export cursor --help`.

@@ -87,6 +87,10 @@
 #[cfg(feature = "cli")]
 pub mod registration;
 
+/// `verify`: the hostile configuration of this client.
+#[cfg(feature = "cli")]
+pub mod hostile;
+
 #[cfg(feature = "cli")]
 pub mod loader;
 
@@ -110,6 +114,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: Some(preflight),
+    acp: true,
     uses_launch_id: true,
     unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
@@ -126,6 +131,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
 };
 
 /// The client's words in `render gemini --help` and `export gemini --help`.

@@ -51,6 +51,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &[],
     preflight: None,
+    acp: true,
     uses_launch_id: true,
     unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?),
@@ -59,6 +60,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: None,
 };
 
 /// The client's words in `render kiro --help` and `export kiro --help`.

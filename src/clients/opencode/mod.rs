@@ -58,6 +58,10 @@
 #[cfg(feature = "cli")]
 pub mod registration;
 
+/// `verify`: the hostile configuration of this client.
+#[cfg(feature = "cli")]
+pub mod hostile;
+
 #[cfg(feature = "cli")]
 pub mod loader;
 
@@ -84,6 +88,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     managed_files: &MANAGED_FILES,
     preflight: None,
+    acp: true,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(opencode_plan(ctx, r)?),
@@ -100,6 +105,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     registration: &registration::FORMAT,
     #[cfg(feature = "cli")]
     cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
 };
 
 /// The client's words in `render opencode --help` and `export opencode --help`.

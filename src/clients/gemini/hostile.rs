@@ -1,0 +1,80 @@
+//! The hostile configuration `verify gemini` surrounds a launch with (see
+//! [`crate::verify::hostile`]): every file and variable of the user, the repository and the
+//! daemon's environment this client reads servers or hooks from.
+
+use serde_json::json;
+
+use crate::clients::plan::EnvVar;
+use crate::clients::plan::LaunchId;
+use crate::verify::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
+
+/// `verify gemini`: this client's hostile configuration and how its launch is judged.
+pub const VERIFY: VerifySpec = VerifySpec {
+    hostile: write,
+    credential_files: &[],
+    prompt: false,
+    cache: false,
+    servers_run_in_worktree: true,
+};
+
+/// Gemini CLI: `~/.gemini/settings.json`, the worktree's `.gemini/settings.json`, and the
+/// home and system settings `GEMINI_CLI_HOME` and `GEMINI_CLI_SYSTEM_SETTINGS_PATH` name;
+/// each declares servers named like the injected ones, like a guessed alias, and otherwise,
+/// a `SessionStart` hook, an allow list naming them, and folder trust. The user trusts the
+/// worktree.
+fn write(w: &mut Writer) -> Setup {
+    let guess = LaunchId::from_hex("0000000000000000")
+        .map(|id| id.alias("kcap-review"))
+        .unwrap_or_default();
+    let files = [
+        (Scope::User, "user", "home/.gemini/settings.json"),
+        (
+            Scope::Project,
+            "project",
+            "parent/worktree/.gemini/settings.json",
+        ),
+        (
+            Scope::Environment,
+            "gemini-cli-home",
+            "extra/gemini-home/.gemini/settings.json",
+        ),
+        (
+            Scope::Environment,
+            "system-settings",
+            "extra/gemini-system.json",
+        ),
+    ];
+    for (scope, tag, rel) in files {
+        let names = names(tag, std::slice::from_ref(&guess));
+        let servers = w.servers(scope, tag, rel, &names, stdio);
+        let hook = w.hook(scope, tag, rel, "SessionStart");
+        let settings = json!({
+            "mcpServers": servers,
+            "mcp": {"allowed": names},
+            "hooks": {"SessionStart": [{"matcher": "*", "hooks": [
+                {"name": format!("{tag}-session-start"), "type": "command", "command": hook}
+            ]}]},
+            "hooksConfig": {"enabled": true},
+            "security": {"folderTrust": {"enabled": true}},
+        });
+        w.write_json(rel, &settings)?;
+    }
+    w.write_json(
+        "home/.gemini/trustedFolders.json",
+        &json!({w.s("parent/worktree"): "TRUST_FOLDER", w.s("parent"): "TRUST_PARENT"}),
+    )?;
+    Ok((
+        vec![
+            ("GEMINI_API_KEY".into(), "kcap-verify-leaked-key".into()),
+            ("GEMINI_CLI_HOME".into(), w.s("extra/gemini-home")),
+            (
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
+                w.s("extra/gemini-system.json"),
+            ),
+        ],
+        vec![
+            EnvVar::new("GEMINI_API_KEY", "kcap-verify-dummy-key"),
+            EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
+        ],
+    ))
+}
