@@ -712,8 +712,10 @@ pub struct ProjectDuplicate {
     pub fingerprint: String,
 }
 
-/// Removes `duplicates` from Claude Code's `~/.claude.json` `config` (used by `doctor
-/// --fix`), with `install`'s lock, atomic write and refusals. Under the lock, each is
+/// Removes `duplicates` from the per-project blocks of `client`'s `config` (its
+/// [`RegistrationFormat::project_blocks`]: Claude Code's `~/.claude.json` `projects`; used
+/// by `doctor --fix`), with `install`'s lock, atomic write and refusals. A client whose file
+/// has no per-project blocks has none to remove. Under the lock, each is
 /// checked again: it is removed only when both the local-scope entry and the user scope's
 /// entry of that name still have its fingerprint (so the project then runs the identical
 /// user-scope entry, [`Action::RemovedDuplicate`]), and otherwise left alone
@@ -724,12 +726,19 @@ pub struct ProjectDuplicate {
 ///
 /// # Errors
 /// As [`install`].
-pub fn remove_claude_project_duplicates(
+pub fn remove_project_duplicates(
+    client: Client,
     config: &Path,
     duplicates: &[ProjectDuplicate],
     dry_run: bool,
 ) -> Result<Outcome, InstallError> {
-    let format = Client::Claude.registration();
+    let format = client.registration();
+    let projects = format.project_blocks.unwrap_or_default();
+    let duplicates = if projects.is_empty() {
+        &[][..]
+    } else {
+        duplicates
+    };
     run(format, config, dry_run, false, |doc, _ledger, actions| {
         let user = doc.entries(format.block).ok().flatten().unwrap_or_default();
         let Doc::Json(root) = doc else {
@@ -741,7 +750,7 @@ pub fn remove_claude_project_duplicates(
                 .iter()
                 .any(|(n, v)| *n == dup.name && fingerprint(v) == dup.fingerprint);
             let prop = root
-                .object_value("projects")
+                .object_value(projects)
                 .and_then(|p| p.object_value(&dup.project))
                 .and_then(|p| p.object_value(format.block))
                 .and_then(|s| s.get(&dup.name));

@@ -99,9 +99,16 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
             }
         }
         for (path, dups) in by_file {
-            let outcome =
-                kcap_mcp_registry::install::remove_claude_project_duplicates(&path, &dups, false)
-                    .map_err(CliError::usage)?;
+            let Some(client) = report.clients.iter().find(|c| c.path == path) else {
+                continue;
+            };
+            let outcome = kcap_mcp_registry::install::remove_project_duplicates(
+                client.client,
+                &path,
+                &dups,
+                false,
+            )
+            .map_err(CliError::usage)?;
             err!("{}", outcome.report());
             if outcome.changed {
                 errln!("wrote {}", ShownPath(&outcome.config));

@@ -219,7 +219,7 @@ pub struct Report {
     /// Every problem, per file in input order.
     pub problems: Vec<Problem>,
     /// The [`Rule::Duplicate`] problems as what `doctor --fix` removes
-    /// ([`install::remove_claude_project_duplicates`]), with the config they are in.
+    /// ([`install::remove_project_duplicates`]), with the config they are in.
     pub removable: Vec<(PathBuf, ProjectDuplicate)>,
 }
 
