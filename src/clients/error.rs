@@ -1,0 +1,411 @@
+//! The errors of a reviewer launch: [`RenderError`] (a value the room cannot render
+//! safely) and [`LaunchError`] (every way the one launch call fails), each message naming the
+//! client, the value and how to fix it.
+
+use std::fmt;
+
+use super::{Client, claude, gemini, plan};
+use crate::allowlist::Rejection;
+
+/// A reviewer configuration that cannot be rendered safely.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// A value would reach Claude Code containing `${`, which Claude Code expands as an
+    /// environment variable reference in `command`, `args` and `env` with no escape.
+    ClaudeExpansion {
+        /// The MCP server the value belongs to.
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
+        field: String,
+    },
+    /// A launch value that follows an option in argv (`model`, `effort`, `worktree`) starts
+    /// with `-`, so the client would read it as an option.
+    OptionLike {
+        /// The [`LaunchContext`] field.
+        field: &'static str,
+    },
+    /// The reviewer's agent id is blank, so the result channel could not tell whose result
+    /// it receives.
+    BlankAgentId,
+    /// Settings the reviewer's Claude Code reads would stop these injected servers from
+    /// starting ([`claude::preflight`]): every veto found, in server order.
+    ClaudeVetoed(Vec<claude::preflight::Veto>),
+    /// A configuration file the reviewer's Claude Code reads cannot be understood, so
+    /// whether it vetoes an injected server is unknown.
+    ClaudeConfig {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong, e.g. `is not JSON (…)`.
+        problem: String,
+    },
+    /// A value would reach Gemini CLI in an ACP server's `env` containing `${`, which Gemini
+    /// CLI 0.61.0 expands as an environment variable reference.
+    GeminiExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
+    /// A parent directory of the worktree holds a `.env` or `.gemini/.env`, which Gemini CLI
+    /// 0.61.0 loads into its environment and every MCP server's whatever the plan says
+    /// ([`gemini::env_file_preflight`]).
+    GeminiEnvFile {
+        /// The file, absolute.
+        file: std::path::PathBuf,
+    },
+    /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
+    /// blank or relative.
+    NeedsAbsolute {
+        /// The client.
+        client: Client,
+        /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
+        field: &'static str,
+    },
+    /// A value would reach Copilot CLI containing `${`, which Copilot CLI 1.0.102 expands as
+    /// an environment variable reference in a server's `command`, `args` and `env` at spawn.
+    CopilotExpansion {
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
+    /// Brokered result delivery with a blank capability URL: the result channel could reach
+    /// nothing.
+    BlankCapabilityUrl,
+    /// A borrowed-snapshot review without a review-context URL: the review-context server
+    /// would have nothing to read.
+    MissingReviewContextUrl,
+    /// The client's isolation from the MCP servers the user or the reviewed repository
+    /// configured is not established ([`plan::Isolation::Unverified`]: Cursor), and the
+    /// strict policy renders it only when the caller opts in
+    /// ([`cursor::UnverifiedIsolation::Allow`]).
+    UnverifiedIsolation {
+        /// The client.
+        client: Client,
+    },
+    /// The client runs with a HOME of its own (Antigravity), so the result channel cannot
+    /// reach the daemon directly: the launch needs brokered result delivery
+    /// ([`ResultDelivery::Brokered`]).
+    NeedsBrokeredDelivery {
+        /// The client.
+        client: Client,
+    },
+    /// A value would reach a client whose expansion of `${…}` is not established (Cursor,
+    /// Kiro, Antigravity: facts \[K\] only) containing `${`: refused as if it expanded.
+    UnknownExpansion {
+        /// The client.
+        client: Client,
+        /// The MCP server the value belongs to (registry id).
+        server: String,
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
+        field: String,
+    },
+    /// [`LaunchContext::credentials`] names a variable or file the client's room does not
+    /// accept as a credential or provider setting ([`root::CredentialSpec`]), or names one
+    /// twice.
+    CredentialNotAccepted {
+        /// The client.
+        client: Client,
+        /// The variable or file name.
+        name: String,
+        /// The names the client accepts.
+        accepted: Vec<&'static str>,
+    },
+    /// A credential file's contents cannot be reduced to its credential fields.
+    CredentialFile {
+        /// The client.
+        client: Client,
+        /// The file's name in the client's [`root::CredentialSpec`].
+        name: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The launch gives a value (`model`, `effort`) the client has no setting for: refused
+    /// under [`Policy::Strict`], a warning under [`Policy::Lenient`]
+    /// ([`Client::plan`](Client::plan)).
+    Unsupported {
+        /// The client.
+        client: Client,
+        /// The [`LaunchContext`] field.
+        field: &'static str,
+    },
+    /// An administrator-managed file the client reads whatever the plan's environment says
+    /// exists ([`root::managed_preflight`]): it can veto, add or reconfigure MCP servers,
+    /// hooks or permissions, so the reviewer cannot be isolated.
+    Managed {
+        /// The client.
+        client: Client,
+        /// The file, absolute.
+        file: std::path::PathBuf,
+        /// What the client does with it.
+        effect: &'static str,
+    },
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderError::ClaudeExpansion { server, field } => write!(
+                f,
+                "cannot render the Claude Code MCP config: `{server}.{field}` contains `${{`, \
+                 which Claude Code expands as a variable reference and cannot escape; \
+                 remove `${{` from that value"
+            ),
+            RenderError::BlankAgentId => f.write_str(
+                "the reviewer's agent id is blank, and the result channel needs it \
+                 (KCAP_FLOW_AGENT_ID); give the launch its agent id",
+            ),
+            RenderError::OptionLike { field } => write!(
+                f,
+                "the reviewer's `{field}` starts with `-`, so the client would read it as an \
+                 option; use a value that does not start with `-`"
+            ),
+            RenderError::GeminiExpansion { server, field } => write!(
+                f,
+                "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
+                 Gemini CLI expands as a variable reference in ACP server env values; remove \
+                 `${{` from that value"
+            ),
+            RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
+            RenderError::CopilotExpansion { server, field } => write!(
+                f,
+                "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \
+                 Copilot CLI expands as a variable reference when it starts the server; remove \
+                 `${{` from that value"
+            ),
+            RenderError::NeedsAbsolute { client, field } => fmt_needs_absolute(f, *client, field),
+            RenderError::BlankCapabilityUrl => f.write_str(
+                "brokered result delivery needs the result channel's capability URL \
+                 (KCAP_FLOW_CAPABILITY_URL), but it is blank; give the launch its capability URL",
+            ),
+            RenderError::MissingReviewContextUrl => f.write_str(
+                "a borrowed-snapshot review needs the review-context URL \
+                 (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
+                 give the launch its review-context URL",
+            ),
+            RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
+            RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
+            RenderError::UnknownExpansion {
+                client,
+                server,
+                field,
+            } => fmt_unknown_expansion(*client, server, field, f),
+            RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
+            RenderError::CredentialNotAccepted {
+                client,
+                name,
+                accepted,
+            } => fmt_credential_not_accepted(*client, name, accepted, f),
+            RenderError::CredentialFile {
+                client,
+                name,
+                problem,
+            } => fmt_credential_file(*client, name, problem, f),
+            RenderError::Unsupported { client, field } => write!(
+                f,
+                "the {client} launch has no setting for the reviewer's `{field}`, so it would be \
+                 dropped; leave it out for {client}, or use the lenient policy to launch without it"
+            ),
+            RenderError::Managed {
+                client,
+                file,
+                effect,
+            } => fmt_managed(*client, file, effect, f),
+            RenderError::ClaudeConfig { file, problem } => write!(
+                f,
+                "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
+                 remove it",
+                crate::text::ShownPath(file)
+            ),
+        }
+    }
+}
+
+/// [`RenderError::UnverifiedIsolation`]'s message.
+fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: its isolation from the MCP servers the user or the \
+         reviewed repository configured is not verified, so one of them (a flow-starting one \
+         included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
+    )
+}
+
+/// [`RenderError::CredentialFile`]'s message.
+fn fmt_credential_file(
+    client: Client,
+    name: &str,
+    problem: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: credential file `{}` {problem}; hand over the file \
+         as {client} stored it",
+        name.escape_debug()
+    )
+}
+
+/// [`RenderError::Managed`]'s message.
+fn fmt_managed(
+    client: Client,
+    file: &std::path::Path,
+    effect: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot isolate the {client} reviewer: {} exists, an administrator's file that {client} \
+         reads whatever the launch's environment says, and that {effect}; remove it, or run \
+         reviewers on a machine without it",
+        crate::text::ShownPath(file)
+    )
+}
+
+/// [`RenderError::CredentialNotAccepted`]'s message.
+fn fmt_credential_not_accepted(
+    client: Client,
+    name: &str,
+    accepted: &[&str],
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: `{}` is not a credential or provider setting \
+         {client} accepts, or is given twice; ",
+        name.escape_debug()
+    )?;
+    if accepted.is_empty() {
+        write!(f, "{client} accepts none")
+    } else {
+        write!(f, "give each at most once, one of: {}", accepted.join(", "))
+    }
+}
+
+/// [`RenderError::NeedsBrokeredDelivery`]'s message.
+fn fmt_needs_brokered(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: it runs with a HOME of its own, so the result \
+         channel needs brokered delivery; give the launch its capability URL \
+         (--result-capability-url URL)"
+    )
+}
+
+/// [`RenderError::UnknownExpansion`]'s message.
+fn fmt_unknown_expansion(
+    client: Client,
+    server: &str,
+    field: &str,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "cannot render the {client} launch: `{server}.{field}` contains `${{`, and whether \
+         {client} expands it as a variable reference is not established, so it is refused as if \
+         it did; remove `${{` from that value"
+    )
+}
+
+/// [`RenderError::NeedsAbsolute`]'s message.
+fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -> fmt::Result {
+    let (what, flag) = match field {
+        // A client not driven over ACP starts in the worktree.
+        "worktree" if !client.spec().acp => (
+            "the reviewer's worktree (the directory it starts in)",
+            "--worktree",
+        ),
+        "worktree" => (
+            "the reviewer's worktree (the ACP session's `cwd`)",
+            "--worktree",
+        ),
+        _ => ("a per-launch directory", "--launch-dir"),
+    };
+    write!(
+        f,
+        "cannot render the {client} launch: it needs {what} as an absolute path; \
+         give the launch its `{field}` ({flag} DIR)"
+    )
+}
+
+/// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
+fn fmt_vetoes(vetoes: &[claude::preflight::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let result_channel = crate::model::RESULT_CHANNEL_ID;
+    for (i, veto) in vetoes.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        fmt::Display::fmt(veto, f)?;
+    }
+    if vetoes.iter().any(|v| v.server == result_channel) {
+        f.write_str(
+            "; without its result channel the reviewer could never report, so it is not \
+             launched",
+        )?;
+    } else {
+        f.write_str("; the strict policy launches no reviewer without them")?;
+    }
+    f.write_str(
+        "; remove those entries (or the file), or launch the reviewer with a HOME, \
+         CLAUDE_CONFIG_DIR and worktree that do not carry them",
+    )
+}
+
+impl std::error::Error for RenderError {}
+
+/// Every way a reviewer launch can fail, so a daemon's launch function returns one error
+/// type with `?` (a `From` impl for each).
+///
+/// Each variant is transparent: it displays as the error it holds and forwards that error's
+/// [`source`](std::error::Error::source), so a chain printer (`anyhow`'s `{:#}`) shows
+/// every cause once. This crate's errors follow one convention: `Display` describes one
+/// layer, and the cause it wraps is returned from `source()`, never also displayed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// The strict policy refused an allowlist entry ([`LaunchContext::resolve`]).
+    Rejected(Rejection),
+    /// A value cannot be rendered safely (the renderers).
+    Render(RenderError),
+    /// No launch id could be drawn ([`plan::LaunchId::random`]).
+    LaunchId(plan::LaunchIdError),
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Rejected(e) => e.fmt(f),
+            LaunchError::Render(e) => e.fmt(f),
+            LaunchError::LaunchId(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaunchError::Rejected(e) => e.source(),
+            LaunchError::Render(e) => e.source(),
+            LaunchError::LaunchId(e) => e.source(),
+        }
+    }
+}
+
+impl From<Rejection> for LaunchError {
+    fn from(e: Rejection) -> Self {
+        LaunchError::Rejected(e)
+    }
+}
+
+impl From<plan::LaunchIdError> for LaunchError {
+    fn from(e: plan::LaunchIdError) -> Self {
+        LaunchError::LaunchId(e)
+    }
+}
+
+impl From<RenderError> for LaunchError {
+    fn from(e: RenderError) -> Self {
+        LaunchError::Render(e)
+    }
+}
