@@ -176,6 +176,8 @@ pub struct RegistrationFormat {
     pub empty_file_is_empty: bool,
     /// The user-level file `install` edits by default.
     pub default_config: DefaultConfig,
+    /// The variable that moves [`Self::default_config`] (`CODEX_HOME`, …), if any.
+    pub default_config_var: Option<&'static str>,
     /// The repository-level files the client reads MCP servers from when started in a
     /// project directory (`doctor --project` reads each one).
     pub project_files: &'static [ProjectFile],

@@ -174,36 +174,7 @@ Example:
   kcap-mcp-registry uninstall --client gemini --dry-run")]
     Uninstall(install::InstallArgs),
     /// Find what is wrong with kcap's registrations in every client's config file.
-    #[command(after_help = "\
-Checks the default registration file of each client (Claude Code, Codex CLI, Gemini CLI,
-OpenCode, Copilot CLI, Cursor, Kiro, Antigravity; honouring CLAUDE_CONFIG_DIR, CODEX_HOME,
-COPILOT_HOME, KIRO_HOME, XDG_CONFIG_HOME) for: files that cannot be read or that the client
-would refuse (doctor-unreadable, doctor-malformed); in ~/.claude.json, project-scope entries
-named like a user-scope kcap entry, identical to it and to kcap's (doctor-duplicate,
-removable with --fix) or not (doctor-conflict, kept); kcap entries whose command does not
-exist (doctor-stale-command) or is not the current kcap binary (doctor-outdated-command) or
-that differ in more (doctor-divergent); registry servers missing where kcap is installed
-(doctor-missing).
-
-Every finding is at file:line:column: the server's name, the block a missing server belongs
-in, or where the client's parser stops.
-
---project DIR reads the repository's own MCP files instead, those each client reads when
-started in DIR (.mcp.json, .codex/config.toml, .gemini/settings.json, opencode.json,
-opencode.jsonc, .opencode/opencode.json, .opencode/opencode.jsonc, .github/mcp.json,
-.cursor/mcp.json, .kiro/settings/mcp.json, .agents/mcp_config.json), and prints every server
-in them at file:line:column with the client and whether that client's reviewer launch plan,
-rendered for a launch in DIR, neutralizes it (the plan removes the file from the worktree:
-worktree_remove). A server the client would start from a file the plan leaves in place is a
-finding (doctor-project-server); the others are notes (json: severity note, neutralized
-true; github: ::notice).
-
-Exit codes: 0 nothing found; 1 findings; 2 a file could not be read (or a usage error).
-
-Examples:
-  kcap-mcp-registry doctor --kcap-bin /usr/local/bin/kcap
-  kcap-mcp-registry doctor --config codex=./config.toml --client codex --format json
-  kcap-mcp-registry doctor --project ~/src/repo --client claude --client codex")]
+    #[command(after_help = doctor::help())]
     Doctor(doctor::DoctorArgs),
     /// Show what changes between two registries (e.g. a pull request's base and head),
     /// security-relevant flips first.

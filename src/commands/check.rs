@@ -24,7 +24,7 @@ pub(crate) struct CheckArgs {
     /// Output format: human (rustc style, on stderr), json or github (on stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
-    /// A client's registration file (any of the eight clients': .mcp.json, config.toml,
+    /// A client's registration file (any client's: .mcp.json, config.toml,
     /// settings.json, opencode.json, mcp-config.json, …) that must register exactly the
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]

@@ -17,13 +17,91 @@ use super::{CliError, RegistrySource, check_kcap_values, load, stderr_color};
 
 mod project;
 
+/// `doctor --help`'s epilogue, naming every client, the variables that move their files and
+/// the repository-level files each reads (from the rooms' registration formats), wrapped at
+/// 92 columns as every other help text is.
+pub(crate) fn help() -> String {
+    let names: Vec<&str> = Client::ALL.iter().map(|c| c.display_name()).collect();
+    let mut vars: Vec<&str> = Client::ALL
+        .iter()
+        .filter_map(|c| c.registration().default_config_var)
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
+    let mut files: Vec<&str> = Vec::new();
+    for client in Client::ALL {
+        for file in client.registration().project_files {
+            if !files.contains(&file.path) {
+                files.push(file.path);
+            }
+        }
+    }
+    let paragraphs = [
+        format!(
+            "Checks the default registration file of each client ({}; honouring {}) for: files \
+             that cannot be read or that the client would refuse (doctor-unreadable, \
+             doctor-malformed); in ~/.claude.json, project-scope entries named like a \
+             user-scope kcap entry, identical to it and to kcap's (doctor-duplicate, removable \
+             with --fix) or not (doctor-conflict, kept); kcap entries whose command does not \
+             exist (doctor-stale-command) or is not the current kcap binary \
+             (doctor-outdated-command) or that differ in more (doctor-divergent); registry \
+             servers missing where kcap is installed (doctor-missing).",
+            names.join(", "),
+            vars.join(", ")
+        ),
+        "Every finding is at file:line:column: the server's name, the block a missing server \
+         belongs in, or where the client's parser stops."
+            .to_string(),
+        format!(
+            "--project DIR reads the repository's own MCP files instead, those each client reads \
+             when started in DIR ({}), and prints every server in them at file:line:column with \
+             the client and whether that client's reviewer launch plan, rendered for a launch in \
+             DIR, neutralizes it (the plan removes the file from the worktree: \
+             worktree_remove). A server the client would start from a file the plan leaves in \
+             place is a finding (doctor-project-server); the others are notes (json: severity \
+             note, neutralized true; github: ::notice).",
+            files.join(", ")
+        ),
+        "Exit codes: 0 nothing found; 1 findings; 2 a file could not be read (or a usage error)."
+            .to_string(),
+    ];
+    let mut out: Vec<String> = paragraphs.iter().map(|p| wrap(p, 92)).collect();
+    out.push(
+        "Examples:\n  kcap-mcp-registry doctor --kcap-bin /usr/local/bin/kcap\n  \
+         kcap-mcp-registry doctor --config codex=./config.toml --client codex --format json\n  \
+         kcap-mcp-registry doctor --project ~/src/repo --client claude --client codex"
+            .to_string(),
+    );
+    out.join("\n\n")
+}
+
+/// `text`'s words in lines of at most `width` characters (a longer word on a line of its
+/// own).
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if line > 0 && line + 1 + len > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+    }
+    out
+}
+
 #[derive(Args)]
 pub(crate) struct DoctorArgs {
     /// Output format: human (summary on stdout, findings on stderr), json or github (on
     /// stdout).
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
-    /// Check only this client (repeatable) [default: all eight].
+    /// Check only this client (repeatable) [default: all].
     #[arg(long, value_enum)]
     client: Vec<Client>,
     /// Check PATH as CLIENT's file instead of its default location (repeatable), e.g.

@@ -31,10 +31,11 @@ pub(crate) fn client_config(s: &str) -> Result<(Client, PathBuf), String> {
         .split_once('=')
         .ok_or("expected CLIENT=PATH, e.g. codex=/home/me/.codex/config.toml")?;
     let client = Client::from_str(client, true).map_err(|_| {
+        let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
         format!(
-            "unknown client `{}`; one of: claude, codex, gemini, opencode, copilot, cursor, \
-             kiro, antigravity",
-            client.escape_debug()
+            "unknown client `{}`; one of: {}",
+            client.escape_debug(),
+            names.join(", ")
         )
     })?;
     if path.is_empty() {

@@ -151,6 +151,9 @@ pub(crate) fn absolute_path(s: &str) -> Result<String, String> {
     if Path::new(s).is_absolute() {
         Ok(s.to_string())
     } else {
-        Err("must be an absolute path: Codex cannot start a server whose `cwd` is relative".into())
+        Err(
+            "must be an absolute path: a client cannot start a server whose `cwd` is relative"
+                .into(),
+        )
     }
 }

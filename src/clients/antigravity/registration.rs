@@ -29,6 +29,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     expands: &["${"],
     empty_file_is_empty: true,
     default_config: |var| home_path(var, &[".gemini", "config", "mcp_config.json"]),
+    default_config_var: None,
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: None,

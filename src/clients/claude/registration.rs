@@ -40,6 +40,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join(".claude.json")),
         None => home_path(var, &[".claude.json"]),
     },
+    default_config_var: Some("CLAUDE_CONFIG_DIR"),
     project_files: &PROJECT_FILES,
     entry_keys: Some(&super::loader::ENTRY_KEYS),
     disabled_setting: None,

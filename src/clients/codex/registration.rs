@@ -34,6 +34,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join("config.toml")),
         None => home_path(var, &[".codex", "config.toml"]),
     },
+    default_config_var: Some("CODEX_HOME"),
     project_files: &PROJECT_FILES,
     entry_keys: Some(&super::loader::FIELD_NAMES),
     disabled_setting: Some("enabled = false"),

@@ -34,6 +34,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join("mcp-config.json")),
         None => home_path(var, &[".copilot", "mcp-config.json"]),
     },
+    default_config_var: Some("COPILOT_HOME"),
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: Some("\"disabled\": true"),

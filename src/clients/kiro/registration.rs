@@ -35,6 +35,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
             .join("mcp.json")),
         None => home_path(var, &[".kiro", "settings", "mcp.json"]),
     },
+    default_config_var: Some("KIRO_HOME"),
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: None,

@@ -38,6 +38,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
             .join("opencode.json")),
         None => home_path(var, &[".config", "opencode", "opencode.json"]),
     },
+    default_config_var: Some("XDG_CONFIG_HOME"),
     project_files: &PROJECT_FILES,
     entry_keys: None,
     disabled_setting: Some("\"enabled\": false"),
