@@ -173,5 +173,21 @@ fn every_clients_spec_agrees_with_its_plan_and_its_proof() {
             matches!(spec.proof, Proof::RealClient { .. }),
             "{client}: `verify` runs exactly the clients proven on the real client"
         );
+        // The plan names the versions its isolation was proven on: the proof's.
+        let proven: Vec<&str> = match spec.proof {
+            Proof::RealClient { versions, .. } => versions.to_vec(),
+            _ => Vec::new(),
+        };
+        let isolation = &plan["isolation"];
+        if spec.unverified_isolation {
+            assert_eq!(isolation["status"], "unverified", "{client}");
+        } else {
+            assert_eq!(isolation["status"], "verified", "{client}");
+            assert_eq!(
+                isolation["proven_on"],
+                serde_json::json!(proven),
+                "{client}"
+            );
+        }
     }
 }

@@ -148,7 +148,9 @@ fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
     LaunchPlan {
         version: PLAN_VERSION,
         client: "stand-in".into(),
-        isolation: Isolation::Verified,
+        isolation: Isolation::Verified {
+            proven_on: Vec::new(),
+        },
         cwd: None,
         launch_dir: dir.to_string(),
         argv: vec![record.display().to_string()],
@@ -287,7 +289,9 @@ prop_compose! {
         let plan = LaunchPlan {
             version: PLAN_VERSION,
             client: "stand-in".into(),
-            isolation: Isolation::Verified,
+            isolation: Isolation::Verified {
+            proven_on: Vec::new(),
+        },
             cwd: None,
             // Set to the test's launch directory once it is made.
             launch_dir: String::new(),
@@ -496,14 +500,14 @@ fn hostile_cases() -> Vec<Case> {
             |e| matches!(e, ExecError::OtherLaunchDir { .. }),
         ),
         (
-            "a plan of version 2",
-            |_, p| p.version = 2,
-            |e| matches!(e, ExecError::Version { found: 2, .. }),
+            "a plan of version 3",
+            |_, p| p.version = 3,
+            |e| matches!(e, ExecError::Version { found: 3, .. }),
         ),
         (
-            "a plan of version 4",
-            |_, p| p.version = 4,
-            |e| matches!(e, ExecError::Version { found: 4, .. }),
+            "a plan of version 5",
+            |_, p| p.version = 5,
+            |e| matches!(e, ExecError::Version { found: 5, .. }),
         ),
         (
             "a setuid file mode",
@@ -654,7 +658,7 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stderr
-            .contains("the plan is version 2; this executor carries out version 3"),
+            .contains("the plan is version 2; this executor carries out version 4"),
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
@@ -1087,7 +1091,7 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&dry);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
-    assert!(r.stdout.contains("\n1. check the plan (version 3"), "{r:?}");
+    assert!(r.stdout.contains("\n1. check the plan (version 4"), "{r:?}");
     assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
     assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
 

@@ -470,7 +470,7 @@ fn only_cursor_is_unverified_and_strict_refuses_it_without_the_opt_in() {
     let allowed = cursor_plan(&c, &r, UnverifiedIsolation::Allow).unwrap();
     match allowed.isolation {
         Isolation::Unverified { reason } => assert!(reason.contains("~/.cursor/mcp.json")),
-        Isolation::Verified => panic!("cursor verified"),
+        Isolation::Verified { .. } => panic!("cursor verified"),
     }
 }
 

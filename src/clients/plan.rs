@@ -31,8 +31,9 @@ use crate::model::McpServer;
 /// Version 3 builds the environment instead of filtering it ([`LaunchPlan::env_inherit`]
 /// replaced `env_remove`), roots every client in the per-launch directory, and adds
 /// [`LaunchPlan::worktree_remove`]: a version-2 executor would start the client in the
-/// daemon's whole environment.
-pub const PLAN_VERSION: u32 = 3;
+/// daemon's whole environment. Version 4 names the client versions the isolation was
+/// proven on ([`Isolation::Verified`]'s `proven_on`).
+pub const PLAN_VERSION: u32 = 4;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +116,14 @@ impl LaunchPlan {
         Ok(LaunchPlan {
             version: PLAN_VERSION,
             client: client.name().into(),
-            isolation: Isolation::Verified,
+            isolation: Isolation::Verified {
+                proven_on: match client.spec().proof {
+                    super::spec::Proof::RealClient { versions, .. } => {
+                        versions.iter().map(|v| (*v).to_owned()).collect()
+                    }
+                    super::spec::Proof::FactsOnly => Vec::new(),
+                },
+            },
             cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
             launch_dir: root.dir().to_owned(),
             argv,
@@ -147,11 +155,13 @@ impl LaunchPlan {
 }
 
 /// Whether a launch is known to be isolated from the MCP servers the user or the reviewed
-/// repository configured: JSON `{"status": "verified"}` or `{"status": "unverified",
-/// "reason": "…"}`.
+/// repository configured: JSON `{"status": "verified", "proven_on": ["0.61.0"]}` or
+/// `{"status": "unverified", "reason": "…"}`.
 ///
 /// `Verified` means the mechanism the plan uses was established by measurement, on the
-/// pinned client here or, for clients not installable here (Kiro, Antigravity), by the
+/// pinned client versions it names (the room's
+/// [`Proof::RealClient`](super::spec::Proof::RealClient), which the real-client tests run
+/// on) or, with none named, for clients not installable here (Kiro, Antigravity), by the
 /// original system's probes (facts file, \[K\]). `Unverified` means nobody established it
 /// (Cursor): servers of the user's or the repository's configuration may start beside the
 /// injected ones, a flow-starting one included. [`Policy::Strict`](crate::Policy::Strict)
@@ -162,7 +172,11 @@ impl LaunchPlan {
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Isolation {
     /// Established by measurement.
-    Verified,
+    Verified {
+        /// The client versions it was measured on here (`["2.1.197", "2.1.328"]`); empty
+        /// when only the original system's probes established it (facts \[K\]).
+        proven_on: Vec<String>,
+    },
     /// Not established.
     Unverified {
         /// Why, in one sentence.
@@ -173,7 +187,7 @@ pub enum Isolation {
 impl Isolation {
     /// Whether this is [`Isolation::Verified`].
     pub fn is_verified(&self) -> bool {
-        matches!(self, Isolation::Verified)
+        matches!(self, Isolation::Verified { .. })
     }
 }
 

@@ -107,7 +107,7 @@ fn plan_of(
 }
 
 /// A saved plan. A plan of another version is refused as the executor would refuse it,
-/// before its shape is read (a version-2 plan has fields version 3 does not know).
+/// before its shape is read (a plan of another version has fields this one does not know).
 fn read_plan(file: &Path) -> Result<LaunchPlan, CliError> {
     let text = if file == Path::new("-") {
         let mut text = String::new();
