@@ -5,6 +5,10 @@
 use std::fmt;
 
 use super::{Client, claude, gemini, plan};
+#[allow(unused_imports, reason = "named in the docs")]
+use super::{LaunchContext, ResultDelivery, cursor, root};
+#[allow(unused_imports, reason = "named in the docs")]
+use crate::allowlist::Policy;
 use crate::allowlist::Rejection;
 
 /// A reviewer configuration that cannot be rendered safely.
