@@ -104,8 +104,8 @@ pub mod report;
 #[cfg_attr(docsrs, doc(cfg(feature = "validate")))]
 pub mod schema;
 pub mod text;
-#[cfg(feature = "launch")]
-#[cfg_attr(docsrs, doc(cfg(feature = "launch")))]
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod verify;
 mod wire;
 
