@@ -191,3 +191,58 @@ fn every_clients_spec_agrees_with_its_plan_and_its_proof() {
         }
     }
 }
+
+/// What the spec says a launch needs is what the plan refuses without: an absolute worktree
+/// (`ClientSpec::needs_worktree`), brokered result delivery (`ClientSpec::brokered_only`).
+#[test]
+fn every_clients_spec_says_what_its_launch_needs() {
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError, ResultDelivery};
+    let ctx = |worktree: bool, brokered: bool| {
+        let mut ctx = LaunchContext {
+            server_url: Some("http://127.0.0.1:5100".into()),
+            kcap_bin: Some("/usr/local/bin/kcap".into()),
+            agent_id: "a1".into(),
+            launch_dir: Some("/run/kcap/l1".into()),
+            worktree: worktree.then(|| "/work/tree".into()),
+            ..LaunchContext::default()
+        };
+        if brokered {
+            ctx.result_delivery = ResultDelivery::Brokered {
+                capability_url: "http://127.0.0.1:4100/cap".into(),
+            };
+        }
+        ctx
+    };
+    let mut inputs = PlanInputs::new(Policy::Lenient);
+    inputs.unverified_isolation = kcap_mcp_registry::clients::cursor::UnverifiedIsolation::Allow;
+    for client in Client::ALL {
+        let spec = client.spec();
+        assert!(client.plan(&ctx(true, true), &inputs).is_ok(), "{client}");
+        let no_worktree = client.plan(&ctx(false, true), &inputs);
+        assert_eq!(
+            matches!(
+                no_worktree,
+                Err(LaunchError::Render(RenderError::NeedsAbsolute {
+                    field: "worktree",
+                    ..
+                }))
+            ),
+            spec.needs_worktree,
+            "{client}: needs_worktree = {}, without a worktree: {no_worktree:?}",
+            spec.needs_worktree
+        );
+        let direct = client.plan(&ctx(true, false), &inputs);
+        assert_eq!(
+            matches!(
+                direct,
+                Err(LaunchError::Render(
+                    RenderError::NeedsBrokeredDelivery { .. }
+                ))
+            ),
+            spec.brokered_only,
+            "{client}: brokered_only = {}, with direct delivery: {direct:?}",
+            spec.brokered_only
+        );
+    }
+}

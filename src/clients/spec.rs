@@ -52,6 +52,14 @@ pub struct ClientSpec {
     /// The reviewer is driven over ACP (the plan's `acp` session, started in the worktree);
     /// otherwise the client's own interface runs in the worktree.
     pub acp: bool,
+    /// The launch needs the reviewer's worktree as an absolute path
+    /// ([`LaunchContext::worktree`]); without it the plan is refused
+    /// ([`RenderError::NeedsAbsolute`]).
+    pub needs_worktree: bool,
+    /// The launch needs brokered result delivery ([`crate::ResultDelivery::Brokered`]): the
+    /// client's own HOME keeps the daemon's URL from the result channel, so the plan is
+    /// refused without a capability URL ([`RenderError::NeedsBrokeredDelivery`]).
+    pub brokered_only: bool,
     /// The launch draws a per-launch id ([`PlanInputs::launch_id`]): the client aliases
     /// server names with it. `render` takes `--launch-id HEX` for this client only.
     pub uses_launch_id: bool,

@@ -57,6 +57,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &[],
     preflight: None,
     acp: false,
+    needs_worktree: true,
+    brokered_only: true,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),

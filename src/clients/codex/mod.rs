@@ -65,6 +65,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: false,
+    needs_worktree: false,
+    brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),

@@ -98,6 +98,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: true,
+    needs_worktree: true,
+    brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),

@@ -54,6 +54,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &[],
     preflight: None,
     acp: true,
+    needs_worktree: true,
+    brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: true,
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),

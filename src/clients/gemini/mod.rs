@@ -115,6 +115,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &MANAGED_FILES,
     preflight: Some(preflight),
     acp: true,
+    needs_worktree: true,
+    brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),

@@ -52,6 +52,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     managed_files: &[],
     preflight: None,
     acp: true,
+    needs_worktree: true,
+    brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
     plan: |ctx, r, inputs| Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?),
