@@ -72,9 +72,10 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 pub mod preflight;
+pub mod state;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::plan::{EnvVar, LaunchPlan};
+use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialFileSpec, CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
@@ -369,9 +370,17 @@ impl Serialize for ServerJson<'_> {
     }
 }
 
+/// The `--settings` flag's JSON: the bypass-permissions consent. Claude Code 2.1.328 shows
+/// its bypass-permissions confirmation unless `skipDangerousModePermissionPrompt` is set in
+/// the user, local, flag or policy settings (`zse()` in its bundle; the global config's
+/// `bypassPermissionsModeAccepted` is only migrated into the user settings, which
+/// `--setting-sources=` does not load); the flag's settings are always loaded (measured on
+/// 2.1.197 and 2.1.328).
+pub const FLAG_SETTINGS: &str = r#"{"skipDangerousModePermissionPrompt":true}"#;
+
 /// The Claude Code reviewer argv (after the `claude` binary):
 /// `--permission-mode bypassPermissions --strict-mcp-config --mcp-config <json>
-/// --disallowedTools Agent --setting-sources=`, then `--effort E` and `--model M` when set,
+/// --disallowedTools Agent --setting-sources= --settings `[`FLAG_SETTINGS`], then `--effort E` and `--model M` when set,
 /// then `-- <prompt>` when set. `--mcp-config` takes several values, so its JSON is always
 /// followed by an option, never by a positional argument. `--setting-sources=` (one
 /// argument, an empty list) loads no user, project or local settings; an empty argument
@@ -397,6 +406,8 @@ pub fn claude_reviewer_args(
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
+        "--settings",
+        FLAG_SETTINGS,
     ]
     .map(String::from)
     .into();
@@ -415,8 +426,10 @@ pub fn claude_reviewer_args(
 /// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
 /// argv, the worktree (if set) as the directory to start in, the per-launch root
 /// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`], the
-/// credentials of [`CREDENTIALS`], [`WORKTREE_CONFIG`] to remove from the worktree, the
-/// injected servers under their registry ids; no ACP session.
+/// credentials of [`CREDENTIALS`], the first-run state ([`state::STATE_FILE`], mode 0600:
+/// onboarding done, the API key approved, the worktree trusted, bypass-permissions
+/// accepted), [`WORKTREE_CONFIG`] to remove from the worktree, the injected servers under
+/// their registry ids; no ACP session.
 ///
 /// # Errors
 /// As [`claude_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
@@ -442,6 +455,11 @@ fn plan_of(
     ));
     plan.dirs
         .push(format!("{}/{CONFIG_DIR}", crate::clients::root::HOME_DIR));
+    plan.files.push(PlanFile {
+        path: state::STATE_FILE.to_owned(),
+        contents: state::state_json(ctx),
+        mode: 0o600,
+    });
     plan.servers = wire_servers(ctx, resolution);
     Ok(plan)
 }
