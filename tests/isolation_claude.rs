@@ -21,9 +21,9 @@ mod claude_oracle;
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::ffi::OsString;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::model_api::ModelApi;
@@ -92,33 +92,6 @@ fn binaries() -> Vec<PathBuf> {
     found
 }
 
-/// An MCP recorder: logs argv, env and cwd to `<records>/<pid>.json`, lists two tools per
-/// server (named after its `mcp <kind>` argument), and answers nothing else.
-fn recorder(records: &Path) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-fs.writeFileSync({records} + "/" + process.pid + ".json", JSON.stringify({{ argv: process.argv.slice(2), env: process.env, cwd: process.cwd() }}));
-const tools = process.argv[3] === "flow-result" ? ["submit_review_result", "send_flow_message"] : ["get_pr_summary", "list_pr_files"];
-let buf = "";
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-process.stdin.on("data", (c) => {{
-  buf += c; let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim(); buf = buf.slice(i + 1);
-    let m; try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "r", version: "1" }} }} }});
-    else if (m.method === "tools/list") send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: tools.map((t) => ({{ name: t, description: t, inputSchema: {{ type: "object" }} }})) }} }});
-    else send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "no" }} }});
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
-    )
-}
-
 /// One launch's world: the daemon's hostile home and environment, the worktree, the
 /// per-launch directory, the recorder, the hook marker directory and the stand-in API.
 struct World {
@@ -149,7 +122,10 @@ impl World {
         ] {
             std::fs::create_dir_all(w.path(d)).unwrap();
         }
-        common::stand_in::write_executable(&w.path("bin/kcap"), recorder(&w.path("records")));
+        common::stand_in::write_executable(
+            &w.path("bin/kcap"),
+            claude_oracle::mcp_recorder(&w.path("records")),
+        );
         w
     }
 
@@ -356,8 +332,9 @@ impl World {
         for (rel, text) in &self.managed {
             self.write(&format!("overlay/u/claude-code/{rel}"), text);
         }
-        let cmd = in_overlay(&self.path("overlay"), &Command::new(&self.bin));
-        let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_str().unwrap().replace('\'', r"'\''"));
+        let cmd = claude_oracle::in_overlay(&self.path("overlay"), &Command::new(&self.bin));
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_str().unwrap().replace('\'', r"'\''"));
         let mut line = format!("exec {}", quote(cmd.get_program()));
         for arg in cmd.get_args() {
             line.push(' ');
@@ -601,7 +578,7 @@ fn class5_administrator_files_are_refused_before_launch() {
         let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
     // Why: the real client applies them to a rooted launch.
-    if !can_overlay_etc() {
+    if !claude_oracle::can_overlay_etc(common::peers::skip) {
         return;
     }
     for bin in binaries() {
@@ -618,42 +595,6 @@ fn class5_administrator_files_are_refused_before_launch() {
             o.version
         );
     }
-}
-
-/// `cmd` in a private mount namespace with an overlay on `/etc` whose upper layer is
-/// `<dir>/u` (the machine's `/etc` is never written).
-fn in_overlay(dir: &Path, cmd: &Command) -> Command {
-    std::fs::create_dir_all(dir.join("u")).unwrap();
-    std::fs::create_dir_all(dir.join("w")).unwrap();
-    let mut wrapped = Command::new("unshare");
-    wrapped
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    wrapped
-}
-
-/// Whether [`in_overlay`] works here (root); otherwise the real-client half of class 5 is
-/// skipped loudly (a failure under `KCAP_REQUIRE_PEERS=1`).
-fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = in_overlay(t.path(), &Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        common::peers::skip("cannot overlay /etc in a private mount namespace".into());
-    }
-    ok
 }
 
 /// Class 6. The whole hostile world is written after the render and after `worktree_remove`:

@@ -88,7 +88,11 @@ fn plan(dir: &Path) -> LaunchPlan {
 
 /// Edits the state file's JSON in `plan` (removing it when `edit` returns `None`).
 fn edit_state(plan: &mut LaunchPlan, edit: impl FnOnce(Value) -> Option<Value>) {
-    let at = plan.files.iter().position(|f| f.path == STATE_FILE).unwrap();
+    let at = plan
+        .files
+        .iter()
+        .position(|f| f.path == STATE_FILE)
+        .unwrap();
     match edit(serde_json::from_str(&plan.files[at].contents).unwrap()) {
         Some(v) => plan.files[at].contents = v.to_string(),
         None => {
@@ -118,8 +122,7 @@ fn run(bin: &Path, dir: &Path, plan: &LaunchPlan, bound: Duration) -> End {
     let parent = |name: &str| (name == "PATH").then(|| OsString::from(&path));
     let started = Instant::now();
     let reviewer =
-        launch::launch_with_parent_env(plan, &dir.join("launch"), bin, &options, &parent)
-            .unwrap();
+        launch::launch_with_parent_env(plan, &dir.join("launch"), bin, &options, &parent).unwrap();
     let Reviewer::Terminal(mut session) = reviewer else {
         panic!("the Claude plan runs in a terminal")
     };

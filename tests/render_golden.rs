@@ -396,7 +396,10 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     );
     c.prompt = None;
     let a = claude(&c, Policy::Lenient).unwrap();
-    assert_eq!(a.last().unwrap(), r#"{"skipDangerousModePermissionPrompt":true}"#);
+    assert_eq!(
+        a.last().unwrap(),
+        r#"{"skipDangerousModePermissionPrompt":true}"#
+    );
 }
 
 #[test]

@@ -125,10 +125,7 @@ fn verify_codex_holds_on_the_installed_client() {
 }
 
 fn verify_claude_holds_on_both_pinned_clients() {
-    let checks: Vec<&str> = CHECKS
-        .into_iter()
-        .filter(|c| *c != "server-cwd")
-        .collect();
+    let checks: Vec<&str> = CHECKS.into_iter().filter(|c| *c != "server-cwd").collect();
     for (var, version) in [
         ("KCAP_CLAUDE_BIN", "2.1.197 (Claude Code)"),
         ("KCAP_CLAUDE_NEXT_BIN", "2.1.328 (Claude Code)"),

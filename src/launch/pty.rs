@@ -411,7 +411,10 @@ mod tests {
         screen.feed(b"\x1b[1;1H\x1b[38;5;2mTrust\x1b[0m this\r\n fol");
         assert_eq!(screen.dialog(), None);
         screen.feed(b"der?\x1b]0;title\x07 Codex can read");
-        assert_eq!(screen.dialog().unwrap().name, "Codex's \"Trust this folder?\" dialog");
+        assert_eq!(
+            screen.dialog().unwrap().name,
+            "Codex's \"Trust this folder?\" dialog"
+        );
         let mut screen = Screen::default();
         screen.feed(b"2 hooks need review before they can run.");
         assert_eq!(screen.dialog().unwrap().name, "Codex's hooks review dialog");

@@ -12,10 +12,11 @@
 //! ([`claude_plan`]): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
 //! `CLAUDE_CONFIG_DIR=<launch dir>/home/.claude`, where Claude Code keeps its global config
 //! (`.claude.json`), its user settings (`settings.json`) and its credentials
-//! (`.credentials.json`). Nothing needs to be written there: from an empty (even missing)
-//! directory, non-interactive Claude Code asks for no onboarding and no folder trust (a
-//! non-interactive session treats every folder as trusted), creates what it needs, and
-//! starts the `--mcp-config` servers. The argv adds `--setting-sources=` (no source: Claude
+//! (`.credentials.json`). The plan writes one file there, the first-run state
+//! ([`state`]: onboarding done, the API key approved, the worktree trusted, bypass-permissions
+//! accepted), and passes [`FLAG_SETTINGS`]: the argv is the interactive client, which would
+//! otherwise stop at its first-run screens (a non-interactive run needs neither). The argv
+//! adds `--setting-sources=` (no source: Claude
 //! Code then loads only the always-on `--settings` flag source and the managed policy), so
 //! neither the worktree's `.claude/settings.json` and `.claude/settings.local.json` (env,
 //! hooks, permissions, `apiKeyHelper`, MCP allow/deny lists) nor the project's `CLAUDE.md`,
