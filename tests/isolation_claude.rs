@@ -60,13 +60,8 @@ const OUR_TOOLS: [&str; 3] = [
 ];
 /// The longest one launch may take to settle; past it the run is judged as it is.
 const RUN_BOUND: Duration = Duration::from_secs(60);
-
-/// The last of a terminal's output, as text (escape sequences left in, for the message).
-fn screen(output: &[u8]) -> String {
-    let text = String::from_utf8_lossy(output);
-    let chars: Vec<char> = text.chars().collect();
-    chars[chars.len().saturating_sub(3000)..].iter().collect()
-}
+/// How long after typing the prompt it may be typed again.
+const TYPE_AGAIN: Duration = Duration::from_secs(5);
 
 /// Variables the harness adds to the plan's environment: the offline guard only.
 const HARNESS_ENV: [(&str, &str); 3] = [
@@ -276,13 +271,17 @@ impl World {
         let started = Instant::now();
         let mut output = Vec::new();
         let mut seen = (0, Instant::now());
-        let mut typed = false;
+        // The turns sent when the prompt was last typed, and when.
+        let mut typed = (1, Instant::now());
         loop {
             match session.next_event(Duration::from_millis(100)) {
                 Ok(Some(TerminalEvent::Output(bytes))) => output.extend_from_slice(&bytes),
                 Ok(Some(TerminalEvent::Exited(_))) => break,
                 Ok(_) => {}
-                Err(e) => panic!("{what}: {e}; its screen: {}", screen(&output)),
+                Err(e) => panic!(
+                    "{what}: {e}; its screen: {}",
+                    claude_oracle::screen(&output)
+                ),
             }
             let n = std::fs::read_dir(self.path("records")).unwrap().count();
             if n != seen.0 {
@@ -295,9 +294,10 @@ impl World {
             }
             // The interactive client sends the prompt of its argv before its MCP servers
             // listed their tools (measured on both versions): once they have, the prompt
-            // typed again starts a turn that offers them.
-            if quiet && !typed && !turns.is_empty() {
-                typed = true;
+            // typed again starts a turn that offers them (again while a turn ended without
+            // them: on a loaded machine the servers can take longer).
+            if quiet && turns.len() >= typed.0 && typed.1.elapsed() >= TYPE_AGAIN {
+                typed = (turns.len() + 1, Instant::now());
                 session
                     .write_input(format!("{}\r", claude_oracle::PROMPT).as_bytes())
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -310,7 +310,7 @@ impl World {
         // Kept for the tests that read what the plan wrote (the test's directory goes).
         session.keep_launch_dir();
         session.stop().unwrap_or_else(|e| panic!("{what}: {e}"));
-        self.observe(&plan, &screen(&output))
+        self.observe(&plan, &claude_oracle::screen(&output))
     }
 
     /// The MCP tool names each turn the reviewer sent offered (the requests whose `tools`

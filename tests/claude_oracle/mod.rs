@@ -209,3 +209,10 @@ pub fn can_overlay_etc(skip: impl FnOnce(String)) -> bool {
     }
     ok
 }
+
+/// The last of a terminal's output, as text (escape sequences left in, for the message).
+pub fn screen(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(output);
+    let chars: Vec<char> = text.chars().collect();
+    chars[chars.len().saturating_sub(3000)..].iter().collect()
+}

@@ -99,7 +99,14 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
-        tests: &["conformance", "conformance_claude", "isolation_claude"],
+        tests: &[
+            "conformance",
+            "conformance_claude",
+            "isolation_claude",
+            "conformance_claude_launch",
+            "launch_claude_dialogs",
+            "verify_clients",
+        ],
         versions: &["2.1.197", "2.1.328"],
     },
     #[cfg(feature = "cli")]
