@@ -62,7 +62,7 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
         Run {
             code: 0,
             stdout: format!(
-                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG}\n--disallowedTools\nAgent\n--setting-sources=\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
+                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG}\n--disallowedTools\nAgent\n--setting-sources=\n--settings\n{{\"skipDangerousModePermissionPrompt\":true}}\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
             ),
             stderr: concat!(
                 "warning: agent \"a1\": MCP allowlist entry 2 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
@@ -131,6 +131,8 @@ fn claude_json_is_the_library_argv() {
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
+        "--settings",
+        r#"{"skipDangerousModePermissionPrompt":true}"#,
     ])
     .unwrap();
     assert_eq!(r.stdout, format!("{expected}\n"));
@@ -150,7 +152,7 @@ fn a_gated_render_has_no_mcp_servers() {
     ]);
     assert_eq!(
         r.stdout,
-        "[\"--permission-mode\",\"bypassPermissions\",\"--strict-mcp-config\",\"--mcp-config\",\"{\\\"mcpServers\\\":{}}\",\"--disallowedTools\",\"Agent\",\"--setting-sources=\"]\n"
+        "[\"--permission-mode\",\"bypassPermissions\",\"--strict-mcp-config\",\"--mcp-config\",\"{\\\"mcpServers\\\":{}}\",\"--disallowedTools\",\"Agent\",\"--setting-sources=\",\"--settings\",\"{\\\"skipDangerousModePermissionPrompt\\\":true}\"]\n"
     );
     let r = run(&[
         "render",
@@ -233,7 +235,7 @@ fn command_line_values_override_the_launch_json() {
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     // Effort still comes from the launch JSON; the rest from the flags. (Gated: no URL.)
     assert_eq!(
-        argv[8..],
+        argv[10..],
         ["--effort", "max", "--model", "sonnet", "--", "Other"]
     );
     let r = render(
@@ -469,7 +471,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: argument 10 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
+            stderr: "error: argument 12 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
         }
     );
 }

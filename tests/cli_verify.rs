@@ -88,6 +88,64 @@ fn a_client_that_starts_the_users_server_fails_the_run_naming_it() {
     ));
 }
 
+/// A stand-in terminal client for `verify claude`, in `/bin/sh`: it answers `--version`,
+/// starts the two servers the direct launch injects as Claude Code would (from the worktree
+/// it runs in), asks each for its tools, does what `extra` says, and waits.
+fn claude_stand_in(dir: &Path, extra: &str) -> PathBuf {
+    let body = format!(
+        r#"[ "$1" = --version ] && {{ echo "2.1.197 (stand-in)"; exit 0; }}
+rec="$(cd ../.. && pwd)/records/kcap-verify-recorder"
+list='{{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
+printf '%s\n' "$list" | env KCAP_URL=http://127.0.0.1:9/kcap KCAP_FLOW_AGENT_ID=kcap-verify "$rec" mcp flow-result >/dev/null
+printf '%s\n' "$list" | env KCAP_URL=http://127.0.0.1:9/kcap "$rec" mcp review >/dev/null
+{extra}
+echo "> Reply with the word ok."
+sleep 60"#
+    );
+    sh_script(dir, "claude", &body)
+}
+
+#[test]
+fn a_claude_that_starts_the_users_server_fails_the_run_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Like a Claude Code that read the daemon user's `~/.claude.json`.
+    let client = claude_stand_in(
+        dir.path(),
+        r#"printf '%s\n' "$list" | "$rec" hostile user kcap-review >/dev/null"#,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let run = finish(
+        bin()
+            .env("TMPDIR", tmp.path())
+            .args(["verify", "claude", "--client-bin"])
+            .arg(&client)
+            .args(["--scenario", "direct", "--timeout", "30"]),
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    let fail: Vec<&str> = run.stdout.lines().filter(|l| l.contains("FAIL")).collect();
+    assert_eq!(
+        fail,
+        [
+            "  FAIL no-user-server         the user configuration's entry ran: server \
+             `kcap-review` of home/.claude.json",
+            "  verdict: FAILS",
+        ],
+        "{}",
+        run.stdout
+    );
+    // Without it, the same stand-in holds.
+    let client = claude_stand_in(dir.path(), ":");
+    let run = finish(
+        bin()
+            .env("TMPDIR", tmp.path())
+            .args(["verify", "claude", "--client-bin"])
+            .arg(&client)
+            .args(["--scenario", "direct", "--timeout", "30"]),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("  verdict: holds\n"), "{}", run.stdout);
+}
+
 #[test]
 fn the_json_report_names_the_check_and_the_server() {
     let dir = tempfile::tempdir().unwrap();

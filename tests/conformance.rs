@@ -868,6 +868,8 @@ fn claude_baseline_starts_exactly_the_result_channel() {
             "--disallowedTools",
             "Agent",
             "--setting-sources=",
+            "--settings",
+            r#"{"skipDangerousModePermissionPrompt":true}"#,
             "--effort",
             "high",
             "--model",

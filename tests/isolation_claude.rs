@@ -1,31 +1,37 @@
 //! Issue 22 on Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.328 (`KCAP_CLAUDE_NEXT_BIN`):
-//! one test per class, each carrying out the rooted plan (`claude_plan`) as the daemon does
-//! (`dirs` and `files` written, `worktree_remove` applied, `argv` in `cwd` with exactly the
-//! plan's `env` plus the daemon's values of `env_inherit`) in a hostile world: a daemon
-//! environment with its own `HOME` and `CLAUDE_CONFIG_DIR` (settings with `env`, hooks, an
-//! `apiKeyHelper`, deny/ask rules, `deniedMcpServers`; a `.claude.json` with servers and a
-//! `disabledMcpServers` veto), knobs (`MCP_TIMEOUT=1`, `CLAUDE_CODE_SAFE_MODE=1`) and
-//! `KCAP_*` values; a worktree whose `.claude/settings*.json` and `.mcp.json` do the same
-//! (written again after `worktree_remove`, so the argv alone must keep them out); and, for
-//! class 5, `/etc/claude-code` in a private mount namespace (overlay on `/etc`; the machine's
-//! `/etc` is never written). Judged on the real client: the recorder MCP servers (exactly
-//! ours, exactly their `KCAP_*` values, no foreign variable), the hook marker files (none),
-//! and the tools the stand-in model API (`tests/common/model_api.rs`, 400 to every request)
-//! was offered. Offline: the API is on 127.0.0.1 and the harness adds only a dead proxy.
-//! Evidence for today's plan: `docs/isolation/claude.md`.
-
+//! one test per class, each carrying out the rooted plan (`claude_plan`) through the
+//! library's executor, as a daemon does (`launch::launch_with_parent_env`: `dirs` and
+//! `files` written, the interactive client in a pseudo-terminal, in `cwd`, with exactly the
+//! plan's `env` plus the daemon's values of `env_inherit`; a reviewer that sits at a dialog
+//! fails the test naming it) in a hostile world: a daemon environment with its own `HOME`
+//! and `CLAUDE_CONFIG_DIR` (settings with `env`, hooks, an `apiKeyHelper`, deny/ask rules,
+//! `deniedMcpServers`; a `.claude.json` with servers and a `disabledMcpServers` veto), knobs
+//! (`MCP_TIMEOUT=1`, `CLAUDE_CODE_SAFE_MODE=1`) and `KCAP_*` values; a worktree whose
+//! `.claude/settings*.json` and `.mcp.json` do the same (kept: the plan's `worktree_remove`
+//! is emptied, so the argv and the root alone must keep them out); and, for class 5,
+//! `/etc/claude-code` in a private mount namespace (overlay on `/etc`, entered by a wrapper
+//! given as the client binary; the machine's `/etc` is never written). Judged on the real
+//! client: the recorder MCP servers (exactly ours, exactly their `KCAP_*` values, no foreign
+//! variable), the hook marker files (none), and the tools the stand-in model API
+//! (`tests/common/model_api.rs`, 400 to every request) was offered. A run ends once the
+//! reviewer sent the turn that offers tools and no server started for a while. Offline: the
+//! API is on 127.0.0.1 and the harness adds only a dead proxy. Evidence for today's plan:
+//! `docs/isolation/claude.md`.
 mod claude_oracle;
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use common::model_api::ModelApi;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials, managed_preflight};
+use kcap_mcp_registry::launch::{self, Options, Reviewer, TerminalEvent};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::json;
 
@@ -52,6 +58,11 @@ const OUR_TOOLS: [&str; 3] = [
     "mcp__kcap-flow-result__send_flow_message",
     "mcp__kcap-review__get_pr_summary",
 ];
+/// The longest one launch may take to settle; past it the run is judged as it is.
+const RUN_BOUND: Duration = Duration::from_secs(60);
+/// How long after typing the prompt it may be typed again.
+const TYPE_AGAIN: Duration = Duration::from_secs(5);
+
 /// Variables the harness adds to the plan's environment: the offline guard only.
 const HARNESS_ENV: [(&str, &str); 3] = [
     ("HTTPS_PROXY", "http://127.0.0.1:9"),
@@ -74,33 +85,6 @@ fn binaries() -> Vec<PathBuf> {
         common::peers::skip(missing.join("; "));
     }
     found
-}
-
-/// An MCP recorder: logs argv, env and cwd to `<records>/<pid>.json`, lists two tools per
-/// server (named after its `mcp <kind>` argument), and answers nothing else.
-fn recorder(records: &Path) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-fs.writeFileSync({records} + "/" + process.pid + ".json", JSON.stringify({{ argv: process.argv.slice(2), env: process.env, cwd: process.cwd() }}));
-const tools = process.argv[3] === "flow-result" ? ["submit_review_result", "send_flow_message"] : ["get_pr_summary", "list_pr_files"];
-let buf = "";
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-process.stdin.on("data", (c) => {{
-  buf += c; let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim(); buf = buf.slice(i + 1);
-    let m; try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "r", version: "1" }} }} }});
-    else if (m.method === "tools/list") send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: tools.map((t) => ({{ name: t, description: t, inputSchema: {{ type: "object" }} }})) }} }});
-    else send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "no" }} }});
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
-    )
 }
 
 /// One launch's world: the daemon's hostile home and environment, the worktree, the
@@ -133,7 +117,10 @@ impl World {
         ] {
             std::fs::create_dir_all(w.path(d)).unwrap();
         }
-        common::stand_in::write_executable(&w.path("bin/kcap"), recorder(&w.path("records")));
+        common::stand_in::write_executable(
+            &w.path("bin/kcap"),
+            claude_oracle::mcp_recorder(&w.path("records")),
+        );
         w
     }
 
@@ -252,52 +239,110 @@ impl World {
         claude_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
     }
 
-    /// Writes the plan's root (dirs, files) and removes its `worktree_remove` paths.
-    fn prepare(&self, plan: &LaunchPlan) {
-        let launch = self.path("launch");
-        for d in &plan.dirs {
-            std::fs::create_dir_all(launch.join(d)).unwrap();
-        }
-        for f in &plan.files {
-            std::fs::write(launch.join(&f.path), &f.contents).unwrap();
-            common::stand_in::set_file_mode(&launch.join(&f.path), f.mode);
-        }
-        let cwd = Path::new(plan.cwd.as_deref().unwrap());
-        for rel in &plan.worktree_remove {
-            let p = cwd.join(rel);
-            let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
-        }
-    }
-
-    /// Starts the client as the plan says (see the module docs) and waits for it to stop.
+    /// Carries the plan out as a daemon does, through the library's executor
+    /// (`launch_with_parent_env`: the plan's `dirs` and `files` written, `worktree_remove`
+    /// applied, `argv` in `cwd` in a pseudo-terminal with exactly the plan's `env` plus the
+    /// daemon's values of `env_inherit`), with the harness's offline guard added to the plan;
+    /// in a private mount namespace when [`World::managed`] is set (the client binary is then
+    /// a wrapper that enters it). Waits until no server started for a while and a turn
+    /// offered our result tool (or [`RUN_BOUND`] passed), then stops it; panics when it sits
+    /// at a dialog.
     fn launch(&self, plan: &LaunchPlan) -> Observed {
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(&plan.argv);
-        let mut cmd = if self.managed.is_empty() {
-            cmd
+        let mut plan = plan.clone();
+        plan.env
+            .extend(HARNESS_ENV.map(|(name, value)| EnvVar::new(name, value)));
+        let bin = if self.managed.is_empty() {
+            self.bin.clone()
         } else {
-            self.overlay_etc(cmd)
+            self.overlay_etc()
         };
         let daemon = self.daemon_env();
-        cmd.env_clear()
-            .envs(
-                plan.env_inherit
-                    .iter()
-                    .filter_map(|n| Some((n, daemon.get(n)?))),
-            )
-            .envs(plan.env.iter().map(|v| (&v.name, &v.value)))
-            .envs(HARNESS_ENV)
-            .current_dir(plan.cwd.as_deref().unwrap());
-        let out = common::peers::run(cmd, &format!("claude {}", self.version));
-        self.observe(plan, &out.stderr)
+        let lookup = |name: &str| daemon.get(name).map(OsString::from);
+        let options = Options::default()
+            .with_dialog_quiet(Duration::from_secs(5))
+            .with_die_with_parent(true);
+        let what = format!("claude {}", self.version);
+        let reviewer =
+            launch::launch_with_parent_env(&plan, &self.path("launch"), &bin, &options, &lookup)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let Reviewer::Terminal(mut session) = reviewer else {
+            panic!("{what}: an ACP session; the Claude Code plan runs in a terminal")
+        };
+        let started = Instant::now();
+        let mut output = Vec::new();
+        let mut seen = (0, Instant::now());
+        // The turns sent when the prompt was last typed, and when.
+        let mut typed = (1, Instant::now());
+        loop {
+            match session.next_event(Duration::from_millis(100)) {
+                Ok(Some(TerminalEvent::Output(bytes))) => output.extend_from_slice(&bytes),
+                Ok(Some(TerminalEvent::Exited(_))) => break,
+                Ok(_) => {}
+                Err(e) => panic!(
+                    "{what}: {e}; its screen: {}",
+                    claude_oracle::screen(&output)
+                ),
+            }
+            let n = std::fs::read_dir(self.path("records")).unwrap().count();
+            if n != seen.0 {
+                seen = (n, Instant::now());
+            }
+            let quiet = n > 0 && seen.1.elapsed() >= claude_oracle::QUIET;
+            let turns = self.turns();
+            if quiet && turns.iter().any(|t| t.contains(RESULT_TOOL)) {
+                break;
+            }
+            // The interactive client sends the prompt of its argv before its MCP servers
+            // listed their tools (measured on both versions): once they have, the prompt
+            // typed again starts a turn that offers them (again while a turn ended without
+            // them: on a loaded machine the servers can take longer).
+            if quiet && turns.len() >= typed.0 && typed.1.elapsed() >= TYPE_AGAIN {
+                typed = (turns.len() + 1, Instant::now());
+                session
+                    .write_input(format!("{}\r", claude_oracle::PROMPT).as_bytes())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            if started.elapsed() >= RUN_BOUND {
+                // Judged as it is: the assertions name what is missing.
+                break;
+            }
+        }
+        // Kept for the tests that read what the plan wrote (the test's directory goes).
+        session.keep_launch_dir();
+        session.stop().unwrap_or_else(|e| panic!("{what}: {e}"));
+        self.observe(&plan, &claude_oracle::screen(&output))
     }
 
-    /// `cmd` in a private mount namespace whose `/etc/claude-code` holds [`World::managed`].
-    fn overlay_etc(&self, cmd: Command) -> Command {
+    /// The MCP tool names each turn the reviewer sent offered (the requests whose `tools`
+    /// is not empty; 2.1.197 lists MCP tools in `tools`, 2.1.328 names them, deferred, in
+    /// the system prompt).
+    fn turns(&self) -> Vec<BTreeSet<String>> {
+        self.api
+            .requests()
+            .iter()
+            .filter_map(common::model_api::Request::json)
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .map(|b| mcp_names(&b.to_string()))
+            .collect()
+    }
+
+    /// A client binary that runs [`World::bin`] in a private mount namespace whose
+    /// `/etc/claude-code` holds [`World::managed`] (an overlay on `/etc`).
+    fn overlay_etc(&self) -> PathBuf {
         for (rel, text) in &self.managed {
             self.write(&format!("overlay/u/claude-code/{rel}"), text);
         }
-        in_overlay(&self.path("overlay"), &cmd)
+        let cmd = claude_oracle::in_overlay(&self.path("overlay"), &Command::new(&self.bin));
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_str().unwrap().replace('\'', r"'\''"));
+        let mut line = format!("exec {}", quote(cmd.get_program()));
+        for arg in cmd.get_args() {
+            line.push(' ');
+            line.push_str(&quote(arg));
+        }
+        let wrapper = self.path("bin/claude-in-overlay");
+        common::stand_in::write_executable(&wrapper, format!("#!/bin/sh\n{line} \"$@\"\n"));
+        wrapper
     }
 
     fn observe(&self, plan: &LaunchPlan, stderr: &str) -> Observed {
@@ -314,16 +359,9 @@ impl World {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        // The model is offered MCP tools in the main turn's request (2.1.197: in `tools`;
-        // 2.1.328: deferred, named in the system prompt), the one whose `tools` is not empty.
-        let offered = self
-            .api
-            .requests()
-            .iter()
-            .filter_map(common::model_api::Request::json)
-            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
-            .map(|b| mcp_names(&b.to_string()))
-            .next();
+        // Every MCP tool a turn offered the model.
+        let turns = self.turns();
+        let offered = (!turns.is_empty()).then(|| turns.into_iter().flatten().collect());
         let paths = self.api.requests().into_iter().map(|r| r.path).collect();
         Observed {
             version: self.version.clone(),
@@ -423,8 +461,8 @@ impl Observed {
     }
 }
 
-/// On both versions: writes the hostile world (before the render, or after it and after
-/// the worktree paths were removed when `after`), renders with `edit` applied to the launch
+/// On both versions: writes the hostile world (before the render, or only after it when
+/// `after`), renders with `edit` applied to the launch
 /// context, carries the plan out and checks isolation. Returns each world with what it saw.
 fn rooted(after: bool, edit: impl Fn(&World, &mut LaunchContext)) -> Vec<(World, Observed)> {
     let mut seen = Vec::new();
@@ -435,10 +473,12 @@ fn rooted(after: bool, edit: impl Fn(&World, &mut LaunchContext)) -> Vec<(World,
         }
         let mut ctx = w.ctx();
         edit(&w, &mut ctx);
-        let plan = w.plan(&ctx);
-        w.prepare(&plan);
-        // Written again (or first) after `worktree_remove`: the argv alone keeps the
-        // worktree's settings out, and nothing of the user's is read at launch time.
+        let mut plan = w.plan(&ctx);
+        // The worktree keeps its hostile `.claude/` and `.mcp.json` (the plan's
+        // `worktree_remove` emptied): the argv and the root alone keep them out.
+        plan.worktree_remove.clear();
+        // Written again (or first) after the render: nothing of the user's is read at
+        // render time.
         w.hostile_user_and_repository();
         let o = w.launch(&plan);
         o.assert_isolated();
@@ -538,7 +578,7 @@ fn class5_administrator_files_are_refused_before_launch() {
         let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
     // Why: the real client applies them to a rooted launch.
-    if !can_overlay_etc() {
+    if !claude_oracle::can_overlay_etc(common::peers::skip) {
         return;
     }
     for bin in binaries() {
@@ -546,7 +586,6 @@ fn class5_administrator_files_are_refused_before_launch() {
         let settings = json!({"env": {"KCAP_FLOW_CAPABILITY_URL": "http://evil/managed"}});
         w.managed = vec![("managed-settings.json".into(), settings.to_string())];
         let plan = w.plan(&w.ctx());
-        w.prepare(&plan);
         let o = w.launch(&plan);
         let result = &o.servers[&vec!["mcp".to_string(), "flow-result".to_string()]];
         assert_eq!(
@@ -556,42 +595,6 @@ fn class5_administrator_files_are_refused_before_launch() {
             o.version
         );
     }
-}
-
-/// `cmd` in a private mount namespace with an overlay on `/etc` whose upper layer is
-/// `<dir>/u` (the machine's `/etc` is never written).
-fn in_overlay(dir: &Path, cmd: &Command) -> Command {
-    std::fs::create_dir_all(dir.join("u")).unwrap();
-    std::fs::create_dir_all(dir.join("w")).unwrap();
-    let mut wrapped = Command::new("unshare");
-    wrapped
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    wrapped
-}
-
-/// Whether [`in_overlay`] works here (root); otherwise the real-client half of class 5 is
-/// skipped loudly (a failure under `KCAP_REQUIRE_PEERS=1`).
-fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = in_overlay(t.path(), &Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        common::peers::skip("cannot overlay /etc in a private mount namespace".into());
-    }
-    ok
 }
 
 /// Class 6. The whole hostile world is written after the render and after `worktree_remove`:
@@ -648,13 +651,13 @@ fn class7_a_gateway_credential_fetches_no_remote_settings() {
         let w = World::new(&bin);
         let mut ctx = w.ctx();
         oauth(&w, &mut ctx);
-        let plan = w.plan(&ctx);
-        w.prepare(&plan);
-        std::fs::write(
-            w.path("launch/home/.claude/.credentials.json"),
-            user_credentials(&w),
-        )
-        .unwrap();
+        let mut plan = w.plan(&ctx);
+        let file = plan
+            .files
+            .iter_mut()
+            .find(|f| f.path == "home/.claude/.credentials.json")
+            .unwrap();
+        file.contents = user_credentials(&w);
         let o = w.launch(&plan);
         assert!(
             o.paths.iter().any(|p| p.contains("/managed/settings")),

@@ -53,6 +53,8 @@ fn baseline_claude() -> Vec<String> {
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
+        "--settings",
+        r#"{"skipDangerousModePermissionPrompt":true}"#,
         "--effort",
         "high",
         "--model",
@@ -386,13 +388,18 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
             "--disallowedTools",
             "Agent",
             "--setting-sources=",
+            "--settings",
+            r#"{"skipDangerousModePermissionPrompt":true}"#,
             "--",
             "-x --strict-mcp-config"
         ]
     );
     c.prompt = None;
     let a = claude(&c, Policy::Lenient).unwrap();
-    assert_eq!(a.last().unwrap(), "--setting-sources=");
+    assert_eq!(
+        a.last().unwrap(),
+        r#"{"skipDangerousModePermissionPrompt":true}"#
+    );
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! (issue 26): on each, the direct launch holds (exit 0), every check passes, and the report
 //! names the pinned version. Install them with `bash scripts/install-peers.sh`; a client
 //! whose `KCAP_*_BIN` is unset is reported as ignored (a failure under
-//! `KCAP_REQUIRE_PEERS=1`). Claude Code is not here: its plan, carried out in a
-//! pseudo-terminal, stops at Claude Code's first-run screens (see `docs/cli-verify.md`).
-//! `tests/cli_verify.rs` runs `verify` against stand-in clients.
+//! `KCAP_REQUIRE_PEERS=1`). Claude Code runs on both pinned versions (2.1.197,
+//! `KCAP_CLAUDE_BIN`; 2.1.328, `KCAP_CLAUDE_NEXT_BIN`), in a pseudo-terminal; it starts its
+//! servers in the launch's working directory too, but `verify` does not check where (no
+//! `server-cwd`). `tests/cli_verify.rs` runs `verify` against stand-in clients.
 
 mod common;
 
@@ -20,6 +21,7 @@ fn main() {
         verify_opencode_holds_on_the_installed_client,
         verify_copilot_holds_on_the_installed_client,
         verify_codex_holds_on_the_installed_client,
+        verify_claude_holds_on_both_pinned_clients,
     ]);
 }
 
@@ -120,4 +122,17 @@ fn verify_codex_holds_on_the_installed_client() {
         return;
     };
     holds("codex", &bin, &[], &CHECKS, "codex-cli 0.169.0");
+}
+
+fn verify_claude_holds_on_both_pinned_clients() {
+    let checks: Vec<&str> = CHECKS.into_iter().filter(|c| *c != "server-cwd").collect();
+    for (var, version) in [
+        ("KCAP_CLAUDE_BIN", "2.1.197 (Claude Code)"),
+        ("KCAP_CLAUDE_NEXT_BIN", "2.1.328 (Claude Code)"),
+    ] {
+        let Some(bin) = peer(var) else {
+            continue;
+        };
+        holds("claude", &bin, &[], &checks, version);
+    }
 }

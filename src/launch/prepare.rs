@@ -240,9 +240,12 @@ pub(crate) struct LaunchDir {
 }
 
 impl LaunchDir {
-    /// Removes the directory now, reporting a failure.
+    /// Removes the directory now, reporting a failure; nothing when it is kept.
     pub(crate) fn remove(mut self) -> Result<(), ExecError> {
-        self.remove = false;
+        if !std::mem::replace(&mut self.remove, false) {
+            // Kept ([`LaunchDir::keep`]).
+            return Ok(());
+        }
         match std::fs::remove_dir_all(&self.path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(ExecError::io(Step::Cleanup, &self.path, e))
@@ -417,4 +420,26 @@ pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LaunchDir;
+
+    #[test]
+    fn a_kept_launch_directory_outlives_its_removal() {
+        let tmp = std::env::temp_dir().join(format!("kcap-keep-{}", std::process::id()));
+        for keep in [true, false] {
+            std::fs::create_dir_all(tmp.join("home")).unwrap();
+            let mut dir = LaunchDir {
+                path: tmp.clone(),
+                remove: true,
+            };
+            if keep {
+                dir.keep();
+            }
+            dir.remove().unwrap();
+            assert_eq!(tmp.join("home").is_dir(), keep);
+        }
+    }
 }

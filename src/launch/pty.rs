@@ -30,8 +30,15 @@ pub struct Dialog {
 }
 
 /// The dialogs measured in the pinned clients' own text (Codex CLI 0.169.0, Claude Code
-/// 2.1.197): trust, hooks review, onboarding and login screens.
+/// 2.1.197 and 2.1.328): trust, hooks review, onboarding and login screens. The first whose
+/// text the screen shows names the dialog.
 pub const DIALOGS: &[Dialog] = &[
+    // Before Codex's: Claude Code's "Yes, I trust this folder" holds Codex's "Trust this
+    // folder" (letters only), and the first match names the dialog.
+    Dialog {
+        name: "Claude Code's folder trust dialog",
+        texts: &["Quick safety check", "Yes, I trust this folder"],
+    },
     Dialog {
         name: "Codex's \"Trust this folder?\" dialog",
         texts: &["Trust this folder?", "Trust and continue"],
@@ -44,10 +51,6 @@ pub const DIALOGS: &[Dialog] = &[
             "review before they can run",
             "Trust all and continue",
         ],
-    },
-    Dialog {
-        name: "Claude Code's folder trust dialog",
-        texts: &["Quick safety check", "Yes, I trust this folder"],
     },
     Dialog {
         name: "Claude Code's bypass-permissions confirmation",
@@ -408,16 +411,34 @@ mod tests {
         screen.feed(b"\x1b[1;1H\x1b[38;5;2mTrust\x1b[0m this\r\n fol");
         assert_eq!(screen.dialog(), None);
         screen.feed(b"der?\x1b]0;title\x07 Codex can read");
-        assert_eq!(screen.dialog().unwrap().name, DIALOGS[0].name);
+        assert_eq!(
+            screen.dialog().unwrap().name,
+            "Codex's \"Trust this folder?\" dialog"
+        );
         let mut screen = Screen::default();
         screen.feed(b"2 hooks need review before they can run.");
-        assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
+        assert_eq!(screen.dialog().unwrap().name, "Codex's hooks review dialog");
         let mut screen = Screen::default();
         screen.feed(b"1 hook needs review before it can run.");
-        assert_eq!(screen.dialog().unwrap().name, DIALOGS[1].name);
+        assert_eq!(screen.dialog().unwrap().name, "Codex's hooks review dialog");
         let mut screen = Screen::default();
         screen.feed(b"Reviewing the diff...");
         assert_eq!(screen.dialog(), None);
+    }
+
+    #[test]
+    fn claudes_trust_dialog_is_named_as_claudes_not_codexs() {
+        // Claude Code 2.1.197's screen, as its terminal showed it (spaces dropped by cursor
+        // moves).
+        let mut screen = Screen::default();
+        screen.feed(
+            b"Accessingworkspace:\r\nQuicksafetycheck:Isthisaprojectyoucreatedoroneyoutrust?\r\n\
+              \xe2\x9d\xaf1.Yes,Itrustthisfolder\r\n2.No,exit",
+        );
+        assert_eq!(
+            screen.dialog().unwrap().name,
+            "Claude Code's folder trust dialog"
+        );
     }
 
     #[test]

@@ -146,3 +146,73 @@ pub fn run_until_recorded(mut cmd: Command, records: &Path, log: &Path) {
         );
     }
 }
+
+/// An MCP recorder: logs argv, env and cwd to `<records>/<pid>.json`, lists two tools per
+/// server (named after its `mcp <kind>` argument), and answers nothing else.
+pub fn mcp_recorder(records: &Path) -> String {
+    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
+    format!(
+        r#"#!/usr/bin/env node
+const fs = require("fs");
+fs.writeFileSync({records} + "/" + process.pid + ".json", JSON.stringify({{ argv: process.argv.slice(2), env: process.env, cwd: process.cwd() }}));
+const tools = process.argv[3] === "flow-result" ? ["submit_review_result", "send_flow_message"] : ["get_pr_summary", "list_pr_files"];
+let buf = "";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+process.stdin.on("data", (c) => {{
+  buf += c; let i;
+  while ((i = buf.indexOf("\n")) >= 0) {{
+    const line = buf.slice(0, i).trim(); buf = buf.slice(i + 1);
+    let m; try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
+    if (m.id === undefined) continue;
+    if (m.method === "initialize") send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "r", version: "1" }} }} }});
+    else if (m.method === "tools/list") send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: tools.map((t) => ({{ name: t, description: t, inputSchema: {{ type: "object" }} }})) }} }});
+    else send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "no" }} }});
+  }}
+}});
+process.stdin.on("end", () => process.exit(0));
+"#
+    )
+}
+
+/// `cmd` in a private mount namespace with an overlay on `/etc` whose upper layer is
+/// `<dir>/u` (the machine's `/etc` is never written).
+pub fn in_overlay(dir: &Path, cmd: &Command) -> Command {
+    std::fs::create_dir_all(dir.join("u")).unwrap();
+    std::fs::create_dir_all(dir.join("w")).unwrap();
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
+             || exit 97; exec \"$@\"",
+        )
+        .arg(dir)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    wrapped
+}
+
+/// Whether [`in_overlay`] works here (root); otherwise `skip` is called with the reason (the
+/// test is then reported as skipped; a failure under `KCAP_REQUIRE_PEERS=1`).
+pub fn can_overlay_etc(skip: impl FnOnce(String)) -> bool {
+    let t = tempfile::tempdir().unwrap();
+    let ok = in_overlay(t.path(), &Command::new("true"))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
+            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
+        );
+        skip("cannot overlay /etc in a private mount namespace".into());
+    }
+    ok
+}
+
+/// The last of a terminal's output, as text (escape sequences left in, for the message).
+pub fn screen(output: &[u8]) -> String {
+    let text = String::from_utf8_lossy(output);
+    let chars: Vec<char> = text.chars().collect();
+    chars[chars.len().saturating_sub(3000)..].iter().collect()
+}

@@ -12,10 +12,11 @@
 //! ([`claude_plan`]): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
 //! `CLAUDE_CONFIG_DIR=<launch dir>/home/.claude`, where Claude Code keeps its global config
 //! (`.claude.json`), its user settings (`settings.json`) and its credentials
-//! (`.credentials.json`). Nothing needs to be written there: from an empty (even missing)
-//! directory, non-interactive Claude Code asks for no onboarding and no folder trust (a
-//! non-interactive session treats every folder as trusted), creates what it needs, and
-//! starts the `--mcp-config` servers. The argv adds `--setting-sources=` (no source: Claude
+//! (`.credentials.json`). The plan writes one file there, the first-run state
+//! ([`state`]: onboarding done, the API key approved, the worktree trusted, bypass-permissions
+//! accepted), and passes [`FLAG_SETTINGS`]: the argv is the interactive client, which would
+//! otherwise stop at its first-run screens (a non-interactive run needs neither). The argv
+//! adds `--setting-sources=` (no source: Claude
 //! Code then loads only the always-on `--settings` flag source and the managed policy), so
 //! neither the worktree's `.claude/settings.json` and `.claude/settings.local.json` (env,
 //! hooks, permissions, `apiKeyHelper`, MCP allow/deny lists) nor the project's `CLAUDE.md`,
@@ -72,9 +73,10 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 pub mod preflight;
+pub mod state;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::plan::{EnvVar, LaunchPlan};
+use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialFileSpec, CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
@@ -97,7 +99,14 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
-        tests: &["conformance", "conformance_claude", "isolation_claude"],
+        tests: &[
+            "conformance",
+            "conformance_claude",
+            "isolation_claude",
+            "conformance_claude_launch",
+            "launch_claude_dialogs",
+            "verify_clients",
+        ],
         versions: &["2.1.197", "2.1.328"],
     },
     #[cfg(feature = "cli")]
@@ -369,9 +378,17 @@ impl Serialize for ServerJson<'_> {
     }
 }
 
+/// The `--settings` flag's JSON: the bypass-permissions consent. Claude Code 2.1.328 shows
+/// its bypass-permissions confirmation unless `skipDangerousModePermissionPrompt` is set in
+/// the user, local, flag or policy settings (`zse()` in its bundle; the global config's
+/// `bypassPermissionsModeAccepted` is only migrated into the user settings, which
+/// `--setting-sources=` does not load); the flag's settings are always loaded (measured on
+/// 2.1.197 and 2.1.328).
+pub const FLAG_SETTINGS: &str = r#"{"skipDangerousModePermissionPrompt":true}"#;
+
 /// The Claude Code reviewer argv (after the `claude` binary):
 /// `--permission-mode bypassPermissions --strict-mcp-config --mcp-config <json>
-/// --disallowedTools Agent --setting-sources=`, then `--effort E` and `--model M` when set,
+/// --disallowedTools Agent --setting-sources= --settings `[`FLAG_SETTINGS`], then `--effort E` and `--model M` when set,
 /// then `-- <prompt>` when set. `--mcp-config` takes several values, so its JSON is always
 /// followed by an option, never by a positional argument. `--setting-sources=` (one
 /// argument, an empty list) loads no user, project or local settings; an empty argument
@@ -397,6 +414,8 @@ pub fn claude_reviewer_args(
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
+        "--settings",
+        FLAG_SETTINGS,
     ]
     .map(String::from)
     .into();
@@ -415,8 +434,10 @@ pub fn claude_reviewer_args(
 /// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
 /// argv, the worktree (if set) as the directory to start in, the per-launch root
 /// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`], the
-/// credentials of [`CREDENTIALS`], [`WORKTREE_CONFIG`] to remove from the worktree, the
-/// injected servers under their registry ids; no ACP session.
+/// credentials of [`CREDENTIALS`], the first-run state ([`state::STATE_FILE`], mode 0600:
+/// onboarding done, the API key approved, the worktree trusted, bypass-permissions
+/// accepted), [`WORKTREE_CONFIG`] to remove from the worktree, the injected servers under
+/// their registry ids; no ACP session.
 ///
 /// # Errors
 /// As [`claude_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
@@ -442,6 +463,11 @@ fn plan_of(
     ));
     plan.dirs
         .push(format!("{}/{CONFIG_DIR}", crate::clients::root::HOME_DIR));
+    plan.files.push(PlanFile {
+        path: state::STATE_FILE.to_owned(),
+        contents: state::state_json(ctx),
+        mode: 0o600,
+    });
     plan.servers = wire_servers(ctx, resolution);
     Ok(plan)
 }
