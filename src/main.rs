@@ -141,7 +141,7 @@ Example:
         subcommand,
         after_help = "\
 Example:
-  kcap-mcp-registry render claude --agent-id a1 --launch-dir /run/kcap/l1 --allowlist kcap-review --format shell"
+  kcap-mcp-registry render claude --agent-id a1 --launch-dir /run/kcap/l1 --allowlist kcap-review --server-url http://127.0.0.1:5100 --kcap-bin /usr/local/bin/kcap --format shell"
     )]
     Render(Box<render::RenderFor>),
     /// Generate files from the registry.

@@ -19,11 +19,14 @@ use crate::diagnostic::{self, Diagnostic, Location};
 /// `kcap-mcp-registry` CLI and the standalone registry checker (`checker/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// rustc style, on stderr ([`crate::diagnostic::render_all`], [`human`]).
+    /// rustc style, on stderr (`human`, `diagnostic::render_all`).
+    #[value(help = "rustc style, on stderr")]
     Human,
-    /// A JSON array on stdout ([`json`]).
+    /// A JSON array on stdout (`json`).
+    #[value(help = "A JSON array on stdout")]
     Json,
-    /// GitHub Actions workflow commands on stdout ([`github`]).
+    /// GitHub Actions workflow commands on stdout (`github`).
+    #[value(help = "GitHub Actions workflow commands on stdout")]
     Github,
 }
 

@@ -141,7 +141,8 @@ fn cursor_needs_the_opt_in_under_either_policy_and_then_warns() {
                 "error: cannot render the cursor launch: its isolation from the MCP servers the \
                  user or the reviewed repository configured is not verified, so one of them (a \
                  flow-starting one included) could start beside kcap's; opt in explicitly \
-                 (--allow-unverified-isolation)\n"
+                 (`PlanInputs::unverified_isolation = UnverifiedIsolation::Allow`; \
+                 --allow-unverified-isolation)\n"
             ),
             "{policy:?}"
         );
@@ -198,7 +199,7 @@ fn antigravity_without_a_capability_url_is_refused() {
             "",
             "error: cannot render the antigravity launch: it runs with a HOME of its own, so the \
              result channel needs brokered delivery; give the launch its capability URL \
-             (--result-capability-url URL)\n"
+             (`result_capability_url` in the launch command; --result-capability-url URL)\n"
         )
     );
 }

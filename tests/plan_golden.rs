@@ -455,7 +455,8 @@ fn only_cursor_is_unverified_and_strict_refuses_it_without_the_opt_in() {
         err.to_string(),
         "cannot render the cursor launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
-         included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
+         included) could start beside kcap's; opt in explicitly (`PlanInputs::unverified_isolation \
+         = UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
     );
     // Refused under the lenient policy too.
     let r = c.resolve(Policy::Lenient).unwrap();
@@ -491,7 +492,7 @@ fn antigravity_refuses_direct_delivery_unless_gated() {
         err.to_string(),
         "cannot render the antigravity launch: it runs with a HOME of its own, so the result \
          channel needs brokered delivery; give the launch its capability URL \
-         (--result-capability-url URL)"
+         (`result_capability_url` in the launch command; --result-capability-url URL)"
     );
     // A gated launch has no result channel to deliver through.
     let mut gated = c.clone();

@@ -232,7 +232,8 @@ fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f,
         "cannot render the {client} launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
-         included) could start beside kcap's; opt in explicitly (--allow-unverified-isolation)"
+         included) could start beside kcap's; opt in explicitly (`PlanInputs::unverified_isolation = \
+         UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
     )
 }
 
@@ -293,7 +294,7 @@ fn fmt_needs_brokered(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result
         f,
         "cannot render the {client} launch: it runs with a HOME of its own, so the result \
          channel needs brokered delivery; give the launch its capability URL \
-         (--result-capability-url URL)"
+         (`result_capability_url` in the launch command; --result-capability-url URL)"
     )
 }
 

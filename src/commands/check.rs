@@ -25,7 +25,7 @@ pub(crate) struct CheckArgs {
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     format: CheckFormat,
     /// A client's registration file (any client's: .mcp.json, config.toml,
-    /// settings.json, opencode.json, mcp-config.json, …) that must register exactly the
+    /// .gemini/settings.json, opencode.json, mcp-config.json, …) that must register exactly the
     /// registry's allowlistable servers (repeatable).
     #[arg(long, value_name = "FILE")]
     against: Vec<PathBuf>,
