@@ -103,6 +103,7 @@ impl AcpRun<'_> {
     /// client settle, stops it ([`AcpSession::stop`]: its process group, the launch
     /// directory) and returns what the recorders saw. Panics after `timing.timeout`.
     pub fn carry_out(&self) -> Seen {
+        let _slot = Slot::take();
         let started = Instant::now();
         let options = Options::default()
             .with_handshake_timeout(self.timing.timeout)
@@ -163,6 +164,43 @@ impl AcpRun<'_> {
             answer: w.answer,
             stderr,
         }
+    }
+}
+
+/// How many ACP clients a test binary runs at once: each parses tens of megabytes of
+/// JavaScript at start, and more at once on a small machine (`.ci/run` runs 8 test threads
+/// on 2 cores) only makes each slower, beyond its timeout.
+pub const CLIENTS_AT_ONCE: usize = 3;
+
+static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// A place among the [`CLIENTS_AT_ONCE`] running clients, held while one runs.
+struct Slot;
+
+impl Slot {
+    fn take() -> Slot {
+        let (count, freed) = &RUNNING;
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= CLIENTS_AT_ONCE {
+            n = freed
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+        freed.notify_one();
     }
 }
 

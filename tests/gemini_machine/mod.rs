@@ -260,7 +260,6 @@ impl Machine {
             client = etc_overlay(&self.path("bin"), "gemini-etc", &self.path("etc"), &client);
         }
         let offered = || self.first_tools_request().is_some();
-        let _slot = Slot::take();
         AcpRun {
             plan,
             launch_dir: &self.path("launch"),
@@ -346,36 +345,6 @@ impl Machine {
             .flat_map(|s| TOOLS.map(|t| gemini::qualified_tool_name(&s.wire_name, t)))
             .collect();
         assert_eq!(self.offered_mcp_tools(), expected, "the MCP tools offered");
-    }
-}
-
-/// How many Gemini CLI clients this file runs at once: each parses some 20 MB of JavaScript at
-/// start, and more at once on a small machine only makes each slower (beyond its 60 s).
-pub const CLIENTS_AT_ONCE: usize = 3;
-
-/// A place among the [`CLIENTS_AT_ONCE`] running clients, held while one runs.
-pub struct Slot;
-
-pub static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
-    (std::sync::Mutex::new(0), std::sync::Condvar::new());
-
-impl Slot {
-    pub fn take() -> Slot {
-        let (count, freed) = &RUNNING;
-        let mut n = count.lock().unwrap();
-        while *n >= CLIENTS_AT_ONCE {
-            n = freed.wait(n).unwrap();
-        }
-        *n += 1;
-        Slot
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let (count, freed) = &RUNNING;
-        *count.lock().unwrap() -= 1;
-        freed.notify_one();
     }
 }
 
