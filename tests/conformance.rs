@@ -108,6 +108,8 @@ struct Codex {
     codex_home: TempDir,
     cwd: TempDir,
     launch: TempDir,
+    /// The executor's wrapper script and what it wrote.
+    scratch: TempDir,
 }
 
 impl Codex {
@@ -118,6 +120,7 @@ impl Codex {
             codex_home: tempfile::tempdir().unwrap(),
             cwd: tempfile::tempdir().unwrap(),
             launch: tempfile::tempdir().unwrap(),
+            scratch: tempfile::tempdir().unwrap(),
         }
     }
 
@@ -146,15 +149,20 @@ impl Codex {
     }
 
     /// `codex <plan argv> <tail…>` as the daemon launches the reviewer: `ctx` (with this
-    /// setup's launch directory) rendered by [`codex_plan`], the plan carried out, Codex run
-    /// with exactly the plan's environment built from this setup's (the daemon's `HOME`,
-    /// `CODEX_HOME` and `PATH`), in the plan's cwd (else this setup's).
+    /// setup's launch directory) rendered by [`codex_plan`] and carried out by the library's
+    /// executor (`common::carry`), Codex run with exactly the plan's environment built from
+    /// this setup's (the daemon's `HOME`, `CODEX_HOME` and `PATH`), in the plan's cwd (this
+    /// setup's when `ctx` names no worktree).
     fn planned(&self, ctx: &LaunchContext, tail: &[&str]) -> Value {
         let mut ctx = ctx.clone();
         ctx.launch_dir = Some(self.launch.path().to_str().unwrap().into());
+        // A plan without a worktree still removes worktree paths, which the executor refuses
+        // without a cwd: the daemon's cwd stands in as the worktree.
+        if ctx.worktree.is_none() {
+            ctx.worktree = Some(self.cwd.path().to_str().unwrap().into());
+        }
         let plan = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap())
             .unwrap_or_else(|e| panic!("codex_plan: {e}"));
-        common::acp::prepare(&plan, self.launch.path());
         let daemon: BTreeMap<String, String> = [
             ("PATH", inherited_path()),
             ("HOME", self.home.path().into()),
@@ -163,14 +171,29 @@ impl Codex {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.into_string().unwrap()))
         .collect();
-        let argv = plan.argv.split(|a| a == "--").next().unwrap();
-        let mut cmd = Command::new(&self.bin);
-        cmd.env_clear()
-            .envs(common::acp::plan_env(daemon, &plan))
-            .current_dir(plan.cwd.as_deref().map_or(self.cwd.path(), Path::new))
-            .args(argv)
-            .args(tail);
-        json_of(cmd, tail)
+        // The executor carries the plan out; its client binary, a wrapper, runs Codex with
+        // the plan's argv up to the prompt and then `tail`.
+        let out = self.scratch.path().join("out.json");
+        let wrapper =
+            common::carry::subcommand(self.scratch.path(), "codex-sub", &self.bin, tail, &out);
+        let options = kcap_mcp_registry::launch::Options::default().with_die_with_parent(true);
+        let mut t =
+            common::carry::Terminal::start(&plan, self.launch.path(), &wrapper, &daemon, &options);
+        let status = t.wait_exit(Duration::from_secs(30));
+        t.stop();
+        let what = format!("codex … {}", tail.join(" "));
+        let stdout = std::fs::read(&out).unwrap_or_default();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "{what} failed ({status:?}):\n{}",
+            std::fs::read_to_string(self.scratch.path().join("out.json.err")).unwrap_or_default()
+        );
+        serde_json::from_slice(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "{what} printed no JSON ({e}):\n{}",
+                String::from_utf8_lossy(&stdout)
+            )
+        })
     }
 
     /// The effective server table of the planned reviewer: [`Codex::planned`] with

@@ -78,6 +78,8 @@ struct Setup {
     home: TempDir,
     cwd: TempDir,
     launch: TempDir,
+    /// The wrapper script and what it wrote.
+    scratch: TempDir,
 }
 
 impl Setup {
@@ -87,6 +89,7 @@ impl Setup {
             home: tempfile::tempdir().unwrap(),
             cwd: tempfile::tempdir().unwrap(),
             launch: tempfile::tempdir().unwrap(),
+            scratch: tempfile::tempdir().unwrap(),
         };
         std::fs::write(s.home.path().join("config.toml"), user_config).unwrap();
         std::fs::create_dir(s.cwd.path().join(".codex")).unwrap();
@@ -121,22 +124,72 @@ impl Setup {
     }
 
     /// `c` (with this setup's worktree and launch directory) rendered by [`codex_plan`] and
-    /// carried out, and Codex as the plan starts it: exactly the plan's environment, in its
-    /// cwd. Returns the command and the plan's `-c`/`--disable` pairs.
-    fn planned(&self, c: &LaunchContext) -> (Command, Vec<String>) {
+    /// carried out by the executor, with a wrapper as its client binary that runs Codex as
+    /// the plan starts it (exactly the plan's environment, in its cwd) but as `codex <the
+    /// plan's -c/--disable pairs> app-server`, and asks it `config/read` ([`config_read`]'s
+    /// messages). Returns the effective `config` object and the pairs.
+    fn planned(&self, c: &LaunchContext) -> (Value, Vec<String>) {
         let mut c = c.clone();
         c.worktree = Some(self.cwd.path().to_str().unwrap().into());
         c.launch_dir = Some(self.launch.path().to_str().unwrap().into());
         let plan = codex_plan(&c, &c.resolve(Policy::Lenient).unwrap())
             .unwrap_or_else(|e| panic!("render: {e}"));
-        common::acp::prepare(&plan, self.launch.path());
-        let mut cmd = Command::new(&self.bin);
-        cmd.env_clear()
-            .envs(common::acp::plan_env(self.daemon_env(), &plan))
-            .current_dir(plan.cwd.as_deref().unwrap());
-        (cmd, override_pairs(&plan.argv))
+        let out = self.scratch.path().join("answers.jsonl");
+        let messages: Vec<String> = MESSAGES
+            .iter()
+            .map(|m| common::carry::sh_quote(m))
+            .collect();
+        let wrapper = common::stand_in::sh_script(
+            self.scratch.path(),
+            "codex-config-read",
+            &format!(
+                "n=$#; i=0; prev=\nwhile [ $i -lt $n ]; do\n  a=$1; shift; i=$((i+1))\n  \
+                 if [ \"$prev\" = -c ] || [ \"$prev\" = --disable ]; then set -- \"$@\" \"$prev\" \"$a\"; fi\n  \
+                 prev=$a\ndone\n\
+                 {{ printf '%s\\n' {}; exec /usr/bin/sleep 120; }} | exec {} \"$@\" app-server >{} 2>/dev/null",
+                messages.join(" "),
+                common::carry::sh_quote(self.bin.to_str().unwrap()),
+                common::carry::sh_quote(out.to_str().unwrap()),
+            ),
+        );
+        let mut t = common::carry::Terminal::start(
+            &plan,
+            self.launch.path(),
+            &wrapper,
+            &self.daemon_env(),
+            &kcap_mcp_registry::launch::Options::default().with_die_with_parent(true),
+        );
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let answer = loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(v) = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|v| v["id"] == 2)
+            {
+                break v;
+            }
+            assert!(
+                std::time::Instant::now() < deadline && t.exited.is_none(),
+                "codex app-server gave no config/read answer: {text}"
+            );
+            t.read(Duration::from_millis(100));
+        };
+        t.stop();
+        assert!(answer.get("error").is_none(), "config/read: {answer}");
+        (
+            answer["result"]["config"].clone(),
+            override_pairs(&plan.argv),
+        )
     }
 }
+
+/// What [`config_read`] sends `codex app-server`: `initialize`, `initialized`, `config/read`.
+const MESSAGES: [&str; 3] = [
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}"#,
+    r#"{"jsonrpc":"2.0","method":"initialized"}"#,
+    r#"{"jsonrpc":"2.0","id":2,"method":"config/read","params":{"includeLayers":false}}"#,
+];
 
 /// `config/read` of `codex <extra…> app-server` (`initialize`, `initialized`, then
 /// `config/read`): the effective `config` object. Bounded by [`TIMEOUT`]; the process group
@@ -150,11 +203,7 @@ fn config_read(mut cmd: Command, extra: &[String]) -> Value {
         .process_group(0);
     let mut child = cmd.spawn().expect("start codex app-server");
     let mut stdin = child.stdin.take().unwrap();
-    for m in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"config/read","params":{"includeLayers":false}}"#,
-    ] {
+    for m in MESSAGES {
         writeln!(stdin, "{m}").unwrap();
     }
     let stdout = child.stdout.take().unwrap();
@@ -315,8 +364,7 @@ fn ctx(allowlist: &[&str]) -> LaunchContext {
 /// planned reviewer would, and checks the servers (exactly ours, each exactly as rendered)
 /// and the features.
 fn assert_isolated(setup: &Setup, c: &LaunchContext) {
-    let (cmd, pairs) = setup.planned(c);
-    let config = config_read(cmd, &pairs);
+    let (config, pairs) = setup.planned(c);
     let mut rendered: Vec<&str> = std::iter::once("kcap-flow-result")
         .chain(c.resolve(Policy::Lenient).unwrap().servers().map(|s| s.id))
         .collect();

@@ -27,7 +27,7 @@ mod world;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use common::acp::plan_env;
+use common::records::plan_env;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::codex::{MANAGED_FILES, codex_plan, keep_api_key};
 use kcap_mcp_registry::clients::plan::EnvVar;

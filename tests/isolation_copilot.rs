@@ -220,7 +220,11 @@ fn copilot_refuses_administrator_files() {
         ..How::plan()
     };
     let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
-    let seen: BTreeSet<_> = out.records.iter().map(common::acp::Record::known).collect();
+    let seen: BTreeSet<_> = out
+        .records
+        .iter()
+        .map(common::records::Record::known)
+        .collect();
     assert_eq!(seen, review, "the managed file vetoed our result channel");
 
     let files = Client::Copilot.managed_files();
@@ -284,8 +288,11 @@ fn copilot_reads_no_configuration_added_after_the_render() {
     let plan = setup.plan(&setup.context(&cache));
     setup.hostile_user();
     let late = || {
-        setup.write("trusted/wt/.mcp.json", setup.servers("late-project"));
-        setup.write("home/.copilot/mcp-config.json", setup.servers("late-user"));
+        setup.write("late/trusted/wt/.mcp.json", setup.servers("late-project"));
+        setup.write(
+            "late/home/.copilot/mcp-config.json",
+            setup.servers("late-user"),
+        );
     };
     let how = How {
         late: Some(&late),

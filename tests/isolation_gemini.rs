@@ -31,7 +31,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use common::acp::{Known, Record};
+use common::records::{Known, Record};
 use gemini_machine::{Machine, TOOLS, client, injected};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::gemini::{self, gemini_plan};

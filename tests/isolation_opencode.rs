@@ -280,9 +280,8 @@ fn administrator_files_reach_the_client_which_is_why_they_are_refused() {
     write(&lab.path("etc-opencode/opencode.json"), &admin);
     let plan = lab.plan(&lab.context());
     let daemon = lab.daemon_env(&[]);
-    let run = lab.carry_out_with(&bin, &plan, &daemon, Some("review"), |cmd| {
-        lab::overlay_etc(&lab.path("overlay"), &lab.path("etc-opencode"), cmd)
-    });
+    let client = lab.etc_client(&lab.path("overlay"), &lab.path("etc-opencode"), &bin);
+    let run = lab.carry_out_with(&client, &plan, &daemon, Some("review"));
     assert!(
         run.records
             .iter()

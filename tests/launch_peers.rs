@@ -20,8 +20,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use common::acp::{Known, read_records, recorder_source};
 use common::peers::peer;
+use common::records::{Known, read_records, recorder_source};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::clients::gemini::gemini_plan;
@@ -115,7 +115,7 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
         let listed: BTreeSet<Known> = read_records(&path("records"))
             .iter()
             .filter(|r| r.listed_tools)
-            .map(common::acp::Record::known)
+            .map(common::records::Record::known)
             .collect();
         if wanted.is_subset(&listed) {
             break;
@@ -133,7 +133,7 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
 
     let started: BTreeSet<Known> = read_records(&path("records"))
         .iter()
-        .map(common::acp::Record::known)
+        .map(common::records::Record::known)
         .collect();
     assert_eq!(started, wanted, "exactly the injected servers started");
     assert!(!path("launch").exists(), "the launch directory is removed");

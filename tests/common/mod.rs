@@ -1,13 +1,16 @@
 //! Helpers shared by the tests (`mod common;`): run the `kcap-mcp-registry` binary and
 //! capture its exit code, stdout and stderr exactly (with the `cli` feature); write an
-//! executable stand-in ([`stand_in`]); run the real clients ([`peers`]), over ACP with
-//! recorders as their MCP servers ([`acp`]). `README.md` here says how to write a test file
+//! executable stand-in ([`stand_in`]); run the real clients ([`peers`]), with recorders as
+//! their MCP servers ([`records`]), a plan carried out by the library's executor
+//! ([`carry`]). `README.md` here says how to write a test file
 //! that runs a real client.
 #![allow(dead_code)]
 
-pub mod acp;
+#[cfg(feature = "launch")]
+pub mod carry;
 pub mod model_api;
 pub mod peers;
+pub mod records;
 pub mod stand_in;
 #[cfg(feature = "cli")]
 pub mod verify;

@@ -9,9 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common;
-use crate::common::acp::{Known, Record, Script, Timing, drive_with, plan_env, prepare};
+use crate::common::carry::{AcpRun, Timing, Until, delay_second_line, etc_overlay};
 use crate::common::model_api::{ModelApi, Request};
 use crate::common::peers::{inherited_path, peer};
+use crate::common::records::{Known, Record, plan_env};
 use crate::common::stand_in::write_executable;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::gemini::{self, MANAGED_FILES, gemini_plan};
@@ -72,7 +73,7 @@ impl Machine {
         for d in ["home", "repos/wt", "launch", "records", "marks", "bin"] {
             std::fs::create_dir_all(m.path(d)).unwrap();
         }
-        let recorder = common::acp::recorder_source_with_tools(&m.path("records"), &TOOLS);
+        let recorder = common::records::recorder_source_with_tools(&m.path("records"), &TOOLS);
         write_executable(&m.path("bin/kcap"), recorder);
         m
     }
@@ -249,41 +250,28 @@ impl Machine {
         let cwd = plan.cwd.as_deref().unwrap();
         managed_preflight(Client::Gemini, &MANAGED_FILES, Path::new("/")).unwrap();
         gemini::env_file_preflight(Path::new(cwd)).unwrap();
-        prepare(plan, &self.path("launch"));
-        let mut cmd = if etc {
-            for d in ["etc/u", "etc/w"] {
-                std::fs::create_dir_all(self.path(d)).unwrap();
-            }
-            let mut c = Command::new("unshare");
-            c.args(["-m", "--propagation", "private", "sh", "-c"])
-                .arg(
-                    "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" \
-                     /etc || exit 97; exec \"$@\"",
-                )
-                .arg(self.path("etc"))
-                .arg(bin);
-            c
-        } else {
-            Command::new(bin)
-        };
-        cmd.env_clear()
-            .envs(plan_env(daemon_env.clone(), plan))
-            .args(&plan.argv)
-            .current_dir(cwd);
+        // The executor's client binary: Gemini CLI, or a wrapper that holds `session/new`
+        // back, or one that runs it under the `/etc` overlay.
+        let mut client = bin.to_path_buf();
+        if !delay.is_zero() {
+            client = delay_second_line(&self.path("bin"), "gemini-delayed", delay, &client);
+        }
+        if etc {
+            client = etc_overlay(&self.path("bin"), "gemini-etc", &self.path("etc"), &client);
+        }
         let offered = || self.first_tools_request().is_some();
-        let _slot = Slot::take();
-        drive_with(
-            cmd,
-            "gemini",
-            serde_json::to_value(plan.session_new.as_ref().unwrap()).unwrap(),
-            &injected(plan),
-            &self.path("records"),
-            TIMING,
-            Script {
-                delay_session: delay,
-                prompt: Some(("Review the change.", &offered)),
-            },
-        )
+        AcpRun {
+            plan,
+            launch_dir: &self.path("launch"),
+            client_bin: &client,
+            daemon_env,
+            records: &self.path("records"),
+            wanted: &injected(plan),
+            timing: TIMING,
+            prompt: Some(("Review the change.", Until::Holds(&offered))),
+        }
+        .carry_out()
+        .records
     }
 
     /// The body of the first model request that offers tools.
@@ -357,36 +345,6 @@ impl Machine {
             .flat_map(|s| TOOLS.map(|t| gemini::qualified_tool_name(&s.wire_name, t)))
             .collect();
         assert_eq!(self.offered_mcp_tools(), expected, "the MCP tools offered");
-    }
-}
-
-/// How many Gemini CLI clients this file runs at once: each parses some 20 MB of JavaScript at
-/// start, and more at once on a small machine only makes each slower (beyond its 60 s).
-pub const CLIENTS_AT_ONCE: usize = 3;
-
-/// A place among the [`CLIENTS_AT_ONCE`] running clients, held while one runs.
-pub struct Slot;
-
-pub static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
-    (std::sync::Mutex::new(0), std::sync::Condvar::new());
-
-impl Slot {
-    pub fn take() -> Slot {
-        let (count, freed) = &RUNNING;
-        let mut n = count.lock().unwrap();
-        while *n >= CLIENTS_AT_ONCE {
-            n = freed.wait(n).unwrap();
-        }
-        *n += 1;
-        Slot
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let (count, freed) = &RUNNING;
-        *count.lock().unwrap() -= 1;
-        freed.notify_one();
     }
 }
 

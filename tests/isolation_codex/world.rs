@@ -3,20 +3,21 @@
 //! launch carried out as the plan says, and what it produced.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
-use crate::common::acp::{Record, plan_env, read_records};
+use crate::common::carry::{self, Terminal};
 use crate::common::model_api::ModelApi;
 use crate::common::peers::{peer, skip};
+use crate::common::records::{Record, read_records};
 use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::CredentialFile;
+use kcap_mcp_registry::launch::Options;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -35,7 +36,7 @@ pub const SERVER_ENV_WHITELIST: [&str; 12] = [
 ];
 
 /// A recorder MCP server (node, `tests/fixtures/isolation/codex-recorder.js`) logging to
-/// `records`: argv, environment and cwd as `common::acp::read_records` reads them;
+/// `records`: argv, environment and cwd as `common::records::read_records` reads them;
 /// `initialize` answered after 300 ms (so a startup timeout under that would drop it);
 /// `tools/list` with the result channel's two tools for `flow-result`, one for others.
 pub fn recorder_source(records: &Path) -> String {
@@ -75,13 +76,9 @@ pub struct Seen {
 
 impl World {
     /// The hostile world: user home, worktree and daemon environment, no `/etc` additions.
-    /// `None` (test skipped) without `KCAP_CODEX_BIN` or `script`.
+    /// `None` (test skipped) without `KCAP_CODEX_BIN`.
     pub fn new() -> Option<World> {
         let bin = peer("KCAP_CODEX_BIN")?;
-        if !has("script") {
-            skip("util-linux `script` is missing: the Codex TUI needs a terminal".into());
-            return None;
-        }
         let root = tempfile::tempdir().unwrap();
         let w = World {
             bin,
@@ -261,51 +258,59 @@ impl World {
         codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
     }
 
-    /// Carries out `plan` as the daemon does before a launch: its dirs and files under the
-    /// launch directory, its worktree paths removed. Returns the plan's cwd.
-    pub fn prepare(&self, plan: &LaunchPlan) -> PathBuf {
-        let launch = self.path("launch");
-        for d in &plan.dirs {
-            std::fs::create_dir_all(launch.join(d)).unwrap();
+    /// The executor's client binary: Codex, or a wrapper that runs it in a private mount
+    /// namespace whose `/etc` has `<root>/etc-add` laid over it (when `etc`).
+    fn client(&self) -> PathBuf {
+        if self.etc {
+            carry::etc_layer(
+                &self.path(""),
+                "codex-etc",
+                &self.path("etc-add"),
+                &self.bin,
+            )
+        } else {
+            self.bin.clone()
         }
-        for f in &plan.files {
-            let path = launch.join(&f.path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &f.contents).unwrap();
-            common::stand_in::set_file_mode(&path, f.mode);
-        }
-        let cwd = PathBuf::from(plan.cwd.as_deref().unwrap());
-        for rel in &plan.worktree_remove {
-            let p = cwd.join(rel);
-            if p.is_dir() {
-                std::fs::remove_dir_all(&p).unwrap();
-            } else if p.exists() {
-                std::fs::remove_file(&p).unwrap();
-            }
-        }
-        cwd
+    }
+
+    /// The executor's options: the terminal 48 rows by 160 columns.
+    fn options() -> Options {
+        let mut options = Options::default()
+            .with_handshake_timeout(LAUNCH_TIMEOUT)
+            .with_die_with_parent(true);
+        options.terminal_size = (48, 160);
+        options
     }
 
     /// Codex's own listing of the MCP servers the reviewer would start: `plan` carried out
-    /// ([`World::prepare`]), then `codex <plan argv up to the prompt> mcp list --json` with
-    /// exactly the plan's environment, in its cwd (under the `/etc` overlay when `etc`).
-    /// Each server's name and whether it is enabled, as Codex sorts them.
+    /// by the executor with a wrapper as its client binary that runs `codex <plan argv up to
+    /// the prompt> mcp list --json` (exactly the plan's environment, in its cwd, under the
+    /// `/etc` overlay when `etc`). Each server's name and whether it is enabled, as Codex
+    /// sorts them.
     pub fn listing(&self, plan: &LaunchPlan) -> Vec<(String, bool)> {
-        let cwd = self.prepare(plan);
-        let argv = plan.argv.split(|a| a == "--").next().unwrap();
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(argv).args(["mcp", "list", "--json"]);
-        let mut cmd = if self.etc {
-            self.in_etc_namespace(cmd)
-        } else {
-            cmd
-        };
-        cmd.env_clear()
-            .envs(plan_env(self.daemon_env.clone(), plan))
-            .current_dir(&cwd);
-        let out = common::peers::run(cmd, "codex … mcp list --json");
-        assert!(out.status.success(), "codex mcp list: {}", out.stderr);
-        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let out = self.path("list.json");
+        let wrapper = carry::subcommand(
+            &self.path(""),
+            "codex-mcp-list",
+            &self.client(),
+            &["mcp", "list", "--json"],
+            &out,
+        );
+        let mut t = Terminal::start(
+            plan,
+            &self.path("launch"),
+            &wrapper,
+            &self.daemon_env,
+            &Self::options(),
+        );
+        let status = t.wait_exit(LAUNCH_TIMEOUT);
+        t.stop();
+        let stderr = std::fs::read_to_string(self.path("list.json.err")).unwrap_or_default();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "codex mcp list: {status:?}: {stderr}"
+        );
+        let list: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         list.as_array()
             .unwrap()
             .iter()
@@ -313,33 +318,16 @@ impl World {
             .collect()
     }
 
-    /// Carries out `plan` ([`World::prepare`]) and starts the client in a terminal, in its
-    /// own process group, with exactly the plan's environment.
-    pub fn start(&self, plan: &LaunchPlan) -> std::process::Child {
-        let cwd = self.prepare(plan);
-        let mut line = String::from("stty cols 160 rows 48 2>/dev/null; exec");
-        for word in
-            std::iter::once(self.bin.to_str().unwrap()).chain(plan.argv.iter().map(String::as_str))
-        {
-            line.push(' ');
-            line.push_str(&sh_quote(word));
-        }
-        let mut cmd = Command::new("script");
-        cmd.args(["-qfec", &line, "/dev/null"]);
-        let cmd = if self.etc {
-            self.in_etc_namespace(cmd)
-        } else {
-            cmd
-        };
-        let mut cmd = cmd;
-        cmd.env_clear()
-            .envs(plan_env(self.daemon_env.clone(), plan))
-            .current_dir(&cwd)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(self.path("tty.log")).unwrap())
-            .stderr(Stdio::null())
-            .process_group(0);
-        cmd.spawn().expect("start script")
+    /// Carries out `plan` with the executor: Codex in a terminal of its own, in its own
+    /// process group, with exactly the plan's environment.
+    pub fn start(&self, plan: &LaunchPlan) -> Terminal {
+        Terminal::start(
+            plan,
+            &self.path("launch"),
+            &self.client(),
+            &self.daemon_env,
+            &Self::options(),
+        )
     }
 
     /// `cmd` in a private mount namespace whose `/etc` has `<root>/etc-add` laid over it.
@@ -357,7 +345,7 @@ impl World {
     /// Launches the plan and waits until the model was offered tools and `servers`
     /// recorders (by argv tail) listed theirs, lets it settle a second, stops the client.
     pub fn launch_plan(&self, plan: LaunchPlan, servers: &[&str]) -> Seen {
-        let mut child = self.start(&plan);
+        let mut t = self.start(&plan);
         let started = Instant::now();
         let request = loop {
             let listed: BTreeSet<String> = read_records(&self.path("rec"))
@@ -378,8 +366,9 @@ impl World {
             if let Some(body) = offered.filter(|_| servers.iter().all(|s| listed.contains(*s))) {
                 break body;
             }
-            if started.elapsed() > LAUNCH_TIMEOUT || child.try_wait().unwrap().is_some() {
-                stop(&mut child);
+            if started.elapsed() > LAUNCH_TIMEOUT || t.exited.is_some() {
+                let terminal = String::from_utf8_lossy(&t.output).into_owned();
+                t.stop();
                 panic!(
                     "the Codex TUI offered no tools within {} s (or exited); servers listed: \
                      {listed:?}; requests: {:?}; terminal:\n{}",
@@ -394,15 +383,16 @@ impl World {
                             r.body.chars().take(120).collect::<String>()
                         ))
                         .collect::<Vec<_>>(),
-                    String::from_utf8_lossy(
-                        &std::fs::read(self.path("tty.log")).unwrap_or_default()
-                    )
+                    terminal
                 );
             }
-            std::thread::sleep(Duration::from_millis(200));
+            t.read(Duration::from_millis(200));
         };
-        std::thread::sleep(Duration::from_secs(1));
-        stop(&mut child);
+        let settle = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < settle {
+            t.read(Duration::from_millis(100));
+        }
+        t.stop();
         let mut marks: Vec<String> = std::fs::read_dir(self.path("marks"))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -422,23 +412,6 @@ impl World {
     }
 }
 
-/// SIGKILL to the child's process group, then reap it.
-pub fn stop(child: &mut std::process::Child) {
-    let _ = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-        .stderr(Stdio::null())
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-pub fn has(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program} >/dev/null")])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 pub fn git_init(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let ok = Command::new("git")
@@ -448,10 +421,6 @@ pub fn git_init(dir: &Path) {
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok, "git init {}", dir.display());
-}
-
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The MCP namespaces the model was offered, with their tools: `{"mcp__kcap_flow_result":

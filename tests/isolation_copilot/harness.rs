@@ -337,7 +337,7 @@ impl From<String> for Contents {
 }
 
 /// A recorder MCP server (node): logs argv, env and cwd to `<records>/<pid>.json` (the form
-/// `common::acp::read_records` reads), answers `initialize`, `tools/list` (offering `tools`,
+/// `common::records::read_records` reads), answers `initialize`, `tools/list` (offering `tools`,
 /// marking `<pid>.tools`) and `tools/call` (marking `<pid>.call`), `-32601` otherwise.
 fn recorder_source(records: &Path, tools: &BTreeSet<&str>) -> String {
     let records = serde_json::to_string(records.to_str().unwrap()).unwrap();

@@ -2,17 +2,14 @@
 //! and the verdict (`tests/isolation_copilot.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
-use crate::common::acp::{Known, Record, read_records};
+use crate::common::carry::{self, AcpRun, Timing, Until};
+use crate::common::records::{Known, Record};
 use crate::harness::{COPILOT_OWN, MARKER, SETTLE, Setup, TIMEOUT};
 use kcap_mcp_registry::clients::plan::LaunchPlan;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The servers `plan` injects, as the records would show them (argv with the command
 /// first, `KCAP_*` env), from its `--additional-mcp-config` JSON.
@@ -34,20 +31,6 @@ pub fn injected(plan: &LaunchPlan) -> BTreeSet<Known> {
             (argv, serde_json::from_value(s["env"].clone()).unwrap())
         })
         .collect()
-}
-
-/// The client's environment as the plan builds it: the daemon's values of `env_inherit`,
-/// plus `env`, and nothing else.
-pub fn built_env(daemon: &BTreeMap<String, String>, plan: &LaunchPlan) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = daemon
-        .iter()
-        .filter(|(name, _)| plan.env_inherit.contains(name))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for var in &plan.env {
-        env.insert(var.name.clone(), var.value.clone());
-    }
-    env
 }
 
 /// What a launch showed.
@@ -79,7 +62,9 @@ pub struct How<'a> {
     pub overlay: Option<&'a Path>,
     /// The servers to wait for (default: every injected one).
     pub expect: Option<BTreeSet<Known>>,
-    /// Called after the worktree is cleaned, just before the client starts.
+    /// Stages files under `late/` in the test directory; they are copied over the test
+    /// directory after the executor cleaned the worktree, just before the client starts (a
+    /// wrapper script as the executor's client binary).
     pub late: Option<&'a dyn Fn()>,
 }
 
@@ -113,8 +98,8 @@ pub fn overlay_etc(dir: &Path, bin: &Path) -> Command {
     cmd
 }
 
-/// Carries `plan` out as a daemon would, under `daemon` (its environment), as `how` says;
-/// drives Copilot through `initialize`, `session/new` and a prompt; returns what the
+/// Carries `plan` out with the executor, under `daemon` (its environment), as `how` says:
+/// Copilot through `initialize`, `session/new` and a prompt answered; returns what the
 /// recorders and the model saw.
 pub fn carry_out(
     setup: &Setup,
@@ -123,72 +108,43 @@ pub fn carry_out(
     daemon: &BTreeMap<String, String>,
     how: &How<'_>,
 ) -> Outcome {
-    let launch = setup.path("launch");
-    for dir in &plan.dirs {
-        std::fs::create_dir_all(launch.join(dir)).unwrap();
+    let mut plan = plan.clone();
+    if how.worktree == Worktree::AsIs {
+        plan.worktree_remove.clear();
     }
-    for file in &plan.files {
-        let path = launch.join(&file.path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, &file.contents).unwrap();
-    }
-    let cwd = PathBuf::from(plan.cwd.as_deref().unwrap());
-    if how.worktree == Worktree::Cleaned {
-        for rel in &plan.worktree_remove {
-            let path = cwd.join(rel);
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).unwrap();
-            } else if path.symlink_metadata().is_ok() {
-                std::fs::remove_file(&path).unwrap();
-            }
-        }
-    }
+    let mut client = bin.to_path_buf();
     if let Some(late) = how.late {
         late();
+        let step = format!(
+            "/usr/bin/cp -R {} {}",
+            carry::sh_quote(setup.path("late/.").to_str().unwrap()),
+            carry::sh_quote(setup.path("").to_str().unwrap())
+        );
+        client = carry::before_start(&setup.path("bin"), "copilot-late", &step, &client);
     }
-    let mut cmd = match how.overlay {
-        None => Command::new(bin),
-        Some(dir) => overlay_etc(dir, bin),
-    };
-    cmd.env_clear()
-        .envs(built_env(daemon, plan))
-        .args(&plan.argv)
-        .current_dir(&cwd);
-    let wanted = how.expect.clone().unwrap_or_else(|| injected(plan));
+    if let Some(dir) = how.overlay {
+        client = carry::etc_overlay(&setup.path("bin"), "copilot-etc", dir, &client);
+    }
     let records = setup.path("records");
-    let mut client = Acp::start(cmd);
-    let init = client.request(
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": {}}),
-    );
-    assert_eq!(init["result"]["protocolVersion"], 1, "initialize: {init}");
-    let session = serde_json::to_value(plan.session_new.as_ref().unwrap()).unwrap();
-    let new = client.request("session/new", session);
-    let Some(id) = new["result"]["sessionId"].as_str().map(str::to_owned) else {
-        let stderr = client.stop();
-        panic!("session/new answered {new}; stderr:\n{stderr}");
-    };
-    client.wait("every awaited server to list its tools", &records, || {
-        let listed: BTreeSet<Known> = read_records(&records)
-            .iter()
-            .filter(|r| r.listed_tools)
-            .map(Record::known)
-            .collect();
-        wanted.is_subset(&listed)
-    });
-    let prompt =
-        json!({"sessionId": id, "prompt": [{"type": "text", "text": "Review the change."}]});
-    client.request("session/prompt", prompt);
-    client.wait("the model API to be asked", &records, || {
-        !setup.model.bodies().is_empty()
-    });
-    std::thread::sleep(SETTLE);
-    let stderr = client.stop();
+    let seen = AcpRun {
+        plan: &plan,
+        launch_dir: &setup.path("launch"),
+        client_bin: &client,
+        daemon_env: daemon,
+        records: &records,
+        wanted: &how.expect.clone().unwrap_or_else(|| injected(&plan)),
+        timing: Timing {
+            timeout: TIMEOUT,
+            settle: SETTLE,
+        },
+        prompt: Some(("Review the change.", Until::Answered)),
+    }
+    .carry_out();
     Outcome {
-        records: read_records(&setup.path("records")),
+        records: seen.records,
         model: setup.model.bodies(),
         calls: calls(&records),
-        stderr,
+        stderr: seen.stderr,
     }
 }
 
@@ -289,128 +245,4 @@ pub fn assert_isolated(setup: &Setup, plan: &LaunchPlan, outcome: &Outcome) {
         )],
         "the result tool call"
     );
-}
-
-/// A client process driven over ACP in its own process group.
-struct Acp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    stderr: mpsc::Receiver<Vec<u8>>,
-    started: Instant,
-    next: u64,
-}
-
-impl Acp {
-    fn start(mut cmd: Command) -> Acp {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = cmd.spawn().expect("start copilot");
-        let stdout = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (etx, stderr) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut err, &mut buf);
-            let _ = etx.send(buf);
-        });
-        Acp {
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            stderr,
-            started: Instant::now(),
-            next: 1,
-        }
-    }
-
-    fn send(&mut self, msg: &Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        let _ = writeln!(stdin, "{msg}");
-        let _ = stdin.flush();
-    }
-
-    /// Sends a request and returns the whole response; answers the client's own requests
-    /// (a permission request is cancelled: nobody approves anything) meanwhile.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let left = TIMEOUT.saturating_sub(self.started.elapsed());
-            let Ok(line) = self.lines.recv_timeout(left) else {
-                let stderr = self.stop();
-                panic!("copilot: no answer to {method} in time; stderr:\n{stderr}");
-            };
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if v["id"] == json!(id) && v.get("method").is_none() {
-                return v;
-            }
-            if let (Some(_), Some(m)) = (v.get("id"), v["method"].as_str()) {
-                let answer = if m == "session/request_permission" {
-                    json!({"jsonrpc": "2.0", "id": v["id"], "result": {"outcome": {"outcome": "cancelled"}}})
-                } else {
-                    json!({"jsonrpc": "2.0", "id": v["id"], "error": {"code": -32601, "message": "no"}})
-                };
-                self.send(&answer);
-            }
-        }
-    }
-
-    /// Waits until `done`, failing after [`TIMEOUT`] from the start (with the records in
-    /// `records`).
-    fn wait(&mut self, what: &str, records: &Path, done: impl Fn() -> bool) {
-        while !done() {
-            if self.started.elapsed() > TIMEOUT {
-                let stderr = self.stop();
-                panic!(
-                    "copilot: timed out waiting for {what}; records {:?}; stderr:\n{stderr}",
-                    read_records(records)
-                );
-            }
-            while self.lines.try_recv().is_ok() {}
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Closes stdin, gives the client a moment to end its session (its end-of-session hooks
-    /// would run then), kills its process group, returns its stderr.
-    fn stop(&mut self) -> String {
-        drop(self.stdin.take());
-        let until = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{}", self.child.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let stderr = self
-            .stderr
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_default();
-        String::from_utf8_lossy(&stderr).into_owned()
-    }
-}
-
-impl Drop for Acp {
-    fn drop(&mut self) {
-        if self.stdin.is_some() {
-            self.stop();
-        }
-    }
 }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::common::acp::{Known, Record, Timing, drive, drive_prompt, plan_env};
+use crate::common::carry::{self, AcpRun, Timing, Until};
 use crate::common::peers::inherited_path;
-use crate::common::stand_in::{set_file_mode, write_executable};
+use crate::common::records::{Known, Record, plan_env};
+use crate::common::stand_in::write_executable;
 use crate::http::{Http, Req};
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
@@ -206,7 +207,8 @@ impl Lab {
         opencode_plan(ctx, &resolution).unwrap()
     }
 
-    /// Carries `plan` out under `daemon` and, with a prompt, runs one model turn.
+    /// Carries `plan` out under `daemon` with the executor and, with a prompt, runs one
+    /// model turn.
     pub fn carry_out(
         &self,
         bin: &Path,
@@ -214,64 +216,43 @@ impl Lab {
         daemon: &BTreeMap<String, String>,
         prompt: Option<&str>,
     ) -> Run {
-        self.carry_out_with(bin, plan, daemon, prompt, |cmd| cmd)
+        self.carry_out_with(bin, plan, daemon, prompt)
     }
 
-    /// [`Lab::carry_out`] with the client's command wrapped by `wrap` (a mount namespace).
+    /// [`Lab::carry_out`] with `client` as the executor's client binary (OpenCode, or a
+    /// wrapper that runs it: [`Lab::etc_client`]).
     pub fn carry_out_with(
         &self,
-        bin: &Path,
+        client: &Path,
         plan: &LaunchPlan,
         daemon: &BTreeMap<String, String>,
         prompt: Option<&str>,
-        wrap: impl FnOnce(Command) -> Command,
     ) -> Run {
-        let launch = self.path("launch");
-        for dir in &plan.dirs {
-            std::fs::create_dir_all(launch.join(dir)).unwrap();
+        let seen = AcpRun {
+            plan,
+            launch_dir: &self.path("launch"),
+            client_bin: client,
+            daemon_env: daemon,
+            records: &self.path("records"),
+            wanted: &session_servers(plan),
+            timing: TIMING,
+            prompt: prompt.map(|p| (p, Until::Answered)),
         }
-        for file in &plan.files {
-            assert!(!file.path.starts_with('/') && !file.path.split('/').any(|c| c == ".."));
-            let path = launch.join(&file.path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &file.contents).unwrap();
-            set_file_mode(&path, file.mode);
-        }
-        let cwd = PathBuf::from(plan.cwd.as_deref().expect("the worktree"));
-        for rel in &plan.worktree_remove {
-            let path = cwd.join(rel);
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).unwrap();
-            } else if path.exists() {
-                std::fs::remove_file(&path).unwrap();
-            }
-        }
-        let mut client = Command::new(bin);
-        client.args(&plan.argv);
-        let mut cmd = wrap(client);
-        cmd.env_clear()
-            .envs(plan_env(daemon.clone(), plan))
-            .current_dir(&cwd);
-        let session = plan.session_new.as_ref().expect("an ACP plan");
-        let params = serde_json::to_value(session).unwrap();
-        let wanted = session_servers(plan);
-        let records = self.path("records");
-        let (records, answer) = match prompt {
-            Some(prompt) => {
-                drive_prompt(cmd, "opencode", params, &wanted, &records, TIMING, prompt)
-            }
-            None => (
-                drive(cmd, "opencode", params, &wanted, &records, TIMING),
-                Value::Null,
-            ),
-        };
+        .carry_out();
         Run {
-            records,
-            answer,
+            records: seen.records,
+            answer: seen.answer,
             recorder: self.recorder(),
             calls: self.path("records"),
             model: self.model.requests(),
         }
+    }
+
+    /// A wrapper that runs `bin` in a private mount namespace where `/etc/opencode` holds the
+    /// files of `managed` (an overlay on `/etc` with `<dir>/u` as its upper layer).
+    pub fn etc_client(&self, dir: &Path, managed: &Path, bin: &Path) -> PathBuf {
+        copy_managed(dir, managed);
+        carry::etc_overlay(&self.path("bin"), "opencode-etc", dir, bin)
     }
 
     /// The tools of the first model request that offers any.
@@ -315,7 +296,8 @@ impl Lab {
 /// What one launch showed.
 pub struct Run {
     pub records: Vec<Record>,
-    pub answer: Value,
+    /// The prompt's `stopReason` (or the error it was answered with).
+    pub answer: Option<String>,
     recorder: String,
     calls: PathBuf,
     model: Vec<Req>,
@@ -364,7 +346,11 @@ impl Run {
 
     /// The model's call of the result tool reached the result channel and succeeded.
     pub fn assert_result_tool_called(&self) {
-        assert_eq!(self.answer["stopReason"], "end_turn", "{}", self.answer);
+        assert_eq!(
+            self.answer.as_deref(),
+            Some("end_turn"),
+            "the prompt's answer"
+        );
         let called = std::fs::read_dir(&self.calls).unwrap().any(|e| {
             e.unwrap()
                 .file_name()
@@ -506,13 +492,7 @@ pub fn can_overlay_etc() -> bool {
 /// `cmd` (program and arguments) run in a private mount namespace where `/etc/opencode`
 /// holds the files of `managed` (an overlay on `/etc` with `<dir>/u` as its upper layer).
 pub fn overlay_etc(dir: &Path, managed: &Path, cmd: Command) -> Command {
-    for d in ["u/opencode", "w"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-    for entry in std::fs::read_dir(managed).into_iter().flatten() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), dir.join("u/opencode").join(entry.file_name())).unwrap();
-    }
+    copy_managed(dir, managed);
     let mut wrapped = Command::new("unshare");
     wrapped
         .args(["-m", "--propagation", "private", "sh", "-c"])
@@ -524,4 +504,15 @@ pub fn overlay_etc(dir: &Path, managed: &Path, cmd: Command) -> Command {
         .arg(cmd.get_program())
         .args(cmd.get_args());
     wrapped
+}
+
+/// Creates `<dir>/u/opencode` and `<dir>/w`, and copies the files of `managed` into the first.
+fn copy_managed(dir: &Path, managed: &Path) {
+    for d in ["u/opencode", "w"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    for entry in std::fs::read_dir(managed).into_iter().flatten() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("u/opencode").join(entry.file_name())).unwrap();
+    }
 }

@@ -1,0 +1,443 @@
+//! Carrying a plan out in a test as a daemon does: through the library's executor
+//! (`kcap_mcp_registry::launch::launch_with_parent_env`, with the test's daemon environment as
+//! the parent's), never by hand. [`AcpRun`] drives an ACP client (Gemini CLI, OpenCode,
+//! Copilot CLI) until every wanted recorder listed its tools, optionally through one prompt;
+//! [`start`] returns any reviewer (a terminal client's too) for a test's own loop.
+//!
+//! What a test needs beyond what a daemon does goes into a wrapper script that stands as the
+//! executor's client binary, so the plan itself is carried out unchanged:
+//! [`etc_overlay`] (the client in a private mount namespace whose `/etc` is overlaid),
+//! [`delay_second_line`] (`session/new` held back), [`before_start`] (a shell step just
+//! before the client starts, after the executor cleaned the worktree) and [`subcommand`]
+//! (the plan's argv up to the prompt, then a subcommand of the client's, its stdout to a
+//! file).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::launch::{
+    self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
+};
+
+use super::records::{Known, Record, read_records};
+use super::stand_in::sh_script;
+
+/// How long a client run may take and how long to let it settle once it got where it should.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    /// From start to the last wanted server's `tools/list` (and the prompt's condition).
+    pub timeout: Duration,
+    /// How long to keep the client running after that, so that a server it would start late
+    /// shows in the logs.
+    pub settle: Duration,
+}
+
+/// An error and its sources, on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
+}
+
+/// Carries `plan` out with the executor: `client_bin` started as the plan says, into
+/// `launch_dir`, the plan's `env_inherit` looked up in `daemon_env`. Panics when the executor
+/// refuses the plan or the start or handshake fails.
+pub fn start(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    client_bin: &Path,
+    daemon_env: &BTreeMap<String, String>,
+    options: &Options,
+) -> Reviewer {
+    let lookup = |name: &str| daemon_env.get(name).map(OsString::from);
+    launch::launch_with_parent_env(plan, launch_dir, client_bin, options, &lookup)
+        .unwrap_or_else(|e| panic!("{}: the executor failed: {}", plan.client, chain(&e)))
+}
+
+/// When a prompt's turn has gone far enough.
+pub enum Until<'a> {
+    /// The prompt was answered (a result or an error).
+    Answered,
+    /// This holds (for example: a stand-in model API got its first request).
+    Holds(&'a dyn Fn() -> bool),
+}
+
+/// What an [`AcpRun`] showed.
+#[derive(Debug)]
+pub struct Seen {
+    /// Every recorder's log, once the client was stopped.
+    pub records: Vec<Record>,
+    /// The prompt's answer: its `stopReason`, or the error it was answered with.
+    pub answer: Option<String>,
+    /// The end of the client's standard error.
+    pub stderr: String,
+}
+
+/// One ACP launch: the plan carried out by the executor, then waited on.
+pub struct AcpRun<'a> {
+    pub plan: &'a LaunchPlan,
+    pub launch_dir: &'a Path,
+    /// The client, or a wrapper script that runs it.
+    pub client_bin: &'a Path,
+    pub daemon_env: &'a BTreeMap<String, String>,
+    /// The recorders' log directory.
+    pub records: &'a Path,
+    /// The servers (as [`Record::known`] shows them) that must list their tools.
+    pub wanted: &'a BTreeSet<Known>,
+    pub timing: Timing,
+    /// A `session/prompt` text to send once the wanted servers are up, and how far its turn
+    /// must go.
+    pub prompt: Option<(&'a str, Until<'a>)>,
+}
+
+impl AcpRun<'_> {
+    /// Starts the client with the executor (`initialize`, `session/new`), waits until every
+    /// wanted server listed its tools, sends the prompt and waits for its condition, lets the
+    /// client settle, stops it ([`AcpSession::stop`]: its process group, the launch
+    /// directory) and returns what the recorders saw. Panics after `timing.timeout`.
+    pub fn carry_out(&self) -> Seen {
+        let _slot = Slot::take();
+        let started = Instant::now();
+        let options = Options::default()
+            .with_handshake_timeout(self.timing.timeout)
+            .with_die_with_parent(true);
+        let reviewer = start(
+            self.plan,
+            self.launch_dir,
+            self.client_bin,
+            self.daemon_env,
+            &options,
+        );
+        let Reviewer::Acp(session) = reviewer else {
+            panic!(
+                "{}: the plan does not start an ACP client",
+                self.plan.client
+            );
+        };
+        let mut w = Waiter {
+            session,
+            deadline: started + self.timing.timeout,
+            prompt: None,
+            answer: None,
+            exited: false,
+        };
+        let listed = || {
+            let listed: BTreeSet<Known> = read_records(self.records)
+                .iter()
+                .filter(|r| r.listed_tools)
+                .map(Record::known)
+                .collect();
+            self.wanted.is_subset(&listed)
+        };
+        w.until(
+            "every wanted server to list its tools",
+            self.records,
+            &|_| listed(),
+        );
+        if let Some((text, until)) = &self.prompt {
+            let id = w
+                .session
+                .prompt(text)
+                .unwrap_or_else(|e| panic!("{}: session/prompt: {}", self.plan.client, chain(&e)));
+            w.prompt = Some(id);
+            match until {
+                Until::Answered => w.until("the prompt's answer", self.records, &|a| a),
+                Until::Holds(done) => {
+                    w.until("the prompt's condition", self.records, &|_| done());
+                }
+            }
+        }
+        w.settle(self.timing.settle);
+        let stderr = w.session.stderr_tail();
+        w.session
+            .stop()
+            .unwrap_or_else(|e| panic!("{}: stop: {}", self.plan.client, chain(&e)));
+        Seen {
+            records: read_records(self.records),
+            answer: w.answer,
+            stderr,
+        }
+    }
+}
+
+/// How many ACP clients a test binary runs at once: each parses tens of megabytes of
+/// JavaScript at start, and more at once on a small machine (`.ci/run` runs 8 test threads
+/// on 2 cores) only makes each slower, beyond its timeout.
+pub const CLIENTS_AT_ONCE: usize = 3;
+
+static RUNNING: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// A place among the [`CLIENTS_AT_ONCE`] running clients, held while one runs.
+struct Slot;
+
+impl Slot {
+    fn take() -> Slot {
+        let (count, freed) = &RUNNING;
+        let mut n = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *n >= CLIENTS_AT_ONCE {
+            n = freed
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *n += 1;
+        Slot
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) -= 1;
+        freed.notify_one();
+    }
+}
+
+/// An ACP session read until something holds.
+struct Waiter {
+    session: AcpSession,
+    deadline: Instant,
+    /// The prompt whose answer ends an [`Until::Answered`] wait.
+    prompt: Option<u64>,
+    answer: Option<String>,
+    exited: bool,
+}
+
+impl Waiter {
+    /// Reads the session's events (answering the client's requests) until `done` holds (it
+    /// is told whether the prompt was answered); panics at the deadline or when the client
+    /// exits first.
+    fn until(&mut self, what: &str, records: &Path, done: &dyn Fn(bool) -> bool) {
+        while !done(self.answer.is_some()) {
+            if Instant::now() > self.deadline || self.exited {
+                let stderr = self.session.stderr_tail();
+                panic!(
+                    "{}: waiting for {what}; records {:?}; stderr:\n{stderr}",
+                    if self.exited {
+                        "the client exited"
+                    } else {
+                        "timed out"
+                    },
+                    read_records(records)
+                );
+            }
+            self.next(Duration::from_millis(100));
+        }
+    }
+
+    /// Reads events for `settle` (the client exiting ends nothing here).
+    fn settle(&mut self, settle: Duration) {
+        let end = Instant::now() + settle;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            if self.exited {
+                std::thread::sleep(left);
+                return;
+            }
+            self.next(left.min(Duration::from_millis(100)));
+        }
+    }
+
+    fn next(&mut self, timeout: Duration) {
+        match self.session.next_event(timeout) {
+            Ok(Some(AcpEvent::PromptDone { id, stop_reason })) if Some(id) == self.prompt => {
+                self.answer = Some(stop_reason);
+            }
+            Ok(Some(AcpEvent::Exited(_))) => self.exited = true,
+            Ok(_) => {}
+            Err(e @ ExecError::Rpc { .. }) if self.prompt.is_some() => {
+                self.answer = Some(format!("error: {}", chain(&e)));
+            }
+            Err(e) => panic!("reading the client's events: {}", chain(&e)),
+        }
+    }
+}
+
+/// A terminal client (Codex) started by the executor, its output kept.
+pub struct Terminal {
+    pub session: TerminalSession,
+    /// Everything the client wrote to its terminal so far.
+    pub output: Vec<u8>,
+    /// The client exited (its status, when reaped).
+    pub exited: Option<Option<std::process::ExitStatus>>,
+}
+
+impl Terminal {
+    /// Carries `plan` out with the executor ([`start`]); panics unless it starts a terminal
+    /// client.
+    pub fn start(
+        plan: &LaunchPlan,
+        launch_dir: &Path,
+        client_bin: &Path,
+        daemon_env: &BTreeMap<String, String>,
+        options: &Options,
+    ) -> Terminal {
+        match start(plan, launch_dir, client_bin, daemon_env, options) {
+            Reviewer::Terminal(session) => Terminal {
+                session,
+                output: Vec::new(),
+                exited: None,
+            },
+            Reviewer::Acp(_) => panic!("{}: the plan starts an ACP client", plan.client),
+        }
+    }
+
+    /// Reads the terminal for up to `timeout`; panics when the executor stops the client
+    /// (a known dialog, with the terminal's text).
+    pub fn read(&mut self, timeout: Duration) {
+        if self.exited.is_some() {
+            std::thread::sleep(timeout);
+            return;
+        }
+        match self.session.next_event(timeout) {
+            Ok(Some(TerminalEvent::Output(bytes))) => self.output.extend_from_slice(&bytes),
+            Ok(Some(TerminalEvent::Exited(status))) => self.exited = Some(status),
+            Ok(_) => {}
+            Err(e) => panic!(
+                "the terminal client: {}; its terminal:\n{}",
+                chain(&e),
+                String::from_utf8_lossy(&self.output)
+            ),
+        }
+    }
+
+    /// Reads the terminal until the client exits; panics after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exited {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the terminal client did not exit within {} s; its terminal:\n{}",
+                timeout.as_secs(),
+                String::from_utf8_lossy(&self.output)
+            );
+            self.read(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the client and its process group and removes the launch directory.
+    pub fn stop(self) {
+        self.session
+            .stop()
+            .unwrap_or_else(|e| panic!("stopping the terminal client: {}", chain(&e)));
+    }
+}
+
+/// Single-quotes `s` for `sh`.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn path_str(p: &Path) -> String {
+    sh_quote(p.to_str().expect("a UTF-8 path"))
+}
+
+/// A wrapper `dir/name` that runs `client` with its arguments in a private mount namespace
+/// (`unshare -m`) where `/etc` is an overlay: `lowerdir=/etc`, `upperdir=<etc>/u`,
+/// `workdir=<etc>/w` (both created here); the machine's `/etc` is never written. Exits 97
+/// when the overlay cannot be mounted.
+pub fn etc_overlay(dir: &Path, name: &str, etc: &Path, client: &Path) -> PathBuf {
+    for d in ["u", "w"] {
+        std::fs::create_dir_all(etc.join(d)).unwrap();
+    }
+    in_mount_namespace(
+        dir,
+        name,
+        "lowerdir=/etc,upperdir=$0/u,workdir=$0/w",
+        etc,
+        client,
+    )
+}
+
+/// [`etc_overlay`] with `layer` laid over `/etc` read-only (`lowerdir=<layer>:/etc`).
+pub fn etc_layer(dir: &Path, name: &str, layer: &Path, client: &Path) -> PathBuf {
+    in_mount_namespace(dir, name, "lowerdir=$0:/etc", layer, client)
+}
+
+/// A wrapper that mounts an overlay with `options` (`$0` standing for `arg0`) on `/etc` in a
+/// private mount namespace, then runs `client` with its arguments.
+fn in_mount_namespace(
+    dir: &Path,
+    name: &str,
+    options: &str,
+    arg0: &Path,
+    client: &Path,
+) -> PathBuf {
+    let mount =
+        format!("/usr/bin/mount -t overlay overlay -o \"{options}\" /etc || exit 97; exec \"$@\"");
+    sh_script(
+        dir,
+        name,
+        &format!(
+            "exec /usr/bin/unshare -m --propagation private /bin/sh -c {} {} {} \"$@\"",
+            sh_quote(&mount),
+            path_str(arg0),
+            path_str(client)
+        ),
+    )
+}
+
+/// A wrapper `dir/name` that passes the first line of its stdin (ACP `initialize`) to
+/// `client` at once and the rest (`session/new` on) after `delay`.
+pub fn delay_second_line(dir: &Path, name: &str, delay: Duration, client: &Path) -> PathBuf {
+    sh_script(
+        dir,
+        name,
+        &format!(
+            "{{ IFS= read -r first; printf '%s\\n' \"$first\"; /usr/bin/sleep {}; exec /usr/bin/cat; }} \
+             | {} \"$@\"",
+            delay.as_secs_f64(),
+            path_str(client)
+        ),
+    )
+}
+
+/// A wrapper `dir/name` that runs the shell step `step` and then `client` with its
+/// arguments: for something a test does after the executor cleaned the worktree and just
+/// before the client starts. The `PWD` the shell exports is not passed on: the client gets
+/// exactly the plan's environment.
+pub fn before_start(dir: &Path, name: &str, step: &str, client: &Path) -> PathBuf {
+    sh_script(
+        dir,
+        name,
+        &format!(
+            "{step}\nexec /usr/bin/env -u PWD {} \"$@\"",
+            path_str(client)
+        ),
+    )
+}
+
+/// A wrapper `dir/name` that runs `client` with its arguments up to the first `--` (the
+/// reviewer's prompt and what follows are dropped), then `tail`, its stdout to `out` and its
+/// stderr to `out` with `.err` appended.
+pub fn subcommand(dir: &Path, name: &str, client: &Path, tail: &[&str], out: &Path) -> PathBuf {
+    let tail: Vec<String> = tail.iter().map(|a| sh_quote(a)).collect();
+    let err = PathBuf::from(format!("{}.err", out.display()));
+    sh_script(
+        dir,
+        name,
+        &format!(
+            "n=$#; i=0; seen=\nwhile [ $i -lt $n ]; do\n  a=$1; shift; i=$((i+1))\n  \
+             if [ -z \"$seen\" ] && [ \"$a\" = -- ]; then seen=1; fi\n  \
+             [ -z \"$seen\" ] && set -- \"$@\" \"$a\"\ndone\n\
+             exec {} \"$@\" {} >{} 2>{} </dev/null",
+            path_str(client),
+            tail.join(" "),
+            path_str(out),
+            path_str(&err)
+        ),
+    )
+}

@@ -1,0 +1,135 @@
+//! Recorder MCP servers and what they saw: [`recorder_source`] writes a node script that logs
+//! what it was started with (argv, environment, cwd) and answers MCP `initialize` and
+//! `tools/list`; [`read_records`] reads those logs back; [`plan_env`] is the environment a
+//! plan gives its client, computed here independently of the executor, as the judges'
+//! expectation. The runs themselves go through the library's executor (`common::carry`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kcap_mcp_registry::clients::plan::LaunchPlan;
+use serde_json::{Value, json};
+
+/// A server as the records show it: argv (command first) and `KCAP_*` environment.
+pub type Known = (Vec<String>, BTreeMap<String, String>);
+
+/// What one recorder process saw.
+#[derive(Debug)]
+pub struct Record {
+    /// The command (as the client ran it) and its arguments.
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+    /// It answered `tools/list`.
+    pub listed_tools: bool,
+}
+
+impl Record {
+    /// The `KCAP_*` part of the environment.
+    pub fn kcap_env(&self) -> BTreeMap<&str, &str> {
+        self.env
+            .iter()
+            .filter(|(k, _)| k.starts_with("KCAP_"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    /// The server this record shows: its argv and `KCAP_*` environment.
+    pub fn known(&self) -> Known {
+        let env = self
+            .kcap_env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        (self.argv.clone(), env)
+    }
+}
+
+/// Every recorder's log in `dir`, sorted by argv.
+pub fn read_records(dir: &Path) -> Vec<Record> {
+    let mut records: Vec<Record> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let pid = name.strip_suffix(".json")?.to_string();
+            let text = std::fs::read_to_string(dir.join(&name)).ok()?;
+            let v: Value = serde_json::from_str(&text).ok()?;
+            Some(Record {
+                argv: serde_json::from_value(v["argv"].clone()).unwrap(),
+                env: serde_json::from_value(v["env"].clone()).unwrap(),
+                cwd: v["cwd"].as_str().unwrap().into(),
+                listed_tools: dir.join(format!("{pid}.tools")).exists(),
+            })
+        })
+        .collect();
+    records.sort_by(|a, b| a.argv.cmp(&b.argv));
+    records
+}
+
+/// A node script that logs `process.argv` (the script path as `$0`, then the arguments),
+/// the environment and the cwd to `<records>/<pid>.json`, answers MCP `initialize` and
+/// `tools/list` (marking `<pid>.tools`), and `-32601` to any other request (Copilot's
+/// `server/discover` included).
+pub fn recorder_source(records: &Path) -> String {
+    recorder_source_with_tools(records, &[])
+}
+
+/// [`recorder_source`], with `tools/list` answering a tool for each of `tools` (an empty
+/// object as its input schema), so that the client offers them to the model.
+pub fn recorder_source_with_tools(records: &Path, tools: &[&str]) -> String {
+    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
+    let tools = serde_json::to_string(
+        &tools
+            .iter()
+            .map(|t| json!({"name": t, "description": t, "inputSchema": {"type": "object", "properties": {}}}))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    format!(
+        r#"#!/usr/bin/env node
+const fs = require("fs");
+const dir = {records};
+const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
+log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+let buf = "";
+process.stdin.on("data", (chunk) => {{
+  buf += chunk;
+  let i;
+  while ((i = buf.indexOf("\n")) >= 0) {{
+    const line = buf.slice(0, i).trim();
+    buf = buf.slice(i + 1);
+    if (!line) continue;
+    let m;
+    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
+    if (m.id === undefined) continue;
+    if (m.method === "initialize") {{
+      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
+    }} else if (m.method === "tools/list") {{
+      log(".tools", "");
+      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: {tools} }} }});
+    }} else {{
+      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
+    }}
+  }}
+}});
+process.stdin.on("end", () => process.exit(0));
+"#
+    )
+}
+
+/// The client's environment as the plan builds it from `daemon_env`: the daemon's values of
+/// `env_inherit` only, plus `env`.
+pub fn plan_env(
+    daemon_env: BTreeMap<String, String>,
+    plan: &LaunchPlan,
+) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = daemon_env
+        .into_iter()
+        .filter(|(name, _)| plan.env_inherit.contains(name))
+        .collect();
+    for var in &plan.env {
+        env.insert(var.name.clone(), var.value.clone());
+    }
+    env
+}
