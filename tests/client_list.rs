@@ -220,6 +220,12 @@ fn every_clients_spec_says_what_its_launch_needs() {
         let spec = client.spec();
         assert!(client.plan(&ctx(true, true), &inputs).is_ok(), "{client}");
         let no_worktree = client.plan(&ctx(false, true), &inputs);
+        // A plan without a worktree is one the executor carries out (in the launch
+        // directory).
+        if let Ok(launch) = &no_worktree {
+            let checked = kcap_mcp_registry::launch::check(&launch.plan, Path::new("/run/kcap/l1"));
+            assert!(checked.is_ok(), "{client}: {checked:?}");
+        }
         assert_eq!(
             matches!(
                 no_worktree,

@@ -113,6 +113,13 @@ impl LaunchPlan {
         let (credential_env, credential_files) = super::root::credentials(client, spec, ctx)?;
         let mut env = root.env();
         env.extend(credential_env);
+        let cwd = super::non_blank(&ctx.worktree).map(str::to_owned);
+        // Without a worktree the client starts in the launch directory, which holds only
+        // what the plan writes: there is nothing to remove (and no `cwd` to resolve it in).
+        let worktree_remove = match cwd {
+            Some(_) => worktree_remove.iter().map(|p| (*p).to_owned()).collect(),
+            None => Vec::new(),
+        };
         Ok(LaunchPlan {
             version: PLAN_VERSION,
             client: client.name().into(),
@@ -124,14 +131,14 @@ impl LaunchPlan {
                     super::spec::Proof::FactsOnly => Vec::new(),
                 },
             },
-            cwd: super::non_blank(&ctx.worktree).map(str::to_owned),
+            cwd,
             launch_dir: root.dir().to_owned(),
             argv,
             env,
             env_inherit: super::root::INHERITED_ENV.map(String::from).into(),
             dirs: root.dirs(),
             files: credential_files,
-            worktree_remove: worktree_remove.iter().map(|p| (*p).to_owned()).collect(),
+            worktree_remove,
             session_new: None,
             servers: Vec::new(),
         })
