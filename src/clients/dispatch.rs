@@ -174,9 +174,11 @@ impl Client {
     /// implementation [`Client::plan`] and the CLI's `render` share.
     ///
     /// # Errors
-    /// [`RenderError::Managed`], [`RenderError::GeminiEnvFile`].
+    /// [`RenderError::Managed`], [`RenderError::WorktreeInRepository`] (a worktree inside
+    /// another git repository, [`root::worktree_preflight`]), [`RenderError::GeminiEnvFile`].
     pub fn preflight(self, ctx: &LaunchContext, system_root: &Path) -> Result<(), RenderError> {
         root::managed_preflight(self, self.managed_files(), system_root)?;
+        root::worktree_preflight(self, ctx)?;
         match self.spec().preflight {
             Some(preflight) => preflight(ctx),
             None => Ok(()),

@@ -145,6 +145,16 @@ pub enum RenderError {
         /// What the client does with it.
         effect: &'static str,
     },
+    /// The worktree is a directory inside another git repository (it has no `.git` of its
+    /// own): the client runs git there, whose configuration (`core.fsmonitor`, filters) and
+    /// the repository's hooks (Copilot CLI's `.github/hooks`) are the other repository's,
+    /// which no plan removes ([`root::worktree_preflight`]).
+    WorktreeInRepository {
+        /// The client.
+        client: Client,
+        /// The other repository's `.git`.
+        git: std::path::PathBuf,
+    },
 }
 
 impl fmt::Display for RenderError {
@@ -216,6 +226,15 @@ impl fmt::Display for RenderError {
                 file,
                 effect,
             } => fmt_managed(*client, file, effect, f),
+            RenderError::WorktreeInRepository { client, git } => write!(
+                f,
+                "cannot render the {client} launch: its worktree has no .git of its own and lies \
+                 in the repository of {}: the client would run git with that repository's \
+                 configuration and read its hooks, which no plan removes; give the reviewer a \
+                 checkout of its own (`git worktree add`, a clone) or a directory outside any \
+                 repository",
+                git.display()
+            ),
             RenderError::ClaudeConfig { file, problem } => write!(
                 f,
                 "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \

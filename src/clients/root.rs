@@ -102,7 +102,7 @@ impl<'a> Root<'a> {
     }
 
     /// The environment every client starts from: `HOME`, the four [`XDG_DIRS`] and
-    /// `TMPDIR`, in that order; `XDG_CACHE_HOME` is the daemon's cache directory
+    /// `TMPDIR`, then `GIT_CONFIG_NOSYSTEM=1`; `XDG_CACHE_HOME` is the daemon's cache directory
     /// ([`LaunchContext::cache_dir`]) when it gives one.
     pub fn env(&self) -> Vec<EnvVar> {
         let mut env = vec![EnvVar::new("HOME", self.home())];
@@ -111,6 +111,12 @@ impl<'a> Root<'a> {
             _ => EnvVar::new(*name, self.in_home(rel)),
         }));
         env.push(EnvVar::new("TMPDIR", format!("{}/{TMP_DIR}", self.dir)));
+        // The system git configuration (`/etc/gitconfig`, `$(prefix)/etc/gitconfig`) is the
+        // administrator's: every client measured runs git in the worktree (`git status`),
+        // which would run its `core.fsmonitor` or a `filter.*.clean` (measured by the red team
+        // on Claude Code 2.1.328 and Qwen Code 0.24.4, 2026-12-01). The user-level one is
+        // the per-launch HOME's (none).
+        env.push(EnvVar::new("GIT_CONFIG_NOSYSTEM", "1"));
         env
     }
 
@@ -258,9 +264,70 @@ pub fn managed_preflight(
     Ok(())
 }
 
+/// Refuses a worktree that is a directory inside another git repository: one that exists,
+/// has no `.git` of its own, and has an ancestor that does. Measured by the red team
+/// (2026-12-01): in such a worktree Claude Code 2.1.328 ran the other repository's
+/// `core.fsmonitor` and filters, Copilot CLI 1.0.102 its `.github/hooks` (read at the git
+/// root), Qwen Code 0.24.4 its filters; `GIT_CEILING_DIRECTORIES` did not stop Claude Code
+/// or Copilot CLI. A worktree that is a checkout of its own (`git worktree add`, a clone) or
+/// lies outside any repository passes, as does one that does not exist yet.
+///
+/// # Errors
+/// [`RenderError::WorktreeInRepository`] naming the other repository's `.git`.
+pub fn worktree_preflight(client: Client, ctx: &LaunchContext) -> Result<(), RenderError> {
+    let Some(worktree) = super::non_blank(&ctx.worktree).map(Path::new) else {
+        return Ok(());
+    };
+    if !worktree.is_absolute() || !worktree.is_dir() || worktree.join(".git").exists() {
+        return Ok(());
+    }
+    match worktree
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join(".git"))
+        .find(|g| g.exists())
+    {
+        Some(git) => Err(RenderError::WorktreeInRepository { client, git }),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worktree_inside_another_repository_is_refused_naming_its_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let inside = repo.join("sub/worktree");
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let at = |w: &Path| LaunchContext {
+            worktree: Some(w.display().to_string()),
+            ..LaunchContext::default()
+        };
+        assert_eq!(
+            worktree_preflight(Client::Copilot, &at(&inside)),
+            Err(RenderError::WorktreeInRepository {
+                client: Client::Copilot,
+                git: repo.join(".git"),
+            })
+        );
+        // A checkout of its own (a `.git` file, as `git worktree add` writes) passes.
+        std::fs::write(inside.join(".git"), "gitdir: /elsewhere\n").unwrap();
+        assert_eq!(worktree_preflight(Client::Copilot, &at(&inside)), Ok(()));
+        // So do the repository itself, a directory outside any repository, and a worktree
+        // that does not exist yet.
+        assert_eq!(worktree_preflight(Client::Claude, &at(&repo)), Ok(()));
+        let outside = dir.path().join("plain");
+        std::fs::create_dir_all(&outside).unwrap();
+        assert_eq!(worktree_preflight(Client::Claude, &at(&outside)), Ok(()));
+        assert_eq!(
+            worktree_preflight(Client::Claude, &at(&repo.join("none"))),
+            Ok(())
+        );
+    }
 
     fn ctx(dir: &str) -> LaunchContext {
         LaunchContext {
@@ -284,6 +351,7 @@ mod tests {
                 ("XDG_STATE_HOME", "/run/l1/home/.local/state"),
                 ("XDG_CACHE_HOME", "/run/l1/home/.cache"),
                 ("TMPDIR", "/run/l1/tmp"),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
             ]
             .map(|(n, v)| (n.to_owned(), v.to_owned()))
         );

@@ -128,6 +128,24 @@ pub enum ExecError {
     },
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
+    /// The inherited `PATH` (the daemon's, through the plan's `env_inherit`) has an entry
+    /// that is empty, relative or inside the worktree: the client, started in the
+    /// worktree, would run the reviewed repository's programs (`#!/usr/bin/env node`
+    /// resolves `node` through it).
+    UnsafePath {
+        /// The entry (empty for `::` or a leading or trailing `:`).
+        entry: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// The plan's `cwd` (the worktree) is the daemon's `HOME` or holds it: removing the
+    /// plan's `worktree_remove` paths there would delete the user's own configuration.
+    WorktreeHoldsHome {
+        /// The worktree.
+        worktree: PathBuf,
+        /// The daemon's `HOME`.
+        home: PathBuf,
+    },
     /// The plan was rendered for another launch directory than the one given: its root
     /// variables point there.
     OtherLaunchDir {
@@ -249,6 +267,8 @@ impl fmt::Display for ExecError {
             | ExecError::BadMode { .. }
             | ExecError::BadEnv { .. }
             | ExecError::NoWorktree
+            | ExecError::UnsafePath { .. }
+            | ExecError::WorktreeHoldsHome { .. }
             | ExecError::LaunchDirNotEmpty { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
@@ -301,6 +321,23 @@ impl ExecError {
                 f,
                 "{}: the plan removes worktree paths but has no cwd",
                 Step::Check
+            ),
+            ExecError::UnsafePath { entry, problem } => write!(
+                f,
+                "{}: the inherited PATH has the entry {:?}, which {problem}: the client, \
+                 started in the worktree, would run the reviewed repository's programs; give the \
+                 daemon a PATH of absolute directories outside the worktree",
+                Step::Check,
+                entry
+            ),
+            ExecError::WorktreeHoldsHome { worktree, home } => write!(
+                f,
+                "{}: the worktree {} is the daemon's HOME or holds it ({}): removing the plan's \
+                 worktree paths there would delete the user's own configuration; give the \
+                 reviewer a worktree of its own",
+                Step::Check,
+                worktree.display(),
+                home.display()
             ),
             ExecError::OtherLaunchDir { planned, given } => write!(
                 f,

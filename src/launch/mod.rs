@@ -10,7 +10,10 @@
 //!    through no symbolic link that exists; file modes are permission bits only; the
 //!    environment can be set exactly (unique names, none both set and inherited, no `=` or
 //!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
-//!    this user's.
+//!    this user's. In the daemon's environment: the inherited `PATH` has no empty, relative
+//!    or worktree-internal entry (the client starts in the worktree, and `#!/usr/bin/env
+//!    node` would find the repository's `node`), and the worktree is not the daemon's `HOME`
+//!    nor holds it (removing `worktree_remove` there would delete the user's configuration).
 //! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
 //!    with their modes: each component opened relative to its parent without following
 //!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch
@@ -202,6 +205,7 @@ pub fn launch_with_parent_env(
     parent: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Reviewer, ExecError> {
     prepare::check(plan, launch_dir)?;
+    process::check_parent(plan, parent)?;
     let dir = prepare::create(plan, launch_dir)?;
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);

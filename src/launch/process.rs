@@ -40,6 +40,50 @@ pub fn client_env_from(
     env
 }
 
+/// Refuses a daemon environment the plan cannot be carried out safely in: an inherited
+/// `PATH` with an empty, relative or worktree-internal entry ([`ExecError::UnsafePath`]), a
+/// worktree that is the daemon's `HOME` or holds it ([`ExecError::WorktreeHoldsHome`]).
+pub(crate) fn check_parent(
+    plan: &LaunchPlan,
+    parent: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<(), ExecError> {
+    let worktree = plan.cwd.as_deref().map(Path::new);
+    if plan.env_inherit.iter().any(|n| n == "PATH")
+        && let Some(path) = parent("PATH")
+    {
+        for entry in std::env::split_paths(&path) {
+            let problem = if entry.as_os_str().is_empty() {
+                Some("is empty (the working directory)")
+            } else if entry.is_relative() {
+                Some("is relative (to the working directory)")
+            } else if worktree.is_some_and(|w| entry.starts_with(w)) {
+                Some("is inside the worktree")
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(ExecError::UnsafePath {
+                    entry: entry.to_string_lossy().into_owned(),
+                    problem,
+                });
+            }
+        }
+    }
+    let home = parent("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    if let (Some(worktree), Some(home)) = (worktree, home)
+        && !plan.worktree_remove.is_empty()
+        && home.starts_with(worktree)
+    {
+        return Err(ExecError::WorktreeHoldsHome {
+            worktree: worktree.to_owned(),
+            home,
+        });
+    }
+    Ok(())
+}
+
 /// `bin` with the plan's argv, in the plan's `cwd` (the launch directory when the plan has
 /// none), with exactly [`client_env_from`] `parent`.
 pub(crate) fn command(
@@ -148,5 +192,92 @@ impl Process {
 impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::plan::Isolation;
+
+    fn plan(cwd: Option<&str>, remove: &[&str]) -> LaunchPlan {
+        LaunchPlan {
+            version: crate::clients::plan::PLAN_VERSION,
+            client: "codex".into(),
+            isolation: Isolation::Verified {
+                proven_on: Vec::new(),
+            },
+            cwd: cwd.map(str::to_owned),
+            launch_dir: "/run/kcap/l1".into(),
+            argv: Vec::new(),
+            env: Vec::new(),
+            env_inherit: vec!["PATH".into(), "LANG".into()],
+            dirs: Vec::new(),
+            files: Vec::new(),
+            worktree_remove: remove.iter().map(|p| (*p).to_owned()).collect(),
+            session_new: None,
+            servers: Vec::new(),
+        }
+    }
+
+    fn parent(path: &'static str, home: &'static str) -> impl Fn(&str) -> Option<OsString> {
+        move |name| match name {
+            "PATH" => Some(path.into()),
+            "HOME" => Some(home.into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn an_inherited_path_entry_the_worktree_could_answer_is_refused() {
+        let p = plan(Some("/work/tree"), &[".codex"]);
+        assert!(check_parent(&p, &parent("/usr/local/bin:/usr/bin", "/home/k")).is_ok());
+        for (path, entry, problem) in [
+            (
+                "node_modules/.bin:/usr/bin",
+                "node_modules/.bin",
+                "is relative",
+            ),
+            ("/usr/bin:", "", "is empty"),
+            ("/usr/bin::/bin", "", "is empty"),
+            (
+                "/work/tree/node_modules/.bin:/usr/bin",
+                "/work/tree/node_modules/.bin",
+                "is inside",
+            ),
+        ] {
+            match check_parent(&p, &parent(path, "/home/k")) {
+                Err(ExecError::UnsafePath {
+                    entry: e,
+                    problem: why,
+                }) => {
+                    assert_eq!(e, entry, "{path}");
+                    assert!(why.starts_with(problem), "{path}: {why}");
+                }
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+        // A plan that does not inherit PATH is not concerned.
+        let mut q = plan(Some("/work/tree"), &[]);
+        q.env_inherit.clear();
+        assert!(check_parent(&q, &parent("relative", "/home/k")).is_ok());
+    }
+
+    #[test]
+    fn a_worktree_that_is_or_holds_home_is_refused_when_the_plan_removes_paths_there() {
+        let ok = parent("/usr/bin", "/home/k");
+        assert!(check_parent(&plan(Some("/home/k/worktrees/r1"), &[".codex"]), &ok).is_ok());
+        // (`/` holds every PATH entry too: refused for that first.)
+        assert!(check_parent(&plan(Some("/"), &[".codex"]), &ok).is_err());
+        for worktree in ["/home/k", "/home"] {
+            let e = check_parent(&plan(Some(worktree), &[".codex"]), &ok).unwrap_err();
+            assert!(
+                matches!(e, ExecError::WorktreeHoldsHome { .. }),
+                "{worktree}: {e:?}"
+            );
+            assert!(e.to_string().contains("the daemon's HOME"), "{e}");
+        }
+        // Nothing to remove: nothing to delete.
+        assert!(check_parent(&plan(Some("/home/k"), &[]), &ok).is_ok());
     }
 }

@@ -431,9 +431,21 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
+/// What the reviewer's Claude Code does unasked at start and is told not to (measured by
+/// the red team on 2.1.328, 2026-12-01, with `strace -f -e execve,connect`): without them it
+/// ran `npm view @anthropic-ai/claude-code@latest` then `npm install -g` of a newer version
+/// (the auto-updater, from a per-launch config with no `autoUpdates`), and cloned the
+/// official plugin marketplace with git (through which a system git configuration ran a
+/// command); with them, no npm and no clone ran.
+pub const QUIET_ENV: [(&str, &str); 2] = [
+    ("DISABLE_AUTOUPDATER", "1"),
+    ("CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1"),
+];
+
 /// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
 /// argv, the worktree (if set) as the directory to start in, the per-launch root
-/// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`], the
+/// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`] and
+/// [`QUIET_ENV`], the
 /// credentials of [`CREDENTIALS`], the first-run state ([`state::STATE_FILE`], mode 0600:
 /// onboarding done, the API key approved, the worktree trusted, bypass-permissions
 /// accepted), [`WORKTREE_CONFIG`] to remove from the worktree, the injected servers under
@@ -461,6 +473,8 @@ fn plan_of(
         "CLAUDE_CONFIG_DIR",
         format!("{home}/{CONFIG_DIR}"),
     ));
+    plan.env
+        .extend(QUIET_ENV.map(|(name, value)| EnvVar::new(name, value)));
     plan.dirs
         .push(format!("{}/{CONFIG_DIR}", crate::clients::root::HOME_DIR));
     plan.files.push(PlanFile {
