@@ -7,6 +7,9 @@
 #   @google/gemini-cli@0.61.0         -> .peers/gemini/node_modules/.bin/gemini
 #   opencode-ai@1.18.33               -> .peers/opencode/node_modules/.bin/opencode
 #   @github/copilot@1.0.102           -> .peers/copilot/node_modules/.bin/copilot
+#   @qwen-code/qwen-code@0.24.4       -> .peers/qwen/node_modules/.bin/qwen
+#     (its engines field asks for node >= 22; npm warns EBADENGINE on node 20, and every
+#     run measured here, and the tests, work on node 20.20.2)
 #     (each in its own prefix with its own package.json, so no install prunes another's
 #     packages; Copilot's first run unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg, so the
 #     script pre-warms one shared cache, .peers/copilot-cache, for every test run)
@@ -18,6 +21,7 @@
 #   KCAP_CLAUDE_BIN=…
 #   KCAP_CLAUDE_NEXT_BIN=…
 #   KCAP_GEMINI_BIN=…  KCAP_OPENCODE_BIN=…  KCAP_COPILOT_BIN=…  KCAP_COPILOT_CACHE=…
+#   KCAP_QWEN_BIN=…
 #   KCAP_PRE_COMMIT_BIN=… (pre-commit 4.7.0 for tests/ci_snippets.rs, by install-pre-commit.sh)
 # Needs node and npm on PATH. Never contacts a model: every version check runs with a
 # throwaway HOME and CODEX_HOME.
@@ -29,6 +33,7 @@ CLAUDE_NEXT_VERSION=2.1.328
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
 COPILOT_VERSION=1.0.102
+QWEN_VERSION=0.24.4
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"
 peers="$root/.peers"
@@ -118,9 +123,11 @@ prefixed() {
 prefixed gemini @google/gemini-cli "$GEMINI_VERSION"
 prefixed opencode opencode-ai "$OPENCODE_VERSION"
 prefixed copilot @github/copilot "$COPILOT_VERSION"
+prefixed qwen @qwen-code/qwen-code "$QWEN_VERSION"
 gemini_bin="$peers/gemini/node_modules/.bin/gemini"
 opencode_bin="$peers/opencode/node_modules/.bin/opencode"
 copilot_bin="$peers/copilot/node_modules/.bin/copilot"
+qwen_bin="$peers/qwen/node_modules/.bin/qwen"
 copilot_cache="$peers/copilot-cache"
 mkdir -p "$copilot_cache"
 # Pre-warm Copilot's package cache (its first run unpacks it); offline, in a throwaway home.
@@ -142,7 +149,7 @@ got="$(version_of "$claude_next_bin" || true)"
 
 echo "KCAP_CODEX_BIN=$codex_bin"
 echo "KCAP_CLAUDE_BIN=$claude_bin"
-for pair in "gemini:$GEMINI_VERSION" "opencode:$OPENCODE_VERSION" "copilot:$COPILOT_VERSION"; do
+for pair in "gemini:$GEMINI_VERSION" "opencode:$OPENCODE_VERSION" "copilot:$COPILOT_VERSION" "qwen:$QWEN_VERSION"; do
     name="${pair%%:*}" version="${pair#*:}"
     got="$(version_of "$peers/$name/node_modules/.bin/$name" | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true)"
     [ "$got" = "$version" ] \
@@ -154,5 +161,6 @@ echo "KCAP_GEMINI_BIN=$gemini_bin"
 echo "KCAP_OPENCODE_BIN=$opencode_bin"
 echo "KCAP_COPILOT_BIN=$copilot_bin"
 echo "KCAP_COPILOT_CACHE=$copilot_cache"
+echo "KCAP_QWEN_BIN=$qwen_bin"
 # pre-commit (PyPI, a virtual environment of its own), for tests/ci_snippets.rs.
 bash "$root/scripts/install-pre-commit.sh"

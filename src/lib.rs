@@ -1,8 +1,8 @@
 //! The kcap MCP server registry.
 //!
-//! kcap launches unattended reviewer agents for review flows on eight coding-agent clients
+//! kcap launches unattended reviewer agents for review flows on nine coding-agent clients
 //! (Claude Code, OpenAI Codex CLI, Gemini CLI, OpenCode, GitHub Copilot CLI, Cursor, Kiro,
-//! Antigravity). A flow's MCP allowlist names kcap-owned MCP servers; this crate is the one
+//! Antigravity, Qwen Code). A flow's MCP allowlist names kcap-owned MCP servers; this crate is the one
 //! authority those names resolve against:
 //!
 //! - [`lookup`], [`servers`], [`result_channel`]: the registry, validated from
@@ -115,7 +115,7 @@ pub use allowlist::{
 pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
 pub use model::{
     ALIASING_CLIENTS, AliasedToolNames, EnvSource, GEMINI_TOOL_NAMES, Inject, LAUNCH_ID_HEX_LEN,
-    MAX_ID_LEN, McpServer, RESULT_CHANNEL_ID, Tool,
+    MAX_ID_LEN, McpServer, QWEN_TOOL_NAMES, RESULT_CHANNEL_ID, Tool,
 };
 #[cfg(feature = "validate")]
 #[cfg(feature = "validate")]

@@ -199,9 +199,18 @@ pub const GEMINI_TOOL_NAMES: AliasedToolNames = AliasedToolNames {
     max_len: 63,
 };
 
+/// Qwen Code 0.24.4: `mcp__<wire name>__<tool>`, cut and suffixed `_<hash>` over 63
+/// characters (`clients::qwen`).
+pub const QWEN_TOOL_NAMES: AliasedToolNames = AliasedToolNames {
+    client: "qwen",
+    prefix: "mcp__",
+    separator: "__",
+    max_len: 63,
+};
+
 /// Every client that aliases server names, with how it qualifies tool names. A client that
 /// aliases joins with one row here.
-pub const ALIASING_CLIENTS: &[AliasedToolNames] = &[GEMINI_TOOL_NAMES];
+pub const ALIASING_CLIENTS: &[AliasedToolNames] = &[GEMINI_TOOL_NAMES, QWEN_TOOL_NAMES];
 
 /// Canonical id of the reserved result channel, injected by the launcher into every reviewer
 /// and never allowlistable (registry rule `result-channel-allowlistable`).

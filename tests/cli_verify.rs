@@ -274,7 +274,7 @@ fn a_client_without_a_measured_isolation_is_not_offered() {
     assert!(
         run.stderr.starts_with(
             "error: invalid value 'cursor' for '<CLIENT>'\n  [possible values: claude, codex, \
-             gemini, opencode, copilot]"
+             gemini, opencode, copilot, qwen]"
         ),
         "{}",
         run.stderr

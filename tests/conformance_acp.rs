@@ -1,6 +1,7 @@
-//! Conformance of the ACP launch plans against the real clients: Gemini CLI 0.61.0 and
-//! OpenCode 1.18.33 (issues 14, 24, 26). Install them with `bash scripts/install-peers.sh`,
-//! then run `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… cargo test --test conformance_acp`.
+//! Conformance of the ACP launch plans against the real clients: Gemini CLI 0.61.0,
+//! OpenCode 1.18.33 and Qwen Code 0.24.4 (issues 14, 23, 24, 26). Install them with
+//! `bash scripts/install-peers.sh`, then run
+//! `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… KCAP_QWEN_BIN=… cargo test --test conformance_acp`.
 //!
 //! Each test is one run of the library's `verify` (`kcap_mcp_registry::verify`, what
 //! `kcap-mcp-registry verify` runs): a throwaway daemon user, worktree and environment whose
@@ -41,6 +42,9 @@ fn main() {
         opencode_brokered_borrowed_launch_starts_exactly_its_three_servers,
         opencode_checks_name_the_servers_a_leaky_plan_starts,
         opencode_reads_the_plans_permission_rules,
+        qwen_starts_exactly_the_injected_servers_under_a_hostile_config,
+        qwen_brokered_borrowed_launch_starts_exactly_its_three_servers,
+        qwen_checks_name_the_servers_a_leaky_plan_starts,
     ]);
 }
 
@@ -249,5 +253,108 @@ fn opencode_reads_the_plans_permission_rules() {
         config.get("mcp").cloned().unwrap_or(json!({})),
         json!({}),
         "{config:#}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Qwen Code
+// ------------------------------------------------------------------------------------------
+
+/// Under the hostile user, extension, project (`.qwen/`, `.mcp.json`, `.env`), `QWEN_HOME`
+/// and system settings (`src/clients/qwen/hostile.rs`), exactly the injected servers start,
+/// with exactly their argv and `KCAP_*` variables, in the worktree.
+fn qwen_starts_exactly_the_injected_servers_under_a_hostile_config() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    let bench = prepare(&request(Client::Qwen, &bin, Scenario::Direct));
+    let plan = bench.plan();
+    assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json"]);
+    assert!(
+        plan.servers
+            .iter()
+            .all(|s| s.wire_name.len() == s.id.len() + 17 && s.wire_name.starts_with(&s.id)),
+        "every injected server is aliased: {:?}",
+        plan.servers
+    );
+    // The key is in the settings file, not in the environment every server inherits.
+    assert_eq!(plan.env_value("OPENAI_API_KEY"), None);
+    let settings = &plan.files[0];
+    assert_eq!(settings.path, "home/.qwen/settings.json");
+    assert!(
+        settings
+            .contents
+            .contains("\"apiKey\":\"kcap-verify-dummy-key\""),
+        "{}",
+        settings.contents
+    );
+    let report = run(bench);
+    assert_exactly_injected(&report, &DIRECT_SERVERS, true);
+    assert_eq!(report.client_version.as_deref(), Ok("0.24.4"));
+}
+
+/// A brokered result and a borrowed snapshot: the three servers (all aliased) start with
+/// exactly their env, the result channel's capability URL and no `KCAP_URL`.
+fn qwen_brokered_borrowed_launch_starts_exactly_its_three_servers() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    let report = run(prepare(&request(
+        Client::Qwen,
+        &bin,
+        Scenario::BrokeredBorrowed,
+    )));
+    assert_exactly_injected(&report, &BROKERED_BORROWED_SERVERS, true);
+    let result = &report.expected[0];
+    assert_eq!(result.id, "kcap-flow-result");
+    assert!(!result.env.contains_key("KCAP_URL"), "{result:?}");
+}
+
+/// The negative control: the plan without its server-name gate, with `QWEN_HOME`, the
+/// system settings paths and `OPENAI_API_KEY` taken from the daemon's environment (without
+/// the plan's settings file Qwen finds no credentials: `--auth-type=openai` takes the key
+/// from the environment) and the worktree's files left in place. The checks name what ran
+/// (measured on 0.24.4).
+fn qwen_checks_name_the_servers_a_leaky_plan_starts() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    let mut bench = prepare(&request(Client::Qwen, &bin, Scenario::Direct));
+    let plan = bench.plan_mut();
+    drop_option(plan, "--allowed-mcp-server-names");
+    inherit(
+        plan,
+        &[
+            "QWEN_HOME",
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+            "OPENAI_API_KEY",
+        ],
+    );
+    plan.argv.push("--auth-type=openai".into());
+    plan.worktree_remove.clear();
+    let report = run(bench);
+    // The `QWEN_HOME`, system, system-defaults and worktree settings are read: their own
+    // servers and `SessionStart` hooks run (hooks switched back on by `disableAllHooks:
+    // false`), and their `mcp.excluded: ["kcap-*"]` drops the injected servers. The user's
+    // `~/.qwen` is not read (`QWEN_HOME` points elsewhere) and `mcp.allowed` keeps the
+    // `.mcp.json` servers out.
+    assert_caught(
+        &report,
+        &[
+            "injected-started",
+            "no-project-server",
+            "no-environment-server",
+        ],
+        &[
+            "project hook-SessionStart",
+            "project project-other",
+            "qwen-home hook-SessionStart",
+            "qwen-home qwen-home-other",
+            "system-defaults hook-SessionStart",
+            "system-defaults system-defaults-other",
+            "system-settings hook-SessionStart",
+            "system-settings system-settings-other",
+        ],
     );
 }

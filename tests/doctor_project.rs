@@ -24,7 +24,7 @@ fn doctor(dir: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
 /// The repository-level MCP files each client reads, as its room and the facts record them
 /// (client-facts.md, docs/isolation/*.md). A file a room drops, or a client without one,
 /// fails here.
-const READS: [(Client, &[&str]); 8] = [
+const READS: [(Client, &[&str]); 9] = [
     (Client::Claude, &[".mcp.json"]),
     (Client::Codex, &[".codex/config.toml"]),
     (Client::Gemini, &[".gemini/settings.json"]),
@@ -41,6 +41,7 @@ const READS: [(Client, &[&str]); 8] = [
     (Client::Cursor, &[".cursor/mcp.json"]),
     (Client::Kiro, &[".kiro/settings/mcp.json"]),
     (Client::Antigravity, &[".agents/mcp_config.json"]),
+    (Client::Qwen, &[".qwen/settings.json", ".mcp.json"]),
 ];
 
 #[test]
@@ -77,8 +78,8 @@ fn every_project_file_a_client_reads_is_reported() {
         assert!(!items.iter().any(|i| i["file"] == path.as_str()), "{never}");
     }
     // Claude 2, Codex 3, Gemini 2, OpenCode 5 (one a refused file), Copilot 3, Cursor 2,
-    // Kiro 1, Antigravity 1.
-    assert_eq!(items.len(), 19);
+    // Kiro 1, Antigravity 1, Qwen Code 3 (`.qwen/settings.json` 1, `.mcp.json` 2).
+    assert_eq!(items.len(), 22);
 }
 
 #[test]

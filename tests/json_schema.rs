@@ -52,7 +52,7 @@ const NOT_EXPRESSED: [(&str, &str); 17] = [
     ("tool-unique", "relates two array items by one key"),
     (
         "tool-name-length",
-        "relates id, alias and each tool name (the schema bounds tool names at 39 bytes, the most a 2-byte stem leaves on Gemini)",
+        "relates id, alias and each tool name (the schema bounds tool names at 37 bytes, the most a 2-byte stem leaves on Qwen Code)",
     ),
     (
         "result-channel-allowlistable",
@@ -189,7 +189,7 @@ fn hostile_values_get_the_same_verdict_from_schema_and_check() {
             "{base}allowlistable = false\ninject = \"borrowed-snapshot\"\n[env]\nKCAP_MODE = {{ value = \"1\" }}\nKCAP_CTX = \"review_context_url\"\n"
         ),
         format!("{base}registered = false\n"),
-        format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(35)),
+        format!("{base}[[tools]]\nname = \"{}\"\n", "a".repeat(33)),
         format!("{base}alias = \"kx\"\n"),
         format!("{base}[env]\nKCAP_MODE = {{ value = \"\" }}\n"),
         format!("{base}[env]\nKCAP_MODE = {{ value = \"a${{b}}\" }}\n"),

@@ -52,6 +52,7 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
             Client::Cursor => cursor::cursor_plan(&c, &r, cursor::UnverifiedIsolation::Allow),
             Client::Kiro => kiro::kiro_plan(&c, &r, &id),
             Client::Antigravity => antigravity::antigravity_plan(&c, &r),
+            Client::Qwen => kcap_mcp_registry::clients::qwen::qwen_plan(&c, &r, &id),
             _ => unreachable!("a client without a typed plan function"),
         }
         .unwrap();

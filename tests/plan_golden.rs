@@ -1,5 +1,5 @@
 //! Golden launch plans: the exact JSON (`LaunchPlan::to_json`, what `render --format plan`
-//! prints) of Claude Code, Codex, Gemini CLI, OpenCode, Cursor, Kiro and Antigravity, lenient,
+//! prints) of Claude Code, Codex, Gemini CLI, OpenCode, Cursor, Kiro, Antigravity and Qwen Code, lenient,
 //! strict and gated; direct, brokered, borrowed-snapshot and brokered borrowed-snapshot
 //! launches; the empty allowlist byte-identical to none; and every refusal.
 //!
@@ -22,6 +22,7 @@ use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::kiro::kiro_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::qwen::qwen_plan;
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
 };
@@ -89,6 +90,7 @@ fn exact_plan(
         Client::Copilot => copilot_plan(ctx, r),
         Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow),
         Client::Kiro => kiro_plan(ctx, r, &id),
+        Client::Qwen => qwen_plan(ctx, r, &id),
         Client::Antigravity => antigravity_plan(ctx, r),
         other => panic!("{other}: no plan renderer"),
     }?)
@@ -122,7 +124,7 @@ fn golden(name: &str, actual: &str) {
     );
 }
 
-const CLIENTS: [Client; 8] = [
+const CLIENTS: [Client; 9] = [
     Client::Claude,
     Client::Codex,
     Client::Gemini,
@@ -131,16 +133,18 @@ const CLIENTS: [Client; 8] = [
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
+    Client::Qwen,
 ];
 
 /// The ACP clients and Antigravity: each needs an absolute worktree.
-const WORKTREE_CLIENTS: [Client; 6] = [
+const WORKTREE_CLIENTS: [Client; 7] = [
     Client::Gemini,
     Client::OpenCode,
     Client::Copilot,
     Client::Cursor,
     Client::Kiro,
     Client::Antigravity,
+    Client::Qwen,
 ];
 
 #[test]
@@ -382,6 +386,7 @@ fn option_like_model_is_refused_where_it_reaches_argv() {
         Client::Codex,
         Client::Gemini,
         Client::Copilot,
+        Client::Qwen,
     ] {
         assert_eq!(
             refusal(client, &c, Policy::Lenient),

@@ -18,8 +18,8 @@ use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::root;
 use kcap_mcp_registry::{
-    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, RESULT_CHANNEL_ID, ResultDelivery,
-    Snapshot, lookup, servers,
+    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, QWEN_TOOL_NAMES, RESULT_CHANNEL_ID,
+    ResultDelivery, Snapshot, lookup, servers,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -480,13 +480,15 @@ fn review_context_url(ctx: &LaunchContext) -> Option<&String> {
 
 /// Every tool of every server of the bundled registry fits every aliasing client's limit
 /// with a 16-hex launch id (registry rule `tool-name-length`): on Gemini,
-/// `mcp_<stem>-<16 hex>_<tool>` within 63 characters, the stem being the server's `alias` or
-/// its id. `kcap-review-context`'s tool fits only through its alias `kcap-rctx` (without it:
-/// 72), and a 32-hex suffix (the original system's) would overflow.
+/// `mcp_<stem>-<16 hex>_<tool>` within 63 characters, on Qwen Code
+/// `mcp__<stem>-<16 hex>__<tool>` within 63, the stem being the server's `alias` or its id.
+/// `kcap-review-context`'s tool fits only through its alias `kcap-rcx` (without it: 72 on
+/// Gemini; `kcap-rctx` made 64 on Qwen Code), and a 32-hex suffix (the original system's)
+/// would overflow.
 #[test]
 fn every_tool_of_every_server_fits_every_aliasing_client() {
     let id = LaunchId::from_hex("ffffffffffffffff").unwrap();
-    assert_eq!(ALIASING_CLIENTS, [GEMINI_TOOL_NAMES]);
+    assert_eq!(ALIASING_CLIENTS, [GEMINI_TOOL_NAMES, QWEN_TOOL_NAMES]);
     assert_eq!(MAX_TOOL_NAME, 63);
     let mut checked = 0;
     for client in ALIASING_CLIENTS {
@@ -505,23 +507,37 @@ fn every_tool_of_every_server_fits_every_aliasing_client() {
                     name.len()
                 );
                 assert_eq!(name.len(), client.aliased_len(s.alias_stem(), t.name));
-                assert_eq!(qualified_tool_name(&wire, t.name), name);
+                let room = if client.client == "qwen" {
+                    kcap_mcp_registry::clients::qwen::qualified_tool_name(&wire, t.name)
+                } else {
+                    qualified_tool_name(&wire, t.name)
+                };
+                assert_eq!(room, name);
                 checked += 1;
             }
         }
     }
     assert_eq!(
         checked,
-        servers().iter().map(|s| s.tools.len()).sum::<usize>()
+        ALIASING_CLIENTS.len() * servers().iter().map(|s| s.tools.len()).sum::<usize>()
     );
     let context = lookup(REVIEW_CONTEXT_ID).unwrap();
-    assert_eq!(context.alias, Some("kcap-rctx"));
+    assert_eq!(context.alias, Some("kcap-rcx"));
     let longest = qualified_tool_name(&id.wire_name(context), "get_branch_authored_mcp_configs");
     assert_eq!(
         longest,
-        "mcp_kcap-rctx-ffffffffffffffff_get_branch_authored_mcp_configs"
+        "mcp_kcap-rcx-ffffffffffffffff_get_branch_authored_mcp_configs"
     );
-    assert_eq!(longest.len(), 62);
+    assert_eq!(longest.len(), 61);
+    let on_qwen = kcap_mcp_registry::clients::qwen::qualified_tool_name(
+        &id.wire_name(context),
+        "get_branch_authored_mcp_configs",
+    );
+    assert_eq!(
+        on_qwen,
+        "mcp__kcap-rcx-ffffffffffffffff__get_branch_authored_mcp_configs"
+    );
+    assert_eq!(on_qwen.len(), 63);
     let unaliased = qualified_tool_name(&id.alias(context.id), "get_branch_authored_mcp_configs");
     assert_eq!(unaliased.len(), 72);
     let long_alias = format!("kcap-sessions-{}", "f".repeat(32));

@@ -94,8 +94,9 @@ fn each_single_rule_fixture_reports_exactly_its_rule_and_location() {
 fn the_alias_rules_and_the_aliased_tool_name_length_report_each_violation() {
     let d =
         |rule: &str, file: &str, line, column| (rule.to_string(), file.to_string(), line, column);
-    // A 30-byte id overflows Claude's `mcp__<id>__<tool>` (its 2-byte alias fits Gemini); a
-    // 39-byte tool name overflows Gemini's `mcp_<id>-<16 hex>_<tool>` only.
+    // A 30-byte id overflows Claude's `mcp__<id>__<tool>` (its 2-byte alias fits Gemini and
+    // Qwen Code); a 37-byte tool name overflows Gemini's `mcp_<id>-<16 hex>_<tool>` and Qwen
+    // Code's `mcp__<id>-<16 hex>__<tool>` (one diagnostic each), not Claude's.
     assert_eq!(
         diagnostics("tool-name-length"),
         vec![
@@ -106,12 +107,15 @@ fn the_alias_rules_and_the_aliased_tool_name_length_report_each_violation() {
                 8
             ),
             d("tool-name-length", "kcap-x.toml", 8, 8),
+            d("tool-name-length", "kcap-x.toml", 8, 8),
         ]
     );
     assert_eq!(
         diagnostics("tool-name-length-alias"),
         vec![
             d("tool-name-length", "kcap-review-context.toml", 8, 8),
+            d("tool-name-length", "kcap-review-context.toml", 8, 8),
+            d("tool-name-length", "kcap-review-contexts.toml", 9, 8),
             d("tool-name-length", "kcap-review-contexts.toml", 9, 8),
         ]
     );
@@ -171,8 +175,12 @@ fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
                     "shorten the tool name to at most 27 bytes, or the id",
                 ),
                 (
-                    "on client `gemini`, the tool's qualified name `mcp_kcap-x-0000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 67 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
-                    "shorten the tool name to at most 35 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 2 bytes",
+                    "on client `gemini`, the tool's qualified name `mcp_kcap-x-0000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 65 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "shorten the tool name to at most 35 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 4 bytes",
+                ),
+                (
+                    "on client `qwen`, the tool's qualified name `mcp__kcap-x-0000000000000000__aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa` is 67 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "shorten the tool name to at most 33 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 2 bytes",
                 ),
             ],
         ),
@@ -184,8 +192,16 @@ fn the_injection_and_tool_name_rules_say_what_is_wrong_and_how_to_fix_it() {
                     "shorten the tool name to at most 22 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 10 bytes",
                 ),
                 (
+                    "on client `qwen`, the tool's qualified name `mcp__kcap-review-context-0000000000000000__get_branch_authored_mcp_configs` is 74 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "shorten the tool name to at most 20 bytes, or add an alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 8 bytes",
+                ),
+                (
                     "on client `gemini`, the tool's qualified name `mcp_kcap-rcontext-0000000000000000_get_branch_authored_mcp_configs` is 66 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
                     "shorten the tool name to at most 28 bytes, or shorten the alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 10 bytes",
+                ),
+                (
+                    "on client `qwen`, the tool's qualified name `mcp__kcap-rcontext-0000000000000000__get_branch_authored_mcp_configs` is 68 bytes long with any 16-hex launch id, over the 63 it passes on uncut",
+                    "shorten the tool name to at most 26 bytes, or shorten the alias (`alias = \"…\"`, the stem of per-launch wire names) of at most 8 bytes",
                 ),
             ],
         ),
@@ -1064,7 +1080,8 @@ fn a_misspelled_key_is_one_finding_not_a_cascade() {
 }
 
 /// The tool-name help leads with the simplest fix: a 41-byte tool name of `kcap-search` fits
-/// Gemini's 63 bytes at 30 bytes, and no alias can make 41 fit (issue 25).
+/// Gemini's 63 bytes at 30 bytes and Qwen Code's at 28, and no alias can make 41 fit
+/// (issue 25).
 #[test]
 fn the_tool_name_help_leads_with_the_simplest_fix() {
     let dir = registry_with_result_channel();
@@ -1077,5 +1094,11 @@ fn the_tool_name_help_leads_with_the_simplest_fix() {
         panic!("a 41-byte tool name should not fit Gemini");
     };
     let helps: Vec<&str> = diags.iter().map(|d| d.help.as_str()).collect();
-    assert_eq!(helps, ["shorten the tool name to at most 30 bytes"]);
+    assert_eq!(
+        helps,
+        [
+            "shorten the tool name to at most 30 bytes",
+            "shorten the tool name to at most 28 bytes"
+        ]
+    );
 }

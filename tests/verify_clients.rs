@@ -22,6 +22,7 @@ fn main() {
         verify_copilot_holds_on_the_installed_client,
         verify_codex_holds_on_the_installed_client,
         verify_claude_holds_on_both_pinned_clients,
+        verify_qwen_holds_on_the_installed_client,
     ]);
 }
 
@@ -135,4 +136,11 @@ fn verify_claude_holds_on_both_pinned_clients() {
         };
         holds("claude", &bin, &[], &checks, version);
     }
+}
+
+fn verify_qwen_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    holds("qwen", &bin, &[], &CHECKS, "0.24.4");
 }

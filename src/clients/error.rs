@@ -58,6 +58,15 @@ pub enum RenderError {
         /// The file, absolute.
         file: std::path::PathBuf,
     },
+    /// A parent directory of the worktree holds an environment file the client loads into
+    /// its own environment and every MCP server's whatever the plan says (Qwen Code's
+    /// `.qwen/.env` or `.env`: [`qwen::env_file_preflight`](super::qwen::env_file_preflight)).
+    ParentEnvFile {
+        /// The client.
+        client: Client,
+        /// The file, absolute.
+        file: std::path::PathBuf,
+    },
     /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
     /// blank or relative.
     NeedsAbsolute {
@@ -182,6 +191,15 @@ impl fmt::Display for RenderError {
                  `${{` from that value"
             ),
             RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
+            RenderError::ParentEnvFile { client, file } => write!(
+                f,
+                "cannot isolate the {client} reviewer: {} exists in a parent directory of the \
+                 worktree, and {client} loads the first environment file it finds from the \
+                 worktree up into its own environment and every MCP server's, adding variables \
+                 the launch plan did not set; remove it, or put the worktree where no parent \
+                 directory has one",
+                crate::text::ShownPath(file)
+            ),
             RenderError::CopilotExpansion { server, field } => write!(
                 f,
                 "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \

@@ -14,11 +14,13 @@
 //!   directories taken away.
 //! - [`copilot`]: Copilot CLI (pinned 1.0.102), driven over ACP with its servers on the
 //!   command line, in a per-launch `COPILOT_HOME` where nothing else is configured.
+//! - [`qwen`]: Qwen Code (pinned 0.24.4), driven over ACP with per-launch aliased names, in a
+//!   per-launch `QWEN_HOME`.
 //! - [`cursor`], [`kiro`], [`antigravity`]: Cursor, Kiro (\[K\] 2.15.2/2.16.0) and
 //!   Antigravity (\[K\] 1.1.10/1.1.13), not installable here: their plans follow the original
 //!   system's facts only. Cursor's isolation is unverified.
 //!
-//! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`]: each
+//! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`], [`qwen`]: each
 //!   client's registration file (the servers a person registers for interactive sessions),
 //!   with the version and evidence of each fact.
 //!
@@ -75,6 +77,7 @@ pub mod kiro;
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
+pub mod qwen;
 pub mod root;
 
 pub mod spec;
@@ -125,17 +128,19 @@ clients! {
     Kiro => kiro,
     /// Antigravity, `agy` ([`antigravity`]).
     Antigravity => antigravity,
+    /// Qwen Code ([`qwen`]).
+    Qwen => qwen,
 }
 
 impl Client {
     /// The client's name on the command line and in output: `claude`, `codex`, `gemini`,
-    /// `opencode`, `copilot`, `cursor`, `kiro`, `antigravity`.
+    /// `opencode`, `copilot`, `cursor`, `kiro`, `antigravity`, `qwen`.
     pub const fn name(self) -> &'static str {
         self.spec().name
     }
 
     /// The client's display name: `Claude Code`, `Codex CLI`, `Gemini CLI`, `OpenCode`,
-    /// `Copilot CLI`, `Cursor`, `Kiro`, `Antigravity`.
+    /// `Copilot CLI`, `Cursor`, `Kiro`, `Antigravity`, `Qwen Code`.
     pub const fn display_name(self) -> &'static str {
         self.spec().display_name
     }

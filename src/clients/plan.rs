@@ -354,7 +354,7 @@ impl LaunchId {
     /// let review = lookup("kcap-review").unwrap();
     /// assert_eq!(id.wire_name(review), "kcap-review-0123456789abcdef");
     /// let context = lookup("kcap-review-context").unwrap();
-    /// assert_eq!(id.wire_name(context), "kcap-rctx-0123456789abcdef");
+    /// assert_eq!(id.wire_name(context), "kcap-rcx-0123456789abcdef");
     /// ```
     pub fn wire_name(&self, server: &McpServer) -> String {
         self.alias(server.alias_stem())

@@ -108,8 +108,9 @@ fn no_file_renders_no_plan() {
     assert_eq!(rendered.get(), 0);
     assert!(report.files.iter().all(|f| f.state == FileState::NoFile));
     assert!(!report.has_findings());
-    // Claude 1, Codex 1, Gemini 1, OpenCode 4, Copilot 2, Cursor 1, Kiro 1, Antigravity 1.
-    assert_eq!(report.files.len(), 12);
+    // Claude 1, Codex 1, Gemini 1, OpenCode 4, Copilot 2, Cursor 1, Kiro 1, Antigravity 1,
+    // Qwen Code 2.
+    assert_eq!(report.files.len(), 14);
 }
 
 #[test]

@@ -416,7 +416,7 @@ mod tests {
                 pair[0].1, pair[1].1
             );
         }
-        assert_eq!(seen.len(), 9, "{seen:?}");
+        assert_eq!(seen.len(), 10, "{seen:?}");
     }
 
     /// An unnamed file is told by its syntax; one that is neither says why, naming the

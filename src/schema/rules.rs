@@ -377,8 +377,8 @@ impl Key for EntryKey {
             }
             EntryKey::Alias => {
                 "Optional. A shorter stem for the server's per-launch wire name \
-                 (<stem>-<16 hex>) on clients that alias server names (Gemini CLI), so every \
-                 qualified tool name fits their limit; id pattern, shorter than the id, unique \
+                 (<stem>-<16 hex>) on clients that alias server names (Gemini CLI, Qwen Code), so \
+                 every qualified tool name fits their limit; id pattern, shorter than the id, unique \
                  among the registry's ids and aliases. Default: the id."
             }
             EntryKey::Env => {

@@ -28,7 +28,7 @@ thread_local! {
 }
 
 /// The client binary named by the environment variable `var` (`KCAP_CODEX_BIN`,
-/// `KCAP_CLAUDE_BIN`).
+/// `KCAP_CLAUDE_BIN`, … `KCAP_QWEN_BIN`: the names `scripts/install-peers.sh` prints).
 ///
 /// - Set: it must name an existing file, else the test fails (a wrong path never skips).
 /// - Unset or empty, with `KCAP_REQUIRE_PEERS=1` (as `.ci/run` sets): the test fails.

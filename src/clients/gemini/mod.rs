@@ -78,11 +78,12 @@
 //!     and never reaches the server. So the cut name works only while the model copies it
 //!     exactly, and approval rules written for the server's real tool names do not match it.
 //!
-//!   With the registry's `alias = "kcap-rctx"` the name is
+//!   With the registry's former `alias = "kcap-rctx"` the name was
 //!   `mcp_kcap-rctx-<16 hex>_get_branch_authored_mcp_configs` (62): offered whole, and a call
-//!   by it runs the tool (same recipe). Registry rule `tool-name-length` keeps every tool of
-//!   every server within 63 with any 16-hex launch id ([`GEMINI_TOOL_NAMES`]), so no
-//!   launch reaches the cut.
+//!   by it ran the tool (same recipe). The alias is now `kcap-rcx` (61 here), which Qwen Code's
+//!   `mcp__<wire>__<tool>` needs ([`crate::clients::qwen`]). Registry rule `tool-name-length`
+//!   keeps every tool of every server within 63 with any 16-hex launch id
+//!   ([`GEMINI_TOOL_NAMES`]), so no launch reaches the cut.
 
 #[cfg(feature = "cli")]
 pub mod registration;

@@ -1,0 +1,441 @@
+//! Qwen Code (pinned `@qwen-code/qwen-code@0.24.4`, a Gemini CLI derivative): the reviewer
+//! launch over ACP ([`qwen_plan`]) and, with the `cli` feature, its registration file
+//! (`registration`) and loader model (`loader`).
+//!
+//! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
+//! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder
+//! servers; `tests/conformance_acp.rs`, `docs/isolation/qwen.md`):
+//! - `qwen --acp` speaks the Agent Client Protocol (version 1) on stdin/stdout; the servers
+//!   come in `session/new` (`mcpServers`), start under their ACP name, in the worktree, with
+//!   Qwen's environment plus their `env`. ACP `args` and `env` are **not** expanded (`${X}`
+//!   and `$X` arrived literally), so unlike Gemini CLI nothing is refused for `${`.
+//! - `--allowed-mcp-server-names` (comma-separated) gates settings servers and ACP ones alike,
+//!   by exact name; an empty list means no gate, so a launch without servers passes a name
+//!   nothing has ([`deny_all_name`]). Every injected server is named `<stem>-<launch id>`
+//!   ([`LaunchId::wire_name`]), so a settings server named like one is never allowed, and an
+//!   ACP server replaces a settings server of the same name whole.
+//! - `--approval-mode yolo`: in ACP the default mode is `auto` (a model classifier approves
+//!   tool calls); `yolo` runs the result tool without `session/request_permission`.
+//! - MCP discovery runs in the background: a prompt sent as soon as `session/new` answered
+//!   was offered no MCP tool. `QWEN_CODE_LEGACY_MCP_BLOCKING=1` makes `session/new` answer
+//!   only once the servers are discovered.
+//! - MCP tools are deferred behind `tool_search` by default: the model's first request listed
+//!   no `mcp__*` tool. `tools.toolSearch.enabled = false` ([`ROOT_SETTINGS`]) offers them.
+//! - Tool names reach the model as `mcp__<wire name>__<tool>` ([`qualified_tool_name`]); over
+//!   63 characters Qwen cuts the name and appends `_<hash>`, and a call by the whole name
+//!   never reaches the server. Registry rule `tool-name-length` keeps every tool within 63
+//!   with any launch id ([`QWEN_TOOL_NAMES`]).
+//! - Every server inherits Qwen's environment with no secret filter (`OPENAI_API_KEY`
+//!   included): the plan hands the credentials over in the per-launch settings file
+//!   (`security.auth`), never in the environment ([`CREDENTIALS`]).
+//!
+//! # Isolation by construction (measured on 0.24.4; `docs/isolation/qwen.md`)
+//!
+//! - **User level**: `~/.qwen/` (`settings.json` with servers, hooks, settings `env`,
+//!   `permissions`, `mcp.allowed`/`mcp.excluded`, `tools.*`; `.env`; `extensions/`;
+//!   `trustedFolders.json`; `updates/npm/*/active.json`, which runs another installed Qwen
+//!   build; agents, commands, skills), `~/.env`. Qwen finds them through `QWEN_HOME` (the
+//!   `.qwen` directory itself), else `$HOME/.qwen`: the plan sets `HOME` to the per-launch
+//!   home and `QWEN_HOME` to its `.qwen`, which holds only [`ROOT_SETTINGS`].
+//! - **Administrator**: `/etc/qwen-code/settings.json` (wins over everything) and
+//!   `/etc/qwen-code/system-defaults.json`, moved by `QWEN_CODE_SYSTEM_SETTINGS_PATH` and
+//!   `QWEN_CODE_SYSTEM_DEFAULTS_PATH`: the plan points both at files that never exist
+//!   ([`SYSTEM_DIR`]); strace showed `/etc/qwen-code` opened 0 times. The bundle names no
+//!   other `/etc` path (no policies directory), so there are no managed files.
+//! - **The reviewed repository**: the worktree's `.qwen/` (settings, `.env`, agents,
+//!   commands, skills, extensions, hooks), `.env`, and `.mcp.json` (Claude Code's shape,
+//!   started over ACP with no approval), removed before launch ([`WORKTREE_CONFIG`]).
+//! - **Parent directories**: Qwen loads the first `.qwen/.env` or `.env` it finds from the
+//!   worktree (canonical) up to `/` into its environment and every server's:
+//!   [`env_file_preflight`] refuses the launch while a parent holds one (as Gemini CLI's
+//!   room does). The alternative, an empty `.env` written into the worktree to stop the
+//!   search there, would need the plan to write into the reviewed checkout, which no plan
+//!   does (its files go under the per-launch directory only).
+//! - **Trust**: `security.folderTrust.enabled` defaults to false, so every folder is trusted;
+//!   no trust flag or variable is needed (nor exists).
+//! - **Hooks**: `disableAllHooks: true` in [`ROOT_SETTINGS`], a second lock (the removal and
+//!   the system paths keep every hook source out; a kept worktree's `disableAllHooks: false`
+//!   re-enabled them, measured).
+//! - **Environment**: built from empty ([`crate::clients::root`]); none of Qwen's ~295
+//!   variables (`QWEN_CODE_RELAUNCH_ARGS`, `QWEN_SYSTEM_MD`, `NODE_OPTIONS`, …) reaches it.
+
+#[cfg(feature = "cli")]
+pub mod registration;
+
+#[cfg(feature = "cli")]
+pub mod loader;
+
+#[cfg(feature = "cli")]
+pub mod hostile;
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::allowlist::Resolution;
+use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
+use crate::clients::root::{CredentialSpec, HOME_DIR, Root};
+use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
+use crate::model::QWEN_TOOL_NAMES;
+
+/// What generic code knows about Qwen Code ([`crate::clients::spec`]).
+pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
+    name: "qwen",
+    display_name: "Qwen Code",
+    // the npm package `@qwen-code/qwen-code` installs `qwen`.
+    binary: "qwen",
+    // A JSON-configured client, stamped as Gemini CLI is (its flow-starting server learns
+    // which client drives it).
+    stamps_driver: true,
+    carries_model: true,
+    carries_effort: false,
+    managed_files: &[],
+    preflight: Some(preflight),
+    acp: true,
+    needs_worktree: true,
+    brokered_only: false,
+    uses_launch_id: true,
+    unverified_isolation: false,
+    plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?)?),
+    proof: crate::clients::spec::Proof::RealClient {
+        tests: &["conformance_acp", "differential_qwen", "verify_clients"],
+        versions: &["0.24.4"],
+    },
+    #[cfg(feature = "cli")]
+    registration: &registration::FORMAT,
+    #[cfg(feature = "cli")]
+    cli: &CLI,
+    #[cfg(feature = "cli")]
+    verify: Some(&hostile::VERIFY),
+};
+
+/// How the CLI offers Qwen Code (`render qwen`, `export qwen`).
+#[cfg(feature = "cli")]
+pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
+    render_about: "Qwen Code over ACP: servers in `session/new` under per-launch aliased names, \
+                   in a per-launch QWEN_HOME",
+    render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --launch-dir <DIR> --worktree <DIR> [OPTIONS]",
+    render_after_help: "\
+Example:
+  kcap-mcp-registry render qwen --agent-id a1 --launch-dir /run/kcap/l1 --worktree /work/tree --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
+    deprecated_flags: &[],
+    deprecated_because: "",
+    export_about: "Qwen Code: `mcpServers` for ~/.qwen/settings.json (read-only servers trusted)",
+    export_aliases: &[],
+    export_after_help: None,
+};
+
+/// The longest tool name Qwen Code 0.24.4 passes on uncut: 63 ([`QWEN_TOOL_NAMES`]).
+pub const MAX_TOOL_NAME: usize = QWEN_TOOL_NAMES.max_len;
+
+/// The name Qwen Code gives tool `tool` of the server named `wire_name`:
+/// `mcp__<wire name>__<tool>`.
+pub fn qualified_tool_name(wire_name: &str, tool: &str) -> String {
+    QWEN_TOOL_NAMES.qualified(wire_name, tool)
+}
+
+/// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
+/// has, since an empty list would mean no gate at all.
+pub fn deny_all_name(launch_id: &LaunchId) -> String {
+    launch_id.alias("kcap-deny")
+}
+
+/// The Qwen Code reviewer launch: argv `--acp --approval-mode yolo
+/// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
+/// servers in `session/new` under their aliased names (every injected server, as on Gemini
+/// CLI). The effort is not a Qwen setting; the prompt goes in ACP `session/prompt`.
+///
+/// Rooted in the per-launch directory (module docs): the root's environment, then
+/// `QWEN_HOME` (`<home>/.qwen`), `QWEN_CODE_SYSTEM_SETTINGS_PATH` and
+/// `QWEN_CODE_SYSTEM_DEFAULTS_PATH` (absent files under [`SYSTEM_DIR`]) and
+/// `QWEN_CODE_LEGACY_MCP_BLOCKING=1`; one file, `.qwen/settings.json` in the per-launch home
+/// ([`ROOT_SETTINGS`], plus `security.auth` from the credentials); the worktree's
+/// [`WORKTREE_CONFIG`] removed. Before carrying it out the daemon runs
+/// [`env_file_preflight`] on the worktree.
+///
+/// # Errors
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
+/// with `-`; [`RenderError::CredentialNotAccepted`] for a credential [`CREDENTIALS`] does not
+/// list.
+///
+/// ```
+/// use kcap_mcp_registry::{LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::{qwen::qwen_plan, plan::LaunchId};
+///
+/// let ctx = LaunchContext {
+///     server_url: Some("http://127.0.0.1:5100".into()),
+///     kcap_bin: Some("/usr/bin/kcap".into()),
+///     agent_id: "a1".into(),
+///     worktree: Some("/work/tree".into()),
+///     launch_dir: Some("/run/kcap/l1".into()),
+///     ..LaunchContext::default()
+/// };
+/// let id = LaunchId::from_hex("0123456789abcdef")?;
+/// let plan = qwen_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
+/// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
+/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json"]);
+/// let session = plan.session_new.unwrap();
+/// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn qwen_plan(
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    launch_id: &LaunchId,
+) -> Result<LaunchPlan, RenderError> {
+    ctx.require_launch_values()?;
+    let cwd = acp_cwd(Client::Qwen, ctx)?;
+    let model = option_value("model", &ctx.model)?;
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
+    let allowed = if servers.is_empty() {
+        deny_all_name(launch_id)
+    } else {
+        let names: Vec<&str> = servers.iter().map(|s| s.wire_name.as_str()).collect();
+        names.join(",")
+    };
+    let mut argv: Vec<String> = [
+        "--acp",
+        "--approval-mode",
+        "yolo",
+        "--allowed-mcp-server-names",
+        &allowed,
+    ]
+    .map(String::from)
+    .into();
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model.into()]);
+    }
+    let root = Root::of(Client::Qwen, ctx)?;
+    let mut plan = LaunchPlan::rooted(Client::Qwen, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    // The credentials go into the settings file, not the environment, which every server
+    // inherits unfiltered.
+    let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = plan
+        .env
+        .into_iter()
+        .partition(|v| CREDENTIALS.env.contains(&v.name.as_str()));
+    plan.env = env;
+    let system = format!("{}/{SYSTEM_DIR}", root.dir());
+    plan.env.extend([
+        EnvVar::new("QWEN_HOME", root.in_home(".qwen")),
+        EnvVar::new(
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            format!("{system}/settings.json"),
+        ),
+        EnvVar::new(
+            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+            format!("{system}/system-defaults.json"),
+        ),
+        EnvVar::new("QWEN_CODE_LEGACY_MCP_BLOCKING", "1"),
+    ]);
+    plan.files.push(PlanFile {
+        path: format!("{HOME_DIR}/{SETTINGS_FILE}"),
+        contents: settings(&credentials),
+        mode: 0o600,
+    });
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    Ok(plan)
+}
+
+/// The directory, relative to the per-launch directory, where
+/// `QWEN_CODE_SYSTEM_SETTINGS_PATH` and `QWEN_CODE_SYSTEM_DEFAULTS_PATH` point: never
+/// created, so Qwen Code reads no system settings instead of `/etc/qwen-code/`.
+pub const SYSTEM_DIR: &str = "qwen-system";
+
+/// The user settings file the plan writes, relative to the per-launch home.
+pub const SETTINGS_FILE: &str = ".qwen/settings.json";
+
+/// The user settings the plan writes (before the credentials, [`qwen_plan`]):
+/// `$version: 4` (Qwen rewrites a file without it), `disableAllHooks` (a second lock on
+/// hooks), `tools.toolSearch.enabled = false` (MCP tools offered to the model directly, not
+/// behind `tool_search`), and `general.enableAutoUpdate = false` and
+/// `privacy.usageStatisticsEnabled = false` (which stopped 4 connections to the dead proxy).
+pub const ROOT_SETTINGS: &str = "{\"$version\":4,\"disableAllHooks\":true,\
+     \"tools\":{\"toolSearch\":{\"enabled\":false}},\"general\":{\"enableAutoUpdate\":false},\
+     \"privacy\":{\"usageStatisticsEnabled\":false}}";
+
+/// [`ROOT_SETTINGS`] with `security.auth` (`selectedType: "openai"`, `apiKey`, `baseUrl`)
+/// when the launch hands over credentials, one line.
+fn settings(credentials: &[EnvVar]) -> String {
+    let mut auth = Vec::new();
+    for (var, key) in [("OPENAI_API_KEY", "apiKey"), ("OPENAI_BASE_URL", "baseUrl")] {
+        if let Some(v) = credentials.iter().find(|v| v.name == var) {
+            let value = serde_json::Value::String(v.value.clone());
+            auth.push(format!("\"{key}\":{value}"));
+        }
+    }
+    let base = ROOT_SETTINGS.strip_suffix('}').unwrap_or(ROOT_SETTINGS);
+    if auth.is_empty() {
+        format!("{ROOT_SETTINGS}\n")
+    } else {
+        format!(
+            "{base},\"security\":{{\"auth\":{{\"selectedType\":\"openai\",{}}}}}}}\n",
+            auth.join(",")
+        )
+    }
+}
+
+/// The credentials and provider settings the daemon may hand a Qwen Code reviewer: an
+/// OpenAI-compatible API key and base URL (auth type `openai`). The plan writes them into
+/// the per-launch settings file's `security.auth` (measured: the model API saw the key from
+/// the file, and no server's environment held `*KEY*` or `OPENAI*`), never into the
+/// environment, which Qwen passes to every server unfiltered. Qwen's own OAuth and the other
+/// auth types are not accepted.
+pub const CREDENTIALS: CredentialSpec = CredentialSpec {
+    env: &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+    files: &[],
+};
+
+/// The reviewed worktree's files Qwen Code reads as configuration: `.qwen/` (settings with
+/// servers, hooks, `env`, `mcp.*`; `.env`; agents, commands, skills, extensions), `.env`,
+/// and `.mcp.json` (servers, started over ACP without approval).
+pub const WORKTREE_CONFIG: [&str; 3] = [".qwen", ".env", ".mcp.json"];
+
+/// Refuses a Qwen Code launch in `worktree` while a parent directory of it holds `.env` or
+/// `.qwen/.env`.
+///
+/// Qwen Code 0.24.4 (`findEnvFiles`) walks from its workspace's canonical path up to `/`
+/// (or its `HOME`, the per-launch one), taking in each directory `.qwen/.env` then `.env`,
+/// and stops at the first it finds; every variable in it its environment lacks reaches Qwen
+/// and every server (with the worktree under a hostile home, `~/.qwen/.env` reached the
+/// servers, measured). The plan removes the worktree's own ([`WORKTREE_CONFIG`]); the
+/// parents' are out of its reach. The lexical path and the canonical one are both walked;
+/// the worktree itself is not checked.
+///
+/// # Errors
+/// [`RenderError::ParentEnvFile`] naming the nearest such file.
+pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
+    let lexical = normalize(worktree);
+    let mut starts = vec![lexical.clone()];
+    match std::fs::canonicalize(worktree) {
+        Ok(real) if real != lexical => starts.push(real),
+        _ => {}
+    }
+    for start in &starts {
+        for dir in start.ancestors().skip(1) {
+            for rel in [".qwen/.env", ".env"] {
+                let file = dir.join(rel);
+                // `existsSync` follows links; a dangling one is refused too, to keep it simple.
+                if std::fs::symlink_metadata(&file).is_ok() {
+                    return Err(RenderError::ParentEnvFile {
+                        client: Client::Qwen,
+                        file,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
+/// ([`qwen_plan`] refuses that launch anyway).
+///
+/// # Errors
+/// As [`env_file_preflight`].
+pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
+    match ctx.worktree.as_deref() {
+        Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
+        _ => Ok(()),
+    }
+}
+
+/// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::root::Credentials;
+
+    #[test]
+    fn credentials_go_into_the_settings_file_not_the_environment() {
+        let ctx = LaunchContext {
+            server_url: Some("http://127.0.0.1:5100".into()),
+            kcap_bin: Some("/usr/bin/kcap".into()),
+            agent_id: "a1".into(),
+            worktree: Some("/w".into()),
+            launch_dir: Some("/l".into()),
+            credentials: Credentials {
+                env: vec![
+                    EnvVar::new("OPENAI_API_KEY", "k\"1"),
+                    EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+                ],
+                files: Vec::new(),
+            },
+            ..LaunchContext::default()
+        };
+        let id = LaunchId::from_hex("0123456789abcdef").unwrap();
+        let r = ctx.resolve(crate::Policy::Strict).unwrap();
+        let plan = qwen_plan(&ctx, &r, &id).unwrap();
+        assert_eq!(plan.env_value("OPENAI_API_KEY"), None);
+        assert_eq!(plan.env_value("OPENAI_BASE_URL"), None);
+        let file = &plan.files[0];
+        assert_eq!(file.path, "home/.qwen/settings.json");
+        assert_eq!(file.mode, 0o600);
+        let v: serde_json::Value = serde_json::from_str(&file.contents).unwrap();
+        assert_eq!(v["security"]["auth"]["apiKey"], "k\"1");
+        assert_eq!(v["security"]["auth"]["baseUrl"], "http://127.0.0.1:9/v1");
+        assert_eq!(v["security"]["auth"]["selectedType"], "openai");
+        assert_eq!(v["$version"], 4);
+        assert_eq!(v["disableAllHooks"], true);
+        assert_eq!(v["tools"]["toolSearch"]["enabled"], false);
+        // Without credentials: the settings alone.
+        let bare = LaunchContext {
+            credentials: Credentials::default(),
+            ..ctx.clone()
+        };
+        let plan = qwen_plan(&bare, &r, &id).unwrap();
+        assert_eq!(plan.files[0].contents, format!("{ROOT_SETTINGS}\n"));
+    }
+
+    #[test]
+    fn env_file_preflight_walks_the_parents_only() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("a/b/wt");
+        std::fs::create_dir_all(tree.join(".qwen")).unwrap();
+        std::fs::write(tree.join(".env"), "X=1").unwrap();
+        std::fs::write(tree.join(".qwen/.env"), "X=1").unwrap();
+        assert_eq!(env_file_preflight(&tree), Ok(()));
+        std::fs::create_dir_all(t.path().join("a/.qwen")).unwrap();
+        std::fs::write(t.path().join("a/.qwen/.env"), "X=1").unwrap();
+        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
+        let err = env_file_preflight(&tree).unwrap_err();
+        assert_eq!(
+            err,
+            RenderError::ParentEnvFile {
+                client: Client::Qwen,
+                file: t.path().join("a/b/.env")
+            }
+        );
+        assert!(
+            err.to_string()
+                .starts_with("cannot isolate the qwen reviewer: "),
+            "{err}"
+        );
+        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
+        assert_eq!(
+            env_file_preflight(&t.path().join("a/b/../b/./wt")),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Qwen,
+                file: t.path().join("a/.qwen/.env")
+            })
+        );
+    }
+}
