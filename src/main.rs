@@ -209,7 +209,7 @@ Examples:
 
 fn main() -> ExitCode {
     // Started as `verify`'s recorder MCP server (by that name), not as the command line.
-    if let Some(code) = kcap_mcp_registry::verify::run_if_recorder() {
+    if let Some(code) = kcap_mcp_registry::cli::verify::run_if_recorder() {
         return code;
     }
     match run(Cli::parse()) {

@@ -157,7 +157,7 @@ fn parallel<V: Sync>(
 }
 
 fn entries() -> Vec<kcap_mcp_registry::RegistryEntry> {
-    kcap_mcp_registry::inspect::compiled_entries()
+    kcap_mcp_registry::cli::list::compiled_entries()
 }
 
 // ------------------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ const PROJECT: &str = "@PROJECT@";
 const KCAP: &str = "@KCAP@";
 
 fn claude_variants() -> Vec<ClaudeVariant> {
-    let opts = kcap_mcp_registry::export::RegistrationOptions {
+    let opts = kcap_mcp_registry::cli::export::RegistrationOptions {
         command: KCAP.into(),
         server_url: Some("http://127.0.0.1:9/u".into()),
         project_dir: None,

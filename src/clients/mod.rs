@@ -156,7 +156,7 @@ impl Client {
 
     /// The client's registration file format, from its room.
     #[cfg(feature = "cli")]
-    pub fn registration(self) -> &'static crate::export::RegistrationFormat {
+    pub fn registration(self) -> &'static crate::cli::export::RegistrationFormat {
         self.spec().registration
     }
 

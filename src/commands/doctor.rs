@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use kcap_mcp_registry::cli::doctor::{self, ClientFile};
+use kcap_mcp_registry::cli::export::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::doctor::{self, ClientFile};
-use kcap_mcp_registry::export::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 
@@ -180,7 +180,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
             let Some(client) = report.clients.iter().find(|c| c.path == path) else {
                 continue;
             };
-            let outcome = kcap_mcp_registry::install::remove_project_duplicates(
+            let outcome = kcap_mcp_registry::cli::install::remove_project_duplicates(
                 client.client,
                 &path,
                 &dups,
@@ -285,7 +285,10 @@ pub(crate) fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, 
 /// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
 /// kept edited, 2 when nothing could be written.
 pub(crate) fn print_outcome(
-    outcome: Result<kcap_mcp_registry::install::Outcome, kcap_mcp_registry::install::InstallError>,
+    outcome: Result<
+        kcap_mcp_registry::cli::install::Outcome,
+        kcap_mcp_registry::cli::install::InstallError,
+    >,
 ) -> Result<ExitCode, CliError> {
     let outcome = outcome.map_err(CliError::usage)?;
     if outcome.dry_run {

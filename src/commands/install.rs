@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use kcap_mcp_registry::cli::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::text::ShownPath;
 
 use super::doctor::print_outcome;
@@ -99,7 +99,7 @@ pub(crate) fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let servers = servers(&args, format)?;
-    print_outcome(kcap_mcp_registry::install::install(
+    print_outcome(kcap_mcp_registry::cli::install::install(
         format,
         &config,
         &servers,
@@ -111,7 +111,7 @@ pub(crate) fn uninstall(args: InstallArgs) -> Result<ExitCode, CliError> {
     let format = args.target.client.registration();
     let config = config_path(&args.target)?;
     let servers = servers(&args, format)?;
-    print_outcome(kcap_mcp_registry::install::uninstall(
+    print_outcome(kcap_mcp_registry::cli::install::uninstall(
         format,
         &config,
         &servers,

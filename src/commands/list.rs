@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use kcap_mcp_registry::inspect;
+use kcap_mcp_registry::cli;
 
 use super::{CliError, RegistrySource, load, policy, registry};
 
@@ -19,10 +19,10 @@ pub(crate) fn list(format: ListFormat, source: &RegistrySource) -> Result<ExitCo
     match format {
         ListFormat::Table => out!(
             "{}\nregistry digest (SHA-256): {}\n",
-            inspect::list_table(&entries),
+            cli::list::list_table(&entries),
             kcap_mcp_registry::schema::digest(&entries)
         ),
-        ListFormat::Json => out!("{}", inspect::list_json(&entries)),
+        ListFormat::Json => out!("{}", cli::list::list_json(&entries)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -34,7 +34,7 @@ pub(crate) fn resolve(
     source: &RegistrySource,
 ) -> Result<ExitCode, CliError> {
     let registry = registry(source.registry.as_deref())?;
-    let report = inspect::resolve_report_in(registry, allowlist, policy(strict));
+    let report = cli::list::resolve_report_in(registry, allowlist, policy(strict));
     out!("{}", report.text);
     if report.rejected {
         return Err(CliError::Found(None));

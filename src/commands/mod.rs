@@ -8,11 +8,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kcap_mcp_registry::export::DEFAULT_COMMAND;
-use kcap_mcp_registry::preview;
+use kcap_mcp_registry::cli::export::DEFAULT_COMMAND;
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
-use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, diagnostic, inspect};
+use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, cli, diagnostic};
 
 pub(crate) mod check;
 pub(crate) mod diff;
@@ -75,7 +74,7 @@ pub(crate) fn stderr_color() -> bool {
 /// (human format) and give exit code 1; an unreadable directory gives 2.
 pub(crate) fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
     let Some(dir) = dir else {
-        return Ok(inspect::compiled_entries());
+        return Ok(cli::list::compiled_entries());
     };
     match kcap_mcp_registry::validate_dir(dir) {
         Ok(entries) => Ok(entries),
@@ -140,9 +139,9 @@ pub(crate) struct RegistrationArgs {
 /// Refuses a blank `--kcap-bin` or `--server-url`, or one holding a control or invisible
 /// character, of `export`, `install` and `check --against` (exit 2).
 pub(crate) fn check_kcap_values(kcap_bin: &str, server_url: Option<&str>) -> Result<(), CliError> {
-    preview::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
+    cli::render::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
     if let Some(url) = server_url {
-        preview::check_value("--server-url", url, false).map_err(CliError::usage)?;
+        cli::render::check_value("--server-url", url, false).map_err(CliError::usage)?;
     }
     Ok(())
 }

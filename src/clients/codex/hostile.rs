@@ -1,9 +1,9 @@
 //! The hostile configuration `verify codex` surrounds a launch with (see
-//! [`crate::verify::hostile`]): every file and variable of the user, the repository and the
+//! [`crate::cli::verify::hostile`]): every file and variable of the user, the repository and the
 //! daemon's environment this client reads servers or hooks from.
 
+use crate::cli::verify::hostile::{Kind, Scope, Setup, VerifySpec, Writer, names};
 use crate::clients::plan::EnvVar;
-use crate::verify::hostile::{Kind, Scope, Setup, VerifySpec, Writer, names};
 
 /// `verify codex`: this client's hostile configuration and how its launch is judged.
 pub const VERIFY: VerifySpec = VerifySpec {

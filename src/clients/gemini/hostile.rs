@@ -1,12 +1,12 @@
 //! The hostile configuration `verify gemini` surrounds a launch with (see
-//! [`crate::verify::hostile`]): every file and variable of the user, the repository and the
+//! [`crate::cli::verify::hostile`]): every file and variable of the user, the repository and the
 //! daemon's environment this client reads servers or hooks from.
 
 use serde_json::json;
 
+use crate::cli::verify::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
 use crate::clients::plan::EnvVar;
 use crate::clients::plan::LaunchId;
-use crate::verify::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
 
 /// `verify gemini`: this client's hostile configuration and how its launch is judged.
 pub const VERIFY: VerifySpec = VerifySpec {

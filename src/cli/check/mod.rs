@@ -26,10 +26,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::cli::export::registrations;
 use crate::clients::Client;
 use crate::clients::loaded::{Loaded, Span};
 use crate::diagnostic::{Location, SourceText};
-use crate::export::registrations;
 use crate::schema::RegistryEntry;
 use crate::text::ShownPath;
 
@@ -210,7 +210,7 @@ fn drift_in(
         return out;
     }
     for entry in registrations(entries) {
-        let expected_args = crate::export::registration_args(entry, client);
+        let expected_args = crate::cli::export::registration_args(entry, client);
         if let Some(s) = loaded.started.iter().find(|s| s.name == entry.id) {
             let field = |f: &str| s.fields.get(f).or(Some(&s.span));
             if !s.expanded.is_empty() {

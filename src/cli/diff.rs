@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::export::pretty;
+use crate::cli::export::pretty;
 use crate::model::{EnvSource, Inject};
 use crate::schema::{EntryKey, Key, RegistryEntry};
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::allowlist::{Policy, RejectReason, SkipKind};
-use crate::export::pretty;
+use crate::cli::export::pretty;
 use crate::model::McpServer;
 use crate::registry::Registry;
 use crate::schema::{RegistryEntry, ToolEntry};
@@ -196,7 +196,7 @@ fn did_you_mean(text: &mut String, registry: Registry, name: &str) {
 /// at least 0.8, as `check` suggests keys), for an allowlist entry that names no server.
 ///
 /// ```
-/// use kcap_mcp_registry::{Registry, inspect::suggest_id};
+/// use kcap_mcp_registry::{Registry, cli::suggest_id};
 ///
 /// assert_eq!(suggest_id(Registry::compiled(), "kcap-reveiw"), Some("kcap-review"));
 /// assert_eq!(suggest_id(Registry::compiled(), "github"), None);

@@ -9,9 +9,9 @@
 //! another client) points at 1:1, as `check`'s drift findings do.
 
 use super::FileRead;
+use crate::cli::export::{RegistrationFormat, Syntax};
 use crate::clients::loaded::{self, Node, Span};
 use crate::diagnostic::{Location, SourceText};
-use crate::export::{RegistrationFormat, Syntax};
 
 /// The start of a file: where a finding with no better place points.
 pub(super) const START: Location = Location {

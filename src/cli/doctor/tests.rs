@@ -1,10 +1,10 @@
 use super::*;
-use crate::doctor::check::pointer_of;
-use crate::install::{ProjectDuplicate, fingerprint};
+use crate::cli::doctor::check::pointer_of;
+use crate::cli::install::{ProjectDuplicate, fingerprint};
 use serde_json::Value;
 
 fn entries() -> Vec<RegistryEntry> {
-    crate::inspect::compiled_entries()
+    crate::cli::list::compiled_entries()
 }
 
 /// `/usr/bin/kcap` and `/opt/kcap-2/kcap` exist; `kcap` is found as `/usr/bin/kcap`.
@@ -55,7 +55,9 @@ fn exported(client: Client, command: &str) -> String {
         Client::Codex => {
             crate::clients::codex::registration::codex_toml(&entries(), &opts).unwrap()
         }
-        _ => crate::export::registration_file(client.registration(), &entries(), &opts).unwrap(),
+        _ => {
+            crate::cli::export::registration_file(client.registration(), &entries(), &opts).unwrap()
+        }
     }
 }
 

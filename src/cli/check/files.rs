@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use super::{AgainstOptions, Checked, Drift, DriftKind, RegistrationError, drift_in, source_texts};
+use crate::cli::export::{RegistrationFormat, Syntax};
 use crate::clients::Client;
 use crate::clients::loaded::Loaded;
 use crate::diagnostic::SourceText;
-use crate::export::{RegistrationFormat, Syntax};
 use crate::schema::RegistryEntry;
 
 /// A registration file handed to a client's loader model ([`RegistrationFormat::load`]).

@@ -25,11 +25,11 @@
 use std::path::{Path, PathBuf};
 
 use super::FileRead;
+use crate::cli::export::RegistrationFormat;
 use crate::clients::loaded::{Loaded, Span};
 use crate::clients::plan::LaunchPlan;
 use crate::clients::{Client, LaunchContext, LaunchError};
 use crate::diagnostic::{Location, SourceText};
-use crate::export::RegistrationFormat;
 use crate::text::printable;
 
 /// What `doctor --project` looks at.

@@ -58,7 +58,7 @@ pub fn registration_args(entry: &RegistryEntry, client: Client) -> Vec<String> {
 
 /// One value of a registration entry, with object keys in the order they are written: the
 /// shape every client room builds its entries in, written as JSON ([`registration_file`]), as
-/// TOML (Codex) or merged into a user's file ([`crate::install`]).
+/// TOML (Codex) or merged into a user's file ([`crate::cli::install`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Node {
     /// A string.
@@ -188,7 +188,7 @@ pub struct RegistrationFormat {
     /// it; `None` for a client with no such switch.
     pub disabled_setting: Option<&'static str>,
     /// The names of this client's registration files, as `check --against` tells a file's
-    /// client without `--client` ([`crate::drift::detect_client`]): `(directory, file)`, the
+    /// client without `--client` ([`crate::cli::check::detect_client`]): `(directory, file)`, the
     /// directory `""` for any. No two clients claim the same name.
     pub file_names: &'static [(&'static str, &'static str)],
     /// The extension (`json`, `toml`) of the files no client's name claims that are read as
@@ -197,7 +197,7 @@ pub struct RegistrationFormat {
     pub claims_extension: Option<&'static str>,
     /// The client's loader model for one whole file: what `check --against` compares with
     /// the registry, one verdict per effective server set.
-    pub load: crate::drift::FileLoader,
+    pub load: crate::cli::check::FileLoader,
     /// The key of an object whose members each hold a `block` of their own (Claude Code's
     /// `projects.<dir>.mcpServers` in `~/.claude.json`): servers named twice are looked for
     /// there too.

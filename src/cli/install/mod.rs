@@ -19,7 +19,7 @@
 //! - **Register** ([`install`]), per registry server: missing → added; present and written
 //!   by kcap (its fingerprint is the ledger's) → healed to the registry's entry; present,
 //!   not recorded, but identical → adopted; otherwise → divergent, left alone and reported.
-//!   "Identical" is as the client runs it ([`crate::drift::same_to_client`], through the
+//!   "Identical" is as the client runs it ([`crate::cli::check::same_to_client`], through the
 //!   client's loader model): keys the client ignores and spellings it reads the same way
 //!   (Claude Code: no `description`, `"type": "stdio"`, `"env": {}`) do not count; an
 //!   adopted entry is recorded with the fingerprint of the entry as written.
@@ -59,9 +59,9 @@ use file::{Lock, writable_by_us, write_atomic};
 use ledger::{Ledger, read_ledger};
 pub use ledger::{fingerprint, ledger_entries, ledger_path};
 
+use crate::cli::export::{Node, RegistrationFormat};
 use crate::clients::Client;
 use crate::decode::BOM;
-use crate::export::{Node, RegistrationFormat};
 
 /// The environment variable that makes the writer abort between the config write and the
 /// ledger write: a test hook for crash safety (`tests/install.rs`). Nothing else reads it.
@@ -248,7 +248,7 @@ fn error(path: &Path, problem: impl Into<String>) -> InstallError {
     }
 }
 
-/// Registers `servers` (from [`crate::export::registration_entries`]) in `config`.
+/// Registers `servers` (from [`crate::cli::export::registration_entries`]) in `config`.
 ///
 /// # Errors
 /// [`InstallError`] when the config or ledger cannot be read, understood or written; then
@@ -280,7 +280,12 @@ pub fn install(
                     // `"type": "stdio"`, `"env": {}`, no `description` for Claude Code) is
                     // kcap's, recorded as it is written.
                     if have == want
-                        || crate::drift::same_to_client(format.client, name, value, &node.to_json())
+                        || crate::cli::check::same_to_client(
+                            format.client,
+                            name,
+                            value,
+                            &node.to_json(),
+                        )
                     {
                         recorded = have.clone();
                         if owned.as_deref() == Some(have.as_str()) {
@@ -342,7 +347,7 @@ pub fn uninstall(
                 continue;
             }
             if let Some((_, value)) = existing.iter().find(|(n, _)| n == name) {
-                if crate::drift::same_to_client(format.client, name, value, &node.to_json()) {
+                if crate::cli::check::same_to_client(format.client, name, value, &node.to_json()) {
                     unrecorded.push(name.clone());
                 } else {
                     actions.push((name.clone(), Action::LeftUnowned));

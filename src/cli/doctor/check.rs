@@ -7,8 +7,10 @@ use serde_json::Value;
 
 use super::positions::{self, Positions};
 use super::{ClientFile, ClientStatus, FileRead, Input, Problem, Report, Rule, Status};
-use crate::export::{RegistrationError, RegistrationFormat, RegistrationOptions, registrations};
-use crate::install::{self, ProjectDuplicate, fingerprint};
+use crate::cli::export::{
+    RegistrationError, RegistrationFormat, RegistrationOptions, registrations,
+};
+use crate::cli::install::{self, ProjectDuplicate, fingerprint};
 use crate::schema::RegistryEntry;
 
 /// A binary name no real entry has: where an entry built with it holds it is where the
@@ -108,7 +110,8 @@ impl Ctx<'_> {
             .and_then(|p| value.pointer(&p))
             .and_then(Value::as_str);
         let Some(command) = actual else {
-            if whole && !crate::drift::same_to_client(self.file.client, name, value, canonical) {
+            if whole && !crate::cli::check::same_to_client(self.file.client, name, value, canonical)
+            {
                 out.push(self.problem(
                     Rule::Divergent,
                     Some(name),
@@ -170,7 +173,7 @@ impl Ctx<'_> {
                 },
             )
             .to_json();
-            if !crate::drift::same_to_client(self.file.client, name, value, &same_command) {
+            if !crate::cli::check::same_to_client(self.file.client, name, value, &same_command) {
                 out.push(self.problem(
                     Rule::Divergent,
                     Some(name),
@@ -193,7 +196,7 @@ pub(super) fn diagnose_file(
     report: &mut Report,
 ) -> Result<(), RegistrationError> {
     let format = file.client.registration();
-    let nodes = crate::export::registration_entries(format, input.entries, input.opts)?;
+    let nodes = crate::cli::export::registration_entries(format, input.entries, input.opts)?;
     let servers: Vec<(&RegistryEntry, Value)> = registrations(input.entries)
         .zip(nodes)
         .map(|(e, (_, node))| (e, node.to_json()))
