@@ -130,7 +130,7 @@ fn bench_plans(c: &mut Criterion) {
     for &(client, delivery, render) in PLANS {
         for (name, i) in cases(delivery) {
             let plan = render(&contexts[i], &resolutions[i], &id).expect("renders");
-            assert_eq!(plan.client, client.name());
+            assert_eq!(plan.client, client);
             let borrowed = name == "brokered_borrowed";
             assert_eq!(
                 plan.servers.len(),

@@ -110,7 +110,7 @@ fn bench_preflight(c: &mut Criterion) {
         let launch = client
             .plan(ctx, &inputs)
             .unwrap_or_else(|e| panic!("{client}: {e}"));
-        assert_eq!(launch.plan.client, client.name());
+        assert_eq!(launch.plan.client, *client);
         assert_eq!(launch.plan.servers.len(), 1 + allowlisted, "{client}");
     }
 

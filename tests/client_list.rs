@@ -253,3 +253,23 @@ fn every_clients_spec_says_what_its_launch_needs() {
         );
     }
 }
+
+/// A plan's `client` is a `Client`: serialized as its name, and a name no client has does
+/// not parse.
+#[test]
+fn a_plans_client_is_one_of_the_list() {
+    use kcap_mcp_registry::clients::plan::LaunchPlan;
+    let file = root().join("tests/fixtures/plans/qwen-baseline.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let plan: LaunchPlan = serde_json::from_str(&text).unwrap();
+    assert_eq!(plan.client, Client::from_name("qwen").unwrap());
+    assert_eq!(plan.to_json(), text);
+    let other = text.replacen("\"client\": \"qwen\"", "\"client\": \"qwen2\"", 1);
+    assert_ne!(other, text);
+    let e = serde_json::from_str::<LaunchPlan>(&other).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("unknown client `qwen2`, expected one of: claude, codex, gemini"),
+        "{e}"
+    );
+}

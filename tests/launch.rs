@@ -142,12 +142,13 @@ fn recorded_env(record: &Value) -> BTreeMap<String, String> {
     serde_json::from_value(record["env"].clone()).unwrap()
 }
 
-/// A terminal plan (no `session_new`) for the stand-in, in `launch_dir`.
+/// A terminal plan (no `session_new`) for the stand-in, in `launch_dir`: a Codex plan's
+/// shape (the client only names the reviewer in messages).
 fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
     let dir = launch_dir.display();
     LaunchPlan {
         version: PLAN_VERSION,
-        client: "stand-in".into(),
+        client: kcap_mcp_registry::clients::Client::Codex,
         isolation: Isolation::Verified {
             proven_on: Vec::new(),
         },
@@ -288,7 +289,7 @@ prop_compose! {
             .collect();
         let plan = LaunchPlan {
             version: PLAN_VERSION,
-            client: "stand-in".into(),
+            client: kcap_mcp_registry::clients::Client::Gemini,
             isolation: Isolation::Verified {
             proven_on: Vec::new(),
         },
@@ -899,7 +900,7 @@ fn a_reviewer_at_a_trust_dialog_is_stopped_with_its_process_group_within_the_bou
         assert!(name.contains(dialog), "{name}");
         assert!(
             e.to_string()
-                .starts_with("run the reviewer: stand-in waits at"),
+                .starts_with("run the reviewer: codex waits at"),
             "{e}"
         );
         // The shell and its `sleep` are gone.

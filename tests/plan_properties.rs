@@ -96,7 +96,7 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
             })
             .collect();
     }
-    match plan.client.as_str() {
+    match plan.client.name() {
         "copilot" => {
             let i = plan
                 .argv
@@ -182,7 +182,7 @@ fn carried_commands(plan: &LaunchPlan) -> Vec<(String, String, Vec<String>)> {
             .map(|s| (s.name.clone(), s.command.clone(), s.args.clone()))
             .collect();
     }
-    if plan.client != "antigravity" {
+    if plan.client.name() != "antigravity" {
         return Vec::new();
     }
     let file = &plan.files[0];

@@ -97,7 +97,7 @@ impl Client {
     /// ctx.launch_dir = Some("/run/kcap/l1".into());
     /// for client in [Client::Claude, Client::Gemini, Client::OpenCode] {
     ///     let launch = client.plan(&ctx, &PlanInputs::new(Policy::Strict))?;
-    ///     assert_eq!(launch.plan.client, client.name());
+    ///     assert_eq!(launch.plan.client, client);
     ///     assert_eq!(launch.plan.env_value("HOME"), Some("/run/kcap/l1/home"));
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())

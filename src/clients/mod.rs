@@ -192,6 +192,28 @@ impl clap::ValueEnum for Client {
     }
 }
 
+/// A client as JSON: its [`name`](Client::name) (`"gemini"`), as launch plans carry it.
+impl serde::Serialize for Client {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// A client from its [`name`](Client::name); another string is an error naming the clients.
+impl<'de> serde::Deserialize<'de> for Client {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Client::from_name(&name).ok_or_else(|| {
+            let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
+            serde::de::Error::custom(format_args!(
+                "unknown client `{}`, expected one of: {}",
+                name.escape_debug(),
+                names.join(", ")
+            ))
+        })
+    }
+}
+
 impl fmt::Display for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

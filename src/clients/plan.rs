@@ -41,9 +41,10 @@ pub const PLAN_VERSION: u32 = 4;
 pub struct LaunchPlan {
     /// [`PLAN_VERSION`].
     pub version: u32,
-    /// The client's [`name`](super::Client::name): `claude`, `codex`, `gemini`, `opencode`,
-    /// `copilot`, `cursor`, `kiro`, `antigravity`.
-    pub client: String,
+    /// The client, serialized as its [`name`](super::Client::name) (`claude`, `codex`,
+    /// `gemini`, …); a plan naming no client of [`Client::ALL`](super::Client::ALL) does not
+    /// parse.
+    pub client: super::Client,
     /// Whether the launch is known to keep the MCP servers the user or the reviewed
     /// repository configured from starting ([`Isolation`]).
     pub isolation: Isolation,
@@ -122,7 +123,7 @@ impl LaunchPlan {
         };
         Ok(LaunchPlan {
             version: PLAN_VERSION,
-            client: client.name().into(),
+            client,
             isolation: Isolation::Verified {
                 proven_on: match client.spec().proof {
                     super::spec::Proof::RealClient { versions, .. } => {

@@ -213,7 +213,7 @@ pub fn launch_with_parent_env(
         process::die_with_parent(&mut cmd);
     }
     let start_error = |source| ExecError::Start {
-        client: plan.client.clone(),
+        client: plan.client.name().to_owned(),
         bin: client_bin.to_owned(),
         source,
     };
@@ -224,7 +224,7 @@ pub fn launch_with_parent_env(
                 .stderr(Stdio::piped())
                 .process_group(0);
             let child = cmd.spawn().map_err(start_error)?;
-            let process = process::Process::new(child, &plan.client);
+            let process = process::Process::new(child, plan.client.name());
             AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
         }
         None => {
@@ -234,7 +234,7 @@ pub fn launch_with_parent_env(
             // The parent's copies of the client's end of the terminal go with `cmd`: the
             // controller end then reads end-of-file when the client's processes are gone.
             drop(cmd);
-            let process = process::Process::new(child?, &plan.client);
+            let process = process::Process::new(child?, plan.client.name());
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
     }

@@ -203,7 +203,7 @@ mod tests {
     fn plan(cwd: Option<&str>, remove: &[&str]) -> LaunchPlan {
         LaunchPlan {
             version: crate::clients::plan::PLAN_VERSION,
-            client: "codex".into(),
+            client: crate::clients::Client::Codex,
             isolation: Isolation::Verified {
                 proven_on: Vec::new(),
             },
