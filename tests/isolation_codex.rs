@@ -266,6 +266,7 @@ fn client_variables_do_not_reach_the_client() {
         names,
         [
             "CODEX_HOME",
+            "GIT_CONFIG_NOSYSTEM",
             "HOME",
             "LANG",
             "PATH",
