@@ -50,8 +50,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::clients::loaded::{
-    Kind, Loaded, Node, Rejected, Remote, Skipped, Source, Span, is_url, json_root, note_fields,
-    parse_jsonc, started,
+    self, Kind, Loaded, Node, Rejected, Remote, Skipped, Source, Span, is_url, js_strings,
+    js_truthy, json_root, note_fields, parse_jsonc, started,
 };
 
 /// What Gemini CLI 0.61.0 does with `bytes`, its settings file `path`. `env` is Gemini
@@ -149,7 +149,7 @@ fn entry(
         return Ok(());
     }
     let mut expanded = Vec::new();
-    let command = match node.get("command").filter(|c| truthy(c)) {
+    let command = match node.get("command").filter(|c| js_truthy(c)) {
         None => {
             return Err((
                 "it has no `command`, `url` or `httpUrl`".into(),
@@ -168,7 +168,7 @@ fn entry(
     };
     let vars = entry_env(node, env, &mut expanded)?;
     let (args, options) = match node.get("args") {
-        Some(a) if truthy(a) => match &a.kind {
+        Some(a) if js_truthy(a) => match &a.kind {
             Kind::Array(items) => {
                 let args = items
                     .iter()
@@ -201,10 +201,10 @@ fn entry(
             },
         };
     }
-    s.enabled_tools = node.get("includeTools").and_then(strings);
+    s.enabled_tools = node.get("includeTools").and_then(js_strings);
     s.disabled_tools = node
         .get("excludeTools")
-        .and_then(strings)
+        .and_then(js_strings)
         .unwrap_or_default();
     expanded.dedup();
     s.expanded = expanded;
@@ -241,7 +241,7 @@ fn network(
 ) -> Option<Result<Remote, Flaw>> {
     let (key, u) = ["httpUrl", "url"]
         .into_iter()
-        .find_map(|key| node.get(key).filter(|u| truthy(u)).map(|u| (key, u)))?;
+        .find_map(|key| node.get(key).filter(|u| js_truthy(u)).map(|u| (key, u)))?;
     let url = js_string(u, env, &mut Vec::new(), key);
     Some(if is_url(&url) {
         Ok(Remote {
@@ -265,7 +265,7 @@ fn entry_env(
     expanded: &mut Vec<String>,
 ) -> Result<BTreeMap<String, String>, Flaw> {
     let mut out = BTreeMap::new();
-    let Some(e) = node.get("env").filter(|e| truthy(e)) else {
+    let Some(e) = node.get("env").filter(|e| js_truthy(e)) else {
         return Ok(out);
     };
     let sanitized = |name: &str| env(name).filter(|v| !redacted(name, v, env));
@@ -298,7 +298,7 @@ fn entry_env(
                 }
                 dotenv_expand(&once, &sanitized)
             }
-            _ if !truthy(value) => js_string(value, env, expanded, "env"),
+            _ if !js_truthy(value) => js_string(value, env, expanded, "env"),
             other => {
                 return Err((
                     format!(
@@ -358,52 +358,15 @@ fn redacted(name: &str, _value: &str, env: &dyn Fn(&str) -> Option<String>) -> b
     listed(NEVER, &key) || strict || NEVER_PARTS.split_whitespace().any(|p| key.contains(p))
 }
 
-/// JavaScript truthiness.
-fn truthy(node: &Node) -> bool {
-    match &node.kind {
-        Kind::Null => false,
-        Kind::Bool(b) => *b,
-        Kind::Int(i) => *i != 0,
-        Kind::Float(f) => *f != 0.0 && !f.is_nan(),
-        Kind::Str(s) => !s.is_empty(),
-        Kind::Datetime | Kind::Array(_) | Kind::Table(_) => true,
-    }
-}
-
-/// JavaScript's `String(value)` of a value whose strings went through [`expand_once`].
+/// JavaScript's `String(value)` ([`js_string`](crate::clients::loaded::js_string)) of a
+/// value whose strings go through [`expand_once`].
 fn js_string(
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     expanded: &mut Vec<String>,
     field: &str,
 ) -> String {
-    match &node.kind {
-        Kind::Null => "null".into(),
-        Kind::Bool(b) => b.to_string(),
-        Kind::Int(i) => i.to_string(),
-        Kind::Float(f) if *f == 0.0 => "0".into(),
-        Kind::Float(f) => f.to_string(),
-        Kind::Str(s) => expand_once(s, env, expanded, field),
-        Kind::Datetime => String::new(),
-        // Array.prototype.join: `null` elements are empty.
-        Kind::Array(items) => items
-            .iter()
-            .map(|i| match i.kind {
-                Kind::Null => String::new(),
-                _ => js_string(i, env, expanded, field),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Kind::Table(_) => "[object Object]".into(),
-    }
-}
-
-/// `includeTools` / `excludeTools` when an array of strings.
-fn strings(node: &Node) -> Option<Vec<String>> {
-    match &node.kind {
-        Kind::Array(items) => items.iter().map(|i| i.as_str().map(String::from)).collect(),
-        _ => None,
-    }
+    loaded::js_string(node, &mut |s| expand_once(s, env, expanded, field))
 }
 
 /// Gemini CLI's load-time expansion (`resolveEnvVarsInString`): the regex

@@ -32,7 +32,8 @@
 use std::collections::BTreeMap;
 
 use crate::clients::loaded::{
-    Kind, Loaded, Node, Remote, Skipped, Span, is_url, json_root, note_fields, parse_jsonc, started,
+    self, Kind, Loaded, Node, Remote, Skipped, Span, is_url, js_strings, js_truthy, json_root,
+    note_fields, parse_jsonc, started,
 };
 
 /// What Qwen Code 0.24.4 does with `bytes`, its settings file `path`. `env` is Qwen Code's
@@ -96,7 +97,7 @@ fn entry(
     }
     let mut expanded = Vec::new();
     for key_name in ["httpUrl", "url"] {
-        if let Some(u) = node.get(key_name).filter(|u| truthy(u)) {
+        if let Some(u) = node.get(key_name).filter(|u| js_truthy(u)) {
             let url = js_string(u, env, &mut expanded, key_name);
             if !is_url(&url) {
                 return Err((
@@ -113,7 +114,7 @@ fn entry(
             return Ok(());
         }
     }
-    let command = match node.get("command").filter(|c| truthy(c)) {
+    let command = match node.get("command").filter(|c| js_truthy(c)) {
         None => {
             return Err((
                 "it has no `command`, `url` or `httpUrl`".into(),
@@ -131,7 +132,7 @@ fn entry(
         },
     };
     let args = match node.get("args") {
-        Some(a) if truthy(a) => match &a.kind {
+        Some(a) if js_truthy(a) => match &a.kind {
             Kind::Array(items) => items
                 .iter()
                 .enumerate()
@@ -153,10 +154,10 @@ fn entry(
         .and_then(Node::as_str)
         .map(|c| expand(c, env, &mut expanded, "cwd"))
         .filter(|c| !c.is_empty());
-    s.enabled_tools = node.get("includeTools").and_then(strings);
+    s.enabled_tools = node.get("includeTools").and_then(js_strings);
     s.disabled_tools = node
         .get("excludeTools")
-        .and_then(strings)
+        .and_then(js_strings)
         .unwrap_or_default();
     expanded.dedup();
     s.expanded = expanded;
@@ -201,51 +202,15 @@ fn entry_env(
     out
 }
 
-/// JavaScript truthiness.
-fn truthy(node: &Node) -> bool {
-    match &node.kind {
-        Kind::Null => false,
-        Kind::Bool(b) => *b,
-        Kind::Int(i) => *i != 0,
-        Kind::Float(f) => *f != 0.0 && !f.is_nan(),
-        Kind::Str(s) => !s.is_empty(),
-        Kind::Datetime | Kind::Array(_) | Kind::Table(_) => true,
-    }
-}
-
-/// JavaScript's `String(value)` of a value whose strings went through [`expand`].
+/// JavaScript's `String(value)` ([`js_string`](crate::clients::loaded::js_string)) of a
+/// value whose strings go through [`expand`].
 fn js_string(
     node: &Node,
     env: &dyn Fn(&str) -> Option<String>,
     expanded: &mut Vec<String>,
     field: &str,
 ) -> String {
-    match &node.kind {
-        Kind::Null => "null".into(),
-        Kind::Bool(b) => b.to_string(),
-        Kind::Int(i) => i.to_string(),
-        Kind::Float(f) if *f == 0.0 => "0".into(),
-        Kind::Float(f) => f.to_string(),
-        Kind::Str(s) => expand(s, env, expanded, field),
-        Kind::Datetime => String::new(),
-        Kind::Array(items) => items
-            .iter()
-            .map(|i| match i.kind {
-                Kind::Null => String::new(),
-                _ => js_string(i, env, expanded, field),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Kind::Table(_) => "[object Object]".into(),
-    }
-}
-
-/// `includeTools` / `excludeTools` when an array of strings.
-fn strings(node: &Node) -> Option<Vec<String>> {
-    match &node.kind {
-        Kind::Array(items) => items.iter().map(|i| i.as_str().map(String::from)).collect(),
-        _ => None,
-    }
+    loaded::js_string(node, &mut |s| expand(s, env, expanded, field))
 }
 
 /// Qwen Code's `resolveEnvVarsInString`: `\$(?:(\w+)|{([^}]+)})`, one left-to-right pass;
