@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
@@ -64,6 +65,14 @@ pub(crate) struct LaunchArgs {
     run: RunArgs,
 }
 
+/// `--sandbox`: [`Confinement`](kcap_mcp_registry::launch::sandbox::Confinement) by name.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SandboxPolicy {
+    Off,
+    BestEffort,
+    Required,
+}
+
 #[derive(Args)]
 struct RunArgs {
     /// The client binary to start (required).
@@ -81,6 +90,14 @@ struct RunArgs {
     /// How long a terminal client may sit at a known dialog before it is stopped.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 3)]
     dialog_quiet: u64,
+    /// Run the reviewer in the sandbox (Landlock): `required` refuses a kernel that lacks
+    /// part of it, `best-effort` warns and confines as far as the kernel allows.
+    #[arg(long, value_name = "POLICY", global = true, default_value = "off")]
+    sandbox: SandboxPolicy,
+    /// A path the sandboxed reviewer may also read and execute (the kcap binary its MCP
+    /// servers run); repeatable.
+    #[arg(long, value_name = "PATH", global = true)]
+    sandbox_exec: Vec<std::path::PathBuf>,
     /// Leave the launch directory in place afterwards (to look at what the client wrote).
     #[arg(long, global = true)]
     keep_launch_dir: bool,
@@ -153,7 +170,21 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
-        .with_die_with_parent(true);
+        .with_die_with_parent(true)
+        .with_confinement(match run.sandbox {
+            SandboxPolicy::Off => Confinement::Off,
+            SandboxPolicy::BestEffort => Confinement::BestEffort,
+            SandboxPolicy::Required => Confinement::Required,
+        });
+    let options = run
+        .sandbox_exec
+        .iter()
+        .fold(options, |o, p| o.with_sandbox_read_exec(p.clone()));
+    if matches!(run.sandbox, SandboxPolicy::BestEffort)
+        && let Some(missing) = launch::sandbox::missing()
+    {
+        errln!("warning: the sandbox is partial: this kernel lacks {missing}");
+    }
     if let Some(reason) = unverified(&plan) {
         errln!(
             "warning: the {} launch's isolation is not verified: {reason}",

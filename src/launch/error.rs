@@ -146,6 +146,12 @@ pub enum ExecError {
         /// The daemon's `HOME`.
         home: PathBuf,
     },
+    /// The launch asks for [`Confinement::Required`](super::sandbox::Confinement::Required)
+    /// and this kernel lacks part of the [sandbox](super::sandbox).
+    NoSandbox {
+        /// What is missing (the Landlock LSM, or an ABI version and what it gives).
+        missing: String,
+    },
     /// The plan was rendered for another launch directory than the one given: its root
     /// variables point there.
     OtherLaunchDir {
@@ -269,6 +275,7 @@ impl fmt::Display for ExecError {
             | ExecError::NoWorktree
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
+            | ExecError::NoSandbox { .. }
             | ExecError::LaunchDirNotEmpty { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
@@ -329,6 +336,13 @@ impl ExecError {
                  daemon a PATH of absolute directories outside the worktree",
                 Step::Check,
                 entry
+            ),
+            ExecError::NoSandbox { missing } => write!(
+                f,
+                "{}: the reviewer's sandbox needs {missing}; run on a kernel that gives it (Linux \
+                 6.12 or later, with `landlock` in `lsm=`), or launch with a best-effort sandbox \
+                 (`--sandbox best-effort`) and accept what it lacks",
+                Step::Check,
             ),
             ExecError::WorktreeHoldsHome { worktree, home } => write!(
                 f,

@@ -69,10 +69,11 @@ mod error;
 mod prepare;
 mod process;
 mod pty;
+pub mod sandbox;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
 use crate::clients::plan::LaunchPlan;
 
 /// Bounds and sizes of a launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
     /// How long an ACP client may take to answer `initialize`, and then `session/new`
@@ -101,6 +102,13 @@ pub struct Options {
     /// started it exits, so that a killed command-line run leaves no reviewer behind.
     /// Default off: a daemon that starts reviewers from short-lived threads must not.
     pub die_with_parent: bool,
+    /// Whether the client runs in the [`sandbox`]. Default [`Confinement::Off`](sandbox::Confinement::Off).
+    pub confinement: sandbox::Confinement,
+    /// Paths the sandboxed reviewer may also read and execute (the kcap binary its MCP
+    /// servers run, say): absolute; a directory allows what is beneath it.
+    pub sandbox_read_exec: Vec<PathBuf>,
+    /// Paths the sandboxed reviewer may also read and write.
+    pub sandbox_read_write: Vec<PathBuf>,
 }
 
 impl Default for Options {
@@ -110,6 +118,9 @@ impl Default for Options {
             dialog_quiet: Duration::from_secs(3),
             terminal_size: (50, 200),
             die_with_parent: false,
+            confinement: sandbox::Confinement::Off,
+            sandbox_read_exec: Vec::new(),
+            sandbox_read_write: Vec::new(),
         }
     }
 }
@@ -124,6 +135,24 @@ impl Options {
     /// These options with `die_with_parent`.
     pub fn with_die_with_parent(mut self, on: bool) -> Self {
         self.die_with_parent = on;
+        self
+    }
+
+    /// These options with `confinement`.
+    pub fn with_confinement(mut self, confinement: sandbox::Confinement) -> Self {
+        self.confinement = confinement;
+        self
+    }
+
+    /// These options with `path` added to [`Options::sandbox_read_exec`].
+    pub fn with_sandbox_read_exec(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sandbox_read_exec.push(path.into());
+        self
+    }
+
+    /// These options with `path` added to [`Options::sandbox_read_write`].
+    pub fn with_sandbox_read_write(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sandbox_read_write.push(path.into());
         self
     }
 
@@ -206,12 +235,21 @@ pub fn launch_with_parent_env(
 ) -> Result<Reviewer, ExecError> {
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
+    sandbox::preflight(options.confinement)?;
     let dir = prepare::create(plan, launch_dir)?;
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if options.die_with_parent {
         process::die_with_parent(&mut cmd);
     }
+    let path = plan
+        .env_inherit
+        .iter()
+        .any(|n| n == "PATH")
+        .then(|| parent("PATH"))
+        .flatten();
+    let boundary = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
+    sandbox::confine(&mut cmd, &boundary, options.confinement)?;
     let start_error = |source| ExecError::Start {
         client: plan.client.name().to_owned(),
         bin: client_bin.to_owned(),
@@ -299,6 +337,25 @@ pub fn steps(
         set.join(" "),
         plan.env_inherit.join(" "),
     ));
+    if options.confinement != sandbox::Confinement::Off {
+        let path = std::env::var_os("PATH");
+        let b = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        steps.push(format!(
+            "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
+             {}; read {}; read and write {}; no signal, ptrace or abstract unix socket outside",
+            options.confinement,
+            list(&b.read_exec),
+            list(&b.read),
+            list(&b.read_write),
+        ));
+    }
     match &plan.session_new {
         Some(session_new) => steps.extend([
             format!(

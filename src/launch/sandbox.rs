@@ -1,0 +1,287 @@
+//! The reviewer's sandbox: the Landlock LSM, installed in the client's process between fork
+//! and exec, so that the client and everything it starts (MCP servers, shells, hooks, tools)
+//! inherit it and cannot leave it.
+//!
+//! What a confined reviewer may reach ([`Boundary`]):
+//! - read and execute: the system's directories ([`SYSTEM_READ_EXEC`]), the client's own
+//!   installation ([`installation`]) and what [`Options::sandbox_read_exec`] adds (the kcap
+//!   binary its MCP servers run);
+//! - read: the worktree (the plan's `cwd`), read-only;
+//! - read and write: the launch directory (the client's `HOME` and `TMPDIR`), the
+//!   terminal and the null devices ([`SYSTEM_DEVICES`]), and what
+//!   [`Options::sandbox_read_write`] adds;
+//! - no signal to a process outside the sandbox, and no connection to an abstract unix
+//!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
+//!   is refused by Landlock itself (every ABI).
+//!
+//! Everything else of the file system is refused: the daemon's `HOME`, other reviewers'
+//! launch directories and worktrees, the shared `/tmp`. The network is not confined here.
+//!
+//! The ruleset is built in the executor (allocations, opening the paths); the child makes
+//! two system calls only, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self`.
+//! Sources: the kernel's Landlock documentation
+//! (<https://docs.kernel.org/userspace-api/landlock.html>) and the `landlock` crate 0.4.8.
+
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible as _, PathBeneath, PathFd, Ruleset,
+    RulesetAttr as _, RulesetCreatedAttr as _, Scope,
+};
+
+use super::Options;
+use super::error::ExecError;
+use crate::clients::plan::LaunchPlan;
+
+/// How a launch is confined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confinement {
+    /// No sandbox: the client runs with the executor's authority.
+    #[default]
+    Off,
+    /// The sandbox as far as this kernel gives it; what it lacks is named in
+    /// [`Reviewer::warnings`](super::Reviewer::warnings).
+    BestEffort,
+    /// The whole sandbox, or the launch is refused before anything is created
+    /// ([`ExecError::NoSandbox`] names what the kernel lacks).
+    Required,
+}
+
+/// The Landlock ABI the whole sandbox needs: 6 (Linux 6.12), for the signal and
+/// abstract-unix-socket scopes. The file-system rules need ABI 5 (device `ioctl`s).
+pub const SANDBOX_ABI: i32 = 6;
+
+/// The system's directories a reviewer may read and execute (those that exist).
+pub const SYSTEM_READ_EXEC: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+];
+
+/// The devices a reviewer may read and write (those that exist): the null and random
+/// devices and the terminals.
+pub const SYSTEM_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What a confined reviewer may reach: each list of absolute paths, the directories
+/// allowing what is beneath them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Boundary {
+    /// Read and execute.
+    pub read_exec: Vec<PathBuf>,
+    /// Read only.
+    pub read: Vec<PathBuf>,
+    /// Read, write, create, remove, execute.
+    pub read_write: Vec<PathBuf>,
+}
+
+impl Boundary {
+    /// The boundary of `plan` carried out with `client_bin` under `options`: the lists of
+    /// the module docs, in that order. `path` is the `PATH` the client starts with (to find
+    /// a `#!/usr/bin/env` interpreter).
+    pub fn of(
+        plan: &LaunchPlan,
+        launch_dir: &Path,
+        client_bin: &Path,
+        path: Option<&std::ffi::OsStr>,
+        options: &Options,
+    ) -> Boundary {
+        let mut read_exec: Vec<PathBuf> = SYSTEM_READ_EXEC.iter().map(PathBuf::from).collect();
+        read_exec.extend(installation(client_bin, path));
+        read_exec.extend(options.sandbox_read_exec.iter().cloned());
+        let read = plan.cwd.iter().map(PathBuf::from).collect();
+        let mut read_write: Vec<PathBuf> = vec![launch_dir.to_owned()];
+        read_write.extend(SYSTEM_DEVICES.iter().map(PathBuf::from));
+        read_write.extend(options.sandbox_read_write.iter().cloned());
+        Boundary {
+            read_exec,
+            read,
+            read_write,
+        }
+    }
+}
+
+/// The directories of `client_bin`'s installation: for a file inside a `node_modules`
+/// tree, the directory holding the outermost `node_modules` (a package reads its
+/// `package.json`s up to there); otherwise the directory of the file. `client_bin` is
+/// resolved through its links first (`node_modules/.bin/x` links into the package). A `#!`
+/// interpreter's installation is added the same way (`#!/usr/bin/env node` looks `node`
+/// up in `path`).
+pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(bin) = std::fs::canonicalize(client_bin) else {
+        return found;
+    };
+    found.push(root_of(&bin));
+    if let Some(interpreter) = interpreter(&bin, path)
+        && let Ok(interpreter) = std::fs::canonicalize(interpreter)
+    {
+        let root = root_of(&interpreter);
+        if !found.contains(&root) {
+            found.push(root);
+        }
+    }
+    found
+}
+
+fn root_of(file: &Path) -> PathBuf {
+    file.ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .and_then(Path::parent)
+        .or_else(|| file.parent())
+        .unwrap_or(Path::new("/"))
+        .to_owned()
+}
+
+/// The program of `bin`'s `#!` line: its first word, or for `/usr/bin/env` the next word
+/// looked up in `path`.
+fn interpreter(bin: &Path, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(bin).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    if Path::new(program).file_name().is_some_and(|n| n == "env") {
+        let name = words.find(|w| !w.starts_with('-'))?;
+        return std::env::split_paths(path?)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file());
+    }
+    Some(PathBuf::from(program))
+}
+
+/// What the kernel gives: its Landlock ABI version (0 when Landlock is not available).
+pub fn kernel_abi() -> i32 {
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attribute only returns a number.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    i32::try_from(v).unwrap_or(0).max(0)
+}
+
+/// What this kernel lacks for the whole sandbox, for a refusal or a warning; `None` when
+/// it gives all of it.
+pub fn missing() -> Option<String> {
+    let abi = kernel_abi();
+    match abi {
+        0 => Some("the Landlock LSM (not built in, or not enabled in `lsm=`)".to_owned()),
+        a if a < SANDBOX_ABI => Some(format!(
+            "Landlock ABI {SANDBOX_ABI} (this kernel has ABI {a}: {})",
+            if a < 5 {
+                "no file-system rule for device ioctls, no signal or abstract-socket scope"
+            } else {
+                "no signal or abstract-socket scope"
+            }
+        )),
+        _ => None,
+    }
+}
+
+/// Refuses, before anything is created, a [`Confinement::Required`] launch on a kernel that
+/// lacks part of the sandbox.
+///
+/// # Errors
+/// [`ExecError::NoSandbox`], naming what is missing.
+pub(crate) fn preflight(confinement: Confinement) -> Result<(), ExecError> {
+    match missing() {
+        Some(missing) if confinement == Confinement::Required => {
+            Err(ExecError::NoSandbox { missing })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Builds the Landlock ruleset of `boundary` and has `cmd`'s child restrict itself to it
+/// before exec. A best-effort sandbox leaves out what the kernel lacks ([`missing`] names
+/// it, for the caller's warning).
+///
+/// # Errors
+/// [`ExecError::NoSandbox`] under [`Confinement::Required`] when the kernel lacks part
+/// of the sandbox, or the ruleset cannot be built.
+pub(crate) fn confine(
+    cmd: &mut Command,
+    boundary: &Boundary,
+    confinement: Confinement,
+) -> Result<(), ExecError> {
+    if confinement == Confinement::Off {
+        return Ok(());
+    }
+    preflight(confinement)?;
+    let fd = ruleset(boundary, confinement).map_err(|e| ExecError::NoSandbox {
+        missing: format!("a Landlock ruleset ({e})"),
+    })?;
+    let Some(fd) = fd else {
+        // Best effort, and the kernel has no Landlock at all.
+        return Ok(());
+    };
+    // SAFETY: between fork and exec the closure makes two system calls (prctl and
+    // landlock_restrict_self) and builds an `io::Error` from an errno: no allocation, no
+    // lock, async-signal-safe. `fd` lives in the closure, so it is open in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+fn ruleset(
+    boundary: &Boundary,
+    confinement: Confinement,
+) -> Result<Option<OwnedFd>, landlock::RulesetError> {
+    let abi = ABI::V6;
+    let level = match confinement {
+        Confinement::Required => CompatLevel::HardRequirement,
+        _ => CompatLevel::BestEffort,
+    };
+    let all = AccessFs::from_all(abi);
+    let read = AccessFs::from_read(abi);
+    let read_exec = read | AccessFs::Execute;
+    let mut created = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(all)?
+        .scope(Scope::from_all(abi))?
+        .create()?;
+    for (paths, access) in [
+        (&boundary.read_exec, read_exec),
+        (&boundary.read, read),
+        (&boundary.read_write, all),
+    ] {
+        for path in paths {
+            // A path that does not exist allows nothing; one that cannot be opened neither.
+            let Ok(fd) = PathFd::new(path) else { continue };
+            let access = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+                access & AccessFs::from_file(abi)
+            } else {
+                access
+            };
+            created = created.add_rule(PathBeneath::new(fd, access))?;
+        }
+    }
+    Ok(created.into())
+}
