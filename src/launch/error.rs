@@ -159,6 +159,11 @@ pub enum ExecError {
         /// The launch directory.
         dir: PathBuf,
     },
+    /// Another launch holds the launch directory (its lock, `.<name>.kcap-lock` beside it).
+    LaunchDirBusy {
+        /// The launch directory.
+        dir: PathBuf,
+    },
     /// The launch directory exists and belongs to another user.
     LaunchDirNotOwned {
         /// The launch directory.
@@ -270,6 +275,7 @@ impl fmt::Display for ExecError {
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
             | ExecError::LaunchDirNotEmpty { .. }
+            | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
             | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
@@ -351,6 +357,13 @@ impl ExecError {
             ExecError::LaunchDirNotEmpty { dir } => write!(
                 f,
                 "{}: launch directory {} exists and is not empty; give a new or empty one",
+                Step::Check,
+                ShownPath(dir)
+            ),
+            ExecError::LaunchDirBusy { dir } => write!(
+                f,
+                "{}: launch directory {} is in use by another launch (it holds the lock \
+                 beside it); give each launch its own directory",
                 Step::Check,
                 ShownPath(dir)
             ),
