@@ -67,6 +67,9 @@ fn two_launches_into_one_directory_one_wins_the_other_touches_nothing() {
             match result {
                 Ok(reviewer) => winners.push((mark, reviewer)),
                 Err(ExecError::LaunchDirBusy { dir: busy }) => assert_eq!(busy, dir),
+                // The winner's directory already there when the loser checked: refused too,
+                // before anything is touched.
+                Err(ExecError::LaunchDirNotEmpty { dir: busy }) => assert_eq!(busy, dir),
                 Err(e) => panic!("round {round}: {mark}: {e}"),
             }
         }

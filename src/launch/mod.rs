@@ -204,7 +204,7 @@ pub fn launch_with_parent_env(
     options: &Options,
     parent: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Reviewer, ExecError> {
-    prepare::check_plan(plan, launch_dir)?;
+    prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);

@@ -23,13 +23,6 @@ pub const DIR_MODE: u32 = 0o700;
 /// cannot be set exactly; a launch directory that exists and is not an empty directory of
 /// this user's.
 pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
-    check_plan(plan, launch_dir)?;
-    check_launch_dir(launch_dir, true)
-}
-
-/// [`check`] but for the launch directory itself ([`check_launch_dir`]), which a launch
-/// checks once it holds the directory's [`Claim`].
-pub(crate) fn check_plan(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
     if plan.version != PLAN_VERSION {
         return Err(ExecError::Version {
             found: plan.version,
@@ -44,6 +37,8 @@ pub(crate) fn check_plan(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), Exe
     }
     check_paths(plan)?;
     check_env(plan)?;
+    // A launch checks it again once it holds the directory's [`Claim`].
+    check_launch_dir(launch_dir, true)?;
     for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
         let field = if plan.dirs.contains(path) {
             PathField::Dirs
