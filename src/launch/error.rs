@@ -165,6 +165,11 @@ pub enum ExecError {
         /// The launch directory.
         dir: PathBuf,
     },
+    /// Another launch holds the launch directory (its lock, `.<name>.kcap-lock` beside it).
+    LaunchDirBusy {
+        /// The launch directory.
+        dir: PathBuf,
+    },
     /// The launch directory exists and belongs to another user.
     LaunchDirNotOwned {
         /// The launch directory.
@@ -277,6 +282,7 @@ impl fmt::Display for ExecError {
             | ExecError::WorktreeHoldsHome { .. }
             | ExecError::NoSandbox { .. }
             | ExecError::LaunchDirNotEmpty { .. }
+            | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
             | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
@@ -365,6 +371,13 @@ impl ExecError {
             ExecError::LaunchDirNotEmpty { dir } => write!(
                 f,
                 "{}: launch directory {} exists and is not empty; give a new or empty one",
+                Step::Check,
+                ShownPath(dir)
+            ),
+            ExecError::LaunchDirBusy { dir } => write!(
+                f,
+                "{}: launch directory {} is in use by another launch (it holds the lock \
+                 beside it); give each launch its own directory",
                 Step::Check,
                 ShownPath(dir)
             ),

@@ -79,7 +79,7 @@ use std::time::Duration;
 
 pub use acp::{AcpEvent, AcpSession, PROTOCOL_VERSION};
 pub use error::{ExecError, PathField, Step};
-pub use prepare::{DIR_MODE, path_problem};
+pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem, sweep};
 pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
 
@@ -236,7 +236,17 @@ pub fn launch_with_parent_env(
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     sandbox::preflight(options.confinement)?;
-    let dir = prepare::create(plan, launch_dir)?;
+    // One launch per directory: the loser of a race stops here, having touched nothing.
+    sweep_once(launch_dir);
+    let claim = prepare::claim(launch_dir)?;
+    if claim.stale {
+        // Left by a launch that is gone (killed, or its machine crashed): its credentials
+        // go now.
+        prepare::remove_leftover(launch_dir)
+            .map_err(|e| ExecError::io(Step::CreateLaunchDir, launch_dir, e))?;
+    }
+    prepare::check_launch_dir(launch_dir, false)?;
+    let dir = prepare::create(plan, launch_dir, claim)?;
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if options.die_with_parent {
@@ -275,6 +285,22 @@ pub fn launch_with_parent_env(
             let process = process::Process::new(child?, plan.client.name());
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
+    }
+}
+
+/// [`sweep`]s the parent of `launch_dir` the first time this process launches there.
+fn sweep_once(launch_dir: &Path) {
+    static SWEPT: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let Some(parent) = launch_dir.parent() else {
+        return;
+    };
+    let first = SWEPT
+        .lock()
+        .map(|mut s| s.insert(parent.to_owned()))
+        .unwrap_or(false);
+    if first {
+        let _ = sweep(parent);
     }
 }
 

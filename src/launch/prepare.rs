@@ -37,7 +37,8 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
     }
     check_paths(plan)?;
     check_env(plan)?;
-    check_launch_dir(launch_dir)?;
+    // A launch checks it again once it holds the directory's [`Claim`].
+    check_launch_dir(launch_dir, true)?;
     for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
         let field = if plan.dirs.contains(path) {
             PathField::Dirs
@@ -181,7 +182,10 @@ fn check_env(plan: &LaunchPlan) -> Result<(), ExecError> {
     Ok(())
 }
 
-fn check_launch_dir(dir: &Path) -> Result<(), ExecError> {
+/// Refuses a launch directory that exists and is not an empty directory of this user's;
+/// with `stale_ok`, one whose lock is left by a launch that is gone (a launch takes it over,
+/// removing what is left) passes.
+pub(crate) fn check_launch_dir(dir: &Path, stale_ok: bool) -> Result<(), ExecError> {
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -200,6 +204,9 @@ fn check_launch_dir(dir: &Path) -> Result<(), ExecError> {
     }
     let mut entries = std::fs::read_dir(dir).map_err(|e| ExecError::io(Step::Check, dir, e))?;
     if entries.next().is_some() {
+        if stale_ok && lock_is_stale(dir) {
+            return Ok(());
+        }
         return Err(ExecError::LaunchDirNotEmpty { dir: dir.into() });
     }
     Ok(())
@@ -237,6 +244,8 @@ fn no_symlink_on_the_way(
 pub(crate) struct LaunchDir {
     path: PathBuf,
     remove: bool,
+    // Released (and its file removed) after the directory: dropped after `Drop::drop`.
+    _claim: Option<Claim>,
 }
 
 impl LaunchDir {
@@ -246,12 +255,7 @@ impl LaunchDir {
             // Kept ([`LaunchDir::keep`]).
             return Ok(());
         }
-        match std::fs::remove_dir_all(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(ExecError::io(Step::Cleanup, &self.path, e))
-            }
-            _ => Ok(()),
-        }
+        remove_tree(&self.path).map_err(|e| ExecError::io(Step::Cleanup, &self.path, e))
     }
 
     /// Leaves the directory in place when this is dropped.
@@ -263,8 +267,7 @@ impl LaunchDir {
 impl Drop for LaunchDir {
     fn drop(&mut self) {
         if self.remove {
-            // `remove_dir_all` does not follow symbolic links inside the directory.
-            let _ = std::fs::remove_dir_all(&self.path);
+            let _ = remove_tree(&self.path);
         }
     }
 }
@@ -278,7 +281,11 @@ fn os(step: Step, path: &Path) -> impl Fn(rustix::io::Errno) -> ExecError + '_ {
 /// relative to its parent without following links, and every file is created new
 /// (`O_EXCL`), so nothing is written outside the launch directory. On an error the launch
 /// directory is removed again.
-pub(crate) fn create(plan: &LaunchPlan, launch_dir: &Path) -> Result<LaunchDir, ExecError> {
+pub(crate) fn create(
+    plan: &LaunchPlan,
+    launch_dir: &Path,
+    claim: Claim,
+) -> Result<LaunchDir, ExecError> {
     match std::fs::DirBuilder::new().mode(DIR_MODE).create(launch_dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -287,6 +294,7 @@ pub(crate) fn create(plan: &LaunchPlan, launch_dir: &Path) -> Result<LaunchDir, 
     let guard = LaunchDir {
         path: launch_dir.to_owned(),
         remove: true,
+        _claim: Some(claim),
     };
     let root = rustix::fs::openat(
         rustix::fs::CWD,
@@ -422,6 +430,221 @@ pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> 
     Ok(())
 }
 
+/// The lock file of `launch_dir`: `.<name>.kcap-lock` in its parent directory.
+pub fn lock_path(launch_dir: &Path) -> Option<PathBuf> {
+    let name = launch_dir.file_name()?;
+    let mut lock = std::ffi::OsString::from(".");
+    lock.push(name);
+    lock.push(LOCK_SUFFIX);
+    Some(launch_dir.with_file_name(lock))
+}
+
+/// How a lock file's name ends.
+pub const LOCK_SUFFIX: &str = ".kcap-lock";
+
+/// A launch's hold on its launch directory: its lock file ([`lock_path`]), open and
+/// `flock`ed exclusively for as long as this lives, and removed (while still held) when it
+/// is dropped. The kernel releases an `flock` when its holder dies, however it dies: a
+/// lock file nobody holds is left by a launch that is gone.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    lock: PathBuf,
+    _fd: OwnedFd,
+    /// The lock file was there, and free: its launch is gone, its directory a leftover.
+    pub(crate) stale: bool,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Removed before it is released: whoever opens the file next and gets the lock
+        // finds the path no longer names it and starts again.
+        let _ = std::fs::remove_file(&self.lock);
+    }
+}
+
+/// Takes the lock of `launch_dir` ([`Claim`]), or fails with [`ExecError::LaunchDirBusy`]
+/// when another launch holds it; nothing else is touched.
+pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
+    let lock = lock_path(launch_dir).ok_or_else(|| ExecError::LaunchDirNotDir {
+        dir: launch_dir.into(),
+    })?;
+    let io = |e: rustix::io::Errno| ExecError::io(Step::Check, &lock, e.into());
+    loop {
+        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mode = Mode::from_raw_mode(0o600);
+        let (fd, fresh) = match rustix::fs::open(&lock, flags | OFlags::CREATE | OFlags::EXCL, mode)
+        {
+            Ok(fd) => (fd, true),
+            Err(rustix::io::Errno::EXIST) => match rustix::fs::open(&lock, flags, mode) {
+                Ok(fd) => (fd, false),
+                // Released and removed meanwhile.
+                Err(rustix::io::Errno::NOENT) => continue,
+                Err(e) => return Err(io(e)),
+            },
+            Err(e) => return Err(io(e)),
+        };
+        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(ExecError::LaunchDirBusy {
+                    dir: launch_dir.into(),
+                });
+            }
+            Err(e) => return Err(io(e)),
+        }
+        // Ours only if the path still names the file locked (not one removed meanwhile).
+        let held = rustix::fs::fstat(&fd).map_err(io)?;
+        match rustix::fs::lstat(&lock) {
+            Ok(now) if now.st_dev == held.st_dev && now.st_ino == held.st_ino => {
+                return Ok(Claim {
+                    lock,
+                    _fd: fd,
+                    stale: !fresh,
+                });
+            }
+            Ok(_) | Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(io(e)),
+        }
+    }
+}
+
+/// A lock file younger than this is passed over by [`sweep`] (a launch may be between
+/// creating it and locking it; the identity check of [`claim`] makes taking it harmless,
+/// this only spares it a retry).
+pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Removes every launch directory in `parent` whose launch is gone (its lock file there and
+/// free), with its lock file; returns the directories removed. A directory of another user
+/// is left (its lock file removed).
+///
+/// # Errors
+/// When `parent` cannot be read.
+pub fn sweep(parent: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(parent)? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(dir_name) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(LOCK_SUFFIX))
+            .filter(|n| !n.is_empty())
+        else {
+            continue;
+        };
+        let fresh = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_none_or(|age| age < SWEEP_MIN_AGE);
+        if fresh {
+            continue;
+        }
+        let dir = parent.join(dir_name);
+        let Ok(claim) = claim(&dir) else { continue };
+        if claim.stale && remove_leftover(&dir).is_ok() {
+            removed.push(dir);
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes `dir` ([`remove_tree`]) if it is a directory of this user's (no link).
+pub(crate) fn remove_leftover(dir: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw() => {
+            remove_tree(dir)
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `launch_dir`'s lock file is there and nobody holds it (probed, then let go).
+fn lock_is_stale(launch_dir: &Path) -> bool {
+    let Some(lock) = lock_path(launch_dir) else {
+        return false;
+    };
+    let Ok(fd) = rustix::fs::open(
+        &lock,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+}
+
+/// Removes `dir` with everything in it, not following links; first gives this user
+/// read, write and search permission on every directory in it (a client may leave
+/// read-only ones, Go's module cache for one, which a process without `CAP_DAC_OVERRIDE`
+/// could not empty otherwise). A `dir` that is not there is no error.
+pub(crate) fn remove_tree(dir: &Path) -> std::io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::open(dir, flags, Mode::empty()) {
+        Ok(fd) => {
+            let _ = open_up(&fd, 0);
+        }
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(_) => {}
+    }
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Adds `u+rwx` to `dir` and every directory under it (opened without following links).
+fn open_up(dir: &OwnedFd, depth: usize) -> rustix::io::Result<()> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let stat = rustix::fs::fstat(dir)?;
+    if stat.st_mode & 0o700 != 0o700 {
+        rustix::fs::fchmod(dir, Mode::from_raw_mode((stat.st_mode & 0o7777) | 0o700))?;
+    }
+    if depth > 512 {
+        return Ok(());
+    }
+    let mut subdirs = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let kind = entry.file_type();
+        if kind == rustix::fs::FileType::Directory || kind == rustix::fs::FileType::Unknown {
+            subdirs.push(name.to_owned());
+        }
+    }
+    for name in subdirs {
+        let sub = match rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty()) {
+            Ok(sub) => sub,
+            Err(rustix::io::Errno::ACCESS) => {
+                // Not even readable: its mode is changed by name, once it is seen to be a
+                // directory (not a link), then it is opened again.
+                let st = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+                if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                    != rustix::fs::FileType::Directory
+                {
+                    continue;
+                }
+                rustix::fs::chmodat(
+                    dir,
+                    name.as_c_str(),
+                    Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700),
+                    AtFlags::empty(),
+                )?;
+                rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty())?
+            }
+            Err(_) => continue,
+        };
+        let _ = open_up(&sub, depth + 1);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::LaunchDir;
@@ -434,6 +657,7 @@ mod tests {
             let mut dir = LaunchDir {
                 path: tmp.clone(),
                 remove: true,
+                _claim: None,
             };
             if keep {
                 dir.keep();
