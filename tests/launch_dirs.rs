@@ -2,7 +2,9 @@
 //! beside it; a directory left by a launch that is gone (its lock free) is taken over and
 //! what is left in it removed, read-only directories included.
 
-use std::os::unix::fs::PermissionsExt as _;
+mod common;
+
+use common::stand_in::{set_dir_mode, sh_script};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
@@ -11,10 +13,7 @@ use kcap_mcp_registry::launch::{self, ExecError, Options};
 
 /// A shell stand-in client that stays up for `secs` seconds (in a terminal).
 fn sleeper(dir: &Path, secs: u32) -> PathBuf {
-    let path = dir.join("sleeper");
-    std::fs::write(&path, format!("#!/bin/sh\necho up\nexec sleep {secs}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    sh_script(dir, "sleeper", &format!("echo up\nexec sleep {secs}"))
 }
 
 /// A terminal plan putting `home/.config/x.json` (holding `mark`) in `launch_dir`.
@@ -104,7 +103,7 @@ fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
     std::fs::write(dir.join("home/auth.json"), "{\"key\":\"dummy\"}").unwrap();
     std::fs::write(dir.join("home/go/pkg/mod/x/a.go"), "package x").unwrap();
     for ro in ["home/go/pkg/mod/x", "home/go/pkg/mod"] {
-        std::fs::set_permissions(dir.join(ro), std::fs::Permissions::from_mode(0o555)).unwrap();
+        set_dir_mode(&dir.join(ro), 0o555);
     }
     std::fs::write(launch::lock_path(&dir).unwrap(), "").unwrap();
     launch::check(&plan(&dir, "new"), &dir).expect("a stale directory passes the check");

@@ -280,12 +280,18 @@ impl fmt::Display for ExecError {
             | ExecError::NoWorktree
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
-            | ExecError::NoSandbox { .. }
             | ExecError::LaunchDirNotEmpty { .. }
             | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
             | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
+            ExecError::NoSandbox { missing } => write!(
+                f,
+                "{}: the reviewer's sandbox needs {missing}; run on a kernel that gives it (Linux \
+                 6.12 or later, with `landlock` in `lsm=`), or launch with a best-effort sandbox \
+                 (`--sandbox best-effort`) and accept what it lacks",
+                Step::Check,
+            ),
             _ => self.fmt_run(f),
         }
     }
@@ -342,13 +348,6 @@ impl ExecError {
                  daemon a PATH of absolute directories outside the worktree",
                 Step::Check,
                 entry
-            ),
-            ExecError::NoSandbox { missing } => write!(
-                f,
-                "{}: the reviewer's sandbox needs {missing}; run on a kernel that gives it (Linux \
-                 6.12 or later, with `landlock` in `lsm=`), or launch with a best-effort sandbox \
-                 (`--sandbox best-effort`) and accept what it lacks",
-                Step::Check,
             ),
             ExecError::WorktreeHoldsHome { worktree, home } => write!(
                 f,

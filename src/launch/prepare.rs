@@ -509,7 +509,7 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
 }
 
 /// A lock file younger than this is passed over by [`sweep`] (a launch may be between
-/// creating it and locking it; the identity check of [`claim`] makes taking it harmless,
+/// creating it and locking it; the identity check of `claim` makes taking it harmless,
 /// this only spares it a retry).
 pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(2);
 

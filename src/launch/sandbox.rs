@@ -43,8 +43,8 @@ pub enum Confinement {
     /// No sandbox: the client runs with the executor's authority.
     #[default]
     Off,
-    /// The sandbox as far as this kernel gives it; what it lacks is named in
-    /// [`Reviewer::warnings`](super::Reviewer::warnings).
+    /// The sandbox as far as this kernel gives it; [`missing`] names what it lacks (the
+    /// CLI prints it as a warning).
     BestEffort,
     /// The whole sandbox, or the launch is refused before anything is created
     /// ([`ExecError::NoSandbox`] names what the kernel lacks).

@@ -104,6 +104,19 @@ pub fn set_file_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Sets the permission bits of the directory `path` to `mode` (e.g. `0o555`, the read-only
+/// module cache a client leaves).
+#[cfg(unix)]
+#[allow(
+    dead_code,
+    reason = "not every test binary that includes `common` uses it"
+)]
+pub fn set_dir_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    assert!(path.is_dir(), "{} is not a directory", path.display());
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
 /// The permission bits of `path`.
 #[cfg(unix)]
 #[allow(
