@@ -9,9 +9,13 @@
 #[cfg(feature = "launch")]
 pub mod carry;
 pub mod model_api;
+#[macro_use]
 pub mod peers;
 pub mod records;
 pub mod stand_in;
+/// The seeded variants of the differential tests (`tests/clients/differential_*.rs`).
+#[cfg(feature = "cli")]
+pub mod variants;
 #[cfg(feature = "cli")]
 pub mod verify;
 

@@ -98,8 +98,10 @@ pub fn outcome(test: impl FnOnce()) -> Completion {
     }
 }
 
-/// One test function of a real-client test file, by name.
-pub fn trial(name: &'static str, test: fn()) -> Trial {
+/// One test function of a real-client test module, named by its path in the binary
+/// (`module_path!()::function`) without the crate's name: `conformance::codex_gated_enables_no_server`.
+pub fn trial(path: &'static str, test: fn()) -> Trial {
+    let name = path.split_once("::").map_or(path, |(_, rest)| rest);
     Trial::ignorable_test(name, move || -> Result<Completion, Failed> {
         Ok(outcome(test))
     })
@@ -121,7 +123,10 @@ macro_rules! real_client_tests {
         let mut trials = ::std::vec::Vec::new();
         $(
             $(#[$attr])*
-            trials.extend([$crate::common::peers::trial(stringify!($test), $test)]);
+            trials.extend([$crate::common::peers::trial(
+                concat!(module_path!(), "::", stringify!($test)),
+                $test,
+            )]);
         )*
         trials
     }};

@@ -1,5 +1,5 @@
 //! The one way a test creates an executable: a stand-in client (a fake `codex`), a recorder
-//! script, anything a test writes and then has executed. `tests/hygiene.rs` fails if a test
+//! script, anything a test writes and then has executed. `tests/suite/hygiene.rs` fails if a test
 //! file makes a file executable any other way.
 //!
 //! # The race this avoids (`ETXTBSY`, "Text file busy")

@@ -1,6 +1,6 @@
 //! The seeded-variant machinery the differential tests of Gemini CLI, Copilot CLI and OpenCode
-//! share (`tests/differential_{gemini,copilot,opencode}.rs` include it with `#[path]`): the
-//! generator of `tests/differential.rs` (xorshift64*, hostile values, 1–3 mutations of the
+//! share (`tests/clients/differential_{gemini,copilot,opencode,qwen}.rs`, as `common::variants`): the
+//! generator of `tests/clients/differential.rs` (xorshift64*, hostile values, 1–3 mutations of the
 //! registration export per case), a writer of JSON text that keeps key order and repeated
 //! keys, the batching of many cases into one client run, a recorder stand-in, and a small
 //! HTTP listener that notes which URLs a client reached.
@@ -20,7 +20,7 @@ pub const SEED: u64 = 0x006b_6361_702d_3236;
 /// Client runs at once per client (the machine has two cores, shared).
 pub const WORKERS: usize = 2;
 
-/// xorshift64*: a small deterministic generator (as in `tests/differential.rs`).
+/// xorshift64*: a small deterministic generator (as in `tests/clients/differential.rs`).
 pub struct Rng(pub u64);
 impl Rng {
     pub fn next(&mut self) -> u64 {
@@ -340,7 +340,7 @@ pub fn parallel<V: Sync>(
 /// A stand-in MCP server that records its argv, environment and working directory under
 /// `records` (one `<nanoseconds>-<pid>` stem per start) and exits at once.
 pub fn write_recorder(path: &Path, records: &Path) {
-    super::common::stand_in::write_executable(
+    super::stand_in::write_executable(
         path,
         format!(
             "#!/bin/sh\nd='{}'\nt=$(date +%s%N)-$$\nprintf '%s\\0' \"$0\" \"$@\" > \"$d/$t.argv\"\nenv -0 > \"$d/$t.env\"\npwd -P > \"$d/$t.cwd\"\n: > \"$d/$t.done\"\nexit 0\n",
@@ -557,9 +557,9 @@ impl Tally {
         *self.0.lock().unwrap().entry(what.to_string()).or_default() += n;
     }
     /// `common::peers::run`, timed.
-    pub fn run(&self, cmd: std::process::Command, what: &str) -> super::common::peers::Output {
+    pub fn run(&self, cmd: std::process::Command, what: &str) -> super::peers::Output {
         let started = std::time::Instant::now();
-        let out = super::common::peers::run(cmd, what);
+        let out = super::peers::run(cmd, what);
         let secs = started.elapsed().as_secs_f64();
         let mut slowest = self.1.lock().unwrap();
         *slowest = slowest.max(secs);

@@ -64,7 +64,7 @@ use crate::clients::Client;
 use crate::decode::BOM;
 
 /// The environment variable that makes the writer abort between the config write and the
-/// ledger write: a test hook for crash safety (`tests/install.rs`). Nothing else reads it.
+/// ledger write: a test hook for crash safety (`tests/suite/install.rs`). Nothing else reads it.
 pub const CRASH_BEFORE_LEDGER_VAR: &str = "KCAP_MCP_REGISTRY_TEST_CRASH_BEFORE_LEDGER";
 
 /// What happened (or, with `--dry-run`, would happen) to one entry.

@@ -9,7 +9,7 @@
 //!
 //! Every rule below was measured with `claude mcp list` (which starts each server for a
 //! health check) in a throwaway `HOME` and project, with a recorder as the server command
-//! that logs its argv, environment and working directory (2026-11-30); `tests/differential.rs`
+//! that logs its argv, environment and working directory (2026-11-30); `tests/clients/differential.rs`
 //! replays generated variants against the real client. Quirks, each as measured:
 //!
 //! - **Decoding**: one leading UTF-8 byte order mark is accepted ([`crate::decode`]); the file

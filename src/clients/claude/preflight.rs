@@ -11,7 +11,7 @@
 //! Measured on Claude Code 2.1.197 and 2.1.328 (2026-11-30), Linux, as root with
 //! `IS_SANDBOX=1`, a throwaway `HOME`, a prompt and `ANTHROPIC_BASE_URL` at a dead local port,
 //! the rendered argv, and a recorder as the kcap binary; each row is one run per version with
-//! `kcap-flow-result` and `kcap-review` injected (`tests/conformance_claude.rs` repeats
+//! `kcap-flow-result` and `kcap-review` injected (`tests/clients/conformance_claude.rs` repeats
 //! them). "Vetoes" means the recorder never ran for that server while the other one did.
 //!
 //! | setting (file → JSON path) | effect on an inline strict server |

@@ -5,7 +5,7 @@
 //! Measured offline on 0.169.0 (private network, mount and PID namespaces; a stand-in
 //! Responses API recording what the model is offered; recorder MCP servers; hook commands
 //! that touch marker files; `strace -e trace=%file,execve,connect`). The full record is
-//! `docs/isolation/codex.md`; `tests/isolation_codex.rs` replays one case per class of
+//! `docs/isolation/codex.md`; `tests/clients/isolation_codex.rs` replays one case per class of
 //! issue 22.
 //!
 //! | source Codex reads | what it can do | closure |
@@ -199,7 +199,7 @@ pub fn codex_config_toml(
 /// `CODEX_HOME` (empty but for [`codex_config_toml`]), its `HOME`, [`WORKTREE_CONFIG`]
 /// removed, [`MANAGED_FILES`] refused and no ChatGPT sign-in kept, Codex 0.169.0 lists and
 /// starts exactly the injected servers (measured under a hostile user, plugin, repository
-/// and ancestor configuration, `tests/isolation_codex.rs`), so there is nothing to disable.
+/// and ancestor configuration, `tests/clients/isolation_codex.rs`), so there is nothing to disable.
 ///
 /// # Errors
 /// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch

@@ -3,7 +3,7 @@
 //! starts, which it lists as disabled, and when it refuses the whole configuration.
 //!
 //! Measured with `codex mcp list --json` and `codex app-server` `config/read` under a
-//! throwaway `CODEX_HOME` (2026-11-30); `tests/differential.rs` replays generated variants
+//! throwaway `CODEX_HOME` (2026-11-30); `tests/clients/differential.rs` replays generated variants
 //! against the real client. Quirks, each as measured:
 //!
 //! - **Decoding**: one leading UTF-8 byte order mark is accepted ([`crate::decode`]); a

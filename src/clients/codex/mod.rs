@@ -2,7 +2,7 @@
 //! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
 //! ([`codex_plan`]). Under that plan Codex reads no user, plugin or repository configuration
 //! (measured on 0.169.0: its own `codex mcp list --json`, taken with the plan carried out,
-//! lists exactly the injected servers, `tests/isolation_codex.rs`), so there is no inherited
+//! lists exactly the injected servers, `tests/clients/isolation_codex.rs`), so there is no inherited
 //! server to disable and no inventory to take.
 //!
 //! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
@@ -126,7 +126,7 @@ Example:
 
 /// Codex 0.169.0 features that can give a reviewer tools outside `mcp_servers`, each turned
 /// off with `--disable <feature>` in every reviewer argv (`config/read` of the planned
-/// reviewer reports each as `false`, tested in `tests/conformance_codex_config.rs`; measured
+/// reviewer reports each as `false`, tested in `tests/clients/conformance_codex_config.rs`; measured
 /// before the plan had its own `CODEX_HOME`: a user's `[features]` could not turn them back
 /// on either). From `codex features list` on 0.169.0 and the
 /// feature descriptions in `codex-rs/features/src/lib.rs`:

@@ -4,7 +4,7 @@
 //!
 //! Measured with `copilot mcp list --json` (every field of every server it keeps, without
 //! starting them) in a throwaway `HOME`, `COPILOT_OFFLINE=true` (2026-11-30), and proven on
-//! seeded variants by `tests/differential_copilot.rs` (2026-12-01; the file is read by the
+//! seeded variants by `tests/clients/differential_copilot.rs` (2026-12-01; the file is read by the
 //! native `runtime.node`, so measurement is the only reference). Quirks, each as measured:
 //!
 //! - **Decoding**: `//` and `/* */` comments and trailing commas are accepted (the export
@@ -92,7 +92,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     loaded
 }
 
-/// `bytes` as Copilot CLI 1.0.102 reads them (measured by `tests/differential_copilot.rs`):
+/// `bytes` as Copilot CLI 1.0.102 reads them (measured by `tests/clients/differential_copilot.rs`):
 /// bytes that are not UTF-8 as U+FFFD, and every byte order mark before the first value
 /// skipped, between spaces too. Marks after the first become three spaces (the same
 /// length), so spans keep their offsets; [`json_root`] drops the first, as for every client.

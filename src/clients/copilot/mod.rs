@@ -3,7 +3,7 @@
 //! `cli` feature, its registration file (`registration`) and loader model (`loader`).
 //!
 //! How Copilot CLI 1.0.102 receives MCP servers (measured offline on 1.0.102: the facts
-//! file's Copilot sections, `tests/conformance_copilot.rs`):
+//! file's Copilot sections, `tests/clients/conformance_copilot.rs`):
 //! - `copilot --acp --stdio` speaks the Agent Client Protocol. It **rejects stdio servers
 //!   sent in `session/new`** ("Rejecting non-http/sse MCP server"), so the servers come in
 //!   `--additional-mcp-config '<json>'` (`{"mcpServers":{<name>:{"type":"stdio",…}}}`) and
@@ -21,7 +21,7 @@
 //!   literal), so a value holding `${` is refused ([`RenderError::CopilotExpansion`]).
 //!
 //! Isolation by construction (issue 22; every source measured on 1.0.102 with recorder MCP
-//! servers, hook marker files and a stand-in model API, `tests/isolation_copilot.rs`; the
+//! servers, hook marker files and a stand-in model API, `tests/clients/isolation_copilot.rs`; the
 //! sources and the evidence are in `docs/isolation/copilot.md`):
 //! - **Per-launch root.** Copilot reads its user configuration from `$COPILOT_HOME`
 //!   (default `~/.copilot`): `mcp-config.json` (servers), `settings.json` (`hooks`,

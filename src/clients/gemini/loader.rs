@@ -6,7 +6,7 @@
 //! Measured with `gemini mcp list` (which starts each server; `GEMINI_CLI_TRUST_WORKSPACE=true`)
 //! in a throwaway `HOME` and project, with a recorder as the server command that logs its
 //! argv, environment and working directory (2026-11-30), and proven on seeded variants by
-//! `tests/differential_gemini.rs` (2026-12-01), with the bundle's code as the reference
+//! `tests/clients/differential_gemini.rs` (2026-12-01), with the bundle's code as the reference
 //! (`bundle/chunk-2YTYPKEZ.js` `_doLoadSettings` and `resolveEnvVarsInString`,
 //! `bundle/chunk-JDPZ4CE3.js` `createTransport`, `createUrlTransport`, `expandEnvVars`,
 //! `sanitizeEnvironment`, `StdioClientTransport` on `cross-spawn`). Quirks, each as measured:
@@ -62,7 +62,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     let mut loaded = Loaded::default();
     // Node reads the file as UTF-8 with U+FFFD for invalid bytes, and keeps a byte order
     // mark, on which `JSON.parse` fails ("Unexpected token '\u{feff}'", exit 52): measured
-    // on 0.61.0 by tests/differential_gemini.rs.
+    // on 0.61.0 by tests/clients/differential_gemini.rs.
     let text = String::from_utf8_lossy(bytes);
     if text.starts_with(crate::decode::BOM) {
         loaded.sources.push(Source {

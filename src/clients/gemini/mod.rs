@@ -3,7 +3,7 @@
 //! (`loader`).
 //!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
-//! see `tests/conformance_acp.rs`, and the public reports listed in the facts file):
+//! see `tests/clients/conformance_acp.rs`, and the public reports listed in the facts file):
 //! - `gemini --acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
 //!   ACP `session/new` params (`mcpServers`).
 //! - `--allowed-mcp-server-names` gates settings servers and ACP-supplied ones alike, by exact
@@ -22,7 +22,7 @@
 //!   (`GEMINI_API_KEY` does not reach them), plus `GEMINI_CLI=1` and
 //!   `GEMINI_CLI_NO_RELAUNCH=true`.
 //!
-//! # Isolation by construction (measured on 0.61.0, 2026-12-01; `tests/isolation_gemini.rs`,
+//! # Isolation by construction (measured on 0.61.0, 2026-12-01; `tests/clients/isolation_gemini.rs`,
 //! `docs/isolation/gemini.md`)
 //!
 //! What Gemini CLI reads as configuration, and how the plan keeps each out:

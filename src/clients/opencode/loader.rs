@@ -27,7 +27,7 @@
 //! - **Expansion**: `{env:NAME}` is substituted in the file's text from OpenCode's
 //!   environment; an unset `NAME` becomes `""` with no warning. `$NAME` and `${NAME}` are not
 //!   expanded.
-//! - Measured again on seeded variants by `tests/differential_opencode.rs` (2026-12-01),
+//! - Measured again on seeded variants by `tests/clients/differential_opencode.rs` (2026-12-01),
 //!   which found the third form, `cwd`, `oauth`, `headers` and the positive `timeout`.
 //!
 //! Not modelled: wrong types outside `mcp` (they refuse the file too, and are not this
@@ -94,7 +94,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
 /// One entry: a local or a remote server, or, when it is neither but has a boolean
 /// `enabled`, the schema's third form `{"enabled": …}`, which OpenCode 1.18.33 keeps (every
 /// other key dropped) and then ignores at startup ("Ignoring MCP config entry without type"):
-/// measured by `tests/differential_opencode.rs` (2026-12-01) and in the binary's
+/// measured by `tests/clients/differential_opencode.rs` (2026-12-01) and in the binary's
 /// `mcp: Record(String, Union([Local | Remote, Struct({enabled: Boolean})]))`.
 fn entry(
     name: &str,

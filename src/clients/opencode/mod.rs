@@ -6,7 +6,7 @@
 //! configuration only from the per-launch root the plan writes, starts from an environment
 //! the plan builds, and the daemon removes the worktree's OpenCode files before launch.
 //! `docs/isolation/opencode.md` lists every configuration source of 1.18.33 and how each of
-//! issue 22's nine classes is closed; `tests/isolation_opencode.rs` shows each on the real
+//! issue 22's nine classes is closed; `tests/clients/isolation_opencode.rs` shows each on the real
 //! client. The facts, measured offline on 1.18.33 (the bundle's code read with `strings`):
 //! - `opencode acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
 //!   ACP `session/new` params, their `args` and `env` taken literally (no expansion). Every

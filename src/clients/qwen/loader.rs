@@ -6,7 +6,7 @@
 //! From the bundle (`chunks/chunk-LYEINKJD.js` `loadSettings`, `chunk-7TK2HU3T.js`
 //! `resolveEnvVarsInString`, `chunk-DPEB6S2R.js` `createTransport`), measured with
 //! `qwen mcp list` (which starts every command server to probe it) and a recorder as the
-//! server command, and proven on seeded variants by `tests/differential_qwen.rs`:
+//! server command, and proven on seeded variants by `tests/clients/differential_qwen.rs`:
 //!
 //! - **Decoding**: a leading byte order mark is skipped; `//` and `/* */` comments are
 //!   stripped; a trailing comma or other invalid JSON refuses the file, and so does a top

@@ -4,7 +4,7 @@
 //!
 //! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
 //! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder
-//! servers; `tests/conformance_acp.rs`, `docs/isolation/qwen.md`):
+//! servers; `tests/clients/conformance_acp.rs`, `docs/isolation/qwen.md`):
 //! - `qwen --acp` speaks the Agent Client Protocol (version 1) on stdin/stdout; the servers
 //!   come in `session/new` (`mcpServers`), start under their ACP name, in the worktree, with
 //!   Qwen's environment plus their `env`. ACP `args` and `env` are **not** expanded (`${X}`

@@ -1,0 +1,287 @@
+//! The registry's injection data on the real clients, Claude Code 2.1.197 and Codex CLI
+//! 0.169.0 (issue 13): a brokered launch of a borrowed snapshot, allowlisting `kcap-review`,
+//! starts exactly three servers, the result channel, `kcap-review` and
+//! `kcap-review-context`, each with exactly its env; `KCAP_URL` reaches `kcap-review` only.
+//!
+//! Oracles, offline (no login, no model, no network), as in `tests/clients/conformance.rs`:
+//! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
+//!   `--mcp-config` server, then exits 1 at the missing prompt; `kcap_bin` is a recorder
+//!   script that writes its argv and its whole environment.
+//! - Codex: `codex <codex_reviewer_args> mcp list --json` prints the effective server table.
+//!
+//! Each run gets a fresh temp `HOME` (and `CODEX_HOME`) and cwd, a cleared environment, and
+//! the shared harness (`tests/common/peers.rs`): stdin from `/dev/null`, a timeout that kills
+//! the client's own process group, and a missing client reported as ignored (a failure under
+//! `KCAP_REQUIRE_PEERS=1`).
+
+use crate::common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::peers::{inherited_path, peer, run};
+use common::stand_in::write_executable;
+
+use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
+use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
+use serde_json::{Value, json};
+
+const SERVER_URL: &str = "http://127.0.0.1:5100";
+const CAPABILITY_URL: &str = "http://127.0.0.1:7000/cap-t0k3n";
+const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:7001/review-context/workspace-mcp-configs";
+const AGENT: &str = "agent-13";
+
+/// The launch under test: brokered result delivery, a borrowed snapshot, `kcap-review`
+/// allowlisted (with the reserved names too, which must change nothing).
+fn launch(kcap: &Path) -> LaunchContext {
+    LaunchContext {
+        server_url: Some(SERVER_URL.into()),
+        kcap_bin: Some(kcap.to_str().unwrap().into()),
+        agent_id: AGENT.into(),
+        mcp_allowlist: Some(vec![
+            Some("kcap-review".into()),
+            Some("kcap-review-context".into()),
+            Some("kcap-flow-result".into()),
+        ]),
+        result_delivery: ResultDelivery::Brokered {
+            capability_url: CAPABILITY_URL.into(),
+        },
+        snapshot: Snapshot::Borrowed {
+            review_context_url: Some(REVIEW_CONTEXT_URL.into()),
+        },
+        ..LaunchContext::default()
+    }
+}
+
+/// (args after the kcap binary, exact env) of the three servers, as the registry data says.
+fn expected() -> BTreeSet<(Vec<String>, BTreeMap<String, String>)> {
+    let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let args = |a: &[&str]| -> Vec<String> { a.iter().map(|s| s.to_string()).collect() };
+    [
+        (
+            args(&["mcp", "flow-result"]),
+            env(&[
+                ("KCAP_FLOW_CAPABILITY_URL", CAPABILITY_URL),
+                ("KCAP_FLOW_AGENT_ID", AGENT),
+            ]),
+        ),
+        (args(&["mcp", "review"]), env(&[("KCAP_URL", SERVER_URL)])),
+        (
+            args(&["mcp", "review"]),
+            env(&[
+                ("KCAP_REVIEW_CONTEXT_MODE", "1"),
+                ("KCAP_REVIEW_CONTEXT_URL", REVIEW_CONTEXT_URL),
+            ]),
+        ),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// Variables Claude Code 2.1.197 adds to every MCP server's environment (probed; see
+/// `tests/clients/conformance.rs`).
+const CLAUDE_ADDED_ENV: [&str; 7] = [
+    "AI_AGENT",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PROJECT_DIR",
+    "COREPACK_ENABLE_AUTO_PIN",
+    "NoDefaultCurrentDirectoryInExePath",
+];
+
+pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
+    real_client_tests![
+        claude_starts_the_result_channel_one_allowlisted_server_and_the_review_context,
+        codex_enables_the_result_channel_one_allowlisted_server_and_the_review_context,
+    ]
+}
+
+fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_context() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let records = scratch.path().join("records");
+    std::fs::create_dir(&records).unwrap();
+    let kcap = scratch.path().join("kcap");
+    // The recorder: argv (NUL-separated) and the whole environment, then exit at once.
+    let script = format!(
+        "#!/bin/sh\nd='{}'\n: > \"$d/$$.start\"\nprintf '%s\\0' \"$@\" > \"$d/$$.argv\"\n\
+         env -0 > \"$d/$$.env\"\n: > \"$d/$$.done\"\nexit 0\n",
+        records.display()
+    );
+    write_executable(&kcap, script);
+
+    let ctx = launch(&kcap);
+    let args = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap()).unwrap();
+    let parent_env: [(&str, std::ffi::OsString); 7] = [
+        ("PATH", inherited_path()),
+        ("HOME", home.path().into()),
+        ("IS_SANDBOX", "1".into()),
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
+        ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
+        ("HTTP_PROXY", "http://127.0.0.1:9".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+    ];
+    let mut cmd = Command::new(&bin);
+    cmd.env_clear()
+        .envs(parent_env.iter().cloned())
+        .args(&args)
+        .current_dir(project.path());
+    let out = run(cmd, "claude");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "claude did not stop at the missing prompt: {}",
+        out.stderr
+    );
+
+    // Wait until every recorder that started is done and none started for 500 ms.
+    let marks = |ext: &str| -> BTreeSet<String> {
+        std::fs::read_dir(&records)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(ext).map(str::to_string)
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut settled: Option<(Instant, BTreeSet<String>)> = None;
+    let pids = loop {
+        let (started, done) = (marks(".start"), marks(".done"));
+        match &settled {
+            Some((t, seen)) if started == done && *seen == started => {
+                if t.elapsed() >= Duration::from_millis(500) {
+                    break started;
+                }
+            }
+            _ if started == done => settled = Some((Instant::now(), started.clone())),
+            _ => settled = None,
+        }
+        assert!(Instant::now() < deadline, "recorders did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+
+    let ours: BTreeSet<&str> = [
+        "KCAP_URL",
+        "KCAP_FLOW_CAPABILITY_URL",
+        "KCAP_FLOW_AGENT_ID",
+        "KCAP_REVIEW_CONTEXT_MODE",
+        "KCAP_REVIEW_CONTEXT_URL",
+    ]
+    .into();
+    let mut servers = BTreeSet::new();
+    for pid in &pids {
+        let read = |ext: &str| std::fs::read(records.join(format!("{pid}.{ext}"))).unwrap();
+        let argv: Vec<String> = read("argv")
+            .strip_suffix(b"\0")
+            .unwrap()
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8(a.to_vec()).unwrap())
+            .collect();
+        let env: BTreeMap<String, String> = read("env")
+            .strip_suffix(b"\0")
+            .unwrap()
+            .split(|&b| b == 0)
+            .map(|kv| {
+                let kv = String::from_utf8_lossy(kv);
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        // Nothing but Claude Code's own environment, what it adds, `PWD` and the entry's env.
+        let extra: Vec<&String> = env
+            .keys()
+            .filter(|k| {
+                !parent_env.iter().any(|(p, _)| p == k)
+                    && !CLAUDE_ADDED_ENV.contains(&k.as_str())
+                    && *k != "PWD"
+                    && !ours.contains(k.as_str())
+            })
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "unexpected variables {extra:?} for {argv:?}"
+        );
+        let kcap_env = env
+            .into_iter()
+            .filter(|(k, _)| ours.contains(k.as_str()))
+            .collect();
+        // Distinct servers: a recorder that exits at once may be started again.
+        servers.insert((argv, kcap_env));
+    }
+    assert_eq!(servers, expected(), "the servers Claude Code started");
+    assert!(
+        servers
+            .iter()
+            .filter(|(_, env)| env.contains_key("KCAP_URL"))
+            .all(|(args, env)| args == &["mcp", "review"] && env.len() == 1),
+        "KCAP_URL reaches kcap-review only"
+    );
+}
+
+fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_context() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let kcap = Path::new("/opt/kcap/bin/kcap");
+    let ctx = launch(kcap);
+    let args = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap()).unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.env_clear()
+        .env("PATH", inherited_path())
+        .env("HOME", home.path())
+        .env("CODEX_HOME", codex_home.path())
+        .current_dir(cwd.path())
+        .args(&args)
+        .args(["mcp", "list", "--json"]);
+    let out = run(cmd, "codex mcp list --json");
+    assert!(out.status.success(), "codex failed: {}", out.stderr);
+    let table: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let table = table.as_array().expect("an array of servers");
+    let names: Vec<&str> = table.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        ["kcap-flow-result", "kcap-review", "kcap-review-context"]
+    );
+    let mut servers = BTreeSet::new();
+    for s in table {
+        assert_eq!(s["enabled"], json!(true), "{s}");
+        let transport = &s["transport"];
+        assert_eq!(transport["type"], "stdio", "{s}");
+        assert_eq!(transport["command"], kcap.to_str().unwrap(), "{s}");
+        assert_eq!(transport["env_vars"], json!([]), "{s}");
+        let args: Vec<String> = serde_json::from_value(transport["args"].clone()).unwrap();
+        let env: BTreeMap<String, String> =
+            serde_json::from_value(transport["env"].clone()).unwrap();
+        servers.insert((args, env));
+    }
+    assert_eq!(servers, expected(), "the servers Codex enables");
+    let url_holders: Vec<&str> = table
+        .iter()
+        .filter(|s| s["transport"]["env"].get("KCAP_URL").is_some())
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        url_holders,
+        ["kcap-review"],
+        "KCAP_URL reaches kcap-review only"
+    );
+}

@@ -1,0 +1,435 @@
+//! Isolation by construction on the real Copilot CLI 1.0.102 (issue 22): one test per class
+//! of the issue, each under a hostile daemon user (its `HOME`, `COPILOT_HOME` and
+//! environment), a hostile worktree and, for the administrator class, a hostile `/etc` in a
+//! private mount namespace. Each carries the plan out as a daemon would (an empty
+//! environment plus `env` and the daemon's values of `env_inherit`; `dirs` and `files`
+//! written; `worktree_remove` applied; `argv` in `cwd`), drives Copilot over ACP through a
+//! prompt, and judges what the recorder MCP servers saw (exactly the injected servers, with
+//! exactly their argv and `KCAP_*` environment, no foreign variable), which hook marker
+//! files appeared (none), and what the stand-in model API was offered (exactly the tools the
+//! plan admits, the result channel's first; none of the hostile instruction text); the
+//! stand-in then calls `submit_review_result`, which must reach our result channel.
+//!
+//! Install the client with `bash scripts/install-peers.sh`, then run
+//! `KCAP_COPILOT_BIN=… KCAP_COPILOT_CACHE=… cargo test --test clients isolation_copilot::`. Offline:
+//! `COPILOT_OFFLINE=true`, the model provider at a stand-in on 127.0.0.1. A missing client is
+//! reported as ignored (a failure under `KCAP_REQUIRE_PEERS=1`).
+
+use crate::common;
+
+#[path = "isolation_copilot/harness.rs"]
+mod harness;
+#[path = "isolation_copilot/launch.rs"]
+mod launch;
+#[path = "isolation_copilot/model.rs"]
+mod model;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::model_api::ModelApi;
+use common::peers::peer;
+use harness::{MARKER, Setup};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::clients::plan::EnvVar;
+use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
+use kcap_mcp_registry::{Policy, RenderError};
+use launch::{How, Worktree, assert_isolated, carry_out, injected, overlay_etc};
+use serde_json::json;
+
+pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
+    real_client_tests![
+        copilot_settings_env_reaches_no_server,
+        copilot_runs_no_hook,
+        copilot_permission_rules_hide_none_of_our_tools,
+        copilot_startup_knobs_drop_no_server,
+        copilot_refuses_administrator_files,
+        copilot_reads_no_configuration_added_after_the_render,
+        copilot_fetches_no_remote_configuration,
+        copilot_ignores_the_daemons_client_variables,
+        copilot_trusts_no_folder,
+    ]
+}
+
+/// The client and its shared package cache (`KCAP_COPILOT_CACHE`, an `XDG_CACHE_HOME` whose
+/// `copilot/pkg` the installer filled).
+fn peers() -> Option<(PathBuf, PathBuf)> {
+    let bin = peer("KCAP_COPILOT_BIN")?;
+    let cache = std::env::var_os("KCAP_COPILOT_CACHE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .expect("KCAP_COPILOT_CACHE is not set; `bash scripts/install-peers.sh` prints it");
+    assert!(cache.is_dir(), "KCAP_COPILOT_CACHE={}", cache.display());
+    Some((bin, cache))
+}
+
+/// Class 1. Copilot CLI has no settings `env` (its own, the Claude-compatible one and a
+/// `.env` are not read), but it passes its whole environment on to every MCP server, and a
+/// configured server's `env` reaches that server: a daemon variable, leaked `KCAP_*` values,
+/// and hostile servers named like ours with their own `env` must all stay out.
+fn copilot_settings_env_reaches_no_server() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo();
+    setup.write(
+        "home/.copilot/settings.json",
+        json!({"env": {"HOSTILE_SETTINGS_ENV": "1"}, "hooks": setup.hooks("user-settings")}),
+    );
+    setup.write(
+        "trusted/wt/.env",
+        "HOSTILE_DOTENV=1\nKCAP_FLOW_CAPABILITY_URL=http://127.0.0.1:9/dotenv\n".to_owned(),
+    );
+    let plan = setup.plan(&setup.context(&cache));
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Class 2. Hooks in the user's settings and hook directory, the repository's
+/// `.github/hooks` (read even in an untrusted folder, recursively), its settings and its
+/// Claude-compatible settings (read in a trusted folder, which the user's `trustedFolders`
+/// makes it): none runs.
+fn copilot_runs_no_hook() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo();
+    setup.write(
+        "trusted/wt/.github/hooks/nested/more.json",
+        setup.hook_file("repo-nested"),
+    );
+    setup.write(
+        "trusted/wt/.claude/settings.local.json",
+        setup.claude_settings("repo-claude-local"),
+    );
+    let plan = setup.plan(&setup.context(&cache));
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Class 3. What gates our tools on Copilot CLI 1.0.102: `disabledMcpServers` in the user's
+/// or a trusted repository's settings (it vetoes even `--additional-mcp-config` servers),
+/// and a `preToolUse` / `preMcpToolCall` hook answering `deny` (the repository's runs
+/// untrusted). `permissions.deny` outside managed settings is ignored by Copilot; it is set
+/// too. Both servers start and the model is offered exactly our admitted tools.
+fn copilot_permission_rules_hide_none_of_our_tools() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo();
+    let deny = |label: &str| {
+        let cmd = format!("{} {label}", setup.path("bin/deny").display());
+        let hook = json!([{"type": "command", "bash": cmd, "timeoutSec": 10}]);
+        json!({"version": 1, "hooks": {"preToolUse": hook, "preMcpToolCall": hook}})
+    };
+    setup.write("trusted/wt/.github/hooks/deny.json", deny("repo-deny"));
+    setup.write("home/.copilot/hooks/deny.json", deny("user-deny"));
+    let rules = json!({"deny": ["kcap-flow-result(submit_review_result)", "kcap-flow-result",
+                                "Mcp(kcap-flow-result/submit_review_result)"]});
+    setup.write(
+        "home/.copilot/settings.json",
+        json!({"disabledMcpServers": ["kcap-flow-result", "kcap-review"], "permissions": rules}),
+    );
+    let plan = setup.plan(&setup.context(&cache));
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Class 4. No Copilot CLI 1.0.102 knob was found that drops a server silently: the tool
+/// search and retrieval settings, their variables, a feature-flag override and a short
+/// startup watchdog, and a same-named user server with a 1 ms `timeout` were tried and had
+/// no effect even on the old plan. They all live in the user's settings or the daemon's
+/// environment, which the reviewer no longer reads; this shows the attempt has no effect.
+fn copilot_startup_knobs_drop_no_server() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo();
+    setup.write(
+        "home/.copilot/settings.json",
+        json!({"toolSearch": true, "dynamicRetrieval": {"mcp": true},
+               "enabledFeatureFlags": {"TOOL_SEARCH": true, "DYNAMIC_RETRIEVAL_MCP": true}}),
+    );
+    let rec = setup.recorder();
+    setup.write(
+        "home/.copilot/mcp-config.json",
+        json!({"mcpServers": {"kcap-review": {"type": "stdio", "command": rec, "args": ["slow"],
+                                              "timeout": 1}}}),
+    );
+    let mut daemon = setup.daemon_env();
+    for (k, v) in [
+        ("COPILOT_DYNAMIC_RETRIEVAL_MCP", "true"),
+        ("COPILOT_ENV_LOADING_WATCHDOG_MS", "1"),
+        (
+            "COPILOT_CLI_ENABLED_FEATURE_FLAGS",
+            "TOOL_SEARCH,DYNAMIC_RETRIEVAL_MCP",
+        ),
+    ] {
+        daemon.insert(k.into(), v.into());
+    }
+    let plan = setup.plan(&setup.context(&cache));
+    let out = carry_out(&setup, &bin, &plan, &daemon, &How::plan());
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Whether `unshare -m` can overlay `/etc` here; otherwise the test is skipped (a failure
+/// under `KCAP_REQUIRE_PEERS=1`).
+fn can_overlay_etc() -> bool {
+    let t = tempfile::tempdir().unwrap();
+    let ok = overlay_etc(t.path(), Path::new("true"))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
+            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
+        );
+        common::peers::skip("cannot overlay /etc with `unshare -m` (needs root)".into());
+    }
+    ok
+}
+
+/// Class 5. `/etc/github-copilot/managed-settings.json` and `/etc/github-copilot/policy.d/`
+/// are read whatever the environment says. Shown on the real client in a private mount
+/// namespace: a managed `deniedMcpServers` naming our result channel keeps it from starting
+/// (so no plan can isolate the reviewer); the preflight refuses each file by name, in the
+/// library and in `render copilot` inside the namespace.
+fn copilot_refuses_administrator_files() {
+    let Some((bin, cache)) = peers() else { return };
+    if !can_overlay_etc() {
+        return;
+    }
+    let setup = Setup::new();
+    setup.hostile_user();
+    let overlay = setup.path("overlay");
+    setup.write(
+        "overlay/u/github-copilot/managed-settings.json",
+        json!({"deniedMcpServers": [{"serverName": "kcap-flow-result"}]}),
+    );
+    let plan = setup.plan(&setup.context(&cache));
+    let review: BTreeSet<_> = injected(&plan)
+        .into_iter()
+        .filter(|(argv, _)| argv[1..] == ["mcp", "review"])
+        .collect();
+    let how = How {
+        overlay: Some(&overlay),
+        expect: Some(review.clone()),
+        ..How::plan()
+    };
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
+    let seen: BTreeSet<_> = out
+        .records
+        .iter()
+        .map(common::records::Record::known)
+        .collect();
+    assert_eq!(seen, review, "the managed file vetoed our result channel");
+
+    let files = Client::Copilot.managed_files();
+    let system = setup.path("system");
+    assert_eq!(managed_preflight(Client::Copilot, files, &system), Ok(()));
+    for (rel, dir) in [
+        ("etc/github-copilot/policy.d", true),
+        ("etc/github-copilot/managed-settings.json", false),
+    ] {
+        let path = system.join(rel);
+        if dir {
+            std::fs::create_dir_all(&path).unwrap();
+        } else {
+            std::fs::write(&path, "{}").unwrap();
+        }
+        let Err(RenderError::Managed { file, .. }) =
+            managed_preflight(Client::Copilot, files, &system)
+        else {
+            panic!("{rel} was not refused");
+        };
+        assert_eq!(file, Path::new("/").join(rel));
+    }
+    #[cfg(feature = "cli")]
+    for (upper, file) in [
+        (
+            "github-copilot/managed-settings.json",
+            "managed-settings.json",
+        ),
+        ("github-copilot/policy.d/hooks.json", "policy.d"),
+    ] {
+        let dir = setup.path(&format!("render-{file}"));
+        setup.write(
+            &format!("render-{file}/u/{upper}"),
+            json!({"version": 1, "hooks": {}}),
+        );
+        let out = overlay_etc(&dir, Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")))
+            .args(["render", "copilot", "--agent-id", "a1", "--format", "plan"])
+            .arg("--worktree")
+            .arg(setup.worktree())
+            .arg("--launch-dir")
+            .arg(setup.path("launch2"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("/etc/github-copilot/{file} exists")),
+            "{stderr}"
+        );
+    }
+}
+
+/// Class 6. The old plan disabled, by name, the servers its inventory saw at render time; a
+/// server added later started. Now nothing of the user's is read: servers, hooks, a veto
+/// and trust added to the daemon user's configuration after the render, and a workspace
+/// `.mcp.json` written after the worktree was cleaned, do not reach the reviewer.
+fn copilot_reads_no_configuration_added_after_the_render() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_repo();
+    let plan = setup.plan(&setup.context(&cache));
+    setup.hostile_user();
+    let late = || {
+        setup.write("late/trusted/wt/.mcp.json", setup.servers("late-project"));
+        setup.write(
+            "late/home/.copilot/mcp-config.json",
+            setup.servers("late-user"),
+        );
+    };
+    let how = How {
+        late: Some(&late),
+        ..How::plan()
+    };
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Class 7. Copilot CLI 1.0.102 has no credential entry that fetches configuration; its
+/// remote sources are a signed-in account's organization policy (not reachable offline; the
+/// docs say so) and URLs in the user's or a trusted repository's configuration: an HTTP MCP
+/// server, the Copilot API URL, plugin marketplaces. Each points at a stand-in here, which
+/// must see no request. The credentials themselves are typed: a variable that runs a
+/// command, names a configuration file or reaches every MCP server, and any file, are
+/// refused.
+fn copilot_fetches_no_remote_configuration() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    let remote = ModelApi::start();
+    setup.hostile_user();
+    setup.hostile_repo();
+    let market =
+        json!({"m": {"source": {"source": "url", "url": format!("{}/market.json", remote.url)}}});
+    let remote_settings = json!({"copilotUrl": remote.url, "extraKnownMarketplaces": market,
+                                 "enabledPlugins": {"p@m": true}});
+    setup.write("home/.copilot/settings.json", remote_settings.clone());
+    setup.write("trusted/wt/.github/copilot/settings.json", remote_settings);
+    let http = json!({"type": "http", "url": format!("{}/mcp", remote.url)});
+    setup.write(
+        "home/.copilot/mcp-config.json",
+        json!({"mcpServers": {"user-remote": http, "kcap-review": http}}),
+    );
+    let ctx = setup.context(&cache);
+    let plan = setup.plan(&ctx);
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
+    assert_isolated(&setup, &plan, &out);
+    assert!(remote.requests().is_empty(), "{:?}", remote.requests());
+
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    for name in [
+        "GH_TOKEN",
+        "COPILOT_PROVIDER_API_KEY_COMMAND",
+        "COPILOT_PROVIDERS_CONFIG",
+        "COPILOT_API_URL",
+        "COPILOT_HOME",
+    ] {
+        let mut c = ctx.clone();
+        c.credentials.env.push(EnvVar::new(name, "x"));
+        let e = copilot_plan(&c, &resolution).unwrap_err();
+        assert!(
+            matches!(&e, RenderError::CredentialNotAccepted { name: n, .. } if n == name),
+            "{e}"
+        );
+    }
+    let mut c = ctx.clone();
+    c.credentials.files.push(CredentialFile {
+        name: "config.json".into(),
+        contents: "{}".into(),
+    });
+    assert!(copilot_plan(&c, &resolution).is_err());
+}
+
+/// Class 8. Variables Copilot CLI reads as configuration, set in the daemon's environment:
+/// `COPILOT_HOME` (the hostile user's), `COPILOT_ALLOW_ALL=true` (trusts the worktree),
+/// `NODE_OPTIONS` (code in the client and node servers), a provider key command, another
+/// package directory (`COPILOT_CLI_DIST_DIR`), extra instruction and skill directories; and
+/// a newer package version planted in the shared package cache, which the loader would run
+/// with auto-update on. None of it takes effect.
+fn copilot_ignores_the_daemons_client_variables() {
+    let Some((bin, real_cache)) = peers() else {
+        return;
+    };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo();
+    let marks = setup.path("marks");
+    let touch = |label: &str| {
+        format!(
+            "require(\"fs\").writeFileSync({:?}, \"\");\n",
+            marks.join(label).to_str().unwrap()
+        )
+    };
+    setup.write("node-options.js", touch("node-options"));
+    setup.write("fake-dist/index.js", touch("dist-dir"));
+    setup.write(
+        "instructions/.github/copilot-instructions.md",
+        format!("{MARKER} env dir\n"),
+    );
+    // The shared cache: the real package, and a "newer" one that only leaves a mark.
+    let versions = setup.path("cache/copilot/pkg/linux-x64");
+    std::fs::create_dir_all(&versions).unwrap();
+    std::os::unix::fs::symlink(
+        real_cache.join("copilot/pkg/linux-x64/1.0.102"),
+        versions.join("1.0.102"),
+    )
+    .unwrap();
+    setup.write("cache/copilot/pkg/linux-x64/9.9.9/index.js", touch("newer"));
+    let mut daemon = setup.daemon_env();
+    let path = |rel: &str| setup.path(rel).to_str().unwrap().to_owned();
+    for (k, v) in [
+        (
+            "NODE_OPTIONS",
+            format!("--require {}", path("node-options.js")),
+        ),
+        (
+            "COPILOT_PROVIDER_API_KEY_COMMAND",
+            setup.mark("api-key-command"),
+        ),
+        ("COPILOT_CLI_DIST_DIR", path("fake-dist")),
+        ("COPILOT_CUSTOM_INSTRUCTIONS_DIRS", path("instructions")),
+        ("COPILOT_SKILLS_DIRS", path("instructions")),
+        ("XDG_CONFIG_HOME", path("home/.config")),
+        ("XDG_CACHE_HOME", path("cache")),
+    ] {
+        daemon.insert(k.into(), v);
+    }
+    let plan = setup.plan(&setup.context(&setup.path("cache")));
+    let out = carry_out(&setup, &bin, &plan, &daemon, &How::plan());
+    assert_isolated(&setup, &plan, &out);
+}
+
+/// Class 9. The daemon user trusts the folder that holds the worktree (`trustedFolders`
+/// names its parent). In a trusted folder Copilot starts the workspace `.mcp.json` servers
+/// and applies the repository's settings (hooks, `disabledMcpServers` vetoing ours) and its
+/// Claude-compatible hooks. The per-launch root trusts nothing: carried out *without*
+/// removing any worktree file, none of it applies.
+fn copilot_trusts_no_folder() {
+    let Some((bin, cache)) = peers() else { return };
+    let setup = Setup::new();
+    setup.hostile_user();
+    setup.hostile_repo_trusted_only();
+    let plan = setup.plan(&setup.context(&cache));
+    let how = How {
+        worktree: Worktree::AsIs,
+        ..How::plan()
+    };
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
+    assert_isolated(&setup, &plan, &out);
+}

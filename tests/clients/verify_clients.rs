@@ -1,0 +1,146 @@
+//! `kcap-mcp-registry verify <client> --client-bin PATH` against the installed real clients
+//! (issue 26): on each, the direct launch holds (exit 0), every check passes, and the report
+//! names the pinned version. Install them with `bash scripts/install-peers.sh`; a client
+//! whose `KCAP_*_BIN` is unset is reported as ignored (a failure under
+//! `KCAP_REQUIRE_PEERS=1`). Claude Code runs on both pinned versions (2.1.197,
+//! `KCAP_CLAUDE_BIN`; 2.1.328, `KCAP_CLAUDE_NEXT_BIN`), in a pseudo-terminal; it starts its
+//! servers in the launch's working directory too, but `verify` does not check where (no
+//! `server-cwd`). `tests/suite/cli_verify.rs` runs `verify` against stand-in clients.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::peers::peer;
+use serde_json::Value;
+
+pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
+    real_client_tests![
+        verify_gemini_holds_on_the_installed_client,
+        verify_opencode_holds_on_the_installed_client,
+        verify_copilot_holds_on_the_installed_client,
+        verify_codex_holds_on_the_installed_client,
+        verify_claude_holds_on_both_pinned_clients,
+        verify_qwen_holds_on_the_installed_client,
+    ]
+}
+
+/// The checks of a client whose servers run in the worktree, in report order.
+const CHECKS: [&str; 8] = [
+    "injected-started",
+    "no-user-server",
+    "no-project-server",
+    "no-environment-server",
+    "argv-exact",
+    "env-exact",
+    "no-daemon-env",
+    "server-cwd",
+];
+
+/// Runs `verify <client> --client-bin <bin> --scenario direct --format json` and `more`,
+/// bounded (`common::peers::run`), and asserts that it holds with every check in `checks`
+/// and the client version `version`.
+fn holds(client: &str, bin: &Path, more: &[&str], checks: &[&str], version: &str) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+    cmd.args(["verify", client, "--client-bin"])
+        .arg(bin)
+        .args([
+            "--scenario",
+            "direct",
+            "--format",
+            "json",
+            "--timeout",
+            "45",
+        ])
+        .args(more);
+    let out = common::peers::run(cmd, &format!("verify {client}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", out.stderr);
+    assert_eq!(out.stderr, "");
+    let reports: Value = serde_json::from_str(&text).unwrap();
+    let [report] = reports.as_array().unwrap().as_slice() else {
+        panic!("one report: {text}")
+    };
+    assert_eq!(report["client"], client);
+    assert_eq!(report["verdict"], "holds", "{text}");
+    assert_eq!(report["client_version"], version);
+    assert_eq!(report["proven_version"], true, "{text}");
+    let names: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["passed"], true, "{c}");
+            c["name"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(names, checks);
+    let started: Vec<&str> = report["started"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["origin"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(started, ["kcap-flow-result", "kcap-review"]);
+}
+
+fn verify_gemini_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
+        return;
+    };
+    holds("gemini", &bin, &[], &CHECKS, "0.61.0");
+}
+
+fn verify_opencode_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    holds("opencode", &bin, &[], &CHECKS, "1.18.33");
+}
+
+fn verify_copilot_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_COPILOT_BIN") else {
+        return;
+    };
+    let cache = std::env::var("KCAP_COPILOT_CACHE")
+        .expect("KCAP_COPILOT_CACHE is set with KCAP_COPILOT_BIN (install-peers.sh prints both)");
+    let checks: Vec<&str> = CHECKS
+        .into_iter()
+        .filter(|c| *c != "no-environment-server")
+        .collect();
+    holds(
+        "copilot",
+        &bin,
+        &["--cache-dir", &cache],
+        &checks,
+        "GitHub Copilot CLI 1.0.102.",
+    );
+}
+
+fn verify_codex_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+        return;
+    };
+    holds("codex", &bin, &[], &CHECKS, "codex-cli 0.169.0");
+}
+
+fn verify_claude_holds_on_both_pinned_clients() {
+    let checks: Vec<&str> = CHECKS.into_iter().filter(|c| *c != "server-cwd").collect();
+    for (var, version) in [
+        ("KCAP_CLAUDE_BIN", "2.1.197 (Claude Code)"),
+        ("KCAP_CLAUDE_NEXT_BIN", "2.1.328 (Claude Code)"),
+    ] {
+        let Some(bin) = peer(var) else {
+            continue;
+        };
+        holds("claude", &bin, &[], &checks, version);
+    }
+}
+
+fn verify_qwen_holds_on_the_installed_client() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    holds("qwen", &bin, &[], &CHECKS, "0.24.4");
+}

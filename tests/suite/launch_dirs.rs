@@ -1,0 +1,128 @@
+//! Launch directories under faults (issue 33): one launch per directory, claimed by a lock
+//! beside it; a directory left by a launch that is gone (its lock free) is taken over and
+//! what is left in it removed, read-only directories included.
+
+use crate::common;
+
+use common::stand_in::{set_dir_mode, sh_script};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile};
+use kcap_mcp_registry::launch::{self, ExecError, Options};
+
+/// A shell stand-in client that stays up for `secs` seconds (in a terminal).
+fn sleeper(dir: &Path, secs: u32) -> PathBuf {
+    sh_script(dir, "sleeper", &format!("echo up\nexec sleep {secs}"))
+}
+
+/// A terminal plan putting `home/.config/x.json` (holding `mark`) in `launch_dir`.
+fn plan(launch_dir: &Path, mark: &str) -> LaunchPlan {
+    let dir = launch_dir.display();
+    LaunchPlan {
+        version: PLAN_VERSION,
+        client: kcap_mcp_registry::clients::Client::Codex,
+        isolation: Isolation::Verified {
+            proven_on: Vec::new(),
+        },
+        cwd: None,
+        launch_dir: dir.to_string(),
+        argv: vec![],
+        env: vec![EnvVar::new("HOME", format!("{dir}/home"))],
+        env_inherit: vec!["PATH".into()],
+        dirs: vec!["home".into()],
+        files: vec![PlanFile {
+            path: "home/.config/x.json".into(),
+            contents: mark.into(),
+            mode: 0o600,
+        }],
+        worktree_remove: vec![],
+        session_new: None,
+        servers: vec![],
+    }
+}
+
+#[test]
+fn two_launches_into_one_directory_one_wins_the_other_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = sleeper(tmp.path(), 30);
+    for round in 0..24 {
+        let dir = tmp.path().join(format!("l{round}"));
+        let barrier = Arc::new(Barrier::new(2));
+        let runs: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|mark| {
+                let (dir, bin, barrier) = (dir.clone(), bin.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let plan = plan(&dir, mark);
+                    barrier.wait();
+                    (mark, launch::launch(&plan, &dir, &bin, &Options::default()))
+                })
+            })
+            .collect();
+        let results: Vec<_> = runs.into_iter().map(|t| t.join().unwrap()).collect();
+        let mut winners = Vec::new();
+        for (mark, result) in results {
+            match result {
+                Ok(reviewer) => winners.push((mark, reviewer)),
+                Err(ExecError::LaunchDirBusy { dir: busy }) => assert_eq!(busy, dir),
+                // The winner's directory already there when the loser checked: refused too,
+                // before anything is touched.
+                Err(ExecError::LaunchDirNotEmpty { dir: busy }) => assert_eq!(busy, dir),
+                Err(e) => panic!("round {round}: {mark}: {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: one launch wins");
+        let (mark, reviewer) = winners.pop().unwrap();
+        // The winner's directory is whole, and is the winner's.
+        let file = dir.join("home/.config/x.json");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("round {round}: {e}")),
+            mark
+        );
+        let lock = launch::lock_path(&dir).unwrap();
+        assert!(
+            lock.is_file(),
+            "round {round}: held lock {}",
+            lock.display()
+        );
+        reviewer.stop().unwrap();
+        assert!(!dir.exists(), "round {round}: removed on stop");
+        assert!(!lock.exists(), "round {round}: lock removed on stop");
+    }
+}
+
+#[test]
+fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = sleeper(tmp.path(), 30);
+    let dir = tmp.path().join("left");
+    // What a killed launch leaves: its directory, credentials and a read-only module
+    // cache in it, and its lock file, which nobody holds any more.
+    std::fs::create_dir_all(dir.join("home/go/pkg/mod/x")).unwrap();
+    std::fs::write(dir.join("home/auth.json"), "{\"key\":\"dummy\"}").unwrap();
+    std::fs::write(dir.join("home/go/pkg/mod/x/a.go"), "package x").unwrap();
+    for ro in ["home/go/pkg/mod/x", "home/go/pkg/mod"] {
+        set_dir_mode(&dir.join(ro), 0o555);
+    }
+    std::fs::write(launch::lock_path(&dir).unwrap(), "").unwrap();
+    launch::check(&plan(&dir, "new"), &dir).expect("a stale directory passes the check");
+    let reviewer = launch::launch(&plan(&dir, "new"), &dir, &bin, &Options::default()).unwrap();
+    assert!(
+        !dir.join("home/auth.json").exists(),
+        "the leftover credentials are gone"
+    );
+    assert!(!dir.join("home/go").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("home/.config/x.json")).unwrap(),
+        "new"
+    );
+    reviewer.stop().unwrap();
+    assert!(!dir.exists());
+
+    // Without a lock file, a directory that is not empty is someone's: refused.
+    std::fs::create_dir_all(dir.join("mine")).unwrap();
+    let e = launch::launch(&plan(&dir, "new"), &dir, &bin, &Options::default()).unwrap_err();
+    assert!(matches!(e, ExecError::LaunchDirNotEmpty { .. }), "{e}");
+    assert!(dir.join("mine").is_dir());
+}

@@ -1,0 +1,293 @@
+//! The reviewer's sandbox (`launch::sandbox`), from inside a reviewer: a stand-in client (a
+//! shell script in a pseudo-terminal, as Codex runs) runs the attacks of issue 31 as
+//! commands and prints what each got. Under `Confinement::Required` every attack is
+//! denied while the reviewer's own work (its `HOME`, the worktree, the system's programs)
+//! still works; the same launch with `Confinement::Off` shows every attack succeeding, so
+//! the test bites.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::stand_in::sh_script;
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::launch::sandbox::{self, Confinement};
+use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer, TerminalEvent};
+use tempfile::TempDir;
+
+/// The machine around a reviewer: the daemon's HOME with a secret, another reviewer's
+/// launch directory with its credentials, a process of the daemon's holding a key in its
+/// environment, a listening abstract unix socket, and the reviewer's worktree.
+struct World {
+    root: TempDir,
+    other: Child,
+    _socket: UnixListener,
+    socket_name: String,
+}
+
+impl World {
+    fn new() -> World {
+        let root = tempfile::Builder::new()
+            .prefix("kcap-sandbox-")
+            .tempdir()
+            .unwrap();
+        let at = |p: &str| root.path().join(p);
+        for dir in ["daemon-home", "other-launch", "tree", "bin", "launches"] {
+            std::fs::create_dir(at(dir)).unwrap();
+        }
+        std::fs::write(at("daemon-home/.env"), "ANTHROPIC_API_KEY=daemon-secret\n").unwrap();
+        std::fs::write(
+            at("other-launch/.credentials.json"),
+            "other-reviewer-secret",
+        )
+        .unwrap();
+        std::fs::write(at("tree/README.md"), "the change under review\n").unwrap();
+        let other = Command::new("/bin/sleep")
+            .arg("60")
+            .env_clear()
+            .env("ANTHROPIC_API_KEY", "concurrent-reviewer-key")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket_name = format!(
+            "kcap-sandbox-test-{}",
+            root.path().file_name().unwrap().to_string_lossy()
+        );
+        let socket = abstract_listener(&socket_name);
+        World {
+            root,
+            other,
+            _socket: socket,
+            socket_name,
+        }
+    }
+
+    fn at(&self, p: &str) -> PathBuf {
+        self.root.path().join(p)
+    }
+
+    /// The stand-in: each probe prints `name=yes` when it got what it tried, `name=no`
+    /// otherwise.
+    fn client(&self) -> PathBuf {
+        let pid = self.other.id();
+        let body = format!(
+            r#"probe() {{ name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=yes"; else echo "$name=no"; fi; }}
+probe daemon_home cat {home}/.env
+probe other_launch_dir cat {other}/.credentials.json
+probe list_launches ls {launches}
+probe other_environ grep -q concurrent-reviewer-key /proc/{pid}/environ
+probe signal_outside kill -0 {pid}
+probe write_outside sh -c 'echo x > {root}/planted'
+probe write_worktree sh -c 'echo x > {tree}/planted'
+probe shared_tmp sh -c 'echo x > /tmp/kcap-sandbox-planted-{pid}'
+probe abstract_socket /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("\0{socket}")'
+probe own_home sh -c 'echo x > "$HOME/note" && cat "$HOME/note"'
+probe own_tmp sh -c 'echo x > "$TMPDIR/note"'
+probe read_worktree cat {tree}/README.md
+probe system_program /usr/bin/python3 -c 'print(1)'
+echo probes-done
+"#,
+            home = self.at("daemon-home").display(),
+            other = self.at("other-launch").display(),
+            launches = self.at("launches").display(),
+            root = self.root.path().display(),
+            tree = self.at("tree").display(),
+            socket = self.socket_name,
+        );
+        sh_script(&self.at("bin"), "reviewer", &body)
+    }
+
+    fn plan(&self, launch_dir: &Path) -> LaunchPlan {
+        let dir = launch_dir.display();
+        LaunchPlan {
+            version: PLAN_VERSION,
+            client: kcap_mcp_registry::clients::Client::Codex,
+            isolation: Isolation::Verified {
+                proven_on: Vec::new(),
+            },
+            cwd: Some(self.at("tree").display().to_string()),
+            launch_dir: dir.to_string(),
+            argv: vec![],
+            env: vec![
+                EnvVar::new("HOME", format!("{dir}/home")),
+                EnvVar::new("TMPDIR", format!("{dir}/tmp")),
+                EnvVar::new("PATH", "/usr/bin:/bin"),
+            ],
+            env_inherit: vec![],
+            dirs: vec!["home".into(), "tmp".into()],
+            files: vec![],
+            worktree_remove: vec![],
+            session_new: None,
+            servers: vec![],
+        }
+    }
+
+    /// Launches the stand-in under `confinement` and returns each probe's answer.
+    fn probe(&self, confinement: Confinement, name: &str) -> BTreeMap<String, bool> {
+        let launch_dir = self.at("launches").join(name);
+        let plan = self.plan(&launch_dir);
+        let options = Options::default().with_confinement(confinement);
+        let mut reviewer = launch::launch(&plan, &launch_dir, &self.client(), &options).unwrap();
+        let output = until_exit(&mut reviewer);
+        reviewer.stop().unwrap();
+        let _ = std::fs::remove_file(format!("/tmp/kcap-sandbox-planted-{}", self.other.id()));
+        let _ = std::fs::remove_file(self.at("planted"));
+        let _ = std::fs::remove_file(self.at("tree/planted"));
+        assert!(output.contains("probes-done"), "{output}");
+        output
+            .lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .filter_map(|(k, v)| match v {
+                "yes" => Some((k.to_owned(), true)),
+                "no" => Some((k.to_owned(), false)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        let _ = self.other.kill();
+        let _ = self.other.wait();
+    }
+}
+
+fn abstract_listener(name: &str) -> UnixListener {
+    use std::os::linux::net::SocketAddrExt as _;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    UnixListener::bind_addr(&addr).unwrap()
+}
+
+/// Reads the terminal reviewer's events until it exits (bounded); returns its output.
+fn until_exit(reviewer: &mut Reviewer) -> String {
+    let Reviewer::Terminal(session) = reviewer else {
+        panic!("not a terminal reviewer")
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut output = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "the stand-in did not exit");
+        match session.next_event(Duration::from_secs(1)).unwrap() {
+            Some(TerminalEvent::Output(bytes)) => output.extend(bytes),
+            Some(TerminalEvent::Exited(_)) => return String::from_utf8_lossy(&output).into_owned(),
+            Some(_) | None => {}
+        }
+    }
+}
+
+const ATTACKS: &[&str] = &[
+    "daemon_home",
+    "other_launch_dir",
+    "list_launches",
+    "other_environ",
+    "signal_outside",
+    "write_outside",
+    "write_worktree",
+    "shared_tmp",
+    "abstract_socket",
+];
+const OWN_WORK: &[&str] = &["own_home", "own_tmp", "read_worktree", "system_program"];
+
+fn sandbox_available() -> bool {
+    match sandbox::missing() {
+        None => true,
+        Some(missing) => {
+            assert!(
+                std::env::var_os("KCAP_REQUIRE_SANDBOX").is_none(),
+                "KCAP_REQUIRE_SANDBOX is set and this kernel lacks {missing}"
+            );
+            eprintln!("ignored: this kernel lacks {missing}");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_attack_is_denied_in_the_sandbox_and_succeeds_without_it() {
+    if !sandbox_available() {
+        return;
+    }
+    let world = World::new();
+    let confined = world.probe(Confinement::Required, "confined");
+    let open = world.probe(Confinement::Off, "open");
+    for attack in ATTACKS {
+        assert_eq!(
+            confined.get(*attack),
+            Some(&false),
+            "{attack} in the sandbox: {confined:?}"
+        );
+        assert_eq!(
+            open.get(*attack),
+            Some(&true),
+            "{attack} without the sandbox: {open:?}"
+        );
+    }
+    for work in OWN_WORK {
+        assert_eq!(
+            confined.get(*work),
+            Some(&true),
+            "{work} in the sandbox: {confined:?}"
+        );
+        assert_eq!(
+            open.get(*work),
+            Some(&true),
+            "{work} without the sandbox: {open:?}"
+        );
+    }
+    // Nothing was planted where the sandbox denied it.
+    assert!(!world.at("planted").exists());
+    assert!(!world.at("tree/planted").exists());
+}
+
+#[test]
+fn a_required_sandbox_the_kernel_lacks_is_refused_before_anything_is_created() {
+    // On this kernel the sandbox is whole; the refusal is shown through its error text and
+    // the preflight's result, which `missing()` decides.
+    if sandbox::missing().is_none() {
+        assert!(sandbox::kernel_abi() >= sandbox::SANDBOX_ABI);
+        return;
+    }
+    let world = World::new();
+    let launch_dir = world.at("launches/refused");
+    let plan = world.plan(&launch_dir);
+    let options = Options::default().with_confinement(Confinement::Required);
+    let err = launch::launch(&plan, &launch_dir, &world.client(), &options).unwrap_err();
+    assert!(matches!(err, ExecError::NoSandbox { .. }), "{err}");
+    assert!(!launch_dir.exists());
+}
+
+#[test]
+fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
+    let world = World::new();
+    let launch_dir = world.at("launches/l1");
+    let plan = world.plan(&launch_dir);
+    let client = world.client();
+    let options = Options::default().with_sandbox_read_exec("/opt/kcap/bin/kcap");
+    let b = sandbox::Boundary::of(&plan, &launch_dir, &client, None, &options);
+    let bin = std::fs::canonicalize(world.at("bin")).unwrap();
+    assert!(b.read_exec.contains(&bin), "{b:?}");
+    assert!(b.read_exec.contains(&PathBuf::from("/opt/kcap/bin/kcap")));
+    assert_eq!(b.read, vec![world.at("tree")]);
+    assert_eq!(b.read_write[0], launch_dir);
+    // A node package: the directory holding the outermost node_modules.
+    let pkg = world.at("prefix/node_modules/@x/cli/node_modules/dep");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("main.js"), "").unwrap();
+    let found = sandbox::installation(&pkg.join("main.js"), None);
+    assert_eq!(
+        found,
+        vec![std::fs::canonicalize(world.at("prefix")).unwrap()]
+    );
+    let mut head = String::new();
+    std::fs::File::open(&client)
+        .unwrap()
+        .read_to_string(&mut head)
+        .unwrap();
+    assert!(head.starts_with("#!"));
+}

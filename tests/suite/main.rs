@@ -1,0 +1,50 @@
+//! The offline tests: one libtest binary (`cargo test --test suite`), one module per subject.
+//! The tests that run the real clients are in `tests/clients/`; the helpers both share are
+//! `tests/common/`. A module that needs a feature is compiled with it only.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod alloc;
+mod build_script;
+mod check_large;
+mod claude_preflight;
+mod cli_cases;
+mod cli_check;
+mod cli_diff;
+mod cli_drift;
+mod cli_drift_clients;
+mod cli_export;
+mod cli_fresh_user;
+mod cli_inspect;
+mod cli_io;
+mod cli_plan;
+mod cli_render;
+#[cfg(feature = "cli")]
+mod cli_verify;
+#[cfg(feature = "cli")]
+mod client_list;
+mod doctor;
+mod doctor_project;
+mod gen_registry;
+mod hostile_paths;
+mod hygiene;
+mod install;
+mod json_schema;
+#[cfg(feature = "launch")]
+mod launch;
+mod launch_api;
+#[cfg(feature = "launch")]
+mod launch_dirs;
+#[cfg(feature = "launch")]
+mod launch_sandbox;
+mod lookup;
+mod lookup_equivalence;
+mod plan_golden;
+mod plan_properties;
+mod render_escaping;
+mod render_golden;
+mod render_properties;
+mod repo_files;
+mod rules;
+mod wire;
