@@ -25,6 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::etc::Etc;
 use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, VetoKind};
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 
@@ -94,34 +95,10 @@ fn binaries() -> Vec<PathBuf> {
     found
 }
 
-/// Whether this machine lets us overlay `/etc` in a private mount namespace; `false` marks
-/// the test as skipped (a failure under `KCAP_REQUIRE_PEERS=1`).
-fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = overlay_etc(t.path(), &t.path().join("managed"), Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        common::peers::skip(
-            "cannot overlay /etc in a private mount namespace (unshare -m, as root), so the \
-             managed-settings cases do not run"
-                .into(),
-        );
-    }
-    ok
-}
-
 /// `cmd` run in a private mount namespace where `/etc/claude-code` holds a copy of `managed`
 /// (an overlay on `/etc` with `<dir>/u` as its upper layer).
 fn overlay_etc(dir: &Path, managed: &Path, cmd: Command) -> Command {
-    for d in ["u/claude-code", "w"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
+    std::fs::create_dir_all(dir.join("u/claude-code")).unwrap();
     if managed.is_dir() {
         for entry in walk(managed) {
             let to = dir
@@ -131,17 +108,7 @@ fn overlay_etc(dir: &Path, managed: &Path, cmd: Command) -> Command {
             std::fs::copy(&entry, &to).unwrap();
         }
     }
-    let mut wrapped = Command::new("unshare");
-    wrapped
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    wrapped
+    common::etc::command(Etc::Writable(dir), &cmd)
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -625,7 +592,7 @@ fn claude_config_dir_moves_the_global_config_and_user_settings() {
 }
 
 fn managed_settings_and_managed_mcp_json() {
-    if !can_overlay_etc() {
+    if !common::etc::can_overlay() {
         return;
     }
     for bin in binaries() {

@@ -23,9 +23,9 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::etc::Etc;
 use common::model_api::ModelApi;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::claude::claude_plan;
@@ -332,17 +332,14 @@ impl World {
         for (rel, text) in &self.managed {
             self.write(&format!("overlay/u/claude-code/{rel}"), text);
         }
-        let cmd = claude_oracle::in_overlay(&self.path("overlay"), &Command::new(&self.bin));
-        let quote =
-            |s: &std::ffi::OsStr| format!("'{}'", s.to_str().unwrap().replace('\'', r"'\''"));
-        let mut line = format!("exec {}", quote(cmd.get_program()));
-        for arg in cmd.get_args() {
-            line.push(' ');
-            line.push_str(&quote(arg));
-        }
-        let wrapper = self.path("bin/claude-in-overlay");
-        common::stand_in::write_executable(&wrapper, format!("#!/bin/sh\n{line} \"$@\"\n"));
-        wrapper
+        std::fs::create_dir_all(self.path("bin")).unwrap();
+        let overlay = self.path("overlay");
+        common::etc::wrapper(
+            &self.path("bin"),
+            "claude-in-overlay",
+            Etc::Writable(&overlay),
+            &self.bin,
+        )
     }
 
     fn observe(&self, plan: &LaunchPlan, stderr: &str) -> Observed {
@@ -578,7 +575,7 @@ fn class5_administrator_files_are_refused_before_launch() {
         let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
     }
     // Why: the real client applies them to a rooted launch.
-    if !claude_oracle::can_overlay_etc(common::peers::skip) {
+    if !common::etc::can_overlay() {
         return;
     }
     for bin in binaries() {

@@ -33,7 +33,7 @@ use kcap_mcp_registry::clients::codex::{MANAGED_FILES, codex_plan, keep_api_key}
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::managed_preflight;
 use kcap_mcp_registry::{Policy, RenderError};
-use world::{API_KEY, World, can_overlay_etc, git_init, offered};
+use world::{API_KEY, World, git_init, offered};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -112,7 +112,7 @@ fn startup_knobs_drop_no_server() {
 /// launch naming each one, `/etc/codex/agents` too.
 fn administrator_files_are_refused() {
     let Some(mut w) = World::new() else { return };
-    if !can_overlay_etc(&w) {
+    if !common::etc::can_overlay() {
         return;
     }
     let sys = w.server("sys-evil");

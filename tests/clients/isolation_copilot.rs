@@ -26,8 +26,9 @@ mod model;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::Command;
 
+use common::etc::{self, Etc};
 use common::model_api::ModelApi;
 use common::peers::peer;
 use harness::{MARKER, Setup};
@@ -36,7 +37,7 @@ use kcap_mcp_registry::clients::copilot::copilot_plan;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
 use kcap_mcp_registry::{Policy, RenderError};
-use launch::{How, Worktree, assert_isolated, carry_out, injected, overlay_etc};
+use launch::{How, Worktree, assert_isolated, carry_out, injected};
 use serde_json::json;
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -174,24 +175,6 @@ fn copilot_startup_knobs_drop_no_server() {
     assert_isolated(&setup, &plan, &out);
 }
 
-/// Whether `unshare -m` can overlay `/etc` here; otherwise the test is skipped (a failure
-/// under `KCAP_REQUIRE_PEERS=1`).
-fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = overlay_etc(t.path(), Path::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        common::peers::skip("cannot overlay /etc with `unshare -m` (needs root)".into());
-    }
-    ok
-}
-
 /// Class 5. `/etc/github-copilot/managed-settings.json` and `/etc/github-copilot/policy.d/`
 /// are read whatever the environment says. Shown on the real client in a private mount
 /// namespace: a managed `deniedMcpServers` naming our result channel keeps it from starting
@@ -199,7 +182,7 @@ fn can_overlay_etc() -> bool {
 /// library and in `render copilot` inside the namespace.
 fn copilot_refuses_administrator_files() {
     let Some((bin, cache)) = peers() else { return };
-    if !can_overlay_etc() {
+    if !etc::can_overlay() {
         return;
     }
     let setup = Setup::new();
@@ -260,7 +243,8 @@ fn copilot_refuses_administrator_files() {
             &format!("render-{file}/u/{upper}"),
             json!({"version": 1, "hooks": {}}),
         );
-        let out = overlay_etc(&dir, Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")))
+        let kcap = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+        let out = etc::command(Etc::Writable(&dir), &kcap)
             .args(["render", "copilot", "--agent-id", "a1", "--format", "plan"])
             .arg("--worktree")
             .arg(setup.worktree())

@@ -241,7 +241,7 @@ fn administrator_files_are_refused_before_launch() {
     }
     #[cfg(feature = "cli")]
     {
-        if !lab::can_overlay_etc() {
+        if !common::etc::can_overlay() {
             return;
         }
         let lab = Lab::new();
@@ -253,7 +253,7 @@ fn administrator_files_are_refused_before_launch() {
             .arg(lab.worktree())
             .arg("--launch-dir")
             .arg(lab.path("launch"));
-        let out = lab::overlay_etc(&lab.path("overlay"), &etc, render)
+        let out = lab::overlay_etc(&lab.path("overlay"), &etc, &render)
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -269,7 +269,7 @@ fn administrator_files_reach_the_client_which_is_why_they_are_refused() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
     };
-    if !lab::can_overlay_etc() {
+    if !common::etc::can_overlay() {
         return;
     }
     let lab = Lab::new();

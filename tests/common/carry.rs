@@ -6,11 +6,11 @@
 //!
 //! What a test needs beyond what a daemon does goes into a wrapper script that stands as the
 //! executor's client binary, so the plan itself is carried out unchanged:
-//! [`etc_overlay`] (the client in a private mount namespace whose `/etc` is overlaid),
-//! [`delay_second_line`] (`session/new` held back), [`before_start`] (a shell step just
-//! before the client starts, after the executor cleaned the worktree) and [`subcommand`]
-//! (the plan's argv up to the prompt, then a subcommand of the client's, its stdout to a
-//! file).
+//! [`super::etc::wrapper`] (the client in a private mount namespace whose `/etc` is
+//! overlaid), [`delay_second_line`] (`session/new` held back), [`before_start`] (a shell step
+//! just before the client starts, after the executor cleaned the worktree) and
+//! [`subcommand`] (the plan's argv up to the prompt, then a subcommand of the client's, its
+//! stdout to a file).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -343,51 +343,6 @@ pub fn sh_quote(s: &str) -> String {
 
 fn path_str(p: &Path) -> String {
     sh_quote(p.to_str().expect("a UTF-8 path"))
-}
-
-/// A wrapper `dir/name` that runs `client` with its arguments in a private mount namespace
-/// (`unshare -m`) where `/etc` is an overlay: `lowerdir=/etc`, `upperdir=<etc>/u`,
-/// `workdir=<etc>/w` (both created here); the machine's `/etc` is never written. Exits 97
-/// when the overlay cannot be mounted.
-pub fn etc_overlay(dir: &Path, name: &str, etc: &Path, client: &Path) -> PathBuf {
-    for d in ["u", "w"] {
-        std::fs::create_dir_all(etc.join(d)).unwrap();
-    }
-    in_mount_namespace(
-        dir,
-        name,
-        "lowerdir=/etc,upperdir=$0/u,workdir=$0/w",
-        etc,
-        client,
-    )
-}
-
-/// [`etc_overlay`] with `layer` laid over `/etc` read-only (`lowerdir=<layer>:/etc`).
-pub fn etc_layer(dir: &Path, name: &str, layer: &Path, client: &Path) -> PathBuf {
-    in_mount_namespace(dir, name, "lowerdir=$0:/etc", layer, client)
-}
-
-/// A wrapper that mounts an overlay with `options` (`$0` standing for `arg0`) on `/etc` in a
-/// private mount namespace, then runs `client` with its arguments.
-fn in_mount_namespace(
-    dir: &Path,
-    name: &str,
-    options: &str,
-    arg0: &Path,
-    client: &Path,
-) -> PathBuf {
-    let mount =
-        format!("/usr/bin/mount -t overlay overlay -o \"{options}\" /etc || exit 97; exec \"$@\"");
-    sh_script(
-        dir,
-        name,
-        &format!(
-            "exec /usr/bin/unshare -m --propagation private /bin/sh -c {} {} {} \"$@\"",
-            sh_quote(&mount),
-            path_str(arg0),
-            path_str(client)
-        ),
-    )
 }
 
 /// A wrapper `dir/name` that passes the first line of its stdin (ACP `initialize`) to

@@ -2,12 +2,13 @@
 //! capture its exit code, stdout and stderr exactly (with the `cli` feature); write an
 //! executable stand-in ([`stand_in`]); run the real clients ([`peers`]), with recorders as
 //! their MCP servers ([`records`]), a plan carried out by the library's executor
-//! ([`carry`]). `README.md` here says how to write a test file
+//! ([`carry`]), `/etc` overlaid in a private mount namespace ([`etc`]). `README.md` here says how to write a test file
 //! that runs a real client.
 #![allow(dead_code)]
 
 #[cfg(feature = "launch")]
 pub mod carry;
+pub mod etc;
 pub mod model_api;
 #[macro_use]
 pub mod peers;

@@ -3,8 +3,7 @@
 //! one-file-at-a-time check gives (diagnostics in file order, every file read whole).
 #![cfg(feature = "validate")]
 
-#[path = "../../examples/gen_registry.rs"]
-mod gen_registry;
+use crate::synthetic;
 
 use kcap_mcp_registry::schema::{CheckError, Rule, load_dir, validate};
 use kcap_mcp_registry::validate_dir;
@@ -12,7 +11,7 @@ use kcap_mcp_registry::validate_dir;
 #[test]
 fn diagnostics_of_a_large_registry_come_in_file_order() {
     let dir = tempfile::tempdir().unwrap();
-    gen_registry::write_registry(1500, dir.path()).unwrap();
+    synthetic::write_registry(1500, dir.path()).unwrap();
     // Break three files far apart in sort order, each with a different rule, and add a
     // case-insensitive duplicate of an early id at the end.
     let mut files: Vec<_> = std::fs::read_dir(dir.path())
@@ -62,7 +61,7 @@ fn diagnostics_of_a_large_registry_come_in_file_order() {
 #[test]
 fn a_large_valid_registry_validates_to_sorted_entries() {
     let dir = tempfile::tempdir().unwrap();
-    gen_registry::write_registry(1200, dir.path()).unwrap();
+    synthetic::write_registry(1200, dir.path()).unwrap();
     let loaded = load_dir(dir.path()).unwrap();
     let files = &loaded.files;
     assert_eq!(files.len(), 1201);
@@ -81,12 +80,12 @@ fn a_large_valid_registry_validates_to_sorted_entries() {
 #[test]
 fn a_registry_file_larger_than_the_read_buffer_is_read_whole() {
     let dir = tempfile::tempdir().unwrap();
-    gen_registry::write_registry(1, dir.path()).unwrap();
+    synthetic::write_registry(1, dir.path()).unwrap();
     // 40 KiB of comments before the keys, and a tool after them.
     let padding = "# padding padding padding padding padding padding padding padding\n".repeat(620);
     let text = format!(
         "{padding}{}\n[[tools]]\nname = \"last_tool\"\nunattended_safe = true\n",
-        gen_registry::RESULT_CHANNEL
+        synthetic::RESULT_CHANNEL
     );
     assert!(text.len() > 40_000);
     std::fs::write(dir.path().join("kcap-flow-result.toml"), &text).unwrap();

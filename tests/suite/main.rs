@@ -4,6 +4,10 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+/// The synthetic registry of the scaling benchmarks (`examples/gen_registry.rs`).
+#[cfg(feature = "validate")]
+#[path = "../../examples/gen_registry.rs"]
+mod synthetic;
 
 mod alloc;
 mod build_script;

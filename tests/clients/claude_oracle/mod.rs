@@ -174,42 +174,6 @@ process.stdin.on("end", () => process.exit(0));
     )
 }
 
-/// `cmd` in a private mount namespace with an overlay on `/etc` whose upper layer is
-/// `<dir>/u` (the machine's `/etc` is never written).
-pub fn in_overlay(dir: &Path, cmd: &Command) -> Command {
-    std::fs::create_dir_all(dir.join("u")).unwrap();
-    std::fs::create_dir_all(dir.join("w")).unwrap();
-    let mut wrapped = Command::new("unshare");
-    wrapped
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    wrapped
-}
-
-/// Whether [`in_overlay`] works here (root); otherwise `skip` is called with the reason (the
-/// test is then reported as skipped; a failure under `KCAP_REQUIRE_PEERS=1`).
-pub fn can_overlay_etc(skip: impl FnOnce(String)) -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = in_overlay(t.path(), &Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        skip("cannot overlay /etc in a private mount namespace".into());
-    }
-    ok
-}
-
 /// The last of a terminal's output, as text (escape sequences left in, for the message).
 pub fn screen(output: &[u8]) -> String {
     let text = String::from_utf8_lossy(output);

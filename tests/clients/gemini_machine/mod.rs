@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::common;
-use crate::common::carry::{AcpRun, Timing, Until, delay_second_line, etc_overlay};
+use crate::common::carry::{AcpRun, Timing, Until, delay_second_line};
+use crate::common::etc::Etc;
 use crate::common::model_api::{ModelApi, Request};
 use crate::common::peers::{inherited_path, peer};
 use crate::common::records::{Known, Record, plan_env};
@@ -257,7 +257,12 @@ impl Machine {
             client = delay_second_line(&self.path("bin"), "gemini-delayed", delay, &client);
         }
         if etc {
-            client = etc_overlay(&self.path("bin"), "gemini-etc", &self.path("etc"), &client);
+            client = common::etc::wrapper(
+                &self.path("bin"),
+                "gemini-etc",
+                Etc::Writable(&self.path("etc")),
+                &client,
+            );
         }
         let offered = || self.first_tools_request().is_some();
         AcpRun {
@@ -370,34 +375,10 @@ pub fn injected(plan: &LaunchPlan) -> BTreeSet<Known> {
         .collect()
 }
 
-/// Whether `/etc` can be overlaid in a private mount namespace here; `false` marks the test
-/// skipped (a failure under `KCAP_REQUIRE_PEERS=1`).
-pub fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    for d in ["u", "w"] {
-        std::fs::create_dir_all(t.path().join(d)).unwrap();
-    }
-    let ok = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg("mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc")
-        .arg(t.path())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        common::peers::skip("cannot overlay /etc in a private mount namespace (root)".into());
-    }
-    ok
-}
-
 /// The client, and the `/etc` overlay when `etc`; `None` skips the test.
 pub fn client(etc: bool) -> Option<PathBuf> {
     let bin = peer("KCAP_GEMINI_BIN")?;
-    (!etc || can_overlay_etc()).then_some(bin)
+    (!etc || common::etc::can_overlay()).then_some(bin)
 }
 
 // ------------------------------------------------------------------------------------------

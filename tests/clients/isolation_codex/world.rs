@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common;
 use crate::common::carry::{self, Terminal};
+use crate::common::etc::{self, Etc};
 use crate::common::model_api::ModelApi;
-use crate::common::peers::{peer, skip};
+use crate::common::peers::peer;
 use crate::common::records::{Record, read_records};
 use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::Policy;
@@ -262,10 +263,11 @@ impl World {
     /// namespace whose `/etc` has `<root>/etc-add` laid over it (when `etc`).
     fn client(&self) -> PathBuf {
         if self.etc {
-            carry::etc_layer(
+            std::fs::create_dir_all(self.path("etc-add")).unwrap();
+            etc::wrapper(
                 &self.path(""),
                 "codex-etc",
-                &self.path("etc-add"),
+                Etc::Layer(&self.path("etc-add")),
                 &self.bin,
             )
         } else {
@@ -328,18 +330,6 @@ impl World {
             &self.daemon_env,
             &Self::options(),
         )
-    }
-
-    /// `cmd` in a private mount namespace whose `/etc` has `<root>/etc-add` laid over it.
-    pub fn in_etc_namespace(&self, cmd: Command) -> Command {
-        let mut wrapped = Command::new("unshare");
-        wrapped
-            .args(["-m", "--propagation", "private", "sh", "-c"])
-            .arg("mount -t overlay overlay -o \"lowerdir=$0:/etc\" /etc || exit 97; exec \"$@\"")
-            .arg(self.path("etc-add"))
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        wrapped
     }
 
     /// Launches the plan and waits until the model was offered tools and `servers`
@@ -507,21 +497,4 @@ impl Seen {
             self.paths
         );
     }
-}
-
-pub fn can_overlay_etc(w: &World) -> bool {
-    std::fs::create_dir_all(w.path("etc-add")).unwrap();
-    let ok = w
-        .in_etc_namespace(Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        skip("cannot overlay /etc in a private mount namespace (unshare -m, as root)".into());
-    }
-    ok
 }

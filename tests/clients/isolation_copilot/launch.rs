@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use super::harness::{COPILOT_OWN, MARKER, SETTLE, Setup, TIMEOUT};
 use crate::common::carry::{self, AcpRun, Timing, Until};
+use crate::common::etc::{self, Etc};
 use crate::common::records::{Known, Record};
 use kcap_mcp_registry::clients::plan::LaunchPlan;
 use serde_json::Value;
@@ -58,7 +58,7 @@ pub struct How<'a> {
     /// Whether `worktree_remove` is applied.
     pub worktree: Worktree,
     /// Run the client in a private mount namespace whose `/etc` is overlaid with
-    /// `<dir>/u` ([`overlay_etc`]).
+    /// `<dir>/u` ([`etc::wrapper`]).
     pub overlay: Option<&'a Path>,
     /// The servers to wait for (default: every injected one).
     pub expect: Option<BTreeSet<Known>>,
@@ -78,24 +78,6 @@ impl How<'_> {
             late: None,
         }
     }
-}
-
-/// `bin` run in a private mount namespace (`unshare -m`) where `/etc` is an overlay with
-/// `<dir>/u` as its upper layer (`<dir>/w` its work directory): the machine's `/etc` is never
-/// written. The arguments go after it; exit status 97 if the overlay cannot be mounted.
-pub fn overlay_etc(dir: &Path, bin: &Path) -> Command {
-    for d in ["u", "w"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(bin);
-    cmd
 }
 
 /// Carries `plan` out with the executor, under `daemon` (its environment), as `how` says:
@@ -123,7 +105,12 @@ pub fn carry_out(
         client = carry::before_start(&setup.path("bin"), "copilot-late", &step, &client);
     }
     if let Some(dir) = how.overlay {
-        client = carry::etc_overlay(&setup.path("bin"), "copilot-etc", dir, &client);
+        client = etc::wrapper(
+            &setup.path("bin"),
+            "copilot-etc",
+            Etc::Writable(dir),
+            &client,
+        );
     }
     let records = setup.path("records");
     let seen = AcpRun {

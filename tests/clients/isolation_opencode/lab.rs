@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use super::http::{Http, Req};
-use crate::common::carry::{self, AcpRun, Timing, Until};
+use crate::common::carry::{AcpRun, Timing, Until};
+use crate::common::etc::{self, Etc};
 use crate::common::peers::inherited_path;
 use crate::common::records::{Known, Record, plan_env};
 use crate::common::stand_in::write_executable;
@@ -252,7 +253,7 @@ impl Lab {
     /// files of `managed` (an overlay on `/etc` with `<dir>/u` as its upper layer).
     pub fn etc_client(&self, dir: &Path, managed: &Path, bin: &Path) -> PathBuf {
         copy_managed(dir, managed);
-        carry::etc_overlay(&self.path("bin"), "opencode-etc", dir, bin)
+        etc::wrapper(&self.path("bin"), "opencode-etc", Etc::Writable(dir), bin)
     }
 
     /// The tools of the first model request that offers any.
@@ -471,39 +472,11 @@ process.stdin.on("end", () => process.exit(0));
 // The administrator's directory in a private mount namespace
 // ------------------------------------------------------------------------------------------
 
-/// Whether this machine lets us overlay `/etc` in a private mount namespace; `false` marks
-/// the test as skipped (a failure under `KCAP_REQUIRE_PEERS=1`).
-pub fn can_overlay_etc() -> bool {
-    let t = tempfile::tempdir().unwrap();
-    let ok = overlay_etc(t.path(), &t.path().join("none"), Command::new("true"))
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "`unshare -m` with an overlay on /etc failed (needs root); KCAP_REQUIRE_PEERS=1"
-        );
-        crate::common::peers::skip("cannot overlay /etc (unshare -m, as root)".into());
-    }
-    ok
-}
-
 /// `cmd` (program and arguments) run in a private mount namespace where `/etc/opencode`
 /// holds the files of `managed` (an overlay on `/etc` with `<dir>/u` as its upper layer).
-pub fn overlay_etc(dir: &Path, managed: &Path, cmd: Command) -> Command {
+pub fn overlay_etc(dir: &Path, managed: &Path, cmd: &Command) -> Command {
     copy_managed(dir, managed);
-    let mut wrapped = Command::new("unshare");
-    wrapped
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t overlay overlay -o \"lowerdir=/etc,upperdir=$0/u,workdir=$0/w\" /etc \
-             || exit 97; exec \"$@\"",
-        )
-        .arg(dir)
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    wrapped
+    etc::command(Etc::Writable(dir), cmd)
 }
 
 /// Creates `<dir>/u/opencode` and `<dir>/w`, and copies the files of `managed` into the first.
