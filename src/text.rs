@@ -147,3 +147,18 @@ impl std::fmt::Display for ShownPath<'_> {
         f.write_str(&printable(&self.0.to_string_lossy()))
     }
 }
+
+/// `e` and each of its causes ([`std::error::Error::source`]), joined by `: `: the one line
+/// a command prints for an error, since each layer displays itself only and leaves its cause
+/// to `source()` (the convention of `std::error::Error`), e.g. `cannot read registry/x.toml:
+/// Permission denied (os error 13)`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}

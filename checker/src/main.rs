@@ -89,7 +89,7 @@ fn main() -> ExitCode {
             print(&out.stdout, &out.stderr);
             ExitCode::from(1)
         }
-        Err(e) => usage(&e.to_string()),
+        Err(e) => usage(&text::error_chain(&e)),
     }
 }
 

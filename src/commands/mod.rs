@@ -43,17 +43,7 @@ impl CliError {
     }
 }
 
-/// `e` and each of its causes, joined by `: ` (each layer displays itself only).
-pub(crate) fn chain(e: &dyn Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
+pub(crate) use kcap_mcp_registry::text::error_chain as chain;
 
 pub(crate) fn policy(strict: bool) -> Policy {
     if strict {

@@ -177,9 +177,18 @@ fn holds_toml(dir: &Path) -> bool {
     })
 }
 
+/// The most bytes a registry file may hold: 1 MiB, a thousand times a real entry (a few
+/// hundred bytes). Checked while reading, so a huge file costs this much memory, not its size.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
 /// `fs::read` without asking the file's size first (`fs::read` and `read_to_end` spend a
 /// `statx`, and `read_to_end` an `lseek`, per file): open, read until end of file into a
-/// stack buffer, close, and copy out exactly the bytes read.
+/// stack buffer, close, and copy out exactly the bytes read. Reads at most
+/// [`MAX_FILE_BYTES`] + 1 bytes.
+///
+/// # Errors
+/// The OS error of `open` or `read`; [`io::ErrorKind::FileTooLarge`] when the file holds more
+/// than [`MAX_FILE_BYTES`].
 fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     use io::Read as _;
     let mut file = std::fs::File::open(path)?;
@@ -193,9 +202,20 @@ fn read_file(path: &Path) -> io::Result<Vec<u8>> {
             Err(e) => return Err(e),
         }
     }
-    // Larger than any real registry file: read the rest as `fs::read` would.
+    // Larger than any real registry file: read the rest as `fs::read` would, up to the bound.
     let mut bytes = buf.to_vec();
-    file.read_to_end(&mut bytes)?;
+    let rest = MAX_FILE_BYTES + 1 - bytes.len() as u64;
+    file.take(rest).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than {} KiB, the most a registry file may hold (an entry is a few hundred \
+                 bytes): move what is not one MCP server's entry out of the registry directory",
+                MAX_FILE_BYTES / 1024
+            ),
+        ));
+    }
     Ok(bytes)
 }
 

@@ -37,7 +37,9 @@ use toml::Spanned;
 pub use crate::text::{is_forbidden_char, printable};
 pub use diagnostic::{Diagnostic, SourceSpan};
 use file::FileCx;
-pub use load::{LoadError, RegistryDir, SourceFile, Stray, find_registry_dir, load_dir};
+pub use load::{
+    LoadError, MAX_FILE_BYTES, RegistryDir, SourceFile, Stray, find_registry_dir, load_dir,
+};
 pub use rules::{
     ENV_NAME_PATTERN, EntryKey, ID_PATTERN, Key, MAX_DESCRIPTION_CHARS,
     MAX_QUALIFIED_TOOL_NAME_LEN, Rule, TOOL_NAME_PATTERN, ToolKey, ValueKind, is_canonical_id,
@@ -457,15 +459,26 @@ fn id_unique(ids: &[FileId], diags: &mut Vec<Diagnostic>) {
 }
 
 /// Rule `alias-unique`: an alias equal to another file's id, or to an earlier file's alias,
-/// ignoring ASCII case. (An alias equal to its own id breaks `alias-format`.)
+/// ignoring ASCII case. (An alias equal to its own id breaks `alias-format`.) Linear in the
+/// number of files: one map of the ids, one of the aliases seen.
 fn alias_unique(ids: &[FileId], aliases: &[FileId], diags: &mut Vec<Diagnostic>) {
+    // Per lower-cased id, the first two files with it: one of them is not the alias's own.
+    let mut by_id: HashMap<String, [Option<&FileId>; 2]> = HashMap::with_capacity(ids.len());
+    for id in ids {
+        let slot = by_id.entry(id.id.to_ascii_lowercase()).or_default();
+        if slot[0].is_none() {
+            slot[0] = Some(id);
+        } else if slot[1].is_none() {
+            slot[1] = Some(id);
+        }
+    }
     let mut seen: HashMap<String, &FileId> = HashMap::with_capacity(aliases.len());
     for alias in aliases {
         let key = alias.id.to_ascii_lowercase();
-        let clash = ids
-            .iter()
-            .find(|i| i.path != alias.path && i.id.to_ascii_lowercase() == key)
-            .map(|i| ("id", i))
+        let clash = by_id
+            .get(&key)
+            .and_then(|firsts| firsts.iter().flatten().find(|i| i.path != alias.path))
+            .map(|i| ("id", *i))
             .or_else(|| seen.get(&key).map(|a| ("alias", *a)));
         seen.entry(key).or_insert(alias);
         let Some((what, other)) = clash else {

@@ -291,6 +291,14 @@ fn the_readme_main_command_reports_a_broken_registry_as_the_checker_does() {
         stdout,
         "::error file=registry/kcap-memory.toml,line=4,col=1,endLine=4,endColumn=12,title=unknown-key::unknown key `start_flows`%0Ahelp: did you mean `starts_flows`? (valid keys: id, description, args, starts_flows, allowlistable, inject, registered, read_only, needs_project_cwd, driver_stamp, alias, env, tools)\n"
     );
+    // An unreadable registry: the path and the OS's reason, exit code 2.
+    let (code, _, stderr) = run(&["no-such-dir"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr
+            .ends_with("error: cannot read no-such-dir: No such file or directory (os error 2)\n"),
+        "the whole stderr:\n{stderr}"
+    );
     let cli = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"))
         .args(["check", "registry", "--format", "github"])
         .current_dir(krate.path())

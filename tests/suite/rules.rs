@@ -723,6 +723,38 @@ fn toml_entries_that_are_not_regular_files_are_load_errors() {
 }
 
 #[test]
+fn a_registry_file_over_the_size_bound_is_refused_without_reading_it_whole() {
+    use kcap_mcp_registry::schema::MAX_FILE_BYTES;
+    let bound = usize::try_from(MAX_FILE_BYTES).unwrap();
+    // A valid entry padded with a comment to exactly the bound is read and checked.
+    let dir = registry_with_result_channel();
+    let entry = format!("{BASE}#");
+    let at_bound = format!("{entry}{}\n", "x".repeat(bound - entry.len() - 1));
+    assert_eq!(at_bound.len(), bound);
+    std::fs::write(dir.path().join("kcap-x.toml"), &at_bound).unwrap();
+    let entries = validate_dir(dir.path()).unwrap();
+    assert_eq!(entries.len(), 2);
+    // One byte more is a load error naming the file, the bound and what to do.
+    let over = format!("{}x\n", &at_bound[..bound - 1]);
+    std::fs::write(dir.path().join("kcap-x.toml"), over).unwrap();
+    let err = validate_dir(dir.path()).unwrap_err();
+    let CheckError::Load(load) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(load.path, dir.path().join("kcap-x.toml"));
+    assert_eq!(load.source.kind(), std::io::ErrorKind::FileTooLarge);
+    assert_eq!(
+        kcap_mcp_registry::text::error_chain(&err),
+        format!(
+            "cannot read {}: larger than 1024 KiB, the most a registry file may hold (an entry \
+             is a few hundred bytes): move what is not one MCP server's entry out of the \
+             registry directory",
+            dir.path().join("kcap-x.toml").display()
+        )
+    );
+}
+
+#[test]
 fn a_missing_directory_is_a_load_error_not_a_violation() {
     let err = validate_dir(Path::new("tests/fixtures/no-such-dir")).unwrap_err();
     assert!(matches!(err, CheckError::Load(_)), "{err:?}");
