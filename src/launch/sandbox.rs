@@ -6,7 +6,9 @@
 //! - read and execute: the system's directories ([`SYSTEM_READ_EXEC`]), the client's own
 //!   installation ([`installation`]) and what [`Options::sandbox_read_exec`] adds (the kcap
 //!   binary its MCP servers run);
-//! - read: the worktree (the plan's `cwd`), read-only;
+//! - read: the worktree (the plan's `cwd`), read-only; the system-wide files of `/proc`
+//!   ([`SYSTEM_PROC_READ`]); and the client's own `/proc/<pid>` (its `/proc/self`), added in
+//!   the child, so that no other process's `/proc/<pid>/environ` can be read;
 //! - read and write: the launch directory (the client's `HOME` and `TMPDIR`), the
 //!   terminal and the null devices ([`SYSTEM_DEVICES`]), and what
 //!   [`Options::sandbox_read_write`] adds;
@@ -18,7 +20,19 @@
 //! launch directories and worktrees, the shared `/tmp`. The network is not confined here.
 //!
 //! The ruleset is built in the executor (allocations, opening the paths); the child makes
-//! two system calls only, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self`.
+//! five system calls only: `open("/proc/self")`, `landlock_add_rule` for it, `close`,
+//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self`.
+//!
+//! Why `/proc/<pid>` of the client and no PID namespace: Claude Code 2.1.197 and OpenCode
+//! 1.18.33 (their Bun runtime) abort without it (they read `/proc/self/maps`, `statm` and
+//! `cgroup`, and `/proc/sys/vm/*`: `strace`; `tests/clients/sandbox_clients.rs`); and
+//! Landlock's ptrace restriction does not cover reading `/proc/<pid>/environ` of a process
+//! outside the sandbox (measured on Linux 6.18: it reads, where `kill` gets `EPERM`), so all
+//! of `/proc` cannot be allowed. A process the client starts sees no `/proc/self` of its own
+//! (its pid is another); the runtimes of the MCP servers and tools measured (Node.js,
+//! Python, the shell: `tests/suite/launch_sandbox.rs`) run without it. docs/sandbox.md has
+//! the measurements.
+//!
 //! Sources: the kernel's Landlock documentation
 //! (<https://docs.kernel.org/userspace-api/landlock.html>) and the `landlock` crate 0.4.8.
 
@@ -60,6 +74,21 @@ pub const SYSTEM_READ_EXEC: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 ];
 
+/// The system-wide files of `/proc` a reviewer may read (those that exist): what the
+/// clients' runtimes read at start (`strace`: Node.js `/proc/meminfo`, `/proc/version`; Bun
+/// `/proc/sys/vm/overcommit_memory`, `/proc/sys/vm/mmap_min_addr`) and the machine's load and
+/// processors. No process's directory is among them.
+pub const SYSTEM_PROC_READ: &[&str] = &[
+    "/proc/sys",
+    "/proc/meminfo",
+    "/proc/cpuinfo",
+    "/proc/stat",
+    "/proc/version",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/filesystems",
+];
+
 /// The devices a reviewer may read and write (those that exist): the null and random
 /// devices and the terminals.
 pub const SYSTEM_DEVICES: &[&str] = &[
@@ -79,7 +108,8 @@ pub const SYSTEM_DEVICES: &[&str] = &[
 pub struct Boundary {
     /// Read and execute.
     pub read_exec: Vec<PathBuf>,
-    /// Read only.
+    /// Read only. (The client's own `/proc/<pid>` is added in the child, where its pid is
+    /// known; it is not listed here.)
     pub read: Vec<PathBuf>,
     /// Read, write, create, remove, execute.
     pub read_write: Vec<PathBuf>,
@@ -99,7 +129,8 @@ impl Boundary {
         let mut read_exec: Vec<PathBuf> = SYSTEM_READ_EXEC.iter().map(PathBuf::from).collect();
         read_exec.extend(installation(client_bin, path));
         read_exec.extend(options.sandbox_read_exec.iter().cloned());
-        let read = plan.cwd.iter().map(PathBuf::from).collect();
+        let mut read: Vec<PathBuf> = plan.cwd.iter().map(PathBuf::from).collect();
+        read.extend(SYSTEM_PROC_READ.iter().map(PathBuf::from));
         let mut read_write: Vec<PathBuf> = vec![launch_dir.to_owned()];
         read_write.extend(SYSTEM_DEVICES.iter().map(PathBuf::from));
         read_write.extend(options.sandbox_read_write.iter().cloned());
@@ -233,11 +264,13 @@ pub(crate) fn confine(
         // Best effort, and the kernel has no Landlock at all.
         return Ok(());
     };
-    // SAFETY: between fork and exec the closure makes two system calls (prctl and
-    // landlock_restrict_self) and builds an `io::Error` from an errno: no allocation, no
-    // lock, async-signal-safe. `fd` lives in the closure, so it is open in the child.
+    // SAFETY: between fork and exec the closure makes five system calls (open, close,
+    // landlock_add_rule, prctl and landlock_restrict_self) on a C string literal and a
+    // stack value, and builds an `io::Error` from an errno: no allocation, no lock,
+    // async-signal-safe. `fd` lives in the closure, so it is open in the child.
     unsafe {
         cmd.pre_exec(move || {
+            allow_own_proc(fd.as_raw_fd())?;
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -248,6 +281,57 @@ pub(crate) fn confine(
         });
     }
     Ok(())
+}
+
+/// `struct landlock_path_beneath_attr` of `<linux/landlock.h>` (packed, as the kernel
+/// declares it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: libc::c_int,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`, `LANDLOCK_ACCESS_FS_READ_FILE`, `LANDLOCK_ACCESS_FS_READ_DIR`
+/// of `<linux/landlock.h>`.
+const RULE_PATH_BENEATH: libc::c_int = 1;
+const ACCESS_READ_FILE_DIR: u64 = (1 << 2) | (1 << 3);
+
+/// In the child, before `landlock_restrict_self`: adds to `ruleset` a read rule for the
+/// child's own `/proc/<pid>` (what `/proc/self` is there, and stays after exec). A system
+/// without `/proc` has nothing to allow. Async-signal-safe: system calls on a literal and a
+/// stack value only.
+///
+/// # Safety
+/// Called between fork and exec, with `ruleset` a Landlock ruleset file descriptor.
+unsafe fn allow_own_proc(ruleset: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: a NUL-terminated literal; the flags make `open` return a path descriptor.
+    let own = unsafe {
+        libc::open(
+            c"/proc/self".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if own < 0 {
+        return Ok(());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: ACCESS_READ_FILE_DIR,
+        parent_fd: own,
+    };
+    // SAFETY: `attr` is the kernel's struct, alive for the call; `own` is closed after.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            RULE_PATH_BENEATH,
+            &raw const attr,
+            0u32,
+        )
+    };
+    let error = (added != 0).then(std::io::Error::last_os_error);
+    // SAFETY: `own` was opened above and is not used after.
+    unsafe { libc::close(own) };
+    error.map_or(Ok(()), Err)
 }
 
 fn ruleset(

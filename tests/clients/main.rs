@@ -55,6 +55,8 @@ mod isolation_opencode;
 mod launch_claude_dialogs;
 #[cfg(feature = "launch")]
 mod launch_peers;
+#[cfg(feature = "launch")]
+mod sandbox_clients;
 #[cfg(feature = "cli")]
 mod verify_clients;
 
@@ -104,5 +106,7 @@ fn main() {
     trials.extend(conformance_claude_launch::trials());
     #[cfg(feature = "launch")]
     trials.extend(launch_claude_dialogs::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(sandbox_clients::trials());
     common::peers::main(trials)
 }

@@ -81,6 +81,7 @@ probe daemon_home cat {home}/.env
 probe other_launch_dir cat {other}/.credentials.json
 probe list_launches ls {launches}
 probe other_environ grep -q concurrent-reviewer-key /proc/{pid}/environ
+probe sibling_environ sh -c 'env SIBLING=sibling-key /bin/sleep 5 & p=$!; r=1; for i in 1 2 3 4 5 6 7 8 9 10; do if grep -q sibling-key /proc/$p/environ; then r=0; break; fi; sleep 0.1; done; kill $p; exit $r'
 probe signal_outside kill -0 {pid}
 probe write_outside sh -c 'echo x > {root}/planted'
 probe write_worktree sh -c 'echo x > {tree}/planted'
@@ -90,6 +91,9 @@ probe own_home sh -c 'echo x > "$HOME/note" && cat "$HOME/note"'
 probe own_tmp sh -c 'echo x > "$TMPDIR/note"'
 probe read_worktree cat {tree}/README.md
 probe system_program /usr/bin/python3 -c 'print(1)'
+probe system_node /usr/bin/node -e 'require("os").totalmem()'
+probe own_proc grep -q VmRSS /proc/$$/status
+probe system_proc grep -q MemTotal /proc/meminfo
 echo probes-done
 "#,
             home = self.at("daemon-home").display(),
@@ -186,13 +190,22 @@ const ATTACKS: &[&str] = &[
     "other_launch_dir",
     "list_launches",
     "other_environ",
+    "sibling_environ",
     "signal_outside",
     "write_outside",
     "write_worktree",
     "shared_tmp",
     "abstract_socket",
 ];
-const OWN_WORK: &[&str] = &["own_home", "own_tmp", "read_worktree", "system_program"];
+const OWN_WORK: &[&str] = &[
+    "own_home",
+    "own_tmp",
+    "read_worktree",
+    "system_program",
+    "system_node",
+    "own_proc",
+    "system_proc",
+];
 
 fn sandbox_available() -> bool {
     match sandbox::missing() {
@@ -273,7 +286,9 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
     let bin = std::fs::canonicalize(world.at("bin")).unwrap();
     assert!(b.read_exec.contains(&bin), "{b:?}");
     assert!(b.read_exec.contains(&PathBuf::from("/opt/kcap/bin/kcap")));
-    assert_eq!(b.read, vec![world.at("tree")]);
+    let mut read = vec![world.at("tree")];
+    read.extend(sandbox::SYSTEM_PROC_READ.iter().map(PathBuf::from));
+    assert_eq!(b.read, read);
     assert_eq!(b.read_write[0], launch_dir);
     // A node package: the directory holding the outermost node_modules.
     let pkg = world.at("prefix/node_modules/@x/cli/node_modules/dep");
