@@ -144,15 +144,7 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
     );
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
-}
+use kcap_mcp_registry::text::error_chain as chain;
 
 /// How long Codex may write nothing without showing a known dialog before the test calls it
 /// a hang.

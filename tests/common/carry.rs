@@ -36,15 +36,7 @@ pub struct Timing {
 }
 
 /// An error and its sources, on one line.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
-}
+pub use kcap_mcp_registry::text::error_chain as chain;
 
 /// Carries `plan` out with the executor: `client_bin` started as the plan says, into
 /// `launch_dir`, the plan's `env_inherit` looked up in `daemon_env`. Panics when the executor

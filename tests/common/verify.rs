@@ -41,16 +41,8 @@ pub fn run(bench: Bench) -> Report {
     bench.run().unwrap_or_else(|e| panic!("{}", chain(&e)))
 }
 
-/// `e` and its causes.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text = format!("{text}: {c}");
-        cause = c.source();
-    }
-    text
-}
+/// An error and its sources, on one line.
+pub use kcap_mcp_registry::text::error_chain as chain;
 
 /// Asserts that the run holds and shows exactly the injected servers, each with exactly its
 /// argv and `KCAP_*` variables (counting distinct servers, not starts), that the launch
