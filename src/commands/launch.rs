@@ -8,14 +8,13 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
-use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
 use kcap_mcp_registry::text::{ShownPath, printable};
 
-use super::CliError;
 use super::render::{LaunchFor, render_plan, warn_gated};
+use super::{CliError, SandboxPolicy};
 
 /// The subcommand's `--help` epilogue.
 pub(crate) const HELP: &str = "\
@@ -63,14 +62,6 @@ pub(crate) struct LaunchArgs {
     prompt: Option<String>,
     #[command(flatten)]
     run: RunArgs,
-}
-
-/// `--sandbox`: [`Confinement`](kcap_mcp_registry::launch::sandbox::Confinement) by name.
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum SandboxPolicy {
-    Off,
-    BestEffort,
-    Required,
 }
 
 #[derive(Args)]
@@ -171,11 +162,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
         .with_die_with_parent(true)
-        .with_confinement(match run.sandbox {
-            SandboxPolicy::Off => Confinement::Off,
-            SandboxPolicy::BestEffort => Confinement::BestEffort,
-            SandboxPolicy::Required => Confinement::Required,
-        });
+        .with_confinement(run.sandbox.into());
     let options = run
         .sandbox_exec
         .iter()

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kcap_mcp_registry::cli::export::DEFAULT_COMMAND;
+use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, cli, diagnostic};
@@ -44,6 +45,24 @@ impl CliError {
 }
 
 pub(crate) use kcap_mcp_registry::text::error_chain as chain;
+
+/// `--sandbox` of `launch` and `verify`: a [`Confinement`] by name.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SandboxPolicy {
+    Off,
+    BestEffort,
+    Required,
+}
+
+impl From<SandboxPolicy> for Confinement {
+    fn from(policy: SandboxPolicy) -> Confinement {
+        match policy {
+            SandboxPolicy::Off => Confinement::Off,
+            SandboxPolicy::BestEffort => Confinement::BestEffort,
+            SandboxPolicy::Required => Confinement::Required,
+        }
+    }
+}
 
 pub(crate) fn policy(strict: bool) -> Policy {
     if strict {

@@ -11,7 +11,7 @@ use kcap_mcp_registry::cli::verify::{self, Report, Request, Scenario, Verdict};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::spec::Proof;
 
-use super::CliError;
+use super::{CliError, SandboxPolicy};
 use crate::write_stdout;
 
 /// The subcommand's `--help` epilogue.
@@ -101,6 +101,10 @@ pub(crate) struct VerifyArgs {
     /// Keep the throwaway root (its path is printed) to look at what the client wrote.
     #[arg(long)]
     keep_root: bool,
+    /// Run the client in the sandbox (Landlock), and judge it: every attack a server tries
+    /// from inside the reviewer must be denied (check `sandbox`).
+    #[arg(long, value_name = "POLICY", default_value = "off")]
+    sandbox: SandboxPolicy,
     /// Report format.
     #[arg(long, value_enum, default_value_t = VerifyFormat::Human)]
     format: VerifyFormat,
@@ -124,7 +128,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, CliError> {
             .with_scenario(scenario)
             .with_cache_dir(args.cache_dir.clone())
             .with_bounds(Duration::from_secs(args.timeout), Duration::from_secs(3))
-            .with_keep_root(args.keep_root);
+            .with_keep_root(args.keep_root)
+            .with_confinement(args.sandbox.into());
         let bench = verify::prepare(&request).map_err(|e| could_not_run(client, scenario, e))?;
         if args.keep_root {
             errln!(

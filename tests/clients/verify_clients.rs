@@ -38,51 +38,81 @@ const CHECKS: [&str; 8] = [
     "server-cwd",
 ];
 
+/// What each recorder tries from inside the reviewer (`verify`'s `attacks.json`).
+const ATTACKS: [&str; 5] = [
+    "daemon-environ",
+    "daemon-home",
+    "other-launch-dir",
+    "signal-daemon",
+    "write-outside",
+];
+
 /// Runs `verify <client> --client-bin <bin> --scenario direct --format json` and `more`,
-/// bounded (`common::peers::run`), and asserts that it holds with every check in `checks`
-/// and the client version `version`.
+/// bounded (`common::peers::run`), twice: without the sandbox, it holds with every check in
+/// `checks` and the client version `version`, and every attack from inside the reviewer
+/// gets through (so the second run bites); with `--sandbox required`, it holds with check
+/// `sandbox` too, and every attack is denied.
 fn holds(client: &str, bin: &Path, more: &[&str], checks: &[&str], version: &str) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
-    cmd.args(["verify", client, "--client-bin"])
-        .arg(bin)
-        .args([
-            "--scenario",
-            "direct",
-            "--format",
-            "json",
-            "--timeout",
-            "45",
-        ])
-        .args(more);
-    let out = common::peers::run(cmd, &format!("verify {client}"));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}\n{}", out.stderr);
-    assert_eq!(out.stderr, "");
-    let reports: Value = serde_json::from_str(&text).unwrap();
-    let [report] = reports.as_array().unwrap().as_slice() else {
-        panic!("one report: {text}")
-    };
-    assert_eq!(report["client"], client);
-    assert_eq!(report["verdict"], "holds", "{text}");
-    assert_eq!(report["client_version"], version);
-    assert_eq!(report["proven_version"], true, "{text}");
-    let names: Vec<&str> = report["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            assert_eq!(c["passed"], true, "{c}");
-            c["name"].as_str().unwrap()
-        })
-        .collect();
-    assert_eq!(names, checks);
-    let started: Vec<&str> = report["started"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["origin"]["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(started, ["kcap-flow-result", "kcap-review"]);
+    for (sandbox, reached) in [("off", true), ("required", false)] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+        cmd.args(["verify", client, "--client-bin"])
+            .arg(bin)
+            .args([
+                "--scenario",
+                "direct",
+                "--format",
+                "json",
+                "--timeout",
+                "45",
+                "--sandbox",
+                sandbox,
+            ])
+            .args(more);
+        let out = common::peers::run(cmd, &format!("verify {client} --sandbox {sandbox}"));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{text}\n{}", out.stderr);
+        assert_eq!(out.stderr, "");
+        let reports: Value = serde_json::from_str(&text).unwrap();
+        let [report] = reports.as_array().unwrap().as_slice() else {
+            panic!("one report: {text}")
+        };
+        assert_eq!(report["client"], client);
+        assert_eq!(report["verdict"], "holds", "{text}");
+        assert_eq!(report["client_version"], version);
+        assert_eq!(report["proven_version"], true, "{text}");
+        let names: Vec<&str> = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                assert_eq!(c["passed"], true, "{c}");
+                c["name"].as_str().unwrap()
+            })
+            .collect();
+        let mut want = checks.to_vec();
+        if sandbox != "off" {
+            want.push("sandbox");
+        }
+        assert_eq!(names, want);
+        let started = report["started"].as_array().unwrap();
+        let ids: Vec<&str> = started
+            .iter()
+            .map(|s| s["origin"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["kcap-flow-result", "kcap-review"]);
+        for s in started {
+            let tried = s["reached"].as_object().unwrap();
+            assert_eq!(tried.keys().collect::<Vec<_>>(), ATTACKS, "{s}");
+            for (attack, got) in tried {
+                assert_eq!(
+                    got.as_bool(),
+                    Some(reached),
+                    "{client} --sandbox {sandbox}: {attack} from {}",
+                    s["origin"]["id"]
+                );
+            }
+        }
+    }
 }
 
 fn verify_gemini_holds_on_the_installed_client() {

@@ -55,13 +55,17 @@ use std::time::Duration;
 
 pub use error::VerifyError;
 pub use hostile::{HOSTILE_ARG, Kind, Scope, Source};
-pub use recorder::{RECORDER_NAME, Record, read_records, run_if_recorder};
+pub use recorder::{
+    ATTACKS_FILE, Attack, AttackKind, RECORDER_NAME, Record, read_records, run_if_recorder,
+};
 pub use report::{Check, Expected, INJECTED_STARTED, Origin, Outcome, Report, Started, Verdict};
 
 use crate::clients::Client;
 use crate::clients::dispatch::PlanInputs;
 use crate::clients::plan::{EnvVar, LaunchPlan};
 use crate::clients::root::{Credentials, INHERITED_ENV};
+use crate::launch::Options;
+use crate::launch::sandbox::Confinement;
 use crate::{LaunchContext, Policy, ResultDelivery, Snapshot};
 
 /// Which launch `verify` carries out.
@@ -115,6 +119,10 @@ pub struct Request {
     /// Keep the throwaway root afterwards (to look at what the client and the recorders
     /// wrote). Default off.
     pub keep_root: bool,
+    /// The sandbox the client runs in ([`Options::confinement`]). Default
+    /// [`Confinement::Off`]; otherwise the report judges it (check `sandbox`: every attack a
+    /// recorder tries from inside is denied).
+    pub confinement: Confinement,
 }
 
 impl Request {
@@ -131,7 +139,14 @@ impl Request {
             settle: Duration::from_secs(3),
             temp_dir: std::env::temp_dir(),
             keep_root: false,
+            confinement: Confinement::Off,
         }
+    }
+
+    /// This request with the client in `confinement`.
+    pub fn with_confinement(mut self, confinement: Confinement) -> Request {
+        self.confinement = confinement;
+        self
     }
 
     /// This request for `scenario`.
@@ -204,6 +219,9 @@ pub struct Bench {
     sources: Vec<Source>,
     parent_env: BTreeMap<String, String>,
     worktree: PathBuf,
+    attacks: Vec<Attack>,
+    /// Copilot CLI's package cache, when the plan uses one.
+    cache: Option<PathBuf>,
 }
 
 /// Prepares and carries out `request`, and returns the report.
@@ -262,7 +280,7 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         spec,
         &root.dir,
         &recorder,
-        cache,
+        cache.clone(),
         hostile.credentials,
     );
     let mut plan = request
@@ -281,6 +299,7 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
     }
     let expected = expected(&ctx)?;
     let parent_env = parent_env(&root.dir, hostile.parent_env);
+    let attacks = attacks(&root.dir)?;
     Ok(Bench {
         root,
         request: request.clone(),
@@ -289,7 +308,85 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         sources: hostile.sources,
         parent_env,
         worktree,
+        attacks,
+        cache,
     })
+}
+
+/// What each recorder start tries from inside the reviewer ([`ATTACKS_FILE`], written here):
+/// read the daemon's `HOME` (a secret `verify` puts there), another launch directory's
+/// credentials and the daemon's `/proc/<pid>/environ`; signal the daemon; write outside the
+/// launch directory. Without a sandbox each gets through.
+fn attacks(root: &Path) -> Result<Vec<Attack>, VerifyError> {
+    let path = |rel: &str| root.join(rel);
+    for (rel, text) in [
+        ("home/.kcap-daemon-secret", "daemon-secret\n"),
+        (
+            "other-launch/.credentials.json",
+            "{\"other-reviewer\": \"secret\"}\n",
+        ),
+    ] {
+        let file = path(rel);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(VerifyError::setup(dir.to_owned()))?;
+        }
+        std::fs::write(&file, text).map_err(VerifyError::setup(file.clone()))?;
+    }
+    let daemon = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+    let attack = |name: &str, kind| Attack {
+        name: name.to_owned(),
+        kind,
+    };
+    let attacks = vec![
+        attack(
+            "daemon-home",
+            AttackKind::Read {
+                path: path("home/.kcap-daemon-secret"),
+            },
+        ),
+        attack(
+            "other-launch-dir",
+            AttackKind::Read {
+                path: path("other-launch/.credentials.json"),
+            },
+        ),
+        attack(
+            "daemon-environ",
+            AttackKind::Read {
+                path: PathBuf::from(format!("/proc/{daemon}/environ")),
+            },
+        ),
+        attack("signal-daemon", AttackKind::Signal { pid: daemon }),
+        attack("write-outside", AttackKind::Write { dir: path("extra") }),
+    ];
+    let file = path("records").join(ATTACKS_FILE);
+    let text = serde_json::to_vec(&attacks).map_err(|e| VerifyError::Setup {
+        path: file.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    std::fs::write(&file, text).map_err(VerifyError::setup(file.clone()))?;
+    Ok(attacks)
+}
+
+/// The executor's options for `request`: its bounds, and its sandbox with what the run needs
+/// beyond the plan's boundary (the recorder's program, the records, Copilot CLI's cache).
+fn options(request: &Request, root: &Path, cache: Option<&Path>) -> Options {
+    let mut options = Options::default()
+        .with_handshake_timeout(request.timeout)
+        .with_dialog_quiet(Duration::from_secs(5))
+        .with_die_with_parent(true)
+        .with_confinement(request.confinement);
+    if request.confinement != Confinement::Off {
+        let program = std::fs::canonicalize(&request.recorder_program)
+            .unwrap_or_else(|_| request.recorder_program.clone());
+        options = options
+            .with_sandbox_read_exec(program)
+            .with_sandbox_read_write(root.join("records"));
+        if let Some(cache) = cache {
+            options = options.with_sandbox_read_write(cache);
+        }
+    }
+    options
 }
 
 /// The throwaway root: a new directory (mode 0700) under the request's temporary directory,

@@ -9,6 +9,12 @@
 //! (a server with tools), `tools/list` (no tools; it marks `<pid>.tools`, so `verify` knows
 //! the client got as far as asking), `ping`, and "method not found" to anything else.
 //! Notifications are ignored; it exits when its standard input closes.
+//!
+//! Before it records, it tries what [`ATTACKS_FILE`] in its directory lists (reading the
+//! daemon's files, signalling the daemon, writing outside the launch directory: the attacks
+//! of issue 31 from inside the reviewer) and records whether each got through
+//! ([`Record::reached`]), so `verify` judges the sandbox by what a server of the reviewer
+//! could do.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, Write as _};
@@ -36,6 +42,75 @@ pub struct Record {
     /// Whether the client asked it for its tools (`tools/list`).
     #[serde(default)]
     pub listed_tools: bool,
+    /// Each attack of [`ATTACKS_FILE`], by name: whether it got through.
+    #[serde(default)]
+    pub reached: BTreeMap<String, bool>,
+}
+
+/// The file in the recorder's directory listing what each start tries to reach: a JSON
+/// array of [`Attack`]s.
+pub const ATTACKS_FILE: &str = "attacks.json";
+
+/// What a recorder start tries, from inside the reviewer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attack {
+    /// Its name in [`Record::reached`] (`daemon-home`, `daemon-environ`, …).
+    pub name: String,
+    /// What it tries.
+    #[serde(flatten)]
+    pub kind: AttackKind,
+}
+
+/// How an [`Attack`] tries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum AttackKind {
+    /// Read a byte of this file.
+    Read {
+        /// An absolute path.
+        path: PathBuf,
+    },
+    /// Create a file `planted-<pid>` in this directory.
+    Write {
+        /// An absolute path.
+        dir: PathBuf,
+    },
+    /// Signal this process (signal 0: the permission check alone).
+    Signal {
+        /// Its process id.
+        pid: i32,
+    },
+}
+
+impl AttackKind {
+    /// Whether it got through.
+    fn attempt(&self) -> bool {
+        use std::io::Read as _;
+        match self {
+            AttackKind::Read { path } => std::fs::File::open(path)
+                .and_then(|mut f| f.read(&mut [0u8; 1]))
+                .is_ok(),
+            AttackKind::Write { dir } => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(dir.join(format!("planted-{}", std::process::id())))
+                .is_ok(),
+            AttackKind::Signal { pid } => rustix::process::Pid::from_raw(*pid)
+                .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok()),
+        }
+    }
+}
+
+/// Tries every attack of `dir`'s [`ATTACKS_FILE`] (none when it is missing or unreadable).
+fn attempt_all(dir: &Path) -> BTreeMap<String, bool> {
+    let attacks: Vec<Attack> = std::fs::read(dir.join(ATTACKS_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    attacks
+        .iter()
+        .map(|a| (a.name.clone(), a.kind.attempt()))
+        .collect()
 }
 
 impl Record {
@@ -99,6 +174,7 @@ fn serve(dir: &Path) -> std::io::Result<()> {
             .unwrap_or_default(),
         pid,
         listed_tools: false,
+        reached: attempt_all(dir),
     };
     let text = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
     // Written under another name and renamed: a reader never sees half a record.
@@ -147,12 +223,15 @@ pub fn read_records(dir: &Path) -> std::io::Result<Vec<Record>> {
     let mut records = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+        // `<pid>.json` only: not a record being written (`.<pid>.json.tmp`), not
+        // [`ATTACKS_FILE`].
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".json"))
+            .filter(|pid| pid.parse::<u32>().is_ok())
+        else {
             continue;
         };
-        if pid.starts_with('.') {
-            continue;
-        }
         let path = dir.join(&name);
         let text = std::fs::read(&path)?;
         let mut record: Record = serde_json::from_slice(&text).map_err(|e| {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::Scenario;
 use super::hostile::{HOSTILE_ARG, Kind, Scope, Source};
-use super::recorder::Record;
+use super::recorder::{Attack, Record};
 use crate::clients::Client;
 use crate::clients::plan::LaunchPlan;
 
@@ -58,7 +58,8 @@ pub struct Started {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// Its name (`injected-started`, `no-user-server`, `no-project-server`,
-    /// `no-environment-server`, `argv-exact`, `env-exact`, `no-daemon-env`, `server-cwd`).
+    /// `no-environment-server`, `argv-exact`, `env-exact`, `no-daemon-env`, `server-cwd`,
+    /// and `sandbox` when the client ran in one).
     pub name: &'static str,
     /// Whether it holds.
     pub passed: bool,
@@ -165,7 +166,7 @@ impl Report {
             .map(|s| {
                 json!({"argv": s.record.argv, "kcap_env": s.record.kcap_env(),
                        "cwd": s.record.cwd, "listed_tools": s.record.listed_tools,
-                       "origin": s.origin})
+                       "reached": s.record.reached, "origin": s.origin})
             })
             .collect();
         json!({
@@ -259,6 +260,8 @@ pub(super) struct Seen<'a> {
     /// The worktree, when the client is known to start servers there.
     pub cwd: Option<&'a str>,
     pub outcome: &'a Outcome,
+    /// The attacks each recorder tried, when the client ran in a sandbox.
+    pub sandbox: Option<&'a [Attack]>,
 }
 
 /// Classifies every record and runs the checks.
@@ -283,7 +286,46 @@ pub(super) fn judge(seen: Seen<'_>) -> (Vec<Started>, Vec<Check>) {
     if let Some(cwd) = seen.cwd {
         checks.push(server_cwd(cwd, &started));
     }
+    if let Some(attacks) = seen.sandbox {
+        checks.push(sandbox(attacks, &started));
+    }
     (started, checks)
+}
+
+/// Check `sandbox`: every recorder tried every attack, and none got through.
+fn sandbox(attacks: &[Attack], started: &[Started]) -> Check {
+    let mut reached = BTreeSet::new();
+    let mut untried = BTreeSet::new();
+    for s in started {
+        for a in attacks {
+            match s.record.reached.get(&a.name) {
+                Some(true) => reached.insert(a.name.as_str()),
+                Some(false) => false,
+                None => untried.insert(a.name.as_str()),
+            };
+        }
+    }
+    let names = |set: &BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join(", ");
+    let all = attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>();
+    Check {
+        name: "sandbox",
+        passed: !started.is_empty() && reached.is_empty() && untried.is_empty(),
+        detail: if started.is_empty() {
+            "no server started, so no attack was tried from inside".into()
+        } else if !reached.is_empty() {
+            format!(
+                "from inside the reviewer a server reached: {}",
+                names(&reached)
+            )
+        } else if !untried.is_empty() {
+            format!("a server did not try: {}", names(&untried))
+        } else {
+            format!(
+                "every server tried {} from inside the reviewer, and each was denied",
+                all.join(", ")
+            )
+        },
+    }
 }
 
 fn origin(record: &Record, expected: &[Expected], sources: &[Source]) -> Origin {
@@ -521,4 +563,53 @@ fn server_cwd(cwd: &str, started: &[Started]) -> Check {
             odd.into_iter().collect::<Vec<_>>().join(", ")
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::verify::recorder::AttackKind;
+
+    fn started(reached: &[(&str, bool)]) -> Started {
+        Started {
+            record: Record {
+                argv: vec!["kcap".into(), "mcp".into(), "review".into()],
+                env: BTreeMap::new(),
+                cwd: "/w".into(),
+                pid: 7,
+                listed_tools: true,
+                reached: reached.iter().map(|(k, v)| ((*k).into(), *v)).collect(),
+            },
+            origin: Origin::Injected {
+                id: "kcap-review".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_sandbox_check_holds_only_when_every_server_tried_every_attack_and_none_got_through() {
+        let attacks = ["daemon-home", "signal-daemon"].map(|name| Attack {
+            name: name.into(),
+            kind: AttackKind::Signal { pid: 1 },
+        });
+        let denied = sandbox(
+            &attacks,
+            &[started(&[("daemon-home", false), ("signal-daemon", false)])],
+        );
+        assert!(denied.passed, "{denied:?}");
+        let reached = sandbox(
+            &attacks,
+            &[started(&[("daemon-home", true), ("signal-daemon", false)])],
+        );
+        assert!(!reached.passed);
+        assert_eq!(
+            reached.detail,
+            "from inside the reviewer a server reached: daemon-home"
+        );
+        let untried = sandbox(&attacks, &[started(&[("daemon-home", false)])]);
+        assert!(!untried.passed);
+        assert_eq!(untried.detail, "a server did not try: signal-daemon");
+        let none = sandbox(&attacks, &[]);
+        assert!(!none.passed);
+    }
 }

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use super::recorder::{Record, read_records};
 use super::report::{self, Expected, Outcome, Report};
 use super::{Bench, FAIL_GRACE, VerifyError, probe};
-use crate::launch::{self, AcpEvent, ExecError, Options, Reviewer, TerminalEvent};
+use crate::launch::sandbox::Confinement;
+use crate::launch::{self, AcpEvent, ExecError, Reviewer, TerminalEvent};
 
 impl Bench {
     /// Carries the plan out, waits for the injected servers, stops the client and judges
@@ -26,10 +27,7 @@ impl Bench {
             &self.root.dir.join("version"),
         );
         let records_dir = self.root.dir.join("records");
-        let options = Options::default()
-            .with_handshake_timeout(request.timeout)
-            .with_dialog_quiet(Duration::from_secs(5))
-            .with_die_with_parent(true);
+        let options = super::options(request, &self.root.dir, self.cache.as_deref());
         let lookup = |name: &str| self.parent_env.get(name).map(OsString::from);
         let started = Instant::now();
         let reviewer = launch::launch_with_parent_env(
@@ -60,6 +58,7 @@ impl Bench {
                 .is_some_and(|v| v.servers_run_in_worktree)
                 .then_some(worktree.as_str()),
             outcome: &outcome,
+            sandbox: (request.confinement != Confinement::Off).then_some(self.attacks.as_slice()),
         });
         Ok(Report {
             client: request.client,
