@@ -91,6 +91,28 @@ pub struct LaunchPlan {
 }
 
 impl LaunchPlan {
+    /// Moves the value after `flag` in [`LaunchPlan::argv`] into the file `file` of the
+    /// launch directory (mode 0600, a [`PlanFile`]) and puts `prefix` and that file's
+    /// absolute path in its place: a server list that holds secrets (the agent id, a
+    /// capability URL) reaches the client through a file only its user can read, never its
+    /// command line, which every local user can read (`/proc/<pid>/cmdline`). Nothing
+    /// happens when `flag` is not in the argv or is its last element.
+    pub(crate) fn argv_value_to_file(&mut self, flag: &str, file: &str, prefix: &str) {
+        let Some(i) = self.argv.iter().position(|a| a == flag) else {
+            return;
+        };
+        let Some(value) = self.argv.get_mut(i + 1) else {
+            return;
+        };
+        let path = format!("{prefix}{}/{file}", self.launch_dir);
+        let contents = std::mem::replace(value, path);
+        self.files.push(PlanFile {
+            path: file.to_owned(),
+            contents,
+            mode: 0o600,
+        });
+    }
+
     /// A plan rooted in `client`'s per-launch directory: [`LaunchPlan::env`] is the root's
     /// ([`Root::env`](super::root::Root::env)) then the credential variables `spec` admits,
     /// [`LaunchPlan::dirs`] the root's, [`LaunchPlan::files`] the credential files,

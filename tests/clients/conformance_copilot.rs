@@ -32,6 +32,7 @@ use common::peers::peer;
 use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
 use kcap_mcp_registry::cli::verify::{Request, Scenario};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::LaunchPlan;
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -61,12 +62,9 @@ fn peer_dir(var: &str) -> PathBuf {
 }
 
 /// The servers the plan passes in `--additional-mcp-config`, as `args` lines.
-fn additional_servers(argv: &[String]) -> Vec<String> {
-    let at = argv
-        .iter()
-        .position(|a| a == "--additional-mcp-config")
-        .unwrap();
-    let config: Value = serde_json::from_str(&argv[at + 1]).unwrap();
+fn additional_servers(plan: &LaunchPlan) -> Vec<String> {
+    let json = common::records::argv_file(plan, "--additional-mcp-config");
+    let config: Value = serde_json::from_str(json).unwrap();
     let mut args: Vec<String> = config["mcpServers"]
         .as_object()
         .unwrap()
@@ -94,10 +92,7 @@ fn copilot_starts_exactly_the_injected_servers_under_a_hostile_config() {
         serde_json::to_value(plan.session_new.as_ref().unwrap()).unwrap()["mcpServers"],
         json!([])
     );
-    assert_eq!(
-        additional_servers(&plan.argv),
-        ["mcp flow-result", "mcp review"]
-    );
+    assert_eq!(additional_servers(plan), ["mcp flow-result", "mcp review"]);
     let report = run(bench);
     assert_exactly_injected(&report, &["mcp flow-result", "mcp review"], true);
     assert_eq!(

@@ -118,6 +118,21 @@ process.stdin.on("end", () => process.exit(0));
     )
 }
 
+/// The contents of the plan file that the argv value after `flag` names (`<launch dir>/<file>`,
+/// or `@` and that, as Copilot CLI takes it), which the executor writes with mode 0600: where
+/// a plan keeps a server list that holds secrets out of the argv. Panics unless it is one.
+pub fn argv_file<'a>(plan: &'a LaunchPlan, flag: &str) -> &'a str {
+    let at = plan.argv.iter().position(|a| a == flag).unwrap();
+    let value = &plan.argv[at + 1];
+    let path = value.strip_prefix('@').unwrap_or(value);
+    let rel = path
+        .strip_prefix(&format!("{}/", plan.launch_dir))
+        .unwrap_or_else(|| panic!("{value} is not a file of the launch directory"));
+    let file = plan.files.iter().find(|f| f.path == rel).unwrap();
+    assert_eq!(file.mode, 0o600, "{rel}");
+    &file.contents
+}
+
 /// The client's environment as the plan builds it from `daemon_env`: the daemon's values of
 /// `env_inherit` only, plus `env`.
 pub fn plan_env(

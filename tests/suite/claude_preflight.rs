@@ -777,7 +777,9 @@ fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_
         )
     };
     let wt_arg = wt.to_str().unwrap();
-    let expected = argv(&ctx(&["kcap-review"]), Policy::Lenient);
+    // The argv of the plan: its `--mcp-config` names the plan's file (no secret in an argv).
+    let mut expected = argv(&ctx(&["kcap-review"]), Policy::Lenient);
+    expected[4] = "/run/kcap/l1/mcp-config.json".into();
     let expected = format!("{}\n", serde_json::to_string(&expected).unwrap());
     // The user's ~/.claude.json disables the result channel for this worktree: the plan's
     // per-launch CLAUDE_CONFIG_DIR and `--setting-sources=` never read it, so the launch is

@@ -5,8 +5,9 @@
 use crate::common;
 
 use common::{Run, bin, finish, run};
+use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
-use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 const URL: &str = "http://127.0.0.1:5100";
@@ -38,6 +39,32 @@ const CLAUDE_CONFIG: &str = concat!(
     r#""kcap-review":{"command":"/usr/bin/kcap","args":["mcp","review"],"env":{"KCAP_URL":"http://127.0.0.1:5100"}}}}"#
 );
 
+/// Where `render claude` puts its `--mcp-config` JSON: a file of the launch directory, which
+/// the argv names (no secret in an argv).
+const CLAUDE_CONFIG_FILE: &str = "/run/kcap/l1/mcp-config.json";
+
+/// The argv of Claude Code's plan for `ctx` in the launch directory `/run/kcap/l1`: what
+/// `render claude` prints.
+fn claude_argv(ctx: &LaunchContext) -> Vec<String> {
+    let mut ctx = ctx.clone();
+    ctx.launch_dir = Some("/run/kcap/l1".into());
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    claude_plan(&ctx, &resolution).unwrap().argv
+}
+
+/// The `--mcp-config` JSON of a `render claude … --format plan` output.
+fn claude_config(plan: &str) -> String {
+    let plan: serde_json::Value = serde_json::from_str(plan).unwrap();
+    let file = plan["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "mcp-config.json")
+        .unwrap_or_else(|| panic!("no mcp-config.json in {plan}"));
+    assert_eq!(file["mode"], 0o600);
+    file["contents"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
     let r = render(
@@ -62,7 +89,7 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
         Run {
             code: 0,
             stdout: format!(
-                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG}\n--disallowedTools\nAgent\n--setting-sources=\n--settings\n{{\"skipDangerousModePermissionPrompt\":true}}\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
+                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG_FILE}\n--disallowedTools\nAgent\n--setting-sources=\n--settings\n{{\"skipDangerousModePermissionPrompt\":true}}\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
             ),
             stderr: concat!(
                 "warning: agent \"a1\": MCP allowlist entry 2 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
@@ -88,7 +115,7 @@ fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_th
         prompt: Some(prompt.into()),
         ..LaunchContext::default()
     };
-    let exact = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let exact = claude_argv(&ctx);
     assert_eq!(lines.len(), exact.len(), "{}", r.stdout);
     assert_eq!(
         lines.last().unwrap(),
@@ -127,7 +154,7 @@ fn claude_json_is_the_library_argv() {
         "bypassPermissions",
         "--strict-mcp-config",
         "--mcp-config",
-        CLAUDE_CONFIG,
+        CLAUDE_CONFIG_FILE,
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
@@ -136,6 +163,19 @@ fn claude_json_is_the_library_argv() {
     ])
     .unwrap();
     assert_eq!(r.stdout, format!("{expected}\n"));
+    // The JSON is the plan's file, which the executor writes (mode 0600).
+    let r = render(
+        "claude",
+        &[
+            "--agent-id",
+            "a1",
+            "--allowlist",
+            "kcap-review",
+            "--format",
+            "plan",
+        ],
+    );
+    assert_eq!(claude_config(&r.stdout), CLAUDE_CONFIG);
 }
 
 #[test]
@@ -152,7 +192,7 @@ fn a_gated_render_has_no_mcp_servers() {
     ]);
     assert_eq!(
         r.stdout,
-        "[\"--permission-mode\",\"bypassPermissions\",\"--strict-mcp-config\",\"--mcp-config\",\"{\\\"mcpServers\\\":{}}\",\"--disallowedTools\",\"Agent\",\"--setting-sources=\",\"--settings\",\"{\\\"skipDangerousModePermissionPrompt\\\":true}\"]\n"
+        "[\"--permission-mode\",\"bypassPermissions\",\"--strict-mcp-config\",\"--mcp-config\",\"/run/kcap/l1/mcp-config.json\",\"--disallowedTools\",\"Agent\",\"--setting-sources=\",\"--settings\",\"{\\\"skipDangerousModePermissionPrompt\\\":true}\"]\n"
     );
     let r = run(&[
         "render",
@@ -248,13 +288,13 @@ fn command_line_values_override_the_launch_json() {
             "--allowlist",
             "kcap-sessions",
             "--format",
-            "json",
+            "plan",
         ],
     );
-    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
-    assert!(argv[4].contains("\"KCAP_FLOW_AGENT_ID\":\"a9\""));
-    assert!(argv[4].contains("\"kcap-sessions\""));
-    assert!(!argv[4].contains("\"kcap-review\""));
+    let config = claude_config(&r.stdout);
+    assert!(config.contains("\"KCAP_FLOW_AGENT_ID\":\"a9\""), "{config}");
+    assert!(config.contains("\"kcap-sessions\""));
+    assert!(!config.contains("\"kcap-review\""));
 }
 
 /// A stand-in for the Codex binary that leaves `<itself>.ran` when it is run.
@@ -558,7 +598,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
 
     let mut claude = vec!["render", "claude", "--launch-dir", "/run/kcap/l1"];
     claude.extend(common);
-    let expected = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let expected = claude_argv(&ctx);
     assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&claude, &expected);
 
@@ -587,7 +627,7 @@ fn agent_id_flag_fills_a_payload_without_one_and_a_blank_one_is_refused() {
         "--kcap-bin",
         "/k",
         "--format",
-        "json",
+        "plan",
     ];
     let mut args = vec![
         "render",
@@ -677,9 +717,12 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
         },
         ..LaunchContext::default()
     };
-    let claude = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
-    assert!(claude[4].contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
-    assert!(claude[4].contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
+    let claude = claude_argv(&ctx);
+    let config =
+        claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()[4].clone();
+    assert!(config.contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
+    assert!(config.contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
+    assert_eq!(claude[4], CLAUDE_CONFIG_FILE);
     let mut args = vec!["render", "claude", "--launch-dir", "/run/kcap/l1"];
     args.extend(flags);
     assert_eq!(
@@ -888,7 +931,7 @@ fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest()
             "--launch-json",
             launch.to_str().unwrap(),
             "--format",
-            "json",
+            "plan",
         ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -911,9 +954,9 @@ fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest()
             N - 20
         )
     );
-    // The argv is that of the one real entry.
-    let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
-    assert!(argv[4].contains("\"kcap-review\""), "{}", argv[4]);
+    // The servers are those of the one real entry.
+    let config = claude_config(&r.stdout);
+    assert!(config.contains("\"kcap-review\""), "{config}");
 
     // The library keeps every line for a machine; exactly `max` lines never add a count.
     let ctx = LaunchContext {

@@ -254,10 +254,19 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
     c.result_delivery = brokered();
     c.snapshot = borrowed();
     let r = c.resolve(Policy::Lenient).unwrap();
-    assert_eq!(
-        claude_plan(&c, &r).unwrap().argv,
-        claude_reviewer_args(&c, &r).unwrap()
-    );
+    // Claude Code's: the `--mcp-config` JSON moved into a file of the launch directory
+    // (mode 0600), which the argv names; the rest unchanged.
+    let plan = claude_plan(&c, &r).unwrap();
+    let mut args = claude_reviewer_args(&c, &r).unwrap();
+    let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
+    let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
+    assert_eq!(plan.argv, args);
+    let file = plan
+        .files
+        .iter()
+        .find(|f| f.path == "mcp-config.json")
+        .unwrap();
+    assert_eq!((file.contents.as_str(), file.mode), (json.as_str(), 0o600));
     assert_eq!(
         codex_plan(&c, &r).unwrap().argv,
         codex_reviewer_args(&c, &r).unwrap()

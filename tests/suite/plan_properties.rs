@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::records::argv_file;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
@@ -98,12 +99,8 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
     }
     match plan.client.name() {
         "copilot" => {
-            let i = plan
-                .argv
-                .iter()
-                .position(|a| a == "--additional-mcp-config")
-                .unwrap();
-            let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+            let config: Value =
+                serde_json::from_str(argv_file(plan, "--additional-mcp-config")).unwrap();
             config["mcpServers"]
                 .as_object()
                 .unwrap()
@@ -117,8 +114,7 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
                 .collect()
         }
         "claude" => {
-            let i = plan.argv.iter().position(|a| a == "--mcp-config").unwrap();
-            let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+            let config: Value = serde_json::from_str(argv_file(plan, "--mcp-config")).unwrap();
             config["mcpServers"]
                 .as_object()
                 .unwrap()
@@ -388,12 +384,7 @@ proptest! {
 /// per-launch `COPILOT_HOME` configures none); the tool flags name only injected servers; no
 /// automatic update; COPILOT_ALLOW_ALL is never set.
 fn copilot_carriers(plan: &LaunchPlan, ctx: &LaunchContext) -> Result<(), TestCaseError> {
-    let i = plan
-        .argv
-        .iter()
-        .position(|a| a == "--additional-mcp-config")
-        .unwrap();
-    let json = &plan.argv[i + 1];
+    let json = argv_file(plan, "--additional-mcp-config");
     let config: Value = serde_json::from_str(json).unwrap();
     let entries = config["mcpServers"].as_object().unwrap();
     prop_assert_eq!(config.as_object().unwrap().len(), 1);
@@ -584,4 +575,49 @@ proptest! {
         names.dedup();
         prop_assert_eq!(names.len(), n);
     }
+}
+
+/// Issue 31, item 3: no secret in any argv, which every local user reads
+/// (`/proc/<pid>/cmdline`): the agent id and the capability URL reach the client's servers
+/// through a file of the launch directory (mode 0600) or the ACP session, never the command
+/// line. Codex CLI still carries them in its `-c mcp_servers…` overrides (the next slice), and
+/// this list says so: a client that starts or stops leaking changes it.
+#[test]
+fn no_client_but_codex_puts_the_agent_id_or_the_capability_url_in_its_argv() {
+    let agent = "agent-secret-7f3a";
+    let capability = "http://127.0.0.1:41234/capability-secret-c4p";
+    let ctx = LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/opt/kcap".into()),
+        agent_id: agent.into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/l".into()),
+        result_delivery: ResultDelivery::from_capability_url(Some(capability.into())),
+        ..LaunchContext::default()
+    };
+    let id = LaunchId::from_hex("0123456789abcdef").unwrap();
+    let mut leaky = Vec::new();
+    for client in CLIENTS {
+        let plan = plan_with(client, &ctx, &id).unwrap();
+        let in_argv = |secret: &str| plan.argv.iter().any(|a| a.contains(secret));
+        if in_argv(agent) || in_argv(capability) {
+            leaky.push(client.name());
+            continue;
+        }
+        // The servers still get both: the secrets moved, they were not dropped.
+        let carried = carried_servers(&plan);
+        let result = &carried.first().unwrap().1;
+        assert_eq!(
+            result.get("KCAP_FLOW_AGENT_ID").map(String::as_str),
+            Some(agent),
+            "{client}"
+        );
+        assert_eq!(
+            result.get("KCAP_FLOW_CAPABILITY_URL").map(String::as_str),
+            Some(capability),
+            "{client}"
+        );
+    }
+    assert_eq!(leaky, ["codex"]);
 }

@@ -1,4 +1,6 @@
-//! Claude Code: the inline `--mcp-config` JSON, the reviewer argv, and the per-launch root.
+//! Claude Code: the `--mcp-config` JSON (inline in [`claude_reviewer_args`], a file of the
+//! launch directory in [`claude_plan`]: [`MCP_CONFIG_FILE`]), the reviewer argv, and the
+//! per-launch root.
 //!
 //! Format: Claude Code's MCP configuration, `{"mcpServers":{<name>:{"command":…,"args":[…],
 //! "env":{…}}}}` (stdio servers; `type` defaults to `stdio`). With `--strict-mcp-config`
@@ -442,8 +444,13 @@ pub const QUIET_ENV: [(&str, &str); 2] = [
     ("CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1"),
 ];
 
+/// The file of the launch directory that holds the reviewer's `--mcp-config` JSON (mode
+/// 0600): Claude Code 2.1.197 and 2.1.328 read a path there as a file ("Load MCP servers from
+/// JSON files or strings", `claude --help`), so the servers' secrets are in no argv.
+pub const MCP_CONFIG_FILE: &str = "mcp-config.json";
+
 /// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
-/// argv, the worktree (if set) as the directory to start in, the per-launch root
+/// argv, its `--mcp-config` JSON moved into [`MCP_CONFIG_FILE`] (the argv names the file), the worktree (if set) as the directory to start in, the per-launch root
 /// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`] and
 /// [`QUIET_ENV`], the
 /// credentials of [`CREDENTIALS`], the first-run state ([`state::STATE_FILE`], mode 0600:
@@ -482,6 +489,7 @@ fn plan_of(
         contents: state::state_json(ctx),
         mode: 0o600,
     });
+    plan.argv_value_to_file("--mcp-config", MCP_CONFIG_FILE, "");
     plan.servers = wire_servers(ctx, resolution);
     Ok(plan)
 }

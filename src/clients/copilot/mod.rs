@@ -6,7 +6,8 @@
 //! file's Copilot sections, `tests/clients/conformance_copilot.rs`):
 //! - `copilot --acp --stdio` speaks the Agent Client Protocol. It **rejects stdio servers
 //!   sent in `session/new`** ("Rejecting non-http/sse MCP server"), so the servers come in
-//!   `--additional-mcp-config '<json>'` (`{"mcpServers":{<name>:{"type":"stdio",…}}}`) and
+//!   `--additional-mcp-config` (`{"mcpServers":{<name>:{"type":"stdio",…}}}`; the plan gives it
+//!   as `@<file>`, [`MCP_CONFIG_FILE`], so no secret is in the argv) and
 //!   `session/new` carries an empty `mcpServers`; they start at `session/new`.
 //! - Tools: `--available-tools` hides every tool it does not name, built-in ones included;
 //!   a tool is `<server>-<tool>` ([`tool_name`]), a bare `<server>` names all of that
@@ -225,8 +226,14 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
     serde_json::to_string(&Ordered(&root)).expect("serializing strings to JSON cannot fail")
 }
 
-/// The Copilot CLI reviewer launch: argv [`BASE_ARGS`], `--additional-mcp-config <json>`
-/// ([`additional_mcp_config`]) when a server is injected, [`ISOLATION_ARGS`],
+/// The file of the launch directory that holds the reviewer's `--additional-mcp-config` JSON
+/// (mode 0600), given as `@<path>`: "JSON string or file path (prefix with @)" (`copilot
+/// --help`, 1.0.102), so the servers' secrets are in no argv.
+pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
+
+/// The Copilot CLI reviewer launch: argv [`BASE_ARGS`], `--additional-mcp-config
+/// @<launch dir>/`[`MCP_CONFIG_FILE`] (that file holding [`additional_mcp_config`]) when a
+/// server is injected, [`ISOLATION_ARGS`],
 /// `--available-tools=<tool>` for each tool the policy admits ([`Admitted`]; [`tool_name`],
 /// or `<server>` for all of a server's tools; [`NO_TOOL`] when none),
 /// `--allow-tool=<server>(<tool>)` (or `=<server>`) for each as well, in injection then
@@ -235,7 +242,7 @@ pub fn additional_mcp_config(servers: &[AcpServer]) -> String {
 /// XDG directories, `TMPDIR`; `XDG_CACHE_HOME` always the per-launch one), then
 /// `COPILOT_HOME` ([`COPILOT_HOME_DIR`], created empty), [`PKG_CACHE_VAR`] when the launch
 /// has a [`LaunchContext::cache_dir`], [`SWITCHES`], then the credentials
-/// ([`CREDENTIALS`]); no file is written; the daemon removes [`WORKTREE_CONFIG`] from the
+/// ([`CREDENTIALS`]); the one file written is [`MCP_CONFIG_FILE`]; the daemon removes [`WORKTREE_CONFIG`] from the
 /// worktree. Every injected server keeps its registry id as its name. The effort is not a
 /// Copilot setting here and is ignored; the prompt goes in ACP `session/prompt`, which the
 /// daemon sends. The daemon runs [`managed_preflight`](crate::clients::root::managed_preflight)
@@ -327,6 +334,7 @@ pub fn copilot_plan(
         argv.extend(["--model".into(), model.into()]);
     }
     let mut plan = LaunchPlan::rooted(Client::Copilot, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    plan.argv_value_to_file("--additional-mcp-config", MCP_CONFIG_FILE, "@");
     let root = Root::of(Client::Copilot, ctx)?;
     // The shared cache directory holds the package only: the rest of Copilot's cache (device
     // id, search index slots, other package versions it would look for) stays per launch.

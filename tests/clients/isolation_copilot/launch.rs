@@ -14,12 +14,8 @@ use serde_json::Value;
 /// The servers `plan` injects, as the records would show them (argv with the command
 /// first, `KCAP_*` env), from its `--additional-mcp-config` JSON.
 pub fn injected(plan: &LaunchPlan) -> BTreeSet<Known> {
-    let i = plan
-        .argv
-        .iter()
-        .position(|a| a == "--additional-mcp-config")
-        .unwrap();
-    let config: Value = serde_json::from_str(&plan.argv[i + 1]).unwrap();
+    let json = crate::common::records::argv_file(plan, "--additional-mcp-config");
+    let config: Value = serde_json::from_str(json).unwrap();
     config["mcpServers"]
         .as_object()
         .unwrap()
