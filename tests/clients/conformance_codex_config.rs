@@ -177,10 +177,16 @@ impl Setup {
         };
         t.stop();
         assert!(answer.get("error").is_none(), "config/read: {answer}");
-        (
-            answer["result"]["config"].clone(),
-            override_pairs(&plan.argv),
-        )
+        // What the plan renders: its `-c` pairs, and each server's `env`, which the plan
+        // writes into its `config.toml` instead (no secret in the argv).
+        let mut pairs = override_pairs(&plan.argv);
+        let config: toml::Table = toml::from_str(&plan.files[0].contents).unwrap();
+        for (id, server) in config["mcp_servers"].as_table().unwrap() {
+            if let Some(env) = server.get("env") {
+                pairs.push(format!("mcp_servers.{id}.env={env}"));
+            }
+        }
+        (answer["result"]["config"].clone(), pairs)
     }
 }
 

@@ -82,10 +82,16 @@ fn codex_checks_name_the_servers_a_leaky_plan_starts() {
     plan.worktree_remove.clear();
     let report = run(bench);
     // The servers named otherwise in the daemon's `CODEX_HOME` and the worktree's `.codex/`
-    // run; the same-named ones give way to the plan's `-c` overrides.
+    // run; the same-named ones give way to the plan's `-c` overrides, but lack their `KCAP_*`
+    // variables, which only the plan's own `config.toml` gives (no secret in the argv).
     assert_caught(
         &report,
-        &["no-project-server", "no-environment-server"],
+        &[
+            "injected-started",
+            "no-project-server",
+            "no-environment-server",
+            "env-exact",
+        ],
         &["codex-home codex-home-other", "project project-other"],
     );
 }

@@ -7,7 +7,7 @@ use crate::common;
 use common::{Run, bin, finish, run};
 use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
-use kcap_mcp_registry::clients::codex::codex_reviewer_args;
+use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 const URL: &str = "http://127.0.0.1:5100";
@@ -50,6 +50,15 @@ fn claude_argv(ctx: &LaunchContext) -> Vec<String> {
     ctx.launch_dir = Some("/run/kcap/l1".into());
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
     claude_plan(&ctx, &resolution).unwrap().argv
+}
+
+/// The argv of Codex CLI's plan for `ctx` in the launch directory `/run/kcap/l1`: what
+/// `render codex` prints (its servers' `env` is in the plan's `config.toml`).
+fn codex_argv(ctx: &LaunchContext) -> Vec<String> {
+    let mut ctx = ctx.clone();
+    ctx.launch_dir = Some("/run/kcap/l1".into());
+    let resolution = ctx.resolve(Policy::Lenient).unwrap();
+    codex_plan(&ctx, &resolution).unwrap().argv
 }
 
 /// The `--mcp-config` JSON of a `render claude … --format plan` output.
@@ -611,7 +620,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         &worktree,
     ];
     codex.extend(common);
-    let expected = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let expected = codex_argv(&ctx);
     assert_round_trip(&codex, &expected);
 }
 
@@ -733,7 +742,7 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
             stderr: String::new(),
         }
     );
-    let codex = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let codex = codex_argv(&ctx);
     let mut args = vec!["render", "codex", "--launch-dir", "/run/kcap/l1"];
     args.extend(flags);
     assert_eq!(

@@ -267,10 +267,34 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
         .find(|f| f.path == "mcp-config.json")
         .unwrap();
     assert_eq!((file.contents.as_str(), file.mode), (json.as_str(), 0o600));
-    assert_eq!(
-        codex_plan(&c, &r).unwrap().argv,
-        codex_reviewer_args(&c, &r).unwrap()
-    );
+    // Codex's: the servers' `env` overrides moved into its `config.toml` (mode 0600).
+    let plan = codex_plan(&c, &r).unwrap();
+    let mut args = codex_reviewer_args(&c, &r).unwrap();
+    let mut moved = Vec::new();
+    while let Some(i) = args
+        .iter()
+        .position(|a| a.starts_with("mcp_servers.") && a.contains(".env="))
+    {
+        moved.push(args.remove(i));
+        assert_eq!(args.remove(i - 1), "-c");
+    }
+    assert_eq!(plan.argv, args);
+    assert_eq!(moved.len(), plan.servers.len());
+    let config = &plan.files[0];
+    assert!(config.path.ends_with("config.toml") && config.mode == 0o600);
+    for m in &moved {
+        let (id, table) = m
+            .strip_prefix("mcp_servers.")
+            .unwrap()
+            .split_once(".env=")
+            .unwrap();
+        let line = format!("[mcp_servers.{id}]\nrequired = true\nenv = {table}\n");
+        assert!(
+            config.contents.contains(&line),
+            "{line} in {}",
+            config.contents
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ use crate::common::records::argv_file;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::antigravity::{self, antigravity_plan};
 use kcap_mcp_registry::clients::claude::claude_plan;
-use kcap_mcp_registry::clients::codex::codex_plan;
+use kcap_mcp_registry::clients::codex::{self, codex_plan};
 use kcap_mcp_registry::clients::copilot::{NO_TOOL, copilot_plan};
 use kcap_mcp_registry::clients::cursor::{self, UnverifiedIsolation, cursor_plan};
 use kcap_mcp_registry::clients::gemini::{MAX_TOOL_NAME, gemini_plan, qualified_tool_name};
@@ -127,23 +127,27 @@ fn carried_servers(plan: &LaunchPlan) -> Vec<(String, BTreeMap<String, String>)>
                 })
                 .collect()
         }
-        "codex" => plan
-            .argv
-            .iter()
-            .filter_map(|a| a.strip_prefix("mcp_servers."))
-            .filter_map(|a| {
-                let (id, rest) = a.split_once('.')?;
-                let env = rest.strip_prefix("env=")?;
-                let table: toml::Table = toml::from_str(&format!("env={env}")).unwrap();
-                let env = table["env"]
-                    .as_table()
-                    .unwrap()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                    .collect();
-                Some((id.to_string(), env))
-            })
-            .collect(),
+        "codex" => {
+            // `config.toml` of the per-launch CODEX_HOME (mode 0600), not the argv.
+            let path = format!("{}/{}/config.toml", root::HOME_DIR, codex::CODEX_HOME);
+            let file = plan.files.iter().find(|f| f.path == path).unwrap();
+            assert_eq!(file.mode, 0o600);
+            let config: toml::Table = toml::from_str(&file.contents).unwrap();
+            config["mcp_servers"]
+                .as_table()
+                .unwrap()
+                .iter()
+                .map(|(id, s)| {
+                    let env = s["env"]
+                        .as_table()
+                        .unwrap()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                        .collect();
+                    (id.clone(), env)
+                })
+                .collect()
+        }
         "antigravity" => {
             let file = plan
                 .files
@@ -247,7 +251,10 @@ proptest! {
             let expected = review_context.as_ref().map(|_| plan.servers.len() - 1);
             prop_assert_eq!(contexts, Vec::from_iter(expected), "{}", client);
             let mut carried = carried_servers(&plan);
-            if matches!(client, Client::Claude | Client::Antigravity | Client::Copilot) {
+            if matches!(
+                client,
+                Client::Claude | Client::Antigravity | Client::Copilot | Client::Codex
+            ) {
                 // serde_json reads the object's keys sorted; the order is in the golden tests.
                 let order: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
                 carried.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
@@ -580,10 +587,9 @@ proptest! {
 /// Issue 31, item 3: no secret in any argv, which every local user reads
 /// (`/proc/<pid>/cmdline`): the agent id and the capability URL reach the client's servers
 /// through a file of the launch directory (mode 0600) or the ACP session, never the command
-/// line. Codex CLI still carries them in its `-c mcp_servers…` overrides (the next slice), and
-/// this list says so: a client that starts or stops leaking changes it.
+/// line; and they still reach the result channel (moved, not dropped).
 #[test]
-fn no_client_but_codex_puts_the_agent_id_or_the_capability_url_in_its_argv() {
+fn no_client_puts_the_agent_id_or_the_capability_url_in_its_argv() {
     let agent = "agent-secret-7f3a";
     let capability = "http://127.0.0.1:41234/capability-secret-c4p";
     let ctx = LaunchContext {
@@ -597,17 +603,17 @@ fn no_client_but_codex_puts_the_agent_id_or_the_capability_url_in_its_argv() {
         ..LaunchContext::default()
     };
     let id = LaunchId::from_hex("0123456789abcdef").unwrap();
-    let mut leaky = Vec::new();
     for client in CLIENTS {
         let plan = plan_with(client, &ctx, &id).unwrap();
-        let in_argv = |secret: &str| plan.argv.iter().any(|a| a.contains(secret));
-        if in_argv(agent) || in_argv(capability) {
-            leaky.push(client.name());
-            continue;
+        for secret in [agent, capability] {
+            let leak = plan.argv.iter().find(|a| a.contains(secret));
+            assert_eq!(leak, None, "{client}: a secret in the argv");
         }
-        // The servers still get both: the secrets moved, they were not dropped.
         let carried = carried_servers(&plan);
-        let result = &carried.first().unwrap().1;
+        let (_, result) = carried
+            .iter()
+            .find(|(id, _)| id == RESULT_CHANNEL_ID)
+            .unwrap();
         assert_eq!(
             result.get("KCAP_FLOW_AGENT_ID").map(String::as_str),
             Some(agent),
@@ -619,5 +625,4 @@ fn no_client_but_codex_puts_the_agent_id_or_the_capability_url_in_its_argv() {
             "{client}"
         );
     }
-    assert_eq!(leaky, ["codex"]);
 }

@@ -187,7 +187,34 @@ pub fn codex_config_toml(
     s
 }
 
-/// The Codex reviewer launch as a [`LaunchPlan`]: [`codex_reviewer_args`] as the argv, the
+/// Removes the `-c mcp_servers.<id>.env={…}` overrides from `argv` and returns each server's
+/// `(id, {…})`: the servers' variables hold the agent id and the capability URL, and an argv
+/// is readable by every local user (`/proc/<pid>/cmdline`). Registry ids hold no `.`, so
+/// the first `.env=` ends the id.
+fn take_env_overrides(argv: &mut Vec<String>) -> Vec<(String, String)> {
+    let mut envs = Vec::new();
+    let mut i = 0;
+    while i + 1 < argv.len() {
+        let env = (argv[i] == "-c")
+            .then(|| argv[i + 1].strip_prefix("mcp_servers."))
+            .flatten()
+            .and_then(|rest| rest.split_once(".env="))
+            .map(|(id, table)| (id.to_owned(), table.to_owned()));
+        match env {
+            Some(env) => {
+                envs.push(env);
+                argv.drain(i..i + 2);
+            }
+            None => i += 1,
+        }
+    }
+    envs
+}
+
+/// The Codex reviewer launch as a [`LaunchPlan`]: [`codex_reviewer_args`] as the argv but
+/// for its servers' `env` overrides, which go into `config.toml` instead (their values are
+/// secrets: no argv holds them; `-c` deep-merges onto that file, so each server gets them
+/// all the same), the
 /// worktree (if set) as the directory to start in, the per-launch root ([`crate::clients::root`]) with
 /// `CODEX_HOME=<home>/`[`CODEX_HOME`] and `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`],
 /// [`codex_config_toml`] and the credential files of [`CREDENTIALS`] written there,
@@ -208,7 +235,8 @@ pub fn codex_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<LaunchPlan, RenderError> {
-    let argv = codex_reviewer_args(ctx, resolution)?;
+    let mut argv = codex_reviewer_args(ctx, resolution)?;
+    let envs = take_env_overrides(&mut argv);
     let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
     let base_url = plan
         .env
@@ -224,7 +252,11 @@ pub fn codex_plan(
         .extend([format!("{HOME_DIR}/{CODEX_HOME}"), RUNTIME_DIR.to_owned()]);
     plan.servers = crate::clients::wire_servers(ctx, resolution);
     let ids: Vec<&str> = plan.servers.iter().map(|s| s.id.as_str()).collect();
-    let config = codex_config_toml(non_blank(&ctx.worktree), base_url.as_deref(), &ids);
+    let mut config = codex_config_toml(non_blank(&ctx.worktree), base_url.as_deref(), &ids);
+    for (id, table) in &envs {
+        let head = format!("[mcp_servers.{id}]\nrequired = true\n");
+        config = config.replacen(&head, &format!("{head}env = {table}\n"), 1);
+    }
     plan.files.insert(
         0,
         PlanFile {

@@ -5,6 +5,10 @@
 //! lists exactly the injected servers, `tests/clients/isolation_codex.rs`), so there is no inherited
 //! server to disable and no inventory to take.
 //!
+//! The plan ([`codex_plan`]) moves each server's `env` override out of the argv into its
+//! `config.toml` (the variables hold the agent id and the capability URL; every local user
+//! reads an argv); [`codex_mcp_overrides`] and [`codex_reviewer_args`] still render it.
+//!
 //! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
 //! on every `.` (quotes are not understood), the value is parsed as TOML and silently taken
 //! as a raw string when that fails, so every value here is valid TOML. Overrides deep-merge
