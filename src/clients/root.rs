@@ -275,10 +275,17 @@ pub fn managed_preflight(
 /// # Errors
 /// [`RenderError::WorktreeInRepository`] naming the other repository's `.git`.
 pub fn worktree_preflight(client: Client, ctx: &LaunchContext) -> Result<(), RenderError> {
-    let Some(worktree) = super::non_blank(&ctx.worktree).map(Path::new) else {
+    let Some(given) = super::non_blank(&ctx.worktree).map(Path::new) else {
         return Ok(());
     };
-    if !worktree.is_absolute() || !worktree.is_dir() || worktree.join(".git").exists() {
+    if !given.is_absolute() || !given.is_dir() {
+        return Ok(());
+    }
+    // Judged as the kernel resolves it: a link or a `..` into a repository is inside it.
+    let Ok(worktree) = std::fs::canonicalize(given) else {
+        return Ok(());
+    };
+    if worktree.join(".git").exists() {
         return Ok(());
     }
     match worktree
@@ -317,6 +324,17 @@ mod tests {
         // A checkout of its own (a `.git` file, as `git worktree add` writes) passes.
         std::fs::write(inside.join(".git"), "gitdir: /elsewhere\n").unwrap();
         assert_eq!(worktree_preflight(Client::Copilot, &at(&inside)), Ok(()));
+        // A link to a directory inside the repository is inside it too.
+        std::fs::remove_file(inside.join(".git")).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        assert_eq!(
+            worktree_preflight(Client::Copilot, &at(&link)),
+            Err(RenderError::WorktreeInRepository {
+                client: Client::Copilot,
+                git: std::fs::canonicalize(&repo).unwrap().join(".git"),
+            })
+        );
         // So do the repository itself, a directory outside any repository, and a worktree
         // that does not exist yet.
         assert_eq!(worktree_preflight(Client::Claude, &at(&repo)), Ok(()));

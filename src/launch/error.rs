@@ -129,9 +129,9 @@ pub enum ExecError {
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
     /// The inherited `PATH` (the daemon's, through the plan's `env_inherit`) has an entry
-    /// that is empty, relative or inside the worktree: the client, started in the
-    /// worktree, would run the reviewed repository's programs (`#!/usr/bin/env node`
-    /// resolves `node` through it).
+    /// that is empty, relative or inside the worktree (the client, started in the worktree,
+    /// would run the reviewed repository's programs: `#!/usr/bin/env node` resolves `node`
+    /// through it), or writable by every user (another user's program would run).
     UnsafePath {
         /// The entry (empty for `::` or a leading or trailing `:`).
         entry: String,
@@ -183,6 +183,12 @@ pub enum ExecError {
     LaunchDirNotDir {
         /// The launch directory.
         dir: PathBuf,
+    },
+    /// The launch directory's parent is writable by every user and not sticky: another user
+    /// could rename the launch directory away and put one of theirs in its place.
+    LaunchDirParentOpen {
+        /// The parent directory.
+        parent: PathBuf,
     },
     /// An operating-system call failed (the [`source`](std::error::Error::source)).
     Io {
@@ -284,6 +290,7 @@ impl fmt::Display for ExecError {
             | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
+            | ExecError::LaunchDirParentOpen { .. }
             | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
             ExecError::NoSandbox { missing } => write!(
                 f,
@@ -343,9 +350,9 @@ impl ExecError {
             ),
             ExecError::UnsafePath { entry, problem } => write!(
                 f,
-                "{}: the inherited PATH has the entry {:?}, which {problem}: the client, \
-                 started in the worktree, would run the reviewed repository's programs; give the \
-                 daemon a PATH of absolute directories outside the worktree",
+                "{}: the inherited PATH has the entry {:?}, which {problem}: the client would \
+                 run the programs found there; give the daemon a PATH of absolute directories, \
+                 outside the worktree, that only trusted users can write",
                 Step::Check,
                 entry
             ),
@@ -367,6 +374,13 @@ impl ExecError {
                 ShownPath(given),
                 ShownPath(given)
             ),
+            _ => self.fmt_launch_dir(f),
+        }
+    }
+
+    /// The refusals of [`Step::Check`] about the launch directory.
+    fn fmt_launch_dir(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             ExecError::LaunchDirNotEmpty { dir } => write!(
                 f,
                 "{}: launch directory {} exists and is not empty; give a new or empty one",
@@ -391,6 +405,14 @@ impl ExecError {
                 "{}: launch directory {} exists and is not a directory (or is a symbolic link)",
                 Step::Check,
                 ShownPath(dir)
+            ),
+            ExecError::LaunchDirParentOpen { parent } => write!(
+                f,
+                "{}: the launch directory's parent {} is writable by every user and not sticky, \
+                 so another user could swap the launch directory; use a parent only this user \
+                 can write (or one with the sticky bit, as /tmp has)",
+                Step::Check,
+                ShownPath(parent)
             ),
             _ => self.fmt_run(f),
         }

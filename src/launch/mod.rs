@@ -10,10 +10,13 @@
 //!    through no symbolic link that exists; file modes are permission bits only; the
 //!    environment can be set exactly (unique names, none both set and inherited, no `=` or
 //!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
-//!    this user's. In the daemon's environment: the inherited `PATH` has no empty, relative
-//!    or worktree-internal entry (the client starts in the worktree, and `#!/usr/bin/env
-//!    node` would find the repository's `node`), and the worktree is not the daemon's `HOME`
-//!    nor holds it (removing `worktree_remove` there would delete the user's configuration).
+//!    this user's, and its parent is not writable by every user unless sticky. In the
+//!    daemon's environment: the inherited `PATH` has no empty, relative, worktree-internal
+//!    (the client starts in the worktree, and `#!/usr/bin/env node` would find the
+//!    repository's `node`) or world-writable entry, and the worktree is not the daemon's
+//!    `HOME` nor holds it (removing `worktree_remove` there would delete the user's
+//!    configuration); both judged on the paths as written and as the kernel resolves them
+//!    (links and `..` followed).
 //! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
 //!    with their modes: each component opened relative to its parent without following
 //!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch

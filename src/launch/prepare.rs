@@ -182,10 +182,21 @@ fn check_env(plan: &LaunchPlan) -> Result<(), ExecError> {
     Ok(())
 }
 
-/// Refuses a launch directory that exists and is not an empty directory of this user's;
+/// Refuses a launch directory whose parent every user may write and that is not sticky
+/// ([`ExecError::LaunchDirParentOpen`]), and one that exists and is not an empty directory
+/// of this user's;
 /// with `stale_ok`, one whose lock is left by a launch that is gone (a launch takes it over,
 /// removing what is left) passes.
 pub(crate) fn check_launch_dir(dir: &Path, stale_ok: bool) -> Result<(), ExecError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Ok(meta) = std::fs::metadata(parent)
+        && meta.permissions().mode() & 0o1002 == 0o002
+    {
+        return Err(ExecError::LaunchDirParentOpen {
+            parent: parent.into(),
+        });
+    }
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

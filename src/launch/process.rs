@@ -40,14 +40,30 @@ pub fn client_env_from(
     env
 }
 
+/// `path` as the kernel resolves it (symbolic links and `..` followed) when it exists, else
+/// as given: the paths the checks compare are judged as the client will reach them.
+fn resolved(path: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
 /// Refuses a daemon environment the plan cannot be carried out safely in: an inherited
-/// `PATH` with an empty, relative or worktree-internal entry ([`ExecError::UnsafePath`]), a
-/// worktree that is the daemon's `HOME` or holds it ([`ExecError::WorktreeHoldsHome`]).
+/// `PATH` with an empty, relative, worktree-internal or world-writable entry
+/// ([`ExecError::UnsafePath`]), a worktree that is the daemon's `HOME` or holds it
+/// ([`ExecError::WorktreeHoldsHome`]). Paths are compared as written and as the kernel
+/// resolves them, so a symbolic link or a `..` slips past neither check.
 pub(crate) fn check_parent(
     plan: &LaunchPlan,
     parent: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<(), ExecError> {
+    use std::os::unix::fs::PermissionsExt as _;
     let worktree = plan.cwd.as_deref().map(Path::new);
+    let worktree_real = worktree.map(resolved);
+    let inside_worktree = |p: &Path| {
+        worktree.is_some_and(|w| p.starts_with(w))
+            || worktree_real
+                .as_deref()
+                .is_some_and(|w| resolved(p).starts_with(w))
+    };
     if plan.env_inherit.iter().any(|n| n == "PATH")
         && let Some(path) = parent("PATH")
     {
@@ -56,8 +72,12 @@ pub(crate) fn check_parent(
                 Some("is empty (the working directory)")
             } else if entry.is_relative() {
                 Some("is relative (to the working directory)")
-            } else if worktree.is_some_and(|w| entry.starts_with(w)) {
+            } else if inside_worktree(&entry) {
                 Some("is inside the worktree")
+            } else if std::fs::metadata(&entry)
+                .is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o002 != 0)
+            {
+                Some("is writable by every user (another could put a program there)")
             } else {
                 None
             };
@@ -74,7 +94,7 @@ pub(crate) fn check_parent(
         .map(std::path::PathBuf::from);
     if let (Some(worktree), Some(home)) = (worktree, home)
         && !plan.worktree_remove.is_empty()
-        && home.starts_with(worktree)
+        && (home.starts_with(worktree) || inside_worktree(&resolved(&home)))
     {
         return Err(ExecError::WorktreeHoldsHome {
             worktree: worktree.to_owned(),
@@ -154,7 +174,12 @@ impl Process {
     }
 
     fn signal_group(&self, signal: Signal) -> Result<(), ExecError> {
-        let Some(pid) = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw) else {
+        // A group of 1 or less would be every process (kill(-1)): never signalled.
+        let Some(pid) = i32::try_from(self.child.id())
+            .ok()
+            .filter(|id| *id > 1)
+            .and_then(Pid::from_raw)
+        else {
             return Ok(());
         };
         match rustix::process::kill_process_group(pid, signal) {
@@ -261,6 +286,62 @@ mod tests {
         let mut q = plan(Some("/work/tree"), &[]);
         q.env_inherit.clear();
         assert!(check_parent(&q, &parent("relative", "/home/k")).is_ok());
+    }
+
+    #[test]
+    fn a_link_or_dot_dot_to_home_or_into_the_worktree_and_a_world_writable_entry_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let home = real.join("home/k");
+        let tree = real.join("tree");
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::create_dir_all(tree.join("bin")).unwrap();
+        std::os::unix::fs::symlink(&home, real.join("link-to-home")).unwrap();
+        std::os::unix::fs::symlink(tree.join("bin"), real.join("link-to-tree-bin")).unwrap();
+        let leak =
+            |s: &std::path::Path| Box::leak(s.display().to_string().into_boxed_str()) as &str;
+        let ok_path = "/usr/bin";
+        // The worktree given through a link to HOME, or with `..` into it.
+        for worktree in [real.join("link-to-home"), real.join("tree/../home/k")] {
+            let e = check_parent(
+                &plan(Some(leak(&worktree)), &[".gemini"]),
+                &parent(ok_path, leak(&home)),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(e, ExecError::WorktreeHoldsHome { .. }),
+                "{worktree:?}: {e:?}"
+            );
+        }
+        // A PATH entry that is a link into the worktree.
+        let p = plan(Some(leak(&tree)), &[]);
+        let path = format!("{}:/usr/bin", real.join("link-to-tree-bin").display());
+        match check_parent(&p, &parent(leak(std::path::Path::new(&path)), "/home/k")) {
+            Err(ExecError::UnsafePath { problem, .. }) => {
+                assert_eq!(problem, "is inside the worktree");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A world-writable PATH entry (`/tmp`), and one that is not.
+        let open = real.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(
+            &open,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o777),
+        )
+        .unwrap();
+        let path = format!("/usr/bin:{}", open.display());
+        match check_parent(&p, &parent(leak(std::path::Path::new(&path)), "/home/k")) {
+            Err(ExecError::UnsafePath { entry, problem }) => {
+                assert_eq!(entry, open.display().to_string());
+                assert!(
+                    problem.starts_with("is writable by every user"),
+                    "{problem}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(check_parent(&p, &parent("/usr/bin:/bin", "/home/k")).is_ok());
     }
 
     #[test]

@@ -126,3 +126,41 @@ fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
     assert!(matches!(e, ExecError::LaunchDirNotEmpty { .. }), "{e}");
     assert!(dir.join("mine").is_dir());
 }
+
+#[test]
+fn a_launch_directory_whose_parent_every_user_can_write_is_refused_unless_sticky() {
+    let root = tempfile::tempdir().unwrap();
+    let parent = root.path().join("open");
+    std::fs::create_dir(&parent).unwrap();
+    let bin = sleeper(root.path(), 0);
+    let launch_dir = parent.join("l1");
+    // World-writable, not sticky: another user could rename the launch directory away.
+    set_dir_mode(&parent, 0o777);
+    let err = launch::launch(
+        &plan(&launch_dir, "m"),
+        &launch_dir,
+        &bin,
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ExecError::LaunchDirParentOpen { parent: p } if *p == parent),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("writable by every user and not sticky"),
+        "{err}"
+    );
+    assert!(!launch_dir.exists());
+    // Sticky, as /tmp: only the owner may rename or remove what is in it.
+    set_dir_mode(&parent, 0o1777);
+    let reviewer = launch::launch(
+        &plan(&launch_dir, "m"),
+        &launch_dir,
+        &bin,
+        &Options::default(),
+    )
+    .unwrap();
+    reviewer.stop().unwrap();
+}
