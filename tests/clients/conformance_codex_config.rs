@@ -226,10 +226,7 @@ fn config_read(mut cmd: Command, extra: &[String]) -> Value {
     });
     let answer = rx.recv_timeout(TIMEOUT);
     drop(stdin);
-    let _ = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-        .stderr(Stdio::null())
-        .status();
+    crate::common::peers::kill_group(child.id());
     let _ = child.wait();
     let answer = answer.expect("codex app-server gave no config/read answer");
     assert!(answer.get("error").is_none(), "config/read: {answer}");

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common;
+use crate::common::peers::kill_group;
 
 use common::peers::peer;
 use kcap_mcp_registry::clients::claude::loader::{self as claude_model, ClaudeFile};
@@ -115,13 +116,6 @@ fn run(mut cmd: Command, input: Option<&str>) -> (Option<i32>, String, String) {
         text(o.join().unwrap()),
         text(e.join().unwrap()),
     )
-}
-
-fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{pid}")])
-        .stderr(Stdio::null())
-        .status();
 }
 
 fn write_exe(path: &Path, body: &str) {

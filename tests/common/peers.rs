@@ -175,10 +175,7 @@ pub fn run(mut cmd: Command, what: &str) -> Output {
         }
         if Instant::now() >= deadline {
             // The child is not reaped yet, so its pid (= the group id) cannot be reused.
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
+            kill_group(child.id());
             let _ = child.kill();
             let _ = child.wait();
             panic!(
@@ -205,6 +202,21 @@ pub fn run(mut cmd: Command, what: &str) -> Output {
         stdout: stdout.unwrap(),
         stderr: String::from_utf8_lossy(&stderr.unwrap()).into_owned(),
     }
+}
+
+/// Sends `SIGKILL` to the process group `pgid` with kill(2): never through `/bin/kill`, whose
+/// procps on these machines turns `-<pgid>` into `-1` (every process). A group of 1 or less
+/// is refused (kill(-1) is every process too). Call it before reaping the group's leader, so
+/// its pid cannot have been reused.
+pub fn kill_group(pgid: u32) {
+    let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .filter(|p| *p > 1)
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
 }
 
 /// The `PATH` given to the clients: the test's own (Codex's launcher needs `node`).

@@ -77,6 +77,34 @@ fn executables_are_written_only_by_the_stand_in_helper() {
 }
 
 #[test]
+fn no_process_group_is_signalled_through_the_kill_program() {
+    // On these machines procps' `kill` turns `-<pgid>` into `-1`: every process. Groups are
+    // signalled with kill(2) (`common::peers::kill_group`, the executor's `signal_group`).
+    let patterns = [
+        concat!("Command::new(\"", "kill\")"),
+        concat!("\"/bin/", "kill\""),
+        concat!("\"/usr/bin/", "kill\""),
+    ];
+    let mut found = Vec::new();
+    for dir in ["src", "tests", "benches", "examples"] {
+        for file in rust_files(&Path::new(ROOT).join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if patterns.iter().any(|p| line.contains(p)) {
+                    found.push(format!("{}:{}", file.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a process group signalled through the kill program, which can signal every process \
+         here; call `common::peers::kill_group` (kill(2), groups > 1 only):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn harness_false_test_files_have_no_test_attribute() {
     // The real-client binary is the one `harness = false` target; every file under its
     // directory is compiled into it.

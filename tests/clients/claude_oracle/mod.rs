@@ -133,10 +133,7 @@ pub fn run_until_recorded(mut cmd: Command, records: &Path, log: &Path) {
         }
     };
     // The child is not reaped yet, so its pid (= the group id) cannot be reused.
-    let _ = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-        .stderr(Stdio::null())
-        .status();
+    crate::common::peers::kill_group(child.id());
     let _ = child.kill();
     let _ = child.wait();
     if let Some(message) = failure {
