@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::cursor::UnverifiedIsolation;
-use super::plan::{LaunchId, LaunchPlan};
+use super::plan::{LaunchId, LaunchPlan, LaunchSecret};
 use super::{Client, LaunchContext, LaunchError, RenderError, non_blank, root};
 use crate::allowlist::Policy;
 
@@ -28,6 +28,9 @@ pub struct PlanInputs {
     /// (default): drawn from the operating system's CSPRNG for this launch. Set it only for
     /// reproducible output; never from launch data.
     pub launch_id: Option<LaunchId>,
+    /// The password of a client's own local server (OpenCode). `None` (default): drawn from
+    /// the operating system's CSPRNG for this launch. Set it only for reproducible output.
+    pub launch_secret: Option<LaunchSecret>,
     /// The answer to a client whose isolation is not verified (Cursor). Default
     /// [`UnverifiedIsolation::Refuse`]: refused under every policy.
     pub unverified_isolation: UnverifiedIsolation,
@@ -49,11 +52,24 @@ impl PlanInputs {
         }
     }
 
+    /// The secret of this launch: [`PlanInputs::launch_secret`], or a fresh one from the
+    /// operating system's CSPRNG.
+    ///
+    /// # Errors
+    /// [`LaunchError::LaunchId`] when no random secret can be drawn.
+    pub fn launch_secret(&self) -> Result<LaunchSecret, LaunchError> {
+        match &self.launch_secret {
+            Some(secret) => Ok(secret.clone()),
+            None => Ok(LaunchSecret::random()?),
+        }
+    }
+
     /// The inputs for `policy`, every other field at its default.
     pub fn new(policy: Policy) -> PlanInputs {
         PlanInputs {
             policy,
             launch_id: None,
+            launch_secret: None,
             unverified_isolation: UnverifiedIsolation::Refuse,
             system_root: PathBuf::from("/"),
         }

@@ -393,7 +393,44 @@ impl fmt::Debug for LaunchId {
     }
 }
 
-/// A [`LaunchId`] could not be made.
+/// A per-launch secret: 16 bytes (128 bits) from the operating system's CSPRNG, given as 32
+/// hex digits: the password of a client's own local server (OpenCode's
+/// `OPENCODE_SERVER_PASSWORD`), so that no other local user can drive it. Like
+/// [`LaunchId`], it has no `Default`, no `From` and no `Deserialize`, and its `Debug` form
+/// hides the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LaunchSecret([u8; 16]);
+
+impl LaunchSecret {
+    /// A fresh secret from the operating system's CSPRNG (`getrandom`).
+    ///
+    /// # Errors
+    /// The OS randomness source failed; the launch must not go ahead without one.
+    pub fn random() -> Result<LaunchSecret, LaunchIdError> {
+        let mut bytes = [0; 16];
+        getrandom::fill(&mut bytes).map_err(|e| LaunchIdError::Random(e.to_string()))?;
+        Ok(LaunchSecret(bytes))
+    }
+
+    /// These bytes as the secret, for reproducible output and tests only: a secret anyone can
+    /// predict protects nothing.
+    pub fn from_bytes(bytes: [u8; 16]) -> LaunchSecret {
+        LaunchSecret(bytes)
+    }
+
+    /// The secret as 32 lower-case hex digits.
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl fmt::Debug for LaunchSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LaunchSecret(…)")
+    }
+}
+
+/// A [`LaunchId`] or a [`LaunchSecret`] could not be made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LaunchIdError {
     /// The OS CSPRNG failed (the error's text).

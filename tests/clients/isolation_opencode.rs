@@ -20,10 +20,15 @@ mod lab;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
 
 use common::peers::peer;
 use http::Http;
+use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::opencode::SERVER_PASSWORD_VAR;
 use kcap_mcp_registry::clients::opencode::{MANAGED_FILES, WORKTREE_CONFIG};
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
 use lab::{Lab, RESULT_TOOL, hostile_config, plugin_source, write};
@@ -41,6 +46,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         remote_configuration_is_not_fetched,
         client_variables_do_not_reach_the_client,
         parent_folders_and_the_main_checkout_are_not_read,
+        its_own_server_answers_no_other_local_user,
     ]
 }
 
@@ -466,4 +472,95 @@ fn parent_folders_and_the_main_checkout_are_not_read() {
     run.assert_exactly_injected(&plan);
     run.assert_result_tool_called();
     lab.assert_quiet();
+}
+
+/// Issue 31, item 4. `opencode acp` runs an HTTP server of its own on 127.0.0.1 (4096, or the
+/// next free port), which runs commands (`POST /pty`) as the daemon's user. With the plan of
+/// `Client::plan`, which sets `OPENCODE_SERVER_PASSWORD` to a fresh secret, another local
+/// user (`nobody`, through `setpriv`) gets 401 from `GET /config` while the reviewer runs,
+/// and the password gets 200; with `opencode_plan` alone (no password) that user gets 200, so
+/// the test bites.
+fn its_own_server_answers_no_other_local_user() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    for with_password in [true, false] {
+        let lab = Lab::new();
+        let ctx = lab.context();
+        let plan = if with_password {
+            Client::OpenCode
+                .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+                .unwrap()
+                .plan
+        } else {
+            lab.plan(&ctx)
+        };
+        let password = plan.env_value(SERVER_PASSWORD_VAR).map(str::to_owned);
+        assert_eq!(password.is_some(), with_password);
+        let launch = lab.path("launch");
+        let seen: Mutex<Option<(String, String)>> = Mutex::new(None);
+        let probe = || {
+            let Some(port) = listener_of(&launch) else {
+                return false;
+            };
+            let url = format!("http://127.0.0.1:{port}/config");
+            let other = curl(
+                Command::new("/usr/bin/setpriv")
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+                    .arg("/usr/bin/curl")
+                    .arg(&url),
+            );
+            let mut own = Command::new("/usr/bin/curl");
+            own.arg(&url);
+            if let Some(password) = &password {
+                own.args(["-u", &format!("opencode:{password}")]);
+            }
+            *seen.lock().unwrap() = Some((other, curl(&mut own)));
+            true
+        };
+        lab.carry_out_until(&bin, &plan, &lab.daemon_env(&[]), "Review it", &probe);
+        let (other, own) = seen
+            .into_inner()
+            .unwrap()
+            .expect("OpenCode's server was found");
+        let other_expected = if with_password { "401" } else { "200" };
+        assert_eq!(
+            other, other_expected,
+            "another user, password {with_password}"
+        );
+        assert_eq!(own, "200", "the daemon's user, password {with_password}");
+    }
+}
+
+/// The port OpenCode listens on for the launch in `launch` (its `HOME` is there), if it
+/// listens yet: `ss -ltnpH`, each listener's process read in `/proc`.
+fn listener_of(launch: &Path) -> Option<u16> {
+    let out = Command::new("/usr/bin/ss").arg("-ltnpH").output().ok()?;
+    let home = format!("HOME={}/", launch.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| {
+            let port = line
+                .split_whitespace()
+                .nth(3)?
+                .rsplit_once(':')?
+                .1
+                .parse()
+                .ok()?;
+            let pid = line.split("pid=").nth(1)?.split(',').next()?;
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            environ
+                .split(|b| *b == 0)
+                .any(|kv| kv.starts_with(home.as_bytes()))
+                .then_some(port)
+        })
+}
+
+/// The HTTP status `cmd` (a curl) got, bounded to 5 s.
+fn curl(cmd: &mut Command) -> String {
+    let out = cmd
+        .args(["-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -67,8 +67,26 @@ fn render_prints_the_golden_plans() {
             _ => "",
         };
         assert_eq!((r.code, r.stderr.as_str()), (0, stderr), "{client}");
-        assert_eq!(r.stdout, golden(&format!("{client}-strict")), "{client}");
-        let plan: LaunchPlan = serde_json::from_str(&r.stdout).unwrap();
+        // OpenCode's server password is fresh per launch (32 hex digits); the rest is the
+        // golden plan.
+        let mut plan: LaunchPlan = serde_json::from_str(&r.stdout).unwrap();
+        if client == "opencode" {
+            let at = plan
+                .env
+                .iter()
+                .position(|v| v.name == "OPENCODE_SERVER_PASSWORD");
+            let password = plan.env.remove(at.expect("a server password")).value;
+            assert!(
+                password.len() == 32 && password.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{password}"
+            );
+        }
+        let shown = if client == "opencode" {
+            plan.to_json()
+        } else {
+            r.stdout.clone()
+        };
+        assert_eq!(shown, golden(&format!("{client}-strict")), "{client}");
         assert_eq!(plan.client.name(), client);
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
-use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchSecret};
 use kcap_mcp_registry::clients::{
     antigravity, claude, codex, copilot, cursor, gemini, kiro, opencode,
 };
@@ -30,6 +30,7 @@ fn ctx() -> LaunchContext {
 fn inputs(policy: Policy) -> PlanInputs {
     let mut inputs = PlanInputs::new(policy);
     inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef").unwrap());
+    inputs.launch_secret = Some(LaunchSecret::from_bytes([7; 16]));
     inputs.unverified_isolation = cursor::UnverifiedIsolation::Allow;
     // A root without administrator files, whatever this machine's /etc holds.
     inputs.system_root = std::env::temp_dir().join("kcap-launch-api-empty-root");
@@ -56,6 +57,13 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
             _ => unreachable!("a client without a typed plan function"),
         }
         .unwrap();
+        let mut typed = typed;
+        if client == Client::OpenCode {
+            // The one call adds the launch's server password (the room's plan leaves it out).
+            typed
+                .env
+                .push(EnvVar::new(opencode::SERVER_PASSWORD_VAR, "07".repeat(16)));
+        }
         assert_eq!(launch.plan, typed, "{client}");
         // The skipped flow-starting entry is a warning; Cursor's unverified isolation too.
         assert!(

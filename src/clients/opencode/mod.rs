@@ -93,7 +93,14 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
-    plan: |ctx, r, _inputs| Ok(opencode_plan(ctx, r)?),
+    plan: |ctx, r, inputs| {
+        let mut plan = opencode_plan(ctx, r)?;
+        plan.env.push(crate::clients::plan::EnvVar::new(
+            SERVER_PASSWORD_VAR,
+            inputs.launch_secret()?.hex(),
+        ));
+        Ok(plan)
+    },
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_acp",
@@ -246,6 +253,14 @@ pub fn permission_json(servers: &[(&McpServer, &str)]) -> String {
 fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("serializing strings to JSON cannot fail")
 }
+
+/// The variable that gives OpenCode's own HTTP server a password. `opencode acp` (1.18.33)
+/// listens on `127.0.0.1:4096` (or the next free port) and, without it, answers every local
+/// user: `GET /config`, and `POST /pty` ran commands as the daemon's user (measured,
+/// 2026-12-01; `tests/clients/isolation_opencode.rs`). [`Client::plan`](crate::clients::Client::plan)
+/// sets it to a fresh [`LaunchSecret`](crate::clients::plan::LaunchSecret) per launch
+/// (`opencode_plan` alone leaves it out, for reproducible plans).
+pub const SERVER_PASSWORD_VAR: &str = "OPENCODE_SERVER_PASSWORD";
 
 /// The OpenCode reviewer launch, rooted in the per-launch directory
 /// (`LaunchPlan::rooted`): argv `acp --pure`; env: the root (`HOME`, XDG directories,

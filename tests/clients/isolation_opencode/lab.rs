@@ -220,6 +220,36 @@ impl Lab {
         self.carry_out_with(bin, plan, daemon, prompt)
     }
 
+    /// [`Lab::carry_out`] with a prompt whose turn goes on until `until` holds (it is asked
+    /// while the client runs).
+    pub fn carry_out_until(
+        &self,
+        bin: &Path,
+        plan: &LaunchPlan,
+        daemon: &BTreeMap<String, String>,
+        prompt: &str,
+        until: &dyn Fn() -> bool,
+    ) -> Run {
+        let seen = AcpRun {
+            plan,
+            launch_dir: &self.path("launch"),
+            client_bin: bin,
+            daemon_env: daemon,
+            records: &self.path("records"),
+            wanted: &session_servers(plan),
+            timing: TIMING,
+            prompt: Some((prompt, Until::Holds(until))),
+        }
+        .carry_out();
+        Run {
+            records: seen.records,
+            answer: seen.answer,
+            recorder: self.recorder(),
+            calls: self.path("records"),
+            model: self.model.requests(),
+        }
+    }
+
     /// [`Lab::carry_out`] with `client` as the executor's client binary (OpenCode, or a
     /// wrapper that runs it: [`Lab::etc_client`]).
     pub fn carry_out_with(
