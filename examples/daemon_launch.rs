@@ -9,13 +9,14 @@
 //! ```
 //!
 //! `LAUNCH_ID` (16 hex digits) fixes the per-launch id of the clients that alias server names,
-//! for reproducible output; a daemon leaves it out, so each launch draws its own.
+//! and with it OpenCode's server password (all zeros), for reproducible output; a daemon
+//! leaves it out, so each launch draws its own of both.
 
 use std::process::ExitCode;
 
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
-use kcap_mcp_registry::clients::plan::LaunchId;
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchSecret};
 use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy};
 
 /// The daemon's own settings (from its configuration in a real daemon).
@@ -51,6 +52,7 @@ fn run(payload: &str, launch_id: Option<&String>) -> Result<(), Box<dyn std::err
     // The daemon's default policy: skip what cannot be materialized, and log it.
     let mut inputs = PlanInputs::new(Policy::Lenient);
     inputs.launch_id = launch_id.map(|id| LaunchId::from_hex(id)).transpose()?;
+    inputs.launch_secret = launch_id.map(|_| LaunchSecret::from_bytes([0; 16]));
     for client in Client::ALL {
         println!("== {client}");
         match client.plan(&ctx, &inputs) {

@@ -244,8 +244,8 @@ impl World {
     /// applied, `argv` in `cwd` in a pseudo-terminal with exactly the plan's `env` plus the
     /// daemon's values of `env_inherit`), with the harness's offline guard added to the plan;
     /// in a private mount namespace when [`World::managed`] is set (the client binary is then
-    /// a wrapper that enters it). Waits until no server started for a while and a turn
-    /// offered our result tool (or [`RUN_BOUND`] passed), then stops it; panics when it sits
+    /// a wrapper that enters it). Waits until no server started for a while and the turns
+    /// offered every tool of [`OUR_TOOLS`] (or [`RUN_BOUND`] passed), then stops it; panics when it sits
     /// at a dialog.
     fn launch(&self, plan: &LaunchPlan) -> Observed {
         let mut plan = plan.clone();
@@ -289,7 +289,12 @@ impl World {
             }
             let quiet = n > 0 && seen.1.elapsed() >= claude_oracle::QUIET;
             let turns = self.turns();
-            if quiet && turns.iter().any(|t| t.contains(RESULT_TOOL)) {
+            // Every tool of ours offered by some turn: on a loaded machine a turn can offer
+            // the result channel's before `kcap-review` listed its tools.
+            let offered_all = OUR_TOOLS
+                .iter()
+                .all(|tool| turns.iter().any(|t| t.contains(*tool)));
+            if quiet && offered_all {
                 break;
             }
             // The interactive client sends the prompt of its argv before its MCP servers
