@@ -230,24 +230,7 @@ impl Lab {
         prompt: &str,
         until: &dyn Fn() -> bool,
     ) -> Run {
-        let seen = AcpRun {
-            plan,
-            launch_dir: &self.path("launch"),
-            client_bin: bin,
-            daemon_env: daemon,
-            records: &self.path("records"),
-            wanted: &session_servers(plan),
-            timing: TIMING,
-            prompt: Some((prompt, Until::Holds(until))),
-        }
-        .carry_out();
-        Run {
-            records: seen.records,
-            answer: seen.answer,
-            recorder: self.recorder(),
-            calls: self.path("records"),
-            model: self.model.requests(),
-        }
+        self.run(bin, plan, daemon, Some((prompt, Until::Holds(until))))
     }
 
     /// [`Lab::carry_out`] with `client` as the executor's client binary (OpenCode, or a
@@ -259,6 +242,16 @@ impl Lab {
         daemon: &BTreeMap<String, String>,
         prompt: Option<&str>,
     ) -> Run {
+        self.run(client, plan, daemon, prompt.map(|p| (p, Until::Answered)))
+    }
+
+    fn run(
+        &self,
+        client: &Path,
+        plan: &LaunchPlan,
+        daemon: &BTreeMap<String, String>,
+        prompt: Option<(&str, Until<'_>)>,
+    ) -> Run {
         let seen = AcpRun {
             plan,
             launch_dir: &self.path("launch"),
@@ -267,7 +260,7 @@ impl Lab {
             records: &self.path("records"),
             wanted: &session_servers(plan),
             timing: TIMING,
-            prompt: prompt.map(|p| (p, Until::Answered)),
+            prompt,
         }
         .carry_out();
         Run {
