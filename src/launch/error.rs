@@ -126,6 +126,15 @@ pub enum ExecError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// An element of the plan's argv that the kernel cannot pass to the client: it holds a NUL
+    /// byte, or is longer than [`MAX_ARG_BYTES`](super::MAX_ARG_BYTES) (a prompt too long for
+    /// a terminal client's command line).
+    BadArg {
+        /// Its index in the argv.
+        index: usize,
+        /// What is wrong.
+        problem: String,
+    },
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
     /// The inherited `PATH` (the daemon's, through the plan's `env_inherit`) has an entry
@@ -283,6 +292,7 @@ impl fmt::Display for ExecError {
             | ExecError::Symlink { .. }
             | ExecError::BadMode { .. }
             | ExecError::BadEnv { .. }
+            | ExecError::BadArg { .. }
             | ExecError::NoWorktree
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
@@ -343,6 +353,9 @@ impl ExecError {
                 Step::Check,
                 name.escape_debug()
             ),
+            ExecError::BadArg { index, problem } => {
+                write!(f, "{}: argv[{index}] {problem}", Step::Check)
+            }
             ExecError::NoWorktree => write!(
                 f,
                 "{}: the plan removes worktree paths but has no cwd",

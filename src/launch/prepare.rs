@@ -36,6 +36,7 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
         });
     }
     check_paths(plan)?;
+    check_argv(plan)?;
     check_env(plan)?;
     // A launch checks it again once it holds the directory's [`Claim`].
     check_launch_dir(launch_dir, true)?;
@@ -143,6 +144,32 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
     Ok(())
 }
 
+/// The most bytes one argument or one `NAME=value` of the environment may hold, its NUL
+/// included: Linux's `MAX_ARG_STRLEN` (32 pages of 4 KiB, `include/uapi/linux/binfmts.h`);
+/// `execve` fails with `E2BIG` past it.
+pub const MAX_ARG_BYTES: usize = 32 * 4096;
+
+/// Refuses an argv element the kernel cannot pass: a NUL byte, or more than
+/// [`MAX_ARG_BYTES`].
+fn check_argv(plan: &LaunchPlan) -> Result<(), ExecError> {
+    for (index, arg) in plan.argv.iter().enumerate() {
+        let problem = if arg.contains('\0') {
+            "holds a NUL byte, which no argument can pass".to_owned()
+        } else if arg.len() + 1 > MAX_ARG_BYTES {
+            format!(
+                "is {} bytes, more than the {MAX_ARG_BYTES} the kernel passes as one argument \
+                 (MAX_ARG_STRLEN): shorten it (a long prompt goes to an ACP client in \
+                 session/prompt instead)",
+                arg.len()
+            )
+        } else {
+            continue;
+        };
+        return Err(ExecError::BadArg { index, problem });
+    }
+    Ok(())
+}
+
 fn check_env(plan: &LaunchPlan) -> Result<(), ExecError> {
     let bad = |name: &str, problem| ExecError::BadEnv {
         name: name.to_owned(),
@@ -166,6 +193,12 @@ fn check_env(plan: &LaunchPlan) -> Result<(), ExecError> {
         }
         if var.value.contains('\0') {
             return Err(bad(&var.name, "has a NUL byte in its value"));
+        }
+        if var.name.len() + var.value.len() + 2 > MAX_ARG_BYTES {
+            return Err(bad(
+                &var.name,
+                "is longer than the 128 KiB the kernel passes as one variable (MAX_ARG_STRLEN)",
+            ));
         }
         if !names.insert(var.name.as_str()) {
             return Err(bad(&var.name, "is set twice in env"));

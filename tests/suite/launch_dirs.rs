@@ -164,3 +164,31 @@ fn a_launch_directory_whose_parent_every_user_can_write_is_refused_unless_sticky
     .unwrap();
     reviewer.stop().unwrap();
 }
+
+#[test]
+fn an_argument_longer_than_the_kernel_passes_is_refused_before_anything_is_created() {
+    let root = tempfile::tempdir().unwrap();
+    let bin = sleeper(root.path(), 0);
+    let launch_dir = root.path().join("l1");
+    // One byte under the bound (its NUL makes it exactly MAX_ARG_STRLEN): carried out.
+    let mut ok = plan(&launch_dir, "m");
+    ok.argv = vec!["x".repeat(launch::MAX_ARG_BYTES - 1)];
+    launch::launch(&ok, &launch_dir, &bin, &Options::default())
+        .unwrap()
+        .stop()
+        .unwrap();
+    // At the bound: refused, naming the argument, and nothing is created.
+    let mut long = plan(&launch_dir, "m");
+    long.argv = vec!["--".into(), "x".repeat(launch::MAX_ARG_BYTES)];
+    let err = launch::launch(&long, &launch_dir, &bin, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&err, ExecError::BadArg { index: 1, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("check the plan: argv[1] is 131072 bytes, more than the 131072"),
+        "{err}"
+    );
+    assert!(!launch_dir.exists());
+}
