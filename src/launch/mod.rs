@@ -7,8 +7,9 @@
 //! 1. **Check**, before anything is created: the plan's `version` is
 //!    [`PLAN_VERSION`](crate::clients::plan::PLAN_VERSION); every `dirs`, `files` and
 //!    `worktree_remove` path is relative, without `..`, `.` or empty components, and goes
-//!    through no symbolic link that exists; file modes are permission bits only; the
-//!    environment can be set exactly (unique names, none both set and inherited, no `=` or
+//!    through no symbolic link that exists; file modes are permission bits only; every argv
+//!    element can be passed (no NUL, at most [`MAX_ARG_BYTES`]); the environment can be set
+//!    exactly (unique names, none both set and inherited, no `=` or
 //!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
 //!    this user's, and its parent is not writable by every user unless sticky. In the
 //!    daemon's environment: the inherited `PATH` has no empty, relative, worktree-internal
