@@ -320,9 +320,7 @@ impl LaunchId {
     /// # Errors
     /// The OS randomness source failed; the launch must not go ahead without an id.
     pub fn random() -> Result<LaunchId, LaunchIdError> {
-        let mut bytes = [0; LaunchId::BYTES];
-        getrandom::fill(&mut bytes).map_err(|e| LaunchIdError::Random(e.to_string()))?;
-        Ok(LaunchId(bytes))
+        random_bytes().map(LaunchId)
     }
 
     /// The id spelled as exactly 16 hex digits (either case), for reproducible output and
@@ -355,7 +353,7 @@ impl LaunchId {
 
     /// The id as 16 lowercase hex digits.
     pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        lower_hex(&self.0)
     }
 
     /// `<name>-<hex>`: `name` aliased for this launch. A server's wire name is
@@ -407,9 +405,7 @@ impl LaunchSecret {
     /// # Errors
     /// The OS randomness source failed; the launch must not go ahead without one.
     pub fn random() -> Result<LaunchSecret, LaunchIdError> {
-        let mut bytes = [0; 16];
-        getrandom::fill(&mut bytes).map_err(|e| LaunchIdError::Random(e.to_string()))?;
-        Ok(LaunchSecret(bytes))
+        random_bytes().map(LaunchSecret)
     }
 
     /// These bytes as the secret, for reproducible output and tests only: a secret anyone can
@@ -420,7 +416,7 @@ impl LaunchSecret {
 
     /// The secret as 32 lower-case hex digits.
     pub fn hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        lower_hex(&self.0)
     }
 }
 
@@ -428,6 +424,19 @@ impl fmt::Debug for LaunchSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("LaunchSecret(…)")
     }
+}
+
+/// `N` bytes from the operating system's CSPRNG (`getrandom`): a [`LaunchId`]'s or a
+/// [`LaunchSecret`]'s.
+fn random_bytes<const N: usize>() -> Result<[u8; N], LaunchIdError> {
+    let mut bytes = [0; N];
+    getrandom::fill(&mut bytes).map_err(|e| LaunchIdError::Random(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// `bytes` as lower-case hex digits, two per byte.
+fn lower_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A [`LaunchId`] or a [`LaunchSecret`] could not be made.

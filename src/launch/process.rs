@@ -94,7 +94,7 @@ pub(crate) fn check_parent(
         .map(std::path::PathBuf::from);
     if let (Some(worktree), Some(home)) = (worktree, home)
         && !plan.worktree_remove.is_empty()
-        && (home.starts_with(worktree) || inside_worktree(&resolved(&home)))
+        && inside_worktree(&home)
     {
         return Err(ExecError::WorktreeHoldsHome {
             worktree: worktree.to_owned(),
