@@ -6,13 +6,14 @@
 //! sandbox gives them and nothing more of `/proc`: without that rule these tests fail.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::common::carry::until_exit;
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, Options};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -119,32 +120,5 @@ fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
         worktree_remove: vec![],
         session_new: None,
         servers: vec![],
-    }
-}
-
-/// The terminal reviewer's output until it exits, and its exit status; panics after `bound`.
-fn until_exit(
-    reviewer: &mut Reviewer,
-    bound: Duration,
-) -> (String, Option<std::process::ExitStatus>) {
-    let Reviewer::Terminal(session) = reviewer else {
-        panic!("not a terminal reviewer")
-    };
-    let deadline = Instant::now() + bound;
-    let mut output = Vec::new();
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "the client did not exit within {bound:?}: {}",
-            String::from_utf8_lossy(&output)
-        );
-        match session.next_event(Duration::from_secs(1)) {
-            Ok(Some(TerminalEvent::Output(bytes))) => output.extend(bytes),
-            Ok(Some(TerminalEvent::Exited(status))) => {
-                return (String::from_utf8_lossy(&output).into_owned(), status);
-            }
-            Ok(_) => {}
-            Err(e) => panic!("{e}: {}", String::from_utf8_lossy(&output)),
-        }
     }
 }

@@ -388,3 +388,30 @@ pub fn subcommand(dir: &Path, name: &str, client: &Path, tail: &[&str], out: &Pa
         ),
     )
 }
+
+/// The terminal reviewer's output until it exits, and its exit status; panics after `bound`.
+pub fn until_exit(
+    reviewer: &mut Reviewer,
+    bound: Duration,
+) -> (String, Option<std::process::ExitStatus>) {
+    let Reviewer::Terminal(session) = reviewer else {
+        panic!("not a terminal reviewer")
+    };
+    let deadline = Instant::now() + bound;
+    let mut output = Vec::new();
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "the client did not exit within {bound:?}: {}",
+            String::from_utf8_lossy(&output)
+        );
+        match session.next_event(Duration::from_secs(1)) {
+            Ok(Some(TerminalEvent::Output(bytes))) => output.extend(bytes),
+            Ok(Some(TerminalEvent::Exited(status))) => {
+                return (String::from_utf8_lossy(&output).into_owned(), status);
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{e}: {}", String::from_utf8_lossy(&output)),
+        }
+    }
+}

@@ -12,12 +12,13 @@ use std::io::Read as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::carry::until_exit;
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, ExecError, Options};
 use tempfile::TempDir;
 
 /// The machine around a reviewer: the daemon's HOME with a secret, another reviewer's
@@ -137,7 +138,7 @@ echo probes-done
         let plan = self.plan(&launch_dir);
         let options = Options::default().with_confinement(confinement);
         let mut reviewer = launch::launch(&plan, &launch_dir, &self.client(), &options).unwrap();
-        let output = until_exit(&mut reviewer);
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
         reviewer.stop().unwrap();
         let _ = std::fs::remove_file(format!("/tmp/kcap-sandbox-planted-{}", self.other.id()));
         let _ = std::fs::remove_file(self.at("planted"));
@@ -166,23 +167,6 @@ fn abstract_listener(name: &str) -> UnixListener {
     use std::os::linux::net::SocketAddrExt as _;
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     UnixListener::bind_addr(&addr).unwrap()
-}
-
-/// Reads the terminal reviewer's events until it exits (bounded); returns its output.
-fn until_exit(reviewer: &mut Reviewer) -> String {
-    let Reviewer::Terminal(session) = reviewer else {
-        panic!("not a terminal reviewer")
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut output = Vec::new();
-    loop {
-        assert!(Instant::now() < deadline, "the stand-in did not exit");
-        match session.next_event(Duration::from_secs(1)).unwrap() {
-            Some(TerminalEvent::Output(bytes)) => output.extend(bytes),
-            Some(TerminalEvent::Exited(_)) => return String::from_utf8_lossy(&output).into_owned(),
-            Some(_) | None => {}
-        }
-    }
 }
 
 const ATTACKS: &[&str] = &[
