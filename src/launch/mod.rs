@@ -69,6 +69,7 @@
 //! ```
 
 mod acp;
+mod args;
 mod error;
 mod prepare;
 mod process;
@@ -82,10 +83,9 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 pub use acp::{AcpEvent, AcpSession, PROTOCOL_VERSION};
+pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};
-pub use prepare::{
-    DIR_MODE, LOCK_SUFFIX, MAX_ARG_BYTES, SWEEP_MIN_AGE, lock_path, path_problem, sweep,
-};
+pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem, sweep};
 pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
 
