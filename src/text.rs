@@ -162,3 +162,11 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// `value` as pretty JSON (two-space indent, `serde_json`'s) with a trailing newline: the
+/// form of every JSON file and output this crate writes.
+pub(crate) fn pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    let mut out = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    out.push('\n');
+    out
+}

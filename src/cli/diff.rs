@@ -18,9 +18,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::cli::export::pretty;
 use crate::model::{EnvSource, Inject};
 use crate::schema::{EntryKey, Key, RegistryEntry};
+use crate::text::pretty_json as pretty;
 
 /// One changed field of a server present in both registries, or a security-relevant field of
 /// a new server.

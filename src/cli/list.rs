@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::allowlist::{Policy, RejectReason, SkipKind};
-use crate::cli::export::pretty;
 use crate::model::McpServer;
 use crate::registry::Registry;
 use crate::schema::{RegistryEntry, ToolEntry};
+use crate::text::pretty_json as pretty;
 
 /// The compiled-in registry ([`crate::servers`]) as owned entries, sorted by id: the same
 /// values `validate_dir` returns for the `registry/` directory it was built from.

@@ -72,14 +72,17 @@ pub mod cursor;
 pub mod dispatch;
 mod error;
 pub mod gemini;
+#[cfg(feature = "cli")]
+pub mod hostile;
 pub mod kiro;
 #[cfg(feature = "cli")]
 pub mod loaded;
 pub mod opencode;
 pub mod plan;
 pub mod qwen;
+#[cfg(feature = "cli")]
+pub mod registration;
 pub mod root;
-
 pub mod spec;
 
 use spec::ClientSpec;
@@ -156,7 +159,7 @@ impl Client {
 
     /// The client's registration file format, from its room.
     #[cfg(feature = "cli")]
-    pub fn registration(self) -> &'static crate::cli::export::RegistrationFormat {
+    pub fn registration(self) -> &'static crate::clients::registration::RegistrationFormat {
         self.spec().registration
     }
 

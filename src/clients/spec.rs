@@ -73,14 +73,14 @@ pub struct ClientSpec {
     pub proof: Proof,
     /// The client's registration file format, its loader models and drift wording.
     #[cfg(feature = "cli")]
-    pub registration: &'static crate::cli::export::RegistrationFormat,
+    pub registration: &'static crate::clients::registration::RegistrationFormat,
     /// The client's words in the command line's help (`render <client>`, `export <client>`).
     #[cfg(feature = "cli")]
     pub cli: &'static CliSpec,
     /// What `verify <client>` needs: the client's hostile configuration, how its launch is
     /// judged; `None` for a client `verify` cannot run (not installable here).
     #[cfg(feature = "cli")]
-    pub verify: Option<&'static crate::cli::verify::hostile::VerifySpec>,
+    pub verify: Option<&'static crate::clients::hostile::VerifySpec>,
 }
 
 /// The client's words in the command line's help: what `render <client>` and

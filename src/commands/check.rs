@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use kcap_mcp_registry::cli::check::{AgainstOptions, Drift};
-use kcap_mcp_registry::cli::export::{self, DEFAULT_COMMAND};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration;
+use kcap_mcp_registry::clients::registration::DEFAULT_COMMAND;
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
 
@@ -134,7 +135,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
             };
             outln!("{}", report::ok_line(entries.len(), &shown));
             for f in &files {
-                let n = export::registrations(&entries).count();
+                let n = registration::registrations(&entries).count();
                 let project = f
                     .project
                     .as_deref()
@@ -164,7 +165,7 @@ pub(crate) fn warn_ignored_against_flags(
 ) {
     let shown = ShownPath(path);
     // The clients a flag applies to, by their formats: "Claude Code", "Codex CLI".
-    let taking = |applies: fn(&export::RegistrationFormat) -> bool| {
+    let taking = |applies: fn(&registration::RegistrationFormat) -> bool| {
         let names: Vec<&str> = Client::ALL
             .iter()
             .filter(|c| applies(c.registration()))

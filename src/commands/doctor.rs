@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use kcap_mcp_registry::cli::doctor::{self, ClientFile};
-use kcap_mcp_registry::cli::export::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 

@@ -1,13 +1,14 @@
 //! `export <what>`: a client's registration file (one subcommand per client, from its
-//! room's [`RegistrationFormat`](kcap_mcp_registry::cli::export::RegistrationFormat) and
+//! room's [`RegistrationFormat`](kcap_mcp_registry::clients::registration::RegistrationFormat) and
 //! [`CliSpec`](kcap_mcp_registry::clients::spec::CliSpec)), the flow-starting servers'
 //! deny-list, or the registry file's JSON Schema.
 
 use std::process::ExitCode;
 
 use clap::{Arg, ArgMatches, Args, FromArgMatches, Subcommand};
-use kcap_mcp_registry::cli::export::{self, RegistrationOptions};
+use kcap_mcp_registry::cli::export::{self};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration::RegistrationOptions;
 
 use super::{CliError, RegistrationArgs, RegistrySource, absolute_path, check_kcap_values, load};
 

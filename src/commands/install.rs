@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use kcap_mcp_registry::cli::export::{self, DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration;
+use kcap_mcp_registry::clients::registration::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::text::ShownPath;
 
 use super::doctor::print_outcome;
@@ -72,8 +73,8 @@ pub(crate) fn config_path(target: &InstallTarget) -> Result<PathBuf, CliError> {
 /// The entries `install` (and `uninstall`, to recognise them) works with.
 pub(crate) fn servers(
     args: &InstallArgs,
-    format: &export::RegistrationFormat,
-) -> Result<Vec<(String, export::Node)>, CliError> {
+    format: &registration::RegistrationFormat,
+) -> Result<Vec<(String, registration::Node)>, CliError> {
     check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
     let entries = load(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
@@ -81,7 +82,7 @@ pub(crate) fn servers(
         server_url: args.server_url.clone(),
         project_dir: None,
     };
-    export::registration_entries(format, &entries, &opts).map_err(CliError::usage)
+    registration::registration_entries(format, &entries, &opts).map_err(CliError::usage)
 }
 
 pub(crate) fn install(args: InstallArgs) -> Result<ExitCode, CliError> {

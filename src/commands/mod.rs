@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kcap_mcp_registry::cli::export::DEFAULT_COMMAND;
+use kcap_mcp_registry::clients::registration::DEFAULT_COMMAND;
 use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;

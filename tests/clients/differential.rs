@@ -170,7 +170,7 @@ const PROJECT: &str = "@PROJECT@";
 const KCAP: &str = "@KCAP@";
 
 fn claude_variants() -> Vec<ClaudeVariant> {
-    let opts = kcap_mcp_registry::cli::export::RegistrationOptions {
+    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
         command: KCAP.into(),
         server_url: Some("http://127.0.0.1:9/u".into()),
         project_dir: None,

@@ -72,12 +72,12 @@ enum Level {
 type Run = variants::Run<Level>;
 
 fn base(case: usize) -> Vec<(String, Entry)> {
-    let opts = kcap_mcp_registry::cli::export::RegistrationOptions {
+    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
         command: "@KCAP@".into(),
         server_url: Some("http://127.0.0.1:9/u".into()),
         project_dir: None,
     };
-    let text = kcap_mcp_registry::cli::export::registration_file(
+    let text = kcap_mcp_registry::clients::registration::registration_file(
         &kcap_mcp_registry::clients::gemini::registration::FORMAT,
         &kcap_mcp_registry::cli::list::compiled_entries(),
         &opts,

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use kcap_mcp_registry::cli;
 use kcap_mcp_registry::cli::check::AgainstOptions;
-use kcap_mcp_registry::cli::export::{self, RegistrationOptions};
 use kcap_mcp_registry::cli::list::compiled_entries;
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration;
+use kcap_mcp_registry::clients::registration::RegistrationOptions;
 use kcap_mcp_registry::clients::spec::Proof;
 
 // "brokered-borrowed" before its suffixes, so a file name is split at the right dash.
@@ -84,7 +85,7 @@ fn every_clients_registration_file_round_trips_through_its_loader_model() {
             );
             // Every allowlistable registry server is started, under its id.
             let started: Vec<&str> = c.loaded.started.iter().map(|s| s.name.as_str()).collect();
-            let registered: Vec<&str> = export::registrations(&entries)
+            let registered: Vec<&str> = registration::registrations(&entries)
                 .map(|e| e.id.as_str())
                 .collect();
             assert_eq!(started, registered, "{client}");

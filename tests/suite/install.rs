@@ -8,9 +8,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::Run;
-use kcap_mcp_registry::cli::export::{RegistrationOptions, registration_entries};
 use kcap_mcp_registry::cli::install::{self, Action};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::registration::{RegistrationOptions, registration_entries};
 use proptest::prelude::*;
 
 const IDS: [&str; 6] = [

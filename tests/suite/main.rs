@@ -42,6 +42,7 @@ mod launch_api;
 mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
+mod layers;
 mod lookup;
 mod lookup_equivalence;
 mod plan_golden;

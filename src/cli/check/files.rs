@@ -6,45 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{AgainstOptions, Checked, Drift, DriftKind, RegistrationError, drift_in, source_texts};
-use crate::cli::export::{RegistrationFormat, Syntax};
 use crate::clients::Client;
 use crate::clients::loaded::Loaded;
+use crate::clients::registration::{FileToLoad, ProfileFile, RegistrationFormat, Syntax};
 use crate::diagnostic::SourceText;
 use crate::schema::RegistryEntry;
-
-/// A registration file handed to a client's loader model ([`RegistrationFormat::load`]).
-pub struct FileToLoad<'a> {
-    /// The file's path, as findings show it.
-    pub shown: &'a str,
-    /// Its bytes.
-    pub bytes: &'a [u8],
-    /// The project directory a session runs in (`--project`), for a client whose format
-    /// [`RegistrationFormat::takes_project`].
-    pub project: Option<&'a str>,
-    /// The profile file (`--codex-profile`), for a client whose format has a
-    /// [`RegistrationFormat::profile_file`].
-    pub profile: Option<&'a ProfileFile>,
-    /// The client's environment, for the values it expands.
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-}
-
-/// A profile file read for `check --against --codex-profile NAME`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProfileFile {
-    /// The profile's name.
-    pub name: String,
-    /// Its path, as findings show it.
-    pub shown: String,
-    /// Its bytes; `None` when it does not exist (the client then reads the file alone).
-    pub bytes: Option<Vec<u8>>,
-}
-
-/// One effective server set of a file: the project whose view it is (a `~/.claude.json`
-/// local scope), if any, and what the client's loader model makes of it.
-pub type Verdict = (Option<String>, Loaded);
-
-/// A client's loader model for one whole registration file: its verdicts, at least one.
-pub type FileLoader = fn(&FileToLoad<'_>) -> Vec<Verdict>;
 
 /// Which client reads `path` holding `text`.
 ///

@@ -1,6 +1,6 @@
 //! What a drift is ([`Drift`], [`DriftKind`]) and how it is reported: its rule name and the
 //! finding's message and help, worded from the client's [`RegistrationFormat`]
-//! (`crate::cli::export::RegistrationFormat`) data, never from its name.
+//! (`crate::clients::registration::RegistrationFormat`) data, never from its name.
 
 use super::client_name;
 use crate::clients::Client;

@@ -26,9 +26,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::cli::export::registrations;
 use crate::clients::Client;
 use crate::clients::loaded::{Loaded, Span};
+use crate::clients::registration::registrations;
 use crate::diagnostic::{Location, SourceText};
 use crate::schema::RegistryEntry;
 use crate::text::ShownPath;
@@ -36,9 +36,7 @@ use crate::text::ShownPath;
 mod files;
 mod finding;
 
-pub use files::{
-    FileLoader, FileToLoad, ProfileFile, Verdict, check_against, detect_client, same_to_client,
-};
+pub use files::{check_against, detect_client, same_to_client};
 use finding::json;
 pub use finding::{Drift, DriftKind};
 
@@ -210,7 +208,7 @@ fn drift_in(
         return out;
     }
     for entry in registrations(entries) {
-        let expected_args = crate::cli::export::registration_args(entry, client);
+        let expected_args = crate::clients::registration::registration_args(entry, client);
         if let Some(s) = loaded.started.iter().find(|s| s.name == entry.id) {
             let field = |f: &str| s.fields.get(f).or(Some(&s.span));
             if !s.expanded.is_empty() {

@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::positions::{self, Positions};
 use super::{ClientFile, ClientStatus, FileRead, Input, Problem, Report, Rule, Status};
-use crate::cli::export::{
+use crate::cli::install::{self, ProjectDuplicate, fingerprint};
+use crate::clients::registration::{
     RegistrationError, RegistrationFormat, RegistrationOptions, registrations,
 };
-use crate::cli::install::{self, ProjectDuplicate, fingerprint};
 use crate::schema::RegistryEntry;
 
 /// A binary name no real entry has: where an entry built with it holds it is where the
@@ -196,7 +196,8 @@ pub(super) fn diagnose_file(
     report: &mut Report,
 ) -> Result<(), RegistrationError> {
     let format = file.client.registration();
-    let nodes = crate::cli::export::registration_entries(format, input.entries, input.opts)?;
+    let nodes =
+        crate::clients::registration::registration_entries(format, input.entries, input.opts)?;
     let servers: Vec<(&RegistryEntry, Value)> = registrations(input.entries)
         .zip(nodes)
         .map(|(e, (_, node))| (e, node.to_json()))

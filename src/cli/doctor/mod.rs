@@ -5,8 +5,8 @@
 //! what a command runs ([`Input::resolve`]); the CLI gathers those and prints the result
 //! with [`crate::report`], as `check` does, each finding at a `line:column` of its file
 //! (the server's name, found with the loader models' parsers). What an entry should be
-//! comes from each client's room ([`crate::cli::export::RegistrationFormat::entry`], through
-//! [`crate::cli::export::registration_entries`]) and is compared by [`install::fingerprint`],
+//! comes from each client's room ([`crate::clients::registration::RegistrationFormat::entry`], through
+//! [`crate::clients::registration::registration_entries`]) and is compared by [`install::fingerprint`],
 //! so `doctor`, `install` and `export` agree on every entry shape.
 //!
 //! Findings, each a [`Rule`]:
@@ -37,9 +37,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::export::{RegistrationError, RegistrationOptions};
 use crate::cli::install::{self, ProjectDuplicate};
 use crate::clients::Client;
+use crate::clients::registration::{RegistrationError, RegistrationOptions};
 use crate::diagnostic::Location;
 use crate::report::Finding;
 use crate::schema::RegistryEntry;

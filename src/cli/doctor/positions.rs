@@ -9,8 +9,8 @@
 //! another client) points at 1:1, as `check`'s drift findings do.
 
 use super::FileRead;
-use crate::cli::export::{RegistrationFormat, Syntax};
 use crate::clients::loaded::{self, Node, Span};
+use crate::clients::registration::{RegistrationFormat, Syntax};
 use crate::diagnostic::{Location, SourceText};
 
 /// The start of a file: where a finding with no better place points.

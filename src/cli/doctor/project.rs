@@ -25,9 +25,9 @@
 use std::path::{Path, PathBuf};
 
 use super::FileRead;
-use crate::cli::export::RegistrationFormat;
 use crate::clients::loaded::{Loaded, Span};
 use crate::clients::plan::LaunchPlan;
+use crate::clients::registration::RegistrationFormat;
 use crate::clients::{Client, LaunchContext, LaunchError};
 use crate::diagnostic::{Location, SourceText};
 use crate::text::printable;

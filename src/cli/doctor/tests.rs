@@ -55,9 +55,12 @@ fn exported(client: Client, command: &str) -> String {
         Client::Codex => {
             crate::clients::codex::registration::codex_toml(&entries(), &opts).unwrap()
         }
-        _ => {
-            crate::cli::export::registration_file(client.registration(), &entries(), &opts).unwrap()
-        }
+        _ => crate::clients::registration::registration_file(
+            client.registration(),
+            &entries(),
+            &opts,
+        )
+        .unwrap(),
     }
 }
 

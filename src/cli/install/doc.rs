@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::cli::export::{Node, RegistrationFormat, Syntax};
+use crate::clients::registration::{Node, RegistrationFormat, Syntax};
 
 /// A parsed config, edited in place.
 pub(super) enum Doc {

@@ -59,8 +59,8 @@ use file::{Lock, writable_by_us, write_atomic};
 use ledger::{Ledger, read_ledger};
 pub use ledger::{fingerprint, ledger_entries, ledger_path};
 
-use crate::cli::export::{Node, RegistrationFormat};
 use crate::clients::Client;
+use crate::clients::registration::{Node, RegistrationFormat};
 use crate::decode::BOM;
 
 /// The environment variable that makes the writer abort between the config write and the
@@ -248,7 +248,7 @@ fn error(path: &Path, problem: impl Into<String>) -> InstallError {
     }
 }
 
-/// Registers `servers` (from [`crate::cli::export::registration_entries`]) in `config`.
+/// Registers `servers` (from [`crate::clients::registration::registration_entries`]) in `config`.
 ///
 /// # Errors
 /// [`InstallError`] when the config or ledger cannot be read, understood or written; then

@@ -43,7 +43,7 @@
 //! ```
 
 mod error;
-pub mod hostile;
+mod hostile;
 mod probe;
 pub mod recorder;
 mod report;
@@ -53,8 +53,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::clients::hostile::{Source, VerifySpec};
 pub use error::VerifyError;
-pub use hostile::{HOSTILE_ARG, Kind, Scope, Source};
 pub use recorder::{
     ATTACKS_FILE, Attack, AttackKind, RECORDER_NAME, Record, read_records, run_if_recorder,
 };
@@ -176,7 +176,7 @@ impl Request {
 }
 
 /// The clients `verify` can run: those installable here, whose isolation was measured
-/// (their rooms declare a [`hostile::VerifySpec`]).
+/// (their rooms declare a [`VerifySpec`]).
 pub fn clients() -> impl Iterator<Item = Client> {
     Client::ALL
         .into_iter()
@@ -416,7 +416,7 @@ fn make_root(request: &Request) -> Result<Root, VerifyError> {
 /// recursion guard strips) allowlisted, the scenario's delivery and snapshot.
 fn context(
     request: &Request,
-    spec: &hostile::VerifySpec,
+    spec: &VerifySpec,
     root: &Path,
     recorder: &Path,
     cache: Option<PathBuf>,

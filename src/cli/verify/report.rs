@@ -8,9 +8,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Scenario;
-use super::hostile::{HOSTILE_ARG, Kind, Scope, Source};
 use super::recorder::{Attack, Record};
 use crate::clients::Client;
+use crate::clients::hostile::{HOSTILE_ARG, Kind, Scope, Source};
 use crate::clients::plan::LaunchPlan;
 
 /// A server the launch injects, as its recorder should see it start.

@@ -44,6 +44,7 @@ use crate::clients::{
     refuse_unknown_expansion,
 };
 use crate::model::McpServer;
+use crate::text::pretty_json;
 
 /// What generic code knows about Antigravity ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
@@ -126,7 +127,7 @@ pub fn mcp_config_json(servers: &[AcpServer]) -> String {
             (s.name.as_str(), entry)
         })
         .collect();
-    pretty(&Ordered(&[("mcpServers", Ordered(&entries))]))
+    pretty_json(&Ordered(&[("mcpServers", Ordered(&entries))]))
 }
 
 /// The contents of [`SETTINGS`]: `{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`, one
@@ -149,14 +150,7 @@ pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
             allow.extend(tools.iter().map(|t| format!("mcp({name}/{t})")));
         }
     }
-    pretty(&Ordered(&[("permissions", Ordered(&[("allow", allow)]))]))
-}
-
-fn pretty(value: &impl Serialize) -> String {
-    let mut s =
-        serde_json::to_string_pretty(value).expect("serializing strings to JSON cannot fail");
-    s.push('\n');
-    s
+    pretty_json(&Ordered(&[("permissions", Ordered(&[("allow", allow)]))]))
 }
 
 /// The Antigravity reviewer launch: argv `-p <prompt>` (print mode; the prompt empty when

@@ -1,10 +1,10 @@
 //! Antigravity's registration file: `mcpServers` in `~/.gemini/config/mcp_config.json`
 //! (`kcap-mcp-registry export antigravity`, `install --client antigravity`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Antigravity's registration format (facts "Registration", \[K\] only, measured there on
@@ -39,7 +39,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

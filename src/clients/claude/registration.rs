@@ -3,15 +3,15 @@
 //! same entries `install --client claude` merges into `~/.claude.json` (user scope).
 //! [`super::loader`] models how Claude Code 2.1.197 reads them back.
 
-use crate::cli::export::{
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationError, RegistrationFormat, RegistrationOptions, Syntax,
     home_path, registration_file, set_var, stdio_pairs,
 };
 use std::path::Path;
 
 use super::loader::{self, ClaudeFile};
-use crate::cli::check::{FileToLoad, Verdict};
 use crate::clients::Client;
+use crate::clients::registration::{FileToLoad, Verdict};
 use crate::schema::RegistryEntry;
 
 /// Claude Code's registration format (Claude Code 2.1.197, facts "Registration"):
@@ -50,7 +50,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: Some("projects"),
     takes_project: true,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 
@@ -77,7 +77,7 @@ fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
 }
 
 /// A project `.mcp.json` for Claude Code, registering every one of
-/// [`registrations`](crate::cli::export::registrations) (see [`crate::cli::export`]):
+/// [`registrations`](crate::clients::registration::registrations) (see [`crate::clients::registration`]):
 ///
 /// ```json
 /// {

@@ -1,8 +1,8 @@
 //! The hostile configuration `verify codex` surrounds a launch with (see
-//! [`crate::cli::verify::hostile`]): every file and variable of the user, the repository and the
+//! [`crate::clients::hostile`]): every file and variable of the user, the repository and the
 //! daemon's environment this client reads servers or hooks from.
 
-use crate::cli::verify::hostile::{Kind, Scope, Setup, VerifySpec, Writer, names};
+use crate::clients::hostile::{Kind, Scope, Setup, VerifySpec, Writer, names};
 use crate::clients::plan::EnvVar;
 
 /// `verify codex`: this client's hostile configuration and how its launch is judged.

@@ -1,10 +1,10 @@
 //! The hostile configuration `verify copilot` surrounds a launch with (see
-//! [`crate::cli::verify::hostile`]): every file and variable of the user, the repository and the
+//! [`crate::clients::hostile`]): every file and variable of the user, the repository and the
 //! daemon's environment this client reads servers or hooks from.
 
 use serde_json::json;
 
-use crate::cli::verify::hostile::{Scope, Setup, VerifySpec, Writer, names};
+use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer, names};
 use crate::clients::plan::EnvVar;
 
 /// `verify copilot`: this client's hostile configuration and how its launch is judged.

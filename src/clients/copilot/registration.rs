@@ -1,11 +1,11 @@
 //! Copilot CLI's registration file: `mcpServers` in `$COPILOT_HOME/mcp-config.json`
 //! (`kcap-mcp-registry export copilot`, `install --client copilot`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
     stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Copilot CLI's registration format (Copilot CLI 1.0.102; facts "Registration" and the
@@ -44,7 +44,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

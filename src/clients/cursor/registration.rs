@@ -1,10 +1,10 @@
 //! Cursor's registration file: `mcpServers` in `~/.cursor/mcp.json`
 //! (`kcap-mcp-registry export cursor`, `install --client cursor`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Cursor's registration format (facts "Registration", \[K\] only: Cursor is not installable
@@ -39,7 +39,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

@@ -1,10 +1,10 @@
 //! Gemini CLI's registration file: `mcpServers` in `~/.gemini/settings.json`
 //! (`kcap-mcp-registry export gemini`, `install --client gemini`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Gemini CLI's registration format (Gemini CLI 0.61.0; facts "Registration" and "Verified
@@ -44,7 +44,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

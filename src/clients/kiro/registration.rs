@@ -1,11 +1,11 @@
 //! Kiro's registration file: `mcpServers` in `$KIRO_HOME/settings/mcp.json`
 //! (`kcap-mcp-registry export kiro`, `install --client kiro`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
     stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Kiro's registration format (facts "Registration", \[K\] only, measured there on
@@ -45,7 +45,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

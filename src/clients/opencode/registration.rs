@@ -1,11 +1,11 @@
 //! OpenCode's registration file: `mcp` in `$XDG_CONFIG_HOME/opencode/opencode.json`
 //! (`kcap-mcp-registry export opencode`, `install --client opencode`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, env_node, home_path,
     registration_args, set_var,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// OpenCode's registration format (OpenCode 1.18.33; facts "Registration" and "Verified
@@ -48,7 +48,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 

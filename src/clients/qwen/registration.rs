@@ -1,11 +1,11 @@
 //! Qwen Code's registration file: `mcpServers` in `~/.qwen/settings.json`
 //! (`kcap-mcp-registry export qwen`, `install --client qwen`).
 
-use crate::cli::export::{
+use crate::clients::Client;
+use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
     stdio_pairs,
 };
-use crate::clients::Client;
 use crate::schema::RegistryEntry;
 
 /// Qwen Code's registration format (Qwen Code 0.24.4, measured with `qwen mcp add` and
@@ -49,7 +49,7 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     project_blocks: None,
     takes_project: false,
     profile_file: None,
-    export: |e, o| crate::cli::export::registration_file(&FORMAT, e, o),
+    export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
     writes_project_dir: false,
 };
 
