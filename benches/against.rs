@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use kcap_mcp_registry::cli::check::{AgainstOptions, check_against};
+use kcap_mcp_registry::ops::check::{AgainstOptions, check_against};
 use serde_json::{Map, Value, json};
 
 fn claude_json(projects: usize) -> String {
@@ -42,7 +42,7 @@ fn mcp_json(entries: usize) -> String {
 }
 
 fn bench_against(c: &mut Criterion) {
-    let entries = kcap_mcp_registry::cli::list::compiled_entries();
+    let entries = kcap_mcp_registry::ops::list::compiled_entries();
     let dir = tempfile::tempdir().unwrap();
     let opts = AgainstOptions::default();
     let run = |path: &Path| check_against(&entries, "kcap", path, &opts).unwrap();
@@ -70,7 +70,7 @@ fn bench_against(c: &mut Criterion) {
             .filter(|d| {
                 matches!(
                     d.kind,
-                    kcap_mcp_registry::cli::check::DriftKind::Extra { .. }
+                    kcap_mcp_registry::ops::check::DriftKind::Extra { .. }
                 )
             })
             .count();

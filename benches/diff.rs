@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::EnvSource;
-use kcap_mcp_registry::cli::diff::diff;
+use kcap_mcp_registry::ops::diff::diff;
 use kcap_mcp_registry::schema::{RegistryEntry, ToolEntry};
 
 fn entry(i: usize) -> RegistryEntry {

@@ -51,11 +51,12 @@
 //! Items behind a feature say so in their documentation (on docs.rs, a "Available on crate
 //! feature … only" note).
 //!
-//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: the modules
-//!   `report` (check output formats), `drift` (registry vs a client's registration file),
-//!   `export` (generated registration files, deny-list, JSON Schema), `install`
-//!   (`install`/`uninstall` into a client's own file), `diff` (what a registry
-//!   change means), `inspect` (`list`, `resolve`) and `preview` (`render`).
+//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: [`report`] (check
+//!   output formats), [`ops`] (the operations behind the commands, one module each:
+//!   `check --against`, `list`/`resolve`, `diff`, `render`, `export`, `install`/`uninstall`,
+//!   `doctor`, `verify`), and in the client layer each room's registration file and loader
+//!   model ([`clients::registration`]) and `verify`'s hostile configuration
+//!   ([`clients::hostile`]).
 //! - `launch` (on with `cli`): the module `launch`, the executor that carries a launch
 //!   plan out (creates the per-launch directory, starts the client in its own process
 //!   group, drives it over ACP or in a pseudo-terminal); adds the `rustix` crate.
@@ -69,15 +70,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod allowlist;
-#[cfg(feature = "cli")]
-#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
-pub mod cli;
 pub mod clients;
 pub mod decode;
 #[cfg(feature = "launch")]
 #[cfg_attr(docsrs, doc(cfg(feature = "launch")))]
 pub mod launch;
 mod model;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod ops;
 pub mod registry;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]

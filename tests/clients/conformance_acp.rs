@@ -3,7 +3,7 @@
 //! `bash scripts/install-peers.sh`, then run
 //! `KCAP_GEMINI_BIN=… KCAP_OPENCODE_BIN=… KCAP_QWEN_BIN=… cargo test --test clients conformance_acp::`.
 //!
-//! Each test is one run of the library's `verify` (`kcap_mcp_registry::cli::verify`, what
+//! Each test is one run of the library's `verify` (`kcap_mcp_registry::ops::verify`, what
 //! `kcap-mcp-registry verify` runs): a throwaway daemon user, worktree and environment whose
 //! configuration declares servers named like the injected ones, like a guessed alias
 //! (Gemini) and otherwise, hooks, and (OpenCode) `OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`
@@ -27,10 +27,10 @@ use std::process::Command;
 
 use common::peers::peer;
 use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
-use kcap_mcp_registry::cli::verify::Scenario;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::LaunchPlan;
 use kcap_mcp_registry::launch::client_env_from;
+use kcap_mcp_registry::ops::verify::Scenario;
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {

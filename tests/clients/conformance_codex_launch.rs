@@ -22,8 +22,8 @@ use crate::common;
 
 use common::peers::peer;
 use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
-use kcap_mcp_registry::cli::verify::Scenario;
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::ops::verify::Scenario;
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![

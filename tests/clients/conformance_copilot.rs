@@ -2,7 +2,7 @@
 //! (issues 14, 24, 26). Install it with `bash scripts/install-peers.sh`, then run
 //! `KCAP_COPILOT_BIN=… KCAP_COPILOT_CACHE=… cargo test --test clients conformance_copilot::`.
 //!
-//! Each test is one run of the library's `verify` (`kcap_mcp_registry::cli::verify`, what
+//! Each test is one run of the library's `verify` (`kcap_mcp_registry::ops::verify`, what
 //! `kcap-mcp-registry verify copilot` runs): the daemon user's `$COPILOT_HOME/mcp-config.json`
 //! and the worktree's `.mcp.json` and `.github/mcp.json` each declare a server named like an
 //! injected one and a server named otherwise, the user's `settings.json` and the worktree's
@@ -30,9 +30,9 @@ use std::path::PathBuf;
 
 use common::peers::peer;
 use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
-use kcap_mcp_registry::cli::verify::{Request, Scenario};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::ops::verify::{Request, Scenario};
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {

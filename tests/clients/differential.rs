@@ -151,7 +151,7 @@ fn parallel<V: Sync>(
 }
 
 fn entries() -> Vec<kcap_mcp_registry::RegistryEntry> {
-    kcap_mcp_registry::cli::list::compiled_entries()
+    kcap_mcp_registry::ops::list::compiled_entries()
 }
 
 // ------------------------------------------------------------------------------------------

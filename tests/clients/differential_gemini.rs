@@ -79,7 +79,7 @@ fn base(case: usize) -> Vec<(String, Entry)> {
     };
     let text = kcap_mcp_registry::clients::registration::registration_file(
         &kcap_mcp_registry::clients::gemini::registration::FORMAT,
-        &kcap_mcp_registry::cli::list::compiled_entries(),
+        &kcap_mcp_registry::ops::list::compiled_entries(),
         &opts,
     )
     .unwrap();

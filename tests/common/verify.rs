@@ -1,5 +1,5 @@
 //! The real-client conformance tests' one way to run a client: the library's `verify`
-//! (`kcap_mcp_registry::cli::verify`), which carries the plan out with the executor
+//! (`kcap_mcp_registry::ops::verify`), which carries the plan out with the executor
 //! (`launch::launch_with_parent_env`), exactly as `kcap-mcp-registry verify` does. The
 //! recorder MCP server is the crate's own binary (`CARGO_BIN_EXE_kcap-mcp-registry`), so
 //! these need the `cli` feature.
@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kcap_mcp_registry::cli::verify::{self, Bench, Origin, Report, Request, Scenario, Verdict};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::ops::verify::{self, Bench, Origin, Report, Request, Scenario, Verdict};
 
 /// How long one client run may take until every injected server listed its tools (the
 /// executor's ACP handshake steps each get as long); the client's process group is killed

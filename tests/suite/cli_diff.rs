@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::{Run, run};
-use kcap_mcp_registry::cli::diff::diff;
+use kcap_mcp_registry::ops::diff::diff;
 use kcap_mcp_registry::schema::{RegistryEntry, ToolEntry};
-use kcap_mcp_registry::{EnvSource, Inject, cli};
+use kcap_mcp_registry::{EnvSource, Inject, ops};
 
 const OLD: &str = "tests/fixtures/cli/diff/old";
 const NEW: &str = "tests/fixtures/cli/diff/new";
@@ -381,7 +381,7 @@ fn which_changes_are_security_relevant() {
     assert_eq!(security, ["starts_flows"]);
 
     // The compiled registry against itself: nothing.
-    let compiled = cli::list::compiled_entries();
+    let compiled = ops::list::compiled_entries();
     assert!(diff(&compiled, &compiled).is_empty());
 }
 

@@ -136,7 +136,7 @@ fn json_schema_is_exact_and_deterministic() {
     assert_eq!(out, stdout_of(&["export", "json-schema"]));
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&out).unwrap(),
-        kcap_mcp_registry::cli::export::json_schema_value()
+        kcap_mcp_registry::ops::export::json_schema_value()
     );
 }
 

@@ -921,7 +921,7 @@ fn a_control_or_invisible_character_in_an_agent_id_url_or_binary_is_refused_show
 
 #[test]
 fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest() {
-    use kcap_mcp_registry::cli::render::{SHOWN_SKIP_WARNINGS, shown_skip_warnings, skip_warnings};
+    use kcap_mcp_registry::ops::render::{SHOWN_SKIP_WARNINGS, shown_skip_warnings, skip_warnings};
 
     const N: usize = 2_000_000;
     let dir = tempfile::tempdir().unwrap();

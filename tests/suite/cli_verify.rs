@@ -356,7 +356,7 @@ fn the_recorder_records_its_start_and_answers_mcp() {
     );
     assert_eq!(answers[1]["result"]["tools"], serde_json::json!([]));
     assert_eq!(answers[2]["error"]["code"], -32601);
-    let records = kcap_mcp_registry::cli::verify::read_records(dir.path()).unwrap();
+    let records = kcap_mcp_registry::ops::verify::read_records(dir.path()).unwrap();
     assert_eq!(records.len(), 1);
     let record = &records[0];
     assert_eq!(record.argv, [link.to_str().unwrap(), "mcp", "review"]);

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use kcap_mcp_registry::cli;
-use kcap_mcp_registry::cli::check::AgainstOptions;
-use kcap_mcp_registry::cli::list::compiled_entries;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration;
 use kcap_mcp_registry::clients::registration::RegistrationOptions;
 use kcap_mcp_registry::clients::spec::Proof;
+use kcap_mcp_registry::ops;
+use kcap_mcp_registry::ops::check::AgainstOptions;
+use kcap_mcp_registry::ops::list::compiled_entries;
 
 // "brokered-borrowed" before its suffixes, so a file name is split at the right dash.
 const SCENARIOS: [&str; 7] = [
@@ -74,7 +74,7 @@ fn every_clients_registration_file_round_trips_through_its_loader_model() {
             client: Some(client),
             ..AgainstOptions::default()
         };
-        let checked = cli::check::check_against(&entries, &opts.command, &path, &against).unwrap();
+        let checked = ops::check::check_against(&entries, &opts.command, &path, &against).unwrap();
         assert!(!checked.is_empty(), "{client}: no verdict");
         for c in &checked {
             assert_eq!(c.client, client);

@@ -8,9 +8,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::Run;
-use kcap_mcp_registry::cli::install::{self, Action};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration::{RegistrationOptions, registration_entries};
+use kcap_mcp_registry::ops::install::{self, Action};
 use proptest::prelude::*;
 
 const IDS: [&str; 6] = [
@@ -173,7 +173,7 @@ fn json_clients_keep_comments_key_order_and_indentation() {
             "mcpServers"
         };
         let format = Client::from_name(client).unwrap().registration();
-        let entries: Vec<_> = kcap_mcp_registry::cli::list::compiled_entries();
+        let entries: Vec<_> = kcap_mcp_registry::ops::list::compiled_entries();
         let want = registration_entries(format, &entries, &RegistrationOptions::default()).unwrap();
         let value = jsonc_value(&text);
         for (id, node) in &want {
@@ -835,7 +835,7 @@ fn round_trip(client: Client, name: &str, original: &str) -> (String, String) {
     let config = dir.path().join(name);
     std::fs::write(&config, original).unwrap();
     let format = client.registration();
-    let entries = kcap_mcp_registry::cli::list::compiled_entries();
+    let entries = kcap_mcp_registry::ops::list::compiled_entries();
     let servers = registration_entries(format, &entries, &RegistrationOptions::default()).unwrap();
     let installed = install::install(format, &config, &servers, false).unwrap();
     // Every server is registered, or left alone where the user has their own.

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use kcap_mcp_registry::CheckError;
-use kcap_mcp_registry::cli::export::{json_schema_value, one_line_pattern};
+use kcap_mcp_registry::ops::export::{json_schema_value, one_line_pattern};
 use kcap_mcp_registry::schema::{EntryKey, Key, Rule, is_forbidden_char, validate_dir};
 use serde_json::Value;
 

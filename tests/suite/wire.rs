@@ -167,7 +167,7 @@ fn the_delivery_and_snapshot_fields_are_additive_in_both_directions() {
 #[cfg(feature = "cli")]
 #[test]
 fn an_old_payload_launches_as_today_and_a_new_one_brokered_and_borrowed() {
-    use kcap_mcp_registry::cli::render::{LaunchOverrides, launch_context};
+    use kcap_mcp_registry::ops::render::{LaunchOverrides, launch_context};
     use kcap_mcp_registry::{ResultDelivery, Snapshot};
 
     let old = launch_context(

@@ -1,10 +1,10 @@
 use super::*;
-use crate::cli::doctor::check::pointer_of;
-use crate::cli::install::{ProjectDuplicate, fingerprint};
+use crate::ops::doctor::check::pointer_of;
+use crate::ops::install::{ProjectDuplicate, fingerprint};
 use serde_json::Value;
 
 fn entries() -> Vec<RegistryEntry> {
-    crate::cli::list::compiled_entries()
+    crate::ops::list::compiled_entries()
 }
 
 /// `/usr/bin/kcap` and `/opt/kcap-2/kcap` exist; `kcap` is found as `/usr/bin/kcap`.

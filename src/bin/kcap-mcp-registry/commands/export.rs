@@ -6,9 +6,9 @@
 use std::process::ExitCode;
 
 use clap::{Arg, ArgMatches, Args, FromArgMatches, Subcommand};
-use kcap_mcp_registry::cli::export::{self};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration::RegistrationOptions;
+use kcap_mcp_registry::ops::export::{self};
 
 use super::{CliError, RegistrationArgs, RegistrySource, absolute_path, check_kcap_values, load};
 

@@ -19,7 +19,7 @@
 //! - **Register** ([`install`]), per registry server: missing → added; present and written
 //!   by kcap (its fingerprint is the ledger's) → healed to the registry's entry; present,
 //!   not recorded, but identical → adopted; otherwise → divergent, left alone and reported.
-//!   "Identical" is as the client runs it ([`crate::cli::check::same_to_client`], through the
+//!   "Identical" is as the client runs it ([`crate::ops::check::same_to_client`], through the
 //!   client's loader model): keys the client ignores and spellings it reads the same way
 //!   (Claude Code: no `description`, `"type": "stdio"`, `"env": {}`) do not count; an
 //!   adopted entry is recorded with the fingerprint of the entry as written.
@@ -280,7 +280,7 @@ pub fn install(
                     // `"type": "stdio"`, `"env": {}`, no `description` for Claude Code) is
                     // kcap's, recorded as it is written.
                     if have == want
-                        || crate::cli::check::same_to_client(
+                        || crate::ops::check::same_to_client(
                             format.client,
                             name,
                             value,
@@ -347,7 +347,7 @@ pub fn uninstall(
                 continue;
             }
             if let Some((_, value)) = existing.iter().find(|(n, _)| n == name) {
-                if crate::cli::check::same_to_client(format.client, name, value, &node.to_json()) {
+                if crate::ops::check::same_to_client(format.client, name, value, &node.to_json()) {
                     unrecorded.push(name.clone());
                 } else {
                     actions.push((name.clone(), Action::LeftUnowned));

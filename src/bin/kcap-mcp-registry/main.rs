@@ -1,9 +1,9 @@
-//! `kcap-mcp-registry`: check, inspect, render and export the kcap MCP server registry.
+//! `kcap-mcp-registry`: check, list, render, launch and export the kcap MCP server registry.
 //!
 //! This file parses the command line and dispatches; each command is one file of
-//! `commands/` (named as the command), and every rule, comparison and format lives in the
-//! library (`schema`, `report`, `drift`, `export`, `diff`, `inspect`, `preview`, `install`,
-//! `doctor`, `launch`, `verify`).
+//! `commands/` (named as the command: arguments, output, exit code), and every rule,
+//! comparison and format lives in the library (`schema`, `report`, `clients`, `launch`, and
+//! the operations behind the commands, `ops`).
 //!
 //! Exit codes: 0 success; 1 the command ran and found a problem (rule violations, drift, a
 //! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
@@ -209,7 +209,7 @@ Examples:
 
 fn main() -> ExitCode {
     // Started as `verify`'s recorder MCP server (by that name), not as the command line.
-    if let Some(code) = kcap_mcp_registry::cli::verify::run_if_recorder() {
+    if let Some(code) = kcap_mcp_registry::ops::verify::run_if_recorder() {
         return code;
     }
     match run(Cli::parse()) {

@@ -29,7 +29,7 @@
 //!
 //! ```no_run
 //! use kcap_mcp_registry::clients::Client;
-//! use kcap_mcp_registry::cli::verify::{self, Request, Verdict};
+//! use kcap_mcp_registry::ops::verify::{self, Request, Verdict};
 //!
 //! let request = Request::new(
 //!     Client::Gemini,

@@ -568,7 +568,7 @@ fn server_cwd(cwd: &str, started: &[Started]) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::verify::recorder::AttackKind;
+    use crate::ops::verify::recorder::AttackKind;
 
     fn started(reached: &[(&str, bool)]) -> Started {
         Started {

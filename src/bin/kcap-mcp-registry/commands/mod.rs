@@ -12,7 +12,7 @@ use kcap_mcp_registry::clients::registration::DEFAULT_COMMAND;
 use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
-use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, cli, diagnostic};
+use kcap_mcp_registry::{CheckError, Policy, Registry, RegistryEntry, diagnostic, ops};
 
 pub(crate) mod check;
 pub(crate) mod diff;
@@ -83,7 +83,7 @@ pub(crate) fn stderr_color() -> bool {
 /// (human format) and give exit code 1; an unreadable directory gives 2.
 pub(crate) fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
     let Some(dir) = dir else {
-        return Ok(cli::list::compiled_entries());
+        return Ok(ops::list::compiled_entries());
     };
     match kcap_mcp_registry::validate_dir(dir) {
         Ok(entries) => Ok(entries),
@@ -148,9 +148,9 @@ pub(crate) struct RegistrationArgs {
 /// Refuses a blank `--kcap-bin` or `--server-url`, or one holding a control or invisible
 /// character, of `export`, `install` and `check --against` (exit 2).
 pub(crate) fn check_kcap_values(kcap_bin: &str, server_url: Option<&str>) -> Result<(), CliError> {
-    cli::render::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
+    ops::render::check_value("--kcap-bin", kcap_bin, false).map_err(CliError::usage)?;
     if let Some(url) = server_url {
-        cli::render::check_value("--server-url", url, false).map_err(CliError::usage)?;
+        ops::render::check_value("--server-url", url, false).map_err(CliError::usage)?;
     }
     Ok(())
 }

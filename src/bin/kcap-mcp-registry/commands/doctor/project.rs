@@ -1,12 +1,12 @@
 //! `kcap-mcp-registry doctor --project DIR`: prints what
-//! `kcap_mcp_registry::cli::doctor::project` finds in a repository's own MCP files.
+//! `kcap_mcp_registry::ops::doctor::project` finds in a repository's own MCP files.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use kcap_mcp_registry::cli::doctor::project::{self, ProjectInput};
-use kcap_mcp_registry::cli::doctor::{FileRead, project_output};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::ops::doctor::project::{self, ProjectInput};
+use kcap_mcp_registry::ops::doctor::{FileRead, project_output};
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 

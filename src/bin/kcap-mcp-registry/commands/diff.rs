@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use kcap_mcp_registry::cli;
+use kcap_mcp_registry::ops;
 
 use super::{CliError, load};
 
@@ -50,12 +50,12 @@ pub(crate) enum FailOn {
 }
 
 pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode, CliError> {
-    use kcap_mcp_registry::cli::diff::accepted::AcceptedChanges;
+    use kcap_mcp_registry::ops::diff::accepted::AcceptedChanges;
     let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
         (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
-        (_, _, new) => (cli::list::compiled_entries(), load(new.as_deref())?),
+        (_, _, new) => (ops::list::compiled_entries(), load(new.as_deref())?),
     };
-    let d = kcap_mcp_registry::cli::diff::diff(&old, &new);
+    let d = kcap_mcp_registry::ops::diff::diff(&old, &new);
     let markdown = matches!(args.format, DiffFormat::Markdown);
     let Some(path) = &args.accepted else {
         out!("{}", if markdown { d.markdown() } else { d.json() });

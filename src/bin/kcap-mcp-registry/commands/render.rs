@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
-use kcap_mcp_registry::cli;
-use kcap_mcp_registry::cli::render::{ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::cursor::UnverifiedIsolation;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::ops;
+use kcap_mcp_registry::ops::render::{ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::{LaunchContext, LaunchError, RenderError};
 
 use super::{CliError, RegistrySource, policy, registry};
@@ -180,9 +180,9 @@ impl clap::Subcommand for LaunchFor {
 pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
     let (plan, ctx, format) = render_plan(r)?;
     let text = match format {
-        RenderFormat::Lines => cli::render::format_argv(&plan.argv, ArgvFormat::Lines),
-        RenderFormat::Json => cli::render::format_argv(&plan.argv, ArgvFormat::Json),
-        RenderFormat::Shell => cli::render::format_argv(&plan.argv, ArgvFormat::Shell),
+        RenderFormat::Lines => ops::render::format_argv(&plan.argv, ArgvFormat::Lines),
+        RenderFormat::Json => ops::render::format_argv(&plan.argv, ArgvFormat::Json),
+        RenderFormat::Shell => ops::render::format_argv(&plan.argv, ArgvFormat::Shell),
         RenderFormat::Plan => Ok(plan.to_json()),
     }
     .map_err(CliError::found)?;
@@ -225,7 +225,7 @@ pub(crate) fn render_plan(
     let launch = common
         .launch_json
         .as_deref()
-        .map(|path| cli::render::read_launch_command(path, common.agent_id.as_deref()))
+        .map(|path| ops::render::read_launch_command(path, common.agent_id.as_deref()))
         .transpose()
         .map_err(CliError::usage)?;
     let overrides = LaunchOverrides {
@@ -243,9 +243,9 @@ pub(crate) fn render_plan(
         credentials: credentials_from_env(&common.credentials)?,
         cache_dir: common.cache_dir,
     };
-    cli::render::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
+    ops::render::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     let registry = registry(common.source.registry.as_deref())?;
-    let ctx = cli::render::launch_context(launch, overrides);
+    let ctx = ops::render::launch_context(launch, overrides);
     let mut inputs = PlanInputs::new(policy(common.strict));
     inputs.launch_id = hex
         .map(|hex| {
@@ -261,7 +261,7 @@ pub(crate) fn render_plan(
         .resolve_in(registry, inputs.policy)
         .map_err(CliError::found)?;
     let skipped =
-        cli::render::shown_skip_warnings(&ctx, &resolution, cli::render::SHOWN_SKIP_WARNINGS);
+        ops::render::shown_skip_warnings(&ctx, &resolution, ops::render::SHOWN_SKIP_WARNINGS);
     let planned = client
         .plan_resolved(&ctx, &resolution, &inputs)
         .map_err(|e| match e {

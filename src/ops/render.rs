@@ -12,8 +12,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::allowlist::{Resolution, SkipKind};
-use crate::cli::list::suggest_id;
 use crate::clients::{LaunchContext, ResultDelivery, Snapshot};
+use crate::ops::list::suggest_id;
 use crate::text::{ShownPath, is_forbidden_char, printable};
 use crate::wire::LaunchCommand;
 
@@ -137,7 +137,7 @@ impl std::error::Error for ValueError {}
 /// [`ValueError`].
 ///
 /// ```
-/// use kcap_mcp_registry::cli::render::check_value;
+/// use kcap_mcp_registry::ops::render::check_value;
 ///
 /// assert!(check_value("--kcap-bin", "/usr/bin/kcap", false).is_ok());
 /// assert_eq!(
@@ -236,7 +236,7 @@ pub const SHOWN_SKIP_WARNINGS: usize = 20;
 /// are built, so a huge allowlist costs one line per shown entry.
 ///
 /// ```
-/// use kcap_mcp_registry::cli::render::shown_skip_warnings;
+/// use kcap_mcp_registry::ops::render::shown_skip_warnings;
 /// use kcap_mcp_registry::{LaunchContext, Policy};
 ///
 /// let ctx = LaunchContext {
@@ -369,7 +369,7 @@ pub fn read_launch_command(
 /// The parser's error.
 ///
 /// ```
-/// use kcap_mcp_registry::cli::render::parse_launch_command;
+/// use kcap_mcp_registry::ops::render::parse_launch_command;
 ///
 /// let cmd = parse_launch_command(r#"{"model":"m"}"#, Some("a1")).unwrap();
 /// assert_eq!((cmd.agent_id.as_str(), cmd.model.as_deref()), ("a1", Some("m")));

@@ -3,13 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration;
 use kcap_mcp_registry::clients::registration::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::text::ShownPath;
 
-use super::doctor::print_outcome;
 use super::{CliError, RegistrySource, check_kcap_values, load};
 
 #[derive(Args)]
@@ -24,25 +23,6 @@ pub(crate) struct InstallTarget {
     /// Print the unified diff of the config instead of writing anything.
     #[arg(long)]
     dry_run: bool,
-}
-
-/// `CLIENT=PATH` of `doctor --config`.
-pub(crate) fn client_config(s: &str) -> Result<(Client, PathBuf), String> {
-    let (client, path) = s
-        .split_once('=')
-        .ok_or("expected CLIENT=PATH, e.g. codex=/home/me/.codex/config.toml")?;
-    let client = Client::from_str(client, true).map_err(|_| {
-        let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
-        format!(
-            "unknown client `{}`; one of: {}",
-            client.escape_debug(),
-            names.join(", ")
-        )
-    })?;
-    if path.is_empty() {
-        return Err("the PATH after `=` is empty".into());
-    }
-    Ok((client, PathBuf::from(path)))
 }
 
 #[derive(Args)]
@@ -100,7 +80,7 @@ pub(crate) fn install(args: InstallArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let servers = servers(&args, format)?;
-    print_outcome(kcap_mcp_registry::cli::install::install(
+    print_outcome(kcap_mcp_registry::ops::install::install(
         format,
         &config,
         &servers,
@@ -112,10 +92,49 @@ pub(crate) fn uninstall(args: InstallArgs) -> Result<ExitCode, CliError> {
     let format = args.target.client.registration();
     let config = config_path(&args.target)?;
     let servers = servers(&args, format)?;
-    print_outcome(kcap_mcp_registry::cli::install::uninstall(
+    print_outcome(kcap_mcp_registry::ops::install::uninstall(
         format,
         &config,
         &servers,
         args.target.dry_run,
     ))
+}
+
+/// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
+/// kept edited, 2 when nothing could be written.
+pub(crate) fn print_outcome(
+    outcome: Result<
+        kcap_mcp_registry::ops::install::Outcome,
+        kcap_mcp_registry::ops::install::InstallError,
+    >,
+) -> Result<ExitCode, CliError> {
+    let outcome = outcome.map_err(CliError::usage)?;
+    if outcome.dry_run {
+        out!("{}", outcome.diff());
+    }
+    err!("{}", outcome.report());
+    let path = ShownPath(&outcome.config);
+    match (outcome.dry_run, outcome.changed) {
+        _ if !outcome.existed && outcome.after.is_empty() && !outcome.changed => {
+            errln!("{path} does not exist: nothing to uninstall");
+        }
+        (true, true) if outcome.removed => errln!(
+            "dry run: would remove {path} (kcap created it and nothing else is in it); nothing written"
+        ),
+        (true, true) => errln!("dry run: nothing written to {path} or its ledger"),
+        (true, false) => errln!("dry run: {path} needs no change"),
+        (false, true) if outcome.removed => {
+            errln!("removed {path}: kcap created it and nothing else is in it");
+        }
+        (false, true) if !outcome.existed && outcome.after.is_empty() => {
+            errln!("{path} does not exist: removed its ledger");
+        }
+        (false, true) => errln!("wrote {path}"),
+        (false, false) => errln!("{path} needs no change"),
+    }
+    if outcome.has_problem() {
+        Err(CliError::Found(None))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
 }

@@ -5,14 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use kcap_mcp_registry::cli::doctor::{self, ClientFile};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration::{DEFAULT_COMMAND, RegistrationOptions};
+use kcap_mcp_registry::ops::doctor::{self, ClientFile};
 use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 
 use super::check::CheckFormat;
-use super::install::client_config;
 use super::{CliError, RegistrySource, check_kcap_values, load, stderr_color};
 
 mod project;
@@ -180,7 +179,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
             let Some(client) = report.clients.iter().find(|c| c.path == path) else {
                 continue;
             };
-            let outcome = kcap_mcp_registry::cli::install::remove_project_duplicates(
+            let outcome = kcap_mcp_registry::ops::install::remove_project_duplicates(
                 client.client,
                 &path,
                 &dups,
@@ -282,41 +281,21 @@ pub(crate) fn doctor_targets(args: &DoctorArgs) -> Result<Vec<(Client, PathBuf, 
     Ok(targets)
 }
 
-/// Prints the diff (dry run) or what was done; exit 1 when an entry was left divergent or
-/// kept edited, 2 when nothing could be written.
-pub(crate) fn print_outcome(
-    outcome: Result<
-        kcap_mcp_registry::cli::install::Outcome,
-        kcap_mcp_registry::cli::install::InstallError,
-    >,
-) -> Result<ExitCode, CliError> {
-    let outcome = outcome.map_err(CliError::usage)?;
-    if outcome.dry_run {
-        out!("{}", outcome.diff());
+/// `CLIENT=PATH` of `doctor --config`.
+pub(crate) fn client_config(s: &str) -> Result<(Client, PathBuf), String> {
+    let (client, path) = s
+        .split_once('=')
+        .ok_or("expected CLIENT=PATH, e.g. codex=/home/me/.codex/config.toml")?;
+    let client = Client::from_str(client, true).map_err(|_| {
+        let names: Vec<&str> = Client::ALL.iter().map(|c| c.name()).collect();
+        format!(
+            "unknown client `{}`; one of: {}",
+            client.escape_debug(),
+            names.join(", ")
+        )
+    })?;
+    if path.is_empty() {
+        return Err("the PATH after `=` is empty".into());
     }
-    err!("{}", outcome.report());
-    let path = ShownPath(&outcome.config);
-    match (outcome.dry_run, outcome.changed) {
-        _ if !outcome.existed && outcome.after.is_empty() && !outcome.changed => {
-            errln!("{path} does not exist: nothing to uninstall");
-        }
-        (true, true) if outcome.removed => errln!(
-            "dry run: would remove {path} (kcap created it and nothing else is in it); nothing written"
-        ),
-        (true, true) => errln!("dry run: nothing written to {path} or its ledger"),
-        (true, false) => errln!("dry run: {path} needs no change"),
-        (false, true) if outcome.removed => {
-            errln!("removed {path}: kcap created it and nothing else is in it");
-        }
-        (false, true) if !outcome.existed && outcome.after.is_empty() => {
-            errln!("{path} does not exist: removed its ledger");
-        }
-        (false, true) => errln!("wrote {path}"),
-        (false, false) => errln!("{path} needs no change"),
-    }
-    if outcome.has_problem() {
-        Err(CliError::Found(None))
-    } else {
-        Ok(ExitCode::SUCCESS)
-    }
+    Ok((client, PathBuf::from(path)))
 }

@@ -37,10 +37,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::install::{self, ProjectDuplicate};
 use crate::clients::Client;
 use crate::clients::registration::{RegistrationError, RegistrationOptions};
 use crate::diagnostic::Location;
+use crate::ops::install::{self, ProjectDuplicate};
 use crate::report::Finding;
 use crate::schema::RegistryEntry;
 

@@ -196,7 +196,7 @@ fn did_you_mean(text: &mut String, registry: Registry, name: &str) {
 /// at least 0.8, as `check` suggests keys), for an allowlist entry that names no server.
 ///
 /// ```
-/// use kcap_mcp_registry::{Registry, cli::list::suggest_id};
+/// use kcap_mcp_registry::{Registry, ops::list::suggest_id};
 ///
 /// assert_eq!(suggest_id(Registry::compiled(), "kcap-reveiw"), Some("kcap-review"));
 /// assert_eq!(suggest_id(Registry::compiled(), "github"), None);

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::ValueEnum;
-use kcap_mcp_registry::cli;
+use kcap_mcp_registry::ops;
 
 use super::{CliError, RegistrySource, load, policy, registry};
 
@@ -19,10 +19,10 @@ pub(crate) fn list(format: ListFormat, source: &RegistrySource) -> Result<ExitCo
     match format {
         ListFormat::Table => out!(
             "{}\nregistry digest (SHA-256): {}\n",
-            cli::list::list_table(&entries),
+            ops::list::list_table(&entries),
             kcap_mcp_registry::schema::digest(&entries)
         ),
-        ListFormat::Json => out!("{}", cli::list::list_json(&entries)),
+        ListFormat::Json => out!("{}", ops::list::list_json(&entries)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -34,7 +34,7 @@ pub(crate) fn resolve(
     source: &RegistrySource,
 ) -> Result<ExitCode, CliError> {
     let registry = registry(source.registry.as_deref())?;
-    let report = cli::list::resolve_report_in(registry, allowlist, policy(strict));
+    let report = ops::list::resolve_report_in(registry, allowlist, policy(strict));
     out!("{}", report.text);
     if report.rejected {
         return Err(CliError::Found(None));

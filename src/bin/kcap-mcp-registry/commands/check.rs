@@ -5,15 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use kcap_mcp_registry::cli::check::{AgainstOptions, Drift};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration;
 use kcap_mcp_registry::clients::registration::DEFAULT_COMMAND;
+use kcap_mcp_registry::ops::check::{AgainstOptions, Drift};
 use kcap_mcp_registry::report::{self, Finding};
 use kcap_mcp_registry::text::{ShownPath, printable};
 
 use super::{CliError, check_kcap_values, registry_dir, stderr_color};
-use kcap_mcp_registry::{CheckError, cli};
+use kcap_mcp_registry::{CheckError, ops};
 
 #[derive(Args)]
 pub(crate) struct CheckArgs {
@@ -83,11 +83,11 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     }
     let checked = match &dir {
         Some(dir) => kcap_mcp_registry::validate_path(dir),
-        None => Ok(cli::list::compiled_entries()),
+        None => Ok(ops::list::compiled_entries()),
     };
     if let Some(dir) = dir.as_deref().filter(|d| d.is_dir()) {
         let entries = checked.as_ref().ok().map(Vec::as_slice);
-        if let Some(warning) = cli::list::stale_binary(dir, entries) {
+        if let Some(warning) = ops::list::stale_binary(dir, entries) {
             errln!("warning: {warning}");
         }
     }
@@ -111,7 +111,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     }
     let mut files = Vec::new();
     for path in &args.against {
-        let checked = cli::check::check_against(&entries, &args.kcap_bin, path, &opts)
+        let checked = ops::check::check_against(&entries, &args.kcap_bin, path, &opts)
             .map_err(CliError::usage)?;
         warn_ignored_against_flags(path, checked.first().map(|c| c.client), &opts);
         files.extend(checked);
@@ -144,7 +144,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
                 outln!(
                     "ok: {} ({}){project} starts the registry's {n} allowlistable server{}",
                     ShownPath(Path::new(&f.path)),
-                    cli::check::client_name(f.client),
+                    ops::check::client_name(f.client),
                     if n == 1 { "" } else { "s" }
                 );
             }

@@ -1,15 +1,15 @@
 //! `kcap-mcp-registry verify <client> --client-bin PATH`: run the installed client once per
 //! scenario under a hostile configuration and report whether exactly the injected MCP
-//! servers started (`kcap_mcp_registry::cli::verify`).
+//! servers started (`kcap_mcp_registry::ops::verify`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use kcap_mcp_registry::cli::verify::{self, Report, Request, Scenario, Verdict};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::spec::Proof;
+use kcap_mcp_registry::ops::verify::{self, Report, Request, Scenario, Verdict};
 
 use super::{CliError, SandboxPolicy};
 use crate::write_stdout;

@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::positions::{self, Positions};
 use super::{ClientFile, ClientStatus, FileRead, Input, Problem, Report, Rule, Status};
-use crate::cli::install::{self, ProjectDuplicate, fingerprint};
 use crate::clients::registration::{
     RegistrationError, RegistrationFormat, RegistrationOptions, registrations,
 };
+use crate::ops::install::{self, ProjectDuplicate, fingerprint};
 use crate::schema::RegistryEntry;
 
 /// A binary name no real entry has: where an entry built with it holds it is where the
@@ -110,7 +110,7 @@ impl Ctx<'_> {
             .and_then(|p| value.pointer(&p))
             .and_then(Value::as_str);
         let Some(command) = actual else {
-            if whole && !crate::cli::check::same_to_client(self.file.client, name, value, canonical)
+            if whole && !crate::ops::check::same_to_client(self.file.client, name, value, canonical)
             {
                 out.push(self.problem(
                     Rule::Divergent,
@@ -173,7 +173,7 @@ impl Ctx<'_> {
                 },
             )
             .to_json();
-            if !crate::cli::check::same_to_client(self.file.client, name, value, &same_command) {
+            if !crate::ops::check::same_to_client(self.file.client, name, value, &same_command) {
                 out.push(self.problem(
                     Rule::Divergent,
                     Some(name),
