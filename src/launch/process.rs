@@ -1,5 +1,10 @@
 //! The client process: its command (exactly the plan's environment, in the plan's `cwd`),
 //! and stopping it with its whole process group.
+//!
+//! The group is signalled by its id, the leader's pid, so that id must never name another
+//! group: the leader is left unreaped (a zombie, which keeps its pid and so the group's id
+//! from being reused) until the last signal to its group is sent. Its exit is seen with
+//! `waitid(…, WNOWAIT)`, which reports it without reaping; only [`Process::stop`] reaps.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -151,12 +156,30 @@ impl Process {
         }
     }
 
-    /// Its exit status, if it has exited (reaped here once).
+    /// Its exit status, if it has exited. It is not reaped here (see the module docs), so
+    /// its pid, the group's id, stays its own until [`Process::stop`].
     pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
+            self.status = self.peek();
         }
         self.status
+    }
+
+    /// `waitid(P_PID, pid, WEXITED | WNOHANG | WNOWAIT)`: its exit status without reaping.
+    fn peek(&self) -> Option<ExitStatus> {
+        use rustix::process::{WaitId, WaitIdOptions};
+        use std::os::unix::process::ExitStatusExt as _;
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).ok()?)?;
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        let status = rustix::process::waitid(WaitId::Pid(pid), options).ok()??;
+        // The wait(2) status word std's `ExitStatus` holds: the code in bits 8..16, or the
+        // signal in bits 0..7 (bit 7: a core was dumped).
+        let raw = match (status.exit_status(), status.terminating_signal()) {
+            (Some(code), _) => (code & 0xff) << 8,
+            (None, Some(signal)) => (signal & 0x7f) | if status.dumped() { 0x80 } else { 0 },
+            (None, None) => return None,
+        };
+        Some(ExitStatus::from_raw(raw))
     }
 
     /// Waits up to `bound` for it to exit.
@@ -204,13 +227,15 @@ impl Process {
             self.signal_group(Signal::TERM)?;
             self.wait_exit(STOP_GRACE);
         }
-        // Whatever is left of the group (servers the client started), leader or not.
+        // Whatever is left of the group (servers the client started), leader or not, while
+        // the unreaped leader still holds the group's id.
         self.signal_group(Signal::KILL)?;
         if self.status.is_none() {
             let _ = self.child.kill();
-            self.status = self.child.wait().ok();
         }
-        Ok(self.status)
+        // Reaped only now: the group's id may be reused from here on, and is not signalled.
+        let reaped = self.child.wait().ok();
+        Ok(self.status.or(reaped))
     }
 }
 

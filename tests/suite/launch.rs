@@ -144,7 +144,7 @@ fn recorded_env(record: &Value) -> BTreeMap<String, String> {
 
 /// A terminal plan (no `session_new`) for the stand-in, in `launch_dir`: a Codex plan's
 /// shape (the client only names the reviewer in messages).
-fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
+pub(crate) fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
     let dir = launch_dir.display();
     LaunchPlan {
         version: PLAN_VERSION,
@@ -191,7 +191,7 @@ fn until_exit(reviewer: &mut Reviewer) -> String {
 
 /// Live processes (not zombies) whose process group is `pgid`, after at most 5 s for the
 /// killed ones to go.
-fn group_members(pgid: u32) -> Vec<u32> {
+pub(crate) fn group_members(pgid: u32) -> Vec<u32> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let found = group_members_now(pgid);
@@ -937,7 +937,7 @@ fn a_quiet_reviewer_without_a_dialog_is_not_stopped() {
 }
 
 /// An ACP plan (one `session_new`) for a shell stand-in in `launch_dir`.
-fn acp_plan(launch_dir: &Path) -> LaunchPlan {
+pub(crate) fn acp_plan(launch_dir: &Path) -> LaunchPlan {
     let mut plan = bare_plan(Path::new("unused"), launch_dir);
     plan.session_new = Some(kcap_mcp_registry::clients::plan::SessionNew {
         cwd: launch_dir.display().to_string(),
