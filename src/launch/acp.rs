@@ -5,16 +5,18 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{ChildStdin, ExitStatus};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rustix::fs::OFlags;
 use serde_json::{Value, json};
 
 use super::Options;
 use super::error::{ExecError, Step};
 use super::prepare::LaunchDir;
 use super::process::Process;
+use super::queue::{self, MAX_QUEUED_BYTES};
 use crate::clients::plan::SessionNew;
 
 /// The ACP version this executor speaks (`initialize`'s `protocolVersion`).
@@ -22,6 +24,23 @@ pub const PROTOCOL_VERSION: u64 = 1;
 
 /// How much of the client's standard error is kept for error messages.
 const STDERR_TAIL: usize = 16 * 1024;
+
+/// The longest line read from an ACP client's standard output (16 MiB): a JSON-RPC message,
+/// or other text. A longer one stops the client with [`ExecError::TooLarge`].
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// The longest line of a client's standard error passed on (64 KiB): a longer one is cut
+/// there, and says so (`… (cut at 65536 bytes)`).
+pub const MAX_STDERR_LINE_BYTES: usize = 64 << 10;
+
+/// The bytes written to an ACP client that may wait for it to read them (16 MiB; a message
+/// is always taken while fewer wait): past it, the client is reported as stalled
+/// ([`ExecError::Stalled`]). Writes never block: what the client's pipe does not take yet is
+/// written as it reads, while the caller waits for events.
+pub const MAX_UNSENT_BYTES: usize = 16 << 20;
+
+/// How often unsent bytes are offered to the client while the caller waits for an event.
+const FLUSH_EVERY: Duration = Duration::from_millis(10);
 
 /// Something the ACP reviewer did, in the order it happened.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,6 +87,8 @@ enum Incoming {
     Json(Value),
     Text(String),
     Stderr(String),
+    /// A line of standard output over [`MAX_MESSAGE_BYTES`]: nothing more is read.
+    TooLarge,
     Closed,
 }
 
@@ -88,7 +109,10 @@ pub struct AcpSession {
     process: Process,
     dir: Option<LaunchDir>,
     stdin: Option<ChildStdin>,
-    rx: Receiver<Incoming>,
+    /// What was written and not yet taken by the client's pipe: `unsent[sent..]`.
+    unsent: Vec<u8>,
+    sent: usize,
+    rx: queue::Receiver<Incoming>,
     stderr: Arc<Mutex<String>>,
     backlog: VecDeque<AcpEvent>,
     session_id: String,
@@ -103,30 +127,120 @@ impl std::fmt::Debug for Incoming {
     }
 }
 
-fn read_lines(stream: impl Read + Send + 'static, tx: Sender<Incoming>, json: bool) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stream);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+/// How [`read_line`] ended.
+enum LineEnd {
+    Eof,
+    Line,
+    Cut,
+}
+
+/// Reads one line into `buf` (without its `\n`), at most `max` bytes of it. A longer line is
+/// [`LineEnd::Cut`]: at once, or with `drop_rest` after the rest of it is read and dropped.
+fn read_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    drop_rest: bool,
+) -> std::io::Result<LineEnd> {
+    buf.clear();
+    let mut cut = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(match (cut, buf.is_empty()) {
+                (true, _) => LineEnd::Cut,
+                (false, true) => LineEnd::Eof,
+                (false, false) => LineEnd::Line,
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let content = &available[..newline.unwrap_or(available.len())];
+        let taken = newline.map_or(available.len(), |i| i + 1);
+        if !cut {
+            let room = max - buf.len();
+            if content.len() > room {
+                buf.extend_from_slice(&content[..room]);
+                cut = true;
+                if !drop_rest {
+                    return Ok(LineEnd::Cut);
+                }
+            } else {
+                buf.extend_from_slice(content);
             }
-            let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-            let msg = match serde_json::from_str::<Value>(&text) {
-                Ok(v) if json && v.is_object() => Incoming::Json(v),
-                _ if json => Incoming::Text(text),
-                _ => Incoming::Stderr(text),
+        }
+        reader.consume(taken);
+        if newline.is_some() {
+            return Ok(if cut { LineEnd::Cut } else { LineEnd::Line });
+        }
+    }
+}
+
+/// Reads the client's standard output (`json`: messages, at most [`MAX_MESSAGE_BYTES`] a
+/// line) or standard error (lines cut at [`MAX_STDERR_LINE_BYTES`], each also kept in
+/// `tail`) on a thread of its own, into the bounded queue.
+fn read_lines(
+    stream: impl Read + Send + 'static,
+    tx: queue::Sender<Incoming>,
+    json: bool,
+    tail: Option<Arc<Mutex<String>>>,
+) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::with_capacity(64 << 10, stream);
+        let mut line = Vec::new();
+        let max = if json {
+            MAX_MESSAGE_BYTES
+        } else {
+            MAX_STDERR_LINE_BYTES
+        };
+        loop {
+            let msg = match read_line(&mut reader, &mut line, max, !json) {
+                Ok(LineEnd::Eof) | Err(_) => break,
+                Ok(LineEnd::Cut) if json => {
+                    let _ = tx.send(Incoming::TooLarge, 0);
+                    return;
+                }
+                Ok(LineEnd::Cut) => Incoming::Stderr(format!(
+                    "{} … (cut at {MAX_STDERR_LINE_BYTES} bytes)",
+                    String::from_utf8_lossy(&line).trim_end()
+                )),
+                Ok(LineEnd::Line) => {
+                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                    match serde_json::from_str::<Value>(&text) {
+                        Ok(v) if json && v.is_object() => Incoming::Json(v),
+                        _ if json => Incoming::Text(text),
+                        _ => Incoming::Stderr(text),
+                    }
+                }
             };
-            if tx.send(msg).is_err() {
+            if let (Some(tail), Incoming::Stderr(text)) = (&tail, &msg) {
+                keep_tail(tail, text);
+            }
+            if tx.send(msg, line.len()).is_err() {
                 return;
             }
         }
         if json {
-            let _ = tx.send(Incoming::Closed);
+            let _ = tx.send(Incoming::Closed, 0);
         }
     });
+}
+
+/// Appends `line` to the stderr `tail`, keeping its last [`STDERR_TAIL`] bytes.
+fn keep_tail(tail: &Mutex<String>, line: &str) {
+    let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    tail.push_str(line);
+    tail.push('\n');
+    if tail.len() > STDERR_TAIL {
+        let cut = tail.len() - STDERR_TAIL;
+        let cut = (cut..tail.len())
+            .find(|i| tail.is_char_boundary(*i))
+            .unwrap_or(0);
+        tail.drain(..cut);
+    }
 }
 
 impl AcpSession {
@@ -138,40 +252,32 @@ impl AcpSession {
         session_new: &SessionNew,
         options: &Options,
     ) -> Result<AcpSession, ExecError> {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = queue::bounded(MAX_QUEUED_BYTES);
         let stdout = process.child.stdout.take().expect("stdout piped");
-        read_lines(stdout, tx.clone(), true);
+        read_lines(stdout, tx.clone(), true, None);
         let stderr = Arc::new(Mutex::new(String::new()));
         if let Some(pipe) = process.child.stderr.take() {
-            // Lines go to the events and to a bounded tail for error messages.
-            let (etx, erx) = mpsc::channel();
-            read_lines(pipe, etx, false);
-            let tail = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                for msg in erx {
-                    if let Incoming::Stderr(line) = &msg {
-                        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-                        tail.push_str(line);
-                        tail.push('\n');
-                        if tail.len() > STDERR_TAIL {
-                            let cut = tail.len() - STDERR_TAIL;
-                            let cut = (cut..tail.len())
-                                .find(|i| tail.is_char_boundary(*i))
-                                .unwrap_or(0);
-                            tail.drain(..cut);
-                        }
-                    }
-                    if tx.send(msg).is_err() {
-                        break;
-                    }
-                }
-            });
+            read_lines(pipe, tx, false, Some(Arc::clone(&stderr)));
         }
         let stdin = process.child.stdin.take();
+        if let Some(pipe) = &stdin {
+            // Writes never block the caller: see MAX_UNSENT_BYTES.
+            let nonblocking = rustix::fs::fcntl_getfl(pipe)
+                .and_then(|flags| rustix::fs::fcntl_setfl(pipe, flags | OFlags::NONBLOCK));
+            if let Err(e) = nonblocking {
+                return Err(ExecError::Pipe {
+                    client: process.client.clone(),
+                    step: Step::Initialize,
+                    source: e.into(),
+                });
+            }
+        }
         let mut session = AcpSession {
             process,
             dir: Some(dir),
             stdin,
+            unsent: Vec::new(),
+            sent: 0,
             rx,
             stderr,
             backlog: VecDeque::new(),
@@ -257,14 +363,31 @@ impl AcpSession {
             if self.closed {
                 return Ok(None);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = match self.rx.recv_timeout(left) {
-                Ok(msg) => msg,
-                Err(RecvTimeoutError::Timeout) => return Ok(None),
-                Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
+            let Some(msg) = self.wait(Step::Run, deadline)? else {
+                return Ok(None);
             };
-            if let Some(event) = self.event(msg)? {
+            if let Some(event) = self.event(msg, Step::Run)? {
                 return Ok(Some(event));
+            }
+        }
+    }
+
+    /// The next incoming message by `deadline` (`None`: none came), offering the client what
+    /// is unsent every [`FLUSH_EVERY`] meanwhile.
+    fn wait(&mut self, step: Step, deadline: Instant) -> Result<Option<Incoming>, ExecError> {
+        loop {
+            self.flush(step)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = if self.sent < self.unsent.len() {
+                left.min(FLUSH_EVERY)
+            } else {
+                left
+            };
+            match self.rx.recv_timeout(slice) {
+                Ok(msg) => return Ok(Some(msg)),
+                Err(RecvTimeoutError::Disconnected) => return Ok(Some(Incoming::Closed)),
+                Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => return Ok(None),
+                Err(RecvTimeoutError::Timeout) => {}
             }
         }
     }
@@ -319,21 +442,57 @@ impl AcpSession {
         }
     }
 
+    /// Queues `msg` for the client and offers it what its pipe takes now.
     fn write(&mut self, step: Step, msg: &Value) -> Result<(), ExecError> {
-        let pipe_error = |source| ExecError::Pipe {
+        if self.stdin.is_none() {
+            return Err(self.pipe_error(step, std::io::ErrorKind::BrokenPipe.into()));
+        }
+        let waiting = self.unsent.len() - self.sent;
+        if waiting > MAX_UNSENT_BYTES {
+            return Err(ExecError::Stalled {
+                client: self.process.client.clone(),
+                step,
+                unsent: waiting,
+            });
+        }
+        if self.sent > 0 {
+            self.unsent.drain(..self.sent);
+            self.sent = 0;
+        }
+        serde_json::to_writer(&mut self.unsent, msg).expect("JSON values serialize");
+        self.unsent.push(b'\n');
+        self.flush(step)
+    }
+
+    /// Writes what is unsent until the client's pipe is full (it never blocks).
+    fn flush(&mut self, step: Step) -> Result<(), ExecError> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Ok(());
+        };
+        while self.sent < self.unsent.len() {
+            match stdin.write(&self.unsent[self.sent..]) {
+                Ok(0) => {
+                    return Err(self.pipe_error(step, std::io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.pipe_error(step, e)),
+            }
+        }
+        if self.sent == self.unsent.len() {
+            self.unsent.clear();
+            self.sent = 0;
+        }
+        Ok(())
+    }
+
+    fn pipe_error(&self, step: Step, source: std::io::Error) -> ExecError {
+        ExecError::Pipe {
             client: self.process.client.clone(),
             step,
             source,
-        };
-        let Some(stdin) = self.stdin.as_mut() else {
-            return Err(pipe_error(std::io::ErrorKind::BrokenPipe.into()));
-        };
-        let mut line = msg.to_string();
-        line.push('\n');
-        stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| stdin.flush())
-            .map_err(pipe_error)
+        }
     }
 
     fn send(&mut self, step: Step, method: &str, params: Value) -> Result<u64, ExecError> {
@@ -361,9 +520,8 @@ impl AcpSession {
         };
         let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = match self.rx.recv_timeout(left) {
-                Ok(Incoming::Json(v)) if is_answer(&v, id) => {
+            let msg = match self.wait(step, deadline) {
+                Ok(Some(Incoming::Json(v))) if is_answer(&v, id) => {
                     return match v.get("error") {
                         Some(error) => Err(ExecError::Rpc {
                             client: self.process.client.clone(),
@@ -373,17 +531,19 @@ impl AcpSession {
                         None => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
                     };
                 }
-                Ok(msg) => msg,
-                Err(RecvTimeoutError::Timeout) => {
+                Ok(Some(msg)) => msg,
+                Ok(None) => {
                     return Err(ExecError::Timeout {
                         client: self.process.client.clone(),
                         step,
                         after: timeout,
                     });
                 }
-                Err(RecvTimeoutError::Disconnected) => Incoming::Closed,
+                // It exited before it read all of the request.
+                Err(ExecError::Pipe { .. }) => return Err(self.exited(step)),
+                Err(e) => return Err(e),
             };
-            if let Some(event) = self.event(msg)? {
+            if let Some(event) = self.event(msg, step)? {
                 if let AcpEvent::Exited(status) = event {
                     return Err(ExecError::Exited {
                         client: self.process.client.clone(),
@@ -398,10 +558,19 @@ impl AcpSession {
     }
 
     /// Turns one incoming message into an event, answering the client's requests.
-    fn event(&mut self, msg: Incoming) -> Result<Option<AcpEvent>, ExecError> {
+    fn event(&mut self, msg: Incoming, step: Step) -> Result<Option<AcpEvent>, ExecError> {
         let v = match msg {
             Incoming::Text(line) => return Ok(Some(AcpEvent::Output(line))),
             Incoming::Stderr(line) => return Ok(Some(AcpEvent::Stderr(line))),
+            Incoming::TooLarge => {
+                self.closed = true;
+                self.process.stop()?;
+                return Err(ExecError::TooLarge {
+                    client: self.process.client.clone(),
+                    step,
+                    limit: MAX_MESSAGE_BYTES,
+                });
+            }
             Incoming::Closed => {
                 self.closed = true;
                 // Let the stderr reader deliver its last lines into the tail.
@@ -420,19 +589,13 @@ impl AcpSession {
             (Some(method), None) => Ok(Some(AcpEvent::Notification { method, params })),
             (Some(method), Some(id)) if method == "session/request_permission" => {
                 let result = json!({"outcome": refusal(&params)});
-                self.write(
-                    Step::Run,
-                    &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                )?;
+                self.write(step, &json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
                 let tool_call = params.get("toolCall").cloned().unwrap_or(Value::Null);
                 Ok(Some(AcpEvent::PermissionDenied { tool_call }))
             }
             (Some(method), Some(id)) => {
                 let error = json!({"code": -32601, "message": "method not found"});
-                self.write(
-                    Step::Run,
-                    &json!({"jsonrpc": "2.0", "id": id, "error": error}),
-                )?;
+                self.write(step, &json!({"jsonrpc": "2.0", "id": id, "error": error}))?;
                 Ok(Some(AcpEvent::Refused { method }))
             }
             (None, Some(id)) => self.answer(&v, &id),

@@ -264,6 +264,26 @@ pub enum ExecError {
         /// The end of its standard error.
         stderr: String,
     },
+    /// The client wrote a line longer than the bound on its output
+    /// ([`MAX_MESSAGE_BYTES`](super::MAX_MESSAGE_BYTES)): it was stopped.
+    TooLarge {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// The bound, in bytes.
+        limit: usize,
+    },
+    /// The client has not read what was written to it for more than the bound
+    /// ([`MAX_UNSENT_BYTES`](super::MAX_UNSENT_BYTES)), and more was to be written.
+    Stalled {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// The bytes it has not read.
+        unsent: usize,
+    },
     /// The reviewer sat at an interactive dialog, no output for the bound: it was stopped.
     Dialog {
         /// The client's name.
@@ -473,6 +493,24 @@ impl ExecError {
                 }
                 Ok(())
             }
+            ExecError::TooLarge {
+                client,
+                step,
+                limit,
+            } => write!(
+                f,
+                "{step}: {client} wrote a line of more than {limit} bytes (the bound of one \
+                 message); stopped it"
+            ),
+            ExecError::Stalled {
+                client,
+                step,
+                unsent,
+            } => write!(
+                f,
+                "{step}: {client} has not read the last {unsent} bytes written to it and was \
+                 sent more; it no longer reads its standard input"
+            ),
             ExecError::Dialog {
                 client,
                 dialog,

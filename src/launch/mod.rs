@@ -39,9 +39,19 @@
 //!      [`ExecError::Dialog`] naming the dialog.
 //! 5. **Stop** ([`Reviewer::stop`], or dropping it): `SIGTERM`, then `SIGKILL`, to the
 //!    client's whole process group (its MCP servers with it), then the launch directory is
-//!    removed.
+//!    removed. The client is reaped only after the last signal, so the group's id (its pid,
+//!    held by the unreaped leader) never names another process's group.
 //!
-//! No async runtime: a reader thread per client stream, and bounded waits.
+//! No async runtime: a reader thread per client stream, and bounded waits. Nothing the
+//! client does stalls the caller or grows the executor's memory without bound:
+//! - a line of its output is at most [`MAX_MESSAGE_BYTES`] (a longer one stops it with
+//!   [`ExecError::TooLarge`]), a line of its standard error at most
+//!   [`MAX_STDERR_LINE_BYTES`] (cut there, marked);
+//! - what the readers hand the caller holds at most [`MAX_QUEUED_BYTES`]: past it they stop
+//!   reading, and a client writing faster than the caller reads blocks on its own pipe;
+//! - writes to an ACP client never block ([`AcpSession::prompt`] included): what its pipe
+//!   does not take yet is written as it reads, during [`AcpSession::next_event`]; a client
+//!   that has not read [`MAX_UNSENT_BYTES`] and is sent more is [`ExecError::Stalled`].
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -74,6 +84,7 @@ mod error;
 mod prepare;
 mod process;
 mod pty;
+mod queue;
 pub mod sandbox;
 
 use std::ffi::OsString;
@@ -82,12 +93,16 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-pub use acp::{AcpEvent, AcpSession, PROTOCOL_VERSION};
+pub use acp::{
+    AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES, MAX_UNSENT_BYTES,
+    PROTOCOL_VERSION,
+};
 pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};
 pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem, sweep};
 pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
+pub use queue::MAX_QUEUED_BYTES;
 
 use crate::clients::plan::LaunchPlan;
 
@@ -115,6 +130,10 @@ pub struct Options {
     pub sandbox_read_exec: Vec<PathBuf>,
     /// Paths the sandboxed reviewer may also read and write.
     pub sandbox_read_write: Vec<PathBuf>,
+    /// Leave the launch directory in place, on a failed launch too (once it is created), for
+    /// a look at what the client wrote: its credentials stay with it, so the caller removes
+    /// it. Default off. A running reviewer's is kept with [`Reviewer::keep_launch_dir`].
+    pub keep_launch_dir: bool,
 }
 
 impl Default for Options {
@@ -127,6 +146,7 @@ impl Default for Options {
             confinement: sandbox::Confinement::Off,
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),
+            keep_launch_dir: false,
         }
     }
 }
@@ -165,6 +185,12 @@ impl Options {
     /// These options with `dialog_quiet`.
     pub fn with_dialog_quiet(mut self, bound: Duration) -> Self {
         self.dialog_quiet = bound;
+        self
+    }
+
+    /// These options with `keep_launch_dir`.
+    pub fn with_keep_launch_dir(mut self, on: bool) -> Self {
+        self.keep_launch_dir = on;
         self
     }
 }
@@ -252,7 +278,10 @@ pub fn launch_with_parent_env(
             .map_err(|e| ExecError::io(Step::CreateLaunchDir, launch_dir, e))?;
     }
     prepare::check_launch_dir(launch_dir, false)?;
-    let dir = prepare::create(plan, launch_dir, claim)?;
+    let mut dir = prepare::create(plan, launch_dir, claim)?;
+    if options.keep_launch_dir {
+        dir.keep();
+    }
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if options.die_with_parent {

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
@@ -17,6 +17,7 @@ use super::Options;
 use super::error::{ExecError, Step};
 use super::prepare::LaunchDir;
 use super::process::Process;
+use super::queue;
 
 /// An interactive dialog a client can stop at, waiting for a key nobody presses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +108,7 @@ pub struct TerminalSession {
     process: Process,
     dir: Option<LaunchDir>,
     master: File,
-    rx: Receiver<Chunk>,
+    rx: queue::Receiver<Chunk>,
     screen: Screen,
     last_output: Instant,
     dialog_quiet: Duration,
@@ -186,7 +187,9 @@ fn answers(carry: &[u8], chunk: &[u8]) -> Vec<u8> {
     out
 }
 
-fn read_terminal(master: File, mut answer_to: File, tx: mpsc::Sender<Chunk>) {
+/// Reads the terminal on a thread of its own into the bounded queue (so a client that
+/// writes faster than the caller reads blocks on its terminal), answering its queries.
+fn read_terminal(master: File, mut answer_to: File, tx: queue::Sender<Chunk>) {
     std::thread::spawn(move || {
         let mut master = master;
         let mut buf = vec![0; 16 * 1024];
@@ -202,13 +205,13 @@ fn read_terminal(master: File, mut answer_to: File, tx: mpsc::Sender<Chunk>) {
                         let _ = answer_to.write_all(&reply);
                     }
                     carry = chunk[n.saturating_sub(3)..].to_vec();
-                    if tx.send(Chunk::Bytes(chunk.to_vec())).is_err() {
+                    if tx.send(Chunk::Bytes(chunk.to_vec()), n).is_err() {
                         return;
                     }
                 }
             }
         }
-        let _ = tx.send(Chunk::Closed);
+        let _ = tx.send(Chunk::Closed, 0);
     });
 }
 
@@ -230,7 +233,7 @@ impl TerminalSession {
         };
         let reader = clone(&master)?;
         let answerer = clone(&master)?;
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = queue::bounded(queue::MAX_QUEUED_BYTES);
         read_terminal(reader, answerer, tx);
         Ok(TerminalSession {
             process,

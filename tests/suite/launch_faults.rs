@@ -113,3 +113,223 @@ fn a_stop_never_signals_a_process_group_whose_id_was_reused() {
     assert_ne!(decoy_pid, leader, "the unreaped leader holds its pid");
     println!("leader {leader}, decoy {decoy_pid}: decoy alive after the stop");
 }
+
+/// An ACP stand-in: answers `initialize` and `session/new`, then runs `body`.
+fn acp_stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+    sh_script(
+        dir,
+        name,
+        &format!(
+            "read -r _\n\
+             printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"protocolVersion\":1}}}}'\n\
+             read -r _\n\
+             printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"sessionId\":\"s1\"}}}}'\n\
+             {body}\n"
+        ),
+    )
+}
+
+/// Runs `work` on the started ACP reviewer of `bin` on a thread of its own, and fails if it
+/// does not end within `bound` (a stalled executor fails the test instead of hanging it).
+fn on_reviewer<T: Send + 'static>(
+    bin: &Path,
+    launch_dir: &Path,
+    bound: Duration,
+    work: impl FnOnce(&mut launch::AcpSession) -> T + Send + 'static,
+) -> T {
+    let plan = crate::launch::acp_plan(launch_dir);
+    let mut reviewer = launch::launch(&plan, launch_dir, bin, &Options::default()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Reviewer::Acp(session) = &mut reviewer else {
+            panic!("not an ACP reviewer")
+        };
+        let _ = tx.send(work(session));
+    });
+    rx.recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("the executor did not return within {bound:?}"))
+}
+
+#[test]
+fn a_prompt_to_a_client_that_does_not_read_never_blocks_the_caller() {
+    let tmp = TempDir::new().unwrap();
+    let bin = acp_stand_in(tmp.path(), "deaf", "exec sleep 60");
+    let launch_dir = tmp.path().join("launch");
+    // 1 MiB: far more than a pipe holds (64 KiB).
+    let prompt = "x".repeat(1 << 20);
+    let (prompt_took, wait_took, event) =
+        on_reviewer(&bin, &launch_dir, Duration::from_secs(30), move |s| {
+            let started = Instant::now();
+            s.prompt(&prompt).unwrap();
+            let prompt_took = started.elapsed();
+            let started = Instant::now();
+            let event = s.next_event(Duration::from_secs(1)).unwrap();
+            (prompt_took, started.elapsed(), event)
+        });
+    assert!(prompt_took < Duration::from_secs(1), "{prompt_took:?}");
+    assert!(
+        wait_took >= Duration::from_secs(1) && wait_took < Duration::from_secs(3),
+        "{wait_took:?}"
+    );
+    assert_eq!(event, None);
+}
+
+#[test]
+fn a_client_flooding_requests_without_reading_the_answers_is_reported_stalled() {
+    let tmp = TempDir::new().unwrap();
+    let bin = acp_stand_in(
+        tmp.path(),
+        "flood",
+        "exec yes '{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/request_permission\",\"params\":{}}'",
+    );
+    let launch_dir = tmp.path().join("launch");
+    let (slowest, answered, error) =
+        on_reviewer(&bin, &launch_dir, Duration::from_secs(120), |s| {
+            let mut slowest = Duration::ZERO;
+            let mut answered = 0_u64;
+            loop {
+                let started = Instant::now();
+                let next = s.next_event(Duration::from_secs(1));
+                slowest = slowest.max(started.elapsed());
+                match next {
+                    Ok(Some(launch::AcpEvent::PermissionDenied { .. })) => answered += 1,
+                    Ok(other) => panic!("{other:?}"),
+                    Err(e) => return (slowest, answered, e),
+                }
+            }
+        });
+    let launch::ExecError::Stalled { unsent, .. } = &error else {
+        panic!("{error:?}")
+    };
+    assert!(*unsent > launch::MAX_UNSENT_BYTES, "{unsent}");
+    assert!(answered > 100_000, "{answered}");
+    assert!(slowest < Duration::from_secs(2), "{slowest:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("it no longer reads its standard input"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_line_over_the_message_bound_stops_the_client_and_its_group() {
+    let tmp = TempDir::new().unwrap();
+    let bin = acp_stand_in(
+        tmp.path(),
+        "huge",
+        &format!(
+            "sleep 60 &\nhead -c {} /dev/zero | tr '\\0' x\nwait",
+            launch::MAX_MESSAGE_BYTES + 1
+        ),
+    );
+    let launch_dir = tmp.path().join("launch");
+    let (pid, error, members) = on_reviewer(&bin, &launch_dir, Duration::from_secs(60), |s| {
+        let pid = s.pid();
+        let error = loop {
+            match s.next_event(Duration::from_secs(5)) {
+                Ok(Some(launch::AcpEvent::Stderr(_))) => {}
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => break e,
+            }
+        };
+        (pid, error, crate::launch::group_members(pid))
+    });
+    assert!(
+        matches!(error, launch::ExecError::TooLarge { limit, .. } if limit == launch::MAX_MESSAGE_BYTES),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "run the reviewer: codex wrote a line of more than {} bytes (the bound of one \
+             message); stopped it",
+            launch::MAX_MESSAGE_BYTES
+        )
+    );
+    assert_eq!(members, Vec::<u32>::new(), "the group of {pid} is gone");
+}
+
+#[test]
+fn a_long_line_of_standard_error_is_cut_and_says_so() {
+    let tmp = TempDir::new().unwrap();
+    let bin = acp_stand_in(
+        tmp.path(),
+        "chatty",
+        "head -c 100000 /dev/zero | tr '\\0' e >&2\necho ' end' >&2\necho next >&2\nexec sleep 60",
+    );
+    let launch_dir = tmp.path().join("launch");
+    let lines = on_reviewer(&bin, &launch_dir, Duration::from_secs(30), |s| {
+        let mut lines = Vec::new();
+        while lines.len() < 2 {
+            match s.next_event(Duration::from_secs(10)).unwrap() {
+                Some(launch::AcpEvent::Stderr(line)) => lines.push(line),
+                other => panic!("{other:?}"),
+            }
+        }
+        lines
+    });
+    let cut = format!(
+        "{} … (cut at {} bytes)",
+        "e".repeat(launch::MAX_STDERR_LINE_BYTES),
+        launch::MAX_STDERR_LINE_BYTES
+    );
+    assert!(
+        lines[0] == cut,
+        "{} bytes: …{}",
+        lines[0].len(),
+        &lines[0][lines[0].len() - 40..]
+    );
+    assert_eq!(lines[1], "next");
+}
+
+#[test]
+fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
+    let tmp = TempDir::new().unwrap();
+    let bin = sh_script(
+        tmp.path(),
+        "dying",
+        "echo 'no credentials found' >&2\nexit 3",
+    );
+    let file = tmp.path().join("plan.json");
+    for keep in [false, true] {
+        let launch_dir = tmp.path().join(format!("launch-{keep}"));
+        std::fs::write(&file, crate::launch::acp_plan(&launch_dir).to_json()).unwrap();
+        let mut args = vec![
+            "launch",
+            "--plan",
+            file.to_str().unwrap(),
+            "--launch-dir",
+            launch_dir.to_str().unwrap(),
+            "--client-bin",
+            bin.to_str().unwrap(),
+        ];
+        if keep {
+            args.push("--keep-launch-dir");
+        }
+        let r = common::run(&args);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("exited (exit status: 3)"), "{r:?}");
+        let kept = format!(
+            "kept the launch directory {} (--keep-launch-dir)",
+            launch_dir.display()
+        );
+        assert_eq!(r.stderr.contains(&kept), keep, "{r:?}");
+        assert_eq!(launch_dir.join("home/.config/x.json").is_file(), keep);
+        assert_eq!(launch_dir.exists(), keep);
+    }
+    // A directory that was there before is never called kept: the launch refuses it.
+    let before = tmp.path().join("launch-true");
+    let r = common::run(&[
+        "launch",
+        "--plan",
+        file.to_str().unwrap(),
+        "--launch-dir",
+        before.to_str().unwrap(),
+        "--client-bin",
+        bin.to_str().unwrap(),
+        "--keep-launch-dir",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(!r.stderr.contains("kept the launch directory"), "{r:?}");
+}

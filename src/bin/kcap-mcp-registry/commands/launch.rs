@@ -89,7 +89,8 @@ struct RunArgs {
     /// servers run); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
     sandbox_exec: Vec<std::path::PathBuf>,
-    /// Leave the launch directory in place afterwards (to look at what the client wrote).
+    /// Leave the launch directory in place afterwards, on a failed launch too (to look at
+    /// what the client wrote); its credentials stay with it.
     #[arg(long, global = true)]
     keep_launch_dir: bool,
 }
@@ -189,23 +190,32 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut reviewer =
-        launch::launch(&plan, &launch_dir, &client_bin, &options).map_err(exec_error)?;
-    if run.keep_launch_dir {
-        reviewer.keep_launch_dir();
+    let options = options.with_keep_launch_dir(run.keep_launch_dir);
+    let existed = launch_dir.exists();
+    let result = launch::launch(&plan, &launch_dir, &client_bin, &options)
+        .map_err(exec_error)
+        .and_then(|reviewer| {
+            errln!(
+                "started {} ({}, pid {}) in launch directory {}",
+                plan.client,
+                ShownPath(&client_bin),
+                reviewer.pid(),
+                ShownPath(&launch_dir)
+            );
+            let deadline = Instant::now() + Duration::from_secs(run.timeout);
+            match reviewer {
+                Reviewer::Acp(session) => run_acp(session, prompt.as_deref(), deadline),
+                Reviewer::Terminal(session) => run_terminal(session, deadline),
+            }
+        });
+    if run.keep_launch_dir && !existed && launch_dir.is_dir() {
+        errln!(
+            "kept the launch directory {} (--keep-launch-dir): it holds the client's \
+             credentials; remove it when done",
+            ShownPath(&launch_dir)
+        );
     }
-    errln!(
-        "started {} ({}, pid {}) in launch directory {}",
-        plan.client,
-        ShownPath(&client_bin),
-        reviewer.pid(),
-        ShownPath(&launch_dir)
-    );
-    let deadline = Instant::now() + Duration::from_secs(run.timeout);
-    match reviewer {
-        Reviewer::Acp(session) => run_acp(session, prompt.as_deref(), deadline),
-        Reviewer::Terminal(session) => run_terminal(session, deadline),
-    }
+    result
 }
 
 fn unverified(plan: &LaunchPlan) -> Option<&str> {
