@@ -5,11 +5,18 @@
 
 use std::fmt;
 
-use serde::de::{Deserializer, Error as _, SeqAccess, Visitor};
+use serde::de::{
+    DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde::{Deserialize, Serialize};
 
 /// A launch command: the fields of the daemon's launch payload that shape a reviewer's MCP
 /// configuration. Unknown sibling fields are ignored, so it reads any newer payload.
+///
+/// It is read from a JSON object only (an array is refused, not read by position), and a key
+/// given twice is an error (`duplicate field `model``), an unknown key included: which of two
+/// values a reader takes differs between JSON parsers, so a payload that two of them could
+/// read differently is refused.
 ///
 /// ```
 /// use kcap_mcp_registry::LaunchCommand;
@@ -21,7 +28,7 @@ use serde::{Deserialize, Serialize};
 /// let old: LaunchCommand = serde_json::from_str(r#"{"agent_id":"a1"}"#).unwrap();
 /// assert_eq!(old.mcp_allowlist, None);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct LaunchCommand {
     /// The reviewer's agent id (`KCAP_FLOW_AGENT_ID` of the result channel). Required: a
     /// payload without it is an error, never an empty id.
@@ -29,35 +36,117 @@ pub struct LaunchCommand {
     /// The flow's MCP allowlist: absent or `null` → `None`; `null` elements are kept as
     /// `None` entries (resolution reports them as blank). A non-string element is an error
     /// naming its index, e.g. `mcp_allowlist[2]: invalid type: integer `7`, expected a string`.
-    #[serde(
-        default,
-        deserialize_with = "allowlist",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_allowlist: Option<Vec<Option<String>>>,
     /// Model name for the reviewer, if the flow sets one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Reasoning effort for the reviewer, if the flow sets one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
     /// The reviewer's prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
     /// Brokered result delivery's capability URL
     /// ([`ResultDelivery::Brokered`](crate::ResultDelivery::Brokered)); absent or `null` →
     /// direct delivery.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_capability_url: Option<String>,
     /// The reviewer reviews a borrowed snapshot ([`Snapshot::Borrowed`](crate::Snapshot)).
     /// Absent → `false`; a `review_context_url` marks a borrowed snapshot too.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub borrowed_snapshot: bool,
     /// The borrowed snapshot's review-context URL; absent or `null` with
     /// `borrowed_snapshot: true` fails the render
     /// ([`RenderError::MissingReviewContextUrl`](crate::RenderError::MissingReviewContextUrl)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub review_context_url: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for LaunchCommand {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        LaunchSeed { agent_id: None }.deserialize(d)
+    }
+}
+
+impl LaunchCommand {
+    /// Reads a launch command from JSON `text`, with `agent_id` when the text has none (the
+    /// CLI's `--agent-id`); otherwise as [`Deserialize`] does.
+    ///
+    /// # Errors
+    /// `serde_json`'s error, with its line and column.
+    pub fn from_json(
+        text: &str,
+        agent_id: Option<&str>,
+    ) -> Result<LaunchCommand, serde_json::Error> {
+        let mut d = serde_json::Deserializer::from_str(text);
+        let cmd = LaunchSeed {
+            agent_id: agent_id.map(str::to_owned),
+        }
+        .deserialize(&mut d)?;
+        d.end()?;
+        Ok(cmd)
+    }
+}
+
+/// Reads a [`LaunchCommand`] from an object, each key at most once, `agent_id` defaulting
+/// to the seed's.
+struct LaunchSeed {
+    agent_id: Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for LaunchSeed {
+    type Value = LaunchCommand;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<LaunchCommand, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LaunchSeed {
+    type Value = LaunchCommand;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a launch command (a JSON object)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LaunchCommand, A::Error> {
+        let mut cmd = LaunchCommand::default();
+        let mut agent_id = None;
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(A::Error::custom(format_args!(
+                    "duplicate field `{}`",
+                    key.escape_debug()
+                )));
+            }
+            match key.as_str() {
+                "agent_id" => agent_id = Some(map.next_value()?),
+                "mcp_allowlist" => cmd.mcp_allowlist = map.next_value_seed(Allowlist)?,
+                "model" => cmd.model = map.next_value()?,
+                "effort" => cmd.effort = map.next_value()?,
+                "prompt" => cmd.prompt = map.next_value()?,
+                "result_capability_url" => cmd.result_capability_url = map.next_value()?,
+                "borrowed_snapshot" => cmd.borrowed_snapshot = map.next_value()?,
+                "review_context_url" => cmd.review_context_url = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        cmd.agent_id = agent_id
+            .or(self.agent_id)
+            .ok_or_else(|| A::Error::missing_field("agent_id"))?;
+        Ok(cmd)
+    }
+}
+
+/// `mcp_allowlist`'s value: [`allowlist`].
+struct Allowlist;
+
+impl<'de> DeserializeSeed<'de> for Allowlist {
+    type Value = Option<Vec<Option<String>>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        allowlist(d)
+    }
 }
 
 fn allowlist<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Option<String>>>, D::Error> {

@@ -16,6 +16,51 @@ use super::plan::{LaunchId, LaunchPlan, LaunchSecret};
 use super::{Client, LaunchContext, LaunchError, RenderError, non_blank, root};
 use crate::allowlist::Policy;
 
+/// The most skipped allowlist entries [`Client::plan`] names in its warnings, one warning
+/// each; the rest are counted in one more warning.
+pub const MAX_SKIP_WARNINGS: usize = 32;
+
+/// Refuses a control or invisible character ([`crate::text::is_forbidden_char`], the rule
+/// the CLI applies to its flags) in the values that name the reviewer, the server it reports
+/// to, its directories, its model and its effort: the client would get, show or log another
+/// value than the one the daemon meant.
+///
+/// # Errors
+/// [`RenderError::ForbiddenChar`] for the first such value.
+fn check_values(ctx: &LaunchContext) -> Result<(), RenderError> {
+    let capability_url = match &ctx.result_delivery {
+        super::ResultDelivery::Brokered { capability_url } => Some(capability_url.as_str()),
+        super::ResultDelivery::Direct => None,
+    };
+    let review_context_url = match &ctx.snapshot {
+        super::Snapshot::Borrowed { review_context_url } => review_context_url.as_deref(),
+        super::Snapshot::Own => None,
+    };
+    let values = [
+        ("agent_id", Some(ctx.agent_id.as_str())),
+        ("server_url", ctx.server_url.as_deref()),
+        ("kcap_bin", ctx.kcap_bin.as_deref()),
+        ("result_capability_url", capability_url),
+        ("review_context_url", review_context_url),
+        ("worktree", ctx.worktree.as_deref()),
+        ("launch_dir", ctx.launch_dir.as_deref()),
+        ("cache_dir", ctx.cache_dir.as_deref()),
+        ("model", ctx.model.as_deref()),
+        ("effort", ctx.effort.as_deref()),
+    ];
+    for (field, value) in values {
+        let Some(value) = value else { continue };
+        if let Some(found) = value.chars().find(|&c| crate::text::is_forbidden_char(c)) {
+            return Err(RenderError::ForbiddenChar {
+                field,
+                value: value.to_owned(),
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// What a launch needs beyond its [`LaunchContext`]: the policy, and the inputs some clients
 /// need. Build it with [`PlanInputs::new`]; every other field has the safe default.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,10 +170,21 @@ impl Client {
     ) -> Result<PlannedLaunch, LaunchError> {
         let resolution = ctx.resolve(inputs.policy)?;
         let mut planned = self.plan_resolved(ctx, &resolution, inputs)?;
-        let skipped = resolution
-            .skipped()
-            .map(|s| format!("agent {:?}: {s}", ctx.agent_id));
-        planned.warnings.splice(0..0, skipped);
+        let agent = &ctx.agent_id;
+        let mut skipped = resolution.skipped();
+        let mut shown: Vec<String> = skipped
+            .by_ref()
+            .take(MAX_SKIP_WARNINGS)
+            .map(|s| format!("agent {agent:?}: {s}"))
+            .collect();
+        let more = skipped.count();
+        if more > 0 {
+            shown.push(format!(
+                "agent {agent:?}: {more} more allowlist entries skipped (the first \
+                 {MAX_SKIP_WARNINGS} are listed)"
+            ));
+        }
+        planned.warnings.splice(0..0, shown);
         Ok(planned)
     }
 
@@ -144,6 +200,7 @@ impl Client {
         resolution: &crate::allowlist::Resolution<'_, String>,
         inputs: &PlanInputs,
     ) -> Result<PlannedLaunch, LaunchError> {
+        check_values(ctx)?;
         self.preflight(ctx, &inputs.system_root)?;
         let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
         let plan = self.room_plan(ctx, resolution, inputs)?;

@@ -32,6 +32,19 @@ pub enum RenderError {
     /// The reviewer's agent id is blank, so the result channel could not tell whose result
     /// it receives.
     BlankAgentId,
+    /// A [`LaunchContext`] value holds a control or invisible character
+    /// ([`crate::text::is_forbidden_char`]: C0 and C1 controls, bidirectional overrides,
+    /// zero-width characters), so the client would get, show or log another value than the
+    /// one meant.
+    ForbiddenChar {
+        /// The [`LaunchContext`] field (`agent_id`, `server_url`, `result_capability_url`,
+        /// `model`, …).
+        field: &'static str,
+        /// The value.
+        value: String,
+        /// The first such character in it.
+        found: char,
+    },
     /// Settings the reviewer's Claude Code reads would stop these injected servers from
     /// starting ([`claude::preflight`]): every veto found, in server order.
     ClaudeVetoed(Vec<claude::preflight::Veto>),
@@ -178,6 +191,16 @@ impl fmt::Display for RenderError {
             RenderError::BlankAgentId => f.write_str(
                 "the reviewer's agent id is blank, and the result channel needs it \
                  (KCAP_FLOW_AGENT_ID); give the launch its agent id",
+            ),
+            RenderError::ForbiddenChar {
+                field,
+                value,
+                found,
+            } => write!(
+                f,
+                "the reviewer's `{field}` `{}` contains {}; give it without one",
+                value.escape_debug(),
+                crate::text::char_name(*found)
             ),
             RenderError::OptionLike { field } => write!(
                 f,

@@ -380,18 +380,7 @@ pub fn parse_launch_command(
     text: &str,
     agent_id: Option<&str>,
 ) -> Result<LaunchCommand, serde_json::Error> {
-    let direct = serde_json::from_str::<LaunchCommand>(text);
-    let (Err(e), Some(id)) = (&direct, agent_id) else {
-        return direct;
-    };
-    let _ = e;
-    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text) {
-        Ok(mut fields) if !fields.contains_key("agent_id") => {
-            fields.insert("agent_id".into(), id.into());
-            serde_json::from_value(serde_json::Value::Object(fields))
-        }
-        _ => direct,
-    }
+    LaunchCommand::from_json(text, agent_id)
 }
 
 /// How `render` prints the argv.

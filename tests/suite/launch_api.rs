@@ -175,3 +175,76 @@ fn an_administrator_file_refuses_the_launch_by_name() {
         }
     }
 }
+
+#[test]
+fn a_control_or_invisible_character_in_a_launch_value_is_refused_by_the_library() {
+    type Set = fn(&mut LaunchContext, String);
+    let fields: [(&str, Set); 8] = [
+        ("agent_id", |c, v| c.agent_id = v),
+        ("server_url", |c, v| c.server_url = Some(v)),
+        ("kcap_bin", |c, v| c.kcap_bin = Some(v)),
+        ("result_capability_url", |c, v| {
+            c.result_delivery = ResultDelivery::Brokered { capability_url: v }
+        }),
+        ("worktree", |c, v| c.worktree = Some(v)),
+        ("launch_dir", |c, v| c.launch_dir = Some(v)),
+        ("model", |c, v| c.model = Some(v)),
+        ("effort", |c, v| c.effort = Some(v)),
+    ];
+    for client in Client::ALL {
+        for (field, set) in fields {
+            for (bad, name) in [
+                ('\0', "a null character (U+0000)"),
+                ('\n', "a line break (U+000A)"),
+                ('\u{1b}', "an escape character (U+001B)"),
+                ('\u{202e}', "a right-to-left override (U+202E)"),
+            ] {
+                let mut c = ctx();
+                let value = format!("/x{bad}y");
+                set(&mut c, value.clone());
+                let e = client.plan(&c, &inputs(Policy::Lenient)).unwrap_err();
+                assert!(
+                    matches!(&e, LaunchError::Render(RenderError::ForbiddenChar { field: f, value: v, found })
+                        if f == &field && v == &value && *found == bad),
+                    "{client} {field}: {e:?}"
+                );
+                assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "the reviewer's `{field}` `{}` contains {name}; give it without one",
+                        value.escape_debug()
+                    )
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_warnings_of_one_launch_are_capped_and_count_the_rest() {
+    let mut c = ctx();
+    c.agent_id = "a".repeat(10_000);
+    c.mcp_allowlist = Some(vec![None; 100_000]);
+    let planned = Client::Codex.plan(&c, &inputs(Policy::Lenient)).unwrap();
+    let skipped: Vec<&String> = planned
+        .warnings
+        .iter()
+        .filter(|w| w.contains("skipped"))
+        .collect();
+    assert_eq!(
+        skipped.len(),
+        kcap_mcp_registry::clients::dispatch::MAX_SKIP_WARNINGS + 1,
+        "{:?}",
+        &planned.warnings[..3]
+    );
+    assert!(
+        skipped.last().unwrap().ends_with(&format!(
+            ": {} more allowlist entries skipped (the first 32 are listed)",
+            100_000 - 32
+        )),
+        "{}",
+        skipped.last().unwrap()
+    );
+    let bytes: usize = planned.warnings.iter().map(String::len).sum();
+    assert!(bytes < 1 << 20, "{bytes} bytes of warnings");
+}

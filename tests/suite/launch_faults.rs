@@ -333,3 +333,69 @@ fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(!r.stderr.contains("kept the launch directory"), "{r:?}");
 }
+
+#[test]
+fn sigterm_or_sigint_to_launch_stops_the_reviewer_and_its_group_and_cleans_up() {
+    use std::io::BufRead as _;
+    for (signal, name) in [
+        (rustix::process::Signal::TERM, "SIGTERM"),
+        (rustix::process::Signal::INT, "SIGINT"),
+    ] {
+        let tmp = TempDir::new().unwrap();
+        let bin = sh_script(tmp.path(), "long", "sleep 60 &\necho reviewing\nwait");
+        let launch_dir = tmp.path().join("launch");
+        let file = tmp.path().join("plan.json");
+        std::fs::write(&file, bare_plan(Path::new("unused"), &launch_dir).to_json()).unwrap();
+        let mut cli = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"))
+            .args(["launch", "--plan"])
+            .arg(&file)
+            .arg("--launch-dir")
+            .arg(&launch_dir)
+            .arg("--client-bin")
+            .arg(&bin)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(cli.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        let pid: u32 = first
+            .split("pid ")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{first}"));
+        assert!(launch_dir.is_dir());
+        let started = Instant::now();
+        let cli_pid = rustix::process::Pid::from_raw(i32::try_from(cli.id()).unwrap()).unwrap();
+        rustix::process::kill_process(cli_pid, signal).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = cli.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "launch did not end on {name}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        assert_eq!(status.code(), Some(1), "{name}: {first}{rest}");
+        assert!(
+            rest.contains(&format!(
+                "{name} received; stopped the reviewer and its process group"
+            )),
+            "{name}: {rest}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{name}");
+        assert_eq!(
+            crate::launch::group_members(pid),
+            Vec::<u32>::new(),
+            "{name}"
+        );
+        assert!(
+            !launch_dir.exists(),
+            "{name}: the launch directory is removed"
+        );
+    }
+}

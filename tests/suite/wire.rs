@@ -228,3 +228,39 @@ fn an_old_payload_launches_as_today_and_a_new_one_brokered_and_borrowed() {
         )
     );
 }
+
+#[test]
+fn a_launch_command_is_an_object_with_each_key_once() {
+    // An array is not read by position.
+    assert_eq!(
+        read(r#"["a1", ["kcap-review"]]"#).unwrap_err(),
+        "invalid type: sequence, expected a launch command (a JSON object) at line 1 column 0"
+    );
+    // A key given twice, known or not: two JSON readers could take different values.
+    for (json, key, column) in [
+        (r#"{"agent_id":"a1","agent_id":"a2"}"#, "agent_id", 27),
+        (r#"{"agent_id":"a1","model":"m","model":"n"}"#, "model", 36),
+        (r#"{"agent_id":"a1","future":1,"future":2}"#, "future", 36),
+    ] {
+        assert_eq!(
+            read(json).unwrap_err(),
+            format!("duplicate field `{key}` at line 1 column {column}")
+        );
+    }
+    // The CLI's `--agent-id` fallback reads the same way.
+    let e = LaunchCommand::from_json(r#"{"model":"m","model":"n"}"#, Some("a1")).unwrap_err();
+    assert_eq!(e.to_string(), "duplicate field `model` at line 1 column 20");
+    let cmd = LaunchCommand::from_json(r#"{"model":"m"}"#, Some("a1")).unwrap();
+    assert_eq!(
+        (cmd.agent_id.as_str(), cmd.model.as_deref()),
+        ("a1", Some("m"))
+    );
+    let cmd = LaunchCommand::from_json(r#"{"agent_id":"a0"}"#, Some("a1")).unwrap();
+    assert_eq!(cmd.agent_id, "a0", "the payload's own id wins");
+    assert_eq!(
+        LaunchCommand::from_json(r#"{"agent_id":"a0"} x"#, None)
+            .unwrap_err()
+            .to_string(),
+        "trailing characters at line 1 column 19"
+    );
+}

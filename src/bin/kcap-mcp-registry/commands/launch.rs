@@ -4,6 +4,8 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -191,6 +193,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let options = options.with_keep_launch_dir(run.keep_launch_dir);
+    let signal = stop_signals()?;
     let existed = launch_dir.exists();
     let result = launch::launch(&plan, &launch_dir, &client_bin, &options)
         .map_err(exec_error)
@@ -202,10 +205,13 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
                 reviewer.pid(),
                 ShownPath(&launch_dir)
             );
-            let deadline = Instant::now() + Duration::from_secs(run.timeout);
+            let bound = Bound {
+                deadline: Instant::now() + Duration::from_secs(run.timeout),
+                signal,
+            };
             match reviewer {
-                Reviewer::Acp(session) => run_acp(session, prompt.as_deref(), deadline),
-                Reviewer::Terminal(session) => run_terminal(session, deadline),
+                Reviewer::Acp(session) => run_acp(session, prompt.as_deref(), &bound),
+                Reviewer::Terminal(session) => run_terminal(session, &bound),
             }
         });
     if run.keep_launch_dir && !existed && launch_dir.is_dir() {
@@ -234,10 +240,52 @@ fn exec_error(e: ExecError) -> CliError {
     }
 }
 
-/// The time left before `deadline`, at most a second (so a stuck reviewer is noticed).
-fn slice(deadline: Instant) -> Option<Duration> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    (!left.is_zero()).then(|| left.min(Duration::from_secs(1)))
+/// SIGINT or SIGTERM, once received: the run then stops the reviewer as `stop()` does (its
+/// whole process group, its launch directory) within a second, instead of dying and leaving
+/// them (`signal-hook` sets the flag). A second one ends the process at once (exit 1; the
+/// client, started with `die_with_parent`, is killed by the kernel).
+fn stop_signals() -> Result<Arc<AtomicUsize>, CliError> {
+    let got = Arc::new(AtomicUsize::new(0));
+    let again = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let value = usize::try_from(signal).unwrap_or(usize::MAX);
+        signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&again))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&again)))
+            .and_then(|_| signal_hook::flag::register_usize(signal, Arc::clone(&got), value))
+            .map_err(|e| CliError::usage(format!("cannot take over SIGINT and SIGTERM: {e}")))?;
+    }
+    Ok(got)
+}
+
+/// When a run ends: at the `--timeout` deadline, or on SIGINT or SIGTERM.
+struct Bound {
+    deadline: Instant,
+    signal: Arc<AtomicUsize>,
+}
+
+impl Bound {
+    /// How long the next wait may be: the time left, at most a second (so a stuck reviewer,
+    /// the deadline and a signal are noticed within one).
+    ///
+    /// # Errors
+    /// Why the run ends now: the deadline passed, or a signal came.
+    fn wait(&self) -> Result<Duration, CliError> {
+        let signal = self.signal.load(Ordering::Relaxed);
+        if signal != 0 {
+            let name = match i32::try_from(signal) {
+                Ok(signal_hook::consts::SIGINT) => "SIGINT",
+                _ => "SIGTERM",
+            };
+            return Err(CliError::found(format!(
+                "{name} received; stopped the reviewer and its process group"
+            )));
+        }
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(timed_out());
+        }
+        Ok(left.min(Duration::from_secs(1)))
+    }
 }
 
 fn compact(v: &serde_json::Value) -> String {
@@ -247,7 +295,7 @@ fn compact(v: &serde_json::Value) -> String {
 fn run_acp(
     mut session: AcpSession,
     prompt: Option<&str>,
-    deadline: Instant,
+    bound: &Bound,
 ) -> Result<ExitCode, CliError> {
     outln!("session {}", printable(session.session_id()));
     let Some(prompt) = prompt else {
@@ -256,7 +304,14 @@ fn run_acp(
         return Ok(ExitCode::SUCCESS);
     };
     session.prompt(prompt).map_err(CliError::found)?;
-    while let Some(wait) = slice(deadline) {
+    loop {
+        let wait = match bound.wait() {
+            Ok(wait) => wait,
+            Err(end) => {
+                session.stop().map_err(CliError::found)?;
+                return Err(end);
+            }
+        };
         let Some(event) = session.next_event(wait).map_err(CliError::found)? else {
             continue;
         };
@@ -291,8 +346,6 @@ fn run_acp(
             _ => {}
         }
     }
-    session.stop().map_err(CliError::found)?;
-    Err(timed_out())
 }
 
 fn timed_out() -> CliError {
@@ -303,9 +356,16 @@ fn shown_status(status: Option<std::process::ExitStatus>) -> String {
     status.map_or_else(|| "(status unknown)".to_owned(), |s| s.to_string())
 }
 
-fn run_terminal(mut session: TerminalSession, deadline: Instant) -> Result<ExitCode, CliError> {
+fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode, CliError> {
     let mut lines = Lines::default();
-    while let Some(wait) = slice(deadline) {
+    loop {
+        let wait = match bound.wait() {
+            Ok(wait) => wait,
+            Err(end) => {
+                session.stop().map_err(CliError::found)?;
+                return Err(end);
+            }
+        };
         let event = session.next_event(wait).map_err(CliError::found)?;
         match event {
             Some(TerminalEvent::Output(bytes)) => {
@@ -327,8 +387,6 @@ fn run_terminal(mut session: TerminalSession, deadline: Instant) -> Result<ExitC
             _ => {}
         }
     }
-    session.stop().map_err(CliError::found)?;
-    Err(timed_out())
 }
 
 /// A terminal's output as text lines: escape sequences left out, split at `\n` and `\r`,
