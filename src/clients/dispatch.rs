@@ -204,6 +204,7 @@ impl Client {
         self.preflight(ctx, &inputs.system_root)?;
         let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
         let plan = self.room_plan(ctx, resolution, inputs)?;
+        self.check_argv(ctx, &plan)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
             warnings.push(format!(
                 "agent {:?}: the {self} launch's isolation is not verified: {reason}",
@@ -212,6 +213,26 @@ impl Client {
         }
         Ok(PlannedLaunch { plan, warnings })
     }
+    /// Refuses a plan whose argv the kernel cannot pass: an argument of more than
+    /// [`MAX_ARG_BYTES`](super::plan::MAX_ARG_BYTES), or one holding a NUL (the prompt, for
+    /// the clients that take it in argv: Claude Code, Codex CLI, Antigravity).
+    fn check_argv(self, ctx: &LaunchContext, plan: &LaunchPlan) -> Result<(), RenderError> {
+        let limit = super::plan::MAX_ARG_BYTES;
+        let Some(arg) = plan
+            .argv
+            .iter()
+            .find(|a| a.len() + 1 > limit || a.contains('\0'))
+        else {
+            return Ok(());
+        };
+        Err(RenderError::ArgvUnpassable {
+            client: self,
+            prompt: ctx.prompt.as_deref().is_some_and(|p| arg.contains(p)),
+            bytes: arg.len(),
+            nul: arg.contains('\0'),
+        })
+    }
+
     /// The plan of this client's room for `ctx` and its resolved allowlist, without
     /// [`Client::preflight`] or [`Client::uncarried_values`]: what [`Client::plan`] renders
     /// once those pass, and what `doctor --project` reads `worktree_remove` from (it looks

@@ -32,6 +32,19 @@ pub enum RenderError {
     /// The reviewer's agent id is blank, so the result channel could not tell whose result
     /// it receives.
     BlankAgentId,
+    /// An argument of the plan's argv cannot be passed to the client: longer than
+    /// [`MAX_ARG_BYTES`](plan::MAX_ARG_BYTES), or holding a NUL. The clients that take the
+    /// prompt in argv (Claude Code, Codex CLI, Antigravity) cannot take such a prompt.
+    ArgvUnpassable {
+        /// The client.
+        client: Client,
+        /// The argument is (or holds) the reviewer's prompt.
+        prompt: bool,
+        /// Its length in bytes.
+        bytes: usize,
+        /// It holds a NUL, which no argument can pass.
+        nul: bool,
+    },
     /// A [`LaunchContext`] value holds a control or invisible character
     /// ([`crate::text::is_forbidden_char`]: C0 and C1 controls, bidirectional overrides,
     /// zero-width characters), so the client would get, show or log another value than the
@@ -192,6 +205,36 @@ impl fmt::Display for RenderError {
                 "the reviewer's agent id is blank, and the result channel needs it \
                  (KCAP_FLOW_AGENT_ID); give the launch its agent id",
             ),
+            RenderError::ArgvUnpassable {
+                client,
+                prompt,
+                bytes,
+                nul,
+            } => {
+                let what = if *prompt {
+                    "the reviewer's prompt"
+                } else {
+                    "an argument"
+                };
+                write!(
+                    f,
+                    "cannot render the {client} launch: {client} takes {what} in argv, "
+                )?;
+                if *nul {
+                    write!(
+                        f,
+                        "and it holds a NUL byte, which no argument can pass; remove it"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "and it is {bytes} bytes, more than the {} one argument holds (Linux's \
+                         MAX_ARG_STRLEN, its NUL included); shorten it, or review on a client \
+                         that takes the prompt over ACP",
+                        plan::MAX_ARG_BYTES - 1
+                    )
+                }
+            }
             RenderError::ForbiddenChar {
                 field,
                 value,

@@ -24,6 +24,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::McpServer;
 
+/// The most bytes one argument or one `NAME=value` of the environment may hold, its NUL
+/// included: Linux's `MAX_ARG_STRLEN` (32 pages of 4 KiB, `include/uapi/linux/binfmts.h`);
+/// `execve` fails with `E2BIG` past it. [`Client::plan`](super::Client::plan) refuses a plan
+/// whose argv passes it (a long prompt of a client that takes it in argv), and the executor
+/// checks it again.
+pub const MAX_ARG_BYTES: usize = 32 * 4096;
+
 /// Version of the [`LaunchPlan`] JSON shape; a reader refuses a plan of another version.
 ///
 /// Version 2 added [`LaunchPlan::isolation`] and [`LaunchPlan::dirs`]: a version-1 reader

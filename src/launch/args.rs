@@ -6,10 +6,7 @@ use std::collections::BTreeSet;
 use super::error::ExecError;
 use crate::clients::plan::LaunchPlan;
 
-/// The most bytes one argument or one `NAME=value` of the environment may hold, its NUL
-/// included: Linux's `MAX_ARG_STRLEN` (32 pages of 4 KiB, `include/uapi/linux/binfmts.h`);
-/// `execve` fails with `E2BIG` past it.
-pub const MAX_ARG_BYTES: usize = 32 * 4096;
+pub use crate::clients::plan::MAX_ARG_BYTES;
 
 /// Refuses an argv element the kernel cannot pass: a NUL byte, or more than
 /// [`MAX_ARG_BYTES`].

@@ -248,3 +248,47 @@ fn the_warnings_of_one_launch_are_capped_and_count_the_rest() {
     let bytes: usize = planned.warnings.iter().map(String::len).sum();
     assert!(bytes < 1 << 20, "{bytes} bytes of warnings");
 }
+
+#[test]
+fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
+    let limit = kcap_mcp_registry::clients::plan::MAX_ARG_BYTES;
+    let mut in_argv = Vec::new();
+    for client in Client::ALL {
+        let mut c = ctx();
+        c.prompt = Some("x".repeat(limit - 1));
+        let fits = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
+        let takes_it_in_argv = fits.plan.argv.iter().any(|a| a.contains("xxxx"));
+        for (prompt, nul) in [("x".repeat(limit), false), ("review\0this".into(), true)] {
+            c.prompt = Some(prompt.clone());
+            match client.plan(&c, &inputs(Policy::Lenient)) {
+                Err(LaunchError::Render(e @ RenderError::ArgvUnpassable { .. })) => {
+                    assert!(takes_it_in_argv, "{client}: {e}");
+                    let RenderError::ArgvUnpassable {
+                        prompt: p,
+                        bytes,
+                        nul: n,
+                        ..
+                    } = &e
+                    else {
+                        unreachable!()
+                    };
+                    assert!(*p && *n == nul, "{client}: {e:?}");
+                    if !nul {
+                        assert_eq!(*bytes, limit);
+                        assert!(e.to_string().contains(&format!(
+                            "takes the reviewer's prompt in argv, and it is {limit} bytes, more \
+                             than the {} one argument holds",
+                            limit - 1
+                        )), "{e}");
+                    }
+                }
+                Ok(_) => assert!(!takes_it_in_argv, "{client} took an unpassable prompt"),
+                Err(e) => panic!("{client}: {e}"),
+            }
+        }
+        if takes_it_in_argv {
+            in_argv.push(client.name());
+        }
+    }
+    assert_eq!(in_argv, ["claude", "codex", "antigravity"]);
+}
