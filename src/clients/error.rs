@@ -15,13 +15,20 @@ use crate::allowlist::Rejection;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RenderError {
-    /// A value would reach Claude Code containing `${`, which Claude Code expands as an
-    /// environment variable reference in `command`, `args` and `env` with no escape.
-    ClaudeExpansion {
-        /// The MCP server the value belongs to.
+    /// A value would reach the client holding `${`, which it expands as an environment
+    /// variable reference with no escape (or whose expansion is not established, and so is
+    /// refused as if it were), so the client would run something else than the plan says.
+    Expansion {
+        /// The client.
+        client: Client,
+        /// The MCP server the value belongs to (registry id, or its wire name).
         server: String,
-        /// The field, e.g. `command`, `args[1]`, `env.KCAP_URL`.
+        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
         field: String,
+        /// What the client does with it, in its room's words (measured on the client the
+        /// room names): e.g. `which Claude Code expands as a variable reference and cannot
+        /// escape`.
+        expands: &'static str,
     },
     /// A launch value that follows an option in argv (`model`, `effort`, `worktree`) starts
     /// with `-`, so the client would read it as an option.
@@ -69,14 +76,6 @@ pub enum RenderError {
         /// What is wrong, e.g. `is not JSON (…)`.
         problem: String,
     },
-    /// A value would reach Gemini CLI in an ACP server's `env` containing `${`, which Gemini
-    /// CLI 0.61.0 expands as an environment variable reference.
-    GeminiExpansion {
-        /// The MCP server the value belongs to (registry id).
-        server: String,
-        /// The field, e.g. `env.KCAP_FLOW_AGENT_ID`.
-        field: String,
-    },
     /// A parent directory of the worktree holds a `.env` or `.gemini/.env`, which Gemini CLI
     /// 0.61.0 loads into its environment and every MCP server's whatever the plan says
     /// ([`gemini::env_file_preflight`]).
@@ -101,14 +100,6 @@ pub enum RenderError {
         /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
         field: &'static str,
     },
-    /// A value would reach Copilot CLI containing `${`, which Copilot CLI 1.0.102 expands as
-    /// an environment variable reference in a server's `command`, `args` and `env` at spawn.
-    CopilotExpansion {
-        /// The MCP server the value belongs to (registry id).
-        server: String,
-        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
-        field: String,
-    },
     /// Brokered result delivery with a blank capability URL: the result channel could reach
     /// nothing.
     BlankCapabilityUrl,
@@ -129,16 +120,6 @@ pub enum RenderError {
     NeedsBrokeredDelivery {
         /// The client.
         client: Client,
-    },
-    /// A value would reach a client whose expansion of `${…}` is not established (Cursor,
-    /// Kiro, Antigravity: facts \[K\] only) containing `${`: refused as if it expanded.
-    UnknownExpansion {
-        /// The client.
-        client: Client,
-        /// The MCP server the value belongs to (registry id).
-        server: String,
-        /// The field, e.g. `command`, `args[1]`, `env.KCAP_FLOW_AGENT_ID`.
-        field: String,
     },
     /// [`LaunchContext::credentials`] names a variable or file the client's room does not
     /// accept as a credential or provider setting ([`root::CredentialSpec`]), or names one
@@ -195,11 +176,16 @@ pub enum RenderError {
 impl fmt::Display for RenderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RenderError::ClaudeExpansion { server, field } => write!(
+            RenderError::Expansion {
+                client,
+                server,
+                field,
+                expands,
+            } => write!(
                 f,
-                "cannot render the Claude Code MCP config: `{server}.{field}` contains `${{`, \
-                 which Claude Code expands as a variable reference and cannot escape; \
-                 remove `${{` from that value"
+                "cannot render the {} launch: `{server}.{field}` contains `${{`, {expands}; \
+                 remove `${{` from that value",
+                client.display_name()
             ),
             RenderError::BlankAgentId => f.write_str(
                 "the reviewer's agent id is blank, and the result channel needs it \
@@ -250,12 +236,6 @@ impl fmt::Display for RenderError {
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
             ),
-            RenderError::GeminiExpansion { server, field } => write!(
-                f,
-                "cannot render the Gemini CLI session: `{server}.{field}` contains `${{`, which \
-                 Gemini CLI expands as a variable reference in ACP server env values; remove \
-                 `${{` from that value"
-            ),
             RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
             RenderError::ParentEnvFile { client, file } => write!(
                 f,
@@ -265,12 +245,6 @@ impl fmt::Display for RenderError {
                  the launch plan did not set; remove it, or put the worktree where no parent \
                  directory has one",
                 crate::text::ShownPath(file)
-            ),
-            RenderError::CopilotExpansion { server, field } => write!(
-                f,
-                "cannot render the Copilot CLI launch: `{server}.{field}` contains `${{`, which \
-                 Copilot CLI expands as a variable reference when it starts the server; remove \
-                 `${{` from that value"
             ),
             RenderError::NeedsAbsolute { client, field } => fmt_needs_absolute(f, *client, field),
             RenderError::BlankCapabilityUrl => f.write_str(
@@ -284,11 +258,6 @@ impl fmt::Display for RenderError {
             ),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
-            RenderError::UnknownExpansion {
-                client,
-                server,
-                field,
-            } => fmt_unknown_expansion(*client, server, field, f),
             RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::CredentialNotAccepted {
                 client,
@@ -398,21 +367,6 @@ fn fmt_needs_brokered(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result
         "cannot render the {client} launch: it runs with a HOME of its own, so the result \
          channel needs brokered delivery; give the launch its capability URL \
          (`result_capability_url` in the launch command; --result-capability-url URL)"
-    )
-}
-
-/// [`RenderError::UnknownExpansion`]'s message.
-fn fmt_unknown_expansion(
-    client: Client,
-    server: &str,
-    field: &str,
-    f: &mut fmt::Formatter<'_>,
-) -> fmt::Result {
-    write!(
-        f,
-        "cannot render the {client} launch: `{server}.{field}` contains `${{`, and whether \
-         {client} expands it as a variable reference is not established, so it is refused as if \
-         it did; remove `${{` from that value"
     )
 }
 

@@ -87,6 +87,11 @@ pub mod spec;
 
 use spec::ClientSpec;
 
+/// [`RenderError::Expansion`]'s words for a client whose expansion of `${…}` is not
+/// established (Cursor, Kiro, Antigravity: facts only): refused as if it expanded.
+pub const UNKNOWN_EXPANSION: &str = "and whether the client expands it as a variable reference \
+                                     is not established, so it is refused as if it did";
+
 /// Generates [`Client`] from the one list of clients below: the enum, [`Client::ALL`] and
 /// [`Client::spec`] (each variant's room declares `SPEC`).
 macro_rules! clients {
@@ -608,10 +613,11 @@ fn refuse_unknown_expansion(
             );
         for (field, value) in fields {
             if value.contains("${") {
-                return Err(RenderError::UnknownExpansion {
+                return Err(RenderError::Expansion {
                     client,
                     server: wire.id.clone(),
                     field,
+                    expands: UNKNOWN_EXPANSION,
                 });
             }
         }

@@ -1057,9 +1057,11 @@ fn claude_dollar_brace_is_refused_before_any_process_starts() {
     let refused = |ctx: &LaunchContext, field: &str| {
         assert_eq!(
             claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap()),
-            Err(RenderError::ClaudeExpansion {
+            Err(RenderError::Expansion {
+                client: kcap_mcp_registry::clients::Client::Claude,
                 server: "kcap-flow-result".to_string(),
-                field: field.into()
+                field: field.into(),
+                expands: kcap_mcp_registry::clients::claude::EXPANDS,
             })
         );
     };

@@ -497,7 +497,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: cannot render the Claude Code MCP config: `kcap-flow-result.env.KCAP_URL` contains `${`, which Claude Code expands as a variable reference and cannot escape; remove `${` from that value\n".into(),
+            stderr: "error: cannot render the Claude Code launch: `kcap-flow-result.env.KCAP_URL` contains `${`, which Claude Code expands as a variable reference and cannot escape; remove `${` from that value\n".into(),
         }
     );
     // A NUL cannot be a shell word.
@@ -520,7 +520,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: argument 12 contains a NUL character, which no shell word or process argument can carry; remove it from the launch values\n".into(),
+            stderr: "error: cannot render the claude launch: claude takes the reviewer's prompt in argv, and it holds a NUL byte, which no argument can pass; remove it\n".into(),
         }
     );
 }

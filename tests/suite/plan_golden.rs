@@ -381,14 +381,16 @@ fn gemini_refuses_expansion_in_env_values_only() {
     let err = refusal(Client::Gemini, &c, Policy::Lenient);
     assert_eq!(
         err,
-        RenderError::GeminiExpansion {
+        RenderError::Expansion {
+            client: Client::Gemini,
             server: "kcap-flow-result".into(),
-            field: "env.KCAP_FLOW_AGENT_ID".into()
+            field: "env.KCAP_FLOW_AGENT_ID".into(),
+            expands: kcap_mcp_registry::clients::gemini::EXPANDS,
         }
     );
     assert_eq!(
         err.to_string(),
-        "cannot render the Gemini CLI session: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` contains \
+        "cannot render the Gemini CLI launch: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` contains \
          `${`, which Gemini CLI expands as a variable reference in ACP server env values; remove \
          `${` from that value"
     );
@@ -403,9 +405,11 @@ fn gemini_refuses_expansion_in_env_values_only() {
     };
     assert_eq!(
         refusal(Client::Gemini, &c, Policy::Lenient),
-        RenderError::GeminiExpansion {
+        RenderError::Expansion {
+            client: Client::Gemini,
             server: "kcap-review-context".into(),
-            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into(),
+            expands: kcap_mcp_registry::clients::gemini::EXPANDS,
         }
     );
 }
@@ -547,28 +551,31 @@ fn facts_only_clients_refuse_expansion_anywhere() {
         let err = refusal(client, &c, Policy::Lenient);
         assert_eq!(
             err,
-            RenderError::UnknownExpansion {
+            RenderError::Expansion {
                 client,
                 server: "kcap-flow-result".into(),
-                field: "env.KCAP_FLOW_AGENT_ID".into()
+                field: "env.KCAP_FLOW_AGENT_ID".into(),
+                expands: kcap_mcp_registry::clients::UNKNOWN_EXPANSION,
             }
         );
         assert_eq!(
             err.to_string(),
             format!(
-                "cannot render the {client} launch: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` \
-                 contains `${{`, and whether {client} expands it as a variable reference is not \
-                 established, so it is refused as if it did; remove `${{` from that value"
+                "cannot render the {} launch: `kcap-flow-result.env.KCAP_FLOW_AGENT_ID` \
+                 contains `${{`, and whether the client expands it as a variable reference is \
+                 not established, so it is refused as if it did; remove `${{` from that value",
+                client.display_name()
             )
         );
         let mut c = ctx(None);
         c.kcap_bin = Some("/opt/${x}/kcap".into());
         assert_eq!(
             refusal(client, &c, Policy::Lenient),
-            RenderError::UnknownExpansion {
+            RenderError::Expansion {
                 client,
                 server: "kcap-flow-result".into(),
-                field: "command".into()
+                field: "command".into(),
+                expands: kcap_mcp_registry::clients::UNKNOWN_EXPANSION,
             }
         );
         let mut c = ctx(None);
@@ -577,10 +584,11 @@ fn facts_only_clients_refuse_expansion_anywhere() {
         };
         assert_eq!(
             refusal(client, &c, Policy::Lenient),
-            RenderError::UnknownExpansion {
+            RenderError::Expansion {
                 client,
                 server: "kcap-flow-result".into(),
-                field: "env.KCAP_FLOW_CAPABILITY_URL".into()
+                field: "env.KCAP_FLOW_CAPABILITY_URL".into(),
+                expands: kcap_mcp_registry::clients::UNKNOWN_EXPANSION,
             }
         );
     }
@@ -637,9 +645,11 @@ fn copilot_refuses_expansion_in_command_args_and_env() {
     let err = refusal(Client::Copilot, &c, Policy::Lenient);
     assert_eq!(
         err,
-        RenderError::CopilotExpansion {
+        RenderError::Expansion {
+            client: Client::Copilot,
             server: "kcap-flow-result".into(),
-            field: "command".into()
+            field: "command".into(),
+            expands: kcap_mcp_registry::clients::copilot::EXPANDS,
         }
     );
     assert_eq!(
@@ -652,9 +662,11 @@ fn copilot_refuses_expansion_in_command_args_and_env() {
     c.agent_id = "a${HOME}".into();
     assert_eq!(
         refusal(Client::Copilot, &c, Policy::Lenient),
-        RenderError::CopilotExpansion {
+        RenderError::Expansion {
+            client: Client::Copilot,
             server: "kcap-flow-result".into(),
-            field: "env.KCAP_FLOW_AGENT_ID".into()
+            field: "env.KCAP_FLOW_AGENT_ID".into(),
+            expands: kcap_mcp_registry::clients::copilot::EXPANDS,
         }
     );
     let mut c = ctx(Some(&["kcap-review"]));
@@ -663,9 +675,11 @@ fn copilot_refuses_expansion_in_command_args_and_env() {
     };
     assert_eq!(
         refusal(Client::Copilot, &c, Policy::Lenient),
-        RenderError::CopilotExpansion {
+        RenderError::Expansion {
+            client: Client::Copilot,
             server: "kcap-review-context".into(),
-            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into(),
+            expands: kcap_mcp_registry::clients::copilot::EXPANDS,
         }
     );
     // The registry's args never hold `${`; a custom registry's would be refused as

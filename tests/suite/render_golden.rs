@@ -256,9 +256,11 @@ fn claude_refuses_values_that_it_would_expand() {
         let err = claude_mcp_config(&c, &r).unwrap_err();
         assert_eq!(
             err,
-            RenderError::ClaudeExpansion {
+            RenderError::Expansion {
+                client: kcap_mcp_registry::clients::Client::Claude,
                 server: server.to_string(),
-                field: field.into()
+                field: field.into(),
+                expands: kcap_mcp_registry::clients::claude::EXPANDS,
             }
         );
         assert!(
@@ -664,9 +666,11 @@ fn allowlisting_the_review_context_injects_nothing_and_claude_refuses_an_expandi
     let r = c.resolve(Policy::Strict).unwrap();
     assert_eq!(
         claude_mcp_config(&c, &r),
-        Err(RenderError::ClaudeExpansion {
+        Err(RenderError::Expansion {
+            client: kcap_mcp_registry::clients::Client::Claude,
             server: "kcap-review-context".into(),
-            field: "env.KCAP_REVIEW_CONTEXT_URL".into()
+            field: "env.KCAP_REVIEW_CONTEXT_URL".into(),
+            expands: kcap_mcp_registry::clients::claude::EXPANDS,
         })
     );
 }

@@ -173,7 +173,7 @@ proptest! {
         }
         let values = [ctx.server_url.as_deref().unwrap(), ctx.kcap_bin.as_deref().unwrap(), &ctx.agent_id];
         if !gated && values.iter().any(|v| v.contains("${")) {
-            let refused = matches!(rendered, Err(RenderError::ClaudeExpansion { .. }));
+            let refused = matches!(rendered, Err(RenderError::Expansion { .. }));
             prop_assert!(refused, "not refused: {:?}", rendered);
             return Ok(());
         }

@@ -18,7 +18,7 @@
 //!   each ([`permissions_json`]); a server without a catalog gets no rule (the facts give only
 //!   the per-tool form), so its tools are denied.
 //! - Whether Antigravity expands `${…}` in `mcp_config.json` is not established: a `command`,
-//!   `args` or `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]), as its
+//!   `args` or `env` value holding `${` is refused ([`RenderError::Expansion`]), as its
 //!   registration file does. Whether it passes its environment on to servers is not
 //!   established either: the registry's env names are removed from it.
 //! - Print mode: the facts name it, not its flag. The plan uses `-p <prompt>`, the spelling
@@ -161,7 +161,7 @@ pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
 ///
 /// # Errors
 /// [`RenderError::NeedsBrokeredDelivery`] when the launch is not gated and its result
-/// delivery is [`ResultDelivery::Direct`]; [`RenderError::UnknownExpansion`] for a value
+/// delivery is [`ResultDelivery::Direct`]; [`RenderError::Expansion`] for a value
 /// holding `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree or launch
 /// directory; [`RenderError::OptionLike`] for a prompt starting with `-`;
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],

@@ -6,7 +6,7 @@
 //! "env":{…}}}}` (stdio servers; `type` defaults to `stdio`). With `--strict-mcp-config`
 //! Claude Code uses only the servers of `--mcp-config`, ignoring user and project ones.
 //! Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`, with
-//! no escape, so a value holding `${` is refused ([`RenderError::ClaudeExpansion`]).
+//! no escape, so a value holding `${` is refused ([`RenderError::Expansion`]).
 //!
 //! # Isolation by construction (issue 22; measured on 2.1.197 and 2.1.328, 2026-12-01)
 //!
@@ -260,7 +260,7 @@ pub const MANAGED_FILES: [ManagedFile; 4] = [
 /// the variables this launch's delivery mode and snapshot provide.
 ///
 /// # Errors
-/// [`RenderError::ClaudeExpansion`] when any emitted value contains `${`; when not gated,
+/// [`RenderError::Expansion`] when any emitted value contains `${`; when not gated,
 /// [`RenderError::BlankAgentId`] for a blank agent id, [`RenderError::BlankCapabilityUrl`]
 /// and [`RenderError::MissingReviewContextUrl`].
 ///
@@ -319,6 +319,10 @@ pub fn claude_mcp_config(
     Ok(String::from_utf8(json).expect("serde_json writes UTF-8"))
 }
 
+/// What Claude Code does with `${` in a server's `command`, `args` and `env`
+/// ([`RenderError::Expansion`]; measured on 2.1.197, `tests/clients/conformance.rs`).
+pub const EXPANDS: &str = "which Claude Code expands as a variable reference and cannot escape";
+
 /// Refuses `value` when it contains `${`; `field` names it in the error (built only then).
 fn refuse_expansion(
     server: &McpServer,
@@ -326,9 +330,11 @@ fn refuse_expansion(
     field: impl FnOnce() -> String,
 ) -> Result<(), RenderError> {
     if value.contains("${") {
-        return Err(RenderError::ClaudeExpansion {
+        return Err(RenderError::Expansion {
+            client: Client::Claude,
             server: server.id.to_string(),
             field: field(),
+            expands: EXPANDS,
         });
     }
     Ok(())

@@ -19,7 +19,7 @@
 //!   tool without asking; without it Copilot asks the ACP client. The per-tool form approves
 //!   exactly what the policy admits.
 //! - `${VAR}` is expanded at spawn in `command`, `args` and `env` (an unset one stays
-//!   literal), so a value holding `${` is refused ([`RenderError::CopilotExpansion`]).
+//!   literal), so a value holding `${` is refused ([`RenderError::Expansion`]).
 //!
 //! Isolation by construction (issue 22; every source measured on 1.0.102 with recorder MCP
 //! servers, hook marker files and a stand-in model API, `tests/clients/isolation_copilot.rs`; the
@@ -86,6 +86,11 @@ use crate::clients::root::{CredentialSpec, ManagedFile, Root};
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, non_blank, option_value,
 };
+
+/// What Copilot CLI does with `${` in a server's `command`, `args` and `env`
+/// ([`RenderError::Expansion`]; 1.0.102).
+pub const EXPANDS: &str =
+    "which Copilot CLI expands as a variable reference when it starts the server";
 
 /// What generic code knows about Copilot CLI ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
@@ -249,7 +254,7 @@ pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
 /// with [`MANAGED_FILES`] first.
 ///
 /// # Errors
-/// [`RenderError::CopilotExpansion`] when a server's `command`, an `args` value or an `env`
+/// [`RenderError::Expansion`] when a server's `command`, an `args` value or an `env`
 /// value contains `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree, launch
 /// directory or cache directory; [`RenderError::BlankAgentId`],
 /// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`];
@@ -286,9 +291,11 @@ pub fn copilot_plan(
     let model = option_value("model", &ctx.model)?;
     let (acp, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     for server in &acp {
-        let expanded = |field: String| RenderError::CopilotExpansion {
+        let expanded = |field: String| RenderError::Expansion {
+            client: Client::Copilot,
             server: server.name.clone(),
             field,
+            expands: EXPANDS,
         };
         if server.command.contains("${") {
             return Err(expanded("command".into()));

@@ -19,7 +19,7 @@
 //!   `.cursor/mcp.json` is among the paths a reviewer worktree must not carry) covers the
 //!   project file; nothing covers the user's.
 //! - Whether Cursor expands `${…}` in ACP values is not established: a `command`, `args` or
-//!   `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]).
+//!   `env` value holding `${` is refused ([`RenderError::Expansion`]).
 //! - Approval: `--force` runs every tool, Cursor's own ones too; what the reviewer may run
 //!   unasked follows the policy only through what is injected ([`Policy::Strict`](crate::Policy::Strict) injects
 //!   `read_only` servers only). Servers keep their registry ids (no aliasing: Cursor has no
@@ -115,7 +115,7 @@ pub enum UnverifiedIsolation {
 /// policy; a caller that carries it out should warn (the CLI and [`Client::plan`] do).
 ///
 /// # Errors
-/// [`RenderError::UnverifiedIsolation`] (above); [`RenderError::UnknownExpansion`] for a value
+/// [`RenderError::UnverifiedIsolation`] (above); [`RenderError::Expansion`] for a value
 /// holding `${`; [`RenderError::NeedsAbsolute`] without an absolute worktree;
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`].

@@ -17,7 +17,7 @@
 //!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see docs/launch-plan.md's
 //!   policy table).
 //! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
-//!   refused ([`RenderError::GeminiExpansion`]).
+//!   refused ([`RenderError::Expansion`]).
 //! - Every server inherits Gemini's environment, less names that look like secrets
 //!   (`GEMINI_API_KEY` does not reach them), plus `GEMINI_CLI=1` and
 //!   `GEMINI_CLI_NO_RELAUNCH=true`.
@@ -104,6 +104,11 @@ use crate::clients::root::{CredentialSpec, HOME_DIR, ManagedFile, Root};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 use crate::model::GEMINI_TOOL_NAMES;
 
+/// What Gemini CLI does with `${` in an ACP server's `env` ([`RenderError::Expansion`];
+/// 0.61.0).
+pub const EXPANDS: &str =
+    "which Gemini CLI expands as a variable reference in ACP server env values";
+
 /// What generic code knows about Gemini CLI ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
     name: "gemini",
@@ -188,7 +193,7 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// [`managed_preflight`](crate::clients::root::managed_preflight) on [`MANAGED_FILES`].
 ///
 /// # Errors
-/// [`RenderError::GeminiExpansion`] when a server's env value contains `${`;
+/// [`RenderError::Expansion`] when a server's env value contains `${`;
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
@@ -227,9 +232,11 @@ pub fn gemini_plan(
     let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
     for (wire, acp) in servers.iter().zip(&mcp_servers) {
         if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
-            return Err(RenderError::GeminiExpansion {
+            return Err(RenderError::Expansion {
+                client: Client::Gemini,
                 server: wire.id.clone(),
                 field: format!("env.{}", var.name),
+                expands: EXPANDS,
             });
         }
     }

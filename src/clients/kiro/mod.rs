@@ -20,7 +20,7 @@
 //! - `_kiro.dev/mcp/server_initialized` notifications name each started server: a daemon
 //!   can use them as a tripwire (any name outside [`LaunchPlan::servers`] means a leak).
 //! - Whether Kiro expands `${…}` in ACP values is not established: a `command`, `args` or
-//!   `env` value holding `${` is refused ([`RenderError::UnknownExpansion`]). Whether it
+//!   `env` value holding `${` is refused ([`RenderError::Expansion`]). Whether it
 //!   passes its environment on to servers is not established either: the registry's env
 //!   names are removed from it.
 //! - The model and effort are not Kiro flags in the facts, and are ignored; the prompt goes in
@@ -128,7 +128,7 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 /// delivery and snapshot) in `session/new` under its aliased [`wire_name`].
 ///
 /// # Errors
-/// [`RenderError::UnknownExpansion`] for a value holding `${`; [`RenderError::NeedsAbsolute`]
+/// [`RenderError::Expansion`] for a value holding `${`; [`RenderError::NeedsAbsolute`]
 /// without an absolute worktree or launch directory; [`RenderError::BlankAgentId`],
 /// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`].
 ///
