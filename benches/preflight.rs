@@ -26,8 +26,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::claude::claude_plan_preflighted;
 use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, MANAGED_DIR};
-use kcap_mcp_registry::clients::cursor::UnverifiedIsolation;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, servers};
 
 fn context(dir: &Path, client: Client) -> LaunchContext {

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::cursor::UnverifiedIsolation;
 use super::plan::{LaunchId, LaunchPlan, LaunchSecret};
 use super::{Client, LaunchContext, LaunchError, RenderError, non_blank, root};
 use crate::allowlist::Policy;
@@ -59,6 +58,18 @@ fn check_values(ctx: &LaunchContext) -> Result<(), RenderError> {
         }
     }
     Ok(())
+}
+
+/// The caller's answer to a launch whose isolation is not verified
+/// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor), under either
+/// policy. [`PlanInputs`] defaults to [`UnverifiedIsolation::Refuse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnverifiedIsolation {
+    /// Refuse the launch, under either policy ([`RenderError::UnverifiedIsolation`]).
+    Refuse,
+    /// Render it anyway: the caller accepts that servers of the user's Cursor configuration
+    /// may start beside the injected ones (`render cursor --allow-unverified-isolation`).
+    Allow,
 }
 
 /// What a launch needs beyond its [`LaunchContext`]: the policy, and the inputs some clients
@@ -142,7 +153,7 @@ impl Client {
     /// # Errors
     /// [`LaunchError::Rejected`] when the strict policy refuses an allowlist entry;
     /// [`LaunchError::Render`] with [`RenderError::Managed`] for an administrator file,
-    /// [`RenderError::GeminiEnvFile`] for a parent's environment file,
+    /// [`RenderError::ParentEnvFile`] for a parent's environment file,
     /// [`RenderError::Unsupported`] for a model or effort the client has no setting for
     /// (strict policy only), and every error of the client's plan function;
     /// [`LaunchError::LaunchId`] when no launch id can be drawn.
@@ -269,7 +280,7 @@ impl Client {
     ///
     /// # Errors
     /// [`RenderError::Managed`], [`RenderError::WorktreeInRepository`] (a worktree inside
-    /// another git repository, [`root::worktree_preflight`]), [`RenderError::GeminiEnvFile`].
+    /// another git repository, [`root::worktree_preflight`]), [`RenderError::ParentEnvFile`].
     pub fn preflight(self, ctx: &LaunchContext, system_root: &Path) -> Result<(), RenderError> {
         root::managed_preflight(self, self.managed_files(), system_root)?;
         root::worktree_preflight(self, ctx)?;

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::{Client, claude, gemini, plan};
+use super::{Client, claude, plan};
 #[allow(unused_imports, reason = "named in the docs")]
 use super::{LaunchContext, ResultDelivery, cursor, root};
 #[allow(unused_imports, reason = "named in the docs")]
@@ -68,24 +68,21 @@ pub enum RenderError {
     /// Settings the reviewer's Claude Code reads would stop these injected servers from
     /// starting ([`claude::preflight`]): every veto found, in server order.
     ClaudeVetoed(Vec<claude::preflight::Veto>),
-    /// A configuration file the reviewer's Claude Code reads cannot be understood, so
-    /// whether it vetoes an injected server is unknown.
-    ClaudeConfig {
+    /// A configuration file the reviewer's client reads cannot be understood, so whether it
+    /// vetoes an injected server is unknown (Claude Code's settings:
+    /// [`claude::preflight`]).
+    UnreadableConfig {
+        /// The client.
+        client: Client,
         /// The file.
         file: std::path::PathBuf,
         /// What is wrong, e.g. `is not JSON (…)`.
         problem: String,
     },
-    /// A parent directory of the worktree holds a `.env` or `.gemini/.env`, which Gemini CLI
-    /// 0.61.0 loads into its environment and every MCP server's whatever the plan says
-    /// ([`gemini::env_file_preflight`]).
-    GeminiEnvFile {
-        /// The file, absolute.
-        file: std::path::PathBuf,
-    },
     /// A parent directory of the worktree holds an environment file the client loads into
-    /// its own environment and every MCP server's whatever the plan says (Qwen Code's
-    /// `.qwen/.env` or `.env`: [`qwen::env_file_preflight`](super::qwen::env_file_preflight)).
+    /// its own environment and every MCP server's whatever the plan says (Gemini CLI's
+    /// `.gemini/.env` or `.env`: [`gemini::env_file_preflight`]; Qwen Code's `.qwen/.env` or
+    /// `.env`: [`qwen::env_file_preflight`](super::qwen::env_file_preflight)).
     ParentEnvFile {
         /// The client.
         client: Client,
@@ -109,7 +106,7 @@ pub enum RenderError {
     /// The client's isolation from the MCP servers the user or the reviewed repository
     /// configured is not established ([`plan::Isolation::Unverified`]: Cursor), and the
     /// strict policy renders it only when the caller opts in
-    /// ([`cursor::UnverifiedIsolation::Allow`]).
+    /// ([`UnverifiedIsolation::Allow`](super::dispatch::UnverifiedIsolation::Allow)).
     UnverifiedIsolation {
         /// The client.
         client: Client,
@@ -236,7 +233,6 @@ impl fmt::Display for RenderError {
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
             ),
-            RenderError::GeminiEnvFile { file } => gemini::write_env_file_refusal(f, file),
             RenderError::ParentEnvFile { client, file } => write!(
                 f,
                 "cannot isolate the {client} reviewer: {} exists in a parent directory of the \
@@ -288,10 +284,14 @@ impl fmt::Display for RenderError {
                  repository",
                 git.display()
             ),
-            RenderError::ClaudeConfig { file, problem } => write!(
+            RenderError::UnreadableConfig {
+                client,
+                file,
+                problem,
+            } => write!(
                 f,
-                "cannot tell which MCP servers Claude Code would start: {} {problem}; fix or \
-                 remove it",
+                "cannot tell which MCP servers {} would start: {} {problem}; fix or remove it",
+                client.display_name(),
                 crate::text::ShownPath(file)
             ),
         }

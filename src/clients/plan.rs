@@ -203,7 +203,7 @@ impl LaunchPlan {
 /// (Cursor): servers of the user's or the repository's configuration may start beside the
 /// injected ones, a flow-starting one included. [`Policy::Strict`](crate::Policy::Strict)
 /// refuses such a plan unless the caller opts in
-/// ([`UnverifiedIsolation`](crate::clients::cursor::UnverifiedIsolation)); a caller that
+/// ([`UnverifiedIsolation`](crate::clients::dispatch::UnverifiedIsolation)); a caller that
 /// carries one out should say so (the CLI warns).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]

@@ -88,7 +88,8 @@ fn parent_env_files_are_refused_before_launch() {
     let err = gemini::preflight(&ctx).unwrap_err();
     assert_eq!(
         err,
-        RenderError::GeminiEnvFile {
+        RenderError::ParentEnvFile {
+            client: kcap_mcp_registry::clients::Client::Gemini,
             file: m.path("home/.gemini/.env")
         }
     );

@@ -10,6 +10,7 @@ use kcap_mcp_registry::clients::claude::preflight::{
 };
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 
+use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
 
@@ -139,7 +140,10 @@ fn malformed_json_fails_closed_naming_the_file() {
     let s = Setup::new();
     let file = s.write("home/.claude.json", r#"{"projects":{"#);
     let e = preflight_error(&s.sources());
-    let RenderError::ClaudeConfig { file: got, problem } = &e else {
+    let RenderError::UnreadableConfig {
+        file: got, problem, ..
+    } = &e
+    else {
         panic!("{e:?}");
     };
     assert_eq!(got, &file);
@@ -160,7 +164,7 @@ fn malformed_json_fails_closed_naming_the_file() {
     let s = Setup::new();
     let file = s.write("wt/.claude/settings.json", "{,}");
     assert!(
-        matches!(preflight_error(&s.sources()), RenderError::ClaudeConfig { file: f, .. } if f == file)
+        matches!(preflight_error(&s.sources()), RenderError::UnreadableConfig { file: f, .. } if f == file)
     );
 }
 
@@ -197,7 +201,8 @@ fn a_veto_setting_of_an_unexpected_shape_fails_closed() {
     let e = preflight_error(&s.sources());
     assert_eq!(
         e,
-        RenderError::ClaudeConfig {
+        RenderError::UnreadableConfig {
+            client: Client::Claude,
             file,
             problem: format!(
                 "has `projects[{:?}].disabledMcpServers` that is not an array of server names",
@@ -213,7 +218,8 @@ fn a_veto_setting_of_an_unexpected_shape_fails_closed() {
     );
     assert_eq!(
         preflight_error(&s.sources()),
-        RenderError::ClaudeConfig {
+        RenderError::UnreadableConfig {
+            client: Client::Claude,
             file,
             problem: "has `deniedMcpServers[1]` that is not an object with `serverName`, \
                       `serverCommand` or `serverUrl`"
@@ -362,7 +368,7 @@ fn a_missing_worktree_fails_closed() {
     let missing = s.path("no-such-worktree");
     assert!(matches!(
         preflight_error(&s.sources_in(&missing)),
-        RenderError::ClaudeConfig { file, problem } if file == missing && problem.starts_with("cannot be read")
+        RenderError::UnreadableConfig { file, problem, .. } if file == missing && problem.starts_with("cannot be read")
     ));
 }
 
@@ -701,7 +707,7 @@ fn a_hostile_worktree_name_shows_escaped_in_vetoes_and_errors() {
     );
     std::fs::remove_file(&file).unwrap();
     let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
-    let RenderError::ClaudeConfig { file: got, .. } = &e else {
+    let RenderError::UnreadableConfig { file: got, .. } = &e else {
         panic!("{e:?}");
     };
     assert_eq!(got, &s.path(&settings));

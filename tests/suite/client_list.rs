@@ -211,7 +211,7 @@ fn every_clients_spec_says_what_its_launch_needs() {
         ctx
     };
     let mut inputs = PlanInputs::new(Policy::Lenient);
-    inputs.unverified_isolation = kcap_mcp_registry::clients::cursor::UnverifiedIsolation::Allow;
+    inputs.unverified_isolation = kcap_mcp_registry::clients::dispatch::UnverifiedIsolation::Allow;
     for client in Client::ALL {
         let spec = client.spec();
         assert!(client.plan(&ctx(true, true), &inputs).is_ok(), "{client}");

@@ -672,7 +672,8 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
 mod facts_only {
     use super::*;
     use kcap_mcp_registry::clients::antigravity::antigravity_plan;
-    use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
+    use kcap_mcp_registry::clients::cursor::cursor_plan;
+    use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
     use kcap_mcp_registry::clients::kiro::kiro_plan;
     use kcap_mcp_registry::clients::plan::LaunchId;
     use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery};

@@ -31,7 +31,7 @@ fn inputs(policy: Policy) -> PlanInputs {
     let mut inputs = PlanInputs::new(policy);
     inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef").unwrap());
     inputs.launch_secret = Some(LaunchSecret::from_bytes([7; 16]));
-    inputs.unverified_isolation = cursor::UnverifiedIsolation::Allow;
+    inputs.unverified_isolation = kcap_mcp_registry::clients::dispatch::UnverifiedIsolation::Allow;
     // A root without administrator files, whatever this machine's /etc holds.
     inputs.system_root = std::env::temp_dir().join("kcap-launch-api-empty-root");
     inputs
@@ -50,7 +50,11 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
             Client::Gemini => gemini::gemini_plan(&c, &r, &id),
             Client::OpenCode => opencode::opencode_plan(&c, &r),
             Client::Copilot => copilot::copilot_plan(&c, &r),
-            Client::Cursor => cursor::cursor_plan(&c, &r, cursor::UnverifiedIsolation::Allow),
+            Client::Cursor => cursor::cursor_plan(
+                &c,
+                &r,
+                kcap_mcp_registry::clients::dispatch::UnverifiedIsolation::Allow,
+            ),
             Client::Kiro => kiro::kiro_plan(&c, &r, &id),
             Client::Antigravity => antigravity::antigravity_plan(&c, &r),
             Client::Qwen => kcap_mcp_registry::clients::qwen::qwen_plan(&c, &r, &id),

@@ -524,7 +524,7 @@ pub fn claude_plan_preflighted(
 ///
 /// # Errors
 /// As [`claude_reviewer_args`]; [`RenderError::ClaudeVetoed`] with every veto as above;
-/// [`RenderError::ClaudeConfig`] when a configuration file cannot be understood.
+/// [`RenderError::UnreadableConfig`] when a configuration file cannot be understood.
 pub fn claude_reviewer_args_preflighted(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,

@@ -132,7 +132,7 @@ impl ClaudeConfigSources {
     /// managed file, then `managed-settings.d/*.json` in name order, dot files skipped).
     ///
     /// # Errors
-    /// [`RenderError::ClaudeConfig`] when `managed-settings.d` exists but cannot be listed.
+    /// [`RenderError::UnreadableConfig`] when `managed-settings.d` exists but cannot be listed.
     pub fn settings_files(&self) -> Result<Vec<(PathBuf, SettingsSource)>, RenderError> {
         let mut files = Vec::new();
         if let Some(dir) = self.claude_dir() {
@@ -236,7 +236,7 @@ impl fmt::Display for Veto {
 /// would veto, one [`Veto`] per (server, setting), in server order. Empty when gated.
 ///
 /// # Errors
-/// [`RenderError::ClaudeConfig`] when a file Claude Code would read exists but cannot be
+/// [`RenderError::UnreadableConfig`] when a file Claude Code would read exists but cannot be
 /// read, is not JSON, or holds a veto setting of an unexpected shape: what Claude Code
 /// would do is then unknown, so the launch fails closed.
 #[allow(
@@ -502,7 +502,7 @@ fn rules(file: &Path, settings: &Value, key: &str) -> Result<Option<Vec<Rule>>, 
 /// any step fails, the checkout's own directory is the key.
 ///
 /// # Errors
-/// [`RenderError::ClaudeConfig`] when `worktree` cannot be resolved (it does not exist).
+/// [`RenderError::UnreadableConfig`] when `worktree` cannot be resolved (it does not exist).
 pub fn project_key(worktree: &Path) -> Result<String, RenderError> {
     let real = std::fs::canonicalize(worktree).map_err(|e| unreadable(worktree, e))?;
     let root = real
@@ -605,7 +605,8 @@ fn read_json(file: &Path) -> Result<Option<Value>, RenderError> {
     };
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| RenderError::ClaudeConfig {
+        .map_err(|e| RenderError::UnreadableConfig {
+            client: crate::clients::Client::Claude,
             file: file.to_path_buf(),
             problem: format!("is not JSON ({e})"),
         })
@@ -619,14 +620,16 @@ fn is_absent(e: &std::io::Error) -> bool {
 }
 
 fn unreadable(file: &Path, e: std::io::Error) -> RenderError {
-    RenderError::ClaudeConfig {
+    RenderError::UnreadableConfig {
+        client: crate::clients::Client::Claude,
         file: file.to_path_buf(),
         problem: format!("cannot be read ({e})"),
     }
 }
 
 fn bad_shape(file: &Path, path: &str, want: &str) -> RenderError {
-    RenderError::ClaudeConfig {
+    RenderError::UnreadableConfig {
+        client: crate::clients::Client::Claude,
         file: file.to_path_buf(),
         problem: if path.is_empty() {
             format!("is not {want}")

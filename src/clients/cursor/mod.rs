@@ -36,6 +36,7 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::Resolution;
+use crate::clients::dispatch::UnverifiedIsolation;
 use crate::clients::plan::{Isolation, LaunchPlan, SessionNew};
 use crate::clients::root::CredentialSpec;
 use crate::clients::{
@@ -95,17 +96,6 @@ pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the
     ~/.cursor/mcp.json (which registration fills, kcap-flows included) beside the injected ones \
     was never established (facts [K] only; Cursor is not installable here)";
 
-/// The caller's answer to a launch whose isolation is not verified, asked by the strict
-/// policy only: there is no default, so a daemon spells out which one it means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnverifiedIsolation {
-    /// Refuse the launch, under either policy ([`RenderError::UnverifiedIsolation`]).
-    Refuse,
-    /// Render it anyway: the caller accepts that servers of the user's Cursor configuration
-    /// may start beside the injected ones (`render cursor --allow-unverified-isolation`).
-    Allow,
-}
-
 /// The Cursor reviewer launch: argv [`ARGV`]; every injected server (the `inject` servers by
 /// their condition, then the allowlisted ones, with this launch's result delivery and
 /// snapshot) in `session/new` under its registry id; the registry's env names removed from
@@ -122,7 +112,8 @@ pub enum UnverifiedIsolation {
 ///
 /// ```
 /// use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
-/// use kcap_mcp_registry::clients::cursor::{UnverifiedIsolation, cursor_plan};
+/// use kcap_mcp_registry::clients::cursor::cursor_plan;
+/// use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),

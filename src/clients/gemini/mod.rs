@@ -95,7 +95,6 @@ pub mod hostile;
 #[cfg(feature = "cli")]
 pub mod loader;
 
-use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::allowlist::Resolution;
@@ -344,7 +343,7 @@ pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
 /// form (Gemini's own working directory) are walked; the worktree itself is not checked.
 ///
 /// # Errors
-/// [`RenderError::GeminiEnvFile`] naming the nearest such file.
+/// [`RenderError::ParentEnvFile`] naming the nearest such file.
 pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
     let lexical = normalize(worktree);
     let mut starts = vec![lexical.clone()];
@@ -359,7 +358,10 @@ pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
                 // `symlink_metadata`: a dangling link or a directory stops Gemini's search as
                 // much as a file does; refusing it too keeps the rule simple.
                 if std::fs::symlink_metadata(&file).is_ok() {
-                    return Err(RenderError::GeminiEnvFile { file });
+                    return Err(RenderError::ParentEnvFile {
+                        client: Client::Gemini,
+                        file,
+                    });
                 }
             }
         }
@@ -377,19 +379,6 @@ pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
         Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
         _ => Ok(()),
     }
-}
-
-/// The text of [`RenderError::GeminiEnvFile`].
-pub(crate) fn write_env_file_refusal(f: &mut fmt::Formatter<'_>, file: &Path) -> fmt::Result {
-    write!(
-        f,
-        "cannot isolate the Gemini CLI reviewer: {} exists in a parent directory of the \
-         worktree; Gemini CLI loads the first `.gemini/.env` or `.env` it finds from the \
-         worktree up to `/` into its own environment and every MCP server's, adding variables \
-         the launch plan did not set; remove it, or put the worktree where no parent directory \
-         has one",
-        crate::text::ShownPath(file)
-    )
 }
 
 /// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
@@ -427,7 +416,8 @@ mod tests {
         // The nearest first, as Gemini finds it.
         assert_eq!(
             env_file_preflight(&tree),
-            Err(RenderError::GeminiEnvFile {
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
                 file: t.path().join("a/b/.env")
             })
         );
@@ -435,7 +425,8 @@ mod tests {
         let dotted = t.path().join("a/b/../b/./wt");
         assert_eq!(
             env_file_preflight(&dotted),
-            Err(RenderError::GeminiEnvFile {
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
                 file: t.path().join("a/.gemini/.env")
             })
         );
@@ -451,7 +442,8 @@ mod tests {
         std::fs::write(t.path().join("real/.env"), "X=1").unwrap();
         assert_eq!(
             env_file_preflight(&t.path().join("links/wt")),
-            Err(RenderError::GeminiEnvFile {
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
                 file: t.path().join("real/.env").canonicalize().unwrap()
             })
         );

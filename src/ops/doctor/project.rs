@@ -74,7 +74,7 @@ pub fn launch_plan(
         ..LaunchContext::default()
     };
     let mut inputs = crate::clients::dispatch::PlanInputs::new(crate::Policy::Strict);
-    inputs.unverified_isolation = crate::clients::cursor::UnverifiedIsolation::Allow;
+    inputs.unverified_isolation = crate::clients::dispatch::UnverifiedIsolation::Allow;
     let resolution = ctx.resolve(inputs.policy)?;
     client.room_plan(&ctx, &resolution, &inputs)
 }

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, ValueEnum};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::cursor::UnverifiedIsolation;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::ops;
