@@ -161,14 +161,6 @@ pub enum ExecError {
         /// What is missing (the Landlock LSM, or an ABI version and what it gives).
         missing: String,
     },
-    /// The plan was rendered for another launch directory than the one given: its root
-    /// variables point there.
-    OtherLaunchDir {
-        /// The plan's `launch_dir`.
-        planned: String,
-        /// The directory given.
-        given: PathBuf,
-    },
     /// The launch directory exists and holds something.
     LaunchDirNotEmpty {
         /// The launch directory.
@@ -320,8 +312,7 @@ impl fmt::Display for ExecError {
             | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
             | ExecError::LaunchDirNotDir { .. }
-            | ExecError::LaunchDirParentOpen { .. }
-            | ExecError::OtherLaunchDir { .. } => self.fmt_check(f),
+            | ExecError::LaunchDirParentOpen { .. } => self.fmt_check(f),
             ExecError::NoSandbox { missing } => write!(
                 f,
                 "{}: the reviewer's sandbox needs {missing}; run on a kernel that gives it (Linux \
@@ -397,15 +388,6 @@ impl ExecError {
                 Step::Check,
                 worktree.display(),
                 home.display()
-            ),
-            ExecError::OtherLaunchDir { planned, given } => write!(
-                f,
-                "{}: the plan was rendered for launch directory {}, not {}: its HOME and \
-                 client directories point there; render it again for {}",
-                Step::Check,
-                ShownPath(std::path::Path::new(planned)),
-                ShownPath(given),
-                ShownPath(given)
             ),
             _ => self.fmt_launch_dir(f),
         }

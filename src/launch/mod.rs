@@ -1,8 +1,8 @@
 //! Carrying a [`LaunchPlan`] out: the executor a daemon runs (feature `launch`).
 //!
 //! [`launch`] takes a plan (as `render <client> --format plan` prints it, or as a room's
-//! `*_plan` function returns it), the per-launch directory and the client binary, and
-//! returns a running [`Reviewer`]:
+//! `*_plan` function returns it; its `launch_dir` is the per-launch directory) and the client
+//! binary, and returns a running [`Reviewer`]:
 //!
 //! 1. **Check**, before anything is created: the plan's `version` is
 //!    [`PLAN_VERSION`](crate::clients::plan::PLAN_VERSION); every `dirs`, `files` and
@@ -60,12 +60,7 @@
 //! use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
 //!
 //! let plan: LaunchPlan = serde_json::from_str(&std::fs::read_to_string("plan.json")?)?;
-//! let reviewer = launch::launch(
-//!     &plan,
-//!     Path::new("/run/kcap/l1"),
-//!     Path::new("/usr/local/bin/gemini"),
-//!     &Options::default(),
-//! )?;
+//! let reviewer = launch::launch(&plan, Path::new("/usr/local/bin/gemini"), &Options::default())?;
 //! if let Reviewer::Acp(mut session) = reviewer {
 //!     session.prompt("Review the change on this branch.")?;
 //!     while let Some(event) = session.next_event(Duration::from_secs(600))? {
@@ -234,7 +229,7 @@ impl Reviewer {
     }
 }
 
-/// Checks `plan`, creates `launch_dir` and what the plan puts in it, removes the plan's
+/// Checks `plan`, creates its launch directory (`plan.launch_dir`) and what the plan puts in it, removes the plan's
 /// worktree paths, and starts `client_bin` as the plan says (the module docs list each
 /// step). Nothing is created when the check refuses the plan; on a later error the launch
 /// directory is removed again and the client, if started, stopped.
@@ -243,13 +238,10 @@ impl Reviewer {
 /// [`ExecError`], naming the step and the path or the client.
 pub fn launch(
     plan: &LaunchPlan,
-    launch_dir: &Path,
     client_bin: &Path,
     options: &Options,
 ) -> Result<Reviewer, ExecError> {
-    launch_with_parent_env(plan, launch_dir, client_bin, options, &|name| {
-        std::env::var_os(name)
-    })
+    launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name))
 }
 
 /// [`launch`], with the values of the plan's `env_inherit` looked up in `parent` instead of
@@ -260,11 +252,11 @@ pub fn launch(
 /// As [`launch`].
 pub fn launch_with_parent_env(
     plan: &LaunchPlan,
-    launch_dir: &Path,
     client_bin: &Path,
     options: &Options,
     parent: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Reviewer, ExecError> {
+    let launch_dir = Path::new(&plan.launch_dir);
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     sandbox::preflight(options.confinement)?;
@@ -339,23 +331,19 @@ fn sweep_once(launch_dir: &Path) {
     }
 }
 
-/// Only the check of [`launch`]'s first step: `Ok` when `plan` would be carried out into
-/// `launch_dir`. Creates nothing.
+/// Only the check of [`launch`]'s first step: `Ok` when `plan` would be carried out into its
+/// launch directory. Creates nothing.
 ///
 /// # Errors
 /// What [`launch`] would refuse the plan with before creating anything.
-pub fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
-    prepare::check(plan, launch_dir)
+pub fn check(plan: &LaunchPlan) -> Result<(), ExecError> {
+    prepare::check(plan, Path::new(&plan.launch_dir))
 }
 
 /// What [`launch`] would do with `plan`, one line per step, for a dry run (`launch
 /// --dry-run`). Environment values are not shown (they hold credentials): the plan does.
-pub fn steps(
-    plan: &LaunchPlan,
-    launch_dir: &Path,
-    client_bin: &Path,
-    options: &Options,
-) -> Vec<String> {
+pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<String> {
+    let launch_dir = Path::new(&plan.launch_dir);
     let dir = launch_dir.display();
     let mut steps = vec![
         format!(

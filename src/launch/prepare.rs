@@ -30,12 +30,6 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
             expected: PLAN_VERSION,
         });
     }
-    if Path::new(&plan.launch_dir) != launch_dir {
-        return Err(ExecError::OtherLaunchDir {
-            planned: plan.launch_dir.clone(),
-            given: launch_dir.into(),
-        });
-    }
     check_paths(plan)?;
     check_argv(plan)?;
     check_env(plan)?;

@@ -177,8 +177,7 @@ impl Codex {
         let wrapper =
             common::carry::subcommand(self.scratch.path(), "codex-sub", &self.bin, tail, &out);
         let options = kcap_mcp_registry::launch::Options::default().with_die_with_parent(true);
-        let mut t =
-            common::carry::Terminal::start(&plan, self.launch.path(), &wrapper, &daemon, &options);
+        let mut t = common::carry::Terminal::start(&plan, &wrapper, &daemon, &options);
         let status = t.wait_exit(Duration::from_secs(30));
         t.stop();
         let what = format!("codex … {}", tail.join(" "));

@@ -154,7 +154,6 @@ impl Setup {
         );
         let mut t = common::carry::Terminal::start(
             &plan,
-            self.launch.path(),
             &wrapper,
             &self.daemon_env(),
             &kcap_mcp_registry::launch::Options::default().with_die_with_parent(true),

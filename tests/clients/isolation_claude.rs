@@ -262,9 +262,8 @@ impl World {
             .with_dialog_quiet(Duration::from_secs(5))
             .with_die_with_parent(true);
         let what = format!("claude {}", self.version);
-        let reviewer =
-            launch::launch_with_parent_env(&plan, &self.path("launch"), &bin, &options, &lookup)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let reviewer = launch::launch_with_parent_env(&plan, &bin, &options, &lookup)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         let Reviewer::Terminal(mut session) = reviewer else {
             panic!("{what}: an ACP session; the Claude Code plan runs in a terminal")
         };

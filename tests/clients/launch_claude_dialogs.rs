@@ -114,15 +114,14 @@ enum End {
 
 /// Carries `plan` out with `bin` and reads the terminal until the reviewer is stopped at a
 /// dialog, exits, or `bound` passes; asserts it took no longer than that.
-fn run(bin: &Path, dir: &Path, plan: &LaunchPlan, bound: Duration) -> End {
+fn run(bin: &Path, plan: &LaunchPlan, bound: Duration) -> End {
     let options = Options::default()
         .with_dialog_quiet(QUIET)
         .with_die_with_parent(true);
     let path = common::peers::inherited_path();
     let parent = |name: &str| (name == "PATH").then(|| OsString::from(&path));
     let started = Instant::now();
-    let reviewer =
-        launch::launch_with_parent_env(plan, &dir.join("launch"), bin, &options, &parent).unwrap();
+    let reviewer = launch::launch_with_parent_env(plan, bin, &options, &parent).unwrap();
     let Reviewer::Terminal(mut session) = reviewer else {
         panic!("the Claude plan runs in a terminal")
     };
@@ -208,7 +207,7 @@ fn a_reviewer_at_a_first_run_screen_is_stopped_naming_it() {
             let dir = tempfile::tempdir().unwrap();
             let mut plan = plan(dir.path());
             edit(&mut plan);
-            match run(&bin, dir.path(), &plan, BOUND) {
+            match run(&bin, &plan, BOUND) {
                 End::Dialog(name) => assert_eq!(name, dialog, "{version}, {what}"),
                 other => panic!("{version}, {what}: {other:?}"),
             }
@@ -218,7 +217,7 @@ fn a_reviewer_at_a_first_run_screen_is_stopped_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut plan = plan(dir.path());
         edit_state(&mut plan, |_| None);
-        match run(&bin, dir.path(), &plan, BOUND) {
+        match run(&bin, &plan, BOUND) {
             End::Exited(Some(1), screen) => assert!(
                 screen.contains("unabletoconnecttoanthropicservices"),
                 "{version}: {screen}"
@@ -234,7 +233,7 @@ fn the_plan_as_rendered_passes_every_screen() {
     for (bin, version) in binaries() {
         let dir = tempfile::tempdir().unwrap();
         let plan = plan(dir.path());
-        match run(&bin, dir.path(), &plan, CONTROL) {
+        match run(&bin, &plan, CONTROL) {
             End::Running(screen) => assert!(screen.contains("replywithok"), "{version}: {screen}"),
             other => panic!("{version}: {other:?}"),
         }

@@ -102,8 +102,8 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
         .collect();
 
     let options = Options::default().with_handshake_timeout(Duration::from_secs(60));
-    let reviewer = launch::launch(&plan, &path("launch"), &gemini, &options)
-        .unwrap_or_else(|e| panic!("{}", chain(&e)));
+    let reviewer =
+        launch::launch(&plan, &gemini, &options).unwrap_or_else(|e| panic!("{}", chain(&e)));
     assert!(!path("worktree/.gemini").exists(), "worktree_remove");
     let pid = reviewer.pid();
     let Reviewer::Acp(session) = &reviewer else {
@@ -194,8 +194,8 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
         let plan = codex_plan(&ctx, &resolution).unwrap();
         let options = Options::default().with_dialog_quiet(Duration::from_secs(3));
         let started = Instant::now();
-        let mut reviewer = launch::launch(&plan, &tmp.path().join("launch"), &codex, &options)
-            .unwrap_or_else(|e| panic!("{}", chain(&e)));
+        let mut reviewer =
+            launch::launch(&plan, &codex, &options).unwrap_or_else(|e| panic!("{}", chain(&e)));
         assert!(!worktree.join(".codex").exists(), "worktree_remove");
         let pid = reviewer.pid();
         let Reviewer::Terminal(session) = &mut reviewer else {

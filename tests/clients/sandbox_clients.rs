@@ -83,8 +83,8 @@ fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
         ));
         options = options.with_sandbox_read_exec(cache);
     }
-    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &options)
-        .unwrap_or_else(|e| panic!("{client}: {e}"));
+    let mut reviewer =
+        launch::launch(&plan, &bin, &options).unwrap_or_else(|e| panic!("{client}: {e}"));
     let (output, status) = until_exit(&mut reviewer, Duration::from_secs(60));
     reviewer.stop().unwrap();
     assert!(

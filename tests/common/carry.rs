@@ -38,18 +38,17 @@ pub struct Timing {
 /// An error and its sources, on one line.
 pub use kcap_mcp_registry::text::error_chain as chain;
 
-/// Carries `plan` out with the executor: `client_bin` started as the plan says, into
-/// `launch_dir`, the plan's `env_inherit` looked up in `daemon_env`. Panics when the executor
+/// Carries `plan` out with the executor: `client_bin` started as the plan says, into its
+/// launch directory, the plan's `env_inherit` looked up in `daemon_env`. Panics when the executor
 /// refuses the plan or the start or handshake fails.
 pub fn start(
     plan: &LaunchPlan,
-    launch_dir: &Path,
     client_bin: &Path,
     daemon_env: &BTreeMap<String, String>,
     options: &Options,
 ) -> Reviewer {
     let lookup = |name: &str| daemon_env.get(name).map(OsString::from);
-    launch::launch_with_parent_env(plan, launch_dir, client_bin, options, &lookup)
+    launch::launch_with_parent_env(plan, client_bin, options, &lookup)
         .unwrap_or_else(|e| panic!("{}: the executor failed: {}", plan.client, chain(&e)))
 }
 
@@ -100,13 +99,7 @@ impl AcpRun<'_> {
         let options = Options::default()
             .with_handshake_timeout(self.timing.timeout)
             .with_die_with_parent(true);
-        let reviewer = start(
-            self.plan,
-            self.launch_dir,
-            self.client_bin,
-            self.daemon_env,
-            &options,
-        );
+        let reviewer = start(self.plan, self.client_bin, self.daemon_env, &options);
         let Reviewer::Acp(session) = reviewer else {
             panic!(
                 "{}: the plan does not start an ACP client",
@@ -269,12 +262,11 @@ impl Terminal {
     /// client.
     pub fn start(
         plan: &LaunchPlan,
-        launch_dir: &Path,
         client_bin: &Path,
         daemon_env: &BTreeMap<String, String>,
         options: &Options,
     ) -> Terminal {
-        match start(plan, launch_dir, client_bin, daemon_env, options) {
+        match start(plan, client_bin, daemon_env, options) {
             Reviewer::Terminal(session) => Terminal {
                 session,
                 output: Vec::new(),

@@ -219,7 +219,7 @@ fn every_clients_spec_says_what_its_launch_needs() {
         // A plan without a worktree is one the executor carries out (in the launch
         // directory).
         if let Ok(launch) = &no_worktree {
-            let checked = kcap_mcp_registry::launch::check(&launch.plan, Path::new("/run/kcap/l1"));
+            let checked = kcap_mcp_registry::launch::check(&launch.plan);
             assert!(checked.is_ok(), "{client}: {checked:?}");
         }
         assert_eq!(

@@ -332,7 +332,7 @@ proptest! {
         plan.argv.insert(0, record_base.display().to_string());
         plan.cwd = in_worktree.then(|| worktree.display().to_string());
 
-        let mut reviewer = launch::launch(&plan, &launch_dir, &client, &Options::default()).unwrap();
+        let mut reviewer = launch::launch(&plan, &client, &Options::default()).unwrap();
         until_exit(&mut reviewer);
         let rec = record(&record_base);
 
@@ -496,11 +496,6 @@ fn hostile_cases() -> Vec<Case> {
             },
         ),
         (
-            "a plan rendered for another launch directory",
-            |h, p| p.launch_dir = h.outside().display().to_string(),
-            |e| matches!(e, ExecError::OtherLaunchDir { .. }),
-        ),
-        (
             "a plan of version 3",
             |_, p| p.version = 3,
             |e| matches!(e, ExecError::Version { found: 3, .. }),
@@ -549,17 +544,11 @@ fn hostile_plans_are_refused_by_the_library_with_nothing_written() {
         let mut plan = h.plan();
         setup(&h, &mut plan);
         let before = h.snapshot();
-        let e = launch::launch(
-            &plan,
-            &h.launch_dir(),
-            Path::new("/bin/true"),
-            &Options::default(),
-        )
-        .expect_err(name);
+        let e = launch::launch(&plan, Path::new("/bin/true"), &Options::default()).expect_err(name);
         assert!(expected(&e), "{name}: {e:?}");
         assert!(e.to_string().starts_with("check the plan: "), "{name}: {e}");
         assert_eq!(h.snapshot(), before, "{name}: something was written");
-        assert!(launch::check(&plan, &h.launch_dir()).is_err(), "{name}");
+        assert!(launch::check(&plan).is_err(), "{name}");
     }
 }
 
@@ -573,13 +562,7 @@ fn a_launch_directory_of_another_user_is_refused() {
     std::fs::create_dir(h.launch_dir()).unwrap();
     std::os::unix::fs::chown(h.launch_dir(), Some(65534), Some(65534)).unwrap();
     let before = h.snapshot();
-    let e = launch::launch(
-        &h.plan(),
-        &h.launch_dir(),
-        Path::new("/bin/true"),
-        &Options::default(),
-    )
-    .unwrap_err();
+    let e = launch::launch(&h.plan(), Path::new("/bin/true"), &Options::default()).unwrap_err();
     assert!(
         matches!(
             e,
@@ -593,6 +576,41 @@ fn a_launch_directory_of_another_user_is_refused() {
     );
     assert_eq!(h.snapshot(), before);
     assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
+}
+
+/// The executor takes the launch directory from the plan; the CLI refuses a `--launch-dir`
+/// that is not the plan's.
+#[cfg(feature = "cli")]
+#[test]
+fn launch_plan_refuses_another_launch_dir_than_the_plans() {
+    let h = Hostile::new();
+    let mut plan = h.plan();
+    plan.launch_dir = h.outside().display().to_string();
+    let file = h.tmp.path().join("plan.json");
+    std::fs::write(&file, plan.to_json()).unwrap();
+    let before = h.snapshot();
+    let launch_dir = h.launch_dir();
+    let r = common::run(&[
+        "launch",
+        "--plan",
+        file.to_str().unwrap(),
+        "--launch-dir",
+        launch_dir.to_str().unwrap(),
+        "--client-bin",
+        "/bin/true",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: the plan was rendered for launch directory {}, not {}: its HOME and client \
+             directories point there; render it again for {}\n",
+            h.outside().display(),
+            launch_dir.display(),
+            launch_dir.display()
+        )
+    );
+    assert_eq!(h.snapshot(), before, "something was written");
 }
 
 #[cfg(feature = "cli")]
@@ -786,7 +804,7 @@ fn acp_plan_is_carried_out(client: &str) {
     assert!(plan.session_new.is_some(), "{client} is an ACP client");
     hostile_worktree(&plan);
     let launch_dir = tmp.path().join("launch");
-    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
     let pid = reviewer.pid();
     let events = prompt_to_end(&mut reviewer, facts_only::PROMPT);
 
@@ -846,7 +864,7 @@ fn an_antigravity_plan_is_carried_out_by_a_stand_in_in_a_terminal() {
     assert!(plan.session_new.is_none());
     hostile_worktree(&plan);
     let launch_dir = tmp.path().join("launch");
-    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
     let output = until_exit(&mut reviewer);
     assert!(
         output.contains("stand-in\x1b[0m ran in a terminal"),
@@ -882,7 +900,7 @@ fn a_reviewer_at_a_trust_dialog_is_stopped_with_its_process_group_within_the_bou
         let plan = bare_plan(Path::new("unused"), &launch_dir);
         let options = Options::default().with_dialog_quiet(Duration::from_secs(1));
         let started = Instant::now();
-        let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &options).unwrap();
+        let mut reviewer = launch::launch(&plan, &bin, &options).unwrap();
         let pid = reviewer.pid();
         let Reviewer::Terminal(session) = &mut reviewer else {
             panic!()
@@ -922,7 +940,7 @@ fn a_quiet_reviewer_without_a_dialog_is_not_stopped() {
     );
     let plan = bare_plan(Path::new("unused"), &launch_dir);
     let options = Options::default().with_dialog_quiet(Duration::from_millis(300));
-    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &options).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &options).unwrap();
     let Reviewer::Terminal(session) = &mut reviewer else {
         panic!()
     };
@@ -984,7 +1002,7 @@ fn an_acp_client_that_does_not_answer_or_exits_or_answers_wrong_is_reported() {
         let bin = sh_script(tmp.path(), name, body);
         let options = Options::default().with_handshake_timeout(Duration::from_secs(2));
         let started = Instant::now();
-        let e = launch::launch(&acp_plan(&launch_dir), &launch_dir, &bin, &options).unwrap_err();
+        let e = launch::launch(&acp_plan(&launch_dir), &bin, &options).unwrap_err();
         assert!(expected(&e), "{name}: {e:?}");
         assert!(started.elapsed() < Duration::from_secs(10), "{name}");
         assert!(
@@ -1003,7 +1021,7 @@ fn a_client_that_cannot_start_is_named_and_its_launch_directory_removed() {
         bare_plan(Path::new("x"), &launch_dir),
         acp_plan(&launch_dir),
     ] {
-        let e = launch::launch(&plan, &launch_dir, &missing, &Options::default()).unwrap_err();
+        let e = launch::launch(&plan, &missing, &Options::default()).unwrap_err();
         assert!(matches!(e, ExecError::Start { .. }), "{e:?}");
         assert!(e.to_string().contains("no-such-client"), "{e}");
         let source = std::error::Error::source(&e).unwrap().to_string();

@@ -56,7 +56,7 @@ fn two_launches_into_one_directory_one_wins_the_other_touches_nothing() {
                 std::thread::spawn(move || {
                     let plan = plan(&dir, mark);
                     barrier.wait();
-                    (mark, launch::launch(&plan, &dir, &bin, &Options::default()))
+                    (mark, launch::launch(&plan, &bin, &Options::default()))
                 })
             })
             .collect();
@@ -106,8 +106,8 @@ fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
         set_dir_mode(&dir.join(ro), 0o555);
     }
     std::fs::write(launch::lock_path(&dir).unwrap(), "").unwrap();
-    launch::check(&plan(&dir, "new"), &dir).expect("a stale directory passes the check");
-    let reviewer = launch::launch(&plan(&dir, "new"), &dir, &bin, &Options::default()).unwrap();
+    launch::check(&plan(&dir, "new")).expect("a stale directory passes the check");
+    let reviewer = launch::launch(&plan(&dir, "new"), &bin, &Options::default()).unwrap();
     assert!(
         !dir.join("home/auth.json").exists(),
         "the leftover credentials are gone"
@@ -122,7 +122,7 @@ fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
 
     // Without a lock file, a directory that is not empty is someone's: refused.
     std::fs::create_dir_all(dir.join("mine")).unwrap();
-    let e = launch::launch(&plan(&dir, "new"), &dir, &bin, &Options::default()).unwrap_err();
+    let e = launch::launch(&plan(&dir, "new"), &bin, &Options::default()).unwrap_err();
     assert!(matches!(e, ExecError::LaunchDirNotEmpty { .. }), "{e}");
     assert!(dir.join("mine").is_dir());
 }
@@ -136,13 +136,7 @@ fn a_launch_directory_whose_parent_every_user_can_write_is_refused_unless_sticky
     let launch_dir = parent.join("l1");
     // World-writable, not sticky: another user could rename the launch directory away.
     set_dir_mode(&parent, 0o777);
-    let err = launch::launch(
-        &plan(&launch_dir, "m"),
-        &launch_dir,
-        &bin,
-        &Options::default(),
-    )
-    .unwrap_err();
+    let err = launch::launch(&plan(&launch_dir, "m"), &bin, &Options::default()).unwrap_err();
     assert!(
         matches!(&err, ExecError::LaunchDirParentOpen { parent: p } if *p == parent),
         "{err:?}"
@@ -155,13 +149,7 @@ fn a_launch_directory_whose_parent_every_user_can_write_is_refused_unless_sticky
     assert!(!launch_dir.exists());
     // Sticky, as /tmp: only the owner may rename or remove what is in it.
     set_dir_mode(&parent, 0o1777);
-    let reviewer = launch::launch(
-        &plan(&launch_dir, "m"),
-        &launch_dir,
-        &bin,
-        &Options::default(),
-    )
-    .unwrap();
+    let reviewer = launch::launch(&plan(&launch_dir, "m"), &bin, &Options::default()).unwrap();
     reviewer.stop().unwrap();
 }
 
@@ -173,14 +161,14 @@ fn an_argument_longer_than_the_kernel_passes_is_refused_before_anything_is_creat
     // One byte under the bound (its NUL makes it exactly MAX_ARG_STRLEN): carried out.
     let mut ok = plan(&launch_dir, "m");
     ok.argv = vec!["x".repeat(launch::MAX_ARG_BYTES - 1)];
-    launch::launch(&ok, &launch_dir, &bin, &Options::default())
+    launch::launch(&ok, &bin, &Options::default())
         .unwrap()
         .stop()
         .unwrap();
     // At the bound: refused, naming the argument, and nothing is created.
     let mut long = plan(&launch_dir, "m");
     long.argv = vec!["--".into(), "x".repeat(launch::MAX_ARG_BYTES)];
-    let err = launch::launch(&long, &launch_dir, &bin, &Options::default()).unwrap_err();
+    let err = launch::launch(&long, &bin, &Options::default()).unwrap_err();
     assert!(
         matches!(&err, ExecError::BadArg { index: 1, .. }),
         "{err:?}"

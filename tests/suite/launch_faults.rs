@@ -77,7 +77,7 @@ fn a_stop_never_signals_a_process_group_whose_id_was_reused() {
     let launch_dir = tmp.path().join("launch");
     let bin = sh_script(tmp.path(), "quick", "exit 0");
     let plan = bare_plan(Path::new("unused"), &launch_dir);
-    let mut reviewer = launch::launch(&plan, &launch_dir, &bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
     let leader = reviewer.pid();
     let Reviewer::Terminal(session) = &mut reviewer else {
         panic!("not a terminal reviewer")
@@ -138,7 +138,7 @@ fn on_reviewer<T: Send + 'static>(
     work: impl FnOnce(&mut launch::AcpSession) -> T + Send + 'static,
 ) -> T {
     let plan = crate::launch::acp_plan(launch_dir);
-    let mut reviewer = launch::launch(&plan, launch_dir, bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, bin, &Options::default()).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let Reviewer::Acp(session) = &mut reviewer else {

@@ -137,7 +137,7 @@ echo probes-done
         let launch_dir = self.at("launches").join(name);
         let plan = self.plan(&launch_dir);
         let options = Options::default().with_confinement(confinement);
-        let mut reviewer = launch::launch(&plan, &launch_dir, &self.client(), &options).unwrap();
+        let mut reviewer = launch::launch(&plan, &self.client(), &options).unwrap();
         let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
         reviewer.stop().unwrap();
         let _ = std::fs::remove_file(format!("/tmp/kcap-sandbox-planted-{}", self.other.id()));
@@ -254,7 +254,7 @@ fn a_required_sandbox_the_kernel_lacks_is_refused_before_anything_is_created() {
     let launch_dir = world.at("launches/refused");
     let plan = world.plan(&launch_dir);
     let options = Options::default().with_confinement(Confinement::Required);
-    let err = launch::launch(&plan, &launch_dir, &world.client(), &options).unwrap_err();
+    let err = launch::launch(&plan, &world.client(), &options).unwrap_err();
     assert!(matches!(err, ExecError::NoSandbox { .. }), "{err}");
     assert!(!launch_dir.exists());
 }

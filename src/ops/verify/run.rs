@@ -30,14 +30,9 @@ impl Bench {
         let options = super::options(request, &self.root.dir, self.cache.as_deref());
         let lookup = |name: &str| self.parent_env.get(name).map(OsString::from);
         let started = Instant::now();
-        let reviewer = launch::launch_with_parent_env(
-            &self.plan,
-            &self.root.dir.join("launch"),
-            &request.client_bin,
-            &options,
-            &lookup,
-        )
-        .map_err(VerifyError::Launch)?;
+        let reviewer =
+            launch::launch_with_parent_env(&self.plan, &request.client_bin, &options, &lookup)
+                .map_err(VerifyError::Launch)?;
         let (outcome, output) = self.wait(reviewer, started)?;
         let elapsed = started.elapsed();
         let records = read_records(&records_dir).map_err(|source| VerifyError::Records {

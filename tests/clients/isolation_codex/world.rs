@@ -298,13 +298,7 @@ impl World {
             &["mcp", "list", "--json"],
             &out,
         );
-        let mut t = Terminal::start(
-            plan,
-            &self.path("launch"),
-            &wrapper,
-            &self.daemon_env,
-            &Self::options(),
-        );
+        let mut t = Terminal::start(plan, &wrapper, &self.daemon_env, &Self::options());
         let status = t.wait_exit(LAUNCH_TIMEOUT);
         t.stop();
         let stderr = std::fs::read_to_string(self.path("list.json.err")).unwrap_or_default();
@@ -323,13 +317,7 @@ impl World {
     /// Carries out `plan` with the executor: Codex in a terminal of its own, in its own
     /// process group, with exactly the plan's environment.
     pub fn start(&self, plan: &LaunchPlan) -> Terminal {
-        Terminal::start(
-            plan,
-            &self.path("launch"),
-            &self.client(),
-            &self.daemon_env,
-            &Self::options(),
-        )
+        Terminal::start(plan, &self.client(), &self.daemon_env, &Self::options())
     }
 
     /// Launches the plan and waits until the model was offered tools and `servers`

@@ -111,9 +111,18 @@ fn plan_of(
         return Ok((plan, PathBuf::from(dir), ctx.prompt));
     }
     let plan = read_plan(&file.unwrap_or_default())?;
-    // The plan names the directory it was rendered for; a different --launch-dir is refused
-    // by the executor's check.
-    let dir = launch_dir.unwrap_or_else(|| PathBuf::from(&plan.launch_dir));
+    // The plan names the directory it was rendered for (its HOME and client directories
+    // point there): another --launch-dir is refused.
+    let dir = PathBuf::from(&plan.launch_dir);
+    if let Some(given) = launch_dir.filter(|given| *given != dir) {
+        return Err(CliError::found(format!(
+            "the plan was rendered for launch directory {}, not {}: its HOME and client \
+             directories point there; render it again for {}",
+            ShownPath(&dir),
+            ShownPath(&given),
+            ShownPath(&given)
+        )));
+    }
     Ok((plan, dir, prompt))
 }
 
@@ -183,8 +192,8 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     }
     if run.dry_run {
         out!("{}", plan.to_json());
-        launch::check(&plan, &launch_dir).map_err(CliError::found)?;
-        for (n, step) in launch::steps(&plan, &launch_dir, &client_bin, &options)
+        launch::check(&plan).map_err(CliError::found)?;
+        for (n, step) in launch::steps(&plan, &client_bin, &options)
             .iter()
             .enumerate()
         {
@@ -195,7 +204,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     let options = options.with_keep_launch_dir(run.keep_launch_dir);
     let signal = stop_signals()?;
     let existed = launch_dir.exists();
-    let result = launch::launch(&plan, &launch_dir, &client_bin, &options)
+    let result = launch::launch(&plan, &client_bin, &options)
         .map_err(exec_error)
         .and_then(|reviewer| {
             errln!(
