@@ -92,7 +92,11 @@ mod wire;
 pub use allowlist::{
     Policy, RejectReason, Rejection, Resolution, SkipKind, Skipped, resolve_allowlist,
 };
-pub use clients::{LaunchContext, LaunchError, RenderError, ResultDelivery, Snapshot};
+pub use clients::dispatch::PlannedLaunch;
+pub use clients::plan::LaunchPlan;
+pub use clients::{
+    Client, LaunchContext, LaunchError, LaunchRequest, RenderError, ResultDelivery, Snapshot,
+};
 pub use model::{
     ALIASING_CLIENTS, AliasedToolNames, EnvSource, GEMINI_TOOL_NAMES, Inject, LAUNCH_ID_HEX_LEN,
     MAX_ID_LEN, McpServer, QWEN_TOOL_NAMES, RESULT_CHANNEL_ID, Tool,

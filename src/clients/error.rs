@@ -52,6 +52,12 @@ pub enum RenderError {
         /// It holds a NUL, which no argument can pass.
         nul: bool,
     },
+    /// A path given to a [`LaunchRequest`](super::LaunchRequest) is not UTF-8: every client
+    /// reads its configuration, and the paths in it, as text.
+    NotUtf8 {
+        /// The field: `kcap_bin`, `worktree`, `launch_dir` or `cache_dir`.
+        field: &'static str,
+    },
     /// A [`LaunchContext`] value holds a control or invisible character
     /// ([`crate::text::is_forbidden_char`]: C0 and C1 controls, bidirectional overrides,
     /// zero-width characters), so the client would get, show or log another value than the
@@ -81,7 +87,7 @@ pub enum RenderError {
     },
     /// A parent directory of the worktree holds an environment file the client loads into
     /// its own environment and every MCP server's whatever the plan says (Gemini CLI's
-    /// `.gemini/.env` or `.env`: [`gemini::env_file_preflight`]; Qwen Code's `.qwen/.env` or
+    /// `.gemini/.env` or `.env`: [`gemini::env_file_preflight`](super::gemini::env_file_preflight); Qwen Code's `.qwen/.env` or
     /// `.env`: [`qwen::env_file_preflight`](super::qwen::env_file_preflight)).
     ParentEnvFile {
         /// The client.
@@ -193,41 +199,17 @@ impl fmt::Display for RenderError {
                 prompt,
                 bytes,
                 nul,
-            } => {
-                let what = if *prompt {
-                    "the reviewer's prompt"
-                } else {
-                    "an argument"
-                };
-                write!(
-                    f,
-                    "cannot render the {client} launch: {client} takes {what} in argv, "
-                )?;
-                if *nul {
-                    write!(
-                        f,
-                        "and it holds a NUL byte, which no argument can pass; remove it"
-                    )
-                } else {
-                    write!(
-                        f,
-                        "and it is {bytes} bytes, more than the {} one argument holds (Linux's \
-                         MAX_ARG_STRLEN, its NUL included); shorten it, or review on a client \
-                         that takes the prompt over ACP",
-                        plan::MAX_ARG_BYTES - 1
-                    )
-                }
-            }
+            } => fmt_argv_unpassable(*client, *prompt, *bytes, *nul, f),
+            RenderError::NotUtf8 { field } => write!(
+                f,
+                "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \
+                 path of UTF-8 characters"
+            ),
             RenderError::ForbiddenChar {
                 field,
                 value,
                 found,
-            } => write!(
-                f,
-                "the reviewer's `{field}` `{}` contains {}; give it without one",
-                value.escape_debug(),
-                crate::text::char_name(*found)
-            ),
+            } => fmt_forbidden_char(field, value, *found, f),
             RenderError::OptionLike { field } => write!(
                 f,
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
@@ -296,6 +278,49 @@ impl fmt::Display for RenderError {
             ),
         }
     }
+}
+
+/// [`RenderError::ArgvUnpassable`]'s message.
+fn fmt_argv_unpassable(
+    client: Client,
+    prompt: bool,
+    bytes: usize,
+    nul: bool,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    let what = if prompt {
+        "the reviewer's prompt"
+    } else {
+        "an argument"
+    };
+    write!(
+        f,
+        "cannot render the {client} launch: {client} takes {what} in argv, "
+    )?;
+    if nul {
+        return f.write_str("and it holds a NUL byte, which no argument can pass; remove it");
+    }
+    write!(
+        f,
+        "and it is {bytes} bytes, more than the {} one argument holds (Linux's MAX_ARG_STRLEN, \
+         its NUL included); shorten it, or review on a client that takes the prompt over ACP",
+        plan::MAX_ARG_BYTES - 1
+    )
+}
+
+/// [`RenderError::ForbiddenChar`]'s message.
+fn fmt_forbidden_char(
+    field: &str,
+    value: &str,
+    found: char,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    write!(
+        f,
+        "the reviewer's `{field}` `{}` contains {}; give it without one",
+        value.escape_debug(),
+        crate::text::char_name(found)
+    )
 }
 
 /// [`RenderError::UnverifiedIsolation`]'s message.

@@ -82,6 +82,7 @@ pub mod plan;
 pub mod qwen;
 #[cfg(feature = "cli")]
 pub mod registration;
+mod request;
 pub mod root;
 pub mod spec;
 
@@ -231,6 +232,7 @@ impl fmt::Display for Client {
 use std::fmt;
 
 pub use error::{LaunchError, RenderError};
+pub use request::LaunchRequest;
 
 use crate::allowlist::{Policy, Rejection, Resolution};
 use crate::model::{EnvSource, Inject, McpServer};

@@ -296,3 +296,67 @@ fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
     }
     assert_eq!(in_argv, ["claude", "codex", "antigravity"]);
 }
+
+#[test]
+fn a_launch_request_builds_the_context_a_daemon_would_and_plans_it_strictly() {
+    use kcap_mcp_registry::{LaunchCommand, LaunchRequest};
+    let cmd: LaunchCommand = serde_json::from_str(
+        r#"{"agent_id":"a1","mcp_allowlist":["kcap-review","kcap-flows"],
+            "result_capability_url":"http://127.0.0.1:4100/t"}"#,
+    )
+    .unwrap();
+    let request = |client| {
+        LaunchRequest::new(client, cmd.clone())
+            .server("http://127.0.0.1:5100", "/opt/kcap")
+            .worktree("/work/tree")
+            .launch_dir("/run/kcap/l1")
+    };
+    // The same context as the hand-built one of these tests, with a credential.
+    let mut want = ctx();
+    want.credentials
+        .env
+        .push(EnvVar::new("ANTHROPIC_API_KEY", "sk-test"));
+    let built = request(Client::Claude)
+        .credential_env("ANTHROPIC_API_KEY", "sk-test")
+        .context()
+        .unwrap();
+    assert_eq!(built, want);
+    // Strict by default: kcap-flows starts flows, so it is refused.
+    for client in Client::ALL {
+        let e = request(client).plan().unwrap_err();
+        assert!(matches!(e, LaunchError::Rejected(_)), "{client}: {e}");
+    }
+    // Lenient: skipped with a warning, and every client plans (Cursor only when allowed).
+    for client in Client::ALL {
+        let r = request(client).policy(Policy::Lenient);
+        let r = if client == Client::Cursor {
+            assert!(r.clone().plan().is_err());
+            r.allow_unverified_isolation()
+        } else {
+            r
+        };
+        let planned = r.plan().unwrap_or_else(|e| panic!("{client}: {e}"));
+        assert_eq!(planned.plan.launch_dir, "/run/kcap/l1", "{client}");
+        assert!(
+            planned.warnings.iter().any(|w| w.contains("kcap-flows")),
+            "{client}: {:?}",
+            planned.warnings
+        );
+    }
+    // A path that is not UTF-8 is refused, naming the field.
+    use std::os::unix::ffi::OsStrExt as _;
+    let odd = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/work/tr\xffee"));
+    let e = request(Client::Codex).worktree(odd).plan().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LaunchError::Render(RenderError::NotUtf8 { field: "worktree" })
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "the reviewer's `worktree` is not UTF-8, and the client reads it as text; use a path \
+         of UTF-8 characters"
+    );
+}
