@@ -212,6 +212,7 @@ impl Client {
         inputs: &PlanInputs,
     ) -> Result<PlannedLaunch, LaunchError> {
         check_values(ctx)?;
+        self.check_paths(ctx)?;
         self.preflight(ctx, &inputs.system_root)?;
         let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
         let plan = self.room_plan(ctx, resolution, inputs)?;
@@ -224,6 +225,24 @@ impl Client {
         }
         Ok(PlannedLaunch { plan, warnings })
     }
+    /// Refuses a relative `worktree`, `launch_dir` or `cache_dir`: the client would resolve it
+    /// against wherever it happens to start, which is not where the daemon meant.
+    fn check_paths(self, ctx: &LaunchContext) -> Result<(), RenderError> {
+        for (field, value) in [
+            ("worktree", &ctx.worktree),
+            ("launch_dir", &ctx.launch_dir),
+            ("cache_dir", &ctx.cache_dir),
+        ] {
+            if non_blank(value).is_some_and(|v| !Path::new(v).is_absolute()) {
+                return Err(RenderError::NeedsAbsolute {
+                    client: self,
+                    field,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Refuses a plan whose argv the kernel cannot pass: an argument of more than
     /// [`MAX_ARG_BYTES`](super::plan::MAX_ARG_BYTES), or one holding a NUL (the prompt, for
     /// the clients that take it in argv: Claude Code, Codex CLI, Antigravity).

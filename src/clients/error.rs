@@ -100,7 +100,8 @@ pub enum RenderError {
     NeedsAbsolute {
         /// The client.
         client: Client,
-        /// The field: `worktree` (the ACP session's `cwd`) or `launch_dir`.
+        /// The field: `worktree` (where the client starts, or the ACP session's `cwd`),
+        /// `launch_dir` or `cache_dir`.
         field: &'static str,
     },
     /// Brokered result delivery with a blank capability URL: the result channel could reach
@@ -407,6 +408,7 @@ fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -
             "the reviewer's worktree (the ACP session's `cwd`)",
             "--worktree",
         ),
+        "cache_dir" => ("a cache directory kept across launches", "--cache-dir"),
         _ => ("a per-launch directory", "--launch-dir"),
     };
     write!(

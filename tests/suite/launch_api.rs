@@ -360,3 +360,33 @@ fn a_launch_request_builds_the_context_a_daemon_would_and_plans_it_strictly() {
          of UTF-8 characters"
     );
 }
+
+#[test]
+fn a_relative_worktree_launch_dir_or_cache_dir_is_refused_for_every_client() {
+    for client in Client::ALL {
+        for (field, flag) in [
+            ("worktree", "--worktree"),
+            ("launch_dir", "--launch-dir"),
+            ("cache_dir", "--cache-dir"),
+        ] {
+            let mut c = ctx();
+            let relative = Some("worktrees/review-42".to_owned());
+            match field {
+                "worktree" => c.worktree = relative,
+                "launch_dir" => c.launch_dir = relative,
+                _ => c.cache_dir = relative,
+            }
+            let e = client.plan(&c, &inputs(Policy::Lenient)).unwrap_err();
+            assert!(
+                matches!(&e, LaunchError::Render(RenderError::NeedsAbsolute { client: c, field: f })
+                    if *c == client && *f == field),
+                "{client} {field}: {e:?}"
+            );
+            assert!(
+                e.to_string()
+                    .ends_with(&format!("give the launch its `{field}` ({flag} DIR)")),
+                "{e}"
+            );
+        }
+    }
+}
