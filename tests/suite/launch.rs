@@ -578,6 +578,27 @@ fn a_launch_directory_of_another_user_is_refused() {
     assert!(e.to_string().contains("belongs to uid 65534"), "{e}");
 }
 
+/// `kcap-mcp-registry launch --plan FILE --launch-dir DIR --client-bin BIN`, then `more`.
+#[cfg(feature = "cli")]
+pub(crate) fn launch_plan(
+    file: &Path,
+    launch_dir: &Path,
+    bin: &Path,
+    more: &[&str],
+) -> common::Run {
+    let mut args = vec![
+        "launch",
+        "--plan",
+        file.to_str().unwrap(),
+        "--launch-dir",
+        launch_dir.to_str().unwrap(),
+        "--client-bin",
+        bin.to_str().unwrap(),
+    ];
+    args.extend(more);
+    common::run(&args)
+}
+
 /// The executor takes the launch directory from the plan; the CLI refuses a `--launch-dir`
 /// that is not the plan's.
 #[cfg(feature = "cli")]
@@ -590,15 +611,7 @@ fn launch_plan_refuses_another_launch_dir_than_the_plans() {
     std::fs::write(&file, plan.to_json()).unwrap();
     let before = h.snapshot();
     let launch_dir = h.launch_dir();
-    let r = common::run(&[
-        "launch",
-        "--plan",
-        file.to_str().unwrap(),
-        "--launch-dir",
-        launch_dir.to_str().unwrap(),
-        "--client-bin",
-        "/bin/true",
-    ]);
+    let r = launch_plan(&file, &launch_dir, Path::new("/bin/true"), &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(
         r.stderr,
@@ -635,15 +648,7 @@ fn hostile_plans_are_refused_by_launch_plan_with_nothing_written() {
         std::fs::write(&file, plan.to_json()).unwrap();
         let before = h.snapshot();
         let launch_dir = h.launch_dir();
-        let r = common::run(&[
-            "launch",
-            "--plan",
-            file.to_str().unwrap(),
-            "--launch-dir",
-            launch_dir.to_str().unwrap(),
-            "--client-bin",
-            "/bin/true",
-        ]);
+        let r = launch_plan(&file, &launch_dir, Path::new("/bin/true"), &[]);
         assert_eq!(r.code, 1, "{name}: {r:?}");
         assert!(
             r.stderr.starts_with("error: check the plan: "),
@@ -665,15 +670,7 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     std::fs::write(&file, plan.to_string()).unwrap();
     let before = h.snapshot();
     let launch_dir = h.launch_dir();
-    let r = common::run(&[
-        "launch",
-        "--plan",
-        file.to_str().unwrap(),
-        "--launch-dir",
-        launch_dir.to_str().unwrap(),
-        "--client-bin",
-        "/bin/true",
-    ]);
+    let r = launch_plan(&file, &launch_dir, Path::new("/bin/true"), &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stderr

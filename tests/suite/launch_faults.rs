@@ -295,19 +295,8 @@ fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
     for keep in [false, true] {
         let launch_dir = tmp.path().join(format!("launch-{keep}"));
         std::fs::write(&file, crate::launch::acp_plan(&launch_dir).to_json()).unwrap();
-        let mut args = vec![
-            "launch",
-            "--plan",
-            file.to_str().unwrap(),
-            "--launch-dir",
-            launch_dir.to_str().unwrap(),
-            "--client-bin",
-            bin.to_str().unwrap(),
-        ];
-        if keep {
-            args.push("--keep-launch-dir");
-        }
-        let r = common::run(&args);
+        let more: &[&str] = if keep { &["--keep-launch-dir"] } else { &[] };
+        let r = crate::launch::launch_plan(&file, &launch_dir, &bin, more);
         assert_eq!(r.code, 1, "{r:?}");
         assert!(r.stderr.contains("exited (exit status: 3)"), "{r:?}");
         let kept = format!(
@@ -320,16 +309,7 @@ fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
     }
     // A directory that was there before is never called kept: the launch refuses it.
     let before = tmp.path().join("launch-true");
-    let r = common::run(&[
-        "launch",
-        "--plan",
-        file.to_str().unwrap(),
-        "--launch-dir",
-        before.to_str().unwrap(),
-        "--client-bin",
-        bin.to_str().unwrap(),
-        "--keep-launch-dir",
-    ]);
+    let r = crate::launch::launch_plan(&file, &before, &bin, &["--keep-launch-dir"]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(!r.stderr.contains("kept the launch directory"), "{r:?}");
 }

@@ -40,6 +40,17 @@ fn rust_files(path: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The folder or file of top-level module `module` under `src`, if it exists.
+fn module_path(src: &Path, module: &str) -> Option<PathBuf> {
+    let dir = src.join(module);
+    let path = if dir.is_dir() {
+        dir
+    } else {
+        src.join(format!("{module}.rs"))
+    };
+    path.exists().then_some(path)
+}
+
 /// `(line number, module)` for each `crate::<module>` path in `text` outside a comment, and
 /// each lower-case name of a `use crate::{…}` group.
 fn references(text: &str) -> Vec<(usize, String)> {
@@ -83,15 +94,9 @@ fn upward_imports(src: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for (_, modules) in LAYERS {
         for module in *modules {
-            let dir = src.join(module);
-            let path = if dir.is_dir() {
-                dir
-            } else {
-                src.join(format!("{module}.rs"))
-            };
-            if !path.exists() {
+            let Some(path) = module_path(src, module) else {
                 continue;
-            }
+            };
             let own = layer_of(module).unwrap();
             for file in rust_files(&path) {
                 let text = std::fs::read_to_string(&file).unwrap();
@@ -268,15 +273,9 @@ fn drawing(src: &Path) -> String {
     for (layer, modules) in LAYERS {
         out.push_str(&format!("  subgraph {layer}\n"));
         for module in *modules {
-            let dir = src.join(module);
-            let path = if dir.is_dir() {
-                dir
-            } else {
-                src.join(format!("{module}.rs"))
-            };
-            if !path.exists() {
+            let Some(path) = module_path(src, module) else {
                 continue;
-            }
+            };
             out.push_str(&format!("    {module}\n"));
             for file in rust_files(&path) {
                 let text = std::fs::read_to_string(&file).unwrap();
