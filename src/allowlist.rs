@@ -149,8 +149,8 @@ pub struct Rejection {
 }
 
 impl fmt::Display for Rejection {
-    /// `MCP allowlist entry 1 "kcap-memory" is refused by the strict policy: …`, counting
-    /// entries from 1, the entry escaped.
+    /// `MCP allowlist entry 1 "kcap-memory" is refused by the strict policy: …; remove it
+    /// from the flow's MCP allowlist, or …`, counting entries from 1, the entry escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "MCP allowlist entry {} ", self.index + 1)?;
         match &self.entry {
@@ -158,7 +158,14 @@ impl fmt::Display for Rejection {
             None => f.write_str("null")?,
         }
         f.write_str(" is refused by the strict policy: ")?;
-        f.write_str(self.reason.explanation())
+        f.write_str(self.reason.explanation())?;
+        f.write_str(
+            "; remove it from the flow's MCP allowlist, or plan with the lenient policy, ",
+        )?;
+        f.write_str(match self.reason {
+            RejectReason::NotReadOnly => "which admits it",
+            _ => "which skips it with a warning",
+        })
     }
 }
 

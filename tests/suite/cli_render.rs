@@ -477,7 +477,7 @@ fn render_refusals_exit_1_with_the_message() {
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: MCP allowlist entry 2 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval\n".into(),
+            stderr: "error: MCP allowlist entry 2 \"kcap-memory\" is refused by the strict policy: the server is not read-only, so its tools need approval; remove it from the flow's MCP allowlist, or plan with the lenient policy, which admits it\n".into(),
         }
     );
     let r = run(&[

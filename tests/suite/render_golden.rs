@@ -337,7 +337,7 @@ fn strict_policy_rejects_the_first_offending_entry() {
     let err = claude(&c, Policy::Strict).unwrap_err();
     assert_eq!(
         err.to_string(),
-        r#"MCP allowlist entry 1 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval"#
+        r#"MCP allowlist entry 1 "kcap-memory\n" is refused by the strict policy: the server is not read-only, so its tools need approval; remove it from the flow's MCP allowlist, or plan with the lenient policy, which admits it"#
     );
 }
 
