@@ -4,9 +4,9 @@
 
 use std::fmt;
 
-use super::{Client, claude, plan};
+use super::{Client, plan};
 #[allow(unused_imports, reason = "named in the docs")]
-use super::{LaunchContext, ResultDelivery, cursor, root};
+use super::{LaunchContext, ResultDelivery, claude, cursor, root};
 #[allow(unused_imports, reason = "named in the docs")]
 use crate::allowlist::Policy;
 use crate::allowlist::Rejection;
@@ -71,9 +71,10 @@ pub enum RenderError {
         /// The first such character in it.
         found: char,
     },
-    /// Settings the reviewer's Claude Code reads would stop these injected servers from
-    /// starting ([`claude::preflight`]): every veto found, in server order.
-    ClaudeVetoed(Vec<claude::preflight::Veto>),
+    /// Settings the reviewer's client reads would stop these injected servers from starting
+    /// (Claude Code's: [`claude::preflight`]): every veto found, in server order, each naming
+    /// its client.
+    Vetoed(Vec<super::veto::Veto>),
     /// A configuration file the reviewer's client reads cannot be understood, so whether it
     /// vetoes an injected server is unknown (Claude Code's settings:
     /// [`claude::preflight`]).
@@ -237,7 +238,7 @@ impl fmt::Display for RenderError {
             ),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
-            RenderError::ClaudeVetoed(vetoes) => fmt_vetoes(vetoes, f),
+            RenderError::Vetoed(vetoes) => fmt_vetoes(vetoes, f),
             RenderError::CredentialNotAccepted {
                 client,
                 name,
@@ -418,8 +419,8 @@ fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -
     )
 }
 
-/// [`RenderError::ClaudeVetoed`]'s message: every veto, then what it means and how to fix it.
-fn fmt_vetoes(vetoes: &[claude::preflight::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// [`RenderError::Vetoed`]'s message: every veto, then what it means and how to fix it.
+fn fmt_vetoes(vetoes: &[super::veto::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let result_channel = crate::model::RESULT_CHANNEL_ID;
     for (i, veto) in vetoes.iter().enumerate() {
         if i > 0 {

@@ -85,6 +85,7 @@ pub mod registration;
 mod request;
 pub mod root;
 pub mod spec;
+pub mod veto;
 
 use spec::ClientSpec;
 

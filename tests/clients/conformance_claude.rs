@@ -26,8 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::etc::Etc;
-use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, VetoKind};
+use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
+use kcap_mcp_registry::clients::veto::VetoKind;
 
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
@@ -51,13 +52,7 @@ fn preflighted(
     ctx: &LaunchContext,
     policy: Policy,
     sources: &ClaudeConfigSources,
-) -> Result<
-    (
-        Vec<String>,
-        Vec<kcap_mcp_registry::clients::claude::preflight::Veto>,
-    ),
-    RenderError,
-> {
+) -> Result<(Vec<String>, Vec<kcap_mcp_registry::clients::veto::Veto>), RenderError> {
     claude_reviewer_args_preflighted(ctx, &ctx.resolve(policy).unwrap(), policy, sources)
 }
 
@@ -345,14 +340,14 @@ impl World {
         &self,
         allowlist: &[&str],
     ) -> (bool, Vec<(&'static str, PathBuf, String, VetoKind)>) {
-        let flat = |v: Vec<kcap_mcp_registry::clients::claude::preflight::Veto>| {
+        let flat = |v: Vec<kcap_mcp_registry::clients::veto::Veto>| {
             v.into_iter()
                 .map(|v| (v.server, v.file, v.json_path, v.kind))
                 .collect()
         };
         match preflighted(&self.ctx(allowlist), Policy::Lenient, &self.sources()) {
             Ok((_, warnings)) => (false, flat(warnings)),
-            Err(RenderError::ClaudeVetoed(v)) => (true, flat(v)),
+            Err(RenderError::Vetoed(v)) => (true, flat(v)),
             Err(e) => panic!("preflight: {e}"),
         }
     }

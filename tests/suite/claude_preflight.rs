@@ -6,11 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use kcap_mcp_registry::clients::claude::preflight::{
-    ClaudeConfigSources, Veto, VetoKind, claude_preflight, expand_vars, project_key,
+    ClaudeConfigSources, claude_preflight, expand_vars, project_key,
 };
 use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
 
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::veto::{Veto, VetoKind};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
 
@@ -586,12 +587,13 @@ fn a_vetoed_result_channel_is_refused_under_either_policy() {
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
     for policy in [Policy::Lenient, Policy::Strict] {
         let e = preflighted(&ctx(&["kcap-review"]), policy, &s.sources()).unwrap_err();
-        let RenderError::ClaudeVetoed(v) = &e else {
+        let RenderError::Vetoed(v) = &e else {
             panic!("{e:?}");
         };
         assert_eq!(
             v,
             &[Veto {
+                client: Client::Claude,
                 server: "kcap-flow-result",
                 file: file.clone(),
                 json_path: disabled(&wt, 0),
@@ -624,6 +626,7 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
     // The argv is exactly the unchecked one.
     assert_eq!(args, argv(&c, Policy::Lenient));
     let veto = Veto {
+        client: Client::Claude,
         server: "kcap-review",
         file: file.clone(),
         json_path: "deniedMcpServers[0].serverName".into(),
@@ -639,7 +642,7 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
         )
     );
     let e = preflighted(&c, Policy::Strict, &s.sources()).unwrap_err();
-    assert_eq!(e, RenderError::ClaudeVetoed(vec![veto]));
+    assert_eq!(e, RenderError::Vetoed(vec![veto]));
     assert!(
         e.to_string()
             .contains("; the strict policy launches no reviewer without them;"),
@@ -690,7 +693,7 @@ fn a_hostile_worktree_name_shows_escaped_in_vetoes_and_errors() {
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
     let sources = s.sources_in(&wt);
     let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
-    let RenderError::ClaudeVetoed(v) = &e else {
+    let RenderError::Vetoed(v) = &e else {
         panic!("{e:?}");
     };
     // The veto keeps the path as it is; only its display escapes.

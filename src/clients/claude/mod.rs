@@ -510,7 +510,7 @@ pub fn claude_plan_preflighted(
     resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(LaunchPlan, Vec<preflight::Veto>), RenderError> {
+) -> Result<(LaunchPlan, Vec<crate::clients::veto::Veto>), RenderError> {
     let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
     Ok((plan_of(ctx, resolution, argv)?, vetoes))
 }
@@ -523,20 +523,20 @@ pub fn claude_plan_preflighted(
 /// (the reviewer runs without it) and fails the launch under [`Policy::Strict`].
 ///
 /// # Errors
-/// As [`claude_reviewer_args`]; [`RenderError::ClaudeVetoed`] with every veto as above;
+/// As [`claude_reviewer_args`]; [`RenderError::Vetoed`] with every veto as above;
 /// [`RenderError::UnreadableConfig`] when a configuration file cannot be understood.
 pub fn claude_reviewer_args_preflighted(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<preflight::Veto>), RenderError> {
+) -> Result<(Vec<String>, Vec<crate::clients::veto::Veto>), RenderError> {
     let vetoes = preflight::claude_preflight(ctx, resolution, sources)?;
     let result_channel = resolution.registry().result_channel().id;
     if !vetoes.is_empty()
         && (policy == Policy::Strict || vetoes.iter().any(|v| v.server == result_channel))
     {
-        return Err(RenderError::ClaudeVetoed(vetoes));
+        return Err(RenderError::Vetoed(vetoes));
     }
     Ok((claude_reviewer_args(ctx, resolution)?, vetoes))
 }

@@ -55,14 +55,14 @@
 //! never start under `--strict-mcp-config`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::allowlist::Resolution;
-use crate::clients::{LaunchContext, RenderError};
-use crate::text::{ShownPath, printable};
+use crate::clients::veto::{Veto, VetoKind};
+use crate::clients::{Client, LaunchContext, RenderError};
+use crate::text::printable;
 
 /// Where Claude Code keeps its managed (policy) configuration on Linux.
 pub const MANAGED_DIR: &str = "/etc/claude-code";
@@ -183,54 +183,6 @@ pub enum SettingsSource {
     Managed,
 }
 
-/// How a setting vetoes a server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VetoKind {
-    /// Listed in the project entry's `disabledMcpServers`.
-    Disabled,
-    /// Named by a `deniedMcpServers` entry.
-    DeniedByName,
-    /// Its command line matches a `deniedMcpServers` `serverCommand` entry.
-    DeniedByCommand,
-    /// An `allowedMcpServers` list is in force and does not admit it.
-    NotAllowed,
-    /// `managed-mcp.json` takes exclusive control of MCP servers.
-    ManagedMcp,
-}
-
-/// One injected server the reviewer's Claude Code would not start, and the setting that
-/// stops it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Veto {
-    /// The server's name in `--mcp-config`.
-    pub server: &'static str,
-    /// The file holding the setting.
-    pub file: PathBuf,
-    /// The setting's JSON path in that file, e.g. `projects["/w"].disabledMcpServers[0]`.
-    pub json_path: String,
-    /// How it vetoes.
-    pub kind: VetoKind,
-}
-
-impl fmt::Display for Veto {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let why = match self.kind {
-            VetoKind::Disabled => "disables it",
-            VetoKind::DeniedByName => "denies it by name",
-            VetoKind::DeniedByCommand => "denies its command line",
-            VetoKind::NotAllowed => "is an allowlist that does not admit it",
-            VetoKind::ManagedMcp => "takes exclusive control of MCP servers",
-        };
-        write!(
-            f,
-            "Claude Code would not start MCP server `{}`: `{}` in {} {why}",
-            self.server,
-            printable(&self.json_path),
-            ShownPath(&self.file)
-        )
-    }
-}
-
 /// Every injected server (the result channel, then the resolved allowlist, as
 /// [`claude_mcp_config`](super::claude_mcp_config) emits them) that a setting in `sources`
 /// would veto, one [`Veto`] per (server, setting), in server order. Empty when gated.
@@ -267,6 +219,7 @@ pub fn claude_preflight(
     let managed_mcp = sources.managed_dir.join("managed-mcp.json");
     if read_json(&managed_mcp)?.is_some() {
         vetoes.extend(servers.iter().map(|(name, _)| Veto {
+            client: Client::Claude,
             server: name,
             file: managed_mcp.clone(),
             json_path: String::new(),
@@ -290,6 +243,7 @@ pub fn claude_preflight(
                 for (name, _) in &servers {
                     if let Some(i) = names.iter().position(|n| n.as_str() == Some(name)) {
                         vetoes.push(Veto {
+                            client: Client::Claude,
                             server: name,
                             file: file.clone(),
                             json_path: format!("{path}[{i}]"),
@@ -356,6 +310,7 @@ pub fn claude_preflight(
                         (r.file.clone(), "allowedMcpServers".into())
                     });
                 vetoes.push(Veto {
+                    client: Client::Claude,
                     server: name,
                     file,
                     json_path,
@@ -417,6 +372,7 @@ impl Rule {
 
     fn veto(&self, server: &'static str, kind: VetoKind) -> Veto {
         Veto {
+            client: Client::Claude,
             server,
             file: self.file.clone(),
             json_path: self.json_path.clone(),
