@@ -51,12 +51,12 @@
 //! Items behind a feature say so in their documentation (on docs.rs, a "Available on crate
 //! feature … only" note).
 //!
-//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: [`report`] (check
-//!   output formats), [`ops`] (the operations behind the commands, one module each:
+//! - `cli` (default): the `kcap-mcp-registry` binary and what only it needs: `report` (check
+//!   output formats), `ops` (the operations behind the commands, one module each:
 //!   `check --against`, `list`/`resolve`, `diff`, `render`, `export`, `install`/`uninstall`,
 //!   `doctor`, `verify`), and in the client layer each room's registration file and loader
-//!   model ([`clients::registration`]) and `verify`'s hostile configuration
-//!   ([`clients::hostile`]).
+//!   model (`clients::registration`) and `verify`'s hostile configuration
+//!   (`clients::hostile`).
 //! - `launch` (on with `cli`): the module `launch`, the executor that carries a launch
 //!   plan out (creates the per-launch directory, starts the client in its own process
 //!   group, drives it over ACP or in a pseudo-terminal); adds the `rustix` crate.
