@@ -52,6 +52,18 @@ pub enum RenderError {
         /// It holds a NUL, which no argument can pass.
         nul: bool,
     },
+    /// The reviewer's prompt starts (after leading white space) with a character that makes
+    /// the client run it as a command instead of sending it to the model (Codex CLI's `!`:
+    /// [`codex::PROMPT_SHELL_PREFIX`](super::codex::PROMPT_SHELL_PREFIX)).
+    PromptIsCommand {
+        /// The client.
+        client: Client,
+        /// The character.
+        prefix: char,
+        /// What the client does with such a prompt, in its room's words (measured on the
+        /// client the room names).
+        runs: &'static str,
+    },
     /// A path given to a [`LaunchRequest`](super::LaunchRequest) is not UTF-8: every client
     /// reads its configuration, and the paths in it, as text.
     NotUtf8 {
@@ -202,6 +214,16 @@ impl fmt::Display for RenderError {
                 bytes,
                 nul,
             } => fmt_argv_unpassable(*client, *prompt, *bytes, *nul, f),
+            RenderError::PromptIsCommand {
+                client,
+                prefix,
+                runs,
+            } => write!(
+                f,
+                "cannot render the {} launch: the reviewer's prompt starts with `{prefix}`, \
+                 {runs}; start the prompt with text (e.g. `Review: …`)",
+                client.display_name()
+            ),
             RenderError::NotUtf8 { field } => write!(
                 f,
                 "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \

@@ -33,7 +33,7 @@ use kcap_mcp_registry::clients::codex::{MANAGED_FILES, codex_plan, keep_api_key}
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::managed_preflight;
 use kcap_mcp_registry::{Policy, RenderError};
-use world::{API_KEY, World, git_init, offered};
+use world::{API_KEY, LAUNCH_TIMEOUT, World, git_init, offered};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -47,6 +47,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         client_variables_do_not_reach_the_client,
         trust_is_not_inherited_from_a_parent_folder,
         no_inventory_is_needed_codex_lists_only_the_injected_servers,
+        a_prompt_is_only_a_prompt,
     ]
 }
 
@@ -431,4 +432,39 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
 /// The daemon user's `~/.codex/config.toml` in `w`.
 fn config_of(w: &World) -> PathBuf {
     w.path("user/.codex/config.toml")
+}
+
+/// Issue 34, a prompt that is a command. Codex's TUI runs a prompt that starts with `!` as a
+/// local shell command when it starts, outside its own sandbox: the plan rendered today with such a prompt swapped into its argv leaves the marker (the
+/// evidence, shown again on every run). The room refuses that prompt, with or without leading
+/// white space, naming the character.
+fn a_prompt_is_only_a_prompt() {
+    let Some(w) = World::new() else { return };
+    let bang = format!("!{}", w.mark("bang"));
+    for prompt in [bang.clone(), format!(" \n{bang}")] {
+        let mut ctx = w.ctx();
+        ctx.prompt = Some(prompt);
+        let refused = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        assert!(
+            matches!(refused, RenderError::PromptIsCommand { prefix: '!', .. }),
+            "{refused:?}"
+        );
+    }
+    let mut plan = w.plan();
+    let prompt = plan.argv.last_mut().unwrap();
+    assert_eq!(prompt, "review this");
+    *prompt = bang;
+    let marker = w.path("marks/bang");
+    let mut t = w.start(&plan);
+    let started = std::time::Instant::now();
+    while !marker.exists() && started.elapsed() < LAUNCH_TIMEOUT && t.exited.is_none() {
+        t.read(std::time::Duration::from_millis(200));
+    }
+    let terminal = String::from_utf8_lossy(&t.output).into_owned();
+    t.stop();
+    assert!(
+        marker.exists(),
+        "Codex did not run the `!` prompt as a command: the evidence of \
+         codex::PROMPT_SHELL_PREFIX is stale; terminal:\n{terminal}"
+    );
 }

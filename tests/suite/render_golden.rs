@@ -377,6 +377,39 @@ fn codex_model_and_effort_rules() {
 }
 
 #[test]
+fn a_codex_prompt_that_codex_would_run_as_a_shell_command_is_refused() {
+    let with_prompt = |prompt: &str| {
+        let mut c = ctx(None);
+        c.prompt = Some(prompt.into());
+        c
+    };
+    for prompt in ["!touch x", " !touch x", "\n\t!touch x"] {
+        let e = render_error(codex(&with_prompt(prompt), Policy::Lenient).unwrap_err());
+        assert_eq!(
+            e,
+            RenderError::PromptIsCommand {
+                client: kcap_mcp_registry::Client::Codex,
+                prefix: '!',
+                runs: "which Codex CLI runs as a local shell command at start, outside its own \
+                       sandbox",
+            },
+            "{prompt:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "cannot render the Codex CLI launch: the reviewer's prompt starts with `!`, which \
+             Codex CLI runs as a local shell command at start, outside its own sandbox; start \
+             the prompt with text (e.g. `Review: …`)"
+        );
+    }
+    // A `!` anywhere else is text, and Claude Code sends a leading one to the model.
+    let args = codex(&with_prompt("Review! !x"), Policy::Lenient).unwrap();
+    assert_eq!(args[args.len() - 2..], ["--", "Review! !x"]);
+    let args = claude(&with_prompt("!touch x"), Policy::Lenient).unwrap();
+    assert_eq!(args.last().map(String::as_str), Some("!touch x"));
+}
+
+#[test]
 fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
     let mut c = ctx(None);
     c.model = None;

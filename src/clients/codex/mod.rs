@@ -50,7 +50,7 @@ pub mod hostile;
 use std::fmt::Write as _;
 
 use crate::allowlist::Resolution;
-use crate::clients::{LaunchContext, RenderError, non_blank, option_value};
+use crate::clients::{Client, LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 pub use launch::{
     BASE_URL_VAR, CODEX_HOME, CREDENTIALS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
@@ -298,6 +298,15 @@ pub fn default_approval(server: &McpServer) -> &'static str {
     if server.read_only { APPROVE } else { PROMPT }
 }
 
+/// The character that makes Codex CLI's terminal client run its prompt as a local shell
+/// command: a prompt that starts with it (`codex -- '!touch x'`) runs `touch x` at start,
+/// outside Codex's own sandbox (measured on 0.169.0, the model API at a dead port and at a
+/// stand-in; reported on 0.171.0 too, issue 34; `isolation_codex::a_prompt_is_only_a_prompt` in
+/// `tests/clients/isolation_codex.rs` shows it again on every run). One led
+/// by a space or a line break was sent as a prompt on 0.169.0; [`codex_reviewer_args`]
+/// refuses it all the same, since the composer's trimming is not a documented contract.
+pub const PROMPT_SHELL_PREFIX: char = '!';
+
 /// The Codex reviewer argv (after the `codex` binary): `--cd W` (when a worktree is set),
 /// `--sandbox workspace-write --ask-for-approval never --no-daemon` (measured on 0.169.0:
 /// without it the TUI signed in with an API key installed a copy of itself under
@@ -315,7 +324,8 @@ pub fn default_approval(server: &McpServer) -> &'static str {
 ///
 /// # Errors
 /// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
-/// starting with `-`.
+/// starting with `-`; [`RenderError::PromptIsCommand`] for a prompt that starts, after white
+/// space, with [`PROMPT_SHELL_PREFIX`].
 pub fn codex_reviewer_args(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
@@ -359,6 +369,14 @@ pub fn codex_reviewer_args(
     }
     args.push("--no-alt-screen".into());
     if let Some(prompt) = ctx.prompt.as_deref().filter(|p| !p.is_empty()) {
+        if prompt.trim_start().starts_with(PROMPT_SHELL_PREFIX) {
+            return Err(RenderError::PromptIsCommand {
+                client: Client::Codex,
+                prefix: PROMPT_SHELL_PREFIX,
+                runs: "which Codex CLI runs as a local shell command at start, outside its own \
+                       sandbox",
+            });
+        }
         args.extend(["--".into(), prompt.into()]);
     }
     Ok(args)
