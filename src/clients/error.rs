@@ -64,6 +64,21 @@ pub enum RenderError {
         /// client the room names).
         runs: &'static str,
     },
+    /// A launch value (the model) would reach the client in a file whose text the client
+    /// expands (OpenCode's `{env:NAME}` and `{file:PATH}` in `opencode.json`:
+    /// [`opencode::EXPANDS`](super::opencode::EXPANDS)), so the client would use another
+    /// value than the plan says, or send a file or a variable of its own to the model API.
+    LaunchValueExpands {
+        /// The client.
+        client: Client,
+        /// The [`LaunchContext`] field, e.g. `model`.
+        field: &'static str,
+        /// The character that starts the expansion, e.g. `{`.
+        marker: char,
+        /// What the client does with it, in its room's words (measured on the client the
+        /// room names).
+        expands: &'static str,
+    },
     /// A path given to a [`LaunchRequest`](super::LaunchRequest) is not UTF-8: every client
     /// reads its configuration, and the paths in it, as text.
     NotUtf8 {
@@ -222,6 +237,17 @@ impl fmt::Display for RenderError {
                 f,
                 "cannot render the {} launch: the reviewer's prompt starts with `{prefix}`, \
                  {runs}; start the prompt with text (e.g. `Review: …`)",
+                client.display_name()
+            ),
+            RenderError::LaunchValueExpands {
+                client,
+                field,
+                marker,
+                expands,
+            } => write!(
+                f,
+                "cannot render the {} launch: its `{field}` contains `{marker}`, {expands}; \
+                 give the {field} without `{marker}`",
                 client.display_name()
             ),
             RenderError::NotUtf8 { field } => write!(

@@ -28,8 +28,8 @@ use http::Http;
 use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
-use kcap_mcp_registry::clients::opencode::SERVER_PASSWORD_VAR;
 use kcap_mcp_registry::clients::opencode::{MANAGED_FILES, WORKTREE_CONFIG};
+use kcap_mcp_registry::clients::opencode::{SERVER_PASSWORD_VAR, config_json, opencode_plan};
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
 use lab::{Lab, RESULT_TOOL, hostile_config, plugin_source, write};
 use serde_json::json;
@@ -47,6 +47,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         client_variables_do_not_reach_the_client,
         parent_folders_and_the_main_checkout_are_not_read,
         its_own_server_answers_no_other_local_user,
+        a_launch_value_is_never_expanded,
     ]
 }
 
@@ -563,4 +564,64 @@ fn curl(cmd: &mut Command) -> String {
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 34, values that expand. OpenCode expands `{file:PATH}` and `{env:NAME}` in the text
+/// of `opencode.json`, where the plan writes the launch's model: the file `config_json`
+/// renders for such a model, read by the real client (`opencode debug config`, with only a
+/// home of its own), resolves to the secret file's contents and to the variable (the
+/// evidence, shown again on every run). The room refuses a model holding `{`.
+fn a_launch_value_is_never_expanded() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    let lab = Lab::new();
+    let secret = lab.path("secret");
+    std::fs::write(&secret, "anthropic/from-a-file").unwrap();
+    let home = lab.path("home");
+    for (model, resolved) in [
+        (
+            format!("{{file:{}}}", secret.display()),
+            "anthropic/from-a-file",
+        ),
+        (
+            "{env:KCAP_TEST_SECRET}".to_owned(),
+            "anthropic/from-a-variable",
+        ),
+    ] {
+        let mut ctx = lab.context();
+        ctx.model = Some(model.clone());
+        let refused = opencode_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                kcap_mcp_registry::RenderError::LaunchValueExpands {
+                    field: "model",
+                    marker: '{',
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+        let config = home.join(".config/opencode");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("opencode.json"), config_json(Some(&model))).unwrap();
+        let mut cmd = Command::new(&bin);
+        cmd.args(["debug", "config"])
+            .current_dir(&home)
+            .env_clear()
+            .env("PATH", common::peers::inherited_path())
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env("KCAP_TEST_SECRET", "anthropic/from-a-variable");
+        let out = common::peers::run(cmd, "opencode debug config");
+        assert!(out.status.success(), "{}", out.stderr);
+        let config: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            config["model"], resolved,
+            "OpenCode no longer expands {model:?} in opencode.json: the evidence of \
+             opencode::EXPANDS is stale"
+        );
+    }
 }

@@ -254,6 +254,15 @@ fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("serializing strings to JSON cannot fail")
 }
 
+/// What OpenCode does with a `{` in `opencode.json`, where the plan writes the launch's model
+/// ([`config_json`]): `{env:NAME}` becomes a variable of its environment and `{file:PATH}` a
+/// file's contents, in the file's text before it is parsed (measured on 1.18.33 with
+/// `opencode debug config`: a model of `{file:<secret>}` resolved to the file's contents,
+/// which the model request then carries; `isolation_opencode::a_launch_value_is_never_expanded`
+/// shows it again on every run). No model name has a `{`, so [`opencode_plan`] refuses any.
+pub const EXPANDS: &str = "which OpenCode expands in its configuration (`{env:NAME}` to a \
+                           variable, `{file:PATH}` to a file's contents)";
+
 /// The variable that gives OpenCode's own HTTP server a password. `opencode acp` (1.18.33)
 /// listens on `127.0.0.1:4096` (or the next free port) and, without it, answers every local
 /// user: `GET /config`, and `POST /pty` ran commands as the daemon's user (measured,
@@ -274,12 +283,21 @@ pub const SERVER_PASSWORD_VAR: &str = "OPENCODE_SERVER_PASSWORD";
 /// # Errors
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
-/// [`RenderError::MissingReviewContextUrl`]; the credential errors of [`CREDENTIALS`].
+/// [`RenderError::MissingReviewContextUrl`]; the credential errors of [`CREDENTIALS`];
+/// [`RenderError::LaunchValueExpands`] for a model holding `{` ([`EXPANDS`]).
 pub fn opencode_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<LaunchPlan, RenderError> {
     ctx.require_launch_values()?;
+    if super::non_blank(&ctx.model).is_some_and(|m| m.contains('{')) {
+        return Err(RenderError::LaunchValueExpands {
+            client: Client::OpenCode,
+            field: "model",
+            marker: '{',
+            expands: EXPANDS,
+        });
+    }
     let cwd = acp_cwd(Client::OpenCode, ctx)?;
     let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| s.id.to_owned());
     let admitted: Vec<(&McpServer, &str)> = ctx
