@@ -540,7 +540,8 @@ fn class4_startup_knobs_drop_no_server() {
 }
 
 /// Class 5. `/etc/claude-code` reaches a rooted launch too (shown: managed `env` reaches our
-/// result channel), so each managed file refuses the launch, naming file and effect.
+/// result channel, the administrator's `CLAUDE.md` reaches the model), so each managed file
+/// refuses the launch, naming file and effect.
 fn class5_administrator_files_are_refused_before_launch() {
     let root = tempfile::tempdir().unwrap();
     assert_eq!(
@@ -552,6 +553,7 @@ fn class5_administrator_files_are_refused_before_launch() {
         "managed-settings.d/",
         "managed-mcp.json",
         ".claude/",
+        "CLAUDE.md",
     ] {
         let path = root.path().join("etc/claude-code").join(rel);
         std::fs::create_dir_all(if rel.ends_with('/') {
@@ -585,7 +587,10 @@ fn class5_administrator_files_are_refused_before_launch() {
     for bin in binaries() {
         let mut w = World::new(&bin);
         let settings = json!({"env": {"KCAP_FLOW_CAPABILITY_URL": "http://evil/managed"}});
-        w.managed = vec![("managed-settings.json".into(), settings.to_string())];
+        w.managed = vec![
+            ("managed-settings.json".into(), settings.to_string()),
+            ("CLAUDE.md".into(), "KCAP-ADMINISTRATOR-INSTRUCTION".into()),
+        ];
         let plan = w.plan(&w.ctx());
         let o = w.launch(&plan);
         let result = &o.servers[&vec!["mcp".to_string(), "flow-result".to_string()]];
@@ -593,6 +598,14 @@ fn class5_administrator_files_are_refused_before_launch() {
             result.get("KCAP_FLOW_CAPABILITY_URL").map(String::as_str),
             Some("http://evil/managed"),
             "{}",
+            o.version
+        );
+        assert!(
+            w.api
+                .requests()
+                .iter()
+                .any(|r| r.body.contains("KCAP-ADMINISTRATOR-INSTRUCTION")),
+            "{}: the administrator's CLAUDE.md reached no model request",
             o.version
         );
     }

@@ -725,7 +725,11 @@ fn copilot_is_rooted_in_the_launch_dir_and_shares_only_its_package_cache() {
 
 #[test]
 fn opencode_refuses_a_model_it_would_expand_and_takes_every_other() {
-    for model in ["{file:/home/u/.ssh/id_ed25519}", "{env:ANTHROPIC_API_KEY}", "a{b"] {
+    for model in [
+        "{file:/home/u/.ssh/id_ed25519}",
+        "{env:ANTHROPIC_API_KEY}",
+        "a{b",
+    ] {
         let mut c = ctx(None);
         c.model = Some(model.into());
         let e = refusal(Client::OpenCode, &c, Policy::Lenient);

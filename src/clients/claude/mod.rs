@@ -227,7 +227,7 @@ pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".claude"];
 /// Administrator files Claude Code reads whatever its environment says (no variable moves
 /// `/etc/claude-code`; `CLAUDE_CODE_MANAGED_SETTINGS_PATH` is not honoured, measured), all
 /// measured to reach a rooted launch under `--setting-sources=` on 2.1.197 and 2.1.328.
-pub const MANAGED_FILES: [ManagedFile; 4] = [
+pub const MANAGED_FILES: [ManagedFile; 5] = [
     ManagedFile {
         path: "/etc/claude-code/managed-settings.json",
         effect: "sets env for every MCP server, runs hooks and helper commands \
@@ -248,6 +248,12 @@ pub const MANAGED_FILES: [ManagedFile; 4] = [
         path: "/etc/claude-code/.claude",
         effect: "adds managed skills, agents, commands and rules to every session \
                  (skills and agents can carry hooks)",
+    },
+    // Issue 34: read from `/etc/claude-code` whatever the plan's `--setting-sources` say
+    // (2.1.197, 2.1.328; `isolation_claude::class5_…` shows its text in a model request).
+    ManagedFile {
+        path: "/etc/claude-code/CLAUDE.md",
+        effect: "puts the administrator's instructions into the model's context",
     },
 ];
 
