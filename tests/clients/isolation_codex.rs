@@ -48,6 +48,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         trust_is_not_inherited_from_a_parent_folder,
         no_inventory_is_needed_codex_lists_only_the_injected_servers,
         a_prompt_is_only_a_prompt,
+        no_login_shell_profile_runs,
     ]
 }
 
@@ -467,4 +468,27 @@ fn a_prompt_is_only_a_prompt() {
         "Codex did not run the `!` prompt as a command: the evidence of \
          codex::PROMPT_SHELL_PREFIX is stale; terminal:\n{terminal}"
     );
+}
+
+/// Issue 34, a login shell at start. Codex's shell snapshot runs the user's shell as a login
+/// shell when a session starts, which sources `/etc/profile` and `/etc/profile.d/*` (laid
+/// over `/etc` in a private mount namespace here): the plan's `allow_login_shell = false`
+/// keeps them from running.
+fn no_login_shell_profile_runs() {
+    let Some(mut w) = World::new() else { return };
+    if !common::etc::can_overlay() {
+        return;
+    }
+    let mark = |name: &str| format!("{}\n", w.mark(name));
+    w.write("etc-add/profile.d/zz-kcap.sh", &mark("etc-profile.d"));
+    let profile = std::fs::read_to_string("/etc/profile").unwrap_or_default();
+    w.write(
+        "etc-add/profile",
+        &format!("{profile}\n{}", mark("etc-profile")),
+    );
+    w.write("etc-add/bash.bashrc", &mark("etc-bash.bashrc"));
+    w.etc = true;
+    let seen = w.launch();
+    assert!(seen.marks.is_empty(), "ran at start: {:?}", seen.marks);
+    seen.assert_isolated();
 }

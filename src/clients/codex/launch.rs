@@ -138,7 +138,10 @@ pub fn keep_api_key(contents: &str) -> Result<String, String> {
 }
 
 /// The `config.toml` the plan writes into the per-launch `CODEX_HOME`: credentials and MCP
-/// sign-ins kept in files (never the user's keyring), no update check at start, no writes
+/// sign-ins kept in files (never the user's keyring), no update check at start, no login
+/// shell for the reviewer's commands (`allow_login_shell = false`, Codex's own switch; the
+/// shell snapshot at session start, which ran `/etc/profile`, is a closed feature:
+/// [`CLOSED_FEATURES`](super::CLOSED_FEATURES)), no writes
 /// to `/tmp` from the reviewer's commands (so `$CODEX_HOME` stays read-only to them even
 /// when the launch directory is under `/tmp`), no skills in the prompt (Codex lists the
 /// skills of every `.agents/skills` from the worktree up to the repository root, trusted or
@@ -164,7 +167,8 @@ pub fn codex_config_toml(
         "# One kcap reviewer launch (Codex CLI 0.169.0); written by the launch plan.\n\
          cli_auth_credentials_store = \"file\"\n\
          mcp_oauth_credentials_store = \"file\"\n\
-         check_for_update_on_startup = false\n",
+         check_for_update_on_startup = false\n\
+         allow_login_shell = false\n",
     );
     if let Some(url) = base_url {
         s.push_str("openai_base_url = ");

@@ -145,8 +145,12 @@ Example:
 ///   (stable, on);
 /// - `tool_suggest`: suggestions to install connectors and plugins (stable, on);
 /// - `browser_use`, `browser_use_external`, `in_app_browser`, `computer_use`: browser and
-///   computer control tools (stable, on; requirements-only gates of the desktop apps).
-pub const CLOSED_FEATURES: [&str; 11] = [
+///   computer control tools (stable, on; requirements-only gates of the desktop apps);
+/// - `shell_snapshot`, `shell_snapshot_v2`: a snapshot of the user's login shell taken when a
+///   session starts (measured on 0.169.0: it ran `/etc/profile` and `/etc/profile.d/*`, with
+///   or without `allow_login_shell = false`; with both disabled, neither ran:
+///   `isolation_codex::no_login_shell_profile_runs`).
+pub const CLOSED_FEATURES: [&str; 13] = [
     "apps",
     "enable_mcp_apps",
     "codex_apps_mcp_2026_07_28",
@@ -158,6 +162,8 @@ pub const CLOSED_FEATURES: [&str; 11] = [
     "browser_use_external",
     "in_app_browser",
     "computer_use",
+    "shell_snapshot",
+    "shell_snapshot_v2",
 ];
 
 /// `AppToolApproval::Approve` in `codex-rs/config/src/mcp_types.rs`: the tool runs with no
