@@ -822,3 +822,24 @@ fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_
         (Some(0), expected, String::new())
     );
 }
+
+/// Issue 34: Claude Code reads its credential from `/home/claude/.claude/remote` whatever the
+/// plan hands it; while that directory exists the launch is refused, naming it.
+#[test]
+fn a_credential_at_claude_codes_fixed_remote_path_refuses_the_launch() {
+    use kcap_mcp_registry::clients::root::managed_preflight;
+    let root = tempfile::tempdir().unwrap();
+    let files = Client::Claude.managed_files();
+    assert_eq!(managed_preflight(Client::Claude, files, root.path()), Ok(()));
+    let remote = root.path().join("home/claude/.claude/remote");
+    std::fs::create_dir_all(&remote).unwrap();
+    std::fs::write(remote.join(".api_key"), "planted").unwrap();
+    let refused = managed_preflight(Client::Claude, files, root.path()).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "cannot isolate the claude reviewer: /home/claude/.claude/remote exists, an \
+         administrator's file that claude reads whatever the launch's environment says, and \
+         that holds credentials Claude Code uses instead of the plan's (.api_key, \
+         .oauth_token); remove it, or run reviewers on a machine without it"
+    );
+}

@@ -227,7 +227,7 @@ pub const WORKTREE_CONFIG: [&str; 2] = [".mcp.json", ".claude"];
 /// Administrator files Claude Code reads whatever its environment says (no variable moves
 /// `/etc/claude-code`; `CLAUDE_CODE_MANAGED_SETTINGS_PATH` is not honoured, measured), all
 /// measured to reach a rooted launch under `--setting-sources=` on 2.1.197 and 2.1.328.
-pub const MANAGED_FILES: [ManagedFile; 5] = [
+pub const MANAGED_FILES: [ManagedFile; 6] = [
     ManagedFile {
         path: "/etc/claude-code/managed-settings.json",
         effect: "sets env for every MCP server, runs hooks and helper commands \
@@ -254,6 +254,17 @@ pub const MANAGED_FILES: [ManagedFile; 5] = [
     ManagedFile {
         path: "/etc/claude-code/CLAUDE.md",
         effect: "puts the administrator's instructions into the model's context",
+    },
+    // Issue 34: a fixed credential path outside the launch directory. Both pinned versions
+    // read `<this>/.api_key` and `<this>/.oauth_token` (and `.session_ingress_token`)
+    // whenever `CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR` (or its OAuth twin) is unset, and fall
+    // back to them when that descriptor cannot be read (binary strings of 2.1.197 and
+    // 2.1.328: `wellKnownPath`); a planted `.api_key` replaced the plan's credential on the
+    // model requests (issue 34's measurement).
+    ManagedFile {
+        path: "/home/claude/.claude/remote",
+        effect: "holds credentials Claude Code uses instead of the plan's (.api_key, \
+                 .oauth_token)",
     },
 ];
 
