@@ -42,6 +42,8 @@ mod launch_api;
 mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_faults;
+#[cfg(feature = "cli")]
+mod launch_output;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;
