@@ -15,6 +15,7 @@ mod check_large;
 mod claude_preflight;
 mod cli_cases;
 mod cli_check;
+mod cli_credentials;
 mod cli_diff;
 mod cli_drift;
 mod cli_drift_clients;
