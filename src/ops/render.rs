@@ -521,3 +521,47 @@ pub fn read_credential_file(path: &Path) -> Result<String, PreviewError> {
     String::from_utf8(bytes)
         .map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
+
+/// A bootstrap build asked to render or launch a reviewer from its compiled-in registry:
+/// built with `KCAP_MCP_REGISTRY_DIR` naming another registry than the crate's own
+/// ([`crate::registry::BUNDLED`] is `false`; the CI builds one on `.ci/bootstrap-registry`
+/// to run `check` and `diff`). Its registry lacks the servers a review asks for, so an
+/// allowlist resolved against it drops them; refused rather than launched without them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BootstrapBuild {
+    /// The registry directory the build compiled in ([`crate::registry::SOURCE_DIR`]).
+    pub source_dir: &'static str,
+}
+
+impl fmt::Display for BootstrapBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "this kcap-mcp-registry is a bootstrap build: it compiled in the registry {} \
+             (KCAP_MCP_REGISTRY_DIR), not the crate's own, so a reviewer's allowlist would lose \
+             the servers that registry lacks; give the registry to render from (--registry \
+             DIR), or use a normal build (`cargo build --release` without \
+             KCAP_MCP_REGISTRY_DIR)",
+            ShownPath(Path::new(self.source_dir))
+        )
+    }
+}
+
+impl std::error::Error for BootstrapBuild {}
+
+/// Refuses to render or launch a reviewer from the compiled-in registry of a bootstrap
+/// build ([`BootstrapBuild`]); a registry given at run time (`--registry DIR`) is not
+/// refused.
+///
+/// # Errors
+/// [`BootstrapBuild`] when [`crate::registry::BUNDLED`] is `false`.
+pub fn refuse_bootstrap_build() -> Result<(), BootstrapBuild> {
+    if crate::registry::BUNDLED {
+        Ok(())
+    } else {
+        Err(BootstrapBuild {
+            source_dir: crate::registry::SOURCE_DIR,
+        })
+    }
+}

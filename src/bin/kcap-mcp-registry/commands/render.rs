@@ -277,6 +277,9 @@ pub(crate) fn render_plan(
         cache_dir: common.cache_dir,
     };
     ops::render::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
+    if common.source.registry.is_none() {
+        ops::render::refuse_bootstrap_build().map_err(CliError::found)?;
+    }
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = ops::render::launch_context(launch, overrides);
     let mut inputs = PlanInputs::new(policy(common.strict));
