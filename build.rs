@@ -46,9 +46,13 @@ fn main() {
             // Where the table came from, so `check` can tell a stale binary (cargo reruns
             // this script on newer mtimes only: rust-lang/cargo#10791).
             let source = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            // The crate's own registry, or another one named by KCAP_MCP_REGISTRY_DIR (the
+            // CI's bootstrap registry): the binary says which (`--version`).
+            let bundled = manifest.join("registry").canonicalize().ok() == Some(source.clone());
             writeln!(
                 code,
-                "pub(crate) const DIGEST: &str = {:?};\npub(crate) const SOURCE_DIR: &str = {:?};",
+                "pub(crate) const DIGEST: &str = {:?};\npub(crate) const SOURCE_DIR: &str = {:?};\n\
+                 pub(crate) const BUNDLED: bool = {bundled};",
                 schema::digest(&entries),
                 source.display().to_string()
             )

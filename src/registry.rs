@@ -28,6 +28,12 @@ pub const DIGEST: &str = table::DIGEST;
 /// The registry directory `build.rs` compiled in, canonicalized on the build machine.
 pub const SOURCE_DIR: &str = table::SOURCE_DIR;
 
+/// Whether the compiled-in registry is the crate's own `registry/` directory: `false` for a
+/// build with `KCAP_MCP_REGISTRY_DIR` naming another one ([`SOURCE_DIR`]), such as the CI's
+/// bootstrap registry (`.ci/bootstrap-registry`, the result channel alone), which is built
+/// to run `check` and `diff` on a registry that may be broken, not to launch reviewers.
+pub const BUNDLED: bool = table::BUNDLED;
+
 /// Resolves an allowlist name to its registry entry.
 ///
 /// The name is trimmed of Unicode whitespace (`str::trim`: spaces, tabs, newlines, NBSP, …)

@@ -126,6 +126,75 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The longest line [`OutputLines`] holds back waiting for its end, in bytes: a client that
+/// never ends a line is shown in pieces of this size rather than held in memory.
+pub const MAX_OUTPUT_LINE: usize = 16 * 1024;
+
+/// A client's output shown to a person, line by line: split at `\n` and `\r`, blank lines
+/// dropped, and every other control or invisible character escaped ([`printable`]: ESC as
+/// `\u{1b}`, BEL as `\u{7}`, C1 controls, bidirectional overrides), so what a client (or a
+/// model through it) prints cannot move the cursor, retitle or clear the operator's
+/// terminal, or reorder a line. A UTF-8 sequence split between two chunks is decoded whole;
+/// invalid bytes are shown as U+FFFD.
+///
+/// ```
+/// use kcap_mcp_registry::text::OutputLines;
+///
+/// let mut lines = OutputLines::default();
+/// assert_eq!(lines.feed(b"\x1b]0;x\x07title\r\n\xc3"), [r"\u{1b}]0;x\u{7}title"]);
+/// assert_eq!(lines.feed(b"\xa9\x1b[2J\n\nend"), ["\u{e9}\\u{1b}[2J"]);
+/// assert_eq!(lines.rest().as_deref(), Some("end"));
+/// ```
+#[derive(Debug, Default)]
+pub struct OutputLines {
+    /// The bytes after the last line break, not yet shown.
+    partial: Vec<u8>,
+}
+
+impl OutputLines {
+    /// The lines `bytes` completes, each escaped; a line longer than [`MAX_OUTPUT_LINE`] is
+    /// shown in pieces.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut done = Vec::new();
+        for &b in bytes {
+            if b == b'\n' || b == b'\r' {
+                done.extend(self.take(self.partial.len()));
+            } else {
+                self.partial.push(b);
+                if self.partial.len() >= MAX_OUTPUT_LINE {
+                    let cut = utf8_boundary(&self.partial);
+                    done.extend(self.take(cut));
+                }
+            }
+        }
+        done
+    }
+
+    /// What is left after the last line break (at the end of the output), escaped, unless
+    /// blank.
+    pub fn rest(&mut self) -> Option<String> {
+        self.take(self.partial.len())
+    }
+
+    /// The first `n` bytes of the partial line, shown, unless blank.
+    fn take(&mut self, n: usize) -> Option<String> {
+        let line: Vec<u8> = self.partial.drain(..n).collect();
+        let text = String::from_utf8_lossy(&line);
+        (!text.trim().is_empty()).then(|| printable(&text).into_owned())
+    }
+}
+
+/// Where `bytes` may be cut without splitting a UTF-8 sequence at its end (at most 3 bytes
+/// before the end; anywhere for bytes that are not UTF-8).
+fn utf8_boundary(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    (len.saturating_sub(3)..len)
+        .rev()
+        .find(|&i| bytes[i] & 0xC0 == 0xC0)
+        .filter(|&i| std::str::from_utf8(&bytes[i..]).is_err())
+        .unwrap_or(len)
+}
+
 /// A path shown to a person, escaped as [`printable`] escapes text: the one way this crate
 /// prints a file or directory name, in every output format, so a hostile name (one holding
 /// a newline and a forged `error[…]:` line, a terminal escape, or a bidirectional control)

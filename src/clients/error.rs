@@ -161,8 +161,10 @@ pub enum RenderError {
         client: Client,
         /// The variable or file name.
         name: String,
-        /// The names the client accepts.
-        accepted: Vec<&'static str>,
+        /// Whether it was given as a variable or as a file. What the client accepts is its
+        /// [`ClientSpec::credentials`](super::spec::ClientSpec::credentials), which the
+        /// message names.
+        kind: root::CredentialKind,
     },
     /// A credential file's contents cannot be reduced to its credential fields.
     CredentialFile {
@@ -287,11 +289,9 @@ impl fmt::Display for RenderError {
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::Vetoed(vetoes) => fmt_vetoes(vetoes, f),
-            RenderError::CredentialNotAccepted {
-                client,
-                name,
-                accepted,
-            } => fmt_credential_not_accepted(*client, name, accepted, f),
+            RenderError::CredentialNotAccepted { client, name, kind } => {
+                fmt_credential_not_accepted(*client, name, *kind, f)
+            }
             RenderError::CredentialFile {
                 client,
                 name,
@@ -415,23 +415,30 @@ fn fmt_managed(
     )
 }
 
-/// [`RenderError::CredentialNotAccepted`]'s message.
+/// [`RenderError::CredentialNotAccepted`]'s message: what was refused, and everything the
+/// client does accept, variables and files, so a refused name points at the accepted way
+/// (Codex's API key is a file, not a variable).
 fn fmt_credential_not_accepted(
     client: Client,
     name: &str,
-    accepted: &[&str],
+    kind: root::CredentialKind,
     f: &mut fmt::Formatter<'_>,
 ) -> fmt::Result {
+    let kind = match kind {
+        root::CredentialKind::Variable => "credential or provider variable",
+        root::CredentialKind::File => "credential file",
+    };
+    let accepted = &client.spec().credentials;
     write!(
         f,
-        "cannot render the {client} launch: `{}` is not a credential or provider setting \
-         {client} accepts, or is given twice; ",
-        name.escape_debug()
+        "cannot render the {client} launch: `{}` is not a {kind} {client} accepts, or is given \
+         twice; {client} accepts {accepted}",
+        name.escape_debug(),
     )?;
-    if accepted.is_empty() {
-        write!(f, "{client} accepts none")
+    if accepted.env.is_empty() && accepted.files.is_empty() {
+        Ok(())
     } else {
-        write!(f, "give each at most once, one of: {}", accepted.join(", "))
+        f.write_str(", each at most once")
     }
 }
 

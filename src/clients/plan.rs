@@ -121,7 +121,8 @@ impl LaunchPlan {
     }
 
     /// A plan rooted in `client`'s per-launch directory: [`LaunchPlan::env`] is the root's
-    /// ([`Root::env`](super::root::Root::env)) then the credential variables `spec` admits,
+    /// ([`Root::env`](super::root::Root::env)) then the credential variables its
+    /// [`ClientSpec::credentials`](super::spec::ClientSpec::credentials) admits,
     /// [`LaunchPlan::dirs`] the root's, [`LaunchPlan::files`] the credential files,
     /// [`LaunchPlan::env_inherit`] [`INHERITED_ENV`](super::root::INHERITED_ENV),
     /// [`LaunchPlan::cwd`] the worktree (when set), verified isolation, no ACP session and no
@@ -135,12 +136,11 @@ impl LaunchPlan {
     pub(crate) fn rooted(
         client: super::Client,
         ctx: &crate::LaunchContext,
-        spec: &super::root::CredentialSpec,
         worktree_remove: &[&str],
         argv: Vec<String>,
     ) -> Result<LaunchPlan, super::RenderError> {
         let root = super::root::Root::of(client, ctx)?;
-        let (credential_env, credential_files) = super::root::credentials(client, spec, ctx)?;
+        let (credential_env, credential_files) = super::root::credentials(client, ctx)?;
         let mut env = root.env();
         env.extend(credential_env);
         let cwd = super::non_blank(&ctx.worktree).map(str::to_owned);

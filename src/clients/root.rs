@@ -178,41 +178,96 @@ pub struct CredentialFileSpec {
     pub path: &'static str,
     /// Keeps only the credential fields of the given contents; `Err` says what is wrong.
     pub keep: fn(&str) -> Result<String, String>,
+    /// What [`CredentialFileSpec::keep`] keeps, in words for a person (`its
+    /// OPENAI_API_KEY`), shown where the client's credentials are listed.
+    pub kept: &'static str,
 }
 
-/// The credential variables and files of `ctx` for `client` under `spec`: the variables as
+/// Whether a refused credential was given as a variable or as a file
+/// ([`RenderError::CredentialNotAccepted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CredentialKind {
+    /// An environment variable ([`Credentials::env`]).
+    Variable,
+    /// A credential file ([`Credentials::files`]).
+    File,
+}
+
+/// What the client accepts, in one line: `the variables A and B (--credential NAME) and the
+/// file auth.json, only its OPENAI_API_KEY kept (--credential-file NAME=PATH)`, or `none`.
+///
+/// ```
+/// use kcap_mcp_registry::Client;
+///
+/// assert_eq!(
+///     Client::Codex.spec().credentials.to_string(),
+///     "the variable OPENAI_BASE_URL (--credential NAME) and the file auth.json, only its \
+///      `OPENAI_API_KEY` kept (--credential-file NAME=PATH)"
+/// );
+/// assert_eq!(Client::Cursor.spec().credentials.to_string(), "none");
+/// ```
+impl std::fmt::Display for CredentialSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        if !self.env.is_empty() {
+            write!(
+                f,
+                "the variable{} {} (--credential NAME)",
+                plural(self.env.len()),
+                self.env.join(", ")
+            )?;
+        }
+        if !self.files.is_empty() {
+            if !self.env.is_empty() {
+                f.write_str(" and ")?;
+            }
+            write!(f, "the file{} ", plural(self.files.len()))?;
+            for (i, file) in self.files.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "; " };
+                write!(f, "{sep}{}, only {} kept", file.name, file.kept)?;
+            }
+            f.write_str(" (--credential-file NAME=PATH)")?;
+        }
+        if self.env.is_empty() && self.files.is_empty() {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
+}
+
+/// The credential variables and files of `ctx` for `client` under its
+/// [`ClientSpec::credentials`](super::spec::ClientSpec::credentials): the variables as
 /// given, each file written 0600 under the per-launch home, reduced to its credential fields.
 ///
 /// # Errors
-/// [`RenderError::CredentialNotAccepted`] for a variable or file name `spec` does not list,
-/// or one given twice; [`RenderError::CredentialFile`] when a file's contents cannot be
-/// reduced to its credential fields.
+/// [`RenderError::CredentialNotAccepted`] for a variable or file name the spec does not
+/// list, or one given twice; [`RenderError::CredentialFile`] when a file's contents cannot
+/// be reduced to its credential fields.
 pub(crate) fn credentials(
     client: Client,
-    spec: &CredentialSpec,
     ctx: &LaunchContext,
 ) -> Result<(Vec<EnvVar>, Vec<PlanFile>), RenderError> {
-    let refuse = |name: &str, accepted: Vec<&'static str>| RenderError::CredentialNotAccepted {
+    let spec = &client.spec().credentials;
+    let refuse = |name: &str, kind| RenderError::CredentialNotAccepted {
         client,
         name: name.to_owned(),
-        accepted,
+        kind,
     };
     let mut env: Vec<EnvVar> = Vec::with_capacity(ctx.credentials.env.len());
     for var in &ctx.credentials.env {
         if !spec.env.contains(&var.name.as_str()) || env.iter().any(|v| v.name == var.name) {
-            return Err(refuse(&var.name, spec.env.to_vec()));
+            return Err(refuse(&var.name, CredentialKind::Variable));
         }
         env.push(var.clone());
     }
     let mut files: Vec<PlanFile> = Vec::with_capacity(ctx.credentials.files.len());
     for file in &ctx.credentials.files {
-        let names = || spec.files.iter().map(|f| f.name).collect();
         let Some(fs) = spec.files.iter().find(|f| f.name == file.name) else {
-            return Err(refuse(&file.name, names()));
+            return Err(refuse(&file.name, CredentialKind::File));
         };
         let path = format!("{HOME_DIR}/{}", fs.path);
         if files.iter().any(|f| f.path == path) {
-            return Err(refuse(&file.name, names()));
+            return Err(refuse(&file.name, CredentialKind::File));
         }
         let contents =
             (fs.keep)(&file.contents).map_err(|problem| RenderError::CredentialFile {
@@ -405,59 +460,55 @@ mod tests {
         );
     }
 
-    const SPEC: CredentialSpec = CredentialSpec {
-        env: &["OPENAI_API_KEY"],
-        files: &[CredentialFileSpec {
-            name: "auth.json",
-            path: ".codex/auth.json",
-            keep: |s| {
-                if s.starts_with('{') {
-                    Ok(s.to_owned())
-                } else {
-                    Err("is not a JSON object".into())
-                }
-            },
-        }],
-    };
-
+    /// Codex's spec: the variable `OPENAI_BASE_URL`, and `auth.json` reduced to its key.
     #[test]
     fn credentials_take_only_what_the_spec_lists() {
         let mut c = ctx("/l");
-        c.credentials.env = vec![EnvVar::new("OPENAI_API_KEY", "k")];
+        c.credentials.env = vec![EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9")];
         c.credentials.files = vec![CredentialFile {
             name: "auth.json".into(),
-            contents: "{}".into(),
+            contents: r#"{"OPENAI_API_KEY":"k","last_refresh":"t"}"#.into(),
         }];
-        let (env, files) = credentials(Client::Codex, &SPEC, &c).unwrap();
-        assert_eq!(env, [EnvVar::new("OPENAI_API_KEY", "k")]);
+        let (env, files) = credentials(Client::Codex, &c).unwrap();
+        assert_eq!(env, [EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9")]);
         assert_eq!(
             files,
             [PlanFile {
                 path: "home/.codex/auth.json".into(),
-                contents: "{}".into(),
+                contents: r#"{"OPENAI_API_KEY":"k"}"#.into(),
                 mode: 0o600
             }]
         );
 
         c.credentials.env.push(EnvVar::new("HOME", "/elsewhere"));
-        let e = credentials(Client::Codex, &SPEC, &c).unwrap_err();
+        let e = credentials(Client::Codex, &c).unwrap_err();
         assert_eq!(
             e,
             RenderError::CredentialNotAccepted {
                 client: Client::Codex,
                 name: "HOME".into(),
-                accepted: vec!["OPENAI_API_KEY"]
+                kind: CredentialKind::Variable,
             }
         );
         c.credentials.env = vec![
-            EnvVar::new("OPENAI_API_KEY", "k"),
-            EnvVar::new("OPENAI_API_KEY", "k2"),
+            EnvVar::new("OPENAI_BASE_URL", "k"),
+            EnvVar::new("OPENAI_BASE_URL", "k2"),
         ];
-        assert!(credentials(Client::Codex, &SPEC, &c).is_err());
+        assert!(credentials(Client::Codex, &c).is_err());
         c.credentials.env.clear();
-        c.credentials.files[0].contents = "x".into();
+        c.credentials.files.push(c.credentials.files[0].clone());
         assert_eq!(
-            credentials(Client::Codex, &SPEC, &c).unwrap_err(),
+            credentials(Client::Codex, &c).unwrap_err(),
+            RenderError::CredentialNotAccepted {
+                client: Client::Codex,
+                name: "auth.json".into(),
+                kind: CredentialKind::File,
+            }
+        );
+        c.credentials.files.truncate(1);
+        c.credentials.files[0].contents = "[]".into();
+        assert_eq!(
+            credentials(Client::Codex, &c).unwrap_err(),
             RenderError::CredentialFile {
                 client: Client::Codex,
                 name: "auth.json".into(),

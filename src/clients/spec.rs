@@ -12,7 +12,7 @@
 use super::Client;
 use super::dispatch::PlanInputs;
 use super::plan::LaunchPlan;
-use super::root::ManagedFile;
+use super::root::{CredentialSpec, ManagedFile};
 use super::{LaunchContext, LaunchError, RenderError};
 use crate::allowlist::Resolution;
 
@@ -44,6 +44,10 @@ pub struct ClientSpec {
     pub carries_model: bool,
     /// The launch has a setting for the reviewer's `effort`.
     pub carries_effort: bool,
+    /// The credentials and provider settings the daemon may hand the client: variable names
+    /// and credential files, each file with what of it is kept ([`CredentialSpec`]); any
+    /// other is refused ([`RenderError::CredentialNotAccepted`], naming these).
+    pub credentials: CredentialSpec,
     /// The administrator files the client reads whatever the plan says, refused while
     /// they exist ([`super::root::managed_preflight`]).
     pub managed_files: &'static [ManagedFile],

@@ -305,6 +305,11 @@ pub enum PreviewError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A credential file (`--credential-file`) is larger than [`MAX_CREDENTIAL_FILE`].
+    TooLarge {
+        /// The path given.
+        path: PathBuf,
+    },
     /// `--launch-json` is not a launch command JSON.
     LaunchJson {
         /// The path given.
@@ -321,6 +326,13 @@ impl fmt::Display for PreviewError {
                 f.write_str("cannot read standard input")
             }
             PreviewError::Read { path, .. } => write!(f, "cannot read {}", ShownPath(path)),
+            PreviewError::TooLarge { path } => write!(
+                f,
+                "{} is larger than {} KiB, more than any client's credential file; give the \
+                 file the client itself stored",
+                ShownPath(path),
+                MAX_CREDENTIAL_FILE / 1024
+            ),
             PreviewError::LaunchJson { path, .. } => {
                 write!(f, "{} is not a launch command JSON", shown_input(path))
             }
@@ -333,6 +345,7 @@ impl std::error::Error for PreviewError {
         match self {
             PreviewError::Read { source, .. } => Some(source),
             PreviewError::LaunchJson { source, .. } => Some(source),
+            PreviewError::TooLarge { .. } => None,
         }
     }
 }
@@ -475,5 +488,80 @@ pub fn read_input(path: &Path) -> Result<String, PreviewError> {
     match crate::decode::strip_bom(&s).len() {
         n if n == s.len() => Ok(s),
         n => Ok(s[s.len() - n..].to_string()),
+    }
+}
+
+/// The largest credential file [`read_credential_file`] reads, in bytes: a client's stored
+/// key or token file is a few hundred bytes to a few KiB.
+pub const MAX_CREDENTIAL_FILE: u64 = 64 * 1024;
+
+/// Reads the credential file at `path` (`--credential-file NAME=PATH`) as UTF-8 text, at
+/// most [`MAX_CREDENTIAL_FILE`] bytes (a FIFO or device is not read without end). The
+/// client's room then keeps only its credential fields, as for any launch
+/// ([`crate::clients::root::CredentialFileSpec::keep`]).
+///
+/// # Errors
+/// [`PreviewError::Read`] (with the OS error, or invalid UTF-8) or
+/// [`PreviewError::TooLarge`].
+pub fn read_credential_file(path: &Path) -> Result<String, PreviewError> {
+    let read = |source| PreviewError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CREDENTIAL_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    if bytes.len() as u64 > MAX_CREDENTIAL_FILE {
+        return Err(PreviewError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| read(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// A bootstrap build asked to render or launch a reviewer from its compiled-in registry:
+/// built with `KCAP_MCP_REGISTRY_DIR` naming another registry than the crate's own
+/// ([`crate::registry::BUNDLED`] is `false`; the CI builds one on `.ci/bootstrap-registry`
+/// to run `check` and `diff`). Its registry lacks the servers a review asks for, so an
+/// allowlist resolved against it drops them; refused rather than launched without them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BootstrapBuild {
+    /// The registry directory the build compiled in ([`crate::registry::SOURCE_DIR`]).
+    pub source_dir: &'static str,
+}
+
+impl fmt::Display for BootstrapBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "this kcap-mcp-registry is a bootstrap build: it compiled in the registry {} \
+             (KCAP_MCP_REGISTRY_DIR), not the crate's own, so a reviewer's allowlist would lose \
+             the servers that registry lacks; give the registry to render from (--registry \
+             DIR), or use a normal build (`cargo build --release` without \
+             KCAP_MCP_REGISTRY_DIR)",
+            ShownPath(Path::new(self.source_dir))
+        )
+    }
+}
+
+impl std::error::Error for BootstrapBuild {}
+
+/// Refuses to render or launch a reviewer from the compiled-in registry of a bootstrap
+/// build ([`BootstrapBuild`]); a registry given at run time (`--registry DIR`) is not
+/// refused.
+///
+/// # Errors
+/// [`BootstrapBuild`] when [`crate::registry::BUNDLED`] is `false`.
+pub fn refuse_bootstrap_build() -> Result<(), BootstrapBuild> {
+    if crate::registry::BUNDLED {
+        Ok(())
+    } else {
+        Err(BootstrapBuild {
+            source_dir: crate::registry::SOURCE_DIR,
+        })
     }
 }

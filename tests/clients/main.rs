@@ -53,6 +53,8 @@ mod isolation_gemini;
 mod isolation_opencode;
 #[cfg(feature = "launch")]
 mod launch_claude_dialogs;
+#[cfg(feature = "cli")]
+mod launch_cli_codex;
 #[cfg(feature = "launch")]
 mod launch_peers;
 #[cfg(feature = "launch")]
@@ -102,6 +104,8 @@ fn main() {
     trials.extend(verify_clients::trials());
     #[cfg(feature = "launch")]
     trials.extend(launch_peers::trials());
+    #[cfg(feature = "cli")]
+    trials.extend(launch_cli_codex::trials());
     #[cfg(feature = "cli")]
     trials.extend(conformance_claude_launch::trials());
     #[cfg(feature = "launch")]

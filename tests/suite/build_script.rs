@@ -383,10 +383,25 @@ fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_
     );
 }
 
-/// `cargo build --bin kcap-mcp-registry` of the crate copy at `krate` in its own target dir;
-/// returns the binary.
-fn build_checker(krate: &Path, target: &Path) -> PathBuf {
-    let out = Command::new(env!("CARGO"))
+/// The tests that build the full CLI share one target dir (its dependencies compile once),
+/// one test at a time: each holds this lock from its first build to its last run of the
+/// binary, which the next build in that dir replaces.
+static FULL_BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`FULL_BUILDS`], held, and the target dir it guards.
+fn full_build_dir() -> (std::sync::MutexGuard<'static, ()>, PathBuf) {
+    let held = FULL_BUILDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    (held, target_dir().join("cli"))
+}
+
+/// `cargo build --bin kcap-mcp-registry` of the crate copy at `krate` in `target` (held
+/// through [`full_build_dir`]), on its own registry or, with `registry_dir`, on that one
+/// (`KCAP_MCP_REGISTRY_DIR`); returns the binary.
+fn build_checker(krate: &Path, target: &Path, registry_dir: Option<&str>) -> PathBuf {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .args([
             "build",
             "--offline",
@@ -396,9 +411,11 @@ fn build_checker(krate: &Path, target: &Path) -> PathBuf {
         ])
         .current_dir(krate)
         .env("CARGO_TARGET_DIR", target)
-        .env_remove("KCAP_MCP_REGISTRY_DIR")
-        .output()
-        .unwrap();
+        .env_remove("KCAP_MCP_REGISTRY_DIR");
+    if let Some(dir) = registry_dir {
+        cargo.env("KCAP_MCP_REGISTRY_DIR", dir);
+    }
+    let out = cargo.output().unwrap();
     assert!(
         out.status.success(),
         "the build failed:\n{}",
@@ -410,9 +427,9 @@ fn build_checker(krate: &Path, target: &Path) -> PathBuf {
 #[test]
 fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_rebuild() {
     let krate = copy_crate();
-    let target = target_dir().join("stale");
+    let (_one_at_a_time, target) = full_build_dir();
     let file = krate.path().join("registry/kcap-memory.toml");
-    let bin = build_checker(krate.path(), &target);
+    let bin = build_checker(krate.path(), &target, None);
     let check = |bin: &Path| {
         let out = Command::new(bin)
             .arg("check")
@@ -438,7 +455,7 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
         .unwrap()
         .set_modified(day_ago)
         .unwrap();
-    let bin = build_checker(krate.path(), &target);
+    let bin = build_checker(krate.path(), &target, None);
     let (code, stderr) = check(&bin);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
@@ -477,7 +494,7 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
         .unwrap()
         .set_modified(day_ago)
         .unwrap();
-    let bin = build_checker(krate.path(), &target);
+    let bin = build_checker(krate.path(), &target, None);
     let (code, stderr) = check(&bin);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
@@ -496,6 +513,81 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
         "{stderr}"
     );
     // Building again (the main command builds first): the warning is gone.
-    let bin = build_checker(krate.path(), &target);
+    let bin = build_checker(krate.path(), &target, None);
     assert_eq!(check(&bin), (Some(0), String::new()));
+}
+
+/// A build on the CI's bootstrap registry (`KCAP_MCP_REGISTRY_DIR=.ci/bootstrap-registry`,
+/// as docs/ci.md builds it) says so in `--version`, and refuses to render a reviewer from
+/// that registry, saying why and how to get a normal build; with `--registry DIR` it renders.
+#[cfg(feature = "cli")]
+#[test]
+fn a_bootstrap_build_says_so_in_its_version_and_refuses_to_render_from_it() {
+    let krate = copy_crate();
+    let (_one_at_a_time, target) = full_build_dir();
+    let bootstrap = build_checker(krate.path(), &target, Some(".ci/bootstrap-registry"));
+    let run = |bin: &Path, args: &[&str]| {
+        let out = Command::new(bin)
+            .args(args)
+            .current_dir(krate.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        (out.status.code(), text(out.stdout), text(out.stderr))
+    };
+    let normal = Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+
+    let (_, version, _) = run(&bootstrap, &["--version"]);
+    let (_, normal_version, _) = run(normal, &["--version"]);
+    let source = krate.path().join(".ci/bootstrap-registry");
+    let source = source.canonicalize().unwrap();
+    let (_, listed, _) = run(&bootstrap, &["list"]);
+    let digest = listed
+        .lines()
+        .find_map(|l| l.strip_prefix("registry digest (SHA-256): "))
+        .unwrap_or_else(|| panic!("no digest in:\n{listed}"))
+        .to_owned();
+    assert_eq!(
+        version,
+        format!(
+            "kcap-mcp-registry {} (registry {}, bootstrap: built from {} with \
+             KCAP_MCP_REGISTRY_DIR; render and launch need --registry DIR)\n",
+            env!("CARGO_PKG_VERSION"),
+            &digest[..12],
+            source.display()
+        )
+    );
+    assert_ne!(version, normal_version);
+    assert_ne!(digest, kcap_mcp_registry::registry::DIGEST);
+
+    let render = [
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--launch-dir",
+        "/run/kcap/l1",
+    ];
+    let (code, stdout, stderr) = run(&bootstrap, &render);
+    assert_eq!((code, stdout.as_str()), (Some(1), ""), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: this kcap-mcp-registry is a bootstrap build: it compiled in the registry {} \
+             (KCAP_MCP_REGISTRY_DIR), not the crate's own, so a reviewer's allowlist would lose \
+             the servers that registry lacks; give the registry to render from (--registry \
+             DIR), or use a normal build (`cargo build --release` without \
+             KCAP_MCP_REGISTRY_DIR)\n",
+            source.display()
+        )
+    );
+    let (code, _, stderr) = run(
+        &bootstrap,
+        &[&render[..], &["--registry", "registry"]].concat(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // The normal build renders from its own registry.
+    let (code, _, stderr) = run(normal, &render);
+    assert_eq!(code, Some(0), "{stderr}");
 }

@@ -189,7 +189,11 @@ fn resolve_needs_a_name() {
 fn version_and_help_with_an_example_for_every_subcommand() {
     assert_eq!(
         stdout_of(&["--version"]),
-        format!("kcap-mcp-registry {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "kcap-mcp-registry {} (registry {})\n",
+            env!("CARGO_PKG_VERSION"),
+            &kcap_mcp_registry::registry::DIGEST[..12]
+        )
     );
     let top = stdout_of(&["--help"]);
     assert!(top.contains("Exit codes: 0 success; 1 a problem was found"));

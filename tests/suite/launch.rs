@@ -1115,7 +1115,7 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&args);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(
-        r.stdout, "output stand-in ran in a terminal\nexited exit status: 0\n",
+        r.stdout, "output \\u{1b}[1mstand-in\\u{1b}[0m ran in a terminal\nexited exit status: 0\n",
         "{r:?}"
     );
     assert_carried_out(&plan, &record(&record_base));

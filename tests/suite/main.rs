@@ -15,6 +15,7 @@ mod check_large;
 mod claude_preflight;
 mod cli_cases;
 mod cli_check;
+mod cli_credentials;
 mod cli_diff;
 mod cli_drift;
 mod cli_drift_clients;
@@ -42,6 +43,8 @@ mod launch_api;
 mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_faults;
+#[cfg(feature = "cli")]
+mod launch_output;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;

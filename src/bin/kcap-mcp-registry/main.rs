@@ -12,7 +12,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 /// `print!` that never panics: see [`write_stdout`].
 macro_rules! out {
@@ -67,10 +67,28 @@ diff with --fail-on security, a strict rejection, a refused render); 2 usage or 
 Example:
   kcap-mcp-registry check registry --format github";
 
+/// `--version`: the crate version and the registry compiled in, by its digest (the first
+/// 12 hex digits of `list`'s), marked when it is not the crate's own (a bootstrap build).
+fn version() -> &'static str {
+    use kcap_mcp_registry::registry::{BUNDLED, DIGEST, SOURCE_DIR};
+    let short = DIGEST.get(..12).unwrap_or(DIGEST);
+    let text = if BUNDLED {
+        format!("{} (registry {short})", env!("CARGO_PKG_VERSION"))
+    } else {
+        format!(
+            "{} (registry {short}, bootstrap: built from {} with KCAP_MCP_REGISTRY_DIR; render \
+             and launch need --registry DIR)",
+            env!("CARGO_PKG_VERSION"),
+            kcap_mcp_registry::text::ShownPath(std::path::Path::new(SOURCE_DIR))
+        )
+    };
+    // Once per process, for clap's `&'static str`.
+    Box::leak(text.into_boxed_str())
+}
+
 #[derive(Parser)]
 #[command(
     name = "kcap-mcp-registry",
-    version,
     about = "Check, inspect, render and export the kcap MCP server registry",
     after_help = ROOT_HELP
 )]
@@ -212,7 +230,9 @@ fn main() -> ExitCode {
     if let Some(code) = kcap_mcp_registry::ops::verify::run_if_recorder() {
         return code;
     }
-    match run(Cli::parse()) {
+    let matches = Cli::command().version(version()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match run(cli) {
         Ok(code) => code,
         Err(CliError::Usage(e)) => {
             errln!("error: {}", chain(&*e));

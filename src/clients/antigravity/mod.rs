@@ -55,6 +55,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: false,
     carries_effort: false,
+    credentials: CredentialSpec::NONE,
     managed_files: &[],
     preflight: None,
     acp: false,
@@ -209,7 +210,6 @@ pub fn antigravity_plan(
     let mut plan = LaunchPlan::rooted(
         Client::Antigravity,
         ctx,
-        &CredentialSpec::NONE,
         &WORKTREE_CONFIG,
         vec!["-p".into(), prompt.into()],
     )?;

@@ -92,6 +92,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: false,
     carries_model: true,
     carries_effort: true,
+    credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: false,
@@ -167,6 +168,7 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         name: ".credentials.json",
         path: ".claude/.credentials.json",
         keep: keep_credentials,
+        kept: "its claude.ai OAuth access token (`claudeAiOauth`, not the refresh token)",
     }],
 };
 
@@ -497,7 +499,7 @@ fn plan_of(
     resolution: &Resolution<'_, String>,
     argv: Vec<String>,
 ) -> Result<LaunchPlan, RenderError> {
-    let mut plan = LaunchPlan::rooted(Client::Claude, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let mut plan = LaunchPlan::rooted(Client::Claude, ctx, &WORKTREE_CONFIG, argv)?;
     let home = plan.env_value("HOME").unwrap_or_default().to_owned();
     plan.env.push(EnvVar::new(
         "CLAUDE_CONFIG_DIR",

@@ -63,6 +63,7 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         name: "auth.json",
         path: ".codex/auth.json",
         keep: keep_api_key,
+        kept: "its `OPENAI_API_KEY`",
     }],
 };
 
@@ -241,7 +242,7 @@ pub fn codex_plan(
 ) -> Result<LaunchPlan, RenderError> {
     let mut argv = codex_reviewer_args(ctx, resolution)?;
     let envs = take_env_overrides(&mut argv);
-    let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &WORKTREE_CONFIG, argv)?;
     let base_url = plan
         .env
         .iter()

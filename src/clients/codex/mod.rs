@@ -66,6 +66,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: false,
     carries_model: true,
     carries_effort: true,
+    credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: false,

@@ -101,6 +101,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: true,
     carries_effort: false,
+    credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: true,
@@ -340,7 +341,7 @@ pub fn copilot_plan(
     if let Some(model) = model {
         argv.extend(["--model".into(), model.into()]);
     }
-    let mut plan = LaunchPlan::rooted(Client::Copilot, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let mut plan = LaunchPlan::rooted(Client::Copilot, ctx, &WORKTREE_CONFIG, argv)?;
     plan.argv_value_to_file("--additional-mcp-config", MCP_CONFIG_FILE, "@");
     let root = Root::of(Client::Copilot, ctx)?;
     // The shared cache directory holds the package only: the rest of Copilot's cache (device

@@ -52,6 +52,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: false,
     carries_effort: false,
+    credentials: CredentialSpec::NONE,
     managed_files: &[],
     preflight: None,
     acp: true,
@@ -148,7 +149,6 @@ pub fn cursor_plan(
     let mut plan = LaunchPlan::rooted(
         Client::Cursor,
         ctx,
-        &CredentialSpec::NONE,
         &WORKTREE_CONFIG,
         ARGV.map(String::from).into(),
     )?;

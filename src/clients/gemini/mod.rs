@@ -117,6 +117,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: true,
     carries_effort: false,
+    credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
     preflight: Some(preflight),
     acp: true,
@@ -259,7 +260,7 @@ pub fn gemini_plan(
         argv.extend(["--model".into(), model.into()]);
     }
     let root = Root::of(Client::Gemini, ctx)?;
-    let mut plan = LaunchPlan::rooted(Client::Gemini, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let mut plan = LaunchPlan::rooted(Client::Gemini, ctx, &WORKTREE_CONFIG, argv)?;
     let system = format!("{}/{SYSTEM_DIR}", root.dir());
     plan.env.extend([
         EnvVar::new("GEMINI_CLI_HOME", root.home()),

@@ -49,6 +49,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: false,
     carries_effort: false,
+    credentials: CredentialSpec::NONE,
     managed_files: &[],
     preflight: None,
     acp: true,
@@ -168,7 +169,6 @@ pub fn kiro_plan(
     let mut plan = LaunchPlan::rooted(
         Client::Kiro,
         ctx,
-        &CredentialSpec::NONE,
         &WORKTREE_CONFIG,
         vec!["acp".into(), "--trust-tools".into(), trust_tools(&admitted)],
     )?;

@@ -86,6 +86,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     // OpenCode's model goes into the plan's `opencode.json`.
     carries_model: true,
     carries_effort: false,
+    credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
     preflight: None,
     acp: true,
@@ -308,7 +309,6 @@ pub fn opencode_plan(
     let mut plan = LaunchPlan::rooted(
         Client::OpenCode,
         ctx,
-        &CREDENTIALS,
         &WORKTREE_CONFIG,
         vec!["acp".into(), "--pure".into()],
     )?;
@@ -367,6 +367,7 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         name: "auth.json",
         path: ".local/share/opencode/auth.json",
         keep: auth::keep_credentials,
+        kept: "its `api` and `oauth` entries",
     }],
 };
 

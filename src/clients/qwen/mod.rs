@@ -87,6 +87,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     stamps_driver: true,
     carries_model: true,
     carries_effort: false,
+    credentials: CREDENTIALS,
     managed_files: &[],
     preflight: Some(preflight),
     acp: true,
@@ -207,7 +208,7 @@ pub fn qwen_plan(
         argv.extend(["--model".into(), model.into()]);
     }
     let root = Root::of(Client::Qwen, ctx)?;
-    let mut plan = LaunchPlan::rooted(Client::Qwen, ctx, &CREDENTIALS, &WORKTREE_CONFIG, argv)?;
+    let mut plan = LaunchPlan::rooted(Client::Qwen, ctx, &WORKTREE_CONFIG, argv)?;
     // The credentials go into the settings file, not the environment, which every server
     // inherits unfiltered.
     let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = plan

@@ -13,7 +13,7 @@ use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
-use kcap_mcp_registry::text::{ShownPath, printable};
+use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
 
 use super::render::{LaunchFor, render_plan, warn_gated};
 use super::{CliError, SandboxPolicy};
@@ -366,7 +366,7 @@ fn shown_status(status: Option<std::process::ExitStatus>) -> String {
 }
 
 fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode, CliError> {
-    let mut lines = Lines::default();
+    let mut lines = OutputLines::default();
     loop {
         let wait = match bound.wait() {
             Ok(wait) => wait,
@@ -379,12 +379,12 @@ fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode,
         match event {
             Some(TerminalEvent::Output(bytes)) => {
                 for line in lines.feed(&bytes) {
-                    outln!("output {}", printable(&line));
+                    outln!("output {line}");
                 }
             }
             Some(TerminalEvent::Exited(status)) => {
                 if let Some(line) = lines.rest() {
-                    outln!("output {}", printable(&line));
+                    outln!("output {line}");
                 }
                 outln!("exited {}", shown_status(status));
                 session.stop().map_err(CliError::found)?;
@@ -395,46 +395,5 @@ fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode,
             }
             _ => {}
         }
-    }
-}
-
-/// A terminal's output as text lines: escape sequences left out, split at `\n` and `\r`,
-/// blank lines dropped. (A full-screen client's redraws come out as fragments.)
-#[derive(Default)]
-struct Lines {
-    partial: String,
-    escape: Option<u8>,
-}
-
-impl Lines {
-    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
-        let mut done = Vec::new();
-        for ch in String::from_utf8_lossy(bytes).chars() {
-            match (self.escape, ch) {
-                (None, '\x1b') => self.escape = Some(0),
-                (None, '\n' | '\r') => {
-                    let line = std::mem::take(&mut self.partial);
-                    if !line.trim().is_empty() {
-                        done.push(line);
-                    }
-                }
-                (None, c) if c.is_control() => {}
-                (None, c) => self.partial.push(c),
-                // ESC then `[` (a control sequence) or `]` (an OS command).
-                (Some(0), '[') => self.escape = Some(b'['),
-                (Some(0), ']') => self.escape = Some(b']'),
-                (Some(0), _) => self.escape = None,
-                (Some(b'['), c) if ('@'..='~').contains(&c) => self.escape = None,
-                (Some(b']'), '\x07') => self.escape = None,
-                (Some(b']'), '\x1b') => self.escape = Some(0),
-                (Some(_), _) => {}
-            }
-        }
-        done
-    }
-
-    fn rest(&mut self) -> Option<String> {
-        let line = std::mem::take(&mut self.partial);
-        (!line.trim().is_empty()).then_some(line)
     }
 }

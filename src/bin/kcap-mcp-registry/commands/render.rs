@@ -12,7 +12,7 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
-use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::ops;
 use kcap_mcp_registry::ops::render::{ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::{LaunchContext, LaunchError, RenderError};
@@ -54,7 +54,11 @@ fn client_command(client: Client, cmd_name: &str) -> clap::Command {
         clap::Command::new(spec.name)
             .about(cli.render_about)
             .override_usage(usage)
-            .after_help(cli.render_after_help),
+            .after_help(format!(
+                "{}\n\n{}",
+                credentials_help(client),
+                cli.render_after_help
+            )),
     );
     if spec.uses_launch_id {
         cmd = cmd.arg(
@@ -89,6 +93,35 @@ fn client_command(client: Client, cmd_name: &str) -> clap::Command {
         });
     }
     cmd
+}
+
+/// The `--help` section listing what `client` accepts as `--credential` and
+/// `--credential-file`, from its room's [`ClientSpec::credentials`].
+///
+/// [`ClientSpec::credentials`]: kcap_mcp_registry::clients::spec::ClientSpec::credentials
+fn credentials_help(client: Client) -> String {
+    let spec = client.spec();
+    let accepted = &spec.credentials;
+    if accepted.env.is_empty() && accepted.files.is_empty() {
+        return format!(
+            "Credentials: {} takes none (--credential and --credential-file are refused).",
+            spec.display_name
+        );
+    }
+    let mut text = format!(
+        "Credentials {} accepts, each at most once (any other is refused):",
+        spec.display_name
+    );
+    for name in accepted.env {
+        text.push_str(&format!("\n  --credential {name}"));
+    }
+    for file in accepted.files {
+        text.push_str(&format!(
+            "\n  --credential-file {}=PATH  keeps only {}",
+            file.name, file.kept
+        ));
+    }
+    text
 }
 
 impl RenderFor {
@@ -240,10 +273,13 @@ pub(crate) fn render_plan(
         result_capability_url: common.result_capability_url,
         review_context_url: common.review_context_url,
         launch_dir: common.launch_dir,
-        credentials: credentials_from_env(&common.credentials)?,
+        credentials: credentials(&common.credentials, &common.credential_files)?,
         cache_dir: common.cache_dir,
     };
     ops::render::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
+    if common.source.registry.is_none() {
+        ops::render::refuse_bootstrap_build().map_err(CliError::found)?;
+    }
     let registry = registry(common.source.registry.as_deref())?;
     let ctx = ops::render::launch_context(launch, overrides);
     let mut inputs = PlanInputs::new(policy(common.strict));
@@ -279,8 +315,10 @@ pub(crate) fn render_plan(
     Ok((planned.plan, ctx, common.format))
 }
 
-/// The `--credential` variables with their values from this process's environment.
-fn credentials_from_env(names: &[String]) -> Result<Credentials, CliError> {
+/// The `--credential` variables with their values from this process's environment, and the
+/// `--credential-file` files as read (bounded: [`ops::render::read_credential_file`]); which
+/// the client accepts, and what of a file it keeps, is the plan's to decide.
+fn credentials(names: &[String], files: &[(String, PathBuf)]) -> Result<Credentials, CliError> {
     let mut credentials = Credentials::default();
     for name in names {
         let value = std::env::var(name).map_err(|_| {
@@ -292,7 +330,35 @@ fn credentials_from_env(names: &[String]) -> Result<Credentials, CliError> {
         })?;
         credentials.env.push(EnvVar::new(name.clone(), value));
     }
+    for (name, path) in files {
+        let contents = ops::render::read_credential_file(path).map_err(|e| {
+            CliError::usage(format!(
+                "--credential-file {}: {}",
+                name.escape_debug(),
+                super::chain(&e)
+            ))
+        })?;
+        credentials.files.push(CredentialFile {
+            name: name.clone(),
+            contents,
+        });
+    }
     Ok(credentials)
+}
+
+/// `--credential-file`'s `NAME=PATH`, split at the first `=`.
+fn credential_file_arg(arg: &str) -> Result<(String, PathBuf), String> {
+    match arg.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_owned(), PathBuf::from(path)))
+        }
+        _ => Err(
+            "expected NAME=PATH, the file's name as the client's list gives it and \
+                  where to read it: auth.json=$HOME/.codex/auth.json (`render <client> --help` \
+                  lists the names)"
+                .into(),
+        ),
+    }
 }
 
 #[derive(Args)]
@@ -349,9 +415,14 @@ pub(crate) struct RenderArgs {
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub(crate) launch_dir: Option<String>,
     /// Hand the reviewer this credential or provider variable, with its value from this
-    /// environment (repeatable; each client accepts its own names).
+    /// environment (repeatable; the help's Credentials section lists each client's).
     #[arg(long = "credential", value_name = "NAME")]
     pub(crate) credentials: Vec<String>,
+    /// Hand the reviewer this credential file, read from PATH, by its NAME in the client's
+    /// list (`auth.json`); only its credential fields are kept (repeatable; the help's
+    /// Credentials section lists each client's).
+    #[arg(long = "credential-file", value_name = "NAME=PATH", value_parser = credential_file_arg)]
+    pub(crate) credential_files: Vec<(String, PathBuf)>,
     /// A directory kept across launches for the client's caches (absolute): its
     /// XDG_CACHE_HOME instead of the per-launch one.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]

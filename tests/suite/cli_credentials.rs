@@ -1,0 +1,203 @@
+//! Every credential from the command line: `--credential-file NAME=PATH` reaches the plan
+//! reduced by the client's room (Codex's `auth.json` to its key), a file that cannot be read
+//! is named with the OS's reason, every refusal names what the client does accept (files
+//! included), and each client's `--help` lists its credentials from its room's spec.
+#![cfg(feature = "cli")]
+
+use crate::common;
+
+use common::{Run, bin, finish, run};
+use kcap_mcp_registry::Client;
+use tempfile::TempDir;
+
+/// `render codex` of a gated launch (no server) into `/run/kcap/l1`, then `args`.
+fn render_codex(args: &[&str]) -> Run {
+    let mut all = vec![
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--launch-dir",
+        "/run/kcap/l1",
+    ];
+    all.extend(args);
+    run(&all)
+}
+
+const GATED: &str = "warning: agent \"a1\": no --server-url or no --kcap-bin, so every MCP server \
+                     (the result channel and any allowlist) is gated off\n";
+
+#[test]
+fn a_codex_auth_json_reaches_the_plan_holding_only_its_key() {
+    let tmp = TempDir::new().unwrap();
+    let auth = tmp.path().join("auth.json");
+    std::fs::write(
+        &auth,
+        r#"{"OPENAI_API_KEY":"sk-dummy-0123","tokens":{"id_token":"x"},"last_refresh":"t"}"#,
+    )
+    .unwrap();
+    let arg = format!("auth.json={}", auth.display());
+    let r = render_codex(&["--credential-file", &arg, "--format", "plan"]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, GATED), "{r:?}");
+    let plan: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let auth: Vec<&serde_json::Value> = (plan["files"].as_array().unwrap().iter())
+        .filter(|f| f["path"] == "home/.codex/auth.json")
+        .collect();
+    assert_eq!(
+        auth,
+        [&serde_json::json!({
+            "path": "home/.codex/auth.json",
+            "contents": r#"{"OPENAI_API_KEY":"sk-dummy-0123"}"#,
+            "mode": 0o600
+        })]
+    );
+    // The key is in that file only: not in the client's environment, nor anywhere else.
+    assert_eq!(r.stdout.matches("sk-dummy-0123").count(), 1, "{}", r.stdout);
+    assert!(!r.stdout.contains("id_token") && !r.stdout.contains("last_refresh"));
+}
+
+#[test]
+fn a_credential_file_the_room_cannot_reduce_is_refused_naming_it() {
+    let tmp = TempDir::new().unwrap();
+    let auth = tmp.path().join("auth.json");
+    std::fs::write(&auth, r#"{"tokens":{"id_token":"x"}}"#).unwrap();
+    let r = render_codex(&[
+        "--credential-file",
+        &format!("auth.json={}", auth.display()),
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.ends_with(
+            "error: cannot render the codex launch: credential file `auth.json` holds a ChatGPT \
+             sign-in (`tokens`) and no `OPENAI_API_KEY`; a reviewer takes an API key only: a \
+             ChatGPT sign-in makes Codex fetch the workspace's cloud configuration, MCP servers \
+             and hooks included; hand over the file as codex stored it\n"
+        ),
+        "{r:?}"
+    );
+}
+
+/// Codex's key is a file: a refused `--credential OPENAI_API_KEY` says so, and a refused
+/// file names the variables too.
+#[test]
+fn every_credential_refusal_names_what_the_client_accepts_files_included() {
+    let r = finish(bin().env("OPENAI_API_KEY", "sk-dummy").args([
+        "render",
+        "codex",
+        "--agent-id",
+        "a1",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--credential",
+        "OPENAI_API_KEY",
+    ]));
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        "error: cannot render the codex launch: `OPENAI_API_KEY` is not a credential or \
+         provider variable codex accepts, or is given twice; codex accepts the variable \
+         OPENAI_BASE_URL (--credential NAME) and the file auth.json, only its `OPENAI_API_KEY` \
+         kept (--credential-file NAME=PATH), each at most once\n"
+    );
+
+    let r = run(&[
+        "render",
+        "claude",
+        "--agent-id",
+        "a1",
+        "--launch-dir",
+        "/run/kcap/l1",
+        "--credential-file",
+        "auth.json=Cargo.toml",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.ends_with(
+            "error: cannot render the claude launch: `auth.json` is not a credential file claude \
+             accepts, or is given twice; claude accepts the variables ANTHROPIC_API_KEY, \
+             ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_BASE_URL, IS_SANDBOX \
+             (--credential NAME) and the file .credentials.json, only its claude.ai OAuth \
+             access token (`claudeAiOauth`, not the refresh token) kept (--credential-file \
+             NAME=PATH), each at most once\n"
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_credential_file_that_cannot_be_read_is_named_with_the_reason() {
+    let tmp = TempDir::new().unwrap();
+    let missing = tmp.path().join("missing.json");
+    let r = render_codex(&[
+        "--credential-file",
+        &format!("auth.json={}", missing.display()),
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: --credential-file auth.json: cannot read {}: No such file or directory (os \
+             error 2)\n",
+            missing.display()
+        )
+    );
+
+    // Bounded: a device that never ends, or a huge file, is not read whole.
+    let r = render_codex(&["--credential-file", "auth.json=/dev/zero"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(
+        r.stderr,
+        "error: --credential-file auth.json: /dev/zero is larger than 64 KiB, more than any \
+         client's credential file; give the file the client itself stored\n"
+    );
+
+    let r = render_codex(&["--credential-file", "auth.json"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.starts_with(
+            "error: invalid value 'auth.json' for '--credential-file <NAME=PATH>': expected \
+             NAME=PATH"
+        ),
+        "{r:?}"
+    );
+}
+
+/// Each client's `render <client> --help` and `launch <client> --help` list exactly the
+/// variables and files of its room's spec.
+#[test]
+fn each_clients_help_lists_its_credentials() {
+    let help = common::stdout_of(&["launch", "codex", "--help"]);
+    assert!(
+        help.contains(
+            "\n\nCredentials Codex CLI accepts, each at most once (any other is refused):\n  \
+             --credential OPENAI_BASE_URL\n  --credential-file auth.json=PATH  keeps only its \
+             `OPENAI_API_KEY`\n\n"
+        ),
+        "{help}"
+    );
+    for client in Client::ALL {
+        let spec = client.spec();
+        for cmd in ["render", "launch"] {
+            let help = common::stdout_of(&[cmd, spec.name, "--help"]);
+            let listed: Vec<&str> = help
+                .lines()
+                .filter_map(|l| l.strip_prefix("  --credential"))
+                .collect();
+            let expected: Vec<String> = (spec.credentials.env.iter())
+                .map(|v| format!(" {v}"))
+                .chain(
+                    (spec.credentials.files.iter())
+                        .map(|f| format!("-file {}=PATH  keeps only {}", f.name, f.kept)),
+                )
+                .collect();
+            assert_eq!(listed, expected, "{cmd} {} --help", spec.name);
+            if expected.is_empty() {
+                assert!(help.contains(&format!(
+                    "\n\nCredentials: {} takes none (--credential and --credential-file are \
+                     refused).\n",
+                    spec.display_name
+                )));
+            }
+        }
+    }
+}
