@@ -43,6 +43,8 @@ mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
+mod launch_outlive;
+#[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;
 mod lookup;
