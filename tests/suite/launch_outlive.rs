@@ -3,11 +3,13 @@
 //! - `Reviewer::stop` leaves none of their processes alive; with the cgroup off, the one
 //!   that left the group lives on (what the cgroup is for);
 //! - an executor killed with `SIGKILL` (this test binary run again as the executor, and the
-//!   `launch` CLI) leaves none within a bound; with the cgroup off they all live on;
+//!   `launch` CLI) leaves none within a bound; with the cgroup off, the one that left the
+//!   group lives on;
 //! - an executor and its guard both killed: the next executor's first launch sweeps them.
 //!
 //! Every process of a stand-in carries a marker in its command line; the tests look for it
-//! in `/proc/*/cmdline` (zombies aside).
+//! in `/proc/*/cmdline` (zombies aside). The executors killed run in a cgroup of the test's
+//! own, so that only their guard (or the sweep tested) can have killed their reviewers.
 
 use crate::common;
 
@@ -44,23 +46,27 @@ fn cgroups(name: &str) -> bool {
 }
 
 /// The ways out of the process group, as shell lines; `{m}` is the marker, and the process
-/// that leaves holds `{m}-out`.
+/// that leaves holds `{m}-out`. (Each marked process sleeps a second at a time: once it is
+/// killed, its unmarked `sleep` ends within a second.)
 const ESCAPES: [(&str, &str); 2] = [
-    ("setsid", "setsid sh -c 'sleep 600; exit 0' {m}-out &"),
+    (
+        "setsid",
+        "setsid sh -c 'while :; do sleep 1; done' {m}-out &",
+    ),
     (
         "double fork",
-        "(setsid sh -c 'sh -c \"sleep 600; exit 0\" {m}-out & exit 0' &)",
+        "(setsid sh -c 'sh -c \"while :; do sleep 1; done\" \"$0-out\" & exit 0' {m} &)",
     ),
 ];
 
 /// A terminal stand-in that starts `escape` and then sleeps itself, every process of it
-/// marked with `marker`.
+/// marked with `marker` (itself `{marker}-client`).
 fn stand_in(dir: &Path, escape: &str, marker: &str) -> PathBuf {
     let escape = escape.replace("{m}", marker);
     sh_script(
         dir,
         "escaping",
-        &format!("{escape}\necho started\nexec sh -c 'sleep 600; exit 0' {marker}-client"),
+        &format!("{escape}\necho started\nexec sh -c 'while :; do sleep 1; done' {marker}-client"),
     )
 }
 
@@ -104,16 +110,16 @@ fn alive(marker: &str) -> Vec<u32> {
     found
 }
 
-/// Waits (at most 10 s) until `n` processes hold `marker`; returns them.
-fn until_alive(marker: &str, n: usize) -> Vec<u32> {
+/// Waits (at most 10 s) until the stand-in of `marker` runs: the client and the process out
+/// of its group.
+fn until_alive(marker: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let found = alive(marker);
-        if found.len() >= n {
-            return found;
+    for part in ["client", "out"] {
+        let marked = format!("{marker}-{part}");
+        while alive(&marked).is_empty() {
+            assert!(Instant::now() < deadline, "{marked} did not start");
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(Instant::now() < deadline, "{marker}: {found:?}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -132,14 +138,73 @@ fn until_gone(marker: &str, bound: Duration) -> Result<Duration, Vec<u32>> {
     }
 }
 
-/// Kills the processes a case without the cgroup left (by pid, just seen alive; sleeping
-/// stand-ins of this test only).
-fn kill_left(pids: &[u32]) {
-    for pid in pids {
-        if let Some(pid) = i32::try_from(*pid).ok().and_then(Pid::from_raw) {
+/// Without the cgroup: the process out of the group is alive (what the cgroup is for);
+/// then kills what is left of the stand-in (by the pids just seen: sleeping stand-ins of
+/// this test only).
+fn assert_outlived(marker: &str, case: &str) {
+    let out = alive(&format!("{marker}-out"));
+    for pid in alive(marker) {
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
             let _ = rustix::process::kill_process(pid, Signal::KILL);
         }
     }
+    assert_eq!(
+        out.len(),
+        1,
+        "{case}, no cgroup: the process out of the group lives on"
+    );
+}
+
+/// A cgroup of a test's own (not a reviewers' cgroup), under this process's: an executor
+/// started in it sweeps there only, and only there is swept, so that no executor of another
+/// test kills what this test's guard or sweep must. Removed when dropped, once empty.
+struct TestCgroup(PathBuf);
+
+impl TestCgroup {
+    fn new(case: &str) -> TestCgroup {
+        let dir = launch::cgroup::own_cgroup()
+            .unwrap()
+            .join(format!("outlive-test-{}", new_marker(case)));
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup(dir)
+    }
+
+    /// The reviewers' cgroups of the executor `pid` in it.
+    fn of(&self, pid: u32) -> Vec<PathBuf> {
+        let prefix = format!("{}{pid}-", launch::cgroup::PREFIX);
+        std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect()
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // An executor's guard removes its reviewers' cgroup once the executor is gone.
+        let deadline = Instant::now() + BOUND;
+        while std::fs::remove_dir(&self.0).is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `program`, started in the cgroup `cgroup` (by a shell that moves itself there and execs
+/// it).
+fn command(program: &Path, cgroup: &TestCgroup) -> Command {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.args(["-c", "echo 0 > \"$0/cgroup.procs\" && exec \"$@\""])
+        .arg(&cgroup.0)
+        .arg(program);
+    cmd
+}
+
+fn sigkill(child: &mut Child) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, Signal::KILL).unwrap();
+    let _ = child.wait();
 }
 
 #[test]
@@ -155,40 +220,24 @@ fn a_stop_leaves_no_process_that_left_the_process_group() {
             let plan = bare_plan(Path::new("unused"), &tmp.path().join("launch"));
             let options = Options::default().with_cgroup(policy);
             let reviewer = launch::launch(&plan, &bin, &options).unwrap();
-            // The client and the process that left its group.
-            until_alive(&marker, 2);
+            until_alive(&marker);
             reviewer.stop().unwrap();
-            let left = alive(&marker);
             if policy == Confinement::Off {
-                kill_left(&left);
-                assert_eq!(
-                    left.len(),
-                    1,
-                    "{case}, no cgroup: the process out of the group outlives the stop"
-                );
+                assert_outlived(&marker, case);
             } else {
-                assert_eq!(left, Vec::<u32>::new(), "{case}: alive after the stop");
+                assert_eq!(
+                    alive(&marker),
+                    Vec::<u32>::new(),
+                    "{case}: alive after the stop"
+                );
             }
         }
     }
 }
 
-/// `program`, started in the cgroup `cgroup` (by a shell that moves itself there and execs
-/// it) when one is given.
-fn command(program: &Path, cgroup: Option<&Path>) -> Command {
-    let Some(cgroup) = cgroup else {
-        return Command::new(program);
-    };
-    let mut cmd = Command::new("/bin/sh");
-    cmd.args(["-c", "echo 0 > \"$0/cgroup.procs\" && exec \"$@\""])
-        .arg(cgroup)
-        .arg(program);
-    cmd
-}
-
-/// This test binary again, alone (in `cgroup` if given), as an executor that launches `bin`
-/// with the cgroup `policy` and waits; returns it once it has launched.
-fn executor(bin: &Path, launch_dir: &Path, policy: &str, cgroup: Option<&Path>) -> Child {
+/// This test binary again, alone, in `cgroup`, as an executor that launches `bin` with the
+/// cgroup `policy` and waits; returns it once it has launched.
+fn executor(bin: &Path, launch_dir: &Path, policy: &str, cgroup: &TestCgroup) -> Child {
     const NAME: &str = "launch_outlive::the_executor_killed_leaves_no_process_of_its_reviewer";
     let mut child = command(&std::env::current_exe().unwrap(), cgroup)
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
@@ -221,12 +270,6 @@ fn be_the_executor(policy: &str) {
     reviewer.stop().unwrap();
 }
 
-fn sigkill(child: &mut Child) {
-    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, Signal::KILL).unwrap();
-    let _ = child.wait();
-}
-
 #[test]
 fn the_executor_killed_leaves_no_process_of_its_reviewer() {
     if let Some(policy) = std::env::var_os(EXECUTOR) {
@@ -236,58 +279,40 @@ fn the_executor_killed_leaves_no_process_of_its_reviewer() {
     if !cgroups("the_executor_killed_leaves_no_process_of_its_reviewer") {
         return;
     }
-    let own = launch::cgroup::own_cgroup().unwrap();
     for (case, escape) in ESCAPES {
         for policy in ["required", "off"] {
+            let own = TestCgroup::new(case);
             let tmp = TempDir::new().unwrap();
             let marker = new_marker(case);
             let bin = stand_in(tmp.path(), escape, &marker);
-            let mut child = executor(&bin, &tmp.path().join("launch"), policy, None);
+            let mut child = executor(&bin, &tmp.path().join("launch"), policy, &own);
             let pid = child.id();
-            until_alive(&marker, 2);
+            until_alive(&marker);
             sigkill(&mut child);
             if policy == "off" {
+                // The client dies of its terminal's hangup; what left its group lives on.
                 std::thread::sleep(Duration::from_millis(500));
-                // The client dies of the terminal's hangup; what left its group lives on.
-                let (left, out) = (alive(&marker), alive(&format!("{marker}-out")));
-                kill_left(&left);
-                assert_eq!(left, out, "{case}, no cgroup");
-                assert_eq!(
-                    out.len(),
-                    1,
-                    "{case}, no cgroup: the process out of the group lives"
-                );
+                assert_outlived(&marker, case);
                 continue;
             }
             match until_gone(&marker, BOUND) {
                 Ok(took) => eprintln!("{case}: gone {took:?} after the executor's SIGKILL"),
                 Err(left) => panic!("{case}: alive {BOUND:?} after the executor: {left:?}"),
             }
-            // Its reviewers' cgroup is gone with them (the guard removes it).
+            // Its reviewers' cgroup goes with them (the guard removes it).
             let deadline = Instant::now() + BOUND;
-            while !cgroups_of(&own, pid).is_empty() {
-                assert!(Instant::now() < deadline, "{:?}", cgroups_of(&own, pid));
+            while !own.of(pid).is_empty() {
+                assert!(Instant::now() < deadline, "{:?}", own.of(pid));
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
     }
 }
 
-/// The reviewers' cgroups of the executor `pid` in `own`.
-fn cgroups_of(own: &Path, pid: u32) -> Vec<PathBuf> {
-    let prefix = format!("{}{pid}-", launch::cgroup::PREFIX);
-    std::fs::read_dir(own)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
 /// The executor's guard: its child named `kcap-guard`.
-fn guard_of(pid: u32) -> u32 {
+fn guard_of(pid: u32) -> Pid {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
@@ -297,7 +322,7 @@ fn guard_of(pid: u32) -> u32 {
             .and_then(|(_, r)| r.split_whitespace().nth(1))
             .and_then(|p| p.parse::<u32>().ok());
         if comm.trim() == "kcap-guard" && ppid == Some(pid) {
-            return child;
+            return Pid::from_raw(child).unwrap();
         }
     }
     panic!("no guard of {pid}")
@@ -309,69 +334,47 @@ fn what_an_executor_and_its_guard_killed_together_left_is_swept_at_the_next_star
     if !cgroups("what_an_executor_and_its_guard_killed_together_left_is_swept_at_the_next_start") {
         return;
     }
-    // A cgroup of this test's own, so that no executor of another test sweeps first.
-    let own = launch::cgroup::own_cgroup()
-        .unwrap()
-        .join(format!("outlive-test-{}", std::process::id()));
-    std::fs::create_dir(&own).unwrap();
+    let own = TestCgroup::new("swept");
     let tmp = TempDir::new().unwrap();
     let marker = new_marker("swept");
     let bin = stand_in(tmp.path(), ESCAPES[0].1, &marker);
-    let mut child = executor(&bin, &tmp.path().join("launch"), "required", Some(&own));
+    let mut child = executor(&bin, &tmp.path().join("launch"), "required", &own);
     let pid = child.id();
-    until_alive(&marker, 2);
-    let guard = guard_of(pid);
-    rustix::process::kill_process(
-        Pid::from_raw(i32::try_from(guard).unwrap()).unwrap(),
-        Signal::KILL,
-    )
-    .unwrap();
+    until_alive(&marker);
+    rustix::process::kill_process(guard_of(pid), Signal::KILL).unwrap();
     sigkill(&mut child);
     std::thread::sleep(Duration::from_millis(500));
     let out = alive(&format!("{marker}-out"));
     assert_eq!(out.len(), 1, "without its guard, nothing killed it");
-    assert_eq!(cgroups_of(&own, pid).len(), 1);
+    assert_eq!(own.of(pid).len(), 1);
     // The next executor (the CLI, a client that exits at once), at its first launch.
     let quick = sh_script(tmp.path(), "quick", "exit 0");
     let file = tmp.path().join("plan.json");
     let launch_dir = tmp.path().join("launch-2");
     let plan = bare_plan(Path::new("unused"), &launch_dir);
     std::fs::write(&file, plan.to_json()).unwrap();
-    let next = command(
-        Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")),
-        Some(&own),
-    )
-    .args(["launch", "--cgroup", "required", "--plan"])
-    .arg(&file)
-    .arg("--client-bin")
-    .arg(&quick)
-    .output()
-    .unwrap();
+    let next = command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), &own)
+        .args(["launch", "--cgroup", "required", "--plan"])
+        .arg(&file)
+        .arg("--client-bin")
+        .arg(&quick)
+        .output()
+        .unwrap();
     assert!(next.status.success(), "{next:?}");
     // The sweep waits for what it killed to be gone.
     assert_eq!(alive(&marker), Vec::<u32>::new(), "was {out:?}");
-    assert_eq!(cgroups_of(&own, pid), Vec::<PathBuf>::new());
-    // The CLI's own guard removes its reviewers' cgroup as it exits: then this one goes.
-    let deadline = Instant::now() + BOUND;
-    while std::fs::remove_dir(&own).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "{own:?}: {:?}",
-            std::fs::read_dir(&own)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(own.of(pid), Vec::<PathBuf>::new());
 }
 
-/// `launch --plan` of the stand-in of `case` with `more`, its stderr read up to the
-/// `started` line.
+/// `launch --plan` of the stand-in of `escape` in `own` with `more`, its stderr read up to
+/// the `started` line.
 #[cfg(feature = "cli")]
-fn cli(tmp: &Path, escape: &str, marker: &str, more: &[&str]) -> Child {
+fn cli(tmp: &Path, escape: &str, marker: &str, own: &TestCgroup, more: &[&str]) -> Child {
     let bin = stand_in(tmp, escape, marker);
     let launch_dir = tmp.join("launch");
     let file = tmp.join("plan.json");
     std::fs::write(&file, bare_plan(Path::new("unused"), &launch_dir).to_json()).unwrap();
-    let mut cli = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"))
+    let mut cli = command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), own)
         .args(["launch", "--plan"])
         .arg(&file)
         .arg("--client-bin")
@@ -396,31 +399,26 @@ fn launch_stopped_or_killed_leaves_no_process_of_its_reviewer() {
     }
     for (case, escape) in ESCAPES {
         // Stopped at its --timeout.
+        let own = TestCgroup::new(case);
         let tmp = TempDir::new().unwrap();
         let marker = new_marker(case);
-        let mut run = cli(tmp.path(), escape, &marker, &["--timeout", "2"]);
-        until_alive(&marker, 2);
-        let status = run.wait().unwrap();
-        assert_eq!(status.code(), Some(1));
+        let mut run = cli(tmp.path(), escape, &marker, &own, &["--timeout", "2"]);
+        until_alive(&marker);
+        assert_eq!(run.wait().unwrap().code(), Some(1));
         assert_eq!(alive(&marker), Vec::<u32>::new(), "{case}: after --timeout");
         // Killed with SIGKILL, with the cgroup and without.
         for policy in ["required", "off"] {
+            let own = TestCgroup::new(case);
             let tmp = TempDir::new().unwrap();
             let marker = new_marker(case);
-            let mut run = cli(
-                tmp.path(),
-                escape,
-                &marker,
-                &["--timeout", "60", "--cgroup", policy],
-            );
-            until_alive(&marker, 2);
+            let more = ["--timeout", "60", "--cgroup", policy];
+            let mut run = cli(tmp.path(), escape, &marker, &own, &more);
+            until_alive(&marker);
             sigkill(&mut run);
             if policy == "off" {
                 // The client dies with it (die_with_parent); what left its group does not.
                 std::thread::sleep(Duration::from_millis(500));
-                let left = alive(&marker);
-                kill_left(&left);
-                assert_eq!(left.len(), 1, "{case}, no cgroup: {left:?}");
+                assert_outlived(&marker, case);
                 continue;
             }
             match until_gone(&marker, BOUND) {
