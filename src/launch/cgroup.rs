@@ -173,13 +173,23 @@ fn make() -> Result<Executor, String> {
         if !dir.join("cgroup.kill").exists() {
             return Err("cgroup.kill (Linux 5.14)".to_owned());
         }
-        guard::can_join(&dir).map_err(|e| {
-            format!(
-                "a cgroup it may move its children into ({}/cgroup.procs: {e}; a daemon that \
-                 is not root needs a delegated cgroup, systemd's Delegate=yes)",
-                dir.display()
+        // Moving a child from its cgroup into `launch-<n>` needs write access to the
+        // `cgroup.procs` of both and of their common ancestor, the executor's own.
+        for procs in [own.join("cgroup.procs"), dir.join("cgroup.procs")] {
+            rustix::fs::accessat(
+                rustix::fs::CWD,
+                &procs,
+                rustix::fs::Access::WRITE_OK,
+                rustix::fs::AtFlags::EACCESS,
             )
-        })?;
+            .map_err(|e| {
+                format!(
+                    "a cgroup it may move its children in ({}: {e}; a daemon that is not root \
+                     needs a delegated cgroup, systemd's Delegate=yes)",
+                    procs.display()
+                )
+            })?;
+        }
         let ours = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         sweep(&own, ours);
         let guard = Guard::spawn(&dir, &lock).map_err(|e| format!("a guard process ({e})"))?;
@@ -340,11 +350,12 @@ impl LaunchCgroup {
     }
 
     /// Has `cmd`'s child join this cgroup between fork and exec, before it can start
-    /// anything.
+    /// anything. Where the kernel refuses, a `required` child fails to start; another starts
+    /// outside ([`LaunchCgroup::holds`] tells).
     ///
     /// # Errors
     /// When its `cgroup.procs` cannot be opened.
-    pub(crate) fn join(&self, cmd: &mut Command) -> io::Result<()> {
+    pub(crate) fn join(&self, cmd: &mut Command, required: bool) -> io::Result<()> {
         let procs = rustix::fs::open(
             self.dir.join("cgroup.procs"),
             OFlags::WRONLY | OFlags::CLOEXEC,
@@ -356,13 +367,24 @@ impl LaunchCgroup {
         unsafe {
             cmd.pre_exec(move || {
                 // `0`: the writing process itself.
-                if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 && required {
                     return Err(io::Error::last_os_error());
                 }
                 Ok(())
             });
         }
         Ok(())
+    }
+
+    /// Whether the started client `pid` (unreaped) is in this cgroup.
+    pub(crate) fn holds(&self, pid: u32) -> bool {
+        let Ok(cgroups) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+            return false;
+        };
+        cgroups
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .is_some_and(|own| self.dir.ends_with(own.trim_start_matches('/')))
     }
 
     /// Kills every process in the cgroup (`cgroup.kill`).

@@ -309,8 +309,9 @@ pub fn launch_with_parent_env(
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if let Some(cgroup) = &cgroup {
         // The first thing the child does: all it starts is born in the cgroup.
+        let required = options.cgroup == sandbox::Confinement::Required;
         cgroup
-            .join(&mut cmd)
+            .join(&mut cmd, required)
             .map_err(|e| ExecError::io(Step::Start, cgroup.dir(), e))?;
     }
     if options.die_with_parent {
@@ -336,6 +337,8 @@ pub fn launch_with_parent_env(
                 .stderr(Stdio::piped())
                 .process_group(0);
             let child = cmd.spawn().map_err(start_error)?;
+            // Best effort: one the kernel kept out is not the reviewer's.
+            let cgroup = cgroup.filter(|c| c.holds(child.id()));
             let process = process::Process::new(child, plan.client.name(), cgroup);
             AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
         }
@@ -346,7 +349,9 @@ pub fn launch_with_parent_env(
             // The parent's copies of the client's end of the terminal go with `cmd`: the
             // controller end then reads end-of-file when the client's processes are gone.
             drop(cmd);
-            let process = process::Process::new(child?, plan.client.name(), cgroup);
+            let child = child?;
+            let cgroup = cgroup.filter(|c| c.holds(child.id()));
+            let process = process::Process::new(child, plan.client.name(), cgroup);
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
     }
