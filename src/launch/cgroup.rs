@@ -12,16 +12,20 @@
 //!
 //! - The reviewers' cgroup is made at the executor's first launch, and held with an
 //!   exclusive `flock` on its directory for as long as the executor (or its guard) lives.
-//!   Then the [guard](super::guard) is forked: when the executor is gone, however it
-//!   died, it kills the reviewers' cgroup whole and removes it.
+//!   Then the guard is forked, a small process that holds the read end of a pipe whose only
+//!   write end is the executor's: when the executor is gone, however it died (`SIGKILL`
+//!   too), it reads end-of-file, kills the reviewers' cgroup whole and removes it.
 //! - Then the cgroups of executors that are gone (a `kcap-*` sibling whose `flock` is
 //!   free: its executor and its guard both gone) are killed and removed: the sweep, for
 //!   what a guard killed with its executor (`SIGKILL` to both) left.
 //! - Each launch makes `launch-<n>`; the client joins it between fork and exec (it writes
 //!   `0`, itself, to the cgroup's `cgroup.procs`, opened before the fork), so everything
-//!   it starts is born in it. [`Process::stop`](super::process) writes `1` to its
+//!   it starts is born in it. [`Reviewer::stop`](super::Reviewer::stop) writes `1` to its
 //!   `cgroup.kill` after the process group's `SIGTERM` and grace, waits (at most
 //!   [`EMPTY_WAIT`]) for it to empty, and removes it.
+//!
+//! docs/sandbox.md, "Nothing outlives the reviewer", has why a cgroup (and not a PID
+//! namespace or a subreaper), the measurements and the cost.
 //!
 //! What it needs: a writable cgroup v2 mount, a cgroup the executor may create cgroups in
 //! and move its children within (root, or a delegated cgroup: systemd's `Delegate=yes`),

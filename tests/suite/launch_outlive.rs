@@ -310,6 +310,7 @@ fn the_executor_killed_leaves_no_process_of_its_reviewer() {
 }
 
 /// The executor's guard: its child named `kcap-guard`.
+#[cfg(feature = "cli")]
 fn guard_of(pid: u32) -> Pid {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
