@@ -237,8 +237,8 @@ impl Reviewer {
         }
     }
 
-    /// Stops the client and its process group, removes the launch directory, and returns
-    /// the client's exit status.
+    /// Stops the client, its process group and its cgroup (all it started, what left the
+    /// group too), removes the launch directory, and returns the client's exit status.
     ///
     /// # Errors
     /// As [`AcpSession::stop`].
