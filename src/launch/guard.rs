@@ -61,6 +61,7 @@ impl Guard {
 
     /// Whether it is still there (it ends only when the executor is gone, or is killed).
     pub(crate) fn alive(&self) -> bool {
+        // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: `info` is a siginfo_t; WNOWAIT leaves it unreaped.
         let r = unsafe {
