@@ -392,11 +392,13 @@ impl AcpSession {
         }
     }
 
-    /// Stops the client and its process group, and removes the launch directory.
+    /// Stops the client, its process group and its cgroup (all it started), and removes the
+    /// launch directory.
     ///
     /// # Errors
-    /// [`ExecError::Pipe`] (step [`Step::Stop`]) when the group cannot be signalled,
-    /// [`ExecError::Io`] (step [`Step::Cleanup`]) when the directory cannot be removed.
+    /// [`ExecError::Pipe`] (step [`Step::Stop`]) when the group cannot be signalled or the
+    /// cgroup killed, [`ExecError::Io`] (step [`Step::Cleanup`]) when the directory cannot be
+    /// removed.
     pub fn stop(mut self) -> Result<Option<ExitStatus>, ExecError> {
         drop(self.stdin.take());
         let status = self.process.stop()?;

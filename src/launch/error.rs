@@ -161,6 +161,13 @@ pub enum ExecError {
         /// What is missing (the Landlock LSM, or an ABI version and what it gives).
         missing: String,
     },
+    /// The launch asks for [`Options::cgroup`](super::Options::cgroup)
+    /// [`Required`](super::sandbox::Confinement::Required) and this machine gives no
+    /// [reviewer's cgroup](super::cgroup).
+    NoCgroup {
+        /// What is missing (a writable cgroup v2 mount, a delegated cgroup, `cgroup.kill`).
+        missing: String,
+    },
     /// The launch directory exists and holds something.
     LaunchDirNotEmpty {
         /// The launch directory.
@@ -318,6 +325,14 @@ impl fmt::Display for ExecError {
                 "{}: the reviewer's sandbox needs {missing}; run on a kernel that gives it (Linux \
                  6.12 or later, with `landlock` in `lsm=`), or launch with a best-effort sandbox \
                  (`--sandbox best-effort`) and accept what it lacks",
+                Step::Check,
+            ),
+            ExecError::NoCgroup { missing } => write!(
+                f,
+                "{}: stopping every process of the reviewer with it needs {missing}; run the \
+                 executor as root or in a delegated cgroup (systemd: Delegate=yes), or launch \
+                 with `--cgroup best-effort` and accept that what leaves the reviewer's process \
+                 group may outlive it",
                 Step::Check,
             ),
             _ => self.fmt_run(f),

@@ -37,10 +37,23 @@
 //!      ([`TerminalSession`]); a client that shows one of the known [`DIALOGS`] and then
 //!      writes nothing for [`Options::dialog_quiet`] is stopped with
 //!      [`ExecError::Dialog`] naming the dialog.
-//! 5. **Stop** ([`Reviewer::stop`], or dropping it): `SIGTERM`, then `SIGKILL`, to the
-//!    client's whole process group (its MCP servers with it), then the launch directory is
-//!    removed. The client is reaped only after the last signal, so the group's id (its pid,
-//!    held by the unreaped leader) never names another process's group.
+//! 5. **Stop** ([`Reviewer::stop`], or dropping it): `SIGTERM` to the client's whole process
+//!    group (its MCP servers with it), [`STOP_GRACE`] for it to exit, then `SIGKILL` to
+//!    every process in the reviewer's [`cgroup`] (`cgroup.kill`: what left the group too, a
+//!    `setsid` or a double fork) and to the group; the cgroup is removed once empty (at most
+//!    [`cgroup::EMPTY_WAIT`]), then the launch directory. The client is reaped only after
+//!    the last signal, so the group's id (its pid, held by the unreaped leader) never names
+//!    another process's group; the cgroup is killed by the kernel, by no pid at all.
+//!
+//!    The reviewer's cgroup ([`Options::cgroup`], default best effort): the client joins a
+//!    cgroup v2 of its own between fork and exec, so all it starts is born there. When the
+//!    executor dies, however (`SIGKILL` too), its guard process kills all its reviewers'
+//!    cgroups within milliseconds; what a guard killed with it left is swept at the next
+//!    executor's first launch. Where the machine gives no writable cgroup
+//!    ([`cgroup::missing`]), a best-effort launch stops the process group only, and
+//!    [`Options::die_with_parent`] kills the client (not what it started) with the
+//!    executor's thread. docs/sandbox.md, "Nothing outlives the reviewer", has why and the
+//!    measurements.
 //!
 //! No async runtime: a reader thread per client stream, and bounded waits. Nothing the
 //! client does stalls the caller or grows the executor's memory without bound:
@@ -75,7 +88,9 @@
 
 mod acp;
 mod args;
+pub mod cgroup;
 mod error;
+mod guard;
 mod prepare;
 mod process;
 mod pty;
@@ -120,6 +135,13 @@ pub struct Options {
     pub die_with_parent: bool,
     /// Whether the client runs in the [`sandbox`]. Default [`Confinement::Off`](sandbox::Confinement::Off).
     pub confinement: sandbox::Confinement,
+    /// Whether the client and all it starts run in a [`cgroup`] of their own, killed whole
+    /// on stop and when the executor dies. Default
+    /// [`Confinement::BestEffort`](sandbox::Confinement::BestEffort): where this machine
+    /// gives none ([`cgroup::missing`]), the process group only;
+    /// [`Confinement::Required`](sandbox::Confinement::Required) refuses the launch there
+    /// ([`ExecError::NoCgroup`]) before anything is created.
+    pub cgroup: sandbox::Confinement,
     /// Paths the sandboxed reviewer may also read and execute (the kcap binary its MCP
     /// servers run, say): absolute; a directory allows what is beneath it.
     pub sandbox_read_exec: Vec<PathBuf>,
@@ -139,6 +161,7 @@ impl Default for Options {
             terminal_size: (50, 200),
             die_with_parent: false,
             confinement: sandbox::Confinement::Off,
+            cgroup: sandbox::Confinement::BestEffort,
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),
             keep_launch_dir: false,
@@ -162,6 +185,12 @@ impl Options {
     /// These options with `confinement`.
     pub fn with_confinement(mut self, confinement: sandbox::Confinement) -> Self {
         self.confinement = confinement;
+        self
+    }
+
+    /// These options with `cgroup`.
+    pub fn with_cgroup(mut self, policy: sandbox::Confinement) -> Self {
+        self.cgroup = policy;
         self
     }
 
@@ -208,8 +237,8 @@ impl Reviewer {
         }
     }
 
-    /// Stops the client and its process group, removes the launch directory, and returns
-    /// the client's exit status.
+    /// Stops the client, its process group and its cgroup (all it started, what left the
+    /// group too), removes the launch directory, and returns the client's exit status.
     ///
     /// # Errors
     /// As [`AcpSession::stop`].
@@ -260,6 +289,8 @@ pub fn launch_with_parent_env(
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     sandbox::preflight(options.confinement)?;
+    // Before anything is created: a required cgroup that cannot be made refuses the launch.
+    let cgroup = cgroup::LaunchCgroup::new(options.cgroup)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);
     let claim = prepare::claim(launch_dir)?;
@@ -276,6 +307,13 @@ pub fn launch_with_parent_env(
     }
     prepare::remove_worktree_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
+    if let Some(cgroup) = &cgroup {
+        // The first thing the child does: all it starts is born in the cgroup.
+        let required = options.cgroup == sandbox::Confinement::Required;
+        cgroup
+            .join(&mut cmd, required)
+            .map_err(|e| ExecError::io(Step::Start, cgroup.dir(), e))?;
+    }
     if options.die_with_parent {
         process::die_with_parent(&mut cmd);
     }
@@ -299,7 +337,9 @@ pub fn launch_with_parent_env(
                 .stderr(Stdio::piped())
                 .process_group(0);
             let child = cmd.spawn().map_err(start_error)?;
-            let process = process::Process::new(child, plan.client.name());
+            // Best effort: one the kernel kept out is not the reviewer's.
+            let cgroup = cgroup.filter(|c| c.holds(child.id()));
+            let process = process::Process::new(child, plan.client.name(), cgroup);
             AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
         }
         None => {
@@ -309,7 +349,9 @@ pub fn launch_with_parent_env(
             // The parent's copies of the client's end of the terminal go with `cmd`: the
             // controller end then reads end-of-file when the client's processes are gone.
             drop(cmd);
-            let process = process::Process::new(child?, plan.client.name());
+            let child = child?;
+            let cgroup = cgroup.filter(|c| c.holds(child.id()));
+            let process = process::Process::new(child, plan.client.name(), cgroup);
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
     }
@@ -386,6 +428,7 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
         set.join(" "),
         plan.env_inherit.join(" "),
     ));
+    steps.extend(cgroup_step(options));
     if options.confinement != sandbox::Confinement::Off {
         let path = std::env::var_os("PATH");
         let b = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
@@ -427,9 +470,31 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             options.dialog_quiet.as_secs_f32()
         )),
     }
+    let everything = if options.cgroup == sandbox::Confinement::Off {
+        ""
+    } else {
+        " and to all in its cgroup (cgroup.kill), then remove the cgroup"
+    };
     steps.push(format!(
-        "on stop: SIGTERM, then SIGKILL after {} s, to the client's process group; remove {dir}",
+        "on stop: SIGTERM, then SIGKILL after {} s, to the client's process group{everything}; \
+         remove {dir}",
         STOP_GRACE.as_secs_f32()
     ));
     steps
+}
+
+/// The step of the reviewer's cgroup, unless it is off: where it goes (creates nothing).
+fn cgroup_step(options: &Options) -> Option<String> {
+    if options.cgroup == sandbox::Confinement::Off {
+        return None;
+    }
+    let place = match cgroup::own_cgroup() {
+        Ok(own) => format!("under {}", own.display()),
+        Err(missing) => format!("(this machine lacks {missing})"),
+    };
+    Some(format!(
+        "put it and all it starts, before it runs, in a cgroup v2 of their own {place} ({:?}), \
+         killed whole on stop and when this process dies",
+        options.cgroup
+    ))
 }

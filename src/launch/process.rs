@@ -1,10 +1,11 @@
 //! The client process: its command (exactly the plan's environment, in the plan's `cwd`),
-//! and stopping it with its whole process group.
+//! and stopping it with its whole process group and its [cgroup](super::cgroup).
 //!
 //! The group is signalled by its id, the leader's pid, so that id must never name another
 //! group: the leader is left unreaped (a zombie, which keeps its pid and so the group's id
 //! from being reused) until the last signal to its group is sent. Its exit is seen with
 //! `waitid(…, WNOWAIT)`, which reports it without reaping; only [`Process::stop`] reaps.
+//! The cgroup is killed by the kernel (`cgroup.kill`), which names no pid at all.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 
+use super::cgroup::LaunchCgroup;
 use super::error::{ExecError, Step};
 use crate::clients::plan::LaunchPlan;
 
@@ -137,22 +139,25 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
     }
 }
 
-/// A started client, the leader of its own process group.
+/// A started client, the leader of its own process group, in its own cgroup when it has
+/// one.
 #[derive(Debug)]
 pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) client: String,
     status: Option<ExitStatus>,
     stopped: bool,
+    cgroup: Option<LaunchCgroup>,
 }
 
 impl Process {
-    pub(crate) fn new(child: Child, client: &str) -> Process {
+    pub(crate) fn new(child: Child, client: &str, cgroup: Option<LaunchCgroup>) -> Process {
         Process {
             child,
             client: client.to_owned(),
             status: None,
             stopped: false,
+            cgroup,
         }
     }
 
@@ -217,7 +222,9 @@ impl Process {
     }
 
     /// Stops the client and every process of its group (its MCP servers among them):
-    /// `SIGTERM`, then after [`STOP_GRACE`] `SIGKILL`, and reaps it. Returns its exit status.
+    /// `SIGTERM`, then after [`STOP_GRACE`] `SIGKILL`, and reaps it; then kills what is
+    /// left in its cgroup (what left the group: `setsid`, a double fork) and removes the
+    /// cgroup. Returns its exit status.
     pub(crate) fn stop(&mut self) -> Result<Option<ExitStatus>, ExecError> {
         if self.stopped {
             return Ok(self.status);
@@ -227,6 +234,8 @@ impl Process {
             self.signal_group(Signal::TERM)?;
             self.wait_exit(STOP_GRACE);
         }
+        // Everything of the reviewer, wherever its process group is.
+        let killed = self.cgroup.as_ref().map(LaunchCgroup::kill);
         // Whatever is left of the group (servers the client started), leader or not, while
         // the unreaped leader still holds the group's id.
         self.signal_group(Signal::KILL)?;
@@ -235,6 +244,14 @@ impl Process {
         }
         // Reaped only now: the group's id may be reused from here on, and is not signalled.
         let reaped = self.child.wait().ok();
+        if let Some(cgroup) = &mut self.cgroup {
+            let stopped = killed.unwrap_or(Ok(())).and(cgroup.stop());
+            stopped.map_err(|source| ExecError::Pipe {
+                client: self.client.clone(),
+                step: Step::Stop,
+                source,
+            })?;
+        }
         Ok(self.status.or(reaped))
     }
 }

@@ -320,7 +320,8 @@ impl TerminalSession {
         }
     }
 
-    /// Stops the client and its process group, and removes the launch directory.
+    /// Stops the client, its process group and its cgroup (all it started), and removes the
+    /// launch directory.
     ///
     /// # Errors
     /// As [`AcpSession::stop`](super::AcpSession::stop).

@@ -50,18 +50,21 @@ use super::Options;
 use super::error::ExecError;
 use crate::clients::plan::LaunchPlan;
 
-/// How a launch is confined.
+/// How strictly a launch applies a protection: the sandbox ([`Options::confinement`]) or
+/// the reviewer's cgroup ([`Options::cgroup`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Confinement {
-    /// No sandbox: the client runs with the executor's authority.
+    /// Not applied. No sandbox: the client runs with the executor's authority; no cgroup:
+    /// a stop reaches its process group only.
     #[default]
     Off,
-    /// The sandbox as far as this kernel gives it; [`missing`] names what it lacks (the
-    /// CLI prints it as a warning).
+    /// As far as this machine gives it; [`missing`] (the sandbox) and
+    /// [`cgroup::missing`](super::cgroup::missing) name what it lacks (the CLI prints it as a
+    /// warning).
     BestEffort,
-    /// The whole sandbox, or the launch is refused before anything is created
-    /// ([`ExecError::NoSandbox`] names what the kernel lacks).
+    /// All of it, or the launch is refused before anything is created
+    /// ([`ExecError::NoSandbox`], [`ExecError::NoCgroup`] name what is missing).
     Required,
 }
 

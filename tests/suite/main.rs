@@ -46,6 +46,8 @@ mod launch_faults;
 #[cfg(feature = "cli")]
 mod launch_output;
 #[cfg(feature = "launch")]
+mod launch_outlive;
+#[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;
 mod lookup;

@@ -87,6 +87,17 @@ struct RunArgs {
     /// part of it, `best-effort` warns and confines as far as the kernel allows.
     #[arg(long, value_name = "POLICY", global = true, default_value = "off")]
     sandbox: SandboxPolicy,
+    /// Put the reviewer and all it starts (what leaves its process group too) in a cgroup
+    /// v2 of their own, killed whole on stop and when this process dies: `best-effort` warns
+    /// where the machine gives none (then its process group only is stopped), `required`
+    /// refuses to launch there, `off` stops the process group only.
+    #[arg(
+        long,
+        value_name = "POLICY",
+        global = true,
+        default_value = "best-effort"
+    )]
+    cgroup: SandboxPolicy,
     /// A path the sandboxed reviewer may also read and execute (the kcap binary its MCP
     /// servers run); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
@@ -174,7 +185,8 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
         .with_die_with_parent(true)
-        .with_confinement(run.sandbox.into());
+        .with_confinement(run.sandbox.into())
+        .with_cgroup(run.cgroup.into());
     let options = run
         .sandbox_exec
         .iter()
@@ -202,6 +214,14 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let options = options.with_keep_launch_dir(run.keep_launch_dir);
+    if matches!(run.cgroup, SandboxPolicy::BestEffort)
+        && let Some(missing) = launch::cgroup::missing()
+    {
+        errln!(
+            "warning: what leaves the reviewer's process group may outlive it: this machine \
+             lacks {missing}"
+        );
+    }
     let signal = stop_signals()?;
     let existed = launch_dir.exists();
     let result = launch::launch(&plan, &client_bin, &options)

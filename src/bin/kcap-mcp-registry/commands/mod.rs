@@ -46,7 +46,8 @@ impl CliError {
 
 pub(crate) use kcap_mcp_registry::text::error_chain as chain;
 
-/// `--sandbox` of `launch` and `verify`: a [`Confinement`] by name.
+/// `--sandbox` of `launch` and `verify`, and `--cgroup` of `launch`: a [`Confinement`] by
+/// name.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub(crate) enum SandboxPolicy {
     Off,
