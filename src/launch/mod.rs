@@ -27,7 +27,10 @@
 //! 4. **Start** the client: `client_bin` with the plan's `argv`, in `cwd` (the launch
 //!    directory when the plan has none), with exactly the plan's environment (an empty
 //!    environment, then this process's values of `env_inherit` that are set, then `env`),
-//!    in its own process group.
+//!    in its own process group; under [`Options::network`]'s
+//!    [`Network::Door`](door::Network::Door) in a network namespace of its own whose only
+//!    way out is the [`door`]'s endpoints, and under [`Options::confinement`] in the
+//!    [`sandbox`].
 //!    - ACP clients (`session_new` is set): stdin and stdout piped; `initialize
 //!      {protocolVersion: 1, clientCapabilities: {}}` and `session/new` with
 //!      `session_new`, each bounded by [`Options::handshake_timeout`], their answers
@@ -75,6 +78,7 @@
 
 mod acp;
 mod args;
+pub mod door;
 mod error;
 mod prepare;
 mod process;
@@ -125,6 +129,9 @@ pub struct Options {
     pub sandbox_read_exec: Vec<PathBuf>,
     /// Paths the sandboxed reviewer may also read and write.
     pub sandbox_read_write: Vec<PathBuf>,
+    /// The reviewer's network: the executor's own, or a namespace whose only way out is the
+    /// [`door`]. Default [`Network::Open`](door::Network::Open).
+    pub network: door::Network,
     /// Leave the launch directory in place, on a failed launch too (once it is created), for
     /// a look at what the client wrote: its credentials stay with it, so the caller removes
     /// it. Default off. A running reviewer's is kept with [`Reviewer::keep_launch_dir`].
@@ -141,6 +148,7 @@ impl Default for Options {
             confinement: sandbox::Confinement::Off,
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),
+            network: door::Network::Open,
             keep_launch_dir: false,
         }
     }
@@ -162,6 +170,13 @@ impl Options {
     /// These options with `confinement`.
     pub fn with_confinement(mut self, confinement: sandbox::Confinement) -> Self {
         self.confinement = confinement;
+        self
+    }
+
+    /// These options with `network`: [`Network::Door`](door::Network::Door) gives the
+    /// reviewer a network of its own whose only way out is the door's endpoints.
+    pub fn with_network(mut self, network: door::Network) -> Self {
+        self.network = network;
         self
     }
 
@@ -220,6 +235,15 @@ impl Reviewer {
         }
     }
 
+    /// The network door's last log lines ([`door::Door::log`]); none without a door, or
+    /// once the reviewer is stopped.
+    pub fn door_log(&self) -> Vec<String> {
+        match self {
+            Reviewer::Acp(s) => s.door_log(),
+            Reviewer::Terminal(s) => s.door_log(),
+        }
+    }
+
     /// Keeps the launch directory when the reviewer is stopped or dropped.
     pub fn keep_launch_dir(&mut self) {
         match self {
@@ -260,6 +284,7 @@ pub fn launch_with_parent_env(
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     sandbox::preflight(options.confinement)?;
+    door::preflight(&options.network)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);
     let claim = prepare::claim(launch_dir)?;
@@ -285,6 +310,9 @@ pub fn launch_with_parent_env(
         .any(|n| n == "PATH")
         .then(|| parent("PATH"))
         .flatten();
+    // The namespace is entered before the sandbox is installed: the child writes its own
+    // `/proc/self/uid_map`, which the sandbox does not allow.
+    let door = door::install(&mut cmd, &options.network)?;
     let boundary = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
     sandbox::confine(&mut cmd, &boundary, options.confinement)?;
     let start_error = |source| ExecError::Start {
@@ -299,7 +327,8 @@ pub fn launch_with_parent_env(
                 .stderr(Stdio::piped())
                 .process_group(0);
             let child = cmd.spawn().map_err(start_error)?;
-            let process = process::Process::new(child, plan.client.name());
+            let mut process = process::Process::new(child, plan.client.name());
+            process.door = door.map(door::Pending::open).transpose()?;
             AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
         }
         None => {
@@ -309,7 +338,8 @@ pub fn launch_with_parent_env(
             // The parent's copies of the client's end of the terminal go with `cmd`: the
             // controller end then reads end-of-file when the client's processes are gone.
             drop(cmd);
-            let process = process::Process::new(child?, plan.client.name());
+            let mut process = process::Process::new(child?, plan.client.name());
+            process.door = door.map(door::Pending::open).transpose()?;
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
     }
@@ -403,6 +433,17 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             list(&b.read_exec),
             list(&b.read),
             list(&b.read_write),
+        ));
+    }
+    if let door::Network::Door(endpoints) = &options.network {
+        let list: Vec<String> = endpoints
+            .iter()
+            .map(|e| format!("127.0.0.1:{} to {}", e.port, e.upstream))
+            .collect();
+        steps.push(format!(
+            "give it a network namespace of its own (and a user namespace), loopback only, whose \
+             only way out is the door: {}",
+            list.join(", ")
         ));
     }
     match &plan.session_new {

@@ -142,6 +142,8 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
 pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) client: String,
+    /// The reviewer's network door, closed when the client is stopped.
+    pub(crate) door: Option<super::door::Door>,
     status: Option<ExitStatus>,
     stopped: bool,
 }
@@ -151,6 +153,7 @@ impl Process {
         Process {
             child,
             client: client.to_owned(),
+            door: None,
             status: None,
             stopped: false,
         }
@@ -235,6 +238,7 @@ impl Process {
         }
         // Reaped only now: the group's id may be reused from here on, and is not signalled.
         let reaped = self.child.wait().ok();
+        drop(self.door.take());
         Ok(self.status.or(reaped))
     }
 }

@@ -41,6 +41,8 @@ mod launch_api;
 #[cfg(feature = "launch")]
 mod launch_dirs;
 #[cfg(feature = "launch")]
+mod launch_door;
+#[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
