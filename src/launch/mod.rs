@@ -435,17 +435,7 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             list(&b.read_write),
         ));
     }
-    if let door::Network::Door(endpoints) = &options.network {
-        let list: Vec<String> = endpoints
-            .iter()
-            .map(|e| format!("127.0.0.1:{} to {}", e.port, e.upstream))
-            .collect();
-        steps.push(format!(
-            "give it a network namespace of its own (and a user namespace), loopback only, whose \
-             only way out is the door: {}",
-            list.join(", ")
-        ));
-    }
+    steps.extend(door::step(&options.network));
     match &plan.session_new {
         Some(session_new) => steps.extend([
             format!(

@@ -17,9 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::carry::until_exit;
+use common::model_api::ModelApi;
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
-use kcap_mcp_registry::launch::door::{self, Endpoint, Network};
+use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 use tempfile::TempDir;
@@ -289,6 +290,10 @@ fn serve(
         }
         head.push_str(&line);
     }
+    if head.is_empty() {
+        // Closed before a request.
+        return;
+    }
     log.lock().unwrap().push(head.clone());
     let path = head
         .split_whitespace()
@@ -470,4 +475,153 @@ fn a_dry_run_names_the_door() {
         world.upstream.addr, world.down_port
     );
     assert!(steps.iter().any(|s| s.ends_with(&line)), "{steps:#?}");
+    // A credential: its header named, its value shown nowhere.
+    let endpoint = Endpoint::new(MODEL_PORT, "127.0.0.1:9")
+        .with_credential(Credential::new("x-api-key", DAEMON_KEY));
+    let options = Options::default().with_network(Network::Door(vec![endpoint]));
+    let steps = launch::steps(&plan, &world.client(), &options).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "door: 127.0.0.1:{MODEL_PORT} to 127.0.0.1:9 (sets the daemon's x-api-key on each request)"
+        )),
+        "{steps}"
+    );
+    assert!(!steps.contains(DAEMON_KEY));
+    assert!(!format!("{options:?}").contains(DAEMON_KEY));
+}
+
+/// A dummy key standing for the daemon's model key.
+const DAEMON_KEY: &str = "sk-ant-daemon-key-kcap-door-test-0123456789";
+/// The per-launch token the client holds in its place.
+const TOKEN: &str = "kcap-launch-token-5f1e";
+
+/// A client of the model API through the door: prints its environment, then sends two
+/// requests on one connection with its token, the second with a chunked body.
+const MODEL_CLIENT: &str = r#"
+import http.client, os
+for name, value in sorted(os.environ.items()):
+    print(f"env {name}={value}", flush=True)
+conn = http.client.HTTPConnection("127.0.0.1", int(os.environ["MODEL_PORT"]), timeout=10)
+key = {"x-api-key": os.environ["ANTHROPIC_API_KEY"], "content-type": "application/json"}
+conn.request("POST", "/v1/messages", body=b'{"model":"m","n":1}', headers=key)
+print("first", conn.getresponse().read().decode(), flush=True)
+chunks = iter([b'{"model":"m",', b'"n":2}'])
+conn.request("POST", "/v1/messages", body=chunks, headers=key, encode_chunked=True)
+print("second", conn.getresponse().read().decode(), flush=True)
+print("requests-done", flush=True)
+"#;
+
+#[test]
+fn the_key_stays_outside_the_door_sets_it_on_each_request() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(world.at("tree/model_client.py"), MODEL_CLIENT).unwrap();
+    let client = sh_script(
+        &world.at("bin"),
+        "model-client",
+        &format!(
+            "exec /usr/bin/python3 {}",
+            world.at("tree/model_client.py").display()
+        ),
+    );
+    let run = |name: &str, credential: Option<Credential>| {
+        let api = ModelApi::start();
+        let mut endpoint = Endpoint::new(MODEL_PORT, api.url.trim_start_matches("http://"));
+        endpoint.credential = credential;
+        let launch_dir = world.at("launches").join(name);
+        let mut plan = world.plan(&launch_dir, "", None);
+        plan.env.extend([
+            EnvVar::new("ANTHROPIC_API_KEY", TOKEN),
+            EnvVar::new("MODEL_PORT", MODEL_PORT.to_string()),
+        ]);
+        let options = Options::default().with_network(Network::Door(vec![endpoint]));
+        let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        // No file of the launch directory holds the key.
+        let mut files = vec![launch_dir.clone()];
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(DAEMON_KEY),
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+        let log = reviewer.door_log();
+        reviewer.stop().unwrap();
+        assert!(output.contains("requests-done"), "{output}\n{log:?}");
+        (output, api.requests())
+    };
+
+    let (output, requests) = run("key", Some(Credential::new("x-api-key", DAEMON_KEY)));
+    // The client's environment holds the token, never the key.
+    assert!(
+        output.contains(&format!("env ANTHROPIC_API_KEY={TOKEN}")),
+        "{output}"
+    );
+    assert!(!output.contains(DAEMON_KEY), "{output}");
+    // The upstream got both requests whole, each with the daemon's key only.
+    let bodies: Vec<&str> = requests.iter().map(|r| r.body.as_str()).collect();
+    assert_eq!(bodies, [r#"{"model":"m","n":1}"#, r#"{"model":"m","n":2}"#]);
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), [DAEMON_KEY], "{request:?}");
+        assert_eq!(request.path, "/v1/messages");
+    }
+    // Both answers came back to the client.
+    assert_eq!(
+        output.matches("stand-in model API: no model here").count(),
+        2
+    );
+
+    // Without the credential the door passes the token on as the client sent it: the key
+    // the upstream saw above was the door's.
+    let (_, requests) = run("token", None);
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), [TOKEN], "{request:?}");
+    }
+}
+
+#[test]
+fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    // Framed by content-length, the body holds a second request the upstream would take
+    // as one, without the door's key; framed as chunked, it would not.
+    let client = sh_script(
+        &world.at("bin"),
+        "smuggler",
+        &format!(
+            "exec /usr/bin/python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", \
+             {MODEL_PORT})); s.sendall(b\"POST / HTTP/1.1\\r\\ncontent-length: 40\\r\\n\
+             transfer-encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /hello HTTP/1.1\\r\\nx: y\\r\\n\\r\\n\"); \
+             print(\"answer=\" + repr(s.recv(4096)))'"
+        ),
+    );
+    let launch_dir = world.at("launches/smuggle");
+    let plan = world.plan(&launch_dir, "", None);
+    let endpoint = Endpoint::new(MODEL_PORT, world.upstream.addr.clone())
+        .with_credential(Credential::new("x-api-key", DAEMON_KEY));
+    let options = Options::default().with_network(Network::Door(vec![endpoint]));
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+    let log = reviewer.door_log();
+    reviewer.stop().unwrap();
+    assert!(output.contains("answer=b''"), "{output}");
+    assert_eq!(
+        log,
+        [format!(
+            "door port {MODEL_PORT}: refused a request: it has both content-length and \
+             transfer-encoding; closed the connection"
+        )]
+    );
+    assert!(world.upstream.heads.lock().unwrap().is_empty());
 }

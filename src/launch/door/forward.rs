@@ -95,7 +95,20 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     let down = std::thread::Builder::new()
         .stack_size(THREAD_STACK)
         .spawn(move || pipe(upstream_r, client));
-    let up = pipe(client_r, upstream);
+    let up = match &endpoint.credential {
+        None => pipe(client_r, upstream),
+        Some(credential) => match super::http::requests(client_r, upstream, credential) {
+            Ok(()) => Ok(()),
+            Err(super::http::Failure::Io(e)) => Err(e),
+            Err(super::http::Failure::Refused(why)) => {
+                shared.log(format!(
+                    "door port {}: refused a request: {why}; closed the connection",
+                    endpoint.port
+                ));
+                Ok(())
+            }
+        },
+    };
     let down = down.map(|t| t.join());
     if let Ok(mut live) = shared.live.lock() {
         live.retain(|(i, _, _)| *i != id);
@@ -117,7 +130,7 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
 
 /// Copies `from` to `to` as it comes, then shuts `to`'s writing side (the other end sees
 /// end-of-file) and `from`'s reading side.
-fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()> {
+pub(super) fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()> {
     let mut buf = vec![0u8; BUFFER_BYTES];
     let result = loop {
         match from.read(&mut buf) {

@@ -26,6 +26,9 @@
 //! log line ([`Door::log`]); the door's memory is bounded by the connections, not by what
 //! an upstream sends.
 //!
+//! On an endpoint with a [`Credential`] the door reads the requests' heads and sets the
+//! daemon's credential on each ([`http`]): the key stays outside the reviewer.
+//!
 //! Inside the namespace nothing else exists: no other address, no route (a connection to
 //! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
 //! other local port is refused by the kernel. Because each reviewer has its own namespace,
@@ -47,6 +50,7 @@ use forward::accept_loop;
 
 mod child;
 mod forward;
+pub mod http;
 
 /// At most this many endpoints in one door.
 pub const MAX_ENDPOINTS: usize = 16;
@@ -74,6 +78,10 @@ pub struct Endpoint {
     /// outside the namespace (plain TCP: an HTTP upstream, or anything the client speaks
     /// end to end, TLS included).
     pub upstream: String,
+    /// The daemon's credential, set on each HTTP request through this endpoint (the
+    /// client holds a stand-in token; [`http`] reads the requests' heads): none for an
+    /// endpoint whose bytes pass as they are.
+    pub credential: Option<Credential>,
 }
 
 impl Endpoint {
@@ -82,7 +90,44 @@ impl Endpoint {
         Endpoint {
             port,
             upstream: upstream.into(),
+            credential: None,
         }
+    }
+
+    /// This endpoint with `credential` set on each request through it.
+    pub fn with_credential(mut self, credential: Credential) -> Endpoint {
+        self.credential = Some(credential);
+        self
+    }
+}
+
+/// A request header the door sets, the daemon's credential as its value: every header of
+/// that name the client sent is dropped. Its `Debug` does not show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// The header's name, e.g. `x-api-key` (Anthropic) or `authorization` (OpenAI, with
+    /// `Bearer ` in the value).
+    pub header: String,
+    /// Its value.
+    pub value: String,
+}
+
+impl Credential {
+    /// The header `header` with `value`.
+    pub fn new(header: impl Into<String>, value: impl Into<String>) -> Credential {
+        Credential {
+            header: header.into(),
+            value: value.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("header", &self.header)
+            .field("value", &"(not shown)")
+            .finish()
     }
 }
 
@@ -200,11 +245,42 @@ pub(crate) fn preflight(network: &Network) -> Result<(), ExecError> {
                 ));
             }
         }
+        if let Some(c) = &e.credential
+            && !http::valid_header(&c.header, &c.value)
+        {
+            return bad(format!(
+                "endpoint {}: the credential's header {:?} is not a header name, or its value \
+                 holds a control character",
+                e.port, c.header
+            ));
+        }
     }
     match missing() {
         Some(missing) => Err(ExecError::NoDoor { missing }),
         None => Ok(()),
     }
+}
+
+/// The dry run's line for `network` ([`super::steps`]): none for an open network.
+pub(crate) fn step(network: &Network) -> Option<String> {
+    let Network::Door(endpoints) = network else {
+        return None;
+    };
+    let list: Vec<String> = endpoints
+        .iter()
+        .map(|e| match &e.credential {
+            Some(c) => format!(
+                "127.0.0.1:{} to {} (sets the daemon's {} on each request)",
+                e.port, e.upstream, c.header
+            ),
+            None => format!("127.0.0.1:{} to {}", e.port, e.upstream),
+        })
+        .collect();
+    Some(format!(
+        "give it a network namespace of its own (and a user namespace), loopback only, whose \
+         only way out is the door: {}",
+        list.join(", ")
+    ))
 }
 
 /// The executor's end of a door being installed: the listening sockets arrive on it once
