@@ -55,10 +55,13 @@ pub mod http;
 /// At most this many endpoints in one door.
 pub const MAX_ENDPOINTS: usize = 16;
 /// At most this many connections through one door at a time; one more is closed at once,
-/// with a log line.
+/// with a log line. Each holds at most [`BUFFER_BYTES`] from its upstream and, toward it,
+/// [`BUFFER_BYTES`] (or, on an endpoint with a [`Credential`], one request head of at most
+/// [`http::MAX_HEAD_BYTES`] and 4 KiB): the door's data is at most 6 MiB however much an
+/// upstream or the client sends.
 pub const MAX_CONNECTIONS: usize = 64;
-/// The buffer of one direction of one connection, in bytes: with [`MAX_CONNECTIONS`], the
-/// door holds at most 2 MiB of data (and 128 threads of [`THREAD_STACK`]).
+/// The buffer of one direction of one connection, in bytes (see [`MAX_CONNECTIONS`]; and
+/// two threads of [`THREAD_STACK`] per connection).
 pub const BUFFER_BYTES: usize = 16 * 1024;
 /// The stack of a forwarding thread, in bytes.
 pub const THREAD_STACK: usize = 128 * 1024;
@@ -344,8 +347,11 @@ impl Pending {
     /// # Errors
     /// [`ExecError::NoDoor`] when a socket did not arrive.
     pub(crate) fn open(self) -> Result<Door, ExecError> {
-        let shared = Arc::new(Shared::default());
-        let mut listeners = Vec::new();
+        // Built as it goes: on an error, dropping it closes what was opened.
+        let mut door = Door {
+            shared: Arc::new(Shared::default()),
+            listeners: Vec::new(),
+        };
         for endpoint in self.endpoints {
             let fd = recv_fd(self.channel.as_raw_fd()).map_err(|e| ExecError::NoDoor {
                 missing: format!("the listening socket of port {} ({e})", endpoint.port),
@@ -354,7 +360,7 @@ impl Pending {
             let accepting = listener.try_clone().map_err(|e| ExecError::NoDoor {
                 missing: format!("the listening socket of port {} ({e})", endpoint.port),
             })?;
-            let shared = Arc::clone(&shared);
+            let shared = Arc::clone(&door.shared);
             let thread = std::thread::Builder::new()
                 .name(format!("door-{}", endpoint.port))
                 .stack_size(THREAD_STACK)
@@ -362,9 +368,9 @@ impl Pending {
                 .map_err(|e| ExecError::NoDoor {
                     missing: format!("a thread for the door ({e})"),
                 })?;
-            listeners.push((listener, thread));
+            door.listeners.push((listener, thread));
         }
-        Ok(Door { shared, listeners })
+        Ok(door)
     }
 }
 
