@@ -615,7 +615,14 @@ fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line(
     let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
     let log = reviewer.door_log();
     reviewer.stop().unwrap();
-    assert!(output.contains("answer=b''"), "{output}");
+    assert!(
+        output.contains("answer=b'HTTP/1.1 400 Bad Request\\r\\n"),
+        "{output}"
+    );
+    assert!(
+        output.contains("kcap door: refused the request: it has both content-length and"),
+        "{output}"
+    );
     assert_eq!(
         log,
         [format!(

@@ -162,15 +162,20 @@ pub(super) fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()
     }
 }
 
-/// Answers `502 Bad Gateway`, then reads what the client still sends (up to 64 KiB, 1 s)
-/// so that closing does not reset the connection before the answer is read.
-fn bad_gateway(mut client: TcpStream, endpoint: &Endpoint) {
+/// Answers `502 Bad Gateway` naming the endpoint, and closes.
+fn bad_gateway(client: TcpStream, endpoint: &Endpoint) {
     let body = format!(
         "kcap door: the upstream of port {} ({}) cannot be reached\n",
         endpoint.port, endpoint.upstream
     );
+    answer_and_close(client, "502 Bad Gateway", &body);
+}
+
+/// Answers `status` with `body` (plain text), then reads what the client still sends (up to
+/// 64 KiB, 1 s) so that closing does not reset the connection before the answer is read.
+pub(super) fn answer_and_close(mut client: TcpStream, status: &str, body: &str) {
     let answer = format!(
-        "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
          connection: close\r\n\r\n{body}",
         body.len()
     );

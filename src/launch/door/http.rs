@@ -4,7 +4,8 @@
 //! passed on as it comes, by its framing (`content-length`, or `chunked` read chunk by chunk).
 //! Answers are not parsed: they pass as bytes, server-sent events included.
 //!
-//! A request the door cannot frame exactly is refused and the connection closed, so that
+//! A request the door cannot frame exactly is refused (a `400 Bad Request` when it is the
+//! connection's first, as no answer is on its way then) and the connection closed, so that
 //! no byte the door did not frame reaches the upstream as the start of a request without the
 //! credential set by the door: a head over [`MAX_HEAD_BYTES`], a line folded or without
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
@@ -257,6 +258,7 @@ pub(super) fn requests(
         stream: from,
         buf: Vec::with_capacity(BUFFER_BYTES),
     };
+    let mut forwarded = false;
     let result = (|| loop {
         if input.buf.is_empty() && !input.fill()? {
             return Ok(());
@@ -264,6 +266,7 @@ pub(super) fn requests(
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential).map_err(Failure::Refused)?;
         input.buf.drain(..end);
+        forwarded = true;
         to.write_all(&head.bytes)?;
         match head.framing {
             Framing::None => {}
@@ -276,8 +279,24 @@ pub(super) fn requests(
             return rest.map_err(Failure::Io);
         }
     })();
-    let _ = to.shutdown(Shutdown::Write);
-    let _ = input.stream.shutdown(Shutdown::Read);
+    match &result {
+        // Nothing was passed on, so no answer is on its way: the client gets a 400.
+        Err(Failure::Refused(why)) if !forwarded => {
+            let _ = to.shutdown(Shutdown::Both);
+            let body = format!("kcap door: refused the request: {why}\n");
+            super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
+        }
+        // Closed both ways, at once: the client does not wait on an upstream that keeps
+        // its side open.
+        Err(Failure::Refused(_)) => {
+            let _ = to.shutdown(Shutdown::Both);
+            let _ = input.stream.shutdown(Shutdown::Both);
+        }
+        _ => {
+            let _ = to.shutdown(Shutdown::Write);
+            let _ = input.stream.shutdown(Shutdown::Read);
+        }
+    }
     result
 }
 
