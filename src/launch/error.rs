@@ -168,6 +168,18 @@ pub enum ExecError {
         /// What is missing (a writable cgroup v2 mount, a delegated cgroup, `cgroup.kill`).
         missing: String,
     },
+    /// The launch asks for the network [door](super::door) and this kernel does not give
+    /// this user the namespaces it needs (or the door could not be set up).
+    NoDoor {
+        /// What is missing, and why when the kernel said.
+        missing: String,
+    },
+    /// The door's endpoints cannot be served: none, too many, a port 0 or twice, an
+    /// upstream that is not `host:port`.
+    BadDoor {
+        /// What is wrong with them.
+        problem: String,
+    },
     /// The launch directory exists and holds something.
     LaunchDirNotEmpty {
         /// The launch directory.
@@ -335,6 +347,15 @@ impl fmt::Display for ExecError {
                  group may outlive it",
                 Step::Check,
             ),
+            ExecError::NoDoor { missing } => write!(
+                f,
+                "{}: the reviewer's network door needs {missing}; run where the kernel gives this \
+                 user user and network namespaces, or launch with an open network",
+                Step::Check,
+            ),
+            ExecError::BadDoor { problem } => {
+                write!(f, "{}: the network door {problem}", Step::Check)
+            }
             _ => self.fmt_run(f),
         }
     }

@@ -27,7 +27,10 @@
 //! 4. **Start** the client: `client_bin` with the plan's `argv`, in `cwd` (the launch
 //!    directory when the plan has none), with exactly the plan's environment (an empty
 //!    environment, then this process's values of `env_inherit` that are set, then `env`),
-//!    in its own process group.
+//!    in its own process group; under [`Options::network`]'s
+//!    [`Network::Door`](door::Network::Door) in a network namespace of its own whose only
+//!    way out is the [`door`]'s endpoints, and under [`Options::confinement`] in the
+//!    [`sandbox`].
 //!    - ACP clients (`session_new` is set): stdin and stdout piped; `initialize
 //!      {protocolVersion: 1, clientCapabilities: {}}` and `session/new` with
 //!      `session_new`, each bounded by [`Options::handshake_timeout`], their answers
@@ -89,6 +92,7 @@
 mod acp;
 mod args;
 pub mod cgroup;
+pub mod door;
 mod error;
 mod guard;
 mod prepare;
@@ -147,6 +151,9 @@ pub struct Options {
     pub sandbox_read_exec: Vec<PathBuf>,
     /// Paths the sandboxed reviewer may also read and write.
     pub sandbox_read_write: Vec<PathBuf>,
+    /// The reviewer's network: the executor's own, or a namespace whose only way out is the
+    /// [`door`]. Default [`Network::Open`](door::Network::Open).
+    pub network: door::Network,
     /// Leave the launch directory in place, on a failed launch too (once it is created), for
     /// a look at what the client wrote: its credentials stay with it, so the caller removes
     /// it. Default off. A running reviewer's is kept with [`Reviewer::keep_launch_dir`].
@@ -164,6 +171,7 @@ impl Default for Options {
             cgroup: sandbox::Confinement::BestEffort,
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),
+            network: door::Network::Open,
             keep_launch_dir: false,
         }
     }
@@ -191,6 +199,13 @@ impl Options {
     /// These options with `cgroup`.
     pub fn with_cgroup(mut self, policy: sandbox::Confinement) -> Self {
         self.cgroup = policy;
+        self
+    }
+
+    /// These options with `network`: [`Network::Door`](door::Network::Door) gives the
+    /// reviewer a network of its own whose only way out is the door's endpoints.
+    pub fn with_network(mut self, network: door::Network) -> Self {
+        self.network = network;
         self
     }
 
@@ -249,6 +264,15 @@ impl Reviewer {
         }
     }
 
+    /// The network door's last log lines ([`door::Door::log`]); none without a door, or
+    /// once the reviewer is stopped.
+    pub fn door_log(&self) -> Vec<String> {
+        match self {
+            Reviewer::Acp(s) => s.door_log(),
+            Reviewer::Terminal(s) => s.door_log(),
+        }
+    }
+
     /// Keeps the launch directory when the reviewer is stopped or dropped.
     pub fn keep_launch_dir(&mut self) {
         match self {
@@ -291,6 +315,7 @@ pub fn launch_with_parent_env(
     sandbox::preflight(options.confinement)?;
     // Before anything is created: a required cgroup that cannot be made refuses the launch.
     let cgroup = cgroup::LaunchCgroup::new(options.cgroup)?;
+    door::preflight(&options.network)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);
     let claim = prepare::claim(launch_dir)?;
@@ -323,6 +348,9 @@ pub fn launch_with_parent_env(
         .any(|n| n == "PATH")
         .then(|| parent("PATH"))
         .flatten();
+    // The namespace is entered before the sandbox is installed: the child writes its own
+    // `/proc/self/uid_map`, which the sandbox does not allow.
+    let door = door::install(&mut cmd, &options.network)?;
     let boundary = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
     sandbox::confine(&mut cmd, &boundary, options.confinement)?;
     let start_error = |source| ExecError::Start {
@@ -339,7 +367,8 @@ pub fn launch_with_parent_env(
             let child = cmd.spawn().map_err(start_error)?;
             // Best effort: one the kernel kept out is not the reviewer's.
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
-            let process = process::Process::new(child, plan.client.name(), cgroup);
+            let mut process = process::Process::new(child, plan.client.name(), cgroup);
+            process.door = door.map(door::Pending::open).transpose()?;
             AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
         }
         None => {
@@ -351,7 +380,8 @@ pub fn launch_with_parent_env(
             drop(cmd);
             let child = child?;
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
-            let process = process::Process::new(child, plan.client.name(), cgroup);
+            let mut process = process::Process::new(child, plan.client.name(), cgroup);
+            process.door = door.map(door::Pending::open).transpose()?;
             TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
         }
     }
@@ -448,6 +478,7 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             list(&b.read_write),
         ));
     }
+    steps.extend(door::step(&options.network));
     match &plan.session_new {
         Some(session_new) => steps.extend([
             format!(

@@ -145,6 +145,8 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
 pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) client: String,
+    /// The reviewer's network door, closed when the client is stopped.
+    pub(crate) door: Option<super::door::Door>,
     status: Option<ExitStatus>,
     stopped: bool,
     cgroup: Option<LaunchCgroup>,
@@ -155,6 +157,7 @@ impl Process {
         Process {
             child,
             client: client.to_owned(),
+            door: None,
             status: None,
             stopped: false,
             cgroup,
@@ -252,6 +255,7 @@ impl Process {
                 source,
             })?;
         }
+        drop(self.door.take());
         Ok(self.status.or(reaped))
     }
 }

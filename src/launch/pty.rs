@@ -333,6 +333,16 @@ impl TerminalSession {
         Ok(status)
     }
 
+    /// The network door's last log lines ([`door::Door::log`](super::door::Door::log));
+    /// none without a door.
+    pub fn door_log(&self) -> Vec<String> {
+        self.process
+            .door
+            .as_ref()
+            .map(super::door::Door::log)
+            .unwrap_or_default()
+    }
+
     /// Keeps the launch directory when this session is stopped or dropped.
     pub fn keep_launch_dir(&mut self) {
         if let Some(dir) = &mut self.dir {

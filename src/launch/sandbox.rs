@@ -17,7 +17,8 @@
 //!   is refused by Landlock itself (every ABI).
 //!
 //! Everything else of the file system is refused: the daemon's `HOME`, other reviewers'
-//! launch directories and worktrees, the shared `/tmp`. The network is not confined here.
+//! launch directories and worktrees, the shared `/tmp`. The network is not confined here: the
+//! [`door`](super::door) does that.
 //!
 //! The ruleset is built in the executor (allocations, opening the paths); the child makes
 //! five system calls only: `open("/proc/self")`, `landlock_add_rule` for it, `close`,

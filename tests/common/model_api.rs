@@ -18,6 +18,8 @@ use serde_json::Value;
 pub struct Request {
     pub method: String,
     pub path: String,
+    /// Each header as sent, name and value (trimmed), in order.
+    pub headers: Vec<(String, String)>,
     pub body: String,
 }
 
@@ -25,6 +27,15 @@ impl Request {
     /// The body as JSON, when it is JSON.
     pub fn json(&self) -> Option<Value> {
         serde_json::from_str(&self.body).ok()
+    }
+
+    /// The values of every header named `name` (case-insensitive), in order.
+    pub fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 }
 
@@ -88,6 +99,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
         let method = parts.next().unwrap_or_default().to_owned();
         let path = parts.next().unwrap_or_default().to_owned();
         let (mut length, mut chunked, mut upgrade) = (0usize, false, false);
+        let mut headers = Vec::new();
         loop {
             let mut header = String::new();
             if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -98,6 +110,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
                 break;
             }
             let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
             match name.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = value.trim().parse().unwrap_or(0),
                 "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
@@ -117,6 +130,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
         log.lock().unwrap().push(Request {
             method,
             path,
+            headers,
             body: String::from_utf8_lossy(&body).into_owned(),
         });
         if upgrade {

@@ -830,7 +830,10 @@ fn a_credential_at_claude_codes_fixed_remote_path_refuses_the_launch() {
     use kcap_mcp_registry::clients::root::managed_preflight;
     let root = tempfile::tempdir().unwrap();
     let files = Client::Claude.managed_files();
-    assert_eq!(managed_preflight(Client::Claude, files, root.path()), Ok(()));
+    assert_eq!(
+        managed_preflight(Client::Claude, files, root.path()),
+        Ok(())
+    );
     let remote = root.path().join("home/claude/.claude/remote");
     std::fs::create_dir_all(&remote).unwrap();
     std::fs::write(remote.join(".api_key"), "planted").unwrap();

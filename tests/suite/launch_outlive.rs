@@ -111,12 +111,16 @@ fn alive(marker: &str) -> Vec<u32> {
 }
 
 /// Waits (at most 10 s) until the stand-in of `marker` runs: the client and the process out
-/// of its group.
+/// of its group, once it is out (`setsid(1)` holds the marker before it calls `setsid(2)`;
+/// a stop then would still find it in the group).
 fn until_alive(marker: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
+    let out_of_group = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() != "setsid")
+    };
     for part in ["client", "out"] {
         let marked = format!("{marker}-{part}");
-        while alive(&marked).is_empty() {
+        while !alive(&marked).iter().any(out_of_group) {
             assert!(Instant::now() < deadline, "{marked} did not start");
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -42,11 +42,13 @@ mod launch_api;
 #[cfg(feature = "launch")]
 mod launch_dirs;
 #[cfg(feature = "launch")]
+mod launch_door;
+#[cfg(feature = "launch")]
 mod launch_faults;
-#[cfg(feature = "cli")]
-mod launch_output;
 #[cfg(feature = "launch")]
 mod launch_outlive;
+#[cfg(feature = "cli")]
+mod launch_output;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;

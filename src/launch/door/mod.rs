@@ -1,0 +1,485 @@
+//! The reviewer's one door out: a network namespace of its own, loopback only, whose only
+//! way out is a set of local ports the executor forwards, each to exactly one upstream.
+//!
+//! Between fork and exec the client's process:
+//! 1. `unshare(CLONE_NEWUSER | CLONE_NEWNET)`: a user namespace (so an unprivileged daemon
+//!    can make the network namespace, and so a root daemon's reviewer holds no capability
+//!    over the host's namespaces: it cannot `setns` back into the host's network) and a
+//!    network namespace with only a loopback interface, down;
+//! 2. maps its own uid and gid (`/proc/self/uid_map` `<euid> <euid> 1`, `setgroups` `deny`,
+//!    `/proc/self/gid_map` `<egid> <egid> 1`): the client keeps its ids, and its files;
+//! 3. brings `lo` up (`SIOCSIFFLAGS`), which gives it `127.0.0.1/8` and `::1`;
+//! 4. for each [`Endpoint`], binds a listening TCP socket on `127.0.0.1:<port>` of the new
+//!    namespace and passes it to the executor over a socketpair made before the fork
+//!    (`SCM_RIGHTS`). A socket stays in the namespace it was created in: the executor,
+//!    outside, accepts the connections made inside.
+//!
+//! Every step is a raw system call on memory prepared before the fork (the map lines, the
+//! ports): nothing is allocated and no lock is taken in the child.
+//!
+//! The executor then ([`Door`]) accepts on each socket and forwards each connection to
+//! that endpoint's upstream (`host:port`, resolved and connected outside the namespace),
+//! bytes as they come in both directions: a thread per direction, [`BUFFER_BYTES`] each, no
+//! parsing and no buffering beyond one read, so a streamed response (server-sent events)
+//! passes at once. At most [`MAX_CONNECTIONS`] are open at a time. An upstream that cannot
+//! be reached within [`CONNECT_TIMEOUT`] gets the client an HTTP `502 Bad Gateway` and a
+//! log line ([`Door::log`]); the door's memory is bounded by the connections, not by what
+//! an upstream sends.
+//!
+//! On an endpoint with a [`Credential`] the door reads the requests' heads and sets the
+//! daemon's credential on each ([`http`]): the key stays outside the reviewer.
+//!
+//! Inside the namespace nothing else exists: no other address, no route (a connection to
+//! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
+//! other local port is refused by the kernel. Because each reviewer has its own namespace,
+//! the door's ports are fixed and known when the plan is made. docs/network.md has the
+//! measurements.
+
+use std::collections::VecDeque;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::error::ExecError;
+use child::{ChildSide, enter, recv_fd};
+use forward::accept_loop;
+
+mod child;
+mod forward;
+pub mod http;
+
+/// At most this many endpoints in one door.
+pub const MAX_ENDPOINTS: usize = 16;
+/// At most this many connections through one door at a time; one more is closed at once,
+/// with a log line. Each holds at most [`BUFFER_BYTES`] from its upstream and, toward it,
+/// [`BUFFER_BYTES`] (or, on an endpoint with a [`Credential`], one request head of at most
+/// [`http::MAX_HEAD_BYTES`] and 4 KiB): the door's data is at most 6 MiB however much an
+/// upstream or the client sends.
+pub const MAX_CONNECTIONS: usize = 64;
+/// The buffer of one direction of one connection, in bytes (see [`MAX_CONNECTIONS`]; and
+/// two threads of [`THREAD_STACK`] per connection).
+pub const BUFFER_BYTES: usize = 16 * 1024;
+/// The stack of a forwarding thread, in bytes.
+pub const THREAD_STACK: usize = 128 * 1024;
+/// How long the door waits for an upstream's TCP connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The door keeps its last this many log lines.
+pub const MAX_LOG_LINES: usize = 256;
+
+/// One way out: a local port inside the reviewer's namespace, and the one upstream it
+/// reaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The TCP port the door listens on, on `127.0.0.1` inside the reviewer's namespace
+    /// (1 to 65535; each reviewer has its own namespace, so the port is fixed).
+    pub port: u16,
+    /// Where its connections go: `host:port`, resolved and connected by the executor
+    /// outside the namespace (plain TCP: an HTTP upstream, or anything the client speaks
+    /// end to end, TLS included).
+    pub upstream: String,
+    /// The daemon's credential, set on each HTTP request through this endpoint (the
+    /// client holds a stand-in token; [`http`] reads the requests' heads): none for an
+    /// endpoint whose bytes pass as they are.
+    pub credential: Option<Credential>,
+}
+
+impl Endpoint {
+    /// The endpoint on `port` inside, to `upstream` (`host:port`) outside.
+    pub fn new(port: u16, upstream: impl Into<String>) -> Endpoint {
+        Endpoint {
+            port,
+            upstream: upstream.into(),
+            credential: None,
+        }
+    }
+
+    /// This endpoint with `credential` set on each request through it.
+    pub fn with_credential(mut self, credential: Credential) -> Endpoint {
+        self.credential = Some(credential);
+        self
+    }
+}
+
+/// A request header the door sets, the daemon's credential as its value: every header of
+/// that name the client sent is dropped. Its `Debug` does not show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// The header's name, e.g. `x-api-key` (Anthropic) or `authorization` (OpenAI, with
+    /// `Bearer ` in the value).
+    pub header: String,
+    /// Its value.
+    pub value: String,
+}
+
+impl Credential {
+    /// The header `header` with `value`.
+    pub fn new(header: impl Into<String>, value: impl Into<String>) -> Credential {
+        Credential {
+            header: header.into(),
+            value: value.into(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("header", &self.header)
+            .field("value", &"(not shown)")
+            .finish()
+    }
+}
+
+/// The reviewer's network.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Network {
+    /// The executor's network, as it is: the client reaches whatever the executor reaches.
+    #[default]
+    Open,
+    /// A namespace of its own, loopback only; its only way out is the door: these
+    /// endpoints. The launch is refused ([`ExecError::NoDoor`]) where the kernel does not
+    /// give the namespaces; there is no best effort, as the client's configuration names
+    /// the door's ports, which exist only inside the namespace.
+    Door(Vec<Endpoint>),
+}
+
+/// What this kernel lacks for the door, for this user; `None` when it gives it. Found by
+/// trying once (a forked process calls `unshare(CLONE_NEWUSER | CLONE_NEWNET)` and exits),
+/// and remembered.
+pub fn missing() -> Option<String> {
+    static FOUND: OnceLock<Option<String>> = OnceLock::new();
+    FOUND.get_or_init(probe).clone()
+}
+
+fn probe() -> Option<String> {
+    // SAFETY: the forked child makes one system call and exits with `_exit`: no allocation,
+    // no lock, async-signal-safe; the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = unsafe {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
+                0
+            } else {
+                *libc::__errno_location() & 0x7f
+            }
+        };
+        unsafe { libc::_exit(code) };
+    }
+    if pid < 0 {
+        return Some(format!(
+            "a process to try the namespaces in ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Some("a process to try the namespaces in (waitpid failed)".to_owned());
+        }
+    }
+    let errno = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        return Some(format!(
+            "namespaces (the trying process ended with {status:#x})"
+        ));
+    };
+    let why = match errno {
+        0 => return None,
+        libc::EPERM => {
+            "user and network namespaces for this user (unshare is refused with EPERM: \
+             `kernel.unprivileged_userns_clone`, `kernel.apparmor_restrict_unprivileged_userns` \
+             or a container's seccomp filter forbids them)"
+        }
+        libc::ENOSPC => {
+            "user and network namespaces for this user (unshare is refused with ENOSPC: \
+             `user.max_user_namespaces` or `user.max_net_namespaces` is 0 or reached)"
+        }
+        libc::EINVAL => {
+            "user and network namespaces (a kernel without CONFIG_USER_NS or CONFIG_NET_NS)"
+        }
+        _ => "user and network namespaces (unshare is refused)",
+    };
+    Some(format!(
+        "{why}; errno {errno}: {}",
+        std::io::Error::from_raw_os_error(errno)
+    ))
+}
+
+/// Refuses, before anything is created, endpoints the door cannot serve
+/// ([`ExecError::BadDoor`]) and a kernel that does not give the namespaces
+/// ([`ExecError::NoDoor`]).
+pub(crate) fn preflight(network: &Network) -> Result<(), ExecError> {
+    let Network::Door(endpoints) = network else {
+        return Ok(());
+    };
+    let bad = |problem: String| Err(ExecError::BadDoor { problem });
+    if endpoints.is_empty() {
+        return bad("names no endpoint (a door with none is a closed network: name one)".into());
+    }
+    if endpoints.len() > MAX_ENDPOINTS {
+        return bad(format!(
+            "names {} endpoints; at most {MAX_ENDPOINTS}",
+            endpoints.len()
+        ));
+    }
+    for (i, e) in endpoints.iter().enumerate() {
+        if e.port == 0 {
+            return bad(format!(
+                "endpoint to {:?} has port 0; give a fixed port",
+                e.upstream
+            ));
+        }
+        if endpoints[..i].iter().any(|o| o.port == e.port) {
+            return bad(format!("has port {} twice", e.port));
+        }
+        match e.upstream.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {}
+            _ => {
+                return bad(format!(
+                    "endpoint {}: upstream {:?} is not host:port",
+                    e.port, e.upstream
+                ));
+            }
+        }
+        if let Some(c) = &e.credential
+            && !http::valid_header(&c.header, &c.value)
+        {
+            return bad(format!(
+                "endpoint {}: the credential's header {:?} is not a header name, or its value \
+                 holds a control character",
+                e.port, c.header
+            ));
+        }
+    }
+    match missing() {
+        Some(missing) => Err(ExecError::NoDoor { missing }),
+        None => Ok(()),
+    }
+}
+
+/// The dry run's line for `network` ([`super::steps`]): none for an open network.
+pub(crate) fn step(network: &Network) -> Option<String> {
+    let Network::Door(endpoints) = network else {
+        return None;
+    };
+    let list: Vec<String> = endpoints
+        .iter()
+        .map(|e| match &e.credential {
+            Some(c) => format!(
+                "127.0.0.1:{} to {} (sets the daemon's {} on each request)",
+                e.port, e.upstream, c.header
+            ),
+            None => format!("127.0.0.1:{} to {}", e.port, e.upstream),
+        })
+        .collect();
+    Some(format!(
+        "give it a network namespace of its own (and a user namespace), loopback only, whose \
+         only way out is the door: {}",
+        list.join(", ")
+    ))
+}
+
+/// The executor's end of a door being installed: the listening sockets arrive on it once
+/// the client has started.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    channel: OwnedFd,
+    endpoints: Vec<Endpoint>,
+}
+
+/// Has `cmd`'s child enter a namespace of its own with the door's listening sockets (the
+/// module docs list the steps); `None` for an open network.
+///
+/// # Errors
+/// [`ExecError::NoDoor`] when the socketpair cannot be made.
+pub(crate) fn install(cmd: &mut Command, network: &Network) -> Result<Option<Pending>, ExecError> {
+    let Network::Door(endpoints) = network else {
+        return Ok(None);
+    };
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is two ints for the kernel to fill.
+    let made = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if made != 0 {
+        return Err(ExecError::NoDoor {
+            missing: format!("a socketpair ({})", std::io::Error::last_os_error()),
+        });
+    }
+    // SAFETY: both were just made and are owned here only.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let child = ChildSide {
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        ports: endpoints.iter().map(|e| e.port).collect(),
+        channel: theirs,
+    };
+    // SAFETY: between fork and exec the closure makes raw system calls only (unshare, open,
+    // write, close, socket, ioctl, bind, listen, sendmsg) on memory prepared above and stack
+    // values, and builds `io::Error`s from errnos: no allocation, no lock, async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || enter(&child));
+    }
+    Ok(Some(Pending {
+        channel: ours,
+        endpoints: endpoints.clone(),
+    }))
+}
+
+impl Pending {
+    /// Once the client has started (its `exec` succeeded, so every socket was sent): takes
+    /// the listening sockets and opens the door.
+    ///
+    /// # Errors
+    /// [`ExecError::NoDoor`] when a socket did not arrive.
+    pub(crate) fn open(self) -> Result<Door, ExecError> {
+        // Built as it goes: on an error, dropping it closes what was opened.
+        let mut door = Door {
+            shared: Arc::new(Shared::default()),
+            listeners: Vec::new(),
+        };
+        for endpoint in self.endpoints {
+            let fd = recv_fd(self.channel.as_raw_fd()).map_err(|e| ExecError::NoDoor {
+                missing: format!("the listening socket of port {} ({e})", endpoint.port),
+            })?;
+            let listener = TcpListener::from(fd);
+            let accepting = listener.try_clone().map_err(|e| ExecError::NoDoor {
+                missing: format!("the listening socket of port {} ({e})", endpoint.port),
+            })?;
+            let shared = Arc::clone(&door.shared);
+            let thread = std::thread::Builder::new()
+                .name(format!("door-{}", endpoint.port))
+                .stack_size(THREAD_STACK)
+                .spawn(move || accept_loop(&accepting, &endpoint, &shared))
+                .map_err(|e| ExecError::NoDoor {
+                    missing: format!("a thread for the door ({e})"),
+                })?;
+            door.listeners.push((listener, thread));
+        }
+        Ok(door)
+    }
+}
+
+/// What the door's threads share.
+#[derive(Debug, Default)]
+struct Shared {
+    stopping: AtomicBool,
+    open: AtomicUsize,
+    log: Mutex<VecDeque<String>>,
+    /// Each open connection's two streams, to shut down when the door closes.
+    live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    fn log(&self, line: String) {
+        if let Ok(mut log) = self.log.lock() {
+            if log.len() == MAX_LOG_LINES {
+                log.pop_front();
+            }
+            log.push_back(line);
+        }
+    }
+}
+
+/// A running door: its accepting threads and what it forwards. Dropping it closes its
+/// listening sockets and every connection through it.
+#[derive(Debug)]
+pub struct Door {
+    shared: Arc<Shared>,
+    listeners: Vec<(TcpListener, std::thread::JoinHandle<()>)>,
+}
+
+impl Door {
+    /// Its last [`MAX_LOG_LINES`] log lines, oldest first: one per connection it refused
+    /// (too many open) or could not forward (the upstream down, a forwarding error).
+    pub fn log(&self) -> Vec<String> {
+        self.shared
+            .log
+            .lock()
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Door {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for (listener, _) in &self.listeners {
+            // Wakes the thread blocked in `accept` (it then gets EINVAL).
+            // SAFETY: a socket this door owns.
+            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
+        }
+        for (_, thread) in self.listeners.drain(..) {
+            let _ = thread.join();
+        }
+        if let Ok(mut live) = self.shared.live.lock() {
+            for (_, a, b) in live.drain(..) {
+                let _ = a.shutdown(Shutdown::Both);
+                let _ = b.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(endpoints: Vec<Endpoint>) -> String {
+        match preflight(&Network::Door(endpoints)) {
+            Err(ExecError::BadDoor { problem }) => problem,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn endpoints_the_door_cannot_serve_are_refused_naming_the_fault() {
+        assert!(refused(vec![]).starts_with("names no endpoint"));
+        let e = |p, u: &str| Endpoint::new(p, u);
+        assert_eq!(
+            refused(vec![e(0, "127.0.0.1:80")]),
+            "endpoint to \"127.0.0.1:80\" has port 0; give a fixed port"
+        );
+        assert_eq!(
+            refused(vec![e(8080, "a:1"), e(8080, "b:2")]),
+            "has port 8080 twice"
+        );
+        for upstream in ["127.0.0.1", ":443", "api.example:0", "api.example:https"] {
+            assert!(
+                refused(vec![e(8080, upstream)]).contains("is not host:port"),
+                "{upstream}"
+            );
+        }
+        let many = (1..=17).map(|p| e(p, "127.0.0.1:1")).collect();
+        assert_eq!(refused(many), "names 17 endpoints; at most 16");
+        assert!(preflight(&Network::Open).is_ok());
+    }
+
+    #[test]
+    fn the_error_says_what_the_kernel_lacks_and_how_to_go_on() {
+        let e = ExecError::NoDoor {
+            missing: "user and network namespaces for this user".into(),
+        };
+        let text = e.to_string();
+        assert!(
+            text.starts_with("check the plan: the reviewer's network door needs user"),
+            "{text}"
+        );
+        assert!(text.contains("launch with an open network"), "{text}");
+    }
+}

@@ -1,0 +1,634 @@
+//! The reviewer's network door (`launch::door`), from inside a reviewer: a stand-in client
+//! (a shell script in a pseudo-terminal, as Codex runs, starting a Python probe) tries each
+//! way out and prints what it got. With the door, a connection to another local port of the
+//! host, to another loopback address, a query to a name server on the host's loopback and a
+//! `setns` back into the host's network fail, while an HTTP request to the door's port
+//! reaches a stand-in upstream on the host and its answer, streamed too, comes back. The same
+//! launch with an open network shows every attempt succeeding, so the test bites.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::carry::until_exit;
+use common::model_api::ModelApi;
+use common::stand_in::sh_script;
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
+use kcap_mcp_registry::launch::sandbox::{self, Confinement};
+use kcap_mcp_registry::launch::{self, Options};
+use tempfile::TempDir;
+
+/// The door's ports inside the reviewer: fixed, as each reviewer has a namespace of its own.
+const MODEL_PORT: u16 = 8080;
+const DOWN_PORT: u16 = 8081;
+
+/// The probe the stand-in runs: `name=yes` when it got what it tried, `name=no` otherwise.
+const PROBE: &str = r#"
+import ctypes, os, socket, sys, time
+env = os.environ
+def probe(name, f):
+    try:
+        ok = f()
+    except Exception as e:
+        print(f"{name}-error={e!r}", flush=True)
+        ok = False
+    print(f"{name}={'yes' if ok else 'no'}", flush=True)
+def connect(host, port):
+    socket.create_connection((host, int(port)), timeout=3).close()
+    return True
+def dns():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    query = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x06models\x07example\x00\x00\x01\x00\x01"
+    s.sendto(query, ("127.0.0.1", int(env["DNS_PORT"])))
+    return s.recv(512)[:2] == b"\x12\x34"
+def escape():
+    # Into the network of the executor (the test's process), then to the host's listener.
+    try:
+        fd = os.open(f"/proc/{env['EXECUTOR_PID']}/ns/net", os.O_RDONLY)
+        if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:
+            print(f"setns-errno={ctypes.get_errno()}", flush=True)
+    except OSError as e:
+        print(f"setns-error={e!r}", flush=True)
+    return connect("127.0.0.1", env["HOST_PORT"])
+def request(base, path):
+    host, port = base.split(":")
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(f"GET {path} HTTP/1.1\r\nhost: {base}\r\nconnection: close\r\n\r\n".encode())
+    return s
+def read_all(s):
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+def hello():
+    data = read_all(request(env["MODEL"], "/hello"))
+    return data.startswith(b"HTTP/1.1 200") and data.endswith(b"hello through the door")
+def stream():
+    # The upstream sends its first event, then waits for /release before it sends the
+    # second: a door that held the stream back until its end would show `not-released`.
+    s = request(env["MODEL"], "/stream")
+    data = b""
+    while b"event: one" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            return False
+        data += chunk
+    read_all(request(env["MODEL"], "/release"))
+    data += read_all(s)
+    return b"data: released" in data and b"not-released" not in data
+def down():
+    data = read_all(request(env["DOWN"], "/v1/messages"))
+    return data.startswith(b"HTTP/1.1 502")
+probe("host_port", lambda: connect("127.0.0.1", env["HOST_PORT"]))
+probe("other_address", lambda: connect("127.0.0.2", env["OTHER_PORT"]))
+probe("name_server", dns)
+probe("escape", escape)
+probe("door_hello", hello)
+probe("door_stream", stream)
+if "DOWN" in env:
+    probe("down_upstream", down)
+print("probes-done", flush=True)
+"#;
+
+/// The machine around a reviewer: a listener on the host's 127.0.0.1 and one on
+/// 127.0.0.2, a name server on the host's loopback, a stand-in model API, and a port
+/// nothing listens on.
+struct World {
+    root: TempDir,
+    host_port: u16,
+    other_port: u16,
+    dns_port: u16,
+    upstream: Upstream,
+    down_port: u16,
+    _listeners: Vec<TcpListener>,
+}
+
+impl World {
+    fn new() -> World {
+        let root = tempfile::Builder::new()
+            .prefix("kcap-door-")
+            .tempdir()
+            .unwrap();
+        for dir in ["tree", "bin", "launches"] {
+            std::fs::create_dir(root.path().join(dir)).unwrap();
+        }
+        std::fs::write(root.path().join("tree/probe.py"), PROBE).unwrap();
+        let host = TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = TcpListener::bind("127.0.0.2:0").unwrap();
+        let down_port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        World {
+            host_port: host.local_addr().unwrap().port(),
+            other_port: other.local_addr().unwrap().port(),
+            dns_port: name_server(),
+            upstream: Upstream::start(),
+            down_port,
+            root,
+            _listeners: vec![host, other],
+        }
+    }
+
+    fn at(&self, p: &str) -> PathBuf {
+        self.root.path().join(p)
+    }
+
+    fn client(&self) -> PathBuf {
+        let probe = self.at("tree/probe.py");
+        sh_script(
+            &self.at("bin"),
+            "reviewer",
+            &format!("exec /usr/bin/python3 {}", probe.display()),
+        )
+    }
+
+    /// The plan of a stand-in whose model API is at `model` (and the down upstream at
+    /// `down`, when given).
+    fn plan(&self, launch_dir: &Path, model: &str, down: Option<&str>) -> LaunchPlan {
+        let dir = launch_dir.display();
+        let mut env = vec![
+            EnvVar::new("HOME", format!("{dir}/home")),
+            EnvVar::new("PATH", "/usr/bin:/bin"),
+            EnvVar::new("MODEL", model),
+            EnvVar::new("HOST_PORT", self.host_port.to_string()),
+            EnvVar::new("OTHER_PORT", self.other_port.to_string()),
+            EnvVar::new("DNS_PORT", self.dns_port.to_string()),
+            EnvVar::new("EXECUTOR_PID", std::process::id().to_string()),
+        ];
+        env.extend(down.map(|d| EnvVar::new("DOWN", d)));
+        LaunchPlan {
+            version: PLAN_VERSION,
+            client: kcap_mcp_registry::clients::Client::Codex,
+            isolation: Isolation::Verified {
+                proven_on: Vec::new(),
+            },
+            cwd: Some(self.at("tree").display().to_string()),
+            launch_dir: dir.to_string(),
+            argv: vec![],
+            env,
+            env_inherit: vec![],
+            dirs: vec!["home".into()],
+            files: vec![],
+            worktree_remove: vec![],
+            session_new: None,
+            servers: vec![],
+        }
+    }
+
+    /// The door of this world: the model API on [`MODEL_PORT`], the port nothing listens
+    /// on on [`DOWN_PORT`].
+    fn door(&self) -> Network {
+        Network::Door(vec![
+            Endpoint::new(MODEL_PORT, self.upstream.addr.clone()),
+            Endpoint::new(DOWN_PORT, format!("127.0.0.1:{}", self.down_port)),
+        ])
+    }
+
+    /// Launches the stand-in with `options` and returns each probe's answer and the door's
+    /// log.
+    fn probe(
+        &self,
+        options: &Options,
+        name: &str,
+    ) -> (BTreeMap<String, bool>, Vec<String>, String) {
+        let launch_dir = self.at("launches").join(name);
+        let plan = match options.network {
+            Network::Open => self.plan(&launch_dir, &self.upstream.addr, None),
+            _ => self.plan(
+                &launch_dir,
+                &format!("127.0.0.1:{MODEL_PORT}"),
+                Some(&format!("127.0.0.1:{DOWN_PORT}")),
+            ),
+        };
+        let mut reviewer = launch::launch(&plan, &self.client(), options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(60));
+        let log = reviewer.door_log();
+        reviewer.stop().unwrap();
+        assert!(output.contains("probes-done"), "{output}");
+        let answers = output
+            .lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .filter_map(|(k, v)| match v {
+                "yes" => Some((k.to_owned(), true)),
+                "no" => Some((k.to_owned(), false)),
+                _ => None,
+            })
+            .collect();
+        (answers, log, output)
+    }
+}
+
+/// A stand-in name server on the host's 127.0.0.1 (as systemd-resolved's 127.0.0.53 is):
+/// answers each query with its id and `QR` set. Returns its port.
+fn name_server() -> u16 {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            if n >= 12 {
+                buf[2] |= 0x80;
+                let _ = socket.send_to(&buf[..n], from);
+            }
+        }
+    });
+    port
+}
+
+/// A stand-in model API on the host's 127.0.0.1: `/hello` answers at once; `/stream` sends
+/// one server-sent event, then waits (up to 10 s) for a request to `/release` before it
+/// sends the second and ends. It records each request's head.
+struct Upstream {
+    addr: String,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl Upstream {
+    fn start() -> Upstream {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heads);
+        let (release, released) = mpsc::channel::<()>();
+        let released = Arc::new(Mutex::new(released));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (log, release, released) =
+                    (Arc::clone(&log), release.clone(), Arc::clone(&released));
+                std::thread::spawn(move || serve(stream, &log, &release, &released));
+            }
+        });
+        Upstream { addr, heads }
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    log: &Mutex<Vec<String>>,
+    release: &mpsc::Sender<()>,
+    released: &Mutex<mpsc::Receiver<()>>,
+) {
+    let mut out = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    if head.is_empty() {
+        // Closed before a request.
+        return;
+    }
+    log.lock().unwrap().push(head.clone());
+    let path = head
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    let plain = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
+    match path.as_str() {
+        "/hello" => {
+            let _ = out.write_all(plain("hello through the door").as_bytes());
+        }
+        "/release" => {
+            let _ = release.send(());
+            let _ = out.write_all(plain("released").as_bytes());
+        }
+        "/stream" => {
+            let first = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                 transfer-encoding: chunked\r\nconnection: close\r\n\r\n{}",
+                chunk("event: one\ndata: first\n\n")
+            );
+            let _ = out.write_all(first.as_bytes());
+            let got = released
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(10));
+            let second = if got.is_ok() {
+                "event: two\ndata: released\n\n"
+            } else {
+                "event: two\ndata: not-released\n\n"
+            };
+            let _ = out.write_all(format!("{}0\r\n\r\n", chunk(second)).as_bytes());
+        }
+        _ => {
+            let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+        }
+    }
+}
+
+fn door_available() -> bool {
+    match door::missing() {
+        None => true,
+        Some(missing) => {
+            assert!(
+                std::env::var_os("KCAP_REQUIRE_DOOR").is_none(),
+                "KCAP_REQUIRE_DOOR is set and this kernel lacks {missing}"
+            );
+            eprintln!("ignored: this kernel lacks {missing}");
+            false
+        }
+    }
+}
+
+const WAYS_OUT: &[&str] = &["host_port", "other_address", "name_server", "escape"];
+const THROUGH_THE_DOOR: &[&str] = &["door_hello", "door_stream"];
+
+#[test]
+fn only_the_doors_endpoints_are_reached_and_without_the_door_every_way_out_is_open() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    let door = Options::default().with_network(world.door());
+    let (shut, log, output) = world.probe(&door, "door");
+    let (open, _, _) = world.probe(&Options::default(), "open");
+    for way in WAYS_OUT {
+        assert_eq!(
+            shut.get(*way),
+            Some(&false),
+            "{way} with the door: {output}"
+        );
+        assert_eq!(
+            open.get(*way),
+            Some(&true),
+            "{way} without the door: {open:?}"
+        );
+    }
+    for work in THROUGH_THE_DOOR {
+        assert_eq!(
+            shut.get(*work),
+            Some(&true),
+            "{work} with the door: {output}"
+        );
+        assert_eq!(
+            open.get(*work),
+            Some(&true),
+            "{work} without the door: {open:?}"
+        );
+    }
+    // The upstream that is down: the client got a 502, and the door said why.
+    assert_eq!(shut.get("down_upstream"), Some(&true), "{output}");
+    let down = format!(
+        "door port {DOWN_PORT}: upstream 127.0.0.1:{}",
+        world.down_port
+    );
+    assert!(
+        log.iter().any(|l| l.starts_with(&down)
+            && l.contains("cannot be reached")
+            && l.ends_with("answered 502")),
+        "{log:?}"
+    );
+    // The requests came through the door, each once per launch.
+    let heads = world.upstream.heads.lock().unwrap().clone();
+    let through = heads
+        .iter()
+        .filter(|h| h.contains(&format!("host: 127.0.0.1:{MODEL_PORT}")))
+        .count();
+    assert_eq!(through, 3, "{heads:?}");
+}
+
+#[test]
+fn the_door_and_the_sandbox_together() {
+    if !door_available() || sandbox::missing().is_some() {
+        return;
+    }
+    let world = World::new();
+    let options = Options::default()
+        .with_network(world.door())
+        .with_confinement(Confinement::Required);
+    let (shut, _, output) = world.probe(&options, "both");
+    for way in WAYS_OUT {
+        assert_eq!(shut.get(*way), Some(&false), "{way}: {output}");
+    }
+    for work in THROUGH_THE_DOOR.iter().chain(&["down_upstream"]) {
+        assert_eq!(shut.get(*work), Some(&true), "{work}: {output}");
+    }
+}
+
+#[test]
+fn two_reviewers_use_the_same_door_port_each_to_its_own_upstream() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    let second = Upstream::start();
+    let client = sh_script(
+        &world.at("bin"),
+        "hello",
+        &format!(
+            "exec /usr/bin/python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", \
+             {MODEL_PORT})); s.sendall(b\"GET /hello HTTP/1.1\\r\\nhost: x\\r\\n\\r\\n\"); \
+             print(s.recv(4096).decode().split(chr(10))[0]); import time; time.sleep(3)'"
+        ),
+    );
+    let mut reviewers = Vec::new();
+    for (name, upstream) in [("a", &world.upstream), ("b", &second)] {
+        let launch_dir = world.at("launches").join(name);
+        let plan = world.plan(&launch_dir, "", None);
+        let network = Network::Door(vec![Endpoint::new(MODEL_PORT, upstream.addr.clone())]);
+        let options = Options::default().with_network(network);
+        reviewers.push(launch::launch(&plan, &client, &options).unwrap());
+    }
+    for mut reviewer in reviewers {
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        assert!(output.contains("HTTP/1.1 200 OK"), "{output}");
+        reviewer.stop().unwrap();
+    }
+    for upstream in [&world.upstream, &second] {
+        assert_eq!(upstream.heads.lock().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn a_dry_run_names_the_door() {
+    let world = World::new();
+    let launch_dir = world.at("launches/dry");
+    let plan = world.plan(&launch_dir, "", None);
+    let options = Options::default().with_network(world.door());
+    let steps = launch::steps(&plan, &world.client(), &options);
+    let line = format!(
+        "only way out is the door: 127.0.0.1:{MODEL_PORT} to {}, 127.0.0.1:{DOWN_PORT} to \
+         127.0.0.1:{}",
+        world.upstream.addr, world.down_port
+    );
+    assert!(steps.iter().any(|s| s.ends_with(&line)), "{steps:#?}");
+    // A credential: its header named, its value shown nowhere.
+    let endpoint = Endpoint::new(MODEL_PORT, "127.0.0.1:9")
+        .with_credential(Credential::new("x-api-key", DAEMON_KEY));
+    let options = Options::default().with_network(Network::Door(vec![endpoint]));
+    let steps = launch::steps(&plan, &world.client(), &options).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "door: 127.0.0.1:{MODEL_PORT} to 127.0.0.1:9 (sets the daemon's x-api-key on each request)"
+        )),
+        "{steps}"
+    );
+    assert!(!steps.contains(DAEMON_KEY));
+    assert!(!format!("{options:?}").contains(DAEMON_KEY));
+}
+
+/// A dummy key standing for the daemon's model key.
+const DAEMON_KEY: &str = "sk-ant-daemon-key-kcap-door-test-0123456789";
+/// The per-launch token the client holds in its place.
+const TOKEN: &str = "kcap-launch-token-5f1e";
+
+/// A client of the model API through the door: prints its environment, then sends two
+/// requests on one connection with its token, the second with a chunked body.
+const MODEL_CLIENT: &str = r#"
+import http.client, os
+for name, value in sorted(os.environ.items()):
+    print(f"env {name}={value}", flush=True)
+conn = http.client.HTTPConnection("127.0.0.1", int(os.environ["MODEL_PORT"]), timeout=10)
+key = {"x-api-key": os.environ["ANTHROPIC_API_KEY"], "content-type": "application/json"}
+conn.request("POST", "/v1/messages", body=b'{"model":"m","n":1}', headers=key)
+print("first", conn.getresponse().read().decode(), flush=True)
+chunks = iter([b'{"model":"m",', b'"n":2}'])
+conn.request("POST", "/v1/messages", body=chunks, headers=key, encode_chunked=True)
+print("second", conn.getresponse().read().decode(), flush=True)
+print("requests-done", flush=True)
+"#;
+
+#[test]
+fn the_key_stays_outside_the_door_sets_it_on_each_request() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(world.at("tree/model_client.py"), MODEL_CLIENT).unwrap();
+    let client = sh_script(
+        &world.at("bin"),
+        "model-client",
+        &format!(
+            "exec /usr/bin/python3 {}",
+            world.at("tree/model_client.py").display()
+        ),
+    );
+    let run = |name: &str, credential: Option<Credential>| {
+        let api = ModelApi::start();
+        let mut endpoint = Endpoint::new(MODEL_PORT, api.url.trim_start_matches("http://"));
+        endpoint.credential = credential;
+        let launch_dir = world.at("launches").join(name);
+        let mut plan = world.plan(&launch_dir, "", None);
+        plan.env.extend([
+            EnvVar::new("ANTHROPIC_API_KEY", TOKEN),
+            EnvVar::new("MODEL_PORT", MODEL_PORT.to_string()),
+        ]);
+        let options = Options::default().with_network(Network::Door(vec![endpoint]));
+        let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        // No file of the launch directory holds the key.
+        let mut files = vec![launch_dir.clone()];
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(DAEMON_KEY),
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+        let log = reviewer.door_log();
+        reviewer.stop().unwrap();
+        assert!(output.contains("requests-done"), "{output}\n{log:?}");
+        (output, api.requests())
+    };
+
+    let (output, requests) = run("key", Some(Credential::new("x-api-key", DAEMON_KEY)));
+    // The client's environment holds the token, never the key.
+    assert!(
+        output.contains(&format!("env ANTHROPIC_API_KEY={TOKEN}")),
+        "{output}"
+    );
+    assert!(!output.contains(DAEMON_KEY), "{output}");
+    // The upstream got both requests whole, each with the daemon's key only.
+    let bodies: Vec<&str> = requests.iter().map(|r| r.body.as_str()).collect();
+    assert_eq!(bodies, [r#"{"model":"m","n":1}"#, r#"{"model":"m","n":2}"#]);
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), [DAEMON_KEY], "{request:?}");
+        assert_eq!(request.path, "/v1/messages");
+    }
+    // Both answers came back to the client.
+    assert_eq!(
+        output.matches("stand-in model API: no model here").count(),
+        2
+    );
+
+    // Without the credential the door passes the token on as the client sent it: the key
+    // the upstream saw above was the door's.
+    let (_, requests) = run("token", None);
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.header("x-api-key"), [TOKEN], "{request:?}");
+    }
+}
+
+#[test]
+fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    // Framed by content-length, the body holds a second request the upstream would take
+    // as one, without the door's key; framed as chunked, it would not.
+    let client = sh_script(
+        &world.at("bin"),
+        "smuggler",
+        &format!(
+            "exec /usr/bin/python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", \
+             {MODEL_PORT})); s.sendall(b\"POST / HTTP/1.1\\r\\ncontent-length: 40\\r\\n\
+             transfer-encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /hello HTTP/1.1\\r\\nx: y\\r\\n\\r\\n\"); \
+             print(\"answer=\" + repr(s.recv(4096)))'"
+        ),
+    );
+    let launch_dir = world.at("launches/smuggle");
+    let plan = world.plan(&launch_dir, "", None);
+    let endpoint = Endpoint::new(MODEL_PORT, world.upstream.addr.clone())
+        .with_credential(Credential::new("x-api-key", DAEMON_KEY));
+    let options = Options::default().with_network(Network::Door(vec![endpoint]));
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+    let log = reviewer.door_log();
+    reviewer.stop().unwrap();
+    assert!(
+        output.contains("answer=b'HTTP/1.1 400 Bad Request\\r\\n"),
+        "{output}"
+    );
+    assert!(
+        output.contains("kcap door: refused the request: it has both content-length and"),
+        "{output}"
+    );
+    assert_eq!(
+        log,
+        [format!(
+            "door port {MODEL_PORT}: refused a request: it has both content-length and \
+             transfer-encoding; closed the connection"
+        )]
+    );
+    assert!(world.upstream.heads.lock().unwrap().is_empty());
+}
