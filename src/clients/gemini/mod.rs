@@ -317,9 +317,11 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
 
 /// The reviewed worktree's files Gemini CLI reads as configuration: the project's
 /// `.gemini/` folder (settings with MCP servers, hooks, tool exclusions and `mcp.excluded`;
-/// `.gemini/.env`; policies, agents, commands, skills) and `.env` (loaded into its
-/// environment and its servers').
-pub const WORKTREE_CONFIG: [&str; 2] = [".gemini", ".env"];
+/// `.gemini/.env`; policies, agents, commands, skills), `.env` (loaded into its
+/// environment and its servers') and `.agents/` (its `skills/<name>/SKILL.md` offered to the
+/// model, a built-in skill's description replaced by one of the same name: measured on
+/// 0.61.0, issue 34, `isolation_gemini::repository_skills_reach_no_model_request`).
+pub const WORKTREE_CONFIG: [&str; 3] = [".gemini", ".env", ".agents"];
 
 /// The administrator file Gemini CLI reads whatever its environment says:
 /// `/etc/gemini-cli/policies` (its settings files are kept out through

@@ -293,8 +293,10 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
 
 /// The reviewed worktree's files Qwen Code reads as configuration: `.qwen/` (settings with
 /// servers, hooks, `env`, `mcp.*`; `.env`; agents, commands, skills, extensions), `.env`,
-/// and `.mcp.json` (servers, started over ACP without approval).
-pub const WORKTREE_CONFIG: [&str; 3] = [".qwen", ".env", ".mcp.json"];
+/// `.mcp.json` (servers, started over ACP without approval) and `.agents/` (its skills, as
+/// Gemini CLI's: issue 34 measured a repository skill replacing a built-in one's description
+/// on 0.24.4).
+pub const WORKTREE_CONFIG: [&str; 4] = [".qwen", ".env", ".mcp.json", ".agents"];
 
 /// Refuses a Qwen Code launch in `worktree` while a parent directory of it holds `.env` or
 /// `.qwen/.env`.
