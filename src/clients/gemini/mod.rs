@@ -216,7 +216,7 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
-/// assert_eq!(plan.worktree_remove, [".gemini", ".env"]);
+/// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())

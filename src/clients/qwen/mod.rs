@@ -175,7 +175,7 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// let plan = qwen_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
 /// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
-/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json"]);
+/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
