@@ -411,11 +411,7 @@ impl AcpSession {
     /// The network door's last log lines ([`door::Door::log`](super::door::Door::log));
     /// none without a door.
     pub fn door_log(&self) -> Vec<String> {
-        self.process
-            .door
-            .as_ref()
-            .map(super::door::Door::log)
-            .unwrap_or_default()
+        self.process.door_log()
     }
 
     /// Keeps the launch directory when this session is stopped or dropped (for a look at

@@ -164,6 +164,15 @@ impl Process {
         }
     }
 
+    /// The network door's last log lines ([`Door::log`](super::door::Door::log)); none
+    /// without a door.
+    pub(crate) fn door_log(&self) -> Vec<String> {
+        self.door
+            .as_ref()
+            .map(super::door::Door::log)
+            .unwrap_or_default()
+    }
+
     /// Its exit status, if it has exited. It is not reaped here (see the module docs), so
     /// its pid, the group's id, stays its own until [`Process::stop`].
     pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
