@@ -50,15 +50,19 @@ use super::Options;
 use super::error::ExecError;
 use crate::clients::plan::LaunchPlan;
 
-/// How a launch is confined.
+/// How a launch is confined. The default is [`Confinement::BestEffort`]: on a kernel that
+/// gives the whole sandbox (Landlock ABI 6, Linux 6.12 and later) it is [`Confinement::Required`];
+/// where it does not, a daemon under the strict policy asks for `Required` (docs/sandbox.md,
+/// "Policies", says why this split).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Confinement {
-    /// No sandbox: the client runs with the executor's authority.
-    #[default]
+    /// No sandbox: the client runs with the executor's authority. For a measurement of the
+    /// unconfined reviewer only.
     Off,
     /// The sandbox as far as this kernel gives it; [`missing`] names what it lacks (the
-    /// CLI prints it as a warning).
+    /// CLI prints it as a warning). The default.
+    #[default]
     BestEffort,
     /// The whole sandbox, or the launch is refused before anything is created
     /// ([`ExecError::NoSandbox`] names what the kernel lacks).

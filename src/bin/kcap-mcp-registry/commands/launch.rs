@@ -83,14 +83,19 @@ struct RunArgs {
     /// How long a terminal client may sit at a known dialog before it is stopped.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 3)]
     dialog_quiet: u64,
-    /// Run the reviewer in the sandbox (Landlock): `required` refuses a kernel that lacks
-    /// part of it, `best-effort` warns and confines as far as the kernel allows.
-    #[arg(long, value_name = "POLICY", global = true, default_value = "off")]
-    sandbox: SandboxPolicy,
+    /// The reviewer's sandbox (Landlock): `required` refuses a kernel that lacks part of
+    /// it, `best-effort` warns and confines as far as the kernel allows, `off` runs the
+    /// reviewer unconfined. Default: `required` with --strict, else `best-effort`.
+    #[arg(long, value_name = "POLICY", global = true)]
+    sandbox: Option<SandboxPolicy>,
     /// A path the sandboxed reviewer may also read and execute (the kcap binary its MCP
     /// servers run); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
     sandbox_exec: Vec<std::path::PathBuf>,
+    /// A path the sandboxed reviewer may also read and write (a directory the daemon
+    /// collects the reviewer's output from); repeatable.
+    #[arg(long, value_name = "PATH", global = true)]
+    sandbox_write: Vec<std::path::PathBuf>,
     /// Leave the launch directory in place afterwards, on a failed launch too (to look at
     /// what the client wrote); its credentials stay with it.
     #[arg(long, global = true)]
@@ -169,17 +174,29 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         .client_bin
         .clone()
         .ok_or_else(|| CliError::usage("give the client binary to start: --client-bin PATH"))?;
+    // The strict policy launches no reviewer the kernel cannot confine; the lenient one
+    // confines it as far as the kernel allows, with a warning.
+    let strict = client.as_ref().is_some_and(|c| c.0.common.strict);
+    let sandbox = run.sandbox.unwrap_or(if strict {
+        SandboxPolicy::Required
+    } else {
+        SandboxPolicy::BestEffort
+    });
     let (plan, launch_dir, prompt) = plan_of(client, plan, launch_dir, prompt)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
         .with_die_with_parent(true)
-        .with_confinement(run.sandbox.into());
+        .with_confinement(sandbox.into());
     let options = run
         .sandbox_exec
         .iter()
         .fold(options, |o, p| o.with_sandbox_read_exec(p.clone()));
-    if matches!(run.sandbox, SandboxPolicy::BestEffort)
+    let options = run
+        .sandbox_write
+        .iter()
+        .fold(options, |o, p| o.with_sandbox_read_write(p.clone()));
+    if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
     {
         errln!("warning: the sandbox is partial: this kernel lacks {missing}");
