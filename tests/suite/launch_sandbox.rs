@@ -318,6 +318,24 @@ fn the_sandbox_is_on_by_default() {
         assert!(dry(&[]).contains("in the sandbox (BestEffort, Landlock)"));
         assert!(dry(&["--strict"]).contains("in the sandbox (Required, Landlock)"));
         assert!(!dry(&["--strict", "--sandbox", "off"]).contains("in the sandbox"));
+        // A rendered launch's kcap binary (its MCP servers) and cache are in the boundary.
+        let steps = dry(&[
+            "--server-url",
+            "http://127.0.0.1:9/kcap",
+            "--kcap-bin",
+            "/opt/kcap/bin/kcap",
+            "--cache-dir",
+            "/var/cache/kcap",
+        ]);
+        let confine = steps
+            .lines()
+            .find(|l| l.contains("in the sandbox"))
+            .unwrap();
+        let (exec, rest) = confine.split_once("; read ").unwrap();
+        let (_, write) = rest.split_once("; read and write ").unwrap();
+        assert!(exec.contains(" /opt/kcap/bin/kcap"), "{confine}");
+        assert!(write.contains(" /var/cache/kcap"), "{confine}");
+        assert!(!dry(&[]).contains("/opt/kcap/bin/kcap"));
     }
 }
 

@@ -102,18 +102,43 @@ struct RunArgs {
     keep_launch_dir: bool,
 }
 
+/// A plan to carry out: its launch directory, the prompt, and what the reviewer reaches
+/// beyond the plan's boundary in the sandbox.
+struct Planned {
+    plan: LaunchPlan,
+    launch_dir: PathBuf,
+    prompt: Option<String>,
+    /// Read and execute: the kcap binary the MCP servers run (`--kcap-bin`).
+    exec: Vec<PathBuf>,
+    /// Read and write: the cache directory the plan points the client at (`--cache-dir`).
+    write: Vec<PathBuf>,
+}
+
 /// The plan, its launch directory and the prompt: rendered, or read from --plan.
 fn plan_of(
     client: Option<LaunchFor>,
     file: Option<PathBuf>,
     launch_dir: Option<PathBuf>,
     prompt: Option<String>,
-) -> Result<(LaunchPlan, PathBuf, Option<String>), CliError> {
+) -> Result<Planned, CliError> {
     if let Some(client) = client {
         let (plan, ctx, _) = render_plan(client.0)?;
         warn_gated(&ctx);
         let dir = ctx.launch_dir.clone().unwrap_or_default();
-        return Ok((plan, PathBuf::from(dir), ctx.prompt));
+        // A rendered launch names its kcap binary and cache: the sandbox lets the reviewer
+        // run the one (its MCP servers) and use the other, as the plan says it does.
+        let exec = match ctx.is_gated() {
+            true => Vec::new(),
+            false => ctx.kcap_bin.iter().map(PathBuf::from).collect(),
+        };
+        let write = ctx.cache_dir.iter().map(PathBuf::from).collect();
+        return Ok(Planned {
+            plan,
+            launch_dir: PathBuf::from(dir),
+            prompt: ctx.prompt,
+            exec,
+            write,
+        });
     }
     let plan = read_plan(&file.unwrap_or_default())?;
     // The plan names the directory it was rendered for (its HOME and client directories
@@ -128,7 +153,13 @@ fn plan_of(
             ShownPath(&given)
         )));
     }
-    Ok((plan, dir, prompt))
+    Ok(Planned {
+        plan,
+        launch_dir: dir,
+        prompt,
+        exec: Vec::new(),
+        write: Vec::new(),
+    })
 }
 
 /// A saved plan. A plan of another version is refused as the executor would refuse it,
@@ -182,20 +213,26 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     } else {
         SandboxPolicy::BestEffort
     });
-    let (plan, launch_dir, prompt) = plan_of(client, plan, launch_dir, prompt)?;
+    let Planned {
+        plan,
+        launch_dir,
+        prompt,
+        exec,
+        write,
+    } = plan_of(client, plan, launch_dir, prompt)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
         .with_die_with_parent(true)
         .with_confinement(sandbox.into());
-    let options = run
-        .sandbox_exec
-        .iter()
-        .fold(options, |o, p| o.with_sandbox_read_exec(p.clone()));
-    let options = run
-        .sandbox_write
-        .iter()
-        .fold(options, |o, p| o.with_sandbox_read_write(p.clone()));
+    let options = exec
+        .into_iter()
+        .chain(run.sandbox_exec.iter().cloned())
+        .fold(options, Options::with_sandbox_read_exec);
+    let options = write
+        .into_iter()
+        .chain(run.sandbox_write.iter().cloned())
+        .fold(options, Options::with_sandbox_read_write);
     if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
     {
