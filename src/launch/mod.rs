@@ -137,7 +137,11 @@ pub struct Options {
     /// started it exits, so that a killed command-line run leaves no reviewer behind.
     /// Default off: a daemon that starts reviewers from short-lived threads must not.
     pub die_with_parent: bool,
-    /// Whether the client runs in the [`sandbox`]. Default [`Confinement::Off`](sandbox::Confinement::Off).
+    /// Whether the client runs in the [`sandbox`]. Default
+    /// [`BestEffort`](sandbox::Confinement::BestEffort): the whole sandbox where the kernel
+    /// gives it, as much of it as it gives elsewhere ([`sandbox::missing`] names the rest, for
+    /// the daemon's log). A daemon under the strict policy sets
+    /// [`Required`](sandbox::Confinement::Required), which refuses such a kernel.
     pub confinement: sandbox::Confinement,
     /// Whether the client and all it starts run in a [`cgroup`] of their own, killed whole
     /// on stop and when the executor dies. Default
@@ -167,7 +171,7 @@ impl Default for Options {
             dialog_quiet: Duration::from_secs(3),
             terminal_size: (50, 200),
             die_with_parent: false,
-            confinement: sandbox::Confinement::Off,
+            confinement: sandbox::Confinement::BestEffort,
             cgroup: sandbox::Confinement::BestEffort,
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),

@@ -52,17 +52,21 @@ use super::error::ExecError;
 use crate::clients::plan::LaunchPlan;
 
 /// How strictly a launch applies a protection: the sandbox ([`Options::confinement`]) or
-/// the reviewer's cgroup ([`Options::cgroup`]).
+/// the reviewer's cgroup ([`Options::cgroup`]). The default is [`Confinement::BestEffort`]
+/// for both: on a kernel that gives the whole sandbox (Landlock ABI 6, Linux 6.12 and
+/// later) it is [`Confinement::Required`]; where it does not, a daemon under the strict
+/// policy asks for `Required` (docs/sandbox.md, "Policies", says why this split).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Confinement {
-    /// Not applied. No sandbox: the client runs with the executor's authority; no cgroup:
-    /// a stop reaches its process group only.
-    #[default]
+    /// Not applied. No sandbox: the client runs with the executor's authority (for a
+    /// measurement of the unconfined reviewer only); no cgroup: a stop reaches its process
+    /// group only.
     Off,
     /// As far as this machine gives it; [`missing`] (the sandbox) and
     /// [`cgroup::missing`](super::cgroup::missing) name what it lacks (the CLI prints it as a
-    /// warning).
+    /// warning). The default.
+    #[default]
     BestEffort,
     /// All of it, or the launch is refused before anything is created
     /// ([`ExecError::NoSandbox`], [`ExecError::NoCgroup`] name what is missing).

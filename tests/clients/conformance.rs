@@ -176,7 +176,13 @@ impl Codex {
         let out = self.scratch.path().join("out.json");
         let wrapper =
             common::carry::subcommand(self.scratch.path(), "codex-sub", &self.bin, tail, &out);
-        let options = kcap_mcp_registry::launch::Options::default().with_die_with_parent(true);
+        // In the sandbox: Codex behind the wrapper, and the scratch directory (the wrapper
+        // and its output only) writable.
+        let options = common::carry::reach(
+            kcap_mcp_registry::launch::Options::default().with_die_with_parent(true),
+            &[&self.bin],
+            &[self.scratch.path()],
+        );
         let mut t = common::carry::Terminal::start(&plan, &wrapper, &daemon, &options);
         let status = t.wait_exit(Duration::from_secs(30));
         t.stop();

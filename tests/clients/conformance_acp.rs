@@ -26,7 +26,9 @@ use crate::common;
 use std::process::Command;
 
 use common::peers::peer;
-use common::verify::{assert_caught, assert_exactly_injected, prepare, request, run};
+use common::verify::{
+    assert_caught, assert_exactly_injected, leaky_request, prepare, request, run,
+};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::LaunchPlan;
 use kcap_mcp_registry::launch::client_env_from;
@@ -124,7 +126,7 @@ fn gemini_checks_name_the_servers_a_leaky_plan_starts() {
     let Some(bin) = peer("KCAP_GEMINI_BIN") else {
         return;
     };
-    let mut bench = prepare(&request(Client::Gemini, &bin, Scenario::Direct));
+    let mut bench = prepare(&leaky_request(Client::Gemini, &bin, Scenario::Direct));
     let plan = bench.plan_mut();
     drop_option(plan, "--allowed-mcp-server-names");
     inherit(
@@ -181,7 +183,7 @@ fn opencode_checks_name_the_servers_a_leaky_plan_starts() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
     };
-    let mut bench = prepare(&request(Client::OpenCode, &bin, Scenario::Direct));
+    let mut bench = prepare(&leaky_request(Client::OpenCode, &bin, Scenario::Direct));
     let plan = bench.plan_mut();
     inherit(
         plan,
@@ -319,7 +321,7 @@ fn qwen_checks_name_the_servers_a_leaky_plan_starts() {
     let Some(bin) = peer("KCAP_QWEN_BIN") else {
         return;
     };
-    let mut bench = prepare(&request(Client::Qwen, &bin, Scenario::Direct));
+    let mut bench = prepare(&leaky_request(Client::Qwen, &bin, Scenario::Direct));
     let plan = bench.plan_mut();
     drop_option(plan, "--allowed-mcp-server-names");
     inherit(

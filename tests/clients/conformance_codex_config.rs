@@ -152,12 +152,14 @@ impl Setup {
                 common::carry::sh_quote(out.to_str().unwrap()),
             ),
         );
-        let mut t = common::carry::Terminal::start(
-            &plan,
-            &wrapper,
-            &self.daemon_env(),
-            &kcap_mcp_registry::launch::Options::default().with_die_with_parent(true),
+        // In the sandbox: Codex behind the wrapper, and the scratch directory (the wrapper
+        // and its answers only) writable.
+        let options = common::carry::reach(
+            kcap_mcp_registry::launch::Options::default().with_die_with_parent(true),
+            &[&self.bin],
+            &[self.scratch.path()],
         );
+        let mut t = common::carry::Terminal::start(&plan, &wrapper, &self.daemon_env(), &options);
         let deadline = std::time::Instant::now() + TIMEOUT;
         let answer = loop {
             let text = std::fs::read_to_string(&out).unwrap_or_default();

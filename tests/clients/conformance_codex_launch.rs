@@ -69,7 +69,11 @@ fn codex_checks_name_the_servers_a_leaky_plan_starts() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
-    let mut bench = prepare(&request(Client::Codex, &bin, Scenario::Direct));
+    let mut bench = prepare(&common::verify::leaky_request(
+        Client::Codex,
+        &bin,
+        Scenario::Direct,
+    ));
     // The daemon's `CODEX_HOME` holds a key too, so Codex gets past its sign-in screen.
     std::fs::write(
         bench.root().join("extra/codex-home/auth.json"),

@@ -122,6 +122,8 @@ fn copilot_checks_name_the_servers_a_leaky_plan_starts() {
     let Some(request) = copilot(Scenario::Direct) else {
         return;
     };
+    // A negative control: unconfined, as `common::verify::leaky_request` says why.
+    let request = request.with_confinement(kcap_mcp_registry::launch::sandbox::Confinement::Off);
     let mut bench = prepare(&request);
     let plan = bench.plan_mut();
     plan.env.retain(|v| v.name != "COPILOT_HOME");

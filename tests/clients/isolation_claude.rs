@@ -261,6 +261,18 @@ impl World {
         let options = Options::default()
             .with_dialog_quiet(Duration::from_secs(5))
             .with_die_with_parent(true);
+        // In the sandbox: Claude Code, the recorders, and the records and hook markers
+        // writable (so that a server or hook it wrongly runs shows); not under the `/etc`
+        // overlay, which the wrapper mounts (a confined process cannot mount).
+        let options = if self.managed.is_empty() {
+            common::carry::reach(
+                options,
+                &[&self.bin, &self.path("bin")],
+                &[&self.path("records"), &self.path("hooks")],
+            )
+        } else {
+            options.with_confinement(kcap_mcp_registry::launch::sandbox::Confinement::Off)
+        };
         let what = format!("claude {}", self.version);
         let reviewer = launch::launch_with_parent_env(&plan, &bin, &options, &lookup)
             .unwrap_or_else(|e| panic!("{what}: {e}"));

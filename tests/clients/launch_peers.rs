@@ -101,7 +101,11 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
         })
         .collect();
 
-    let options = Options::default().with_handshake_timeout(Duration::from_secs(60));
+    let options = common::carry::reach(
+        Options::default().with_handshake_timeout(Duration::from_secs(60)),
+        &[&gemini, &path("bin")],
+        &[&path("records")],
+    );
     let reviewer =
         launch::launch(&plan, &gemini, &options).unwrap_or_else(|e| panic!("{}", chain(&e)));
     assert!(!path("worktree/.gemini").exists(), "worktree_remove");

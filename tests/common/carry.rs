@@ -52,6 +52,31 @@ pub fn start(
         .unwrap_or_else(|e| panic!("{}: the executor failed: {}", plan.client, chain(&e)))
 }
 
+/// `options` with what a test's launch reaches beyond the plan's boundary inside the
+/// reviewer's sandbox (on by default), as a daemon adds its kcap binary
+/// (`Options::with_sandbox_read_exec`): each of `exec` read and executable (a file in a
+/// package: its installation, found as the executor finds the client's, so that a wrapper
+/// script can run the real client; the directory of a test's recorders: all of them, so
+/// that a hostile server the client wrongly starts does run and shows in the records), and
+/// each of `write` writable (the records, a wrapper's output). Nothing else: the daemon's
+/// `HOME`, the shared `/tmp` and the rest of the test's world stay outside.
+pub fn reach(mut options: Options, exec: &[&Path], write: &[&Path]) -> Options {
+    let path = std::env::var_os("PATH");
+    for p in exec {
+        if p.is_dir() {
+            options = options.with_sandbox_read_exec(*p);
+        } else {
+            for dir in launch::sandbox::installation(p, path.as_deref()) {
+                options = options.with_sandbox_read_exec(dir);
+            }
+        }
+    }
+    for p in write {
+        options = options.with_sandbox_read_write(*p);
+    }
+    options
+}
+
 /// When a prompt's turn has gone far enough.
 pub enum Until<'a> {
     /// The prompt was answered (a result or an error).
@@ -77,6 +102,22 @@ pub struct AcpRun<'a> {
     pub launch_dir: &'a Path,
     /// The client, or a wrapper script that runs it.
     pub client_bin: &'a Path,
+    /// The client behind `client_bin` (itself when there is no wrapper): its installation is
+    /// added to the sandbox's boundary ([`reach`]), with the records and the directory of the
+    /// injected servers' program.
+    pub client: &'a Path,
+    /// Whether the reviewer runs in the sandbox (the default); off only where the wrapper
+    /// does what a confined process cannot (mount the `/etc` overlay, which Landlock
+    /// forbids; plant files in the worktree after the executor cleaned it).
+    pub confined: bool,
+    /// What else the reviewer runs, added to the sandbox's boundary ([`reach`]): the
+    /// injected servers' program when the plan has no ACP server list to find it in (Copilot
+    /// CLI takes its servers in a file).
+    pub executable: &'a [&'a Path],
+    /// Directories the client itself, or a hook the test plants, writes outside its launch
+    /// directory (Copilot CLI's package cache, which the plan points it to; a marks
+    /// directory), added to the sandbox's boundary.
+    pub writable: &'a [&'a Path],
     pub daemon_env: &'a BTreeMap<String, String>,
     /// The recorders' log directory.
     pub records: &'a Path,
@@ -99,6 +140,23 @@ impl AcpRun<'_> {
         let options = Options::default()
             .with_handshake_timeout(self.timing.timeout)
             .with_die_with_parent(true);
+        let options = if self.confined {
+            let servers: Vec<PathBuf> = self
+                .plan
+                .session_new
+                .iter()
+                .flat_map(|s| &s.mcp_servers)
+                .filter_map(|s| Path::new(&s.command).parent().map(Path::to_owned))
+                .collect();
+            let mut exec: Vec<&Path> = servers.iter().map(PathBuf::as_path).collect();
+            exec.extend([self.client_bin, self.client]);
+            exec.extend(self.executable);
+            let mut write = vec![self.records];
+            write.extend(self.writable);
+            reach(options, &exec, &write)
+        } else {
+            options.with_confinement(launch::sandbox::Confinement::Off)
+        };
         let reviewer = start(self.plan, self.client_bin, self.daemon_env, &options);
         let Reviewer::Acp(session) = reviewer else {
             panic!(

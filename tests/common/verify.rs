@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::launch::sandbox::Confinement;
 use kcap_mcp_registry::ops::verify::{self, Bench, Origin, Report, Request, Scenario, Verdict};
 
 /// How long one client run may take until every injected server listed its tools (the
@@ -29,6 +30,15 @@ pub fn request(client: Client, bin: &Path, scenario: Scenario) -> Request {
     )
     .with_scenario(scenario)
     .with_bounds(TIMEOUT, SETTLE)
+}
+
+/// [`request`] for a negative control, a plan made leaky on purpose, with the sandbox off: the
+/// leak points the client at configuration outside its launch directory (the hostile user's
+/// and environment's files), which in the sandbox it cannot read (Gemini CLI 0.61.0 then
+/// exits 52 and Qwen Code 0.24.4 stops, on `EACCES`; Codex CLI and Copilot CLI start no
+/// server), so the control measures the unconfined client, whose leak `verify` must name.
+pub fn leaky_request(client: Client, bin: &Path, scenario: Scenario) -> Request {
+    request(client, bin, scenario).with_confinement(Confinement::Off)
 }
 
 /// Prepares `request` (panics, with the error's chain, when it cannot be).

@@ -42,6 +42,22 @@ fn node() -> PathBuf {
         .expect("node on PATH (the ACP tests use it too)")
 }
 
+/// The stand-in of [`stand_in_client`] in `dir`, recording under `dir/records` (created),
+/// and its records' base: the executor's sandbox (on by default) lets it write only there
+/// beyond its launch directory ([`recording`]).
+fn recording_stand_in(dir: &Path) -> (PathBuf, PathBuf) {
+    let records = dir.join("records");
+    std::fs::create_dir(&records).unwrap();
+    let base = records.join("record");
+    (stand_in_client(dir, &base), base)
+}
+
+/// The default options, with the records of [`recording_stand_in`] in `dir` inside the
+/// sandbox's boundary.
+fn recording(dir: &Path) -> Options {
+    Options::default().with_sandbox_read_write(dir.join("records"))
+}
+
 /// A node stand-in client that writes `<record>.json` (argv, env, cwd, whether its stdin is
 /// a terminal, and every entry under the launch directory, the parent of `HOME`, with its
 /// mode and a file's contents); in a terminal it prints a line and exits, else it answers
@@ -315,8 +331,7 @@ proptest! {
     #[test]
     fn a_random_plan_is_carried_out_exactly((plan, in_worktree, existing_empty) in random_plan()) {
         let tmp = TempDir::new().unwrap();
-        let record_base = tmp.path().join("record");
-        let client = stand_in_client(tmp.path(), &record_base);
+        let (client, record_base) = recording_stand_in(tmp.path());
         let launch_dir = tmp.path().join("launch");
         if existing_empty {
             std::fs::create_dir(&launch_dir).unwrap();
@@ -332,7 +347,7 @@ proptest! {
         plan.argv.insert(0, record_base.display().to_string());
         plan.cwd = in_worktree.then(|| worktree.display().to_string());
 
-        let mut reviewer = launch::launch(&plan, &client, &Options::default()).unwrap();
+        let mut reviewer = launch::launch(&plan, &client, &recording(tmp.path())).unwrap();
         until_exit(&mut reviewer);
         let rec = record(&record_base);
 
@@ -795,13 +810,12 @@ fn prompt_to_end(reviewer: &mut Reviewer, prompt: &str) -> Vec<AcpEvent> {
 
 fn acp_plan_is_carried_out(client: &str) {
     let tmp = TempDir::new().unwrap();
-    let record_base = tmp.path().join("record");
-    let bin = stand_in_client(tmp.path(), &record_base);
+    let (bin, record_base) = recording_stand_in(tmp.path());
     let plan = facts_only::plan(client, &facts_only::ctx(tmp.path()));
     assert!(plan.session_new.is_some(), "{client} is an ACP client");
     hostile_worktree(&plan);
     let launch_dir = tmp.path().join("launch");
-    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &recording(tmp.path())).unwrap();
     let pid = reviewer.pid();
     let events = prompt_to_end(&mut reviewer, facts_only::PROMPT);
 
@@ -855,13 +869,12 @@ fn a_kiro_plan_is_carried_out_by_a_stand_in() {
 #[test]
 fn an_antigravity_plan_is_carried_out_by_a_stand_in_in_a_terminal() {
     let tmp = TempDir::new().unwrap();
-    let record_base = tmp.path().join("record");
-    let bin = stand_in_client(tmp.path(), &record_base);
+    let (bin, record_base) = recording_stand_in(tmp.path());
     let plan = facts_only::plan("antigravity", &facts_only::ctx(tmp.path()));
     assert!(plan.session_new.is_none());
     hostile_worktree(&plan);
     let launch_dir = tmp.path().join("launch");
-    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
+    let mut reviewer = launch::launch(&plan, &bin, &recording(tmp.path())).unwrap();
     let output = until_exit(&mut reviewer);
     assert!(
         output.contains("stand-in\x1b[0m ran in a terminal"),
@@ -1035,8 +1048,7 @@ fn a_client_that_cannot_start_is_named_and_its_launch_directory_removed() {
 #[test]
 fn launch_streams_a_kiro_reviewers_acp_events() {
     let tmp = TempDir::new().unwrap();
-    let record_base = tmp.path().join("record");
-    let bin = stand_in_client(tmp.path(), &record_base);
+    let (bin, record_base) = recording_stand_in(tmp.path());
     std::fs::create_dir(tmp.path().join("worktree")).unwrap();
     let s = |p: PathBuf| p.display().to_string();
     let r = common::run(&[
@@ -1062,6 +1074,8 @@ fn launch_streams_a_kiro_reviewers_acp_events() {
         &s(bin),
         "--timeout",
         "30",
+        "--sandbox-write",
+        &s(tmp.path().join("records")),
     ]);
     assert_eq!(r.code, 0, "{r:?}");
     let lines: Vec<&str> = r.stdout.lines().collect();
@@ -1085,13 +1099,13 @@ fn launch_streams_a_kiro_reviewers_acp_events() {
 #[test]
 fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let tmp = TempDir::new().unwrap();
-    let record_base = tmp.path().join("record");
-    let bin = stand_in_client(tmp.path(), &record_base);
+    let (bin, record_base) = recording_stand_in(tmp.path());
     let plan = facts_only::plan("antigravity", &facts_only::ctx(tmp.path()));
     hostile_worktree(&plan);
     let file = tmp.path().join("plan.json");
     std::fs::write(&file, plan.to_json()).unwrap();
     let launch_dir = tmp.path().join("launch");
+    let records = tmp.path().join("records");
     let args = [
         "launch",
         "--plan",
@@ -1100,6 +1114,8 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
         launch_dir.to_str().unwrap(),
         "--client-bin",
         bin.to_str().unwrap(),
+        "--sandbox-write",
+        records.to_str().unwrap(),
     ];
 
     // A dry run prints the plan and the steps, and creates and starts nothing.

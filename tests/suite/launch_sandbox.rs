@@ -134,26 +134,41 @@ echo probes-done
 
     /// Launches the stand-in under `confinement` and returns each probe's answer.
     fn probe(&self, confinement: Confinement, name: &str) -> BTreeMap<String, bool> {
+        self.probe_with(&Options::default().with_confinement(confinement), name)
+    }
+
+    /// Launches the stand-in with `options` and returns each probe's answer.
+    fn probe_with(&self, options: &Options, name: &str) -> BTreeMap<String, bool> {
         let launch_dir = self.at("launches").join(name);
         let plan = self.plan(&launch_dir);
-        let options = Options::default().with_confinement(confinement);
-        let mut reviewer = launch::launch(&plan, &self.client(), &options).unwrap();
+        let mut reviewer = launch::launch(&plan, &self.client(), options).unwrap();
         let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
         reviewer.stop().unwrap();
+        answers(&self.clean_up(&output))
+    }
+
+    /// Removes what a probe planted; returns `output` once it shows every probe ran.
+    fn clean_up(&self, output: &str) -> String {
         let _ = std::fs::remove_file(format!("/tmp/kcap-sandbox-planted-{}", self.other.id()));
         let _ = std::fs::remove_file(self.at("planted"));
         let _ = std::fs::remove_file(self.at("tree/planted"));
         assert!(output.contains("probes-done"), "{output}");
-        output
-            .lines()
-            .filter_map(|l| l.trim().split_once('='))
-            .filter_map(|(k, v)| match v {
-                "yes" => Some((k.to_owned(), true)),
-                "no" => Some((k.to_owned(), false)),
-                _ => None,
-            })
-            .collect()
+        output.to_owned()
     }
+}
+
+/// Each probe's answer in `output` (`name=yes` or `name=no` lines, as the CLI prints them
+/// too: `output name=yes`).
+fn answers(output: &str) -> BTreeMap<String, bool> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().trim_start_matches("output ").split_once('='))
+        .filter_map(|(k, v)| match v {
+            "yes" => Some((k.to_owned(), true)),
+            "no" => Some((k.to_owned(), false)),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Drop for World {
@@ -240,6 +255,88 @@ fn every_attack_is_denied_in_the_sandbox_and_succeeds_without_it() {
     // Nothing was planted where the sandbox denied it.
     assert!(!world.at("planted").exists());
     assert!(!world.at("tree/planted").exists());
+}
+
+/// The sandbox is on by default: `Options::default()` and the CLI's `launch` without
+/// `--sandbox` confine the reviewer (every attack denied, its own work done); `--sandbox off`
+/// lets every attack through (the bite); `--strict` asks for the whole sandbox.
+#[test]
+fn the_sandbox_is_on_by_default() {
+    if !sandbox_available() {
+        return;
+    }
+    let world = World::new();
+    let library = world.probe_with(&Options::default(), "library-default");
+    for attack in ATTACKS {
+        assert_eq!(library.get(*attack), Some(&false), "{attack}: {library:?}");
+    }
+    #[cfg(feature = "cli")]
+    {
+        let launch = |name: &str, more: &[&str]| {
+            let launch_dir = world.at("launches").join(name);
+            let file = world.at(&format!("{name}.json"));
+            std::fs::write(&file, world.plan(&launch_dir).to_json()).unwrap();
+            let r = crate::launch::launch_plan(&file, &launch_dir, &world.client(), more);
+            assert_eq!(r.code, 0, "{r:?}");
+            (answers(&world.clean_up(&r.stdout)), r)
+        };
+        let (cli, r) = launch("cli-default", &[]);
+        assert!(
+            !r.stderr.contains("warning: the sandbox is partial"),
+            "{r:?}"
+        );
+        let (open, _) = launch("cli-off", &["--sandbox", "off"]);
+        for attack in ATTACKS {
+            assert_eq!(cli.get(*attack), Some(&false), "{attack}: {cli:?}");
+            assert_eq!(open.get(*attack), Some(&true), "{attack}: {open:?}");
+        }
+        for work in OWN_WORK {
+            assert_eq!(cli.get(*work), Some(&true), "{work}: {cli:?}");
+        }
+        let dry = |more: &[&str]| {
+            let tree = world.at("tree").display().to_string();
+            let dir = world.at("launches/dry").display().to_string();
+            let client = world.client().display().to_string();
+            let mut args = vec![
+                "launch",
+                "codex",
+                "--agent-id",
+                "a1",
+                "--worktree",
+                &tree,
+                "--launch-dir",
+                &dir,
+                "--client-bin",
+                &client,
+                "--dry-run",
+            ];
+            args.extend(more);
+            let r = crate::common::run(&args);
+            assert_eq!(r.code, 0, "{r:?}");
+            r.stdout
+        };
+        assert!(dry(&[]).contains("in the sandbox (BestEffort, Landlock)"));
+        assert!(dry(&["--strict"]).contains("in the sandbox (Required, Landlock)"));
+        assert!(!dry(&["--strict", "--sandbox", "off"]).contains("in the sandbox"));
+        // A rendered launch's kcap binary (its MCP servers) and cache are in the boundary.
+        let steps = dry(&[
+            "--server-url",
+            "http://127.0.0.1:9/kcap",
+            "--kcap-bin",
+            "/opt/kcap/bin/kcap",
+            "--cache-dir",
+            "/var/cache/kcap",
+        ]);
+        let confine = steps
+            .lines()
+            .find(|l| l.contains("in the sandbox"))
+            .unwrap();
+        let (exec, rest) = confine.split_once("; read ").unwrap();
+        let (_, write) = rest.split_once("; read and write ").unwrap();
+        assert!(exec.contains(" /opt/kcap/bin/kcap"), "{confine}");
+        assert!(write.contains(" /var/cache/kcap"), "{confine}");
+        assert!(!dry(&[]).contains("/opt/kcap/bin/kcap"));
+    }
 }
 
 #[test]

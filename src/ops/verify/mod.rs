@@ -120,8 +120,8 @@ pub struct Request {
     /// wrote). Default off.
     pub keep_root: bool,
     /// The sandbox the client runs in ([`Options::confinement`]). Default
-    /// [`Confinement::Off`]; otherwise the report judges it (check `sandbox`: every attack a
-    /// recorder tries from inside is denied).
+    /// [`Confinement::BestEffort`], as a launch's; unless [`Confinement::Off`], the report
+    /// judges it (check `sandbox`: every attack a recorder tries from inside is denied).
     pub confinement: Confinement,
 }
 
@@ -139,7 +139,7 @@ impl Request {
             settle: Duration::from_secs(3),
             temp_dir: std::env::temp_dir(),
             keep_root: false,
-            confinement: Confinement::Off,
+            confinement: Confinement::BestEffort,
         }
     }
 

@@ -121,14 +121,16 @@ pub struct Report {
 
 impl Report {
     /// The verdict: [`Verdict::Fails`] when a check other than `injected-started` failed
-    /// (a server that must not start did), or when the run completed and a check failed;
+    /// (a server that must not start did; `sandbox` only once a server started and could
+    /// try its attacks), or when the run completed and a check failed;
     /// [`Verdict::Incomplete`] when the run did not complete and nothing else failed;
     /// [`Verdict::Holds`] otherwise.
     pub fn verdict(&self) -> Verdict {
-        let proven = self
-            .checks
-            .iter()
-            .any(|c| !c.passed && c.name != INJECTED_STARTED);
+        let proven = self.checks.iter().any(|c| {
+            !c.passed
+                && c.name != INJECTED_STARTED
+                && !(c.name == SANDBOX && self.started.is_empty())
+        });
         match &self.outcome {
             _ if proven => Verdict::Fails,
             Outcome::Complete if self.checks.iter().all(|c| c.passed) => Verdict::Holds,
@@ -249,6 +251,10 @@ const OUTPUT_LINES: usize = 20;
 /// The check that the injected servers started.
 pub const INJECTED_STARTED: &str = "injected-started";
 
+/// The check that judges the sandbox from inside the reviewer: every attack a recorder tried
+/// was denied.
+pub const SANDBOX: &str = "sandbox";
+
 /// What the checks judge.
 pub(super) struct Seen<'a> {
     pub expected: &'a [Expected],
@@ -308,7 +314,7 @@ fn sandbox(attacks: &[Attack], started: &[Started]) -> Check {
     let names = |set: &BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join(", ");
     let all = attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>();
     Check {
-        name: "sandbox",
+        name: SANDBOX,
         passed: !started.is_empty() && reached.is_empty() && untried.is_empty(),
         detail: if started.is_empty() {
             "no server started, so no attack was tried from inside".into()

@@ -269,6 +269,11 @@ impl Machine {
             plan,
             launch_dir: &self.path("launch"),
             client_bin: &client,
+            client: bin,
+            // The `/etc` overlay is mounted by the wrapper: a confined process cannot mount.
+            confined: !etc,
+            executable: &[],
+            writable: &[],
             daemon_env,
             records: &self.path("records"),
             wanted: &injected(plan),

@@ -19,6 +19,7 @@ use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::CredentialFile;
 use kcap_mcp_registry::launch::Options;
+use kcap_mcp_registry::launch::sandbox::Confinement;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -93,7 +94,7 @@ impl World {
             api: ModelApi::start(),
             root,
         };
-        for d in ["rec", "marks", "launch"] {
+        for d in ["rec", "marks", "launch", "out"] {
             std::fs::create_dir_all(w.path(d)).unwrap();
         }
         common::stand_in::write_executable(&w.path("recorder.js"), recorder_source(&w.path("rec")));
@@ -275,13 +276,23 @@ impl World {
         }
     }
 
-    /// The executor's options: the terminal 48 rows by 160 columns.
-    fn options() -> Options {
+    /// The executor's options: the terminal 48 rows by 160 columns; in the sandbox, Codex,
+    /// the recorder, and the records, marks and outputs writable (so that a server or hook
+    /// Codex wrongly runs shows), unless the `/etc` overlay is mounted (a confined process
+    /// cannot mount).
+    fn options(&self) -> Options {
         let mut options = Options::default()
             .with_handshake_timeout(LAUNCH_TIMEOUT)
             .with_die_with_parent(true);
         options.terminal_size = (48, 160);
-        options
+        if self.etc {
+            return options.with_confinement(Confinement::Off);
+        }
+        carry::reach(
+            options,
+            &[&self.bin, &self.path("recorder.js")],
+            &[&self.path("rec"), &self.path("marks"), &self.path("out")],
+        )
     }
 
     /// Codex's own listing of the MCP servers the reviewer would start: `plan` carried out
@@ -290,7 +301,7 @@ impl World {
     /// `/etc` overlay when `etc`). Each server's name and whether it is enabled, as Codex
     /// sorts them.
     pub fn listing(&self, plan: &LaunchPlan) -> Vec<(String, bool)> {
-        let out = self.path("list.json");
+        let out = self.path("out/list.json");
         let wrapper = carry::subcommand(
             &self.path(""),
             "codex-mcp-list",
@@ -298,10 +309,10 @@ impl World {
             &["mcp", "list", "--json"],
             &out,
         );
-        let mut t = Terminal::start(plan, &wrapper, &self.daemon_env, &Self::options());
+        let mut t = Terminal::start(plan, &wrapper, &self.daemon_env, &self.options());
         let status = t.wait_exit(LAUNCH_TIMEOUT);
         t.stop();
-        let stderr = std::fs::read_to_string(self.path("list.json.err")).unwrap_or_default();
+        let stderr = std::fs::read_to_string(self.path("out/list.json.err")).unwrap_or_default();
         assert!(
             status.is_some_and(|s| s.success()),
             "codex mcp list: {status:?}: {stderr}"
@@ -317,7 +328,7 @@ impl World {
     /// Carries out `plan` with the executor: Codex in a terminal of its own, in its own
     /// process group, with exactly the plan's environment.
     pub fn start(&self, plan: &LaunchPlan) -> Terminal {
-        Terminal::start(plan, &self.client(), &self.daemon_env, &Self::options())
+        Terminal::start(plan, &self.client(), &self.daemon_env, &self.options())
     }
 
     /// Launches the plan and waits until the model was offered tools and `servers`

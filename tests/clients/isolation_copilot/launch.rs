@@ -2,7 +2,7 @@
 //! and the verdict (`tests/clients/isolation_copilot.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::harness::{COPILOT_OWN, MARKER, SETTLE, Setup, TIMEOUT};
 use crate::common::carry::{self, AcpRun, Timing, Until};
@@ -109,10 +109,25 @@ pub fn carry_out(
         );
     }
     let records = setup.path("records");
+    // Copilot CLI's package cache, where the plan points it (`COPILOT_PKG_CACHE_HOME`): its
+    // npm launcher runs the package from there, unpacking it on a first run.
+    let cache = PathBuf::from(
+        plan.env_value("COPILOT_PKG_CACHE_HOME")
+            .expect("the plan points Copilot CLI at the package cache"),
+    );
+    // The installed package a test's own cache links to (`KCAP_COPILOT_CACHE`).
+    let shared = PathBuf::from(std::env::var_os("KCAP_COPILOT_CACHE").unwrap_or_default());
     let seen = AcpRun {
         plan: &plan,
         launch_dir: &setup.path("launch"),
         client_bin: &client,
+        client: bin,
+        // The wrapper mounts the `/etc` overlay (a confined process cannot mount) or plants
+        // files in the worktree after the executor cleaned it (the reviewer may not write
+        // there).
+        confined: how.overlay.is_none() && how.late.is_none(),
+        executable: &[&setup.path("bin"), &shared],
+        writable: &[&cache, &setup.path("marks")],
         daemon_env: daemon,
         records: &records,
         wanted: &how.expect.clone().unwrap_or_else(|| injected(&plan)),

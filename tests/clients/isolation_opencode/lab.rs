@@ -256,6 +256,12 @@ impl Lab {
             plan,
             launch_dir: &self.path("launch"),
             client_bin: client,
+            client,
+            // A client in the lab's `bin` is the wrapper that mounts the `/etc` overlay
+            // ([`Lab::etc_client`]): a confined process cannot mount.
+            confined: !client.starts_with(self.path("bin")),
+            executable: &[],
+            writable: &[],
             daemon_env: daemon,
             records: &self.path("records"),
             wanted: &session_servers(plan),

@@ -83,10 +83,11 @@ struct RunArgs {
     /// How long a terminal client may sit at a known dialog before it is stopped.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 3)]
     dialog_quiet: u64,
-    /// Run the reviewer in the sandbox (Landlock): `required` refuses a kernel that lacks
-    /// part of it, `best-effort` warns and confines as far as the kernel allows.
-    #[arg(long, value_name = "POLICY", global = true, default_value = "off")]
-    sandbox: SandboxPolicy,
+    /// The reviewer's sandbox (Landlock): `required` refuses a kernel that lacks part of
+    /// it, `best-effort` warns and confines as far as the kernel allows, `off` runs the
+    /// reviewer unconfined. Default: `required` with --strict, else `best-effort`.
+    #[arg(long, value_name = "POLICY", global = true)]
+    sandbox: Option<SandboxPolicy>,
     /// Put the reviewer and all it starts (what leaves its process group too) in a cgroup
     /// v2 of their own, killed whole on stop and when this process dies: `best-effort` warns
     /// where the machine gives none (then its process group only is stopped), `required`
@@ -102,10 +103,26 @@ struct RunArgs {
     /// servers run); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
     sandbox_exec: Vec<std::path::PathBuf>,
+    /// A path the sandboxed reviewer may also read and write (a directory the daemon
+    /// collects the reviewer's output from); repeatable.
+    #[arg(long, value_name = "PATH", global = true)]
+    sandbox_write: Vec<std::path::PathBuf>,
     /// Leave the launch directory in place afterwards, on a failed launch too (to look at
     /// what the client wrote); its credentials stay with it.
     #[arg(long, global = true)]
     keep_launch_dir: bool,
+}
+
+/// A plan to carry out: its launch directory, the prompt, and what the reviewer reaches
+/// beyond the plan's boundary in the sandbox.
+struct Planned {
+    plan: LaunchPlan,
+    launch_dir: PathBuf,
+    prompt: Option<String>,
+    /// Read and execute: the kcap binary the MCP servers run (`--kcap-bin`).
+    exec: Vec<PathBuf>,
+    /// Read and write: the cache directory the plan points the client at (`--cache-dir`).
+    write: Vec<PathBuf>,
 }
 
 /// The plan, its launch directory and the prompt: rendered, or read from --plan.
@@ -114,12 +131,25 @@ fn plan_of(
     file: Option<PathBuf>,
     launch_dir: Option<PathBuf>,
     prompt: Option<String>,
-) -> Result<(LaunchPlan, PathBuf, Option<String>), CliError> {
+) -> Result<Planned, CliError> {
     if let Some(client) = client {
         let (plan, ctx, _) = render_plan(client.0)?;
         warn_gated(&ctx);
         let dir = ctx.launch_dir.clone().unwrap_or_default();
-        return Ok((plan, PathBuf::from(dir), ctx.prompt));
+        // A rendered launch names its kcap binary and cache: the sandbox lets the reviewer
+        // run the one (its MCP servers) and use the other, as the plan says it does.
+        let exec = match ctx.is_gated() {
+            true => Vec::new(),
+            false => ctx.kcap_bin.iter().map(PathBuf::from).collect(),
+        };
+        let write = ctx.cache_dir.iter().map(PathBuf::from).collect();
+        return Ok(Planned {
+            plan,
+            launch_dir: PathBuf::from(dir),
+            prompt: ctx.prompt,
+            exec,
+            write,
+        });
     }
     let plan = read_plan(&file.unwrap_or_default())?;
     // The plan names the directory it was rendered for (its HOME and client directories
@@ -134,7 +164,13 @@ fn plan_of(
             ShownPath(&given)
         )));
     }
-    Ok((plan, dir, prompt))
+    Ok(Planned {
+        plan,
+        launch_dir: dir,
+        prompt,
+        exec: Vec::new(),
+        write: Vec::new(),
+    })
 }
 
 /// A saved plan. A plan of another version is refused as the executor would refuse it,
@@ -180,18 +216,36 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         .client_bin
         .clone()
         .ok_or_else(|| CliError::usage("give the client binary to start: --client-bin PATH"))?;
-    let (plan, launch_dir, prompt) = plan_of(client, plan, launch_dir, prompt)?;
+    // The strict policy launches no reviewer the kernel cannot confine; the lenient one
+    // confines it as far as the kernel allows, with a warning.
+    let strict = client.as_ref().is_some_and(|c| c.0.common.strict);
+    let sandbox = run.sandbox.unwrap_or(if strict {
+        SandboxPolicy::Required
+    } else {
+        SandboxPolicy::BestEffort
+    });
+    let Planned {
+        plan,
+        launch_dir,
+        prompt,
+        exec,
+        write,
+    } = plan_of(client, plan, launch_dir, prompt)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
         .with_die_with_parent(true)
-        .with_confinement(run.sandbox.into())
+        .with_confinement(sandbox.into())
         .with_cgroup(run.cgroup.into());
-    let options = run
-        .sandbox_exec
-        .iter()
-        .fold(options, |o, p| o.with_sandbox_read_exec(p.clone()));
-    if matches!(run.sandbox, SandboxPolicy::BestEffort)
+    let options = exec
+        .into_iter()
+        .chain(run.sandbox_exec.iter().cloned())
+        .fold(options, Options::with_sandbox_read_exec);
+    let options = write
+        .into_iter()
+        .chain(run.sandbox_write.iter().cloned())
+        .fold(options, Options::with_sandbox_read_write);
+    if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
     {
         errln!("warning: the sandbox is partial: this kernel lacks {missing}");

@@ -101,9 +101,9 @@ pub(crate) struct VerifyArgs {
     /// Keep the throwaway root (its path is printed) to look at what the client wrote.
     #[arg(long)]
     keep_root: bool,
-    /// Run the client in the sandbox (Landlock), and judge it: every attack a server tries
-    /// from inside the reviewer must be denied (check `sandbox`).
-    #[arg(long, value_name = "POLICY", default_value = "off")]
+    /// The client's sandbox (Landlock), as `launch --sandbox`; unless `off`, it is judged:
+    /// every attack a server tries from inside the reviewer must be denied (check `sandbox`).
+    #[arg(long, value_name = "POLICY", default_value = "best-effort")]
     sandbox: SandboxPolicy,
     /// Report format.
     #[arg(long, value_enum, default_value_t = VerifyFormat::Human)]
