@@ -271,7 +271,10 @@ fn qwen_starts_exactly_the_injected_servers_under_a_hostile_config() {
     };
     let bench = prepare(&request(Client::Qwen, &bin, Scenario::Direct));
     let plan = bench.plan();
-    assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
+    assert_eq!(
+        plan.worktree_remove,
+        [".qwen", ".env", ".mcp.json", ".agents"]
+    );
     assert!(
         plan.servers
             .iter()

@@ -59,6 +59,8 @@ fn launch_codex_with_a_credential_file_starts_its_servers() {
                 .args(credential_file)
                 .args(["--prompt", "Review the change", "--timeout", "20"])
                 .args(["--client-bin", &text(&codex)])
+                // The recorders write their records outside the launch directory.
+                .args(["--sandbox-write", &text(&path("records"))])
                 .timeout(Duration::from_secs(90)),
         )
     };
