@@ -986,3 +986,32 @@ fn a_huge_allowlist_names_the_first_twenty_skipped_entries_and_counts_the_rest()
         "agent \"a1\": … and 1 more skipped MCP allowlist entry (`kcap-mcp-registry resolve` lists each)"
     );
 }
+
+/// `launch <client> --help` shows a launch: its usage names `--client-bin`, and its example is
+/// the room's `render` example carried out (`launch`, no `--format`, `--client-bin <binary>`).
+#[test]
+fn each_clients_launch_help_shows_a_launch_example() {
+    for client in kcap_mcp_registry::Client::ALL {
+        let spec = client.spec();
+        let help = crate::common::stdout_of(&["launch", spec.name, "--help"]);
+        let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+        assert!(usage.contains("--client-bin <PATH>"), "{usage}");
+        let examples: Vec<&str> = help
+            .lines()
+            .filter(|l| {
+                l.trim_start().starts_with("kcap-mcp-registry ") && !l.contains("[OPTIONS]")
+            })
+            .collect();
+        assert!(!examples.is_empty(), "{}: no example\n{help}", spec.name);
+        for line in examples {
+            let line = line.trim_start();
+            assert!(
+                line.starts_with(&format!("kcap-mcp-registry launch {} ", spec.name))
+                    && line.ends_with(&format!(" --client-bin {}", spec.binary))
+                    && !line.contains("--format"),
+                "{}: {line}",
+                spec.name
+            );
+        }
+    }
+}

@@ -46,19 +46,40 @@ const ALLOW_UNVERIFIED: &str = "allow_unverified_isolation";
 fn client_command(client: Client, cmd_name: &str) -> clap::Command {
     let spec = client.spec();
     let cli = spec.cli;
-    let usage = cli.render_usage.replace(
+    let mut usage = cli.render_usage.replace(
         "{cmd}",
         &format!("kcap-mcp-registry {cmd_name} {}", spec.name),
     );
+    let mut after_help = cli.render_after_help.to_owned();
+    if cmd_name == "launch" {
+        // The room's example is a `render`: the same launch, carried out.
+        usage = usage.replace(" [OPTIONS]", " --client-bin <PATH> [OPTIONS]");
+        let render = format!("kcap-mcp-registry render {}", spec.name);
+        after_help = after_help
+            .lines()
+            .map(|line| match line.find(&render) {
+                Some(at) => {
+                    let example = line[at + render.len()..]
+                        .split(" --format ")
+                        .next()
+                        .unwrap_or_default();
+                    format!(
+                        "{}kcap-mcp-registry launch {}{example} --client-bin {}",
+                        &line[..at],
+                        spec.name,
+                        spec.binary
+                    )
+                }
+                None => line.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     let mut cmd = RenderArgs::augment_args(
         clap::Command::new(spec.name)
             .about(cli.render_about)
             .override_usage(usage)
-            .after_help(format!(
-                "{}\n\n{}",
-                credentials_help(client),
-                cli.render_after_help
-            )),
+            .after_help(format!("{}\n\n{after_help}", credentials_help(client))),
     );
     if spec.uses_launch_id {
         cmd = cmd.arg(
