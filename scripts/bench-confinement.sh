@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# What the reviewer's confinement costs an ordinary launch (BENCHMARKS.md, "Confinement, all
+# of it"): `launch --plan` of a rendered Gemini CLI plan with a shell stand-in speaking ACP
+# (handshake, prompt, answer), side by side in one hyperfine run: OLD_BIN (a build before the
+# sandbox and the cgroup were on by default), NEW_BIN as it launches by default (sandbox and
+# cgroup best-effort), and NEW_BIN with both off.
+#
+#   scripts/bench-confinement.sh OLD_BIN NEW_BIN
+#
+# Needs hyperfine. Stand-ins are shell scripts; nothing else runs.
+set -euo pipefail
+old=${1:?usage: bench-confinement.sh OLD_BIN NEW_BIN}
+new=${2:?usage: bench-confinement.sh OLD_BIN NEW_BIN}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/worktree"
+printf '%s\n' '#!/bin/sh' 'read -r _' \
+  'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}"' \
+  'read -r _' \
+  'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"sessionId\":\"s1\"}}"' \
+  'read -r _' \
+  'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"stopReason\":\"end_turn\"}}"' \
+  'sleep 0.05' > "$tmp/answers"
+chmod 755 "$tmp/answers"
+"$new" render gemini --agent-id a1 --launch-dir "$tmp/launch" --worktree "$tmp/worktree" \
+  --format plan > "$tmp/plan.json" 2> /dev/null
+run="launch --plan $tmp/plan.json --client-bin $tmp/answers --prompt review --timeout 30"
+hyperfine --warmup 3 --runs "${RUNS:-40}" -N \
+  --prepare "rm -rf $tmp/launch $tmp/.launch.kcap-lock" \
+  -n before "$old $run" \
+  -n "now (sandbox, cgroup)" "$new $run" \
+  -n "now, both off" "$new $run --sandbox off --cgroup off"
