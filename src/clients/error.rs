@@ -231,27 +231,9 @@ impl fmt::Display for RenderError {
                 bytes,
                 nul,
             } => fmt_argv_unpassable(*client, *prompt, *bytes, *nul, f),
-            RenderError::PromptIsCommand {
-                client,
-                prefix,
-                runs,
-            } => write!(
-                f,
-                "cannot render the {} launch: the reviewer's prompt starts with `{prefix}`, \
-                 {runs}; start the prompt with text (e.g. `Review: …`)",
-                client.display_name()
-            ),
-            RenderError::LaunchValueExpands {
-                client,
-                field,
-                marker,
-                expands,
-            } => write!(
-                f,
-                "cannot render the {} launch: its `{field}` contains `{marker}`, {expands}; \
-                 give the {field} without `{marker}`",
-                client.display_name()
-            ),
+            RenderError::PromptIsCommand { .. } | RenderError::LaunchValueExpands { .. } => {
+                self.fmt_launch_value(f).unwrap_or(Ok(()))
+            }
             RenderError::NotUtf8 { field } => write!(
                 f,
                 "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \
@@ -327,6 +309,38 @@ impl fmt::Display for RenderError {
                 crate::text::ShownPath(file)
             ),
         }
+    }
+}
+
+impl RenderError {
+    /// The message of a launch value the client would not take as given:
+    /// [`RenderError::PromptIsCommand`], [`RenderError::LaunchValueExpands`]; `None` for
+    /// the other variants.
+    fn fmt_launch_value(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+        Some(match self {
+            RenderError::PromptIsCommand {
+                client,
+                prefix,
+                runs,
+            } => write!(
+                f,
+                "cannot render the {} launch: the reviewer's prompt starts with `{prefix}`, \
+                 {runs}; start the prompt with text (e.g. `Review: …`)",
+                client.display_name()
+            ),
+            RenderError::LaunchValueExpands {
+                client,
+                field,
+                marker,
+                expands,
+            } => write!(
+                f,
+                "cannot render the {} launch: its `{field}` contains `{marker}`, {expands}; \
+                 give the {field} without `{marker}`",
+                client.display_name()
+            ),
+            _ => return None,
+        })
     }
 }
 
