@@ -272,13 +272,14 @@ pub(crate) fn confine(
         // Best effort, and the kernel has no Landlock at all.
         return Ok(());
     };
-    // SAFETY: between fork and exec the closure makes five system calls (open, close,
-    // landlock_add_rule, prctl and landlock_restrict_self) on a C string literal and a
-    // stack value, and builds an `io::Error` from an errno: no allocation, no lock,
+    // SAFETY: between fork and exec the closure makes system calls only (open, close,
+    // landlock_add_rule, prctl and landlock_restrict_self) on a C string literal and
+    // stack values, and builds an `io::Error` from an errno: no allocation, no lock,
     // async-signal-safe. `fd` lives in the closure, so it is open in the child.
     unsafe {
         cmd.pre_exec(move || {
             allow_own_proc(fd.as_raw_fd())?;
+            drop_capabilities()?;
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -287,6 +288,45 @@ pub(crate) fn confine(
             }
             Ok(())
         });
+    }
+    Ok(())
+}
+
+/// In the child, before it confines itself: empties its capability bounding set and its
+/// ambient set, so that the client it execs holds no capability, also as root (a root
+/// process gets at exec the capabilities of its bounding set: capabilities(7)). Landlock
+/// confines the file system and signals only; a root reviewer with its capabilities changed
+/// the hostname, read the kernel log and could load modules or reboot (the red team's attack
+/// of stop 43). Without `CAP_SETPCAP` (a daemon that is not root) the bounding set is
+/// already what the daemon holds, which is nothing a user must not have, and `EPERM` is
+/// ignored. Async-signal-safe: `prctl` only.
+fn drop_capabilities() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            let e = std::io::Error::last_os_error();
+            // EINVAL: a kernel before ambient capabilities (4.3).
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(e);
+            }
+        }
+        // Capability numbers run from 0 to the kernel's last; past it, EINVAL ends the loop.
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                match std::io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINVAL) => break,
+                    Some(libc::EPERM) => return Ok(()),
+                    _ => return Err(std::io::Error::last_os_error()),
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -354,6 +394,10 @@ fn ruleset(
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);
     let read_exec = read | AccessFs::Execute;
+    // Read-write is everything but device files: a root reviewer that could create a block
+    // device in its launch directory read any disk through it, and so every file (measured:
+    // a loop device's contents, `/dev/kmsg`; the red team's attack of stop 43).
+    let read_write = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
     let mut created = Ruleset::default()
         .set_compatibility(level)
         .handle_access(all)?
@@ -362,7 +406,7 @@ fn ruleset(
     for (paths, access) in [
         (&boundary.read_exec, read_exec),
         (&boundary.read, read),
-        (&boundary.read_write, all),
+        (&boundary.read_write, read_write),
     ] {
         for path in paths {
             // A path that does not exist allows nothing; one that cannot be opened neither.

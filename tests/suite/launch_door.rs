@@ -613,6 +613,11 @@ fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line(
     let options = Options::default().with_network(Network::Door(vec![endpoint]));
     let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
     let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+    // The door logs the refusal once it has answered and drained the connection: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while reviewer.door_log().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let log = reviewer.door_log();
     reviewer.stop().unwrap();
     assert!(

@@ -88,6 +88,8 @@ probe write_outside sh -c 'echo x > {root}/planted'
 probe write_worktree sh -c 'echo x > {tree}/planted'
 probe shared_tmp sh -c 'echo x > /tmp/kcap-sandbox-planted-{pid}'
 probe abstract_socket /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("\0{socket}")'
+probe make_device mknod "$HOME/kmsg" c 1 11
+probe root_capability /usr/bin/python3 -c 'import socket; socket.sethostname(socket.gethostname())'
 probe own_home sh -c 'echo x > "$HOME/note" && cat "$HOME/note"'
 probe own_tmp sh -c 'echo x > "$TMPDIR/note"'
 probe read_worktree cat {tree}/README.md
@@ -196,6 +198,10 @@ const ATTACKS: &[&str] = &[
     "shared_tmp",
     "abstract_socket",
 ];
+/// What only a root reviewer could do, and only with the sandbox off: create a device file in
+/// its launch directory (a block device is every file of its disk), use a capability beyond
+/// the file system's (set the hostname). Found by the red team of stop 43.
+const ROOT_ATTACKS: &[&str] = &["make_device", "root_capability"];
 const OWN_WORK: &[&str] = &[
     "own_home",
     "own_tmp",
@@ -239,6 +245,21 @@ fn every_attack_is_denied_in_the_sandbox_and_succeeds_without_it() {
             Some(&true),
             "{attack} without the sandbox: {open:?}"
         );
+    }
+    let root = rustix::process::geteuid().is_root();
+    for attack in ROOT_ATTACKS {
+        assert_eq!(
+            confined.get(*attack),
+            Some(&false),
+            "{attack} in the sandbox: {confined:?}"
+        );
+        if root {
+            assert_eq!(
+                open.get(*attack),
+                Some(&true),
+                "{attack} without the sandbox, as root: {open:?}"
+            );
+        }
     }
     for work in OWN_WORK {
         assert_eq!(
