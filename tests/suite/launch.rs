@@ -60,7 +60,7 @@ fn recording(dir: &Path) -> Options {
 
 /// A node stand-in client that writes `<record>.json` (argv, env, cwd, whether its stdin is
 /// a terminal, and every entry under the launch directory, the parent of `HOME`, with its
-/// mode and a file's contents); in a terminal it prints a line and exits, else it answers
+/// mode and, where its owner may read it, a file's contents); in a terminal it prints a line and exits, else it answers
 /// ACP `initialize` and `session/new` (recording the params), and for `session/prompt`
 /// (recorded) sends a `session/update`, asks permission for a tool (the answer recorded)
 /// and ends the turn.
@@ -76,7 +76,9 @@ const walk = (dir, rel, acc) => {{
     const p = path.join(dir, name), r = rel ? rel + "/" + name : name;
     const st = fs.lstatSync(p);
     const entry = {{ path: r, mode: st.mode & 0o7777, type: st.isSymbolicLink() ? "link" : st.isDirectory() ? "dir" : "file" }};
-    if (entry.type === "file") entry.contents = fs.readFileSync(p, "utf8");
+    // What the client can read: it holds no capability (not even as root), so a file the
+    // plan made without its owner's read bit is not its to read.
+    if (entry.type === "file" && (st.mode & 0o400)) entry.contents = fs.readFileSync(p, "utf8");
     acc.push(entry);
     if (entry.type === "dir") walk(p, r, acc);
   }}
