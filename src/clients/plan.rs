@@ -39,8 +39,10 @@ pub const MAX_ARG_BYTES: usize = 32 * 4096;
 /// replaced `env_remove`), roots every client in the per-launch directory, and adds
 /// [`LaunchPlan::worktree_remove`]: a version-2 executor would start the client in the
 /// daemon's whole environment. Version 4 names the client versions the isolation was
-/// proven on ([`Isolation::Verified`]'s `proven_on`).
-pub const PLAN_VERSION: u32 = 4;
+/// proven on ([`Isolation::Verified`]'s `proven_on`). Version 5 adds the reviewer's
+/// boundary ([`LaunchPlan::sandbox`]): a version-4 executor would confine the client without
+/// the paths the plan names (its kcap binary, the daemon's cache).
+pub const PLAN_VERSION: u32 = 5;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +97,9 @@ pub struct LaunchPlan {
     pub session_new: Option<SessionNew>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
+    /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
+    /// client and everything it starts to these paths, plus the client's own installation.
+    pub sandbox: Sandbox,
 }
 
 impl LaunchPlan {
@@ -144,6 +149,19 @@ impl LaunchPlan {
         let mut env = root.env();
         env.extend(credential_env);
         let cwd = super::non_blank(&ctx.worktree).map(str::to_owned);
+        let mut sandbox = Sandbox::new(root.dir(), cwd.as_deref());
+        // The MCP servers run the kcap binary; the daemon's cache holds the client's state
+        // (`XDG_CACHE_HOME`: Copilot CLI runs the package it unpacked there).
+        if !ctx.is_gated() {
+            sandbox.read_exec.extend(
+                super::non_blank(&ctx.kcap_bin)
+                    .filter(|b| b.starts_with('/'))
+                    .map(str::to_owned),
+            );
+        }
+        sandbox
+            .read_write
+            .extend(super::non_blank(&ctx.cache_dir).map(str::to_owned));
         // Without a worktree the client starts in the launch directory, which holds only
         // what the plan writes: there is nothing to remove (and no `cwd` to resolve it in).
         let worktree_remove = match cwd {
@@ -171,6 +189,7 @@ impl LaunchPlan {
             worktree_remove,
             session_new: None,
             servers: Vec::new(),
+            sandbox,
         })
     }
 
@@ -225,6 +244,103 @@ impl Isolation {
     /// Whether this is [`Isolation::Verified`].
     pub fn is_verified(&self) -> bool {
         matches!(self, Isolation::Verified { .. })
+    }
+}
+
+/// The system's directories a reviewer may read and execute (those that exist).
+pub const SYSTEM_READ_EXEC: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+];
+
+/// The system-wide files of `/proc` a reviewer may read (those that exist): what the
+/// clients' runtimes read at start (`strace`: Node.js `/proc/meminfo`, `/proc/version`; Bun
+/// `/proc/sys/vm/overcommit_memory`, `/proc/sys/vm/mmap_min_addr`) and the machine's load and
+/// processors. No process's directory is among them.
+pub const SYSTEM_PROC_READ: &[&str] = &[
+    "/proc/sys",
+    "/proc/meminfo",
+    "/proc/cpuinfo",
+    "/proc/stat",
+    "/proc/version",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/filesystems",
+];
+
+/// The devices a reviewer may read and write (those that exist): the null and random
+/// devices and the terminals.
+pub const SYSTEM_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What a reviewer may reach in its sandbox: absolute paths, a directory allowing what is
+/// beneath it, a path that does not exist allowing nothing. JSON
+/// `{"read_exec": […], "read": […], "read_write": […]}`.
+///
+/// Computed by [`Client::plan`](super::Client::plan) from the launch: the system
+/// ([`SYSTEM_READ_EXEC`], [`SYSTEM_PROC_READ`], [`SYSTEM_DEVICES`]), the worktree
+/// (read-only), the launch directory (the client's `HOME` and `TMPDIR`), the kcap binary
+/// the MCP servers run and the daemon's cache directory
+/// ([`LaunchContext::cache_dir`](crate::LaunchContext::cache_dir)). The executor adds what
+/// only it knows: the client's installation (from the binary it starts) and the client's
+/// own `/proc/<pid>`, and what the daemon adds in its options
+/// (`launch::Options::with_sandbox_read_write`). Everything else is out of reach: the
+/// daemon's `HOME`, other reviewers' launch directories and worktrees, the shared `/tmp`.
+/// docs/sandbox.md has why each path is there.
+///
+/// ```
+/// use kcap_mcp_registry::clients::plan::Sandbox;
+///
+/// let sandbox = Sandbox::new("/run/kcap/l1", Some("/work/tree"));
+/// assert!(sandbox.read_exec.iter().any(|p| p == "/usr"));
+/// assert_eq!(sandbox.read[0], "/work/tree");
+/// assert_eq!(sandbox.read_write[0], "/run/kcap/l1");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sandbox {
+    /// Read and execute: the system's directories, the kcap binary.
+    pub read_exec: Vec<String>,
+    /// Read only: the worktree, the system-wide files of `/proc`.
+    pub read: Vec<String>,
+    /// Read, write, create, remove and execute (no device files): the launch directory, the
+    /// null, random and terminal devices, the daemon's cache directory.
+    pub read_write: Vec<String>,
+}
+
+impl Sandbox {
+    /// The boundary every reviewer has: the system's paths, `worktree` read-only (when the
+    /// launch has one) and `launch_dir` read-write.
+    pub fn new(launch_dir: &str, worktree: Option<&str>) -> Sandbox {
+        let owned = |paths: &[&str]| paths.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+        let mut read: Vec<String> = worktree.iter().map(|w| (*w).to_owned()).collect();
+        read.extend(owned(SYSTEM_PROC_READ));
+        let mut read_write = vec![launch_dir.to_owned()];
+        read_write.extend(owned(SYSTEM_DEVICES));
+        Sandbox {
+            read_exec: owned(SYSTEM_READ_EXEC),
+            read,
+            read_write,
+        }
+    }
+
+    /// Every path with what it allows: `("read_exec" | "read" | "read_write", path)`, in
+    /// that order.
+    pub fn paths(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("read_exec", &self.read_exec),
+            ("read", &self.read),
+            ("read_write", &self.read_write),
+        ]
+        .into_iter()
+        .flat_map(|(name, list)| list.iter().map(move |p| (name, p.as_str())))
     }
 }
 

@@ -70,6 +70,8 @@ pub enum PathField {
     Files,
     /// [`LaunchPlan::worktree_remove`](crate::clients::plan::LaunchPlan::worktree_remove).
     WorktreeRemove,
+    /// [`LaunchPlan::sandbox`](crate::clients::plan::LaunchPlan::sandbox).
+    Sandbox,
 }
 
 impl fmt::Display for PathField {
@@ -78,6 +80,7 @@ impl fmt::Display for PathField {
             PathField::Dirs => "dirs",
             PathField::Files => "files",
             PathField::WorktreeRemove => "worktree_remove",
+            PathField::Sandbox => "sandbox",
         })
     }
 }

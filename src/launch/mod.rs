@@ -355,7 +355,7 @@ pub fn launch_with_parent_env(
     // The namespace is entered before the sandbox is installed: the child writes its own
     // `/proc/self/uid_map`, which the sandbox does not allow.
     let door = door::install(&mut cmd, &options.network)?;
-    let boundary = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
+    let boundary = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
     sandbox::confine(&mut cmd, &boundary, options.confinement)?;
     let start_error = |source| ExecError::Start {
         client: plan.client.name().to_owned(),
@@ -465,7 +465,7 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
     steps.extend(cgroup_step(options));
     if options.confinement != sandbox::Confinement::Off {
         let path = std::env::var_os("PATH");
-        let b = sandbox::Boundary::of(plan, launch_dir, client_bin, path.as_deref(), options);
+        let b = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
         let list = |paths: &[PathBuf]| {
             paths
                 .iter()

@@ -20,7 +20,8 @@ pub const DIR_MODE: u32 = 0o700;
 
 /// Refuses what must not be carried out, before anything is created: a plan of another
 /// version; a `dirs`, `files` or `worktree_remove` path that is not a plain relative path or
-/// goes through a symbolic link that exists; a file mode beyond 0o777; an environment that
+/// goes through a symbolic link that exists; a `sandbox` path that is not a plain absolute
+/// path; a file mode beyond 0o777; an environment that
 /// cannot be set exactly; a launch directory that exists and is not an empty directory of
 /// this user's.
 pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
@@ -84,6 +85,18 @@ pub fn path_problem(path: &str) -> Option<&'static str> {
     }
 }
 
+/// What is wrong with `path` as a path of the plan's sandbox (absolute, no `.` or `..`
+/// component: the kernel resolves it as written, and the executor would otherwise resolve a
+/// relative one against its own working directory), if anything.
+fn sandbox_path_problem(path: &str) -> Option<&'static str> {
+    match path.strip_prefix('/') {
+        None => Some("is not absolute; sandbox paths are absolute"),
+        Some("") => None,
+        Some(rest) if rest.starts_with('/') => Some("has an empty component (`//`)"),
+        Some(rest) => path_problem(rest.strip_suffix('/').unwrap_or(rest)),
+    }
+}
+
 fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
     let bad = |field, path: &str, problem| ExecError::BadPath {
         field,
@@ -106,6 +119,11 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
             if let Some(problem) = path_problem(path) {
                 return Err(bad(*field, path, problem));
             }
+        }
+    }
+    for (_, path) in plan.sandbox.paths() {
+        if let Some(problem) = sandbox_path_problem(path) {
+            return Err(bad(PathField::Sandbox, path, problem));
         }
     }
     let dirs: BTreeSet<&str> = plan.dirs.iter().map(String::as_str).collect();

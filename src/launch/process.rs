@@ -297,6 +297,7 @@ mod tests {
             worktree_remove: remove.iter().map(|p| (*p).to_owned()).collect(),
             session_new: None,
             servers: Vec::new(),
+            sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
         }
     }
 

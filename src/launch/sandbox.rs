@@ -2,16 +2,19 @@
 //! and exec, so that the client and everything it starts (MCP servers, shells, hooks, tools)
 //! inherit it and cannot leave it.
 //!
-//! What a confined reviewer may reach ([`Boundary`]):
-//! - read and execute: the system's directories ([`SYSTEM_READ_EXEC`]), the client's own
-//!   installation ([`installation`]) and what [`Options::sandbox_read_exec`] adds (the kcap
-//!   binary its MCP servers run);
+//! What a confined reviewer may reach ([`Boundary`]) is the plan's
+//! [`sandbox`](crate::clients::plan::Sandbox), which the plan computes and shows, and what
+//! only the executor knows:
+//! - read and execute: the system's directories ([`SYSTEM_READ_EXEC`]) and the kcap binary
+//!   its MCP servers run (the plan's), the client's own installation ([`installation`]) and
+//!   what [`Options::sandbox_read_exec`] adds;
 //! - read: the worktree (the plan's `cwd`), read-only; the system-wide files of `/proc`
-//!   ([`SYSTEM_PROC_READ`]); and the client's own `/proc/<pid>` (its `/proc/self`), added in
-//!   the child, so that no other process's `/proc/<pid>/environ` can be read;
+//!   ([`SYSTEM_PROC_READ`]) (the plan's); and the client's own `/proc/<pid>` (its
+//!   `/proc/self`), added in the child, so that no other process's `/proc/<pid>/environ`
+//!   can be read;
 //! - read and write: the launch directory (the client's `HOME` and `TMPDIR`), the
-//!   terminal and the null devices ([`SYSTEM_DEVICES`]), and what
-//!   [`Options::sandbox_read_write`] adds;
+//!   terminal and the null devices ([`SYSTEM_DEVICES`]), the daemon's cache directory (the
+//!   plan's), and what [`Options::sandbox_read_write`] adds;
 //! - no signal to a process outside the sandbox, and no connection to an abstract unix
 //!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
 //!   is refused by Landlock itself (every ABI).
@@ -77,38 +80,7 @@ pub enum Confinement {
 /// abstract-unix-socket scopes. The file-system rules need ABI 5 (device `ioctl`s).
 pub const SANDBOX_ABI: i32 = 6;
 
-/// The system's directories a reviewer may read and execute (those that exist).
-pub const SYSTEM_READ_EXEC: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-];
-
-/// The system-wide files of `/proc` a reviewer may read (those that exist): what the
-/// clients' runtimes read at start (`strace`: Node.js `/proc/meminfo`, `/proc/version`; Bun
-/// `/proc/sys/vm/overcommit_memory`, `/proc/sys/vm/mmap_min_addr`) and the machine's load and
-/// processors. No process's directory is among them.
-pub const SYSTEM_PROC_READ: &[&str] = &[
-    "/proc/sys",
-    "/proc/meminfo",
-    "/proc/cpuinfo",
-    "/proc/stat",
-    "/proc/version",
-    "/proc/loadavg",
-    "/proc/uptime",
-    "/proc/filesystems",
-];
-
-/// The devices a reviewer may read and write (those that exist): the null and random
-/// devices and the terminals.
-pub const SYSTEM_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-];
+pub use crate::clients::plan::{SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC};
 
 /// What a confined reviewer may reach: each list of absolute paths, the directories
 /// allowing what is beneath them.
@@ -124,27 +96,25 @@ pub struct Boundary {
 }
 
 impl Boundary {
-    /// The boundary of `plan` carried out with `client_bin` under `options`: the lists of
-    /// the module docs, in that order. `path` is the `PATH` the client starts with (to find
-    /// a `#!/usr/bin/env` interpreter).
+    /// The boundary of `plan` carried out with `client_bin` under `options`: the plan's
+    /// [`sandbox`](LaunchPlan::sandbox), the client's installation ([`installation`]) added
+    /// to what it may read and execute, and what `options` add. `path` is the `PATH` the
+    /// client starts with (to find a `#!/usr/bin/env` interpreter).
     pub fn of(
         plan: &LaunchPlan,
-        launch_dir: &Path,
         client_bin: &Path,
         path: Option<&std::ffi::OsStr>,
         options: &Options,
     ) -> Boundary {
-        let mut read_exec: Vec<PathBuf> = SYSTEM_READ_EXEC.iter().map(PathBuf::from).collect();
+        let paths = |list: &[String]| list.iter().map(PathBuf::from).collect::<Vec<_>>();
+        let mut read_exec = paths(&plan.sandbox.read_exec);
         read_exec.extend(installation(client_bin, path));
         read_exec.extend(options.sandbox_read_exec.iter().cloned());
-        let mut read: Vec<PathBuf> = plan.cwd.iter().map(PathBuf::from).collect();
-        read.extend(SYSTEM_PROC_READ.iter().map(PathBuf::from));
-        let mut read_write: Vec<PathBuf> = vec![launch_dir.to_owned()];
-        read_write.extend(SYSTEM_DEVICES.iter().map(PathBuf::from));
+        let mut read_write = paths(&plan.sandbox.read_write);
         read_write.extend(options.sandbox_read_write.iter().cloned());
         Boundary {
             read_exec,
-            read,
+            read: paths(&plan.sandbox.read),
             read_write,
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::common::carry::until_exit;
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
@@ -120,5 +120,6 @@ fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
         worktree_remove: vec![],
         session_new: None,
         servers: vec![],
+        sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
     }
 }

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::stand_in::{file_mode, sh_script, write_executable};
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile};
+use kcap_mcp_registry::clients::plan::{
+    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox,
+};
 use kcap_mcp_registry::launch::{
     self, AcpEvent, ExecError, Options, PathField, Reviewer, TerminalEvent,
 };
@@ -184,6 +186,7 @@ pub(crate) fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
         worktree_remove: vec![],
         session_new: None,
         servers: vec![],
+        sandbox: Sandbox::new(&dir.to_string(), None),
     }
 }
 
@@ -322,6 +325,8 @@ prop_compose! {
             worktree_remove: vec![],
             session_new: None,
             servers: vec![],
+            // Set with the launch directory.
+            sandbox: Sandbox::default(),
         };
         (plan, in_worktree, existing_empty)
     }
@@ -348,6 +353,7 @@ proptest! {
         plan.env_inherit.retain(|n| n != "HOME");
         plan.argv.insert(0, record_base.display().to_string());
         plan.cwd = in_worktree.then(|| worktree.display().to_string());
+        plan.sandbox = Sandbox::new(&plan.launch_dir, plan.cwd.as_deref());
 
         let mut reviewer = launch::launch(&plan, &client, &recording(tmp.path())).unwrap();
         until_exit(&mut reviewer);
@@ -513,14 +519,27 @@ fn hostile_cases() -> Vec<Case> {
             },
         ),
         (
-            "a plan of version 3",
-            |_, p| p.version = 3,
-            |e| matches!(e, ExecError::Version { found: 3, .. }),
+            "a plan of version 4",
+            |_, p| p.version = 4,
+            |e| matches!(e, ExecError::Version { found: 4, .. }),
         ),
         (
-            "a plan of version 5",
-            |_, p| p.version = 5,
-            |e| matches!(e, ExecError::Version { found: 5, .. }),
+            "a plan of version 6",
+            |_, p| p.version = 6,
+            |e| matches!(e, ExecError::Version { found: 6, .. }),
+        ),
+        (
+            "a relative sandbox path",
+            |_, p| p.sandbox.read_write.push("records".into()),
+            |e| {
+                matches!(
+                    e,
+                    ExecError::BadPath {
+                        field: PathField::Sandbox,
+                        ..
+                    }
+                )
+            },
         ),
         (
             "a setuid file mode",
@@ -691,7 +710,7 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stderr
-            .contains("the plan is version 2; this executor carries out version 4"),
+            .contains("the plan is version 2; this executor carries out version 5"),
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
@@ -1126,7 +1145,7 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&dry);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
-    assert!(r.stdout.contains("\n1. check the plan (version 4"), "{r:?}");
+    assert!(r.stdout.contains("\n1. check the plan (version 5"), "{r:?}");
     assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
     assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
 

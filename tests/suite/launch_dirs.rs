@@ -8,7 +8,9 @@ use common::stand_in::{set_dir_mode, sh_script};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile};
+use kcap_mcp_registry::clients::plan::{
+    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox,
+};
 use kcap_mcp_registry::launch::{self, ExecError, Options};
 
 /// A shell stand-in client that stays up for `secs` seconds (in a terminal).
@@ -39,6 +41,7 @@ fn plan(launch_dir: &Path, mark: &str) -> LaunchPlan {
         worktree_remove: vec![],
         session_new: None,
         servers: vec![],
+        sandbox: Sandbox::new(&dir.to_string(), None),
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use common::carry::until_exit;
 use common::model_api::ModelApi;
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
@@ -184,6 +184,10 @@ impl World {
             worktree_remove: vec![],
             session_new: None,
             servers: vec![],
+            sandbox: Sandbox::new(
+                &dir.to_string(),
+                Some(&self.at("tree").display().to_string()),
+            ),
         }
     }
 

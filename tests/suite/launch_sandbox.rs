@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::carry::until_exit;
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, ExecError, Options};
 use tempfile::TempDir;
@@ -131,6 +131,10 @@ echo probes-done
             worktree_remove: vec![],
             session_new: None,
             servers: vec![],
+            sandbox: Sandbox::new(
+                &dir.to_string(),
+                Some(&self.at("tree").display().to_string()),
+            ),
         }
     }
 
@@ -384,7 +388,7 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
     let plan = world.plan(&launch_dir);
     let client = world.client();
     let options = Options::default().with_sandbox_read_exec("/opt/kcap/bin/kcap");
-    let b = sandbox::Boundary::of(&plan, &launch_dir, &client, None, &options);
+    let b = sandbox::Boundary::of(&plan, &client, None, &options);
     let bin = std::fs::canonicalize(world.at("bin")).unwrap();
     assert!(b.read_exec.contains(&bin), "{b:?}");
     assert!(b.read_exec.contains(&PathBuf::from("/opt/kcap/bin/kcap")));
@@ -407,4 +411,70 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
         .read_to_string(&mut head)
         .unwrap();
     assert!(head.starts_with("#!"));
+}
+
+/// The plan's `sandbox` is the boundary the executor installs: a plan that lists the worktree
+/// as read-write lets the reviewer write there (and nothing more), and a plan that leaves the
+/// launch directory out of it leaves the reviewer without its own `HOME`. An executor that
+/// computed the boundary itself would answer the same for all three plans.
+#[test]
+fn the_plans_sandbox_is_the_boundary_the_executor_installs() {
+    if !sandbox_available() {
+        return;
+    }
+    let world = World::new();
+    let run = |name: &str, change: &dyn Fn(&mut Sandbox)| {
+        let launch_dir = world.at("launches").join(name);
+        let mut plan = world.plan(&launch_dir);
+        change(&mut plan.sandbox);
+        let options = Options::default().with_confinement(Confinement::Required);
+        let mut reviewer = launch::launch(&plan, &world.client(), &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        reviewer.stop().unwrap();
+        answers(&world.clean_up(&output))
+    };
+    let tree = world.at("tree").display().to_string();
+    let as_planned = run("as-planned", &|_| {});
+    let writable = run("tree-writable", &|s| s.read_write.push(tree.clone()));
+    let homeless = run("no-launch-dir", &|s| {
+        s.read_write.remove(0);
+    });
+    assert_eq!(
+        as_planned.get("write_worktree"),
+        Some(&false),
+        "{as_planned:?}"
+    );
+    assert_eq!(writable.get("write_worktree"), Some(&true), "{writable:?}");
+    assert_eq!(as_planned.get("own_home"), Some(&true), "{as_planned:?}");
+    assert_eq!(homeless.get("own_home"), Some(&false), "{homeless:?}");
+    for attack in ATTACKS.iter().filter(|a| **a != "write_worktree") {
+        assert_eq!(
+            writable.get(*attack),
+            Some(&false),
+            "{attack}: {writable:?}"
+        );
+    }
+}
+
+/// A sandbox path the kernel would resolve against the executor's working directory, or
+/// through a `..`, is refused before anything is created, naming the path.
+#[test]
+fn a_sandbox_path_that_is_not_plain_and_absolute_is_refused() {
+    let world = World::new();
+    for (path, problem) in [
+        ("tree", "is not absolute"),
+        ("/srv/../etc", "`..`"),
+        ("//srv", "empty component"),
+    ] {
+        let launch_dir = world.at("launches/refused");
+        let mut plan = world.plan(&launch_dir);
+        plan.sandbox.read.push(path.to_owned());
+        let err = launch::launch(&plan, &world.client(), &Options::default()).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.contains(&format!("sandbox path \"{path}\"")) && shown.contains(problem),
+            "{path}: {shown}"
+        );
+        assert!(!launch_dir.exists());
+    }
 }

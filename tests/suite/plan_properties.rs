@@ -627,3 +627,45 @@ fn no_client_puts_the_agent_id_or_the_capability_url_in_its_argv() {
         );
     }
 }
+
+/// Every client's plan names its reviewer's boundary (`LaunchPlan::sandbox`): the system's
+/// directories and the kcap binary its MCP servers run to read and execute, the worktree to
+/// read, the launch directory and the daemon's cache to write; a gated launch (no MCP
+/// server) leaves the kcap binary out.
+#[test]
+fn every_plan_names_its_sandbox() {
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    use kcap_mcp_registry::clients::plan::{SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC};
+    let ctx = LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/opt/kcap/bin/kcap".into()),
+        agent_id: "a1".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/l1".into()),
+        cache_dir: Some("/var/cache/kcap".into()),
+        // Antigravity takes only a brokered result channel.
+        result_delivery: ResultDelivery::from_capability_url(Some("http://127.0.0.1:9/c".into())),
+        ..LaunchContext::default()
+    };
+    let mut gated = ctx.clone();
+    gated.server_url = None;
+    let owned = |paths: &[&str]| paths.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+    let mut inputs = PlanInputs::new(Policy::Lenient);
+    inputs.unverified_isolation = UnverifiedIsolation::Allow;
+    for client in Client::ALL {
+        let s = client.plan(&ctx, &inputs).unwrap().plan.sandbox;
+        let mut read_exec = owned(SYSTEM_READ_EXEC);
+        read_exec.push("/opt/kcap/bin/kcap".into());
+        assert_eq!(s.read_exec, read_exec, "{client}");
+        let mut read = vec!["/work/tree".to_owned()];
+        read.extend(owned(SYSTEM_PROC_READ));
+        assert_eq!(s.read, read, "{client}");
+        let mut read_write = vec!["/run/kcap/l1".to_owned()];
+        read_write.extend(owned(SYSTEM_DEVICES));
+        read_write.push("/var/cache/kcap".into());
+        assert_eq!(s.read_write, read_write, "{client}");
+        let g = client.plan(&gated, &inputs).unwrap().plan.sandbox;
+        assert_eq!(g.read_exec, owned(SYSTEM_READ_EXEC), "{client} gated");
+    }
+}

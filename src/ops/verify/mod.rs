@@ -220,8 +220,6 @@ pub struct Bench {
     parent_env: BTreeMap<String, String>,
     worktree: PathBuf,
     attacks: Vec<Attack>,
-    /// Copilot CLI's package cache, when the plan uses one.
-    cache: Option<PathBuf>,
 }
 
 /// Prepares and carries out `request`, and returns the report.
@@ -280,7 +278,7 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         spec,
         &root.dir,
         &recorder,
-        cache.clone(),
+        cache,
         hostile.credentials,
     );
     let mut plan = request
@@ -309,7 +307,6 @@ pub fn prepare(request: &Request) -> Result<Bench, VerifyError> {
         parent_env,
         worktree,
         attacks,
-        cache,
     })
 }
 
@@ -369,8 +366,8 @@ fn attacks(root: &Path) -> Result<Vec<Attack>, VerifyError> {
 }
 
 /// The executor's options for `request`: its bounds, and its sandbox with what the run needs
-/// beyond the plan's boundary (the recorder's program, the records, Copilot CLI's cache).
-fn options(request: &Request, root: &Path, cache: Option<&Path>) -> Options {
+/// beyond the plan's boundary (the program the recorder script runs, the records).
+fn options(request: &Request, root: &Path) -> Options {
     let mut options = Options::default()
         .with_handshake_timeout(request.timeout)
         .with_dialog_quiet(Duration::from_secs(5))
@@ -382,9 +379,6 @@ fn options(request: &Request, root: &Path, cache: Option<&Path>) -> Options {
         options = options
             .with_sandbox_read_exec(program)
             .with_sandbox_read_write(root.join("records"));
-        if let Some(cache) = cache {
-            options = options.with_sandbox_read_write(cache);
-        }
     }
     options
 }

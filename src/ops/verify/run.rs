@@ -27,7 +27,7 @@ impl Bench {
             &self.root.dir.join("version"),
         );
         let records_dir = self.root.dir.join("records");
-        let options = super::options(request, &self.root.dir, self.cache.as_deref());
+        let options = super::options(request, &self.root.dir);
         let lookup = |name: &str| self.parent_env.get(name).map(OsString::from);
         let started = Instant::now();
         let reviewer =

@@ -99,12 +99,12 @@ struct RunArgs {
         default_value = "best-effort"
     )]
     cgroup: SandboxPolicy,
-    /// A path the sandboxed reviewer may also read and execute (the kcap binary its MCP
-    /// servers run); repeatable.
+    /// A path the sandboxed reviewer may also read and execute, beyond the plan's `sandbox`
+    /// (a tool outside the system's directories); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
     sandbox_exec: Vec<std::path::PathBuf>,
-    /// A path the sandboxed reviewer may also read and write (a directory the daemon
-    /// collects the reviewer's output from); repeatable.
+    /// A path the sandboxed reviewer may also read and write, beyond the plan's `sandbox` (a
+    /// directory the daemon collects the reviewer's output from); repeatable.
     #[arg(long, value_name = "PATH", global = true)]
     sandbox_write: Vec<std::path::PathBuf>,
     /// Leave the launch directory in place afterwards, on a failed launch too (to look at
@@ -113,16 +113,11 @@ struct RunArgs {
     keep_launch_dir: bool,
 }
 
-/// A plan to carry out: its launch directory, the prompt, and what the reviewer reaches
-/// beyond the plan's boundary in the sandbox.
+/// A plan to carry out: its launch directory and the prompt.
 struct Planned {
     plan: LaunchPlan,
     launch_dir: PathBuf,
     prompt: Option<String>,
-    /// Read and execute: the kcap binary the MCP servers run (`--kcap-bin`).
-    exec: Vec<PathBuf>,
-    /// Read and write: the cache directory the plan points the client at (`--cache-dir`).
-    write: Vec<PathBuf>,
 }
 
 /// The plan, its launch directory and the prompt: rendered, or read from --plan.
@@ -136,19 +131,10 @@ fn plan_of(
         let (plan, ctx, _) = render_plan(client.0)?;
         warn_gated(&ctx);
         let dir = ctx.launch_dir.clone().unwrap_or_default();
-        // A rendered launch names its kcap binary and cache: the sandbox lets the reviewer
-        // run the one (its MCP servers) and use the other, as the plan says it does.
-        let exec = match ctx.is_gated() {
-            true => Vec::new(),
-            false => ctx.kcap_bin.iter().map(PathBuf::from).collect(),
-        };
-        let write = ctx.cache_dir.iter().map(PathBuf::from).collect();
         return Ok(Planned {
             plan,
             launch_dir: PathBuf::from(dir),
             prompt: ctx.prompt,
-            exec,
-            write,
         });
     }
     let plan = read_plan(&file.unwrap_or_default())?;
@@ -168,8 +154,6 @@ fn plan_of(
         plan,
         launch_dir: dir,
         prompt,
-        exec: Vec::new(),
-        write: Vec::new(),
     })
 }
 
@@ -228,8 +212,6 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         plan,
         launch_dir,
         prompt,
-        exec,
-        write,
     } = plan_of(client, plan, launch_dir, prompt)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
@@ -237,13 +219,15 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         .with_die_with_parent(true)
         .with_confinement(sandbox.into())
         .with_cgroup(run.cgroup.into());
-    let options = exec
-        .into_iter()
-        .chain(run.sandbox_exec.iter().cloned())
+    let options = run
+        .sandbox_exec
+        .iter()
+        .cloned()
         .fold(options, Options::with_sandbox_read_exec);
-    let options = write
-        .into_iter()
-        .chain(run.sandbox_write.iter().cloned())
+    let options = run
+        .sandbox_write
+        .iter()
+        .cloned()
         .fold(options, Options::with_sandbox_read_write);
     if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
