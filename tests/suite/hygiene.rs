@@ -551,3 +551,26 @@ fn every_code_block_of_a_doctested_doc_names_its_language() {
         }
     }
 }
+
+#[test]
+fn every_console_example_is_one_pasteable_command_line() {
+    // trycmd would read `> ` as the command's continuation, but a reader who pastes it into
+    // a shell gets a redirection to a file named `--agent-id` instead.
+    for file in doc_files() {
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut console = false;
+        for (n, line) in text.lines().enumerate() {
+            if let Some(info) = line.trim_start().strip_prefix("```") {
+                console = !console && info.trim() == "console";
+                continue;
+            }
+            assert!(
+                !(console && line.starts_with("> ")),
+                "{relative}:{}: a `> ` continuation line in a console example is pasted into \
+                 the shell as a redirection: put the command on its `$ ` line",
+                n + 1
+            );
+        }
+    }
+}
