@@ -105,6 +105,9 @@ pub enum ValueProblem {
     /// no binary path, URL or agent id needs one, and each would reach a registration
     /// file, a launch argv or a terminal.
     ForbiddenChar(char),
+    /// A directory that must be absolute (`--worktree`, `--launch-dir`, `--cache-dir`) is
+    /// relative: the plan points the client there wherever it starts.
+    Relative,
 }
 
 impl fmt::Display for ValueError {
@@ -122,6 +125,11 @@ impl fmt::Display for ValueError {
                 f,
                 "{input} `{value}` contains {}; give it without one",
                 crate::text::char_name(c)
+            ),
+            ValueProblem::Relative => write!(
+                f,
+                "{input} `{value}` is a relative path; give it as an absolute path, e.g. \
+                 {input} \"$PWD/{value}\""
             ),
         }
     }
@@ -168,7 +176,8 @@ pub fn check_value(input: &str, value: &str, blank_ok: bool) -> Result<(), Value
 /// refuses them), a control or invisible character in the values that name the reviewer and
 /// the kcap server it reports to: `--server-url`, `--kcap-bin`, and the agent id, result
 /// capability URL and review-context URL, each from its flag when given, else from the
-/// launch JSON; and the directories `--worktree` and `--launch-dir`.
+/// launch JSON; and the directories `--worktree`, `--launch-dir` and `--cache-dir`, which
+/// must also be absolute ([`ValueProblem::Relative`], echoing the value given).
 ///
 /// # Errors
 /// [`ValueError`] for the first such value.
@@ -210,8 +219,24 @@ pub fn check_launch_values(
         "review_context_url",
         launch.and_then(|l| l.review_context_url.as_deref()),
     )?;
-    flag_or_field("--worktree", &overrides.worktree, "", None)?;
-    flag_or_field("--launch-dir", &overrides.launch_dir, "", None)
+    for (flag, dir) in [
+        ("--worktree", &overrides.worktree),
+        ("--launch-dir", &overrides.launch_dir),
+        ("--cache-dir", &overrides.cache_dir),
+    ] {
+        flag_or_field(flag, dir, "", None)?;
+        // A blank one is left to the renderer, which names what the client needs it for.
+        if let Some(value) = dir.as_ref().filter(|v| !v.trim().is_empty())
+            && !std::path::Path::new(value).is_absolute()
+        {
+            return Err(ValueError {
+                input: flag.to_owned(),
+                value: value.clone(),
+                problem: ValueProblem::Relative,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// One warning line per allowlist entry `resolution` skipped, naming the entry (escaped,

@@ -282,3 +282,114 @@ fn drift_messages_escape_like_every_other_report() {
     assert!(message.contains(r#""kcap\u{1b}[2J""#), "{message}");
     assert!(!message.contains(r"\u001b"), "{message}");
 }
+
+/// What a fresh user of `launch` hit (issue 35): each message names the flag, echoes the
+/// value, says the OS reason once, and says how to fix it.
+#[test]
+fn launch_errors_name_the_flag_the_value_the_reason_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let tree = tree.to_str().unwrap();
+    let launch = |launch_dir: &str, bin: &str| {
+        run_in(
+            dir.path(),
+            &[
+                "launch",
+                "claude",
+                "--agent-id",
+                "a1",
+                "--worktree",
+                tree,
+                "--launch-dir",
+                launch_dir,
+                "--client-bin",
+                bin,
+            ],
+        )
+    };
+    let last = |r: &Run| r.stderr.lines().last().unwrap_or_default().to_owned();
+
+    let r = launch("rel/l1", "/bin/true");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        last(&r),
+        "error: --launch-dir `rel/l1` is a relative path; give it as an absolute path, e.g. \
+         --launch-dir \"$PWD/rel/l1\""
+    );
+
+    let missing = dir.path().join("nope/l1");
+    let r = launch(missing.to_str().unwrap(), "/bin/true");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(
+        last(&r),
+        format!(
+            "error: the launch directory {}: its parent {} is not a directory; create it first \
+             (the launch creates the launch directory itself, not its parents)",
+            missing.display(),
+            dir.path().join("nope").display()
+        )
+    );
+
+    let l2 = dir.path().join("l2");
+    let r = launch(l2.to_str().unwrap(), "/nope");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let reason = "No such file or directory (os error 2)";
+    assert_eq!(
+        last(&r),
+        format!(
+            "error: --client-bin: start the client: claude (/nope): {reason}; give the Claude \
+             Code binary as a path to an executable file, or as a name on PATH (`--client-bin \
+             claude`)"
+        )
+    );
+    assert_eq!(r.stderr.matches(reason).count(), 1, "{}", r.stderr);
+    assert!(!l2.exists());
+
+    let r = run(&["launch", "--plan", "/nope", "--client-bin", "/bin/true"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        format!("error: --plan /nope: cannot read it: {reason}\n")
+    );
+    let r = run(&[
+        "render",
+        "claude",
+        "--launch-json",
+        "/nope",
+        "--launch-dir",
+        "/l",
+    ]);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            format!("error: --launch-json: cannot read /nope: {reason}\n").as_str()
+        )
+    );
+    let r = run(&[
+        "render",
+        "claude",
+        "--agent-id",
+        "a1",
+        "--launch-dir",
+        "/l",
+        "--registry",
+        "/nope",
+    ]);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            format!("error: --registry: cannot read /nope: {reason}\n").as_str()
+        )
+    );
+    let r = run(&["check", REGISTRY, "--against", "/nope"]);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            2,
+            format!("error: --against: cannot read /nope: {reason}\n").as_str()
+        )
+    );
+}

@@ -434,7 +434,7 @@ fn bad_inputs_exit_2() {
     assert_eq!(r.code, 2);
     assert!(
         r.stderr
-            .starts_with("error: cannot read tests/fixtures/cli/no-such.json: "),
+            .starts_with("error: --launch-json: cannot read tests/fixtures/cli/no-such.json: "),
         "{}",
         r.stderr
     );

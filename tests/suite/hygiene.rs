@@ -525,3 +525,52 @@ fn every_doc_with_rust_examples_runs_them_as_doctests() {
         }
     }
 }
+
+#[test]
+fn every_code_block_of_a_doctested_doc_names_its_language() {
+    // rustdoc compiles an untagged block as Rust: a shell or TOML example would then fail
+    // the doctests, or, worse, be marked `ignore` to get them green.
+    let lib = std::fs::read_to_string(Path::new(ROOT).join("src/lib.rs")).unwrap();
+    for file in doc_files() {
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        if !lib.contains(&format!("include_str!(\"../{relative}\")")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut in_fence = false;
+        for (n, line) in text.lines().enumerate() {
+            if let Some(info) = line.trim_start().strip_prefix("```") {
+                assert!(
+                    in_fence || !info.trim().is_empty(),
+                    "{relative}:{}: a code block without a language is compiled as Rust: \
+                     write ```sh, ```toml, ```text or ```rust",
+                    n + 1
+                );
+                in_fence = !in_fence;
+            }
+        }
+    }
+}
+
+#[test]
+fn every_console_example_is_one_pasteable_command_line() {
+    // trycmd would read `> ` as the command's continuation, but a reader who pastes it into
+    // a shell gets a redirection to a file named `--agent-id` instead.
+    for file in doc_files() {
+        let relative = file.strip_prefix(ROOT).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut console = false;
+        for (n, line) in text.lines().enumerate() {
+            if let Some(info) = line.trim_start().strip_prefix("```") {
+                console = !console && info.trim() == "console";
+                continue;
+            }
+            assert!(
+                !(console && line.starts_with("> ")),
+                "{relative}:{}: a `> ` continuation line in a console example is pasted into \
+                 the shell as a redirection: put the command on its `$ ` line",
+                n + 1
+            );
+        }
+    }
+}

@@ -56,6 +56,7 @@ mod lookup;
 mod lookup_equivalence;
 mod plan_golden;
 mod plan_properties;
+mod readme_embed;
 mod render_escaping;
 mod render_golden;
 mod render_properties;

@@ -142,7 +142,7 @@ impl Bench {
 /// Reads what the reviewer did for up to `timeout` (a terminal client's output into `tail`);
 /// `Some` when it ended.
 fn next(reviewer: &mut Reviewer, timeout: Duration, tail: &mut Tail) -> Option<Outcome> {
-    let ended = |e: ExecError| Some(Outcome::Ended(e.to_string()));
+    let ended = |e: ExecError| Some(Outcome::Ended(crate::text::error_chain(&e)));
     match reviewer {
         Reviewer::Acp(session) => match session.next_event(timeout) {
             Ok(Some(AcpEvent::Exited(status))) => Some(Outcome::Ended(format!(

@@ -112,7 +112,8 @@ pub(crate) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     let mut files = Vec::new();
     for path in &args.against {
         let checked = ops::check::check_against(&entries, &args.kcap_bin, path, &opts)
-            .map_err(CliError::usage)?;
+            .map_err(CliError::usage)
+            .map_err(super::in_flag("--against"))?;
         warn_ignored_against_flags(path, checked.first().map(|c| c.client), &opts);
         files.extend(checked);
     }

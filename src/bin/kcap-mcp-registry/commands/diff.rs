@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use kcap_mcp_registry::ops;
 
-use super::{CliError, load};
+use super::{CliError, in_flag, load, load_flag};
 
 #[derive(Args)]
 pub(crate) struct DiffArgs {
@@ -53,7 +53,7 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode, CliError> {
     use kcap_mcp_registry::ops::diff::accepted::AcceptedChanges;
     let (old, new) = match (&args.old_dir, &args.new_dir, &args.registry) {
         (Some(old), Some(new), _) => (load(Some(old))?, load(Some(new))?),
-        (_, _, new) => (ops::list::compiled_entries(), load(new.as_deref())?),
+        (_, _, new) => (ops::list::compiled_entries(), load_flag(new.as_deref())?),
     };
     let d = kcap_mcp_registry::ops::diff::diff(&old, &new);
     let markdown = matches!(args.format, DiffFormat::Markdown);
@@ -64,7 +64,9 @@ pub(crate) fn diff(args: &DiffArgs) -> Result<ExitCode, CliError> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let accepted = AcceptedChanges::read(path).map_err(CliError::usage)?;
+    let accepted = AcceptedChanges::read(path)
+        .map_err(CliError::usage)
+        .map_err(in_flag("--accepted"))?;
     let review = accepted.review(&d, &new);
     out!(
         "{}",

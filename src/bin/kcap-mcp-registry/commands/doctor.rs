@@ -12,7 +12,7 @@ use kcap_mcp_registry::report;
 use kcap_mcp_registry::text::ShownPath;
 
 use super::check::CheckFormat;
-use super::{CliError, RegistrySource, check_kcap_values, load, stderr_color};
+use super::{CliError, RegistrySource, check_kcap_values, load_flag, stderr_color};
 
 mod project;
 
@@ -146,7 +146,7 @@ pub(crate) fn doctor(args: DoctorArgs) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.project {
         return project::project(&args, dir);
     }
-    let entries = load(args.source.registry.as_deref())?;
+    let entries = load_flag(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin.clone(),
         server_url: args.server_url.clone(),

@@ -10,7 +10,9 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::registration::RegistrationOptions;
 use kcap_mcp_registry::ops::export::{self};
 
-use super::{CliError, RegistrationArgs, RegistrySource, absolute_path, check_kcap_values, load};
+use super::{
+    CliError, RegistrationArgs, RegistrySource, absolute_path, check_kcap_values, load_flag,
+};
 
 /// What `export` writes.
 pub(crate) enum ExportWhat {
@@ -126,7 +128,7 @@ pub(crate) fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
             project_dir,
         } => {
             check_kcap_values(&common.kcap_bin, common.server_url.as_deref())?;
-            let entries = load(common.source.registry.as_deref())?;
+            let entries = load_flag(common.source.registry.as_deref())?;
             let opts = RegistrationOptions {
                 command: common.kcap_bin,
                 server_url: common.server_url,
@@ -135,7 +137,7 @@ pub(crate) fn export(what: ExportWhat) -> Result<ExitCode, CliError> {
             (client.registration().export)(&entries, &opts).map_err(CliError::usage)?
         }
         ExportWhat::Other(ExportOther::Denylist(source)) => {
-            export::denylist(&load(source.registry.as_deref())?)
+            export::denylist(&load_flag(source.registry.as_deref())?)
         }
         ExportWhat::Other(ExportOther::JsonSchema) => export::json_schema(),
     };

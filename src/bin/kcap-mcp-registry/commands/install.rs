@@ -9,7 +9,7 @@ use kcap_mcp_registry::clients::registration;
 use kcap_mcp_registry::clients::registration::{DEFAULT_COMMAND, RegistrationOptions};
 use kcap_mcp_registry::text::ShownPath;
 
-use super::{CliError, RegistrySource, check_kcap_values, load};
+use super::{CliError, RegistrySource, check_kcap_values, load_flag};
 
 #[derive(Args)]
 pub(crate) struct InstallTarget {
@@ -56,7 +56,7 @@ pub(crate) fn servers(
     format: &registration::RegistrationFormat,
 ) -> Result<Vec<(String, registration::Node)>, CliError> {
     check_kcap_values(&args.kcap_bin, args.server_url.as_deref())?;
-    let entries = load(args.source.registry.as_deref())?;
+    let entries = load_flag(args.source.registry.as_deref())?;
     let opts = RegistrationOptions {
         command: args.kcap_bin.clone(),
         server_url: args.server_url.clone(),

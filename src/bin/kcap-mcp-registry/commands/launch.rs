@@ -16,7 +16,9 @@ use kcap_mcp_registry::launch::{
 use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
 
 use super::render::{LaunchFor, render_plan, warn_gated};
-use super::{CliError, SandboxPolicy};
+use kcap_mcp_registry::Client;
+
+use super::{CliError, SandboxPolicy, chain};
 
 /// The subcommand's `--help` epilogue.
 pub(crate) const HELP: &str = "\
@@ -164,11 +166,11 @@ fn read_plan(file: &Path) -> Result<LaunchPlan, CliError> {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| CliError::usage(format!("cannot read the plan from stdin: {e}")))?;
+            .map_err(|e| CliError::usage(format!("--plan -: cannot read standard input: {e}")))?;
         text
     } else {
         std::fs::read_to_string(file).map_err(|e| {
-            CliError::usage(format!("cannot read the plan {}: {e}", ShownPath(file)))
+            CliError::usage(format!("--plan {}: cannot read it: {e}", ShownPath(file)))
         })?
     };
     let not_a_plan = |e: serde_json::Error| {
@@ -260,10 +262,11 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
              lacks {missing}"
         );
     }
+    missing_parent(&launch_dir)?;
     let signal = stop_signals()?;
     let existed = launch_dir.exists();
     let result = launch::launch(&plan, &client_bin, &options)
-        .map_err(exec_error)
+        .map_err(|e| exec_error(plan.client, e))
         .and_then(|reviewer| {
             errln!(
                 "started {} ({}, pid {}) in launch directory {}",
@@ -291,6 +294,22 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     result
 }
 
+/// Refuses a launch directory whose parent does not exist, naming both: the executor creates
+/// the launch directory only (mode 0700), not its parents, which the daemon owns.
+fn missing_parent(launch_dir: &Path) -> Result<(), CliError> {
+    match launch_dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() && !parent.is_dir() => {
+            Err(CliError::found(format!(
+                "the launch directory {}: its parent {} is not a directory; create it first \
+                 (the launch creates the launch directory itself, not its parents)",
+                ShownPath(launch_dir),
+                ShownPath(parent)
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn unverified(plan: &LaunchPlan) -> Option<&str> {
     match &plan.isolation {
         kcap_mcp_registry::clients::plan::Isolation::Unverified { reason } => Some(reason),
@@ -298,11 +317,18 @@ fn unverified(plan: &LaunchPlan) -> Option<&str> {
     }
 }
 
-/// A client that cannot be started is an input that cannot be used (2); anything else the
-/// reviewer did is a problem found (1).
-fn exec_error(e: ExecError) -> CliError {
+/// A client that cannot be started is an input that cannot be used (2), said of
+/// `--client-bin` with how to give it; anything else the reviewer did is a problem found (1).
+fn exec_error(client: Client, e: ExecError) -> CliError {
     match e {
-        ExecError::Start { .. } => CliError::usage(e),
+        ExecError::Start { .. } => {
+            let (name, bin) = (client.display_name(), client.spec().binary);
+            CliError::usage(format!(
+                "--client-bin: {}; give the {name} binary as a path to an executable file, or \
+                 as a name on PATH (`--client-bin {bin}`)",
+                chain(&e)
+            ))
+        }
         e => CliError::found(e),
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use kcap_mcp_registry::ops;
 
-use super::{CliError, RegistrySource, load, policy, registry};
+use super::{CliError, RegistrySource, load_flag, policy, registry};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum ListFormat {
@@ -15,7 +15,7 @@ pub(crate) enum ListFormat {
 
 /// `list`: the registry (the compiled-in one, or `--registry DIR`) and its digest.
 pub(crate) fn list(format: ListFormat, source: &RegistrySource) -> Result<ExitCode, CliError> {
-    let entries = load(source.registry.as_deref())?;
+    let entries = load_flag(source.registry.as_deref())?;
     match format {
         ListFormat::Table => out!(
             "{}\nregistry digest (SHA-256): {}\n",

@@ -46,6 +46,37 @@ impl CliError {
 
 pub(crate) use kcap_mcp_registry::text::error_chain as chain;
 
+/// A usage error that a file of `flag` could not be read (an I/O error in its chain), said
+/// as `{flag}: {error and its causes}` (`--registry: cannot read /nope: No such file or
+/// directory (os error 2)`), so that a user with several file flags knows which one to fix.
+/// Any other error is left as it is (one about the file's content names the file, line and
+/// column).
+pub(crate) fn in_flag(flag: &'static str) -> impl FnOnce(CliError) -> CliError {
+    move |e| match e {
+        CliError::Usage(e) if io_in_chain(&*e) => {
+            CliError::usage(format!("{flag}: {}", chain(&*e)))
+        }
+        other => other,
+    }
+}
+
+/// Whether `e` or one of its causes is an I/O error.
+fn io_in_chain(e: &(dyn Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if e.is::<std::io::Error>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// [`load`] of the registry directory `--registry DIR` names, or the compiled-in one.
+pub(crate) fn load_flag(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
+    load(dir).map_err(in_flag("--registry"))
+}
+
 /// `--sandbox` of `launch` and `verify`, and `--cgroup` of `launch`: a [`Confinement`] by
 /// name.
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -100,11 +131,11 @@ pub(crate) fn load(dir: Option<&Path>) -> Result<Vec<RegistryEntry>, CliError> {
     }
 }
 
-/// [`load`] as a [`Registry`] to resolve and render against.
+/// [`load_flag`] as a [`Registry`] to resolve and render against.
 pub(crate) fn registry(dir: Option<&Path>) -> Result<Registry, CliError> {
     match dir {
         None => Ok(Registry::compiled()),
-        Some(dir) => Registry::from_entries(&load(Some(dir))?).map_err(CliError::found),
+        Some(dir) => Registry::from_entries(&load_flag(Some(dir))?).map_err(CliError::found),
     }
 }
 

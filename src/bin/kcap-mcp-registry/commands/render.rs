@@ -281,7 +281,8 @@ pub(crate) fn render_plan(
         .as_deref()
         .map(|path| ops::render::read_launch_command(path, common.agent_id.as_deref()))
         .transpose()
-        .map_err(CliError::usage)?;
+        .map_err(CliError::usage)
+        .map_err(super::in_flag("--launch-json"))?;
     let overrides = LaunchOverrides {
         server_url: common.server_url,
         kcap_bin: common.kcap_bin,
