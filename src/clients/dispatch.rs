@@ -155,8 +155,10 @@ impl Client {
     /// [`LaunchError::Render`] with [`RenderError::Managed`] for an administrator file,
     /// [`RenderError::ParentEnvFile`] for a parent's environment file,
     /// [`RenderError::Unsupported`] for a model or effort the client has no setting for
-    /// (strict policy only), and every error of the client's plan function;
-    /// [`LaunchError::LaunchId`] when no launch id can be drawn.
+    /// (strict policy only), [`RenderError::DoorUnsupported`],
+    /// [`RenderError::DoorUpstream`] and [`RenderError::DoorCredential`] for a launch behind
+    /// the door ([`LaunchContext::door`], [`super::door::through`]), and every error of the
+    /// client's plan function; [`LaunchError::LaunchId`] when no launch id can be drawn.
     ///
     /// ```
     /// use kcap_mcp_registry::clients::Client;
@@ -215,7 +217,19 @@ impl Client {
         self.check_paths(ctx)?;
         self.preflight(ctx, &inputs.system_root)?;
         let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
-        let plan = self.room_plan(ctx, resolution, inputs)?;
+        // Behind the door the room plans the launch with the door's URLs and token.
+        let behind;
+        let (ctx, door) = match ctx.door {
+            true => {
+                let token = inputs.launch_secret()?;
+                let (c, door) = super::door::through(self, ctx, &token)?;
+                behind = c;
+                (&behind, Some(door))
+            }
+            false => (ctx, None),
+        };
+        let mut plan = self.room_plan(ctx, resolution, inputs)?;
+        plan.door = door;
         self.check_argv(ctx, &plan)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
             warnings.push(format!(

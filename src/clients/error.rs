@@ -205,6 +205,95 @@ pub enum RenderError {
         /// The other repository's `.git`.
         git: std::path::PathBuf,
     },
+    /// The launch asks for a door ([`LaunchContext::door`]) and the client's room has no
+    /// [`DoorSpec`](super::door::DoorSpec): how its model API goes through the door is not
+    /// measured.
+    DoorUnsupported {
+        /// The client.
+        client: Client,
+    },
+    /// A launch behind the door: a URL the door cannot forward to.
+    DoorUpstream {
+        /// The client.
+        client: Client,
+        /// The [`LaunchContext`] field or credential variable that holds it.
+        field: &'static str,
+        /// The URL as given (empty when none was).
+        url: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A launch behind the door: a credential that would enter the reviewer.
+    DoorCredential {
+        /// The client.
+        client: Client,
+        /// The credential variable or file.
+        name: String,
+        /// Why it is refused.
+        problem: &'static str,
+    },
+}
+
+impl RenderError {
+    /// The messages of the door's refusals and of a worktree in another repository; `None`
+    /// for another error.
+    fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+        Some(match self {
+            RenderError::DoorUnsupported { client } => write!(
+                f,
+                "cannot put the {} reviewer behind the door: how its model API goes through \
+                 the door is not measured; launch it without the door",
+                client.display_name()
+            ),
+            RenderError::DoorUpstream {
+                client,
+                field,
+                url,
+                problem,
+            } if url.is_empty() => write!(
+                f,
+                "cannot put the {} reviewer behind the door: `{field}` {problem}; hand it over \
+                 as a credential (an http:// URL)",
+                client.display_name()
+            ),
+            RenderError::DoorUpstream {
+                client,
+                field,
+                url,
+                problem,
+            } => write!(
+                f,
+                "cannot put the {} reviewer behind the door: `{field}` \"{}\" {problem}",
+                client.display_name(),
+                url.escape_debug()
+            ),
+            RenderError::DoorCredential {
+                client,
+                name,
+                problem,
+            } => write!(
+                f,
+                "cannot put the {} reviewer behind the door: credential `{name}` {problem}; \
+                 hand over the model key as one of {}",
+                client.display_name(),
+                client
+                    .spec()
+                    .door
+                    .map(|d| d.keys.iter().map(|k| k.var).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default()
+            ),
+            RenderError::WorktreeInRepository { client, git } => write!(
+                f,
+                "cannot render the {client} launch: its worktree has no .git of its own and lies \
+                 in the repository of {}: the client would run git with that repository's \
+                 configuration and read its hooks, which no plan removes; give the reviewer a \
+                 checkout of its own (`git worktree add`, a clone) or a directory outside any \
+                 repository",
+                git.display()
+            ),
+            _ => return None,
+        })
+    }
 }
 
 impl fmt::Display for RenderError {
@@ -234,6 +323,9 @@ impl fmt::Display for RenderError {
             RenderError::PromptIsCommand { .. } | RenderError::LaunchValueExpands { .. } => {
                 self.fmt_launch_value(f).unwrap_or(Ok(()))
             }
+            RenderError::DoorUnsupported { .. }
+            | RenderError::DoorUpstream { .. }
+            | RenderError::DoorCredential { .. } => self.fmt_door(f).unwrap_or(Ok(())),
             RenderError::NotUtf8 { field } => write!(
                 f,
                 "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \
@@ -289,15 +381,7 @@ impl fmt::Display for RenderError {
                 file,
                 effect,
             } => fmt_managed(*client, file, effect, f),
-            RenderError::WorktreeInRepository { client, git } => write!(
-                f,
-                "cannot render the {client} launch: its worktree has no .git of its own and lies \
-                 in the repository of {}: the client would run git with that repository's \
-                 configuration and read its hooks, which no plan removes; give the reviewer a \
-                 checkout of its own (`git worktree add`, a clone) or a directory outside any \
-                 repository",
-                git.display()
-            ),
+            RenderError::WorktreeInRepository { .. } => self.fmt_door(f).unwrap_or(Ok(())),
             RenderError::UnreadableConfig {
                 client,
                 file,

@@ -70,6 +70,7 @@ pub mod codex;
 pub mod copilot;
 pub mod cursor;
 pub mod dispatch;
+pub mod door;
 mod error;
 pub mod gemini;
 #[cfg(feature = "cli")]
@@ -346,6 +347,13 @@ pub struct LaunchContext {
     /// must be the daemon's own, not the user's `~/.cache`, and writable by the daemon only
     /// (Copilot runs the package found there). Absent: the per-launch root's cache directory.
     pub cache_dir: Option<String>,
+    /// Whether the reviewer's network is a door of its own (default: no, the executor's
+    /// network): the client and all it starts reach only the endpoints the plan names
+    /// ([`plan::DoorPlan`]), the URLs name them, and the model key stays outside
+    /// ([`door`]). Needs a client whose room declares how its model API goes through the door
+    /// ([`spec::ClientSpec::door`]), the model API's base URL among the credentials, and
+    /// `http://` URLs.
+    pub door: bool,
 }
 
 impl LaunchContext {
@@ -391,6 +399,7 @@ impl LaunchContext {
             snapshot: Snapshot::from_launch(borrowed_snapshot, review_context_url),
             credentials: root::Credentials::default(),
             cache_dir: None,
+            door: false,
         }
     }
 

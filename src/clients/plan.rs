@@ -40,8 +40,9 @@ pub const MAX_ARG_BYTES: usize = 32 * 4096;
 /// [`LaunchPlan::worktree_remove`]: a version-2 executor would start the client in the
 /// daemon's whole environment. Version 4 names the client versions the isolation was
 /// proven on ([`Isolation::Verified`]'s `proven_on`). Version 5 adds the reviewer's
-/// boundary ([`LaunchPlan::sandbox`]): a version-4 executor would confine the client without
-/// the paths the plan names (its kcap binary, the daemon's cache).
+/// boundary ([`LaunchPlan::sandbox`]) and its door ([`LaunchPlan::door`]): a version-4
+/// executor would confine the client without the paths the plan names (its kcap binary, the
+/// daemon's cache), and start a client whose URLs name the door's ports with no door.
 pub const PLAN_VERSION: u32 = 5;
 
 /// Everything the daemon does to launch one reviewer on one client.
@@ -100,6 +101,11 @@ pub struct LaunchPlan {
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
     /// client and everything it starts to these paths, plus the client's own installation.
     pub sandbox: Sandbox,
+    /// The reviewer's one door out ([`DoorPlan`]), when the launch asked for one
+    /// ([`LaunchContext::door`](crate::LaunchContext::door)): the client runs in a network of
+    /// its own whose only way out is these endpoints, and its URLs name them. `None`: the
+    /// executor's network.
+    pub door: Option<DoorPlan>,
 }
 
 impl LaunchPlan {
@@ -190,6 +196,7 @@ impl LaunchPlan {
             session_new: None,
             servers: Vec::new(),
             sandbox,
+            door: None,
         })
     }
 
@@ -341,6 +348,59 @@ impl Sandbox {
         ]
         .into_iter()
         .flat_map(|(name, list)| list.iter().map(move |p| (name, p.as_str())))
+    }
+}
+
+/// The reviewer's door: JSON `{"endpoints": [{port, upstream, serves, credential}]}`. The
+/// client, and everything it starts, runs in a network namespace of its own, loopback only
+/// (docs/network.md); its only way out is these ports of its `127.0.0.1`, each forwarded by
+/// the executor, outside, to one upstream. The plan's URLs (the model API's base URL, the
+/// kcap server's, the capability and review-context URLs) name these ports, and the model
+/// key the daemon handed over stays outside: the client holds a per-launch token in its
+/// place, and the door sets the key on each request ([`DoorCredential`]).
+///
+/// Computed by [`Client::plan`](super::Client::plan) from the client's
+/// [`DoorSpec`](super::door::DoorSpec) ([`super::door`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoorPlan {
+    /// The ways out, the model API's first.
+    pub endpoints: Vec<DoorEndpoint>,
+}
+
+/// One way out of the reviewer's network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoorEndpoint {
+    /// The TCP port on `127.0.0.1` inside the reviewer's network (from
+    /// [`DOOR_FIRST_PORT`](super::door::DOOR_FIRST_PORT) on).
+    pub port: u16,
+    /// Where the executor forwards it: `host:port`, resolved and connected outside.
+    pub upstream: String,
+    /// What it serves, for whoever reads the plan: `model API (ANTHROPIC_BASE_URL)`,
+    /// `kcap server (server_url)`, ….
+    pub serves: String,
+    /// The header the door sets on each HTTP request through it, the daemon's key in it;
+    /// `None` for an endpoint whose bytes pass as they are.
+    pub credential: Option<DoorCredential>,
+}
+
+/// A request header the door sets: every header of that name the client sent is dropped.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoorCredential {
+    /// The header's name, e.g. `x-api-key`.
+    pub header: String,
+    /// Its whole value, e.g. `Bearer sk-…`.
+    pub value: String,
+}
+
+impl fmt::Debug for DoorCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DoorCredential")
+            .field("header", &self.header)
+            .field("value", &"(not shown)")
+            .finish()
     }
 }
 

@@ -71,6 +71,10 @@ pub struct ClientSpec {
     /// ([`PlanInputs::unverified_isolation`]). `render` takes `--allow-unverified-isolation`
     /// for this client only.
     pub unverified_isolation: bool,
+    /// How the client's model API goes through the reviewer's door
+    /// ([`LaunchContext::door`]); `None` where that is not measured, and a launch with a door
+    /// is refused ([`RenderError::DoorUnsupported`]).
+    pub door: Option<super::door::DoorSpec>,
     /// The room's plan function.
     pub plan: PlanFn,
     /// How the room's facts are known to hold on the real client.

@@ -319,7 +319,8 @@ pub fn launch_with_parent_env(
     sandbox::preflight(options.confinement)?;
     // Before anything is created: a required cgroup that cannot be made refuses the launch.
     let cgroup = cgroup::LaunchCgroup::new(options.cgroup)?;
-    door::preflight(&options.network)?;
+    let network = door::of_plan(plan, options)?;
+    door::preflight(&network)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);
     let claim = prepare::claim(launch_dir)?;
@@ -354,7 +355,7 @@ pub fn launch_with_parent_env(
         .flatten();
     // The namespace is entered before the sandbox is installed: the child writes its own
     // `/proc/self/uid_map`, which the sandbox does not allow.
-    let door = door::install(&mut cmd, &options.network)?;
+    let door = door::install(&mut cmd, &network)?;
     let boundary = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
     sandbox::confine(&mut cmd, &boundary, options.confinement)?;
     let start_error = |source| ExecError::Start {
@@ -482,7 +483,10 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             list(&b.read_write),
         ));
     }
-    steps.extend(door::step(&options.network));
+    match door::of_plan(plan, options) {
+        Ok(network) => steps.extend(door::step(&network)),
+        Err(e) => steps.push(format!("refuse the launch: {e}")),
+    }
     match &plan.session_new {
         Some(session_new) => steps.extend([
             format!(

@@ -298,6 +298,7 @@ mod tests {
             session_new: None,
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
+            door: None,
         }
     }
 

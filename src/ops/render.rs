@@ -47,6 +47,8 @@ pub struct LaunchOverrides {
     pub credentials: crate::clients::root::Credentials,
     /// `--cache-dir`.
     pub cache_dir: Option<String>,
+    /// `--door`.
+    pub door: bool,
 }
 
 /// The [`LaunchContext`] for `launch` (the launch command JSON, if given) with `overrides`
@@ -77,6 +79,7 @@ pub fn launch_context(launch: Option<LaunchCommand>, overrides: LaunchOverrides)
         ),
         credentials: overrides.credentials,
         cache_dir: overrides.cache_dir,
+        door: overrides.door,
     }
 }
 

@@ -46,6 +46,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         class7_a_gateway_credential_fetches_no_remote_settings,
         class8_client_variables_of_the_daemon_do_not_reach,
         class9_a_trusted_parent_folder_brings_nothing_in,
+        class10_behind_the_door_the_key_stays_outside_and_only_the_door_is_reached,
     ]
 }
 
@@ -722,5 +723,140 @@ fn class9_a_trusted_parent_folder_brings_nothing_in() {
     for (w, _) in rooted(false, parent) {
         let bodies: String = w.api.requests().into_iter().map(|r| r.body).collect();
         assert!(!bodies.contains("PARENT-CLAUDE-MD-MARKER"));
+    }
+}
+
+/// Class 10 (issue 32). A reviewer holds the daemon's model key (Claude Code passes its whole
+/// environment, `ANTHROPIC_API_KEY` included, to every MCP server) and reaches any port of
+/// the host. Behind the door (`LaunchContext::door`): the client and its servers hold a
+/// per-launch token, the stand-in model API gets the daemon's key on every request (set by
+/// the door), a server reaches the stand-in kcap server through the door's URL, and a
+/// connection from a server to the model API's own port on the host fails. Without the door
+/// the key reaches the servers and the direct connection succeeds: the test bites.
+fn class10_behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
+    const DAEMON_KEY: &str = "sk-ant-daemon-key-door-0123456789";
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    for bin in binaries() {
+        let run = |door: bool| {
+            let w = World::new(&bin);
+            let kcap = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let kcap_url = format!("http://{}", kcap.local_addr().unwrap());
+            let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let count = std::sync::Arc::clone(&reached);
+            std::thread::spawn(move || {
+                for stream in kcap.incoming().flatten() {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let mut stream = stream;
+                    let _ = std::io::Write::write_all(
+                        &mut stream,
+                        b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
+                    );
+                }
+            });
+            // The servers: a probe, then the recorder. Marks go to `hooks/`.
+            let recorder = w.path("bin/recorder.js");
+            std::fs::rename(w.path("bin/kcap"), &recorder).unwrap();
+            let api_port = w.api.url.rsplit(':').next().unwrap().to_owned();
+            common::stand_in::write_executable(
+                &w.path("bin/kcap"),
+                format!(
+                    "#!/bin/bash\n\
+                     mark() {{ : > {hooks}/$1-$2-$$; }}\n\
+                     hp=${{KCAP_URL#http://}}; hp=${{hp%%/*}}\n\
+                     if exec 3<>/dev/tcp/${{hp%:*}}/${{hp##*:}} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
+                        && read -r -t 5 line <&3 && [[ $line == HTTP/1.0\\ 200* ]]; then mark kcap yes; else mark kcap no; fi\n\
+                     exec 3>&-\n\
+                     if (exec 4<>/dev/tcp/127.0.0.1/{api_port}) 2>/dev/null; then mark direct yes; else mark direct no; fi\n\
+                     exec /usr/bin/env node {recorder} \"$@\"\n",
+                    hooks = w.path("hooks").display(),
+                    recorder = recorder.display(),
+                ),
+            );
+            let mut ctx = w.ctx();
+            ctx.server_url = Some(kcap_url);
+            ctx.credentials.env[0] = EnvVar::new("ANTHROPIC_API_KEY", DAEMON_KEY);
+            ctx.door = door;
+            // Through `Client::plan`, which puts the launch behind the door.
+            let inputs = kcap_mcp_registry::clients::dispatch::PlanInputs::new(Policy::Lenient);
+            let plan = Client::Claude.plan(&ctx, &inputs).unwrap().plan;
+            assert_eq!(plan.door.is_some(), door);
+            let o = w.launch(&plan);
+            let marks: BTreeSet<String> = std::fs::read_dir(w.path("hooks"))
+                .unwrap()
+                .map(|e| {
+                    let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                    name.rsplit_once('-').unwrap().0.to_owned()
+                })
+                .collect();
+            let keys: BTreeSet<Vec<String>> = w
+                .api
+                .requests()
+                .iter()
+                .map(|r| {
+                    r.header("x-api-key")
+                        .iter()
+                        .map(|k| (*k).to_owned())
+                        .collect()
+                })
+                .collect();
+            (
+                o,
+                marks,
+                keys,
+                reached.load(std::sync::atomic::Ordering::SeqCst),
+            )
+        };
+        let (o, marks, keys, reached) = run(true);
+        let v = &o.version;
+        assert_eq!(
+            o.servers.len(),
+            2,
+            "{v}: {:?}; stderr {}",
+            o.servers,
+            o.stderr
+        );
+        for (argv, env) in &o.servers {
+            assert!(
+                !env.values().any(|value| value.contains(DAEMON_KEY)),
+                "{v}: {argv:?} holds the daemon's key"
+            );
+            assert!(
+                env["ANTHROPIC_API_KEY"].starts_with("kcap-door-"),
+                "{v}: {argv:?}: {env:?}"
+            );
+            assert!(
+                env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{v}: {argv:?}: {env:?}"
+            );
+        }
+        let offered = o.offered.clone().unwrap_or_default();
+        assert!(
+            offered.contains(RESULT_TOOL),
+            "{v}: {offered:?}; {:?}",
+            o.paths
+        );
+        assert_eq!(keys, [vec![DAEMON_KEY.to_owned()]].into(), "{v}");
+        assert_eq!(
+            marks,
+            ["direct-no", "kcap-yes"].map(String::from).into(),
+            "{v}"
+        );
+        assert!(
+            reached >= 2,
+            "{v}: the kcap server got {reached} connections"
+        );
+
+        let (o, marks, _, _) = run(false);
+        assert!(
+            o.servers
+                .values()
+                .all(|env| env.get("ANTHROPIC_API_KEY").map(String::as_str) == Some(DAEMON_KEY)),
+            "{v}: without the door the servers hold the key: {:?}",
+            o.servers
+        );
+        assert!(marks.contains("direct-yes"), "{v}: {marks:?}");
     }
 }

@@ -121,5 +121,6 @@ fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
         session_new: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
+        door: None,
     }
 }

@@ -187,6 +187,7 @@ pub(crate) fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
         session_new: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
+        door: None,
     }
 }
 
@@ -327,6 +328,7 @@ prop_compose! {
             servers: vec![],
             // Set with the launch directory.
             sandbox: Sandbox::default(),
+            door: None,
         };
         (plan, in_worktree, existing_empty)
     }

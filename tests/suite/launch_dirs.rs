@@ -42,6 +42,7 @@ fn plan(launch_dir: &Path, mark: &str) -> LaunchPlan {
         session_new: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
+        door: None,
     }
 }
 

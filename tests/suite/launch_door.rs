@@ -19,7 +19,9 @@ use std::time::Duration;
 use common::carry::until_exit;
 use common::model_api::ModelApi;
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
+use kcap_mcp_registry::clients::plan::{
+    DoorEndpoint, DoorPlan, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox,
+};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
@@ -188,6 +190,7 @@ impl World {
                 &dir.to_string(),
                 Some(&self.at("tree").display().to_string()),
             ),
+            door: None,
         }
     }
 
@@ -216,7 +219,17 @@ impl World {
                 Some(&format!("127.0.0.1:{DOWN_PORT}")),
             ),
         };
-        let mut reviewer = launch::launch(&plan, &self.client(), options).unwrap();
+        self.run(&plan, options)
+    }
+
+    /// Carries `plan` out with `options`; returns each probe's answer, the door's log and
+    /// the output.
+    fn run(
+        &self,
+        plan: &LaunchPlan,
+        options: &Options,
+    ) -> (BTreeMap<String, bool>, Vec<String>, String) {
+        let mut reviewer = launch::launch(plan, &self.client(), options).unwrap();
         let (output, _) = until_exit(&mut reviewer, Duration::from_secs(60));
         let log = reviewer.door_log();
         reviewer.stop().unwrap();
@@ -640,4 +653,57 @@ fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line(
         )]
     );
     assert!(world.upstream.heads.lock().unwrap().is_empty());
+}
+
+/// The plan's door (`LaunchPlan::door`, which `Client::plan` computes for a launch behind
+/// the door) is the network the executor gives, with no option set: the ways out are shut
+/// and the door's endpoints reached. A plan that names a door carried out with options that
+/// name another is refused before anything is created.
+#[test]
+fn the_plans_door_is_the_network_the_executor_gives() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    let launch_dir = world.at("launches").join("plan-door");
+    let mut plan = world.plan(
+        &launch_dir,
+        &format!("127.0.0.1:{MODEL_PORT}"),
+        Some(&format!("127.0.0.1:{DOWN_PORT}")),
+    );
+    let endpoint = |port, upstream: String| DoorEndpoint {
+        port,
+        upstream,
+        serves: "a test".into(),
+        credential: None,
+    };
+    plan.door = Some(DoorPlan {
+        endpoints: vec![
+            endpoint(MODEL_PORT, world.upstream.addr.clone()),
+            endpoint(DOWN_PORT, format!("127.0.0.1:{}", world.down_port)),
+        ],
+    });
+    let (shut, _, output) = world.run(&plan, &Options::default());
+    for way in WAYS_OUT {
+        assert_eq!(shut.get(*way), Some(&false), "{way}: {output}");
+    }
+    for work in THROUGH_THE_DOOR {
+        assert_eq!(shut.get(*work), Some(&true), "{work}: {output}");
+    }
+    let twice = Options::default().with_network(world.door());
+    let err = launch::launch(&plan, &world.client(), &twice).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is named by the plan and by the executor's options"),
+        "{err}"
+    );
+    assert!(!launch_dir.exists());
+    let steps = launch::steps(&plan, &world.client(), &Options::default()).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "only way out is the door: 127.0.0.1:{MODEL_PORT} to {}",
+            world.upstream.addr
+        )),
+        "{steps}"
+    );
 }

@@ -135,6 +135,7 @@ echo probes-done
                 &dir.to_string(),
                 Some(&self.at("tree").display().to_string()),
             ),
+            door: None,
         }
     }
 

@@ -54,6 +54,7 @@ mod launch_sandbox;
 mod layers;
 mod lookup;
 mod lookup_equivalence;
+mod plan_door;
 mod plan_golden;
 mod plan_properties;
 mod readme_embed;

@@ -100,6 +100,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    door: Some(DOOR),
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -170,6 +171,29 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         keep: keep_credentials,
         kept: "its claude.ai OAuth access token (`claudeAiOauth`, not the refresh token)",
     }],
+};
+
+/// How Claude Code's model API goes through the reviewer's door: it sends
+/// `ANTHROPIC_API_KEY` as `x-api-key` and `ANTHROPIC_AUTH_TOKEN` as `authorization: Bearer`
+/// (measured, [`CREDENTIALS`]) to `ANTHROPIC_BASE_URL`; `IS_SANDBOX` is a setting. A review
+/// turn through the door on 2.1.197 and 2.1.328: `tests/clients/door_clients.rs`. The OAuth
+/// token (`CLAUDE_CODE_OAUTH_TOKEN`, `.credentials.json`) is not among the keys: a launch
+/// behind the door that hands it over is refused.
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "ANTHROPIC_BASE_URL",
+    keys: &[
+        crate::clients::door::DoorKey {
+            var: "ANTHROPIC_API_KEY",
+            header: "x-api-key",
+            prefix: "",
+        },
+        crate::clients::door::DoorKey {
+            var: "ANTHROPIC_AUTH_TOKEN",
+            header: "authorization",
+            prefix: "Bearer ",
+        },
+    ],
+    settings: &["IS_SANDBOX"],
 };
 
 /// The fields of `claudeAiOauth` kept from a `.credentials.json`: the access token and what

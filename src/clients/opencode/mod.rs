@@ -94,6 +94,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    door: None,
     plan: |ctx, r, inputs| {
         let mut plan = opencode_plan(ctx, r)?;
         plan.env.push(crate::clients::plan::EnvVar::new(

@@ -95,6 +95,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
+    door: None,
     plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &["conformance_acp", "differential_qwen", "verify_clients"],

@@ -212,6 +212,38 @@ fn probe() -> Option<String> {
     ))
 }
 
+/// The reviewer's network for `plan` under `options`: the plan's door
+/// ([`LaunchPlan::door`](crate::clients::plan::LaunchPlan::door)) when it names one, else
+/// [`Options::network`](super::Options::network).
+///
+/// # Errors
+/// [`ExecError::BadDoor`] when both name a door: which one holds would be a guess.
+pub(crate) fn of_plan(
+    plan: &crate::clients::plan::LaunchPlan,
+    options: &super::Options,
+) -> Result<Network, ExecError> {
+    let Some(door) = &plan.door else {
+        return Ok(options.network.clone());
+    };
+    if options.network != Network::Open {
+        return Err(ExecError::BadDoor {
+            problem: "is named by the plan and by the executor's options; name it in one".into(),
+        });
+    }
+    Ok(Network::Door(
+        door.endpoints
+            .iter()
+            .map(|e| {
+                let endpoint = Endpoint::new(e.port, e.upstream.clone());
+                match &e.credential {
+                    Some(c) => endpoint.with_credential(Credential::new(&c.header, &c.value)),
+                    None => endpoint,
+                }
+            })
+            .collect(),
+    ))
+}
+
 /// Refuses, before anything is created, endpoints the door cannot serve
 /// ([`ExecError::BadDoor`]) and a kernel that does not give the namespaces
 /// ([`ExecError::NoDoor`]).

@@ -297,6 +297,7 @@ pub(crate) fn render_plan(
         launch_dir: common.launch_dir,
         credentials: credentials(&common.credentials, &common.credential_files)?,
         cache_dir: common.cache_dir,
+        door: common.door,
     };
     ops::render::check_launch_values(launch.as_ref(), &overrides).map_err(CliError::usage)?;
     if common.source.registry.is_none() {
@@ -449,6 +450,12 @@ pub(crate) struct RenderArgs {
     /// XDG_CACHE_HOME instead of the per-launch one.
     #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub(crate) cache_dir: Option<String>,
+    /// Put the reviewer behind the door: a network of its own whose only way out is the
+    /// endpoints the plan names (its model API, the kcap server), with the model key kept
+    /// outside (docs/network.md). Needs the model API's base URL as a --credential
+    /// (http://) and a client whose model API is measured through the door.
+    #[arg(long)]
+    pub(crate) door: bool,
     /// Brokered result delivery: the result channel gets this capability URL
     /// (KCAP_FLOW_CAPABILITY_URL) instead of KCAP_URL.
     #[arg(long, value_name = "URL", allow_hyphen_values = true)]

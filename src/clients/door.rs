@@ -1,0 +1,285 @@
+//! The reviewer's door as plan data: which endpoints a launch with
+//! [`LaunchContext::door`] gets, and the launch values that name them.
+//!
+//! A client whose model API is known to go through the door declares a [`DoorSpec`] in its
+//! room: the variable that points it at its model API and the variables that carry its key,
+//! each with the request header the client sends it in (measured on the real client; the
+//! room cites it). [`through`] turns a launch into the same launch behind the door:
+//! - every URL the reviewer uses (the model API's base URL, the kcap server's, the capability
+//!   and review-context URLs) is an `http://` upstream; each `host:port` gets one endpoint,
+//!   on a port of the reviewer's own `127.0.0.1` from [`DOOR_FIRST_PORT`] on, and the URL
+//!   is rewritten to it (path and query kept);
+//! - the key the daemon handed over is replaced by a per-launch token in the client's
+//!   environment, and the model API's endpoint sets the key on each request
+//!   ([`DoorCredential`]): the key never enters the reviewer.
+//!
+//! What would enter the reviewer anyway is refused: a credential file, a credential variable
+//! that is neither the key nor a setting, two keys at once. An `https://` upstream is refused
+//! too: the door sets the key in plain HTTP, and a TLS upstream's certificate names its host,
+//! not the door (a TLS stack in the door is next: docs/network.md).
+
+use super::plan::{DoorCredential, DoorEndpoint, DoorPlan, EnvVar, LaunchSecret};
+use super::{Client, LaunchContext, RenderError, ResultDelivery, Snapshot};
+
+/// The first port of a door's endpoints inside the reviewer's network; the next ones follow.
+/// Each reviewer has a network of its own, so the ports are fixed.
+pub const DOOR_FIRST_PORT: u16 = 41001;
+
+/// How a client's model API goes through the door: declared in its room
+/// ([`ClientSpec::door`](super::spec::ClientSpec::door)).
+#[derive(Clone, Copy, Debug)]
+pub struct DoorSpec {
+    /// The variable that sets the model API's base URL (`ANTHROPIC_BASE_URL`), one of the
+    /// client's credential variables.
+    pub base_url: &'static str,
+    /// The variables that carry the model key, each with the header the client sends it in.
+    pub keys: &'static [DoorKey],
+    /// The client's credential variables that are settings, not secrets (`IS_SANDBOX`): they
+    /// may enter the reviewer.
+    pub settings: &'static [&'static str],
+}
+
+/// A variable that carries the model key, and how the client sends it.
+#[derive(Clone, Copy, Debug)]
+pub struct DoorKey {
+    /// The variable (`ANTHROPIC_API_KEY`).
+    pub var: &'static str,
+    /// The request header the client puts it in, lower-case (`x-api-key`).
+    pub header: &'static str,
+    /// What precedes the key in the header's value (`Bearer `, or nothing).
+    pub prefix: &'static str,
+}
+
+/// An `http://` URL split: its `host:port` (port 80 when none is given) and the rest from
+/// the first `/`, `?` or `#` on (possibly empty).
+fn split_http(url: &str) -> Result<(String, &str), &'static str> {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(if url.starts_with("https://") {
+            "is https: the door sets the key in plain HTTP and a TLS upstream's certificate \
+             names its host, not the door; give an http:// URL (a gateway on this host)"
+        } else {
+            "is not an http:// URL"
+        });
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    if authority.contains('@') {
+        return Err("holds a user name or password; give it without");
+    }
+    let port = |p: &str| match p.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err("has a port that is not a number from 1 to 65535"),
+    };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (inner, after) = v6.split_once(']').ok_or("has a malformed host")?;
+        let host = &authority[..inner.len() + 2];
+        match after.strip_prefix(':') {
+            None if after.is_empty() => (host, 80),
+            None => return Err("has a malformed host"),
+            Some(p) => (host, port(p)?),
+        }
+    } else {
+        match authority.split_once(':') {
+            None => (authority, 80),
+            Some((host, p)) => (host, port(p)?),
+        }
+    };
+    if host.is_empty() {
+        return Err("names no host");
+    }
+    Ok((format!("{host}:{port}"), path))
+}
+
+/// The endpoints being built, and the launch values rewritten to them.
+struct Builder {
+    client: Client,
+    endpoints: Vec<DoorEndpoint>,
+}
+
+impl Builder {
+    /// `url` (the value of `field`) rewritten to the endpoint of its `host:port`, made when
+    /// it is the first URL there.
+    fn route(
+        &mut self,
+        field: &'static str,
+        url: &str,
+        serves: String,
+        credential: Option<DoorCredential>,
+    ) -> Result<String, RenderError> {
+        let (upstream, rest) = split_http(url).map_err(|problem| RenderError::DoorUpstream {
+            client: self.client,
+            field,
+            url: url.to_owned(),
+            problem,
+        })?;
+        let port = match self.endpoints.iter().find(|e| e.upstream == upstream) {
+            // The same upstream, and the same header set (or none) on its requests.
+            Some(e) if e.credential == credential => e.port,
+            Some(_) => {
+                return Err(RenderError::DoorUpstream {
+                    client: self.client,
+                    field,
+                    url: url.to_owned(),
+                    problem: "is the model API's host and port: the door would set the model \
+                              key on its requests; give the model API a host and port of its \
+                              own",
+                });
+            }
+            None => {
+                // At most a handful of URLs: the ports stay far below u16::MAX.
+                let port = DOOR_FIRST_PORT + u16::try_from(self.endpoints.len()).unwrap_or(0);
+                self.endpoints.push(DoorEndpoint {
+                    port,
+                    upstream,
+                    serves,
+                    credential,
+                });
+                port
+            }
+        };
+        Ok(format!("http://127.0.0.1:{port}{rest}"))
+    }
+}
+
+/// `ctx` behind the door (the module docs): the launch values rewritten to the door's
+/// endpoints, and the door. `token` stands in for the model key in the client's
+/// environment.
+///
+/// # Errors
+/// [`RenderError::DoorUnsupported`] for a client without a [`DoorSpec`];
+/// [`RenderError::DoorCredential`] for a credential that would enter the reviewer (a file,
+/// a secret variable that is not the key, two keys); [`RenderError::DoorUpstream`] for a
+/// URL that is not `http://` or no base URL at all.
+pub fn through(
+    client: Client,
+    ctx: &LaunchContext,
+    token: &LaunchSecret,
+) -> Result<(LaunchContext, DoorPlan), RenderError> {
+    let spec = client
+        .spec()
+        .door
+        .ok_or(RenderError::DoorUnsupported { client })?;
+    if let Some(file) = ctx.credentials.files.first() {
+        return Err(RenderError::DoorCredential {
+            client,
+            name: file.name.clone(),
+            problem: "is a credential file, which the client reads inside the reviewer",
+        });
+    }
+    let mut b = Builder {
+        client,
+        endpoints: Vec::new(),
+    };
+    let mut out = ctx.clone();
+    let given = |name: &str| ctx.credentials.env.iter().find(|v| v.name == name);
+    let mut keys = spec.keys.iter().filter(|k| given(k.var).is_some());
+    let key = keys.next();
+    if let Some(second) = keys.next() {
+        return Err(RenderError::DoorCredential {
+            client,
+            name: second.var.to_owned(),
+            problem: "is a second model key; the door sets one, hand over one",
+        });
+    }
+    for var in &ctx.credentials.env {
+        let known = var.name == spec.base_url
+            || spec.keys.iter().any(|k| k.var == var.name)
+            || spec.settings.contains(&var.name.as_str());
+        if !known {
+            return Err(RenderError::DoorCredential {
+                client,
+                name: var.name.clone(),
+                problem: "would enter the reviewer: the door keeps only the model key outside",
+            });
+        }
+    }
+    let base = given(spec.base_url).ok_or(RenderError::DoorUpstream {
+        client,
+        field: spec.base_url,
+        url: String::new(),
+        problem: "is not set: the door forwards to the model API the daemon names",
+    })?;
+    let credential = key.map(|k| DoorCredential {
+        header: k.header.to_owned(),
+        value: format!(
+            "{}{}",
+            k.prefix,
+            given(k.var).map_or("", |v| v.value.as_str())
+        ),
+    });
+    let serves = format!("model API ({})", spec.base_url);
+    let door_base = b.route(spec.base_url, &base.value, serves, credential)?;
+    out.credentials.env = ctx
+        .credentials
+        .env
+        .iter()
+        .map(|v| match v.name.as_str() {
+            n if n == spec.base_url => EnvVar::new(n, door_base.clone()),
+            n if key.is_some_and(|k| k.var == n) => {
+                EnvVar::new(n, format!("kcap-door-{}", token.hex()))
+            }
+            _ => v.clone(),
+        })
+        .collect();
+    if let Some(url) = super::non_blank(&ctx.server_url) {
+        out.server_url =
+            Some(b.route("server_url", url, "kcap server (server_url)".into(), None)?);
+    }
+    if let ResultDelivery::Brokered { capability_url } = &ctx.result_delivery {
+        let serves = "result channel (result_capability_url)".to_owned();
+        out.result_delivery = ResultDelivery::Brokered {
+            capability_url: b.route("result_capability_url", capability_url, serves, None)?,
+        };
+    }
+    if let Snapshot::Borrowed {
+        review_context_url: Some(url),
+    } = &ctx.snapshot
+    {
+        let serves = "review context (review_context_url)".to_owned();
+        out.snapshot = Snapshot::Borrowed {
+            review_context_url: Some(b.route("review_context_url", url, serves, None)?),
+        };
+    }
+    Ok((
+        out,
+        DoorPlan {
+            endpoints: b.endpoints,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_http;
+
+    #[test]
+    fn http_urls_split_into_upstream_and_rest() {
+        fn ok(url: &str) -> (String, &str) {
+            split_http(url).unwrap()
+        }
+        assert_eq!(
+            ok("http://127.0.0.1:5100/kcap"),
+            ("127.0.0.1:5100".into(), "/kcap")
+        );
+        assert_eq!(
+            ok("http://model.internal"),
+            ("model.internal:80".into(), "")
+        );
+        assert_eq!(ok("http://h:8/a?b#c"), ("h:8".into(), "/a?b#c"));
+        assert_eq!(ok("http://[::1]:9/x"), ("[::1]:9".into(), "/x"));
+        assert_eq!(ok("http://[::1]/x"), ("[::1]:80".into(), "/x"));
+        for bad in [
+            "https://api.anthropic.com",
+            "ftp://h",
+            "http://",
+            "http://:80",
+            "http://u:p@h:80",
+            "http://h:0",
+            "http://h:x",
+            "http://h:70000",
+            "http://[::1:80",
+        ] {
+            assert!(split_http(bad).is_err(), "{bad}");
+        }
+    }
+}

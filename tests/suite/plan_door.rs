@@ -1,0 +1,277 @@
+//! A launch behind the door (`LaunchContext::door`, `clients::door`): the plan names the
+//! door's endpoints, every URL the reviewer uses names them, and the model key the daemon
+//! handed over is in no part of the plan the client gets (its environment, its files, its
+//! argv), only in the door's credential. What would enter the reviewer anyway is refused,
+//! naming it.
+
+use crate::common;
+
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::door::DOOR_FIRST_PORT;
+use kcap_mcp_registry::clients::plan::{
+    DoorCredential, DoorEndpoint, EnvVar, LaunchPlan, LaunchSecret,
+};
+use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
+use kcap_mcp_registry::{
+    LaunchContext, LaunchError, Policy, RenderError, ResultDelivery, Snapshot,
+};
+
+const KEY: &str = "sk-ant-daemon-key-0123456789";
+
+fn ctx(door: bool) -> LaunchContext {
+    LaunchContext {
+        server_url: Some("http://127.0.0.1:5100/kcap".into()),
+        kcap_bin: Some("/opt/kcap/bin/kcap".into()),
+        agent_id: "a1".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        prompt: Some("Review PR 42".into()),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/l1".into()),
+        result_delivery: ResultDelivery::from_capability_url(Some(
+            "http://127.0.0.1:5100/cap/t0k3n".into(),
+        )),
+        snapshot: Snapshot::from_launch(true, Some("http://127.0.0.1:5200/rc".into())),
+        credentials: Credentials {
+            env: vec![
+                EnvVar::new("ANTHROPIC_API_KEY", KEY),
+                EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:4000/anthropic"),
+                EnvVar::new("IS_SANDBOX", "1"),
+            ],
+            files: Vec::new(),
+        },
+        door,
+        ..LaunchContext::default()
+    }
+}
+
+fn plan(client: Client, ctx: &LaunchContext) -> Result<LaunchPlan, LaunchError> {
+    let mut inputs = PlanInputs::new(Policy::Strict);
+    inputs.launch_secret = Some(LaunchSecret::from_bytes([7; 16]));
+    client.plan(ctx, &inputs).map(|p| p.plan)
+}
+
+/// The plan without its door, as JSON: what reaches the client.
+fn client_side(plan: &LaunchPlan) -> String {
+    let mut plan = plan.clone();
+    plan.door = None;
+    plan.to_json()
+}
+
+#[test]
+fn a_claude_launch_behind_the_door_names_its_endpoints_and_keeps_the_key_outside() {
+    let plan = plan(Client::Claude, &ctx(true)).unwrap();
+    let door = plan.door.clone().unwrap();
+    let endpoint = |i: u16, upstream: &str, serves: &str, credential| DoorEndpoint {
+        port: DOOR_FIRST_PORT + i,
+        upstream: upstream.into(),
+        serves: serves.into(),
+        credential,
+    };
+    assert_eq!(
+        door.endpoints,
+        [
+            endpoint(
+                0,
+                "127.0.0.1:4000",
+                "model API (ANTHROPIC_BASE_URL)",
+                Some(DoorCredential {
+                    header: "x-api-key".into(),
+                    value: KEY.into(),
+                })
+            ),
+            // The kcap server and the capability URL share a host and port: one endpoint.
+            endpoint(1, "127.0.0.1:5100", "kcap server (server_url)", None),
+            endpoint(
+                2,
+                "127.0.0.1:5200",
+                "review context (review_context_url)",
+                None
+            ),
+        ]
+    );
+    // The client's environment: the token, the door's base URL (path kept).
+    let token = format!("kcap-door-{}", "07".repeat(16));
+    assert_eq!(plan.env_value("ANTHROPIC_API_KEY"), Some(token.as_str()));
+    assert_eq!(
+        plan.env_value("ANTHROPIC_BASE_URL"),
+        Some("http://127.0.0.1:41001/anthropic")
+    );
+    assert_eq!(plan.env_value("IS_SANDBOX"), Some("1"));
+    // The servers' URLs name the door, and nothing the client gets holds the key or a URL
+    // of the host's.
+    let shown = client_side(&plan);
+    for door_url in [
+        "http://127.0.0.1:41002/kcap",
+        "http://127.0.0.1:41002/cap/t0k3n",
+        "http://127.0.0.1:41003/rc",
+    ] {
+        assert!(shown.contains(door_url), "{door_url} not in {shown}");
+    }
+    for host in [KEY, ":5100", ":5200", ":4000"] {
+        assert!(!shown.contains(host), "{host} in {shown}");
+    }
+    // The bite: without the door the key and the host's URLs are the client's.
+    let open = plan_open();
+    assert!(open.door.is_none());
+    let shown = client_side(&open);
+    for host in [KEY, ":5100", ":5200", ":4000"] {
+        assert!(shown.contains(host), "{host} not in {shown}");
+    }
+}
+
+fn plan_open() -> LaunchPlan {
+    plan(Client::Claude, &ctx(false)).unwrap()
+}
+
+#[test]
+fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
+    let refused = |client: Client, change: &dyn Fn(&mut LaunchContext)| {
+        let mut c = ctx(true);
+        change(&mut c);
+        match plan(client, &c) {
+            Err(LaunchError::Render(e)) => (e.clone(), e.to_string()),
+            other => panic!("{client}: {other:?}"),
+        }
+    };
+    let (e, shown) = refused(Client::Codex, &|c| c.credentials = Credentials::default());
+    assert_eq!(
+        e,
+        RenderError::DoorUnsupported {
+            client: Client::Codex
+        }
+    );
+    assert_eq!(
+        shown,
+        "cannot put the Codex CLI reviewer behind the door: how its model API goes through the \
+         door is not measured; launch it without the door"
+    );
+    let set = |name: &'static str, value: &'static str| {
+        move |c: &mut LaunchContext| {
+            c.credentials.env.retain(|v| v.name != name);
+            c.credentials.env.push(EnvVar::new(name, value));
+        }
+    };
+    let (_, shown) = refused(
+        Client::Claude,
+        &set("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    );
+    assert_eq!(
+        shown,
+        "cannot put the Claude Code reviewer behind the door: `ANTHROPIC_BASE_URL` \
+         \"https://api.anthropic.com\" is https: the door sets the key in plain HTTP and a TLS \
+         upstream's certificate names its host, not the door; give an http:// URL (a gateway \
+         on this host)"
+    );
+    let (_, shown) = refused(Client::Claude, &|c| {
+        c.credentials.env.retain(|v| v.name != "ANTHROPIC_BASE_URL");
+    });
+    assert_eq!(
+        shown,
+        "cannot put the Claude Code reviewer behind the door: `ANTHROPIC_BASE_URL` is not set: \
+         the door forwards to the model API the daemon names; hand it over as a credential (an \
+         http:// URL)"
+    );
+    let (_, shown) = refused(Client::Claude, &set("CLAUDE_CODE_OAUTH_TOKEN", "oauth"));
+    assert_eq!(
+        shown,
+        "cannot put the Claude Code reviewer behind the door: credential \
+         `CLAUDE_CODE_OAUTH_TOKEN` would enter the reviewer: the door keeps only the model key \
+         outside; hand over the model key as one of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN"
+    );
+    let (_, shown) = refused(Client::Claude, &set("ANTHROPIC_AUTH_TOKEN", "t"));
+    assert!(
+        shown.contains("`ANTHROPIC_AUTH_TOKEN` is a second model key"),
+        "{shown}"
+    );
+    let (_, shown) = refused(Client::Claude, &|c| {
+        c.credentials.env.clear();
+        c.credentials.files.push(CredentialFile {
+            name: ".credentials.json".into(),
+            contents: r#"{"claudeAiOauth":{"accessToken":"a"}}"#.into(),
+        });
+    });
+    assert!(
+        shown.contains("credential `.credentials.json` is a credential file"),
+        "{shown}"
+    );
+    let (_, shown) = refused(Client::Claude, &|c| {
+        c.server_url = Some("https://kcap.example/x".into())
+    });
+    assert!(
+        shown.contains("`server_url` \"https://kcap.example/x\" is https"),
+        "{shown}"
+    );
+    // A kcap URL on the model API's host and port would get the key on its requests.
+    let (_, shown) = refused(Client::Claude, &|c| {
+        c.server_url = Some("http://127.0.0.1:4000/kcap".into());
+    });
+    assert!(
+        shown.contains("is the model API's host and port"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn the_auth_token_goes_in_a_bearer_header() {
+    let mut c = ctx(true);
+    c.credentials.env[0] = EnvVar::new("ANTHROPIC_AUTH_TOKEN", KEY);
+    let plan = plan(Client::Claude, &c).unwrap();
+    assert_eq!(
+        plan.door.unwrap().endpoints[0].credential,
+        Some(DoorCredential {
+            header: "authorization".into(),
+            value: format!("Bearer {KEY}"),
+        })
+    );
+}
+
+/// `render claude --door --format plan` prints the door; a client without a door is
+/// refused naming why.
+#[cfg(feature = "cli")]
+#[test]
+fn render_door_prints_the_doors_plan() {
+    let args = |client: &str| {
+        vec![
+            "render".to_owned(),
+            client.to_owned(),
+            "--door".into(),
+            "--agent-id".into(),
+            "a1".into(),
+            "--server-url".into(),
+            "http://127.0.0.1:5100".into(),
+            "--kcap-bin".into(),
+            "/opt/kcap/bin/kcap".into(),
+            "--launch-dir".into(),
+            "/run/kcap/l1".into(),
+            "--worktree".into(),
+            "/work/tree".into(),
+            "--credential".into(),
+            "ANTHROPIC_BASE_URL".into(),
+            "--format".into(),
+            "plan".into(),
+        ]
+    };
+    let run = |client: &str| {
+        let args = args(client);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        common::finish(
+            common::bin()
+                .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:4000")
+                .args(&args),
+        )
+    };
+    let r = run("claude");
+    assert_eq!(r.code, 0, "{r:?}");
+    let plan: LaunchPlan = serde_json::from_str(&r.stdout).unwrap();
+    let door = plan.door.unwrap();
+    assert_eq!(door.endpoints.len(), 2, "{door:?}");
+    assert_eq!(door.endpoints[1].upstream, "127.0.0.1:5100");
+    let r = run("gemini");
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("cannot put the Gemini CLI reviewer behind the door"),
+        "{r:?}"
+    );
+}
