@@ -24,6 +24,8 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         opencode_starts_in_the_sandbox,
         copilot_starts_in_the_sandbox,
         qwen_starts_in_the_sandbox,
+        claude_tool_commands_are_confined,
+        claude_next_tool_commands_are_confined,
     ]
 }
 
@@ -123,4 +125,200 @@ fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
         sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
         door: None,
     }
+}
+
+fn claude_tool_commands_are_confined() {
+    tool_commands_are_confined("KCAP_CLAUDE_BIN");
+}
+
+fn claude_next_tool_commands_are_confined() {
+    tool_commands_are_confined("KCAP_CLAUDE_NEXT_BIN");
+}
+
+/// What a command the model asks for tries, with what the reviewer's own work needs.
+const TOOL_ATTACKS: &[&str] = &[
+    "daemon_home",
+    "other_launch_dir",
+    "other_environ",
+    "signal_outside",
+    "write_outside",
+    "write_worktree",
+    "shared_tmp",
+];
+const TOOL_WORK: &[&str] = &["own_home", "read_worktree", "system_program"];
+
+/// Issue 31, from a command the client runs as a tool: a stand-in model API
+/// (`common::model_api`, 127.0.0.1) answers the real Claude Code's first turn with a call of
+/// its `Bash` tool, whose command tries each attack of [`TOOL_ATTACKS`] and prints
+/// `name=yes|no`; the client runs it (`bypassPermissions`) and sends its output back in the
+/// next turn, which the stand-in records. In the default sandbox every attack is denied and
+/// the reviewer's own work is done; with the sandbox off every attack succeeds (the bite).
+/// (`/bin/grep -a`: a plain `grep` in Claude Code 2.1.197's `Bash` tool found nothing in an
+/// environ file that `/bin/grep -a` reads, its NUL-separated entries read as binary.)
+fn tool_commands_are_confined(var: &'static str) {
+    let Some(bin) = peer(var) else { return };
+    if let Some(missing) = sandbox::missing() {
+        skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    let confined = run_tool_attacks(&bin, Confinement::BestEffort);
+    let open = run_tool_attacks(&bin, Confinement::Off);
+    for attack in TOOL_ATTACKS {
+        assert_eq!(
+            confined.get(*attack),
+            Some(&false),
+            "{var} {attack}: {confined:?}"
+        );
+        assert_eq!(
+            open.get(*attack),
+            Some(&true),
+            "{var} {attack} without the sandbox: {open:?}"
+        );
+    }
+    for work in TOOL_WORK {
+        assert_eq!(
+            confined.get(*work),
+            Some(&true),
+            "{var} {work}: {confined:?}"
+        );
+        assert_eq!(open.get(*work), Some(&true), "{var} {work}: {open:?}");
+    }
+}
+
+/// One Claude Code launch under `confinement` whose first turn runs the probe as its `Bash`
+/// tool; each probe's answer, read from the turn that carries the tool's output.
+fn run_tool_attacks(
+    bin: &Path,
+    confinement: Confinement,
+) -> std::collections::BTreeMap<String, bool> {
+    use crate::common::model_api::{ModelApi, anthropic_turn};
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    use kcap_mcp_registry::clients::root::Credentials;
+    use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
+    use kcap_mcp_registry::{LaunchContext, Policy};
+    use std::sync::Arc;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let at = |p: &str| root.join(p);
+    for dir in ["daemon-home", "other-launch", "wt"] {
+        std::fs::create_dir_all(at(dir)).unwrap();
+    }
+    std::fs::write(at("daemon-home/.env"), "ANTHROPIC_API_KEY=daemon-secret\n").unwrap();
+    std::fs::write(at("other-launch/.credentials.json"), "other-secret").unwrap();
+    std::fs::write(at("wt/README.md"), "the change under review\n").unwrap();
+    let mut other = std::process::Command::new("/bin/sleep")
+        .arg("120")
+        .env_clear()
+        .env("ANTHROPIC_API_KEY", "concurrent-reviewer-key")
+        .spawn()
+        .unwrap();
+    let pid = other.id();
+    let command = format!(
+        "p() {{ n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n=yes\"; else echo \"$n=no\"; fi; }}; \
+         p daemon_home cat {home}/.env; \
+         p other_launch_dir cat {other}/.credentials.json; \
+         p other_environ /bin/grep -a -q concurrent-reviewer-key /proc/{pid}/environ; \
+         p signal_outside kill -0 {pid}; \
+         p write_outside sh -c 'echo x > {root}/planted'; \
+         p write_worktree sh -c 'echo x > {wt}/planted'; \
+         p shared_tmp sh -c 'echo x > /tmp/kcap-tool-planted-{pid}'; \
+         p own_home sh -c 'echo x > \"$HOME/note\" && cat \"$HOME/note\"'; \
+         p read_worktree cat {wt}/README.md; \
+         p system_program /usr/bin/python3 -c 'print(1)'",
+        home = at("daemon-home").display(),
+        other = at("other-launch").display(),
+        root = root.display(),
+        wt = at("wt").display(),
+    );
+    let input = serde_json::json!({"command": command, "description": "probe"});
+    let api = ModelApi::scripted(Arc::new(move |req| {
+        let body = req.json()?;
+        let offers_bash = body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+        let answered = req.body.contains("\"tool_result\"");
+        let turn = anthropic_turn((offers_bash && !answered).then_some(("Bash", &input)));
+        Some((200, "text/event-stream", turn))
+    }));
+    let ctx = LaunchContext {
+        agent_id: "a1".into(),
+        prompt: Some("Run the probe.".into()),
+        worktree: Some(at("wt").display().to_string()),
+        launch_dir: Some(at("launch").display().to_string()),
+        credentials: Credentials {
+            env: vec![
+                EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
+                EnvVar::new("ANTHROPIC_BASE_URL", &api.url),
+                EnvVar::new("IS_SANDBOX", "1"),
+            ],
+            files: Vec::new(),
+        },
+        ..LaunchContext::default()
+    };
+    let mut plan = Client::Claude
+        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+        .unwrap()
+        .plan;
+    // Offline: a dead proxy for anything but the stand-in.
+    plan.env.extend([
+        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("NO_PROXY", "127.0.0.1"),
+    ]);
+    let daemon_env = |name: &str| match name {
+        "PATH" => Some(inherited_path()),
+        _ => None,
+    };
+    let options = Options::default()
+        .with_confinement(confinement)
+        .with_dialog_quiet(Duration::from_secs(5))
+        .with_die_with_parent(true);
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let Reviewer::Terminal(mut session) = reviewer else {
+        panic!("Claude Code runs in a terminal");
+    };
+    let started = std::time::Instant::now();
+    let result = loop {
+        let done = api.requests().iter().find_map(|r| tool_output(&r.json()?));
+        if let Some(done) = done {
+            break done;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "{}: no turn carried the tool's output; requests: {:?}",
+            bin.display(),
+            api.requests().iter().map(|r| &r.path).collect::<Vec<_>>()
+        );
+        match session.next_event(Duration::from_millis(200)) {
+            Ok(Some(TerminalEvent::Exited(status))) => panic!("exited: {status:?}"),
+            Ok(_) => {}
+            Err(e) => panic!("{}: {e}", bin.display()),
+        }
+    };
+    session.stop().unwrap();
+    let _ = other.kill();
+    let _ = other.wait();
+    let _ = std::fs::remove_file(format!("/tmp/kcap-tool-planted-{pid}"));
+    TOOL_ATTACKS
+        .iter()
+        .chain(TOOL_WORK)
+        .filter_map(|name| {
+            let yes = result.contains(&format!("{name}=yes"));
+            let no = result.contains(&format!("{name}=no"));
+            (yes != no).then(|| ((*name).to_owned(), yes))
+        })
+        .collect()
+}
+
+/// The text of the first `tool_result` block of a Messages API request body, if it has one.
+fn tool_output(body: &serde_json::Value) -> Option<String> {
+    body["messages"].as_array()?.iter().find_map(|m| {
+        m["content"].as_array()?.iter().find_map(|block| {
+            (block["type"] == "tool_result").then(|| match &block["content"] {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+        })
+    })
 }

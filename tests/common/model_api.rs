@@ -39,6 +39,10 @@ impl Request {
     }
 }
 
+/// What the stand-in answers a request with: the status, the content type and the body;
+/// `None` for its usual `400`.
+pub type Answer = dyn Fn(&Request) -> Option<(u16, &'static str, Vec<u8>)> + Send + Sync;
+
 /// The running stand-in.
 pub struct ModelApi {
     /// `http://127.0.0.1:<port>`.
@@ -49,6 +53,11 @@ pub struct ModelApi {
 impl ModelApi {
     /// Starts it on a free loopback port.
     pub fn start() -> ModelApi {
+        ModelApi::scripted(Arc::new(|_| None))
+    }
+
+    /// Starts it on a free loopback port, answering each request as `answer` says.
+    pub fn scripted(answer: Arc<Answer>) -> ModelApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -56,7 +65,8 @@ impl ModelApi {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(stream, &log));
+                let answer = Arc::clone(&answer);
+                std::thread::spawn(move || serve(stream, &log, &*answer));
             }
         });
         ModelApi { url, requests }
@@ -83,7 +93,7 @@ impl ModelApi {
 }
 
 /// Reads requests from one connection (keep-alive included) until it closes or fails.
-fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
+fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, answer: &Answer) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut writer = match stream.try_clone() {
         Ok(w) => w,
@@ -127,12 +137,26 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>) {
             }
             body
         };
-        log.lock().unwrap().push(Request {
+        let request = Request {
             method,
             path,
             headers,
             body: String::from_utf8_lossy(&body).into_owned(),
-        });
+        };
+        let scripted = answer(&request);
+        log.lock().unwrap().push(request);
+        if let Some((status, content_type, body)) = scripted {
+            let mut out = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            out.extend_from_slice(&body);
+            if writer.write_all(&out).is_err() {
+                return;
+            }
+            continue;
+        }
         if upgrade {
             let refused = "HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n";
             if writer.write_all(refused.as_bytes()).is_err() {
@@ -175,4 +199,39 @@ fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
         chunk.truncate(size);
         body.extend(chunk);
     }
+}
+
+/// One streamed Anthropic Messages API turn (server-sent events, as
+/// <https://docs.anthropic.com/en/api/messages-streaming> describes them): a call of tool
+/// `name` with `input` when given, else the text `done`.
+pub fn anthropic_turn(tool: Option<(&str, &Value)>) -> Vec<u8> {
+    use serde_json::json;
+    let (block, delta, stop) = match tool {
+        Some((name, input)) => (
+            json!({"type": "tool_use", "id": "toolu_01", "name": name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+            "tool_use",
+        ),
+        None => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": "done"}),
+            "end_turn",
+        ),
+    };
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+            "model": "claude-stand-in", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect::<String>()
+        .into_bytes()
 }
