@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::carry::until_exit;
+use crate::common::carry::{terminal_plan, until_exit};
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
@@ -101,24 +101,14 @@ fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
 fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
     let dir = launch_dir.display();
     LaunchPlan {
-        version: PLAN_VERSION,
-        client,
-        isolation: Isolation::Verified {
-            proven_on: Vec::new(),
-        },
         cwd: Some(tree.display().to_string()),
-        launch_dir: dir.to_string(),
         argv: vec!["--version".into()],
         env: vec![
             EnvVar::new("HOME", format!("{dir}/home")),
             EnvVar::new("TMPDIR", format!("{dir}/tmp")),
             EnvVar::new("PATH", inherited_path().to_string_lossy()),
         ],
-        env_inherit: vec![],
         dirs: vec!["home".into(), "tmp".into()],
-        files: vec![],
-        worktree_remove: vec![],
-        session_new: None,
-        servers: vec![],
+        ..terminal_plan(client, launch_dir)
     }
 }
