@@ -454,3 +454,60 @@ pub mod loader {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAMES: [&str; 2] = [".gemini/.env", ".env"];
+
+    #[test]
+    fn parent_env_file_walks_the_parents_only_nearest_first() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("a/b/wt");
+        std::fs::create_dir_all(tree.join(".gemini")).unwrap();
+        // The worktree's own files are the plan's to remove.
+        std::fs::write(tree.join(".env"), "X=1").unwrap();
+        std::fs::write(tree.join(".gemini/.env"), "X=1").unwrap();
+        assert_eq!(parent_env_file(Client::Gemini, NAMES, &tree), Ok(()));
+        std::fs::create_dir_all(t.path().join("a/.gemini")).unwrap();
+        std::fs::write(t.path().join("a/.gemini/.env"), "X=1").unwrap();
+        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
+        // The nearest first, as the clients find it.
+        assert_eq!(
+            parent_env_file(Client::Gemini, NAMES, &tree),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
+                file: t.path().join("a/b/.env")
+            })
+        );
+        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
+        // `.` and `..` resolved as Node's `path.resolve` does.
+        let dotted = t.path().join("a/b/../b/./wt");
+        assert_eq!(
+            parent_env_file(Client::Qwen, NAMES, &dotted),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Qwen,
+                file: t.path().join("a/.gemini/.env")
+            })
+        );
+    }
+
+    #[test]
+    fn parent_env_file_walks_the_canonical_path_too() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("real/wt")).unwrap();
+        std::fs::create_dir_all(t.path().join("links")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("real/wt"), t.path().join("links/wt")).unwrap();
+        let linked = t.path().join("links/wt");
+        assert_eq!(parent_env_file(Client::Gemini, NAMES, &linked), Ok(()));
+        std::fs::write(t.path().join("real/.env"), "X=1").unwrap();
+        assert_eq!(
+            parent_env_file(Client::Gemini, NAMES, &linked),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
+                file: t.path().join("real/.env").canonicalize().unwrap()
+            })
+        );
+    }
+}
