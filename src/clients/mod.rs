@@ -28,6 +28,8 @@
 //! launch needs from the daemon), [`RenderError`] and [`LaunchError`] (every error a launch
 //! can meet, so a daemon returns them all with `?`); [`plan`] holds the
 //! [`LaunchPlan`](plan::LaunchPlan) every room renders and the [`LaunchId`](plan::LaunchId).
+//! What two rooms share because one client is a fork of the other is written once beside
+//! them: `gemini_family.rs` for Gemini CLI and Qwen Code.
 //!
 //! A launch in three steps, each failing into [`LaunchError`]:
 //!
@@ -73,6 +75,7 @@ pub mod dispatch;
 pub mod door;
 mod error;
 pub mod gemini;
+mod gemini_family;
 #[cfg(feature = "cli")]
 pub mod hostile;
 pub mod kiro;

@@ -72,24 +72,11 @@ enum Level {
 type Run = variants::Run<Level>;
 
 fn base(case: usize) -> Vec<(String, Entry)> {
-    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
-        command: "@KCAP@".into(),
-        server_url: Some("http://127.0.0.1:9/u".into()),
-        project_dir: None,
-    };
-    let text = kcap_mcp_registry::clients::registration::registration_file(
+    variants::export(
         &kcap_mcp_registry::clients::gemini::registration::FORMAT,
-        &kcap_mcp_registry::ops::list::compiled_entries(),
-        &opts,
+        "mcpServers",
+        case,
     )
-    .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["mcpServers"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (format!("c{case}-{k}"), Entry::from(v.clone())))
-        .collect()
 }
 
 /// A command server whose `args` is neither an array nor `null` makes `gemini mcp list`

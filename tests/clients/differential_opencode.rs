@@ -79,24 +79,11 @@ struct Level {
 type Run = variants::Run<Level>;
 
 fn base(case: usize) -> Vec<(String, Entry)> {
-    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
-        command: "@KCAP@".into(),
-        server_url: Some("http://127.0.0.1:9/u".into()),
-        project_dir: None,
-    };
-    let text = kcap_mcp_registry::clients::registration::registration_file(
+    variants::export(
         &kcap_mcp_registry::clients::opencode::registration::FORMAT,
-        &kcap_mcp_registry::ops::list::compiled_entries(),
-        &opts,
+        "mcp",
+        case,
     )
-    .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["mcp"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (format!("c{case}-{k}"), Entry::from(v.clone())))
-        .collect()
 }
 
 /// `$…` forms and `{env:…}` as OpenCode meets them: in the argv, `environment`, `cwd`, `url`.

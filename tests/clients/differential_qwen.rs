@@ -66,29 +66,17 @@ type Run = variants::Run<Level>;
 /// The export of case `case`, its servers named `c<case>-<id>`, each command a link named
 /// after the server.
 fn base(case: usize) -> Vec<(String, Entry)> {
-    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
-        command: "@KCAP@".into(),
-        server_url: Some("http://127.0.0.1:9/u".into()),
-        project_dir: None,
-    };
-    let text = kcap_mcp_registry::clients::registration::registration_file(
+    variants::export(
         &kcap_mcp_registry::clients::qwen::registration::FORMAT,
-        &kcap_mcp_registry::ops::list::compiled_entries(),
-        &opts,
+        "mcpServers",
+        case,
     )
-    .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["mcpServers"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| {
-            let name = format!("c{case}-{k}");
-            let mut e = Entry::from(v.clone());
-            e.set("command", json!(format!("@BINDIR@/{name}")));
-            (name, e)
-        })
-        .collect()
+    .into_iter()
+    .map(|(name, mut e)| {
+        e.set("command", json!(format!("@BINDIR@/{name}")));
+        (name, e)
+    })
+    .collect()
 }
 
 /// `$…` forms Qwen Code reads, and some it leaves as written.

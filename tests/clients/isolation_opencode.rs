@@ -24,7 +24,6 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use common::peers::peer;
-use http::Http;
 use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
@@ -312,7 +311,7 @@ fn configuration_added_after_the_render_does_not_reach_the_reviewer() {
     };
     let lab = Lab::new();
     let plan = lab.plan(&lab.context());
-    let wellknown = Http::config_server(&lab);
+    let wellknown = http::config_server(&lab);
     let home = lab.user_home();
     write(
         &lab.user_config("opencode.json"),
@@ -350,7 +349,7 @@ fn remote_configuration_is_not_fetched() {
         return;
     };
     let lab = Lab::new();
-    let wellknown = Http::config_server(&lab);
+    let wellknown = http::config_server(&lab);
     let auth = json!({
         "anthropic": {"type": "api", "key": "sk-ant-from-auth-json"},
         &wellknown.url: {"type": "wellknown", "key": "WK_TOKEN", "token": "secret"},
@@ -378,7 +377,7 @@ fn remote_configuration_is_not_fetched() {
         lab.model
             .requests()
             .iter()
-            .all(|r| r.header("x-api-key") == Some("sk-ant-from-auth-json")),
+            .all(|r| r.header("x-api-key").first() == Some(&"sk-ant-from-auth-json")),
         "a model request without the user's key"
     );
     lab.assert_quiet();

@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::carry::until_exit;
+use crate::common::carry::{terminal_plan, until_exit};
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
@@ -103,27 +103,16 @@ fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
 fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
     let dir = launch_dir.display();
     LaunchPlan {
-        version: PLAN_VERSION,
-        client,
-        isolation: Isolation::Verified {
-            proven_on: Vec::new(),
-        },
         cwd: Some(tree.display().to_string()),
-        launch_dir: dir.to_string(),
         argv: vec!["--version".into()],
         env: vec![
             EnvVar::new("HOME", format!("{dir}/home")),
             EnvVar::new("TMPDIR", format!("{dir}/tmp")),
             EnvVar::new("PATH", inherited_path().to_string_lossy()),
         ],
-        env_inherit: vec![],
         dirs: vec!["home".into(), "tmp".into()],
-        files: vec![],
-        worktree_remove: vec![],
-        session_new: None,
-        servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
-        door: None,
+        ..terminal_plan(client, launch_dir)
     }
 }
 
@@ -191,12 +180,11 @@ fn run_tool_attacks(
     bin: &Path,
     confinement: Confinement,
 ) -> std::collections::BTreeMap<String, bool> {
-    use crate::common::model_api::{ModelApi, anthropic_turn};
+    use crate::common::model_api::{ModelApi, anthropic_turn, response};
     use kcap_mcp_registry::clients::dispatch::PlanInputs;
     use kcap_mcp_registry::clients::root::Credentials;
     use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
     use kcap_mcp_registry::{LaunchContext, Policy};
-    use std::sync::Arc;
 
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().canonicalize().unwrap();
@@ -232,15 +220,15 @@ fn run_tool_attacks(
         wt = at("wt").display(),
     );
     let input = serde_json::json!({"command": command, "description": "probe"});
-    let api = ModelApi::scripted(Arc::new(move |req| {
-        let body = req.json()?;
+    let api = ModelApi::answering(move |req| {
+        let body = req.json().unwrap_or_default();
         let offers_bash = body["tools"]
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
         let answered = req.body.contains("\"tool_result\"");
         let turn = anthropic_turn((offers_bash && !answered).then_some(("Bash", &input)));
-        Some((200, "text/event-stream", turn))
-    }));
+        response("200 OK", "text/event-stream", &turn)
+    });
     let ctx = LaunchContext {
         agent_id: "a1".into(),
         prompt: Some("Run the probe.".into()),

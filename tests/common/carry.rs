@@ -2,7 +2,9 @@
 //! (`kcap_mcp_registry::launch::launch_with_parent_env`, with the test's daemon environment as
 //! the parent's), never by hand. [`AcpRun`] drives an ACP client (Gemini CLI, OpenCode,
 //! Copilot CLI) until every wanted recorder listed its tools, optionally through one prompt;
-//! [`start`] returns any reviewer (a terminal client's too) for a test's own loop.
+//! [`start`] returns any reviewer (a terminal client's too) for a test's own loop;
+//! [`terminal_plan`] is the plan of a stand-in client, [`probe_answers`] what its probes
+//! printed, [`kernel_gives`] whether a test of the sandbox or the door can run here.
 //!
 //! What a test needs beyond what a daemon does goes into a wrapper script that stands as the
 //! executor's client binary, so the plan itself is carried out unchanged:
@@ -17,7 +19,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
@@ -462,6 +465,64 @@ pub fn until_exit(
             }
             Ok(_) => {}
             Err(e) => panic!("{e}: {}", String::from_utf8_lossy(&output)),
+        }
+    }
+}
+
+/// A terminal plan (no `session/new`, no MCP server) for a stand-in client in `launch_dir`,
+/// as `client`'s plan (the client only names the reviewer in messages): `HOME` the launch
+/// directory's `home`, the one directory made, no worktree, nothing inherited, no file, the
+/// sandbox of a launch without a worktree, no door. A test sets what it needs as `LaunchPlan { …, ..terminal_plan(client, launch_dir) }`.
+pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
+    let dir = launch_dir.display();
+    LaunchPlan {
+        version: PLAN_VERSION,
+        client,
+        isolation: Isolation::Verified {
+            proven_on: Vec::new(),
+        },
+        cwd: None,
+        launch_dir: dir.to_string(),
+        argv: vec![],
+        env: vec![EnvVar::new("HOME", format!("{dir}/home"))],
+        env_inherit: vec![],
+        dirs: vec!["home".into()],
+        files: vec![],
+        worktree_remove: vec![],
+        session_new: None,
+        servers: vec![],
+        sandbox: Sandbox::new(&dir.to_string(), None),
+        door: None,
+    }
+}
+
+/// Each probe's answer in a stand-in's `output`: its `name=yes` and `name=no` lines (as the
+/// CLI prints them too: `output name=yes`); other lines are passed over.
+pub fn probe_answers(output: &str) -> BTreeMap<String, bool> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().trim_start_matches("output ").split_once('='))
+        .filter_map(|(k, v)| match v {
+            "yes" => Some((k.to_owned(), true)),
+            "no" => Some((k.to_owned(), false)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether this kernel gives a part of the executor: `missing` is what it lacks (the part's
+/// own `missing()`). When it lacks something the test is ignored, saying why, unless
+/// `require_var` is set in the environment, which makes it fail.
+pub fn kernel_gives(missing: Option<String>, require_var: &str) -> bool {
+    match missing {
+        None => true,
+        Some(missing) => {
+            assert!(
+                std::env::var_os(require_var).is_none(),
+                "{require_var} is set and this kernel lacks {missing}"
+            );
+            eprintln!("ignored: this kernel lacks {missing}");
+            false
         }
     }
 }

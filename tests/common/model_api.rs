@@ -3,10 +3,15 @@
 //! model and the test can read what the model would have been offered (the `tools` of the
 //! first request). A WebSocket upgrade request (Codex CLI 0.169.0 opens its Responses API as
 //! a WebSocket first) is answered `426 Upgrade Required`, on which Codex falls back to HTTP
-//! at once and POSTs the request body (measured; a 400 there ends its turn instead). Offline by construction: it listens on the loopback interface only, on a
-//! port the OS picks, and stops with the test process.
+//! at once and POSTs the request body (measured; a 400 there ends its turn instead). Offline by
+//! construction: it listens on the loopback interface only, on a port the OS picks, and stops
+//! with the test process.
+//!
+//! [`ModelApi::answering`] is the same recording server with an answer of the test's own: a
+//! model API that calls the result tool (`tests/clients/isolation_copilot/model.rs`,
+//! `tests/clients/isolation_opencode/http.rs`), a proxy, a configuration server.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,11 +44,10 @@ impl Request {
     }
 }
 
-/// What the stand-in answers a request with: the status, the content type and the body;
-/// `None` for its usual `400`.
-pub type Answer = dyn Fn(&Request) -> Option<(u16, &'static str, Vec<u8>)> + Send + Sync;
+/// The whole HTTP response a stand-in gives a recorded request.
+pub type Answer = Arc<dyn Fn(&Request) -> Vec<u8> + Send + Sync>;
 
-/// The running stand-in.
+/// A running stand-in: a recording HTTP server on a free loopback port.
 pub struct ModelApi {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
@@ -51,22 +55,24 @@ pub struct ModelApi {
 }
 
 impl ModelApi {
-    /// Starts it on a free loopback port.
+    /// Starts the stand-in that refuses every request (module docs).
     pub fn start() -> ModelApi {
-        ModelApi::scripted(Arc::new(|_| None))
+        ModelApi::answering(refuse)
     }
 
-    /// Starts it on a free loopback port, answering each request as `answer` says.
-    pub fn scripted(answer: Arc<Answer>) -> ModelApi {
+    /// Starts a stand-in that records every request and gives it `answer(request)`, the whole
+    /// HTTP response (see [`response`]): a model API that calls a tool, a proxy, a
+    /// configuration server.
+    pub fn answering(answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static) -> ModelApi {
+        let answer: Answer = Arc::new(answer);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&requests);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
-                let answer = Arc::clone(&answer);
-                std::thread::spawn(move || serve(stream, &log, &*answer));
+                let (log, answer) = (Arc::clone(&log), Arc::clone(&answer));
+                std::thread::spawn(move || serve(stream, &log, &answer));
             }
         });
         ModelApi { url, requests }
@@ -92,87 +98,87 @@ impl ModelApi {
     }
 }
 
-/// Reads requests from one connection (keep-alive included) until it closes or fails.
+/// An HTTP/1.1 response: `status` (code and reason, `200 OK`), a `content-type` and
+/// `body` with its length.
+pub fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// [`ModelApi::start`]'s answer: `426 Upgrade Required` to a WebSocket upgrade, else an HTTP
+/// 400 JSON error.
+fn refuse(request: &Request) -> Vec<u8> {
+    if !request.header("upgrade").is_empty() {
+        return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
+    }
+    let answer = r#"{"error":{"type":"invalid_request_error","message":"stand-in model API: no model here"}}"#;
+    response("400 Bad Request", "application/json", answer.as_bytes())
+}
+
+/// Reads requests from one connection (keep-alive included) until it closes or fails;
+/// records each and writes its answer.
 fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, answer: &Answer) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut writer = match stream.try_clone() {
-        Ok(w) => w,
-        Err(_) => return,
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
     };
     let mut reader = BufReader::new(stream);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut parts = line.split_whitespace();
-        let method = parts.next().unwrap_or_default().to_owned();
-        let path = parts.next().unwrap_or_default().to_owned();
-        let (mut length, mut chunked, mut upgrade) = (0usize, false, false);
-        let mut headers = Vec::new();
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').unwrap_or((header, ""));
-            headers.push((name.trim().to_owned(), value.trim().to_owned()));
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
-                "upgrade" => upgrade = true,
-                _ => {}
-            }
-        }
-        let body = if chunked {
-            read_chunked(&mut reader)
-        } else {
-            let mut body = vec![0; length];
-            if reader.read_exact(&mut body).is_err() {
-                return;
-            }
-            body
-        };
-        let request = Request {
-            method,
-            path,
-            headers,
-            body: String::from_utf8_lossy(&body).into_owned(),
-        };
-        let scripted = answer(&request);
+    while let Some(request) = read_request(&mut reader) {
+        let out = answer(&request);
         log.lock().unwrap().push(request);
-        if let Some((status, content_type, body)) = scripted {
-            let mut out = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
-                body.len()
-            )
-            .into_bytes();
-            out.extend_from_slice(&body);
-            if writer.write_all(&out).is_err() {
-                return;
-            }
-            continue;
-        }
-        if upgrade {
-            let refused = "HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n";
-            if writer.write_all(refused.as_bytes()).is_err() {
-                return;
-            }
-            continue;
-        }
-        let answer = r#"{"error":{"type":"invalid_request_error","message":"stand-in model API: no model here"}}"#;
-        let response = format!(
-            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-            answer.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
+        if writer.write_all(&out).is_err() {
             return;
         }
     }
+}
+
+/// The next request on a connection: its line, headers and body (by `content-length`, or
+/// chunked); `None` once the connection closed or failed.
+fn read_request(reader: &mut impl BufRead) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let (mut length, mut chunked) = (0usize, false);
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':').unwrap_or((header, ""));
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap_or(0),
+            "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+            _ => {}
+        }
+    }
+    let body = if chunked {
+        read_chunked(reader)
+    } else {
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        body
+    };
+    Some(Request {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 /// A chunked body (RFC 9112 section 7.1), trailers skipped.

@@ -40,6 +40,34 @@ impl Rng {
     }
 }
 
+/// The registration export of every compiled registry entry in `format` (the case every
+/// variant starts from), the servers of its block `block` named `c<case>-<id>`: commands
+/// `@KCAP@`, the server URL `http://127.0.0.1:9/u`.
+pub fn export(
+    format: &kcap_mcp_registry::clients::registration::RegistrationFormat,
+    block: &str,
+    case: usize,
+) -> Vec<(String, Entry)> {
+    let opts = kcap_mcp_registry::clients::registration::RegistrationOptions {
+        command: "@KCAP@".into(),
+        server_url: Some("http://127.0.0.1:9/u".into()),
+        project_dir: None,
+    };
+    let text = kcap_mcp_registry::clients::registration::registration_file(
+        format,
+        &kcap_mcp_registry::ops::list::compiled_entries(),
+        &opts,
+    )
+    .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v[block]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (format!("c{case}-{k}"), Entry::from(v.clone())))
+        .collect()
+}
+
 /// An entry as written: an object with its keys in order (repeats allowed), or any value.
 #[derive(Clone, Debug)]
 pub enum Entry {

@@ -19,6 +19,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::carry::terminal_plan;
 use common::stand_in::{file_mode, sh_script, write_executable};
 use kcap_mcp_registry::clients::plan::{
     EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox,
@@ -165,50 +166,23 @@ fn recorded_env(record: &Value) -> BTreeMap<String, String> {
 /// A terminal plan (no `session_new`) for the stand-in, in `launch_dir`: a Codex plan's
 /// shape (the client only names the reviewer in messages).
 pub(crate) fn bare_plan(record: &Path, launch_dir: &Path) -> LaunchPlan {
-    let dir = launch_dir.display();
     LaunchPlan {
-        version: PLAN_VERSION,
-        client: kcap_mcp_registry::clients::Client::Codex,
-        isolation: Isolation::Verified {
-            proven_on: Vec::new(),
-        },
-        cwd: None,
-        launch_dir: dir.to_string(),
         argv: vec![record.display().to_string()],
-        env: vec![EnvVar::new("HOME", format!("{dir}/home"))],
         env_inherit: vec!["PATH".into()],
-        dirs: vec!["home".into()],
         files: vec![PlanFile {
             path: "home/.config/x.json".into(),
             contents: "{}".into(),
             mode: 0o600,
         }],
-        worktree_remove: vec![],
-        session_new: None,
-        servers: vec![],
-        sandbox: Sandbox::new(&dir.to_string(), None),
-        door: None,
+        ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
     }
 }
 
 /// Reads the terminal reviewer's events until it exits (bounded); returns its output.
 fn until_exit(reviewer: &mut Reviewer) -> String {
-    let Reviewer::Terminal(session) = reviewer else {
-        panic!("not a terminal reviewer")
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut output = Vec::new();
-    loop {
-        assert!(Instant::now() < deadline, "the stand-in did not exit");
-        match session.next_event(Duration::from_secs(1)).unwrap() {
-            Some(TerminalEvent::Output(bytes)) => output.extend(bytes),
-            Some(TerminalEvent::Exited(status)) => {
-                assert!(status.is_some_and(|s| s.success()), "{status:?}");
-                return String::from_utf8_lossy(&output).into_owned();
-            }
-            _ => {}
-        }
-    }
+    let (output, status) = common::carry::until_exit(reviewer, Duration::from_secs(30));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
+    output
 }
 
 /// Live processes (not zombies) whose process group is `pgid`, after at most 5 s for the

@@ -8,9 +8,8 @@ use common::stand_in::{set_dir_mode, sh_script};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
-use kcap_mcp_registry::clients::plan::{
-    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox,
-};
+use common::carry::terminal_plan;
+use kcap_mcp_registry::clients::plan::{LaunchPlan, PlanFile};
 use kcap_mcp_registry::launch::{self, ExecError, Options};
 
 /// A shell stand-in client that stays up for `secs` seconds (in a terminal).
@@ -20,29 +19,14 @@ fn sleeper(dir: &Path, secs: u32) -> PathBuf {
 
 /// A terminal plan putting `home/.config/x.json` (holding `mark`) in `launch_dir`.
 fn plan(launch_dir: &Path, mark: &str) -> LaunchPlan {
-    let dir = launch_dir.display();
     LaunchPlan {
-        version: PLAN_VERSION,
-        client: kcap_mcp_registry::clients::Client::Codex,
-        isolation: Isolation::Verified {
-            proven_on: Vec::new(),
-        },
-        cwd: None,
-        launch_dir: dir.to_string(),
-        argv: vec![],
-        env: vec![EnvVar::new("HOME", format!("{dir}/home"))],
         env_inherit: vec!["PATH".into()],
-        dirs: vec!["home".into()],
         files: vec![PlanFile {
             path: "home/.config/x.json".into(),
             contents: mark.into(),
             mode: 0o600,
         }],
-        worktree_remove: vec![],
-        session_new: None,
-        servers: vec![],
-        sandbox: Sandbox::new(&dir.to_string(), None),
-        door: None,
+        ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
     }
 }
 

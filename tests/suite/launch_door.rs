@@ -16,12 +16,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::carry::until_exit;
+use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
 use common::model_api::ModelApi;
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{
-    DoorEndpoint, DoorPlan, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox,
-};
+use kcap_mcp_registry::clients::plan::{DoorEndpoint, DoorPlan, EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
@@ -159,9 +157,8 @@ impl World {
     /// The plan of a stand-in whose model API is at `model` (and the down upstream at
     /// `down`, when given).
     fn plan(&self, launch_dir: &Path, model: &str, down: Option<&str>) -> LaunchPlan {
-        let dir = launch_dir.display();
         let mut env = vec![
-            EnvVar::new("HOME", format!("{dir}/home")),
+            EnvVar::new("HOME", format!("{}/home", launch_dir.display())),
             EnvVar::new("PATH", "/usr/bin:/bin"),
             EnvVar::new("MODEL", model),
             EnvVar::new("HOST_PORT", self.host_port.to_string()),
@@ -171,26 +168,13 @@ impl World {
         ];
         env.extend(down.map(|d| EnvVar::new("DOWN", d)));
         LaunchPlan {
-            version: PLAN_VERSION,
-            client: kcap_mcp_registry::clients::Client::Codex,
-            isolation: Isolation::Verified {
-                proven_on: Vec::new(),
-            },
             cwd: Some(self.at("tree").display().to_string()),
-            launch_dir: dir.to_string(),
-            argv: vec![],
             env,
-            env_inherit: vec![],
-            dirs: vec!["home".into()],
-            files: vec![],
-            worktree_remove: vec![],
-            session_new: None,
-            servers: vec![],
             sandbox: Sandbox::new(
-                &dir.to_string(),
+                &launch_dir.display().to_string(),
                 Some(&self.at("tree").display().to_string()),
             ),
-            door: None,
+            ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
         }
     }
 
@@ -234,15 +218,7 @@ impl World {
         let log = reviewer.door_log();
         reviewer.stop().unwrap();
         assert!(output.contains("probes-done"), "{output}");
-        let answers = output
-            .lines()
-            .filter_map(|l| l.trim().split_once('='))
-            .filter_map(|(k, v)| match v {
-                "yes" => Some((k.to_owned(), true)),
-                "no" => Some((k.to_owned(), false)),
-                _ => None,
-            })
-            .collect();
+        let answers = probe_answers(&output);
         (answers, log, output)
     }
 }
@@ -357,17 +333,7 @@ fn serve(
 }
 
 fn door_available() -> bool {
-    match door::missing() {
-        None => true,
-        Some(missing) => {
-            assert!(
-                std::env::var_os("KCAP_REQUIRE_DOOR").is_none(),
-                "KCAP_REQUIRE_DOOR is set and this kernel lacks {missing}"
-            );
-            eprintln!("ignored: this kernel lacks {missing}");
-            false
-        }
-    }
+    kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR")
 }
 
 const WAYS_OUT: &[&str] = &["host_port", "other_address", "name_server", "escape"];

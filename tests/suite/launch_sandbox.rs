@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::carry::until_exit;
+use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{EnvVar, Isolation, LaunchPlan, PLAN_VERSION, Sandbox};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, ExecError, Options};
 use tempfile::TempDir;
@@ -112,30 +112,18 @@ echo probes-done
     fn plan(&self, launch_dir: &Path) -> LaunchPlan {
         let dir = launch_dir.display();
         LaunchPlan {
-            version: PLAN_VERSION,
-            client: kcap_mcp_registry::clients::Client::Codex,
-            isolation: Isolation::Verified {
-                proven_on: Vec::new(),
-            },
             cwd: Some(self.at("tree").display().to_string()),
-            launch_dir: dir.to_string(),
-            argv: vec![],
             env: vec![
                 EnvVar::new("HOME", format!("{dir}/home")),
                 EnvVar::new("TMPDIR", format!("{dir}/tmp")),
                 EnvVar::new("PATH", "/usr/bin:/bin"),
             ],
-            env_inherit: vec![],
             dirs: vec!["home".into(), "tmp".into()],
-            files: vec![],
-            worktree_remove: vec![],
-            session_new: None,
-            servers: vec![],
             sandbox: Sandbox::new(
-                &dir.to_string(),
+                &launch_dir.display().to_string(),
                 Some(&self.at("tree").display().to_string()),
             ),
-            door: None,
+            ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
         }
     }
 
@@ -151,7 +139,7 @@ echo probes-done
         let mut reviewer = launch::launch(&plan, &self.client(), options).unwrap();
         let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
         reviewer.stop().unwrap();
-        answers(&self.clean_up(&output))
+        probe_answers(&self.clean_up(&output))
     }
 
     /// Removes what a probe planted; returns `output` once it shows every probe ran.
@@ -162,20 +150,6 @@ echo probes-done
         assert!(output.contains("probes-done"), "{output}");
         output.to_owned()
     }
-}
-
-/// Each probe's answer in `output` (`name=yes` or `name=no` lines, as the CLI prints them
-/// too: `output name=yes`).
-fn answers(output: &str) -> BTreeMap<String, bool> {
-    output
-        .lines()
-        .filter_map(|l| l.trim().trim_start_matches("output ").split_once('='))
-        .filter_map(|(k, v)| match v {
-            "yes" => Some((k.to_owned(), true)),
-            "no" => Some((k.to_owned(), false)),
-            _ => None,
-        })
-        .collect()
 }
 
 impl Drop for World {
@@ -218,17 +192,7 @@ const OWN_WORK: &[&str] = &[
 ];
 
 fn sandbox_available() -> bool {
-    match sandbox::missing() {
-        None => true,
-        Some(missing) => {
-            assert!(
-                std::env::var_os("KCAP_REQUIRE_SANDBOX").is_none(),
-                "KCAP_REQUIRE_SANDBOX is set and this kernel lacks {missing}"
-            );
-            eprintln!("ignored: this kernel lacks {missing}");
-            false
-        }
-    }
+    kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
 }
 
 #[test]
@@ -304,7 +268,7 @@ fn the_sandbox_is_on_by_default() {
             std::fs::write(&file, world.plan(&launch_dir).to_json()).unwrap();
             let r = crate::launch::launch_plan(&file, &launch_dir, &world.client(), more);
             assert_eq!(r.code, 0, "{r:?}");
-            (answers(&world.clean_up(&r.stdout)), r)
+            (probe_answers(&world.clean_up(&r.stdout)), r)
         };
         let (cli, r) = launch("cli-default", &[]);
         assert!(
@@ -432,7 +396,7 @@ fn the_plans_sandbox_is_the_boundary_the_executor_installs() {
         let mut reviewer = launch::launch(&plan, &world.client(), &options).unwrap();
         let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
         reviewer.stop().unwrap();
-        answers(&world.clean_up(&output))
+        probe_answers(&world.clean_up(&output))
     };
     let tree = world.at("tree").display().to_string();
     let as_planned = run("as-planned", &|_| {});

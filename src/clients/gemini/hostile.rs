@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
-use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
+use crate::clients::gemini_family::write_hostile_settings;
+use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer};
 use crate::clients::plan::EnvVar;
-use crate::clients::plan::LaunchId;
 
 /// `verify gemini`: this client's hostile configuration and how its launch is judged.
 pub const VERIFY: VerifySpec = VerifySpec {
@@ -23,9 +23,6 @@ pub const VERIFY: VerifySpec = VerifySpec {
 /// a `SessionStart` hook, an allow list naming them, and folder trust. The user trusts the
 /// worktree.
 fn write(w: &mut Writer) -> Setup {
-    let guess = LaunchId::from_hex("0000000000000000")
-        .map(|id| id.alias("kcap-review"))
-        .unwrap_or_default();
     let files = [
         (Scope::User, "user", "home/.gemini/settings.json"),
         (
@@ -44,21 +41,15 @@ fn write(w: &mut Writer) -> Setup {
             "extra/gemini-system.json",
         ),
     ];
-    for (scope, tag, rel) in files {
-        let names = names(tag, std::slice::from_ref(&guess));
-        let servers = w.servers(scope, tag, rel, &names, stdio);
-        let hook = w.hook(scope, tag, rel, "SessionStart");
-        let settings = json!({
+    write_hostile_settings(w, &files, |_, servers, names, hooks| {
+        json!({
             "mcpServers": servers,
             "mcp": {"allowed": names},
-            "hooks": {"SessionStart": [{"matcher": "*", "hooks": [
-                {"name": format!("{tag}-session-start"), "type": "command", "command": hook}
-            ]}]},
+            "hooks": hooks,
             "hooksConfig": {"enabled": true},
             "security": {"folderTrust": {"enabled": true}},
-        });
-        w.write_json(rel, &settings)?;
-    }
+        })
+    })?;
     w.write_json(
         "home/.gemini/trustedFolders.json",
         &json!({w.s("parent/worktree"): "TRUST_FOLDER", w.s("parent"): "TRUST_PARENT"}),

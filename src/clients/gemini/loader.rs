@@ -49,9 +49,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use crate::clients::gemini_family::loader::{self as family, Flaw};
 use crate::clients::loaded::{
-    self, Kind, Loaded, Node, Rejected, Remote, Skipped, Source, Span, is_url, js_strings,
-    js_truthy, json_root, note_fields, parse_jsonc, started,
+    self, Kind, Loaded, Node, Rejected, Source, Span, js_truthy, json_root, parse_jsonc, started,
 };
 
 /// What Gemini CLI 0.61.0 does with `bytes`, its settings file `path`. `env` is Gemini
@@ -92,17 +92,7 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     let Some(servers) = root.get("mcpServers") else {
         return loaded;
     };
-    // Object.entries(…) of the block, as the client iterates it.
-    // With the span of each name: its key, or an array element itself.
-    let entries: Vec<(String, &Span, &Node)> = match &servers.kind {
-        Kind::Table(entries) => entries.iter().map(|(k, s, n)| (k.clone(), s, n)).collect(),
-        Kind::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (i.to_string(), &n.span, n))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let entries = family::entries(servers);
     if let Some((name, _, node)) = entries.iter().find(|(_, _, n)| n.kind == Kind::Null) {
         loaded.rejected.push(Rejected {
             scope: "the file".into(),
@@ -114,22 +104,11 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
         });
         return loaded;
     }
-    for (name, key, node) in entries {
-        if let Err((reason, span)) = entry(&name, key, node, env, &mut loaded) {
-            loaded.skipped.push(Skipped {
-                name,
-                reason,
-                disabled: false,
-                key: key.clone(),
-                span,
-            });
-        }
-    }
-    loaded.sort();
+    family::each_entry(entries, &mut loaded, |name, key, node, loaded| {
+        entry(name, key, node, env, loaded)
+    });
     loaded
 }
-
-type Flaw = (String, Span);
 
 fn entry(
     name: &str,
@@ -138,34 +117,15 @@ fn entry(
     env: &dyn Fn(&str) -> Option<String>,
     loaded: &mut Loaded,
 ) -> Result<(), Flaw> {
-    if node.entries().is_none() {
-        return Err((
-            format!("the entry is {}, not an object", node.kind.noun()),
-            node.span.clone(),
-        ));
-    }
-    if let Some(remote) = network(name, key, node, env) {
+    family::object(node)?;
+    if let Some(remote) = family::network(name, key, node, |u, key| {
+        js_string(u, env, &mut Vec::new(), key)
+    }) {
         loaded.remote.push(remote?);
         return Ok(());
     }
     let mut expanded = Vec::new();
-    let command = match node.get("command").filter(|c| js_truthy(c)) {
-        None => {
-            return Err((
-                "it has no `command`, `url` or `httpUrl`".into(),
-                node.span.clone(),
-            ));
-        }
-        Some(c) => match c.as_str() {
-            Some(s) => expand_once(s, env, &mut expanded, "command"),
-            None => {
-                return Err((
-                    format!("`command` is {}, not a string", c.kind.noun()),
-                    c.span.clone(),
-                ));
-            }
-        },
-    };
+    let command = family::command(node, |s| expand_once(s, env, &mut expanded, "command"))?;
     let vars = entry_env(node, env, &mut expanded)?;
     let (args, options) = match node.get("args") {
         Some(a) if js_truthy(a) => match &a.kind {
@@ -201,61 +161,8 @@ fn entry(
             },
         };
     }
-    s.enabled_tools = node.get("includeTools").and_then(js_strings);
-    s.disabled_tools = node
-        .get("excludeTools")
-        .and_then(js_strings)
-        .unwrap_or_default();
-    expanded.dedup();
-    s.expanded = expanded;
-    note_fields(
-        &mut s,
-        node,
-        &[
-            "command",
-            "args",
-            "env",
-            "cwd",
-            "includeTools",
-            "excludeTools",
-        ],
-    );
-    if let Some(span) = s.fields.get("includeTools").cloned() {
-        s.fields.insert("enabled_tools".into(), span);
-    }
-    if let Some(span) = s.fields.get("excludeTools").cloned() {
-        s.fields.insert("disabled_tools".into(), span);
-    }
-    loaded.started.push(s);
+    family::push_started(s, node, expanded, loaded);
     Ok(())
-}
-
-/// A network server when the entry has a truthy `httpUrl`, else a truthy `url` (which wins
-/// over `command`; `httpUrl` over `url`, as in `createUrlTransport`): `Err` when its text is
-/// not a URL, so nothing is reached.
-fn network(
-    name: &str,
-    name_span: &Span,
-    node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Option<Result<Remote, Flaw>> {
-    let (key, u) = ["httpUrl", "url"]
-        .into_iter()
-        .find_map(|key| node.get(key).filter(|u| js_truthy(u)).map(|u| (key, u)))?;
-    let url = js_string(u, env, &mut Vec::new(), key);
-    Some(if is_url(&url) {
-        Ok(Remote {
-            name: name.into(),
-            url,
-            key: name_span.clone(),
-            span: node.span.clone(),
-        })
-    } else {
-        Err((
-            format!("`{key}` is {url:?}, not a URL, so nothing is reached"),
-            u.span.clone(),
-        ))
-    })
 }
 
 /// The variables an entry's `env` sets, as `createTransport` builds them.
@@ -378,41 +285,7 @@ fn expand_once(
     expanded: &mut Vec<String>,
     field: &str,
 ) -> String {
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    let mut any = false;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let word_len = after.find(|c: char| !word(c)).unwrap_or(after.len());
-        let found = if word_len > 0 {
-            Some((&after[..word_len], None, word_len))
-        } else {
-            after.strip_prefix('{').and_then(braced)
-        };
-        match found {
-            Some((var, default, len)) => {
-                any = true;
-                let whole = &rest[at..at + 1 + len];
-                match (env(var), default) {
-                    (Some(v), _) => out.push_str(&v),
-                    (None, Some(d)) => out.push_str(d),
-                    (None, None) => out.push_str(whole),
-                }
-                rest = &after[len..];
-            }
-            None => {
-                out.push('$');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    if any && !expanded.iter().any(|f| f == field) {
-        expanded.push(field.to_string());
-    }
-    out
+    family::resolve_env_vars(value, braced, env, expanded, field)
 }
 
 /// The `{([^}]+?)(?::-([^}]*))?}` part after `${`: (name, default, length from the `{`).

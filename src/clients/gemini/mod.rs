@@ -2,6 +2,9 @@
 //! ([`gemini_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
 //! (`loader`).
 //!
+//! What Qwen Code, its fork, does alike is written once for both rooms in
+//! `src/clients/gemini_family.rs`; this room passes in Gemini CLI's own facts.
+//!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
 //! see `tests/clients/conformance_acp.rs`, and the public reports listed in the facts file):
 //! - `gemini --acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
@@ -95,12 +98,13 @@ pub mod hostile;
 #[cfg(feature = "cli")]
 pub mod loader;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
-use crate::clients::root::{CredentialSpec, HOME_DIR, ManagedFile, Root};
-use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
+use crate::clients::gemini_family;
+use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan};
+use crate::clients::root::{CredentialSpec, ManagedFile};
+use crate::clients::{Client, LaunchContext, RenderError};
 use crate::model::GEMINI_TOOL_NAMES;
 
 /// What Gemini CLI does with `${` in an ACP server's `env` ([`RenderError::Expansion`];
@@ -170,11 +174,7 @@ pub fn qualified_tool_name(wire_name: &str, tool: &str) -> String {
     GEMINI_TOOL_NAMES.qualified(wire_name, tool)
 }
 
-/// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
-/// has, since an empty list would mean no gate at all.
-pub fn deny_all_name(launch_id: &LaunchId) -> String {
-    launch_id.alias("kcap-deny")
-}
+pub use crate::clients::gemini_family::deny_all_name;
 
 /// The Gemini CLI reviewer launch: argv `--acp --skip-trust --approval-mode yolo
 /// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
@@ -227,66 +227,34 @@ pub fn gemini_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    ctx.require_launch_values()?;
-    let cwd = acp_cwd(Client::Gemini, ctx)?;
-    let model = option_value("model", &ctx.model)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
-    for (wire, acp) in servers.iter().zip(&mcp_servers) {
-        if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
-            return Err(RenderError::Expansion {
-                client: Client::Gemini,
-                server: wire.id.clone(),
-                field: format!("env.{}", var.name),
-                expands: EXPANDS,
-            });
-        }
-    }
-    let allowed = if servers.is_empty() {
-        deny_all_name(launch_id)
-    } else {
-        let names: Vec<&str> = servers.iter().map(|s| s.wire_name.as_str()).collect();
-        names.join(",")
-    };
-    let mut argv: Vec<String> = [
-        "--acp",
-        "--skip-trust",
-        "--approval-mode",
-        "yolo",
-        "--allowed-mcp-server-names",
-        &allowed,
-    ]
-    .map(String::from)
-    .into();
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model.into()]);
-    }
-    let root = Root::of(Client::Gemini, ctx)?;
-    let mut plan = LaunchPlan::rooted(Client::Gemini, ctx, &WORKTREE_CONFIG, argv)?;
-    let system = format!("{}/{SYSTEM_DIR}", root.dir());
-    plan.env.extend([
-        EnvVar::new("GEMINI_CLI_HOME", root.home()),
-        EnvVar::new(
+    let (mut plan, root) = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
+    plan.env.push(EnvVar::new("GEMINI_CLI_HOME", root.home()));
+    plan.env.extend(gemini_family::system_settings(
+        &root,
+        SYSTEM_DIR,
+        [
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-            format!("{system}/settings.json"),
-        ),
-        EnvVar::new(
             "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-            format!("{system}/system-defaults.json"),
-        ),
-        EnvVar::new("GEMINI_CLI_TRUST_WORKSPACE", "true"),
-    ]);
-    plan.files.push(PlanFile {
-        path: format!("{HOME_DIR}/{}", ROOT_SETTINGS.0),
-        contents: ROOT_SETTINGS.1.into(),
-        mode: 0o600,
-    });
-    plan.session_new = Some(SessionNew {
-        cwd: cwd.into(),
-        mcp_servers,
-    });
-    plan.servers = servers;
+        ],
+    ));
+    plan.env
+        .push(EnvVar::new("GEMINI_CLI_TRUST_WORKSPACE", "true"));
+    plan.files.push(gemini_family::home_settings(
+        ROOT_SETTINGS.0,
+        ROOT_SETTINGS.1.into(),
+    ));
     Ok(plan)
 }
+
+/// Gemini CLI's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then
+/// `--skip-trust` and `--approval-mode yolo` (module docs); [`WORKTREE_CONFIG`] removed;
+/// `${` refused in server env values ([`EXPANDS`]).
+const LAUNCH: gemini_family::AcpLaunch = gemini_family::AcpLaunch {
+    client: Client::Gemini,
+    flags: &["--acp", "--skip-trust", "--approval-mode", "yolo"],
+    worktree_config: &WORKTREE_CONFIG,
+    expands_env: Some(EXPANDS),
+};
 
 /// The directory, relative to the per-launch directory, where `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` point: the plan never creates it, so Gemini CLI reads
@@ -344,33 +312,14 @@ pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
 /// worktree's own ([`WORKTREE_CONFIG`]); the parents' are outside its reach (with the
 /// worktree under the user's home, the user's `~/.gemini/.env` reached both servers despite
 /// the per-launch home). Both the path as given (the ACP session's `cwd`) and its canonical
-/// form (Gemini's own working directory) are walked; the worktree itself is not checked.
+/// form (Gemini's own working directory) are walked; the worktree itself is not checked. A
+/// dangling link or a directory of that name stops Gemini's search as much as a file does,
+/// and is refused too (`gemini_family::parent_env_file`).
 ///
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.
 pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
-    let lexical = normalize(worktree);
-    let mut starts = vec![lexical.clone()];
-    match std::fs::canonicalize(worktree) {
-        Ok(real) if real != lexical => starts.push(real),
-        _ => {}
-    }
-    for start in &starts {
-        for dir in start.ancestors().skip(1) {
-            for rel in [".gemini/.env", ".env"] {
-                let file = dir.join(rel);
-                // `symlink_metadata`: a dangling link or a directory stops Gemini's search as
-                // much as a file does; refusing it too keeps the rule simple.
-                if std::fs::symlink_metadata(&file).is_ok() {
-                    return Err(RenderError::ParentEnvFile {
-                        client: Client::Gemini,
-                        file,
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
+    gemini_family::parent_env_file(Client::Gemini, [".gemini/.env", ".env"], worktree)
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
@@ -379,76 +328,30 @@ pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
 /// # Errors
 /// As [`env_file_preflight`].
 pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
-    match ctx.worktree.as_deref() {
-        Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
-        _ => Ok(()),
-    }
-}
-
-/// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    gemini_family::worktree_preflight(ctx, env_file_preflight)
 }
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
 
+    /// The files Gemini CLI looks for in each parent; the walk itself is
+    /// `gemini_family::parent_env_file`'s (tested there).
     #[test]
-    fn env_file_preflight_walks_the_parents_only() {
+    fn env_file_preflight_refuses_a_parents_gemini_env_not_a_qwen_one() {
         let t = tempfile::tempdir().unwrap();
-        let tree = t.path().join("a/b/wt");
-        std::fs::create_dir_all(tree.join(".gemini")).unwrap();
-        // The worktree's own files are the plan's to remove.
-        std::fs::write(tree.join(".env"), "X=1").unwrap();
-        std::fs::write(tree.join(".gemini/.env"), "X=1").unwrap();
+        let tree = t.path().join("a/wt");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::create_dir_all(t.path().join("a/.qwen")).unwrap();
+        std::fs::write(t.path().join("a/.qwen/.env"), "X=1").unwrap();
         assert_eq!(env_file_preflight(&tree), Ok(()));
-        std::fs::create_dir_all(t.path().join("a/.gemini")).unwrap();
-        std::fs::write(t.path().join("a/.gemini/.env"), "X=1").unwrap();
-        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
-        // The nearest first, as Gemini finds it.
+        std::fs::create_dir_all(t.path().join(".gemini")).unwrap();
+        std::fs::write(t.path().join(".gemini/.env"), "X=1").unwrap();
         assert_eq!(
             env_file_preflight(&tree),
             Err(RenderError::ParentEnvFile {
                 client: Client::Gemini,
-                file: t.path().join("a/b/.env")
-            })
-        );
-        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
-        let dotted = t.path().join("a/b/../b/./wt");
-        assert_eq!(
-            env_file_preflight(&dotted),
-            Err(RenderError::ParentEnvFile {
-                client: Client::Gemini,
-                file: t.path().join("a/.gemini/.env")
-            })
-        );
-    }
-
-    #[test]
-    fn env_file_preflight_walks_the_canonical_path_too() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(t.path().join("real/wt")).unwrap();
-        std::fs::create_dir_all(t.path().join("links")).unwrap();
-        std::os::unix::fs::symlink(t.path().join("real/wt"), t.path().join("links/wt")).unwrap();
-        assert_eq!(env_file_preflight(&t.path().join("links/wt")), Ok(()));
-        std::fs::write(t.path().join("real/.env"), "X=1").unwrap();
-        assert_eq!(
-            env_file_preflight(&t.path().join("links/wt")),
-            Err(RenderError::ParentEnvFile {
-                client: Client::Gemini,
-                file: t.path().join("real/.env").canonicalize().unwrap()
+                file: t.path().join(".gemini/.env")
             })
         );
     }

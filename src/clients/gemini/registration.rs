@@ -3,7 +3,7 @@
 
 use crate::clients::Client;
 use crate::clients::registration::{
-    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, stdio_pairs,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path,
 };
 use crate::schema::RegistryEntry;
 
@@ -58,9 +58,5 @@ pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
 }];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    let mut pairs = stdio_pairs(e, opts, Client::Gemini);
-    if e.read_only {
-        pairs.push(("trust".into(), Node::Bool(true)));
-    }
-    Node::Object(pairs)
+    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Gemini)
 }

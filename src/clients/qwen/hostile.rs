@@ -4,8 +4,9 @@
 
 use serde_json::json;
 
+use crate::clients::gemini_family::write_hostile_settings;
 use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
-use crate::clients::plan::{EnvVar, LaunchId};
+use crate::clients::plan::EnvVar;
 
 /// `verify qwen`: this client's hostile configuration and how its launch is judged.
 pub const VERIFY: VerifySpec = VerifySpec {
@@ -26,9 +27,6 @@ pub const VERIFY: VerifySpec = VerifySpec {
 /// worktree leak `KCAP_FLOW_CAPABILITY_URL`. The daemon's environment holds a leaked
 /// `OPENAI_API_KEY`.
 fn write(w: &mut Writer) -> Setup {
-    let guess = LaunchId::from_hex("0000000000000000")
-        .map(|id| id.alias("kcap-review"))
-        .unwrap_or_default();
     let files = [
         (Scope::User, "user", "home/.qwen/settings.json"),
         (
@@ -52,22 +50,16 @@ fn write(w: &mut Writer) -> Setup {
             "extra/qwen-system-defaults.json",
         ),
     ];
-    for (scope, tag, rel) in files {
-        let names = names(tag, std::slice::from_ref(&guess));
-        let servers = w.servers(scope, tag, rel, &names, stdio);
-        let hook = w.hook(scope, tag, rel, "SessionStart");
-        let settings = json!({
+    write_hostile_settings(w, &files, |tag, servers, names, hooks| {
+        json!({
             "$version": 4,
             "mcpServers": servers,
             "mcp": {"allowed": names, "excluded": ["kcap-*"]},
-            "hooks": {"SessionStart": [{"matcher": "*", "hooks": [
-                {"name": format!("{tag}-session-start"), "type": "command", "command": hook}
-            ]}]},
+            "hooks": hooks,
             "disableAllHooks": false,
             "env": {"KCAP_URL": format!("http://127.0.0.1:9/{tag}-settings-env")},
-        });
-        w.write_json(rel, &settings)?;
-    }
+        })
+    })?;
     let rel = "home/.qwen/extensions/evil/qwen-extension.json";
     let servers = w.servers(
         Scope::User,

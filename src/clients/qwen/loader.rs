@@ -31,9 +31,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::clients::gemini_family::loader::{self as family, Flaw};
 use crate::clients::loaded::{
-    self, Kind, Loaded, Node, Remote, Skipped, Span, is_url, js_strings, js_truthy, json_root,
-    note_fields, parse_jsonc, started,
+    self, Kind, Loaded, Node, Span, js_truthy, json_root, parse_jsonc, started,
 };
 
 /// What Qwen Code 0.24.4 does with `bytes`, its settings file `path`. `env` is Qwen Code's
@@ -56,31 +56,13 @@ pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> L
     let Some(servers) = root.get("mcpServers") else {
         return loaded;
     };
-    let entries: Vec<(String, &Span, &Node)> = match &servers.kind {
-        Kind::Table(entries) => entries.iter().map(|(k, s, n)| (k.clone(), s, n)).collect(),
-        Kind::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (i.to_string(), &n.span, n))
-            .collect(),
-        _ => Vec::new(),
-    };
-    for (name, key, node) in entries {
-        if let Err((reason, span)) = entry(&name, key, node, env, &mut loaded) {
-            loaded.skipped.push(Skipped {
-                name,
-                reason,
-                disabled: false,
-                key: key.clone(),
-                span,
-            });
-        }
-    }
-    loaded.sort();
+    family::each_entry(
+        family::entries(servers),
+        &mut loaded,
+        |name, key, node, loaded| entry(name, key, node, env, loaded),
+    );
     loaded
 }
-
-type Flaw = (String, Span);
 
 fn entry(
     name: &str,
@@ -89,48 +71,15 @@ fn entry(
     env: &dyn Fn(&str) -> Option<String>,
     loaded: &mut Loaded,
 ) -> Result<(), Flaw> {
-    if node.entries().is_none() {
-        return Err((
-            format!("the entry is {}, not an object", node.kind.noun()),
-            node.span.clone(),
-        ));
+    family::object(node)?;
+    if let Some(remote) = family::network(name, key, node, |u, key| {
+        js_string(u, env, &mut Vec::new(), key)
+    }) {
+        loaded.remote.push(remote?);
+        return Ok(());
     }
     let mut expanded = Vec::new();
-    for key_name in ["httpUrl", "url"] {
-        if let Some(u) = node.get(key_name).filter(|u| js_truthy(u)) {
-            let url = js_string(u, env, &mut expanded, key_name);
-            if !is_url(&url) {
-                return Err((
-                    format!("`{key_name}` is {url:?}, not a URL, so nothing is reached"),
-                    u.span.clone(),
-                ));
-            }
-            loaded.remote.push(Remote {
-                name: name.into(),
-                url,
-                key: key.clone(),
-                span: node.span.clone(),
-            });
-            return Ok(());
-        }
-    }
-    let command = match node.get("command").filter(|c| js_truthy(c)) {
-        None => {
-            return Err((
-                "it has no `command`, `url` or `httpUrl`".into(),
-                node.span.clone(),
-            ));
-        }
-        Some(c) => match c.as_str() {
-            Some(s) => expand(s, env, &mut expanded, "command"),
-            None => {
-                return Err((
-                    format!("`command` is {}, not a string", c.kind.noun()),
-                    c.span.clone(),
-                ));
-            }
-        },
-    };
+    let command = family::command(node, |s| expand(s, env, &mut expanded, "command"))?;
     let args = match node.get("args") {
         Some(a) if js_truthy(a) => match &a.kind {
             Kind::Array(items) => items
@@ -154,32 +103,7 @@ fn entry(
         .and_then(Node::as_str)
         .map(|c| expand(c, env, &mut expanded, "cwd"))
         .filter(|c| !c.is_empty());
-    s.enabled_tools = node.get("includeTools").and_then(js_strings);
-    s.disabled_tools = node
-        .get("excludeTools")
-        .and_then(js_strings)
-        .unwrap_or_default();
-    expanded.dedup();
-    s.expanded = expanded;
-    note_fields(
-        &mut s,
-        node,
-        &[
-            "command",
-            "args",
-            "env",
-            "cwd",
-            "includeTools",
-            "excludeTools",
-        ],
-    );
-    if let Some(span) = s.fields.get("includeTools").cloned() {
-        s.fields.insert("enabled_tools".into(), span);
-    }
-    if let Some(span) = s.fields.get("excludeTools").cloned() {
-        s.fields.insert("disabled_tools".into(), span);
-    }
-    loaded.started.push(s);
+    family::push_started(s, node, expanded, loaded);
     Ok(())
 }
 
@@ -222,44 +146,21 @@ fn expand(
     expanded: &mut Vec<String>,
     field: &str,
 ) -> String {
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut out = String::with_capacity(value.len());
-    let mut rest = value;
-    let mut any = false;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let word_len = after.find(|c: char| !word(c)).unwrap_or(after.len());
-        let found = if word_len > 0 {
-            Some((&after[..word_len], word_len))
-        } else {
-            after
-                .strip_prefix('{')
-                .and_then(|inner| inner.find('}').filter(|&n| n > 0))
-                .map(|n| (&after[1..=n], n + 2))
-        };
-        match found {
-            Some((var, len)) => {
-                any = true;
-                let whole = &rest[at..at + 1 + len];
-                let upper = var.to_ascii_uppercase();
-                let value = (upper != "SESSION_ID" && upper != "QWEN_CODE_SESSION_ID")
-                    .then(|| env(var))
-                    .flatten();
-                out.push_str(value.as_deref().unwrap_or(whole));
-                rest = &after[len..];
-            }
-            None => {
-                out.push('$');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    if any && !expanded.iter().any(|f| f == field) {
-        expanded.push(field.to_string());
-    }
-    out
+    let lookup = |var: &str| {
+        let upper = var.to_ascii_uppercase();
+        (upper != "SESSION_ID" && upper != "QWEN_CODE_SESSION_ID")
+            .then(|| env(var))
+            .flatten()
+    };
+    family::resolve_env_vars(value, braced, lookup, expanded, field)
+}
+
+/// The `{([^}]+)}` part after `${`: (name, no default, length from the `{`).
+fn braced(inner: &str) -> Option<(&str, Option<&str>, usize)> {
+    inner
+        .find('}')
+        .filter(|&n| n > 0)
+        .map(|n| (&inner[..n], None, n + 2))
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! launch over ACP ([`qwen_plan`]) and, with the `cli` feature, its registration file
 //! (`registration`) and loader model (`loader`).
 //!
+//! What it does as Gemini CLI does is written once for both rooms in
+//! `src/clients/gemini_family.rs`; this room passes in Qwen Code's own facts.
+//!
 //! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
 //! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder
 //! servers; `tests/clients/conformance_acp.rs`, `docs/isolation/qwen.md`):
@@ -68,12 +71,13 @@ pub mod loader;
 #[cfg(feature = "cli")]
 pub mod hostile;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
-use crate::clients::root::{CredentialSpec, HOME_DIR, Root};
-use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
+use crate::clients::gemini_family;
+use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan};
+use crate::clients::root::CredentialSpec;
+use crate::clients::{Client, LaunchContext, RenderError};
 use crate::model::QWEN_TOOL_NAMES;
 
 /// What generic code knows about Qwen Code ([`crate::clients::spec`]).
@@ -134,11 +138,7 @@ pub fn qualified_tool_name(wire_name: &str, tool: &str) -> String {
     QWEN_TOOL_NAMES.qualified(wire_name, tool)
 }
 
-/// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
-/// has, since an empty list would mean no gate at all.
-pub fn deny_all_name(launch_id: &LaunchId) -> String {
-    launch_id.alias("kcap-deny")
-}
+pub use crate::clients::gemini_family::deny_all_name;
 
 /// The Qwen Code reviewer launch: argv `--acp --approval-mode yolo
 /// --allowed-mcp-server-names <wire names, comma-separated>`, then `--model M` when set; the
@@ -186,30 +186,7 @@ pub fn qwen_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    ctx.require_launch_values()?;
-    let cwd = acp_cwd(Client::Qwen, ctx)?;
-    let model = option_value("model", &ctx.model)?;
-    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
-    let allowed = if servers.is_empty() {
-        deny_all_name(launch_id)
-    } else {
-        let names: Vec<&str> = servers.iter().map(|s| s.wire_name.as_str()).collect();
-        names.join(",")
-    };
-    let mut argv: Vec<String> = [
-        "--acp",
-        "--approval-mode",
-        "yolo",
-        "--allowed-mcp-server-names",
-        &allowed,
-    ]
-    .map(String::from)
-    .into();
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model.into()]);
-    }
-    let root = Root::of(Client::Qwen, ctx)?;
-    let mut plan = LaunchPlan::rooted(Client::Qwen, ctx, &WORKTREE_CONFIG, argv)?;
+    let (mut plan, root) = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
     // The credentials go into the settings file, not the environment, which every server
     // inherits unfiltered.
     let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = plan
@@ -217,31 +194,34 @@ pub fn qwen_plan(
         .into_iter()
         .partition(|v| CREDENTIALS.env.contains(&v.name.as_str()));
     plan.env = env;
-    let system = format!("{}/{SYSTEM_DIR}", root.dir());
-    plan.env.extend([
-        EnvVar::new("QWEN_HOME", root.in_home(".qwen")),
-        EnvVar::new(
+    plan.env
+        .push(EnvVar::new("QWEN_HOME", root.in_home(".qwen")));
+    plan.env.extend(gemini_family::system_settings(
+        &root,
+        SYSTEM_DIR,
+        [
             "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            format!("{system}/settings.json"),
-        ),
-        EnvVar::new(
             "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
-            format!("{system}/system-defaults.json"),
-        ),
-        EnvVar::new("QWEN_CODE_LEGACY_MCP_BLOCKING", "1"),
-    ]);
-    plan.files.push(PlanFile {
-        path: format!("{HOME_DIR}/{SETTINGS_FILE}"),
-        contents: settings(&credentials),
-        mode: 0o600,
-    });
-    plan.session_new = Some(SessionNew {
-        cwd: cwd.into(),
-        mcp_servers,
-    });
-    plan.servers = servers;
+        ],
+    ));
+    plan.env
+        .push(EnvVar::new("QWEN_CODE_LEGACY_MCP_BLOCKING", "1"));
+    plan.files.push(gemini_family::home_settings(
+        SETTINGS_FILE,
+        settings(&credentials),
+    ));
     Ok(plan)
 }
+
+/// Qwen Code's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then
+/// `--approval-mode yolo` (no trust flag: every folder is trusted); [`WORKTREE_CONFIG`]
+/// removed; nothing refused for `${`, which Qwen does not expand in ACP `env` values.
+const LAUNCH: gemini_family::AcpLaunch = gemini_family::AcpLaunch {
+    client: Client::Qwen,
+    flags: &["--acp", "--approval-mode", "yolo"],
+    worktree_config: &WORKTREE_CONFIG,
+    expands_env: None,
+};
 
 /// The directory, relative to the per-launch directory, where
 /// `QWEN_CODE_SYSTEM_SETTINGS_PATH` and `QWEN_CODE_SYSTEM_DEFAULTS_PATH` point: never
@@ -308,32 +288,13 @@ pub const WORKTREE_CONFIG: [&str; 4] = [".qwen", ".env", ".mcp.json", ".agents"]
 /// and every server (with the worktree under a hostile home, `~/.qwen/.env` reached the
 /// servers, measured). The plan removes the worktree's own ([`WORKTREE_CONFIG`]); the
 /// parents' are out of its reach. The lexical path and the canonical one are both walked;
-/// the worktree itself is not checked.
+/// the worktree itself is not checked. `existsSync` follows links; a dangling one is refused
+/// too, to keep the rule simple (`gemini_family::parent_env_file`).
 ///
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.
 pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
-    let lexical = normalize(worktree);
-    let mut starts = vec![lexical.clone()];
-    match std::fs::canonicalize(worktree) {
-        Ok(real) if real != lexical => starts.push(real),
-        _ => {}
-    }
-    for start in &starts {
-        for dir in start.ancestors().skip(1) {
-            for rel in [".qwen/.env", ".env"] {
-                let file = dir.join(rel);
-                // `existsSync` follows links; a dangling one is refused too, to keep it simple.
-                if std::fs::symlink_metadata(&file).is_ok() {
-                    return Err(RenderError::ParentEnvFile {
-                        client: Client::Qwen,
-                        file,
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
+    gemini_family::parent_env_file(Client::Qwen, [".qwen/.env", ".env"], worktree)
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
@@ -342,25 +303,7 @@ pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
 /// # Errors
 /// As [`env_file_preflight`].
 pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
-    match ctx.worktree.as_deref() {
-        Some(w) if w.starts_with('/') => env_file_preflight(Path::new(w)),
-        _ => Ok(()),
-    }
-}
-
-/// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    gemini_family::worktree_preflight(ctx, env_file_preflight)
 }
 
 #[cfg(test)]
@@ -409,37 +352,30 @@ mod tests {
         assert_eq!(plan.files[0].contents, format!("{ROOT_SETTINGS}\n"));
     }
 
+    /// The files Qwen Code looks for in each parent; the walk itself is
+    /// `gemini_family::parent_env_file`'s (tested there).
     #[test]
-    fn env_file_preflight_walks_the_parents_only() {
+    fn env_file_preflight_refuses_a_parents_qwen_env_not_a_gemini_one() {
         let t = tempfile::tempdir().unwrap();
-        let tree = t.path().join("a/b/wt");
-        std::fs::create_dir_all(tree.join(".qwen")).unwrap();
-        std::fs::write(tree.join(".env"), "X=1").unwrap();
-        std::fs::write(tree.join(".qwen/.env"), "X=1").unwrap();
+        let tree = t.path().join("a/wt");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::create_dir_all(t.path().join("a/.gemini")).unwrap();
+        std::fs::write(t.path().join("a/.gemini/.env"), "X=1").unwrap();
         assert_eq!(env_file_preflight(&tree), Ok(()));
-        std::fs::create_dir_all(t.path().join("a/.qwen")).unwrap();
-        std::fs::write(t.path().join("a/.qwen/.env"), "X=1").unwrap();
-        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
+        std::fs::create_dir_all(t.path().join(".qwen")).unwrap();
+        std::fs::write(t.path().join(".qwen/.env"), "X=1").unwrap();
         let err = env_file_preflight(&tree).unwrap_err();
         assert_eq!(
             err,
             RenderError::ParentEnvFile {
                 client: Client::Qwen,
-                file: t.path().join("a/b/.env")
+                file: t.path().join(".qwen/.env")
             }
         );
         assert!(
             err.to_string()
                 .starts_with("cannot isolate the qwen reviewer: "),
             "{err}"
-        );
-        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
-        assert_eq!(
-            env_file_preflight(&t.path().join("a/b/../b/./wt")),
-            Err(RenderError::ParentEnvFile {
-                client: Client::Qwen,
-                file: t.path().join("a/.qwen/.env")
-            })
         );
     }
 }

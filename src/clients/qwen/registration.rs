@@ -4,7 +4,6 @@
 use crate::clients::Client;
 use crate::clients::registration::{
     Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
-    stdio_pairs,
 };
 use crate::schema::RegistryEntry;
 
@@ -77,9 +76,5 @@ pub const PROJECT_FILES: [ProjectFile; 2] = [
 ];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    let mut pairs = stdio_pairs(e, opts, Client::Qwen);
-    if e.read_only {
-        pairs.push(("trust".into(), Node::Bool(true)));
-    }
-    Node::Object(pairs)
+    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Qwen)
 }

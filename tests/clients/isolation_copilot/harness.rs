@@ -280,7 +280,7 @@ impl Setup {
                     EnvVar::new("COPILOT_OFFLINE", "true"),
                     EnvVar::new(
                         "COPILOT_PROVIDER_BASE_URL",
-                        format!("{}/v1", self.model.url),
+                        format!("{}/v1", self.model.url()),
                     ),
                     EnvVar::new("COPILOT_MODEL", "gpt-4o"),
                 ],

@@ -3,41 +3,41 @@
 //! provider client asks) with a call of the offered tool named `…-submit_review_result` on
 //! the first turn, with plain text once a tool result came back, and 404 elsewhere. It shows
 //! what the model was offered and that the result channel's tool runs when called.
-//! (`common::model_api` answers every request with an error, so no tool is ever called.)
-
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+//! (`common::model_api`'s own answer is an error for every request, so no tool is ever called;
+//! this is its recording server with an answer of its own.)
 
 use serde_json::{Value, json};
 
+use crate::common::model_api::{ModelApi, response};
+
 /// The running stand-in.
-pub struct ToolModel {
-    /// `http://127.0.0.1:<port>`.
-    pub url: String,
-    bodies: Arc<Mutex<Vec<Value>>>,
-}
+pub struct ToolModel(ModelApi);
 
 impl ToolModel {
     /// Starts it on a free loopback port.
     pub fn start() -> ToolModel {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&bodies);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(stream, &log));
+        ToolModel(ModelApi::answering(|request| {
+            if request.path.ends_with("/chat/completions") {
+                let body = request.json().unwrap_or(Value::Null);
+                response("200 OK", "text/event-stream", answer(&body).as_bytes())
+            } else {
+                response("404 Not Found", "application/json", b"{}")
             }
-        });
-        ToolModel { url, bodies }
+        }))
     }
 
-    /// The JSON bodies received so far.
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.0.url
+    }
+
+    /// The JSON bodies received so far (`null` for one that is not JSON).
     pub fn bodies(&self) -> Vec<Value> {
-        self.bodies.lock().unwrap().clone()
+        self.0
+            .requests()
+            .iter()
+            .map(|r| r.json().unwrap_or(Value::Null))
+            .collect()
     }
 }
 
@@ -73,58 +73,4 @@ fn answer(body: &Value) -> String {
     };
     s.push_str("data: [DONE]\n\n");
     s
-}
-
-/// Serves one connection (keep-alive included) until it closes or fails.
-fn serve(stream: TcpStream, log: &Mutex<Vec<Value>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.trim().eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (status, kind, text) = if path.ends_with("/chat/completions") {
-            ("200 OK", "text/event-stream", answer(&body))
-        } else {
-            ("404 Not Found", "application/json", "{}".to_owned())
-        };
-        log.lock().unwrap().push(body);
-        let response = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\r\n{text}",
-            text.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
 }

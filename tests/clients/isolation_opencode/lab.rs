@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::http::{Http, Req};
+use super::http::{self, Http, Req};
 use crate::common::carry::{AcpRun, Timing, Until};
 use crate::common::etc::{self, Etc};
 use crate::common::peers::inherited_path;
@@ -115,8 +115,8 @@ impl Lab {
     fn bare() -> Lab {
         let lab = Lab {
             root: tempfile::tempdir().unwrap(),
-            model: Http::model(),
-            proxy: Http::proxy(),
+            model: http::model(),
+            proxy: http::proxy(),
         };
         for dir in ["home", "parent", "launch", "records", "hooks", "bin"] {
             std::fs::create_dir_all(lab.path(dir)).unwrap();
