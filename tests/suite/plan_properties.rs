@@ -669,3 +669,54 @@ fn every_plan_names_its_sandbox() {
         assert_eq!(g.read_exec, owned(SYSTEM_READ_EXEC), "{client} gated");
     }
 }
+
+/// Each installable client's docs/isolation page names, in its boundary table, every variable
+/// by which its plan points the client at a place under the launch directory: the page
+/// cannot leave out a state directory the plan adds.
+#[test]
+fn each_clients_boundary_table_names_its_state_directories() {
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    let ctx = LaunchContext {
+        agent_id: "a1".into(),
+        worktree: Some("/work/tree".into()),
+        launch_dir: Some("/run/kcap/l1".into()),
+        ..LaunchContext::default()
+    };
+    for client in [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::OpenCode,
+        Client::Copilot,
+        Client::Qwen,
+    ] {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("docs/isolation/{}.md", client.name())),
+        )
+        .unwrap();
+        let table = page
+            .split("## The boundary (sandbox)")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{client}: no boundary section"))
+            .split("\n## ")
+            .next()
+            .unwrap();
+        let plan = client
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+            .unwrap()
+            .plan;
+        for var in plan
+            .env
+            .iter()
+            .filter(|v| v.value.starts_with("/run/kcap/l1"))
+        {
+            assert!(
+                table.contains(&format!("| `{}` |", var.name)),
+                "{client}: docs/isolation/{}.md's boundary table lacks `{}`",
+                client.name(),
+                var.name
+            );
+        }
+    }
+}
