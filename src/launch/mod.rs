@@ -444,11 +444,12 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
         )
     }));
     let cwd = plan.cwd.as_deref().map_or(launch_dir, Path::new);
-    steps.extend(
-        plan.worktree_remove
-            .iter()
-            .map(|p| format!("remove {} if it exists", cwd.join(p).display())),
-    );
+    steps.extend(plan.worktree_remove.iter().map(|p| {
+        format!(
+            "remove {} if it exists, in any capitalisation",
+            cwd.join(p).display()
+        )
+    }));
     let set: Vec<&str> = plan.env.iter().map(|v| v.name.as_str()).collect();
     let how = match plan.session_new {
         Some(_) => "stdin and stdout piped",

@@ -357,9 +357,18 @@ fn open_dirs<'a>(
     })
 }
 
-/// Removes each `worktree_remove` path that exists under the plan's `cwd` (a file, a link or
-/// a whole directory), opening its parents without following links: a parent that became a
-/// link since [`check`] fails the step instead of removing something elsewhere.
+/// Removes each `worktree_remove` path of `plan` that exists under its `cwd`, in any ASCII
+/// capitalisation of each of its components (`AGENTS.md` removes `agents.md` and `Agents.MD`
+/// too: Copilot CLI 1.0.102 loads instruction files under other capitalisations, measured by
+/// the red team of issue 34, and a case-insensitive file system would serve them anyway). Every
+/// directory on the way is opened relative to its parent without following links: a parent
+/// that became a link since [`check`] fails the step instead of removing something elsewhere.
+/// The path itself, a link included, is removed, never followed; a directory with what it
+/// holds.
+///
+/// # Errors
+/// [`ExecError::NoWorktree`] for paths to remove without a worktree; an I/O error of
+/// [`Step::RemoveWorktreePath`] naming the path.
 pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
     let Some(cwd) = plan.cwd.as_deref() else {
         return if plan.worktree_remove.is_empty() {
@@ -369,35 +378,57 @@ pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> 
         };
     };
     for rel in &plan.worktree_remove {
-        let path = Path::new(cwd).join(rel);
-        let (parents, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-        let mut dir = rustix::fs::openat(
+        let dir = rustix::fs::openat(
             rustix::fs::CWD,
             cwd,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(os(Step::RemoveWorktreePath, Path::new(cwd)))?;
-        let mut missing = false;
-        for component in parents.split('/').filter(|c| !c.is_empty()) {
+        let components: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+        remove_any_case(&dir, Path::new(cwd), &components)?;
+    }
+    Ok(())
+}
+
+/// The names in directory `dir` equal to `name` ignoring ASCII case.
+fn names_any_case(dir: &OwnedFd, name: &str, shown: &Path) -> Result<Vec<String>, ExecError> {
+    let mut found = Vec::new();
+    let listing = rustix::fs::Dir::read_from(dir).map_err(os(Step::RemoveWorktreePath, shown))?;
+    for entry in listing {
+        let entry = entry.map_err(os(Step::RemoveWorktreePath, shown))?;
+        if let Ok(n) = entry.file_name().to_str()
+            && n.eq_ignore_ascii_case(name)
+        {
+            found.push(n.to_owned());
+        }
+    }
+    Ok(found)
+}
+
+/// Removes `components` under `dir` (shown as `shown`), each in any ASCII capitalisation.
+fn remove_any_case(dir: &OwnedFd, shown: &Path, components: &[&str]) -> Result<(), ExecError> {
+    let Some((name, rest)) = components.split_first() else {
+        return Ok(());
+    };
+    for found in names_any_case(dir, name, shown)? {
+        let path = shown.join(&found);
+        if !rest.is_empty() {
             match rustix::fs::openat(
-                &dir,
-                component,
+                dir,
+                found.as_str(),
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             ) {
-                Ok(fd) => dir = fd,
-                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {
-                    missing = true;
-                    break;
-                }
+                Ok(sub) => remove_any_case(&sub, &path, rest)?,
+                // Not a directory (a file): nothing of the path is under it. A link (`ELOOP`)
+                // fails the step: the client would follow it to configuration elsewhere.
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {}
                 Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
             }
-        }
-        if missing {
             continue;
         }
-        let stat = match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let stat = match rustix::fs::statat(dir, found.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => stat,
             Err(rustix::io::Errno::NOENT) => continue,
             Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
@@ -405,11 +436,12 @@ pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> 
         let is_dir =
             rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
         if is_dir {
-            // Its parents are no links (opened above); `remove_dir_all` follows none inside.
+            // Its parents are no links (opened above without following); `remove_dir_all`
+            // follows none inside.
             std::fs::remove_dir_all(&path)
                 .map_err(|e| ExecError::io(Step::RemoveWorktreePath, &path, e))?;
         } else {
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty())
+            rustix::fs::unlinkat(dir, found.as_str(), AtFlags::empty())
                 .map_err(os(Step::RemoveWorktreePath, &path))?;
         }
     }

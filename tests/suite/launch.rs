@@ -1134,3 +1134,55 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     assert_carried_out(&plan, &record(&record_base));
     assert!(!launch_dir.exists());
 }
+
+/// A `worktree_remove` path is removed in any ASCII capitalisation of each component (Copilot
+/// CLI 1.0.102 loads `agents.md`, `AGENTS.MD`, `.github/Copilot-Instructions.md`: issue 34),
+/// and nothing else: files of other names stay, as does a file that only contains the name.
+#[test]
+fn worktree_paths_are_removed_in_any_capitalisation() {
+    let tmp = TempDir::new().unwrap();
+    let worktree = tmp.path().join("worktree");
+    let kept = [
+        "README.md",
+        ".github/workflows/ci.yml",
+        "docs/AGENTS.md.txt",
+        "AGENTS.md.bak",
+    ];
+    let removed = [
+        "AGENTS.md",
+        "agents.md",
+        "Agents.MD",
+        ".github/copilot-instructions.md",
+        ".github/Copilot-Instructions.md",
+        ".GitHub/COPILOT-INSTRUCTIONS.MD",
+        ".github/hooks/pre.json",
+        ".GITHUB/Hooks/post.json",
+    ];
+    for rel in kept.iter().chain(&removed) {
+        let path = worktree.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "x").unwrap();
+    }
+    let launch_dir = tmp.path().join("launch");
+    let record = tmp.path().join("record");
+    let mut plan = bare_plan(&record, &launch_dir);
+    plan.argv.clear();
+    plan.cwd = Some(worktree.display().to_string());
+    plan.sandbox = Sandbox::new(&plan.launch_dir, plan.cwd.as_deref());
+    plan.worktree_remove = [
+        "AGENTS.md",
+        ".github/copilot-instructions.md",
+        ".github/hooks",
+    ]
+    .map(String::from)
+    .into();
+    let mut reviewer = launch::launch(&plan, Path::new("/bin/true"), &Options::default()).unwrap();
+    until_exit(&mut reviewer);
+    reviewer.stop().unwrap();
+    for rel in kept {
+        assert!(worktree.join(rel).is_file(), "{rel} was removed");
+    }
+    for rel in removed {
+        assert!(!worktree.join(rel).exists(), "{rel} was not removed");
+    }
+}

@@ -202,11 +202,17 @@ impl Setup {
             &format!("{wt}/.github/hooks/repo.json"),
             self.hook_file("repo-hookdir"),
         );
+        // Other capitalisations too: Copilot CLI 1.0.102 loads them (issue 34's red team).
         for file in [
             "AGENTS.md",
             "CLAUDE.md",
             "GEMINI.md",
             ".github/copilot-instructions.md",
+            "agents.md",
+            "AGENTS.MD",
+            "claude.md",
+            "gemini.md",
+            ".github/Copilot-Instructions.md",
         ] {
             self.write(&format!("{wt}/{file}"), format!("{MARKER} {file}\n"));
         }
