@@ -392,6 +392,30 @@ pub fn launch_with_parent_env(
     }
 }
 
+/// The dry run's line for the sandbox ([`steps`]): none when it is off.
+fn sandbox_step(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Option<String> {
+    if options.confinement == sandbox::Confinement::Off {
+        return None;
+    }
+    let path = std::env::var_os("PATH");
+    let b = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
+    let list = |paths: &[PathBuf]| {
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Some(format!(
+        "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
+         {}; read {}; read and write {}; no signal, ptrace or abstract unix socket outside",
+        options.confinement,
+        list(&b.read_exec),
+        list(&b.read),
+        list(&b.read_write),
+    ))
+}
+
 /// [`sweep`]s the parent of `launch_dir` the first time this process launches there.
 fn sweep_once(launch_dir: &Path) {
     static SWEPT: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
@@ -465,29 +489,11 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
         plan.env_inherit.join(" "),
     ));
     steps.extend(cgroup_step(options));
-    if options.confinement != sandbox::Confinement::Off {
-        let path = std::env::var_os("PATH");
-        let b = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
-        let list = |paths: &[PathBuf]| {
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        steps.push(format!(
-            "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
-             {}; read {}; read and write {}; no signal, ptrace or abstract unix socket outside",
-            options.confinement,
-            list(&b.read_exec),
-            list(&b.read),
-            list(&b.read_write),
-        ));
-    }
-    match door::of_plan(plan, options) {
-        Ok(network) => steps.extend(door::step(&network)),
-        Err(e) => steps.push(format!("refuse the launch: {e}")),
-    }
+    steps.extend(sandbox_step(plan, client_bin, options));
+    steps.extend(door::of_plan(plan, options).map_or_else(
+        |e| Some(format!("refuse the launch: {e}")),
+        |network| door::step(&network),
+    ));
     match &plan.session_new {
         Some(session_new) => steps.extend([
             format!(
