@@ -9,7 +9,9 @@
 //! no byte the door did not frame reaches the upstream as the start of a request without the
 //! credential set by the door: a head over [`MAX_HEAD_BYTES`], a line folded or without
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
-//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`. A
+//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
+//! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
+//! there frames the body otherwise). A
 //! request with an `upgrade` header (a WebSocket) has its head rewritten, then the rest of
 //! the connection passes as bytes.
 
@@ -218,6 +220,18 @@ impl Input {
     /// Passes a line ending with CRLF on to `to`, and returns it.
     fn line(&mut self, to: &mut TcpStream) -> Result<Vec<u8>, Failure> {
         let end = self.until(b"\r\n", MAX_CHUNK_LINE, "a chunk line is too long")?;
+        // A bare LF or CR (or another control character) before the CRLF: an upstream that
+        // ends the line there frames the body otherwise than the door (a chunk size read
+        // from the part before the LF, a trailer section ended early), and a head the door
+        // rewrote, the daemon's key in it, could become a body the upstream echoes.
+        if self.buf[..end - 2]
+            .iter()
+            .any(|&b| (b.is_ascii_control() && b != b'\t') || b == 0x7f)
+        {
+            return Err(Failure::Refused(
+                "a chunk line or trailer holds a control character",
+            ));
+        }
         let line: Vec<u8> = self.buf.drain(..end).collect();
         to.write_all(&line)?;
         Ok(line)
@@ -364,6 +378,60 @@ mod tests {
             let e = head(request).unwrap_err();
             assert!(e.contains(why), "{request:?}: {e}");
         }
+    }
+
+    /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
+    /// door's result.
+    fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
+        use std::net::TcpListener;
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let door = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
+        let (mut got, _) = upstream.accept().unwrap();
+        let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+        let (from, _) = door.accept().unwrap();
+        client.write_all(raw).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let result = requests(from, to, &key());
+        let mut bytes = Vec::new();
+        got.read_to_end(&mut bytes).unwrap();
+        (bytes, result)
+    }
+
+    /// A chunk line or a trailer with a bare LF is framed otherwise by an upstream that ends
+    /// lines at LF: `5\n;x` is a chunk of 5 to the door and its data starts at `;x` to such an
+    /// upstream (red team, issue 32). Refused, and nothing after the head passes on.
+    #[test]
+    fn a_chunk_line_or_trailer_with_a_bare_lf_is_refused() {
+        for (body, passed) in [
+            ("5\n;x\r\nXXXXX\r\n0\r\n\r\n", ""),
+            ("5;a\nb\r\nXXXXX\r\n0\r\n\r\n", ""),
+            (
+                "0\r\nx: a\n\nGET /smuggled HTTP/1.1\r\nhost: y\r\n\r\n",
+                "0\r\n",
+            ),
+            ("0\r\nx: a\rb\r\n\r\n", "0\r\n"),
+        ] {
+            let raw = format!("POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n{body}");
+            let (got, result) = through(raw.as_bytes());
+            assert!(
+                matches!(result, Err(Failure::Refused(why)) if why.contains("control character")),
+                "{body:?}: {result:?}"
+            );
+            let head =
+                "POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\nx-api-key: real-key\r\n\r\n";
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                format!("{head}{passed}"),
+                "{body:?}"
+            );
+        }
+        // A well-framed chunked body with an extension and a trailer passes whole.
+        let body = "5;name=v\tw\r\nXXXXX\r\n0\r\nx-trailer: a\r\n\r\n";
+        let raw = format!("POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n{body}");
+        let (got, result) = through(raw.as_bytes());
+        assert!(result.is_ok(), "{result:?}");
+        assert!(String::from_utf8(got).unwrap().ends_with(body));
     }
 
     #[test]
