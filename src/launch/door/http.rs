@@ -74,8 +74,16 @@ pub(super) fn valid_header(name: &str, value: &str) -> bool {
 }
 
 /// `head` (up to and including its empty line) with `credential` set: every header of its
-/// name dropped, one added after the others.
-pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'static str> {
+/// name dropped, one added after the others; and its `host` the upstream's `authority`
+/// (every `host` the client sent dropped, one added after the request line). Only an
+/// origin-form target (`/…`, or `*` for `OPTIONS`) and no `CONNECT` or `TRACE`: an upstream
+/// that is a proxy or routes by host sends a request on to the host its target or `host`
+/// names, and `TRACE` answers with the head, the key in it (red team, issue 32).
+pub(super) fn rewrite(
+    head: &[u8],
+    credential: &Credential,
+    authority: &str,
+) -> Result<Head, &'static str> {
     // Each line with its CR, without its LF: the head without its empty line and last LF.
     let text = head
         .strip_suffix(b"\n\r\n")
@@ -93,12 +101,20 @@ pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'st
         .strip_suffix(b"\r")
         .filter(|l| !l.contains(&b'\r'))
         .ok_or("its request line does not end with CRLF")?;
-    if request_line.split(|&b| b == b' ').count() != 3 {
+    let parts: Vec<&[u8]> = request_line.split(|&b| b == b' ').collect();
+    let [method, target, _] = parts[..] else {
         return Err("its request line is not `method target version`");
+    };
+    if method.eq_ignore_ascii_case(b"CONNECT") || method.eq_ignore_ascii_case(b"TRACE") {
+        return Err("its method is CONNECT or TRACE");
+    }
+    if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
+        return Err("its target is not origin-form (`/…`): the door names the upstream");
     }
     let mut bytes = Vec::with_capacity(head.len() + credential.value.len() + 64);
-    bytes.extend_from_slice(request_line);
-    bytes.extend_from_slice(b"\r\n");
+    for part in [request_line, b"\r\nhost: ", authority.as_bytes(), b"\r\n"] {
+        bytes.extend_from_slice(part);
+    }
     let (mut length, mut chunked, mut upgrade) = (None::<u64>, false, false);
     for line in lines {
         let line = line
@@ -116,7 +132,9 @@ pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'st
         if !is_token(name) {
             return Err("a header name is not a token (or has white space before its colon)");
         }
-        if name.eq_ignore_ascii_case(credential.header.as_bytes()) {
+        if name.eq_ignore_ascii_case(credential.header.as_bytes())
+            || name.eq_ignore_ascii_case(b"host")
+        {
             continue;
         }
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -261,12 +279,14 @@ impl Input {
     }
 }
 
-/// Passes the client's requests on to `to`, each head with `credential` set, until the
-/// client closes (`Ok`), a request is refused or the connection fails.
+/// Passes the client's requests on to `to`, each head with `credential` set and its `host`
+/// the upstream's `authority` ([`rewrite`]), until the client closes (`Ok`), a request is
+/// refused or the connection fails.
 pub(super) fn requests(
     from: TcpStream,
     mut to: TcpStream,
     credential: &Credential,
+    authority: &str,
 ) -> Result<(), Failure> {
     let mut input = Input {
         stream: from,
@@ -278,7 +298,7 @@ pub(super) fn requests(
             return Ok(());
         }
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
-        let head = rewrite(&input.buf[..end], credential).map_err(Failure::Refused)?;
+        let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
         input.buf.drain(..end);
         forwarded = true;
         to.write_all(&head.bytes)?;
@@ -326,7 +346,7 @@ mod tests {
     }
 
     fn head(s: &str) -> Result<Head, &'static str> {
-        rewrite(s.as_bytes(), &key())
+        rewrite(s.as_bytes(), &key(), "up:80")
     }
 
     #[test]
@@ -338,7 +358,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             String::from_utf8(h.bytes).unwrap(),
-            "POST /v1/messages HTTP/1.1\r\nHost: d\r\ncontent-length: 2\r\nx-api-key: real-key\r\n\r\n"
+            "POST /v1/messages HTTP/1.1\r\nhost: up:80\r\ncontent-length: 2\r\nx-api-key: real-key\r\n\r\n"
         );
         assert_eq!(h.framing, Framing::Length(2));
         let h = head("GET /s HTTP/1.1\r\ntransfer-encoding: gzip, chunked\r\n\r\n").unwrap();
@@ -374,10 +394,44 @@ mod tests {
             ("GET / HTTP/1.1\r\na: b\x00\r\n\r\n", "control character"),
             ("GET / HTTP/1.1\r\n\n", "empty line"),
             ("GET /\r\n\r\n", "method target version"),
+            (
+                "GET http://evil/ HTTP/1.1\r\nhost: evil\r\n\r\n",
+                "origin-form",
+            ),
+            ("GET evil:80 HTTP/1.1\r\n\r\n", "origin-form"),
+            (
+                "CONNECT evil:443 HTTP/1.1\r\nhost: evil:443\r\n\r\n",
+                "CONNECT or TRACE",
+            ),
+            ("TRACE / HTTP/1.1\r\n\r\n", "CONNECT or TRACE"),
+            ("OPTIONS http://evil/ HTTP/1.1\r\n\r\n", "origin-form"),
         ] {
             let e = head(request).unwrap_err();
             assert!(e.contains(why), "{request:?}: {e}");
         }
+    }
+
+    /// The upstream gets the host the door names, whatever `host` the client sent: an
+    /// upstream that routes by host (a gateway's virtual hosts) or is a proxy does not send
+    /// the key on to a host of the reviewer's choosing (red team, issue 32).
+    #[test]
+    fn the_upstream_gets_the_doors_host_and_an_origin_form_target_only() {
+        let h = head("GET /v1 HTTP/1.1\r\nHost: evil.example\r\nhost: b\r\n\r\n").unwrap();
+        assert_eq!(
+            String::from_utf8(h.bytes).unwrap(),
+            "GET /v1 HTTP/1.1\r\nhost: up:80\r\nx-api-key: real-key\r\n\r\n"
+        );
+        let h = head("GET / HTTP/1.0\r\n\r\n").unwrap();
+        assert!(
+            String::from_utf8(h.bytes)
+                .unwrap()
+                .contains("\r\nhost: up:80\r\n")
+        );
+        assert!(head("OPTIONS * HTTP/1.1\r\n\r\n").is_ok());
+        let (got, result) =
+            through(b"GET http://evil.example/steal HTTP/1.1\r\nhost: evil.example\r\n\r\n");
+        assert!(matches!(result, Err(Failure::Refused(_))), "{result:?}");
+        assert!(got.is_empty(), "{got:?}");
     }
 
     /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
@@ -392,7 +446,7 @@ mod tests {
         let (from, _) = door.accept().unwrap();
         client.write_all(raw).unwrap();
         client.shutdown(Shutdown::Write).unwrap();
-        let result = requests(from, to, &key());
+        let result = requests(from, to, &key(), "up:80");
         let mut bytes = Vec::new();
         got.read_to_end(&mut bytes).unwrap();
         (bytes, result)
@@ -418,8 +472,7 @@ mod tests {
                 matches!(result, Err(Failure::Refused(why)) if why.contains("control character")),
                 "{body:?}: {result:?}"
             );
-            let head =
-                "POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\nx-api-key: real-key\r\n\r\n";
+            let head = "POST /v1 HTTP/1.1\r\nhost: up:80\r\ntransfer-encoding: chunked\r\nx-api-key: real-key\r\n\r\n";
             assert_eq!(
                 String::from_utf8(got).unwrap(),
                 format!("{head}{passed}"),
