@@ -348,7 +348,10 @@ pub struct LaunchContext {
     /// takes only its package cache from it (`COPILOT_PKG_CACHE_HOME=<dir>/copilot`, where it
     /// unpacks its ~235 MB package on first run) and keeps `XDG_CACHE_HOME` per launch. It
     /// must be the daemon's own, not the user's `~/.cache`, and writable by the daemon only
-    /// (Copilot runs the package found there). Absent: the per-launch root's cache directory.
+    /// (Copilot runs the package found there): the plan's sandbox lets the reviewer read and
+    /// run it, never write it, so the daemon fills it outside a reviewer's sandbox (or in a
+    /// launch it gives `--sandbox-write <dir>`, a PR-free one). Absent: the per-launch root's
+    /// cache directory.
     pub cache_dir: Option<String>,
     /// Whether the reviewer's network is a door of its own (default: no, the executor's
     /// network): the client and all it starts reach only the endpoints the plan names

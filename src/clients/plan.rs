@@ -156,8 +156,12 @@ impl LaunchPlan {
         env.extend(credential_env);
         let cwd = super::non_blank(&ctx.worktree).map(str::to_owned);
         let mut sandbox = Sandbox::new(root.dir(), cwd.as_deref());
-        // The MCP servers run the kcap binary; the daemon's cache holds the client's state
-        // (`XDG_CACHE_HOME`: Copilot CLI runs the package it unpacked there).
+        // The MCP servers run the kcap binary; the daemon's cache holds what the client runs
+        // (`XDG_CACHE_HOME`: Copilot CLI runs the package it unpacked there). The cache is
+        // shared by every launch, so a reviewer reads and runs it but writes nothing there:
+        // one that could would plant code the next reviewer runs with its own credentials
+        // (the red team of issue 31 rewrote Copilot CLI's `index.js` from a Claude Code
+        // reviewer; the next Copilot CLI reviewer ran it holding its GitHub token).
         if !ctx.is_gated() {
             sandbox.read_exec.extend(
                 super::non_blank(&ctx.kcap_bin)
@@ -166,7 +170,7 @@ impl LaunchPlan {
             );
         }
         sandbox
-            .read_write
+            .read_exec
             .extend(super::non_blank(&ctx.cache_dir).map(str::to_owned));
         // Without a worktree the client starts in the launch directory, which holds only
         // what the plan writes: there is nothing to remove (and no `cwd` to resolve it in).
@@ -295,7 +299,8 @@ pub const SYSTEM_DEVICES: &[&str] = &[
 /// ([`SYSTEM_READ_EXEC`], [`SYSTEM_PROC_READ`], [`SYSTEM_DEVICES`]), the worktree
 /// (read-only), the launch directory (the client's `HOME` and `TMPDIR`), the kcap binary
 /// the MCP servers run and the daemon's cache directory
-/// ([`LaunchContext::cache_dir`](crate::LaunchContext::cache_dir)). The executor adds what
+/// ([`LaunchContext::cache_dir`](crate::LaunchContext::cache_dir), read and execute only:
+/// every launch shares it). The executor adds what
 /// only it knows: the client's installation (from the binary it starts) and the client's
 /// own `/proc/<pid>`, and what the daemon adds in its options
 /// (`launch::Options::with_sandbox_read_write`). Everything else is out of reach: the
@@ -313,12 +318,13 @@ pub const SYSTEM_DEVICES: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sandbox {
-    /// Read and execute: the system's directories, the kcap binary.
+    /// Read and execute: the system's directories, the kcap binary, the daemon's cache
+    /// directory.
     pub read_exec: Vec<String>,
     /// Read only: the worktree, the system-wide files of `/proc`.
     pub read: Vec<String>,
     /// Read, write, create, remove and execute (no device files): the launch directory, the
-    /// null, random and terminal devices, the daemon's cache directory.
+    /// null, random and terminal devices.
     pub read_write: Vec<String>,
 }
 

@@ -324,7 +324,8 @@ fn the_sandbox_is_on_by_default() {
         let (exec, rest) = confine.split_once("; read ").unwrap();
         let (_, write) = rest.split_once("; read and write ").unwrap();
         assert!(exec.contains(" /opt/kcap/bin/kcap"), "{confine}");
-        assert!(write.contains(" /var/cache/kcap"), "{confine}");
+        assert!(exec.contains(" /var/cache/kcap"), "{confine}");
+        assert!(!write.contains("/var/cache/kcap"), "{confine}");
         assert!(!dry(&[]).contains("/opt/kcap/bin/kcap"));
     }
 }
@@ -442,4 +443,72 @@ fn a_sandbox_path_that_is_not_plain_and_absolute_is_refused() {
         );
         assert!(!launch_dir.exists());
     }
+}
+
+/// The daemon's cache directory is shared by every launch (`--cache-dir`: Copilot CLI runs
+/// the package it unpacked there). A reviewer of a rendered plan reads and runs what is in
+/// it, and plants nothing there: the red team of issue 31 rewrote Copilot CLI's `index.js`
+/// from a Claude Code reviewer, and the next Copilot CLI reviewer ran it holding its GitHub
+/// token. The bite: the same plan with the cache writable (as it was) lets the plant through.
+#[test]
+fn a_reviewer_runs_the_shared_cache_and_plants_nothing_in_it() {
+    use kcap_mcp_registry::LaunchContext;
+    use kcap_mcp_registry::Policy;
+    use kcap_mcp_registry::clients::Client;
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    if !sandbox_available() {
+        return;
+    }
+    let world = World::new();
+    let cache = world.at("cache");
+    std::fs::create_dir_all(cache.join("copilot")).unwrap();
+    let index = cache.join("copilot/index.js");
+    std::fs::write(&index, "the unpacked package\n").unwrap();
+    let body = format!(
+        r#"probe() {{ name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=yes"; else echo "$name=no"; fi; }}
+probe read_cache grep -q unpacked {index}
+probe plant_cache sh -c 'echo planted > {index}'
+probe plant_new sh -c 'echo planted > {cache}/copilot/new.js'
+echo probes-done
+"#,
+        index = index.display(),
+        cache = cache.display(),
+    );
+    let client = sh_script(&world.at("bin"), "cache-reviewer", &body);
+    let run = |name: &str, writable: bool| {
+        let launch_dir = world.at("launches").join(name);
+        let ctx = LaunchContext {
+            agent_id: "a1".into(),
+            worktree: Some(world.at("tree").display().to_string()),
+            launch_dir: Some(launch_dir.display().to_string()),
+            cache_dir: Some(cache.display().to_string()),
+            ..LaunchContext::default()
+        };
+        let rendered = Client::Claude
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+            .unwrap()
+            .plan;
+        let mut plan = world.plan(&launch_dir);
+        plan.sandbox = rendered.sandbox;
+        if writable {
+            plan.sandbox.read_write.push(cache.display().to_string());
+        }
+        let options = Options::default().with_confinement(Confinement::Required);
+        let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        reviewer.stop().unwrap();
+        assert!(output.contains("probes-done"), "{output}");
+        probe_answers(&output)
+    };
+    let planned = run("cache-as-planned", false);
+    assert_eq!(planned.get("read_cache"), Some(&true), "{planned:?}");
+    assert_eq!(planned.get("plant_cache"), Some(&false), "{planned:?}");
+    assert_eq!(planned.get("plant_new"), Some(&false), "{planned:?}");
+    assert_eq!(
+        std::fs::read_to_string(&index).unwrap(),
+        "the unpacked package\n"
+    );
+    let open = run("cache-writable", true);
+    assert_eq!(open.get("plant_cache"), Some(&true), "{open:?}");
+    assert_eq!(open.get("plant_new"), Some(&true), "{open:?}");
 }

@@ -630,8 +630,8 @@ fn no_client_puts_the_agent_id_or_the_capability_url_in_its_argv() {
 
 /// Every client's plan names its reviewer's boundary (`LaunchPlan::sandbox`): the system's
 /// directories and the kcap binary its MCP servers run to read and execute, the worktree to
-/// read, the launch directory and the daemon's cache to write; a gated launch (no MCP
-/// server) leaves the kcap binary out.
+/// read, the launch directory to write, the daemon's cache (shared by every launch) to read
+/// and execute only; a gated launch (no MCP server) leaves the kcap binary out.
 #[test]
 fn every_plan_names_its_sandbox() {
     use kcap_mcp_registry::clients::dispatch::PlanInputs;
@@ -657,16 +657,18 @@ fn every_plan_names_its_sandbox() {
         let s = client.plan(&ctx, &inputs).unwrap().plan.sandbox;
         let mut read_exec = owned(SYSTEM_READ_EXEC);
         read_exec.push("/opt/kcap/bin/kcap".into());
+        read_exec.push("/var/cache/kcap".into());
         assert_eq!(s.read_exec, read_exec, "{client}");
         let mut read = vec!["/work/tree".to_owned()];
         read.extend(owned(SYSTEM_PROC_READ));
         assert_eq!(s.read, read, "{client}");
         let mut read_write = vec!["/run/kcap/l1".to_owned()];
         read_write.extend(owned(SYSTEM_DEVICES));
-        read_write.push("/var/cache/kcap".into());
         assert_eq!(s.read_write, read_write, "{client}");
         let g = client.plan(&gated, &inputs).unwrap().plan.sandbox;
-        assert_eq!(g.read_exec, owned(SYSTEM_READ_EXEC), "{client} gated");
+        let mut gated_exec = owned(SYSTEM_READ_EXEC);
+        gated_exec.push("/var/cache/kcap".into());
+        assert_eq!(g.read_exec, gated_exec, "{client} gated");
     }
 }
 

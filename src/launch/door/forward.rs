@@ -97,17 +97,19 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
         .spawn(move || pipe(upstream_r, client));
     let up = match &endpoint.credential {
         None => pipe(client_r, upstream),
-        Some(credential) => match super::http::requests(client_r, upstream, credential) {
-            Ok(()) => Ok(()),
-            Err(super::http::Failure::Io(e)) => Err(e),
-            Err(super::http::Failure::Refused(why)) => {
-                shared.log(format!(
-                    "door port {}: refused a request: {why}; closed the connection",
-                    endpoint.port
-                ));
-                Ok(())
+        Some(credential) => {
+            match super::http::requests(client_r, upstream, credential, &endpoint.upstream) {
+                Ok(()) => Ok(()),
+                Err(super::http::Failure::Io(e)) => Err(e),
+                Err(super::http::Failure::Refused(why)) => {
+                    shared.log(format!(
+                        "door port {}: refused a request: {why}; closed the connection",
+                        endpoint.port
+                    ));
+                    Ok(())
+                }
             }
-        },
+        }
     };
     let down = down.map(|t| t.join());
     if let Ok(mut live) = shared.live.lock() {

@@ -9,7 +9,9 @@
 //! no byte the door did not frame reaches the upstream as the start of a request without the
 //! credential set by the door: a head over [`MAX_HEAD_BYTES`], a line folded or without
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
-//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`. A
+//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
+//! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
+//! there frames the body otherwise). A
 //! request with an `upgrade` header (a WebSocket) has its head rewritten, then the rest of
 //! the connection passes as bytes.
 
@@ -72,8 +74,16 @@ pub(super) fn valid_header(name: &str, value: &str) -> bool {
 }
 
 /// `head` (up to and including its empty line) with `credential` set: every header of its
-/// name dropped, one added after the others.
-pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'static str> {
+/// name dropped, one added after the others; and its `host` the upstream's `authority`
+/// (every `host` the client sent dropped, one added after the request line). Only an
+/// origin-form target (`/…`, or `*` for `OPTIONS`) and no `CONNECT` or `TRACE`: an upstream
+/// that is a proxy or routes by host sends a request on to the host its target or `host`
+/// names, and `TRACE` answers with the head, the key in it (red team, issue 32).
+pub(super) fn rewrite(
+    head: &[u8],
+    credential: &Credential,
+    authority: &str,
+) -> Result<Head, &'static str> {
     // Each line with its CR, without its LF: the head without its empty line and last LF.
     let text = head
         .strip_suffix(b"\n\r\n")
@@ -91,12 +101,20 @@ pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'st
         .strip_suffix(b"\r")
         .filter(|l| !l.contains(&b'\r'))
         .ok_or("its request line does not end with CRLF")?;
-    if request_line.split(|&b| b == b' ').count() != 3 {
+    let parts: Vec<&[u8]> = request_line.split(|&b| b == b' ').collect();
+    let [method, target, _] = parts[..] else {
         return Err("its request line is not `method target version`");
+    };
+    if method.eq_ignore_ascii_case(b"CONNECT") || method.eq_ignore_ascii_case(b"TRACE") {
+        return Err("its method is CONNECT or TRACE");
+    }
+    if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
+        return Err("its target is not origin-form (`/…`): the door names the upstream");
     }
     let mut bytes = Vec::with_capacity(head.len() + credential.value.len() + 64);
-    bytes.extend_from_slice(request_line);
-    bytes.extend_from_slice(b"\r\n");
+    for part in [request_line, b"\r\nhost: ", authority.as_bytes(), b"\r\n"] {
+        bytes.extend_from_slice(part);
+    }
     let (mut length, mut chunked, mut upgrade) = (None::<u64>, false, false);
     for line in lines {
         let line = line
@@ -114,7 +132,9 @@ pub(super) fn rewrite(head: &[u8], credential: &Credential) -> Result<Head, &'st
         if !is_token(name) {
             return Err("a header name is not a token (or has white space before its colon)");
         }
-        if name.eq_ignore_ascii_case(credential.header.as_bytes()) {
+        if name.eq_ignore_ascii_case(credential.header.as_bytes())
+            || name.eq_ignore_ascii_case(b"host")
+        {
             continue;
         }
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -218,6 +238,18 @@ impl Input {
     /// Passes a line ending with CRLF on to `to`, and returns it.
     fn line(&mut self, to: &mut TcpStream) -> Result<Vec<u8>, Failure> {
         let end = self.until(b"\r\n", MAX_CHUNK_LINE, "a chunk line is too long")?;
+        // A bare LF or CR (or another control character) before the CRLF: an upstream that
+        // ends the line there frames the body otherwise than the door (a chunk size read
+        // from the part before the LF, a trailer section ended early), and a head the door
+        // rewrote, the daemon's key in it, could become a body the upstream echoes.
+        if self.buf[..end - 2]
+            .iter()
+            .any(|&b| (b.is_ascii_control() && b != b'\t') || b == 0x7f)
+        {
+            return Err(Failure::Refused(
+                "a chunk line or trailer holds a control character",
+            ));
+        }
         let line: Vec<u8> = self.buf.drain(..end).collect();
         to.write_all(&line)?;
         Ok(line)
@@ -247,12 +279,14 @@ impl Input {
     }
 }
 
-/// Passes the client's requests on to `to`, each head with `credential` set, until the
-/// client closes (`Ok`), a request is refused or the connection fails.
+/// Passes the client's requests on to `to`, each head with `credential` set and its `host`
+/// the upstream's `authority` ([`rewrite`]), until the client closes (`Ok`), a request is
+/// refused or the connection fails.
 pub(super) fn requests(
     from: TcpStream,
     mut to: TcpStream,
     credential: &Credential,
+    authority: &str,
 ) -> Result<(), Failure> {
     let mut input = Input {
         stream: from,
@@ -264,7 +298,7 @@ pub(super) fn requests(
             return Ok(());
         }
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
-        let head = rewrite(&input.buf[..end], credential).map_err(Failure::Refused)?;
+        let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
         input.buf.drain(..end);
         forwarded = true;
         to.write_all(&head.bytes)?;
@@ -312,7 +346,7 @@ mod tests {
     }
 
     fn head(s: &str) -> Result<Head, &'static str> {
-        rewrite(s.as_bytes(), &key())
+        rewrite(s.as_bytes(), &key(), "up:80")
     }
 
     #[test]
@@ -324,7 +358,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             String::from_utf8(h.bytes).unwrap(),
-            "POST /v1/messages HTTP/1.1\r\nHost: d\r\ncontent-length: 2\r\nx-api-key: real-key\r\n\r\n"
+            "POST /v1/messages HTTP/1.1\r\nhost: up:80\r\ncontent-length: 2\r\nx-api-key: real-key\r\n\r\n"
         );
         assert_eq!(h.framing, Framing::Length(2));
         let h = head("GET /s HTTP/1.1\r\ntransfer-encoding: gzip, chunked\r\n\r\n").unwrap();
@@ -360,10 +394,97 @@ mod tests {
             ("GET / HTTP/1.1\r\na: b\x00\r\n\r\n", "control character"),
             ("GET / HTTP/1.1\r\n\n", "empty line"),
             ("GET /\r\n\r\n", "method target version"),
+            (
+                "GET http://evil/ HTTP/1.1\r\nhost: evil\r\n\r\n",
+                "origin-form",
+            ),
+            ("GET evil:80 HTTP/1.1\r\n\r\n", "origin-form"),
+            (
+                "CONNECT evil:443 HTTP/1.1\r\nhost: evil:443\r\n\r\n",
+                "CONNECT or TRACE",
+            ),
+            ("TRACE / HTTP/1.1\r\n\r\n", "CONNECT or TRACE"),
+            ("OPTIONS http://evil/ HTTP/1.1\r\n\r\n", "origin-form"),
         ] {
             let e = head(request).unwrap_err();
             assert!(e.contains(why), "{request:?}: {e}");
         }
+    }
+
+    /// The upstream gets the host the door names, whatever `host` the client sent: an
+    /// upstream that routes by host (a gateway's virtual hosts) or is a proxy does not send
+    /// the key on to a host of the reviewer's choosing (red team, issue 32).
+    #[test]
+    fn the_upstream_gets_the_doors_host_and_an_origin_form_target_only() {
+        let h = head("GET /v1 HTTP/1.1\r\nHost: evil.example\r\nhost: b\r\n\r\n").unwrap();
+        assert_eq!(
+            String::from_utf8(h.bytes).unwrap(),
+            "GET /v1 HTTP/1.1\r\nhost: up:80\r\nx-api-key: real-key\r\n\r\n"
+        );
+        let h = head("GET / HTTP/1.0\r\n\r\n").unwrap();
+        assert!(
+            String::from_utf8(h.bytes)
+                .unwrap()
+                .contains("\r\nhost: up:80\r\n")
+        );
+        assert!(head("OPTIONS * HTTP/1.1\r\n\r\n").is_ok());
+        let (got, result) =
+            through(b"GET http://evil.example/steal HTTP/1.1\r\nhost: evil.example\r\n\r\n");
+        assert!(matches!(result, Err(Failure::Refused(_))), "{result:?}");
+        assert!(got.is_empty(), "{got:?}");
+    }
+
+    /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
+    /// door's result.
+    fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
+        use std::net::TcpListener;
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let door = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
+        let (mut got, _) = upstream.accept().unwrap();
+        let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+        let (from, _) = door.accept().unwrap();
+        client.write_all(raw).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let result = requests(from, to, &key(), "up:80");
+        let mut bytes = Vec::new();
+        got.read_to_end(&mut bytes).unwrap();
+        (bytes, result)
+    }
+
+    /// A chunk line or a trailer with a bare LF is framed otherwise by an upstream that ends
+    /// lines at LF: `5\n;x` is a chunk of 5 to the door and its data starts at `;x` to such an
+    /// upstream (red team, issue 32). Refused, and nothing after the head passes on.
+    #[test]
+    fn a_chunk_line_or_trailer_with_a_bare_lf_is_refused() {
+        for (body, passed) in [
+            ("5\n;x\r\nXXXXX\r\n0\r\n\r\n", ""),
+            ("5;a\nb\r\nXXXXX\r\n0\r\n\r\n", ""),
+            (
+                "0\r\nx: a\n\nGET /smuggled HTTP/1.1\r\nhost: y\r\n\r\n",
+                "0\r\n",
+            ),
+            ("0\r\nx: a\rb\r\n\r\n", "0\r\n"),
+        ] {
+            let raw = format!("POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n{body}");
+            let (got, result) = through(raw.as_bytes());
+            assert!(
+                matches!(result, Err(Failure::Refused(why)) if why.contains("control character")),
+                "{body:?}: {result:?}"
+            );
+            let head = "POST /v1 HTTP/1.1\r\nhost: up:80\r\ntransfer-encoding: chunked\r\nx-api-key: real-key\r\n\r\n";
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                format!("{head}{passed}"),
+                "{body:?}"
+            );
+        }
+        // A well-framed chunked body with an extension and a trailer passes whole.
+        let body = "5;name=v\tw\r\nXXXXX\r\n0\r\nx-trailer: a\r\n\r\n";
+        let raw = format!("POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n{body}");
+        let (got, result) = through(raw.as_bytes());
+        assert!(result.is_ok(), "{result:?}");
+        assert!(String::from_utf8(got).unwrap().ends_with(body));
     }
 
     #[test]

@@ -379,6 +379,11 @@ fn options(request: &Request, root: &Path) -> Options {
         options = options
             .with_sandbox_read_exec(program)
             .with_sandbox_read_write(root.join("records"));
+        // The run's own cache (no shared one given) is filled by this run's client: the
+        // plan's sandbox lets a reviewer only read and run the daemon's shared cache.
+        if request.cache_dir.is_none() {
+            options = options.with_sandbox_read_write(root.join("cache"));
+        }
     }
     options
 }
