@@ -343,15 +343,14 @@ pub struct LaunchContext {
     /// ([`root::CredentialSpec`]) reaches it, since the client no longer reads the user's
     /// own configuration.
     pub credentials: root::Credentials,
-    /// A directory the daemon keeps for this client's caches across launches (absolute),
-    /// given to the client as `XDG_CACHE_HOME` instead of the per-launch one. Copilot CLI
-    /// takes only its package cache from it (`COPILOT_PKG_CACHE_HOME=<dir>/copilot`, where it
-    /// unpacks its ~235 MB package on first run) and keeps `XDG_CACHE_HOME` per launch. It
-    /// must be the daemon's own, not the user's `~/.cache`, and writable by the daemon only
-    /// (Copilot runs the package found there): the plan's sandbox lets the reviewer read and
-    /// run it, never write it, so the daemon fills it outside a reviewer's sandbox (or in a
-    /// launch it gives `--sandbox-write <dir>`, a PR-free one). Absent: the per-launch root's
-    /// cache directory.
+    /// A directory the daemon keeps across launches (absolute) for what a client would
+    /// otherwise fetch on every launch: Copilot CLI's package (`COPILOT_PKG_CACHE_HOME=<dir>/
+    /// copilot`, where it unpacks its ~235 MB package on its first run). Every client keeps
+    /// its `XDG_CACHE_HOME` per launch. It must be the daemon's own, not the user's
+    /// `~/.cache`; a reviewer may read and run it, never write it (the plan's
+    /// [`sandbox`](plan::LaunchPlan::sandbox)): every launch shares it and Copilot runs the
+    /// package found there, so the daemon fills it outside a reviewer's sandbox (or in a
+    /// launch it gives `--sandbox-write <dir>`, one that reviews nothing).
     pub cache_dir: Option<String>,
     /// Whether the reviewer's network is a door of its own (default: no, the executor's
     /// network): the client and all it starts reach only the endpoints the plan names

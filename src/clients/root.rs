@@ -60,7 +60,6 @@ pub const XDG_DIRS: [(&str, &str); 4] = [
 #[derive(Clone, Copy, Debug)]
 pub struct Root<'a> {
     dir: &'a str,
-    cache: Option<&'a str>,
 }
 
 impl<'a> Root<'a> {
@@ -70,19 +69,14 @@ impl<'a> Root<'a> {
     /// [`RenderError::NeedsAbsolute`] when the launch directory is unset, blank or relative,
     /// or the cache directory ([`LaunchContext::cache_dir`]) is set and not absolute.
     pub fn of(client: Client, ctx: &'a LaunchContext) -> Result<Root<'a>, RenderError> {
-        let cache = match super::non_blank(&ctx.cache_dir) {
-            None => None,
-            Some(d) if d.starts_with('/') => Some(d),
-            Some(_) => {
-                return Err(RenderError::NeedsAbsolute {
-                    client,
-                    field: "cache_dir",
-                });
-            }
-        };
+        if super::non_blank(&ctx.cache_dir).is_some_and(|d| !d.starts_with('/')) {
+            return Err(RenderError::NeedsAbsolute {
+                client,
+                field: "cache_dir",
+            });
+        }
         Ok(Root {
             dir: launch_dir(client, ctx)?,
-            cache,
         })
     }
 
@@ -101,15 +95,17 @@ impl<'a> Root<'a> {
         format!("{}/{HOME_DIR}/{rel}", self.dir)
     }
 
-    /// The environment every client starts from: `HOME`, the four [`XDG_DIRS`] and
-    /// `TMPDIR`, then `GIT_CONFIG_NOSYSTEM=1`; `XDG_CACHE_HOME` is the daemon's cache directory
-    /// ([`LaunchContext::cache_dir`]) when it gives one.
+    /// The environment every client starts from: `HOME`, the four [`XDG_DIRS`] (all per
+    /// launch: the daemon's shared cache directory, [`LaunchContext::cache_dir`], is read-only
+    /// to a reviewer and holds only what a room points at it, Copilot CLI's package) and
+    /// `TMPDIR`, then `GIT_CONFIG_NOSYSTEM=1`.
     pub fn env(&self) -> Vec<EnvVar> {
         let mut env = vec![EnvVar::new("HOME", self.home())];
-        env.extend(XDG_DIRS.iter().map(|(name, rel)| match self.cache {
-            Some(cache) if *name == "XDG_CACHE_HOME" => EnvVar::new(*name, cache),
-            _ => EnvVar::new(*name, self.in_home(rel)),
-        }));
+        env.extend(
+            XDG_DIRS
+                .iter()
+                .map(|(name, rel)| EnvVar::new(*name, self.in_home(rel))),
+        );
         env.push(EnvVar::new("TMPDIR", format!("{}/{TMP_DIR}", self.dir)));
         // The system git configuration (`/etc/gitconfig`, `$(prefix)/etc/gitconfig`) is the
         // administrator's: every client measured runs git in the worktree (`git status`),
@@ -444,11 +440,12 @@ mod tests {
             Err(RenderError::NeedsAbsolute { .. })
         ));
         let mut c = ctx("/run/l1");
-        c.cache_dir = Some("/var/cache/kcap/copilot".into());
+        c.cache_dir = Some("/var/cache/kcap".into());
         let root = Root::of(Client::Copilot, &c).unwrap();
+        // The shared cache is never a client's XDG cache: a reviewer cannot write it.
         assert_eq!(
             root.env()[4],
-            EnvVar::new("XDG_CACHE_HOME", "/var/cache/kcap/copilot")
+            EnvVar::new("XDG_CACHE_HOME", "/run/l1/home/.cache")
         );
         c.cache_dir = Some("cache".into());
         assert_eq!(

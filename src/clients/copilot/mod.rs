@@ -346,12 +346,8 @@ pub fn copilot_plan(
     plan.argv_value_to_file("--additional-mcp-config", MCP_CONFIG_FILE, "@");
     let root = Root::of(Client::Copilot, ctx)?;
     // The shared cache directory holds the package only: the rest of Copilot's cache (device
-    // id, search index slots, other package versions it would look for) stays per launch.
-    for var in &mut plan.env {
-        if var.name == "XDG_CACHE_HOME" {
-            var.value = root.in_home(".cache");
-        }
-    }
+    // id, search index slots, other package versions it would look for) stays per launch, in
+    // the root's `XDG_CACHE_HOME`.
     let mut own = vec![EnvVar::new(
         "COPILOT_HOME",
         format!("{}/{COPILOT_HOME_DIR}", root.dir()),
