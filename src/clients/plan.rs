@@ -263,6 +263,24 @@ pub const SYSTEM_READ_EXEC: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 ];
 
+/// Files of the system's directories no reviewer reads, though they lie beneath one it may
+/// read: the password and group shadow files, sudo's rules, the SSH host keys, TLS private
+/// keys. A root reviewer read `/etc/shadow` (the red team of issue 31: its own capabilities
+/// dropped, root still owns the file). Landlock only allows, so the executor allows a
+/// directory that holds one entry by entry, less these
+/// ([`Boundary::of`](crate::launch::sandbox::Boundary::of), feature `launch`).
+pub const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+];
+
 /// The system-wide files of `/proc` a reviewer may read (those that exist): what the
 /// clients' runtimes read at start (`strace`: Node.js `/proc/meminfo`, `/proc/version`; Bun
 /// `/proc/sys/vm/overcommit_memory`, `/proc/sys/vm/mmap_min_addr`) and the machine's load and

@@ -80,7 +80,9 @@ pub enum Confinement {
 /// abstract-unix-socket scopes. The file-system rules need ABI 5 (device `ioctl`s).
 pub const SANDBOX_ABI: i32 = 6;
 
-pub use crate::clients::plan::{SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC};
+pub use crate::clients::plan::{
+    SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC, SYSTEM_SECRETS,
+};
 
 /// What a confined reviewer may reach: each list of absolute paths, the directories
 /// allowing what is beneath them.
@@ -113,10 +115,43 @@ impl Boundary {
         let mut read_write = paths(&plan.sandbox.read_write);
         read_write.extend(options.sandbox_read_write.iter().cloned());
         Boundary {
-            read_exec,
-            read: paths(&plan.sandbox.read),
-            read_write,
+            read_exec: without_secrets(read_exec),
+            read: without_secrets(paths(&plan.sandbox.read)),
+            read_write: without_secrets(read_write),
         }
+    }
+}
+
+/// `paths` with every directory that holds one of [`SYSTEM_SECRETS`] replaced by its entries
+/// less the one on the way to it (again for that entry, when the secret lies deeper): the
+/// same reach, less the secrets. An entry that is a symbolic link is left out, as a rule
+/// would allow its target: beneath the directory only what lies there was reachable.
+fn without_secrets(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        carve(path, &mut out);
+    }
+    out
+}
+
+fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
+    let holds = SYSTEM_SECRETS
+        .iter()
+        .any(|s| Path::new(s).starts_with(&path) && Path::new(s) != path);
+    if !holds {
+        if !SYSTEM_SECRETS.iter().any(|s| Path::new(s) == path) {
+            out.push(path);
+        }
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(&path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        carve(entry.path(), out);
     }
 }
 

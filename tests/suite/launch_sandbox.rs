@@ -88,6 +88,9 @@ probe write_outside sh -c 'echo x > {root}/planted'
 probe write_worktree sh -c 'echo x > {tree}/planted'
 probe shared_tmp sh -c 'echo x > /tmp/kcap-sandbox-planted-{pid}'
 probe abstract_socket /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("\0{socket}")'
+probe etc_shadow cat /etc/shadow
+probe etc_passwd cat /etc/passwd
+probe etc_certs ls /etc/ssl/certs
 probe make_device mknod "$HOME/kmsg" c 1 11
 probe root_capability /usr/bin/python3 -c 'import socket; socket.sethostname(socket.gethostname())'
 probe own_home sh -c 'echo x > "$HOME/note" && cat "$HOME/note"'
@@ -179,9 +182,12 @@ const ATTACKS: &[&str] = &[
 ];
 /// What only a root reviewer could do, and only with the sandbox off: create a device file in
 /// its launch directory (a block device is every file of its disk), use a capability beyond
-/// the file system's (set the hostname). Found by the red team of stop 43.
-const ROOT_ATTACKS: &[&str] = &["make_device", "root_capability"];
+/// the file system's (set the hostname), found by the red team of stop 43; read
+/// `/etc/shadow`, which root owns (the red team of issue 31: `SYSTEM_SECRETS`).
+const ROOT_ATTACKS: &[&str] = &["make_device", "root_capability", "etc_shadow"];
 const OWN_WORK: &[&str] = &[
+    "etc_passwd",
+    "etc_certs",
     "own_home",
     "own_tmp",
     "read_worktree",
