@@ -87,11 +87,12 @@ pub fn path_problem(path: &str) -> Option<&'static str> {
 
 /// What is wrong with `path` as a path of the plan's sandbox (absolute, no `.` or `..`
 /// component: the kernel resolves it as written, and the executor would otherwise resolve a
-/// relative one against its own working directory), if anything.
+/// relative one against its own working directory; not `/`, which would undo the sandbox: a
+/// hand-edited plan's, found by the red team of issue 31), if anything.
 fn sandbox_path_problem(path: &str) -> Option<&'static str> {
     match path.strip_prefix('/') {
         None => Some("is not absolute; sandbox paths are absolute"),
-        Some("") => None,
+        Some("") => Some("is `/`, the whole file system, which no reviewer needs"),
         Some(rest) if rest.starts_with('/') => Some("has an empty component (`//`)"),
         Some(rest) => path_problem(rest.strip_suffix('/').unwrap_or(rest)),
     }

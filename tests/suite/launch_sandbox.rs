@@ -437,6 +437,7 @@ fn a_sandbox_path_that_is_not_plain_and_absolute_is_refused() {
         ("tree", "is not absolute"),
         ("/srv/../etc", "`..`"),
         ("//srv", "empty component"),
+        ("/", "the whole file system"),
     ] {
         let launch_dir = world.at("launches/refused");
         let mut plan = world.plan(&launch_dir);
