@@ -250,23 +250,20 @@ impl RenderError {
                 field,
                 url,
                 problem,
-            } if url.is_empty() => write!(
-                f,
-                "cannot put the {} reviewer behind the door: `{field}` {problem}; hand it over \
-                 as a credential (an http:// URL)",
-                client.display_name()
-            ),
-            RenderError::DoorUpstream {
-                client,
-                field,
-                url,
-                problem,
-            } => write!(
-                f,
-                "cannot put the {} reviewer behind the door: `{field}` \"{}\" {problem}",
-                client.display_name(),
-                url.escape_debug()
-            ),
+            } => {
+                let (shown, hint) = match url.is_empty() {
+                    true => (
+                        String::new(),
+                        "; hand it over as a credential (an http:// URL)",
+                    ),
+                    false => (format!(" \"{}\"", url.escape_debug()), ""),
+                };
+                write!(
+                    f,
+                    "cannot put the {} reviewer behind the door: `{field}`{shown} {problem}{hint}",
+                    client.display_name()
+                )
+            }
             RenderError::DoorCredential {
                 client,
                 name,
