@@ -100,12 +100,14 @@ mod process;
 mod pty;
 mod queue;
 pub mod sandbox;
+mod spawn;
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
+
+use spawn::Stdio;
 
 pub use acp::{
     AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES, MAX_UNSENT_BYTES,
@@ -367,7 +369,7 @@ pub fn launch_with_parent_env(
             cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .process_group(0);
+                .own_process_group();
             let child = cmd.spawn().map_err(start_error)?;
             // Best effort: one the kernel kept out is not the reviewer's.
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
