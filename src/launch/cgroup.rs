@@ -354,14 +354,14 @@ impl LaunchCgroup {
 
     /// Has `cmd`'s child start in this cgroup, before it can start anything: born there
     /// (`clone3` with `CLONE_INTO_CGROUP`, no move), or where the kernel refuses that, moved
-    /// there between fork and exec ([`Command::into_cgroup`]). Where the kernel refuses
+    /// there between fork and exec ([`Command::start_in_cgroup`]). Where the kernel refuses
     /// both, a `required` child fails to start; another starts outside
     /// ([`LaunchCgroup::holds`] tells).
     ///
     /// # Errors
     /// When the cgroup's directory or its `cgroup.procs` cannot be opened.
     pub(crate) fn join(&self, cmd: &mut Command, required: bool) -> io::Result<()> {
-        cmd.into_cgroup(&self.dir, required).map(|_| ())
+        cmd.start_in_cgroup(&self.dir, required).map(|_| ())
     }
 
     /// Whether the started client `pid` (unreaped) is in this cgroup.

@@ -9,7 +9,7 @@
 //! BENCHMARKS.md, "Confinement, all of it"). A child born in its cgroup is never moved.
 //! Where `clone3` or `CLONE_INTO_CGROUP` is refused (an older kernel, a cgroup the executor
 //! may not start processes in), the child is forked as before and writes `0` to the
-//! cgroup's `cgroup.procs` as its first step (see [`Command::into_cgroup`]).
+//! cgroup's `cgroup.procs` as its first step (see [`Command::start_in_cgroup`]).
 //!
 //! In the child, between fork and exec, in this order (the order `std` uses): the standard
 //! streams are set, the working directory changed, the process group made, the signal mask
@@ -185,7 +185,7 @@ impl Command {
     ///
     /// # Errors
     /// When the cgroup's directory or its `cgroup.procs` cannot be opened.
-    pub(crate) fn into_cgroup(&mut self, dir: &Path, required: bool) -> io::Result<&mut Self> {
+    pub(crate) fn start_in_cgroup(&mut self, dir: &Path, required: bool) -> io::Result<&mut Self> {
         use rustix::fs::{Mode, OFlags};
         let open =
             |path: &Path, flags| rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty());
@@ -308,7 +308,7 @@ impl Command {
     /// Forks the child (into its cgroup, when it has one) and runs it; returns its pid.
     fn fork(&mut self, plan: &ChildPlan<'_>) -> io::Result<libc::pid_t> {
         let born_in = match &self.cgroup {
-            Some(cgroup) => match clone_into_cgroup(cgroup.dir.as_raw_fd()) {
+            Some(cgroup) => match clone_start_in_cgroup(cgroup.dir.as_raw_fd()) {
                 Ok(0) => {
                     // SAFETY: in the child of a fork; `run` keeps to async-signal-safe calls.
                     unsafe { run(plan, None, &mut self.steps) }
@@ -349,7 +349,7 @@ struct ChildPlan<'a> {
 
 /// `clone3(CLONE_INTO_CGROUP)` into the cgroup directory `dir`, otherwise as `fork`: the
 /// child's pid in the parent, 0 in the child.
-fn clone_into_cgroup(dir: RawFd) -> io::Result<libc::pid_t> {
+fn clone_start_in_cgroup(dir: RawFd) -> io::Result<libc::pid_t> {
     /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes):
     /// include/uapi/linux/sched.h.
     #[repr(C)]
@@ -562,5 +562,60 @@ impl Child {
                 return Err(e);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Command, Stdio};
+    use std::io::Read as _;
+
+    fn output(cmd: &mut Command) -> (String, i32) {
+        cmd.stdout(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        (out, child.wait().unwrap().code().unwrap())
+    }
+
+    #[test]
+    fn the_child_gets_exactly_its_arguments_environment_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "printf '%s|%s|%s|' \"$1\" \"$A\" \"$(pwd)\"; env | wc -l",
+            "sh",
+            "a b",
+        ])
+        .envs([("A", "1"), ("PATH", "/usr/bin:/bin"), ("A", "2")])
+        .current_dir(dir.path());
+        let (out, code) = output(&mut cmd);
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        // `env` shows A, PATH and the PWD the shell sets: nothing of this process's.
+        assert_eq!(out.trim(), format!("a b|2|{}|3", real.display()));
+        assert_eq!(code, 0);
+    }
+
+    #[test]
+    fn a_failing_exec_or_step_is_the_spawns_error() {
+        let e = Command::new("/nonexistent/client").spawn().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+        let e = Command::new("no-such-client-anywhere")
+            .envs([("PATH", "/usr/bin:/bin")])
+            .spawn()
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+        let mut cmd = Command::new("/bin/true");
+        // SAFETY: builds an io::Error from a constant errno only.
+        unsafe {
+            cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EACCES)));
+        }
+        assert_eq!(cmd.spawn().unwrap_err().raw_os_error(), Some(libc::EACCES));
     }
 }
