@@ -68,6 +68,8 @@ struct Cgroup {
     procs: OwnedFd,
     /// Whether a child that cannot join fails to start (else it starts outside).
     required: bool,
+    /// Whether `CLONE_INTO_CGROUP` is tried (the tests turn it off to try the move).
+    born_in: bool,
 }
 
 /// A client to start: see the module docs.
@@ -193,6 +195,7 @@ impl Command {
             dir: open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?,
             procs: open(&dir.join("cgroup.procs"), OFlags::WRONLY)?,
             required,
+            born_in: true,
         });
         Ok(self)
     }
@@ -308,7 +311,8 @@ impl Command {
     /// Forks the child (into its cgroup, when it has one) and runs it; returns its pid.
     fn fork(&mut self, plan: &ChildPlan<'_>) -> io::Result<libc::pid_t> {
         let born_in = match &self.cgroup {
-            Some(cgroup) => match clone_start_in_cgroup(cgroup.dir.as_raw_fd()) {
+            Some(cgroup) if !cgroup.born_in => false,
+            Some(cgroup) => match clone_into_cgroup(cgroup.dir.as_raw_fd()) {
                 Ok(0) => {
                     // SAFETY: in the child of a fork; `run` keeps to async-signal-safe calls.
                     unsafe { run(plan, None, &mut self.steps) }
@@ -349,7 +353,7 @@ struct ChildPlan<'a> {
 
 /// `clone3(CLONE_INTO_CGROUP)` into the cgroup directory `dir`, otherwise as `fork`: the
 /// child's pid in the parent, 0 in the child.
-fn clone_start_in_cgroup(dir: RawFd) -> io::Result<libc::pid_t> {
+fn clone_into_cgroup(dir: RawFd) -> io::Result<libc::pid_t> {
     /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes):
     /// include/uapi/linux/sched.h.
     #[repr(C)]
@@ -600,6 +604,37 @@ mod tests {
         // `env` shows A, PATH and the PWD the shell sets: nothing of this process's.
         assert_eq!(out.trim(), format!("a b|2|{}|3", real.display()));
         assert_eq!(code, 0);
+    }
+
+    #[test]
+    fn the_child_starts_in_its_cgroup_born_there_or_moved() {
+        let Some(own) = crate::launch::cgroup::own_cgroup()
+            .ok()
+            .filter(|own| own.join("cgroup.procs").exists())
+        else {
+            eprintln!("skipped: this machine has no writable cgroup v2");
+            return;
+        };
+        let dir = own.join(format!("kcap-spawn-test-{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir(&dir) {
+            eprintln!("skipped: cannot create a cgroup ({e})");
+            return;
+        }
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        for born_in in [true, false] {
+            let mut cmd = Command::new("/bin/cat");
+            cmd.args(["/proc/self/cgroup"]);
+            cmd.start_in_cgroup(&dir, true).unwrap();
+            cmd.cgroup.as_mut().unwrap().born_in = born_in;
+            let (out, code) = output(&mut cmd);
+            assert_eq!(code, 0);
+            let v2 = out.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
+            assert!(
+                v2.ends_with(&format!("/{name}")),
+                "born in: {born_in}: {out}"
+            );
+        }
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
