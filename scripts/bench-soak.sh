@@ -7,7 +7,8 @@
 #   scripts/bench-soak.sh [REV]      (SEQUENTIAL=10000 AT_ONCE=200 ROUNDS=5 by default)
 #
 # With REV, the example is built from that commit's tree as well (git archive, the same
-# target directory) and both run, REV first. Needs cc.
+# target directory) and both run, REV first. Needs cc. GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0
+# keeps glibc's cache of exited threads' stacks out of the RSS figures.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 seq=${SEQUENTIAL:-10000} at_once=${AT_ONCE:-200} rounds=${ROUNDS:-5}
