@@ -3,9 +3,10 @@
 # of it"): `launch --plan` of a rendered Gemini CLI plan with a shell stand-in speaking ACP
 # (handshake, prompt, answer), side by side in one hyperfine run: OLD_BIN (a build before the
 # sandbox and the cgroup were on by default), NEW_BIN as it launches by default (sandbox and
-# cgroup best-effort), and NEW_BIN with both off.
+# cgroup best-effort), and NEW_BIN with both off; with MID_BIN, an intermediate build too (as
+# it launches by default), between OLD_BIN and NEW_BIN.
 #
-#   scripts/bench-confinement.sh OLD_BIN NEW_BIN
+#   scripts/bench-confinement.sh OLD_BIN NEW_BIN [MID_BIN]
 #
 # Needs hyperfine. Stand-ins are shell scripts; nothing else runs.
 set -euo pipefail
@@ -25,8 +26,14 @@ chmod 755 "$tmp/answers"
 "$new" render gemini --agent-id a1 --launch-dir "$tmp/launch" --worktree "$tmp/worktree" \
   --format plan > "$tmp/plan.json" 2> /dev/null
 run="launch --plan $tmp/plan.json --client-bin $tmp/answers --prompt review --timeout 30"
-hyperfine --warmup 3 --runs "${RUNS:-40}" -N \
+# EXPORT=file.json: hyperfine's JSON (every run's time, for medians), as well.
+export_args=()
+if [ -n "${EXPORT:-}" ]; then export_args=(--export-json "$EXPORT"); fi
+mid=()
+if [ -n "${3:-}" ]; then mid=(-n "intermediate ($3)" "$3 $run"); fi
+hyperfine --warmup 3 --runs "${RUNS:-40}" -N "${export_args[@]}" \
   --prepare "rm -rf $tmp/launch $tmp/.launch.kcap-lock" \
   -n before "$old $run" \
+  "${mid[@]}" \
   -n "now (sandbox, cgroup)" "$new $run" \
   -n "now, both off" "$new $run --sandbox off --cgroup off"

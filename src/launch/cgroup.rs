@@ -18,9 +18,11 @@
 //! - Then the cgroups of executors that are gone (a `kcap-*` sibling whose `flock` is
 //!   free: its executor and its guard both gone) are killed and removed: the sweep, for
 //!   what a guard killed with its executor (`SIGKILL` to both) left.
-//! - Each launch makes `launch-<n>`; the client joins it between fork and exec (it writes
-//!   `0`, itself, to the cgroup's `cgroup.procs`, opened before the fork), so everything
-//!   it starts is born in it. [`Reviewer::stop`](super::Reviewer::stop) writes `1` to its
+//! - Each launch makes `launch-<n>`; the client is born in it (`clone3` with
+//!   `CLONE_INTO_CGROUP`: no move, which would wait for an RCU grace period), or where the
+//!   kernel refuses that, joins it between fork and exec (it writes `0`, itself, to the
+//!   cgroup's `cgroup.procs`, opened before the fork): [`super::spawn`]. Everything it starts
+//!   is born in it. [`Reviewer::stop`](super::Reviewer::stop) writes `1` to its
 //!   `cgroup.kill` after the process group's `SIGTERM` and grace, waits (at most
 //!   [`EMPTY_WAIT`]) for it to empty, and removes it.
 //!
@@ -35,11 +37,10 @@
 //! (<https://docs.kernel.org/admin-guide/cgroup-v2.html>: "Processes", "Delegation
 //! Containment", `cgroup.kill`, `cgroup.events`).
 
+use crate::launch::spawn::Command;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -353,31 +354,16 @@ impl LaunchCgroup {
         &self.dir
     }
 
-    /// Has `cmd`'s child join this cgroup between fork and exec, before it can start
-    /// anything. Where the kernel refuses, a `required` child fails to start; another starts
-    /// outside ([`LaunchCgroup::holds`] tells).
+    /// Has `cmd`'s child start in this cgroup, before it can start anything: born there
+    /// (`clone3` with `CLONE_INTO_CGROUP`, no move), or where the kernel refuses that, moved
+    /// there between fork and exec ([`Command::start_in_cgroup`]). Where the kernel refuses
+    /// both, a `required` child fails to start; another starts outside
+    /// ([`LaunchCgroup::holds`] tells).
     ///
     /// # Errors
-    /// When its `cgroup.procs` cannot be opened.
+    /// When the cgroup's directory or its `cgroup.procs` cannot be opened.
     pub(crate) fn join(&self, cmd: &mut Command, required: bool) -> io::Result<()> {
-        let procs = rustix::fs::open(
-            self.dir.join("cgroup.procs"),
-            OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        // SAFETY: between fork and exec the closure makes one system call (write, of a
-        // literal to a descriptor it owns) and builds an `io::Error` from an errno: no
-        // allocation, no lock, async-signal-safe.
-        unsafe {
-            cmd.pre_exec(move || {
-                // `0`: the writing process itself.
-                if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 && required {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        Ok(())
+        cmd.start_in_cgroup(&self.dir, required).map(|_| ())
     }
 
     /// Whether the started client `pid` (unreaped) is in this cgroup.

@@ -48,8 +48,9 @@
 //!    the last signal, so the group's id (its pid, held by the unreaped leader) never names
 //!    another process's group; the cgroup is killed by the kernel, by no pid at all.
 //!
-//!    The reviewer's cgroup ([`Options::cgroup`], default best effort): the client joins a
-//!    cgroup v2 of its own between fork and exec, so all it starts is born there. When the
+//!    The reviewer's cgroup ([`Options::cgroup`], default best effort): the client is born in
+//!    a cgroup v2 of its own (`clone3` with `CLONE_INTO_CGROUP`, or where the kernel refuses
+//!    that, it joins between fork and exec: [`spawn`]), so all it starts is born there. When the
 //!    executor dies, however (`SIGKILL` too), its guard process kills all its reviewers'
 //!    cgroups within milliseconds; what a guard killed with it left is swept at the next
 //!    executor's first launch. Where the machine gives no writable cgroup
@@ -100,12 +101,14 @@ mod process;
 mod pty;
 mod queue;
 pub mod sandbox;
+mod spawn;
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
+
+use spawn::Stdio;
 
 pub use acp::{
     AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES, MAX_UNSENT_BYTES,
@@ -368,7 +371,7 @@ pub fn launch_with_parent_env(
             cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .process_group(0);
+                .own_process_group();
             let child = cmd.spawn().map_err(start_error)?;
             // Best effort: one the kernel kept out is not the reviewer's.
             let cgroup = cgroup.filter(|c| c.holds(child.id()));

@@ -8,9 +8,10 @@
 //! The cgroup is killed by the kernel (`cgroup.kill`), which names no pid at all.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus};
+use std::process::ExitStatus;
+
+use super::spawn::{Child, Command};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
@@ -121,7 +122,6 @@ pub(crate) fn command(
 ) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(&plan.argv)
-        .env_clear()
         .envs(client_env_from(plan, parent))
         .current_dir(plan.cwd.as_deref().map_or(launch_dir, Path::new));
     cmd

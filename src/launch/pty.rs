@@ -5,8 +5,9 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::os::unix::process::CommandExt as _;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
+
+use super::spawn::{Command, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 

@@ -40,10 +40,9 @@
 //! Sources: the kernel's Landlock documentation
 //! (<https://docs.kernel.org/userspace-api/landlock.html>) and the `landlock` crate 0.4.8.
 
+use crate::launch::spawn::Command;
 use std::os::fd::{AsRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible as _, PathBeneath, PathFd, Ruleset,

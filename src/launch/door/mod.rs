@@ -35,11 +35,10 @@
 //! the door's ports are fixed and known when the plan is made. docs/network.md has the
 //! measurements.
 
+use crate::launch::spawn::Command;
 use std::collections::VecDeque;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::os::unix::process::CommandExt as _;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

@@ -1,0 +1,290 @@
+//! The executor's soak run (issue 33; BENCHMARKS.md, "The executor's soak run"): one process,
+//! as a daemon is, carries out `SEQUENTIAL` launches in a row, then `ROUNDS` rounds of
+//! `AT_ONCE` launches started together, each a whole reviewer's life through the library
+//! (`launch::launch` with the default options, ACP `session/prompt`, the answer, `stop`),
+//! and reports launches per second, the p50 and p99 of a launch's time, and what is left
+//! behind: descriptors, threads, child processes, launch directories, reviewers' cgroups,
+//! and the resident memory, each before (after one round at once, so that what lives for the
+//! executor's life, its cgroup guard, and the allocator's per-thread arenas are there) and
+//! after.
+//!
+//! ```sh
+//! cargo run --release --example soak -- PLAN.json CLIENT_BIN SEQUENTIAL AT_ONCE ROUNDS
+//! ```
+//!
+//! `PLAN.json` is a rendered plan (`render gemini --format plan`) whose launch directory and
+//! worktree contain `@N@`: each launch gets its own, `@N@` replaced by its number.
+//! `scripts/bench-soak.sh` renders one, builds a compiled stand-in client, and runs this.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use kcap_mcp_registry::clients::plan::LaunchPlan;
+use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
+
+/// What this process holds, read from `/proc/self`.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    fds: usize,
+    threads: usize,
+    children: usize,
+    rss_kib: u64,
+}
+
+fn held() -> Held {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let me = std::process::id().to_string();
+    let children = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                // pid (comm) state ppid …: the fields after the last `)`.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1).map(|p| p == me))
+                    .unwrap_or(false)
+            })
+        })
+        .count();
+    Held {
+        fds: std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count),
+        threads: usize::try_from(field("Threads:")).unwrap_or(0),
+        children,
+        rss_kib: field("VmRSS:"),
+    }
+}
+
+/// One reviewer's whole life; its time.
+fn one(template: &str, n: usize, client: &std::path::Path) -> Result<Duration, String> {
+    let text = template.replace("@N@", &n.to_string());
+    let plan: LaunchPlan = serde_json::from_str(&text).map_err(|e| format!("the plan: {e}"))?;
+    if let Some(cwd) = &plan.cwd {
+        std::fs::create_dir_all(cwd).map_err(|e| format!("{cwd}: {e}"))?;
+    }
+    let start = Instant::now();
+    let reviewer = launch::launch(&plan, client, &Options::default())
+        .map_err(|e| format!("launch {n}: {e}"))?;
+    let Reviewer::Acp(mut session) = reviewer else {
+        return Err("not an ACP plan".into());
+    };
+    session
+        .prompt("review")
+        .map_err(|e| format!("prompt {n}: {e}"))?;
+    let deadline = start + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let _ = session.stop();
+            return Err(format!("launch {n}: no answer within 30 s"));
+        }
+        match session.next_event(left.min(Duration::from_secs(1))) {
+            Ok(Some(AcpEvent::PromptDone { .. })) => break,
+            Ok(Some(AcpEvent::Exited(status))) => {
+                let _ = session.stop();
+                return Err(format!("launch {n}: the client exited ({status:?})"));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("launch {n}: {e}")),
+        }
+    }
+    session.stop().map_err(|e| format!("stop {n}: {e}"))?;
+    let took = start.elapsed();
+    if let Some(cwd) = &plan.cwd {
+        let _ = std::fs::remove_dir_all(cwd);
+    }
+    Ok(took)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    // Nearest rank.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1].as_secs_f64() * 1e3
+}
+
+fn report(label: &str, mut times: Vec<Duration>, wall: Duration) {
+    times.sort();
+    #[allow(clippy::cast_precision_loss)]
+    let rate = times.len() as f64 / wall.as_secs_f64();
+    println!(
+        "{label}: {} launches in {:.2} s, {rate:.1} launches/s, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        times.len(),
+        wall.as_secs_f64(),
+        percentile(&times, 50.0),
+        percentile(&times, 99.0),
+        percentile(&times, 100.0),
+    );
+}
+
+/// Launch directories and their locks (`.launch-N…`) left in `root`.
+fn leftovers(root: &std::path::Path) -> usize {
+    std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("launch-") || name.starts_with(".launch-")
+        })
+        .count()
+}
+
+/// Launch cgroups left in this executor's reviewers' cgroups.
+fn cgroups_left() -> usize {
+    let Ok(own) = launch::cgroup::own_cgroup() else {
+        return 0;
+    };
+    let prefix = format!("{}{}-", launch::cgroup::PREFIX, std::process::id());
+    std::fs::read_dir(own)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| {
+            std::fs::read_dir(e.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|c| c.file_type().is_ok_and(|t| t.is_dir()))
+                .count()
+        })
+        .sum()
+}
+
+/// `at_once` launches started together (numbered from `first`); their times.
+fn at_once_round(
+    template: &Arc<String>,
+    client: &Arc<std::path::PathBuf>,
+    at_once: usize,
+    first: usize,
+) -> Result<Vec<Duration>, String> {
+    let barrier = Arc::new(Barrier::new(at_once));
+    let threads: Vec<_> = (0..at_once)
+        .map(|i| {
+            let (template, client, barrier) = (
+                Arc::clone(template),
+                Arc::clone(client),
+                Arc::clone(&barrier),
+            );
+            std::thread::spawn(move || {
+                barrier.wait();
+                one(&template, first + i, &client)
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|t| {
+            t.join()
+                .map_err(|_| "a launch thread panicked".to_owned())?
+        })
+        .collect()
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let [plan, client, sequential, at_once, rounds] = args else {
+        return Err("usage: soak PLAN.json CLIENT_BIN SEQUENTIAL AT_ONCE ROUNDS".into());
+    };
+    let number = |s: &String| s.parse::<usize>().map_err(|e| format!("{s}: {e}"));
+    let (sequential, at_once, rounds) = (number(sequential)?, number(at_once)?, number(rounds)?);
+    let template = std::fs::read_to_string(plan).map_err(|e| format!("{plan}: {e}"))?;
+    let client = std::path::PathBuf::from(client);
+    let probe: LaunchPlan =
+        serde_json::from_str(&template.replace("@N@", "0")).map_err(|e| e.to_string())?;
+    let root = std::path::Path::new(&probe.launch_dir)
+        .parent()
+        .ok_or("the launch directory has no parent")?
+        .to_owned();
+
+    // What lives as long as the executor (its cgroup guard) and what the first launches
+    // make once (the allocator's per-thread arenas): before `before`, one round at once.
+    let template = Arc::new(template);
+    let client = Arc::new(client);
+    at_once_round(&template, &client, at_once, 1_000_000)?;
+    let before = held();
+    println!("before: {before:?}");
+
+    let start = Instant::now();
+    let mut times = Vec::with_capacity(sequential);
+    for n in 1..=sequential {
+        times.push(one(&template, n, &client)?);
+    }
+    report("in a row", times, start.elapsed());
+    let after_row = held();
+    println!("after the launches in a row: {after_row:?}");
+
+    let mut times = Vec::with_capacity(at_once * rounds);
+    let mut wall = Duration::ZERO;
+    for round in 0..rounds {
+        let start = Instant::now();
+        times.extend(at_once_round(
+            &template,
+            &client,
+            at_once,
+            sequential + 1 + (round + 1) * at_once,
+        )?);
+        wall += start.elapsed();
+        println!("  after round {}: RSS {} KiB", round + 1, held().rss_kib);
+    }
+    report(&format!("{at_once} at once"), times, wall);
+
+    // What a stop leaves to finish (a cgroup that empties late) has had its time.
+    std::thread::sleep(Duration::from_millis(200));
+    let after = held();
+    println!("after: {after:?}");
+    let (dirs, cgroups) = (leftovers(&root), cgroups_left());
+    println!("launch directories left: {dirs}; launch cgroups left: {cgroups}");
+    #[allow(clippy::cast_precision_loss)]
+    let growth = (after.rss_kib as f64 / before.rss_kib.max(1) as f64 - 1.0) * 100.0;
+    println!(
+        "RSS: {} KiB before, {} KiB after ({growth:+.1}%)",
+        before.rss_kib, after.rss_kib
+    );
+    let clean = after.fds == before.fds
+        && after.threads == before.threads
+        && after.children == before.children
+        && dirs == 0
+        && cgroups == 0
+        && growth <= 10.0;
+    println!(
+        "{}",
+        if clean {
+            "nothing left behind"
+        } else {
+            "LEFT BEHIND (see above)"
+        }
+    );
+    if clean {
+        Ok(())
+    } else {
+        Err("something was left behind".into())
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The executor's soak run (issue 33; BENCHMARKS.md, "The executor's soak run"): one process
+# (examples/soak.rs, release) carries out SEQUENTIAL launches in a row, then ROUNDS rounds of
+# AT_ONCE launches started together, against a compiled stand-in ACP client
+# (scripts/soak-client.c), and reports launches/s, p50/p99 and what is left behind.
+#
+#   scripts/bench-soak.sh [REV]      (SEQUENTIAL=10000 AT_ONCE=200 ROUNDS=5 by default)
+#
+# With REV, the example is built from that commit's tree as well (git archive, the same
+# target directory) and both run, REV first. Needs cc. GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0
+# keeps glibc's cache of exited threads' stacks out of the RSS figures.
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+seq=${SEQUENTIAL:-10000} at_once=${AT_ONCE:-200} rounds=${ROUNDS:-5}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -o "$tmp/client" "$root/scripts/soak-client.c"
+target=${CARGO_TARGET_DIR:-$root/target}
+
+build() { # SRC OUT
+  (cd "$1" && CARGO_TARGET_DIR=$target cargo build -q --release --example soak \
+    --bin kcap-mcp-registry)
+  cp "$target/release/examples/soak" "$2"
+  cp "$target/release/kcap-mcp-registry" "$2-cli"
+}
+
+labels=()
+if [ -n "${1:-}" ]; then
+  mkdir -p "$tmp/src-$1"
+  git -C "$root" archive "$1" | tar -x -C "$tmp/src-$1"
+  cp "$root/examples/soak.rs" "$tmp/src-$1/examples/soak.rs"
+  grep -q 'name = "soak"' "$tmp/src-$1/Cargo.toml" ||
+    printf '\n[[example]]\nname = "soak"\nrequired-features = ["launch"]\n' >> "$tmp/src-$1/Cargo.toml"
+  build "$tmp/src-$1" "$tmp/soak-$1"
+  labels+=("$1")
+fi
+build "$root" "$tmp/soak-this"
+labels+=(this)
+
+for label in "${labels[@]}"; do
+  mkdir -p "$tmp/run-$label"
+  "$tmp/soak-$label-cli" render gemini --agent-id a1 --launch-dir "$tmp/run-$label/launch-@N@" \
+    --worktree "$tmp/run-$label/worktree-@N@" --format plan > "$tmp/plan-$label.json" 2> /dev/null
+  echo "== $label"
+  "$tmp/soak-$label" "$tmp/plan-$label.json" "$tmp/client" "$seq" "$at_once" "$rounds" || true
+done
