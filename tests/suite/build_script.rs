@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
-/// `benches/` and the `[[test]]` files, whose targets the manifest names, the workspace's
+/// `benches/` and the `[[test]]` and `[[example]]` files, whose targets the manifest names, the workspace's
 /// `checker/`, and the CI bootstrap registry) into a fresh temp dir.
 fn copy_crate() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -22,21 +22,24 @@ fn copy_crate() -> tempfile::TempDir {
     ] {
         copy_dir(&root.join(dir), &tmp.path().join(dir));
     }
-    // The test targets the manifest declares (`[[test]]`) must exist for it to load.
+    // The test and example targets the manifest declares (`[[test]]`, `[[example]]`) must
+    // exist for it to load.
     let manifest: toml::Table =
         toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
-    for test in manifest
-        .get("test")
-        .and_then(|t| t.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let file = match test.get("path") {
-            Some(path) => PathBuf::from(path.as_str().unwrap()),
-            None => Path::new("tests").join(format!("{}.rs", test["name"].as_str().unwrap())),
-        };
-        std::fs::create_dir_all(tmp.path().join(&file).parent().unwrap()).unwrap();
-        std::fs::copy(root.join(&file), tmp.path().join(&file)).unwrap();
+    for (kind, dir) in [("test", "tests"), ("example", "examples")] {
+        for target in manifest
+            .get(kind)
+            .and_then(|t| t.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let file = match target.get("path") {
+                Some(path) => PathBuf::from(path.as_str().unwrap()),
+                None => Path::new(dir).join(format!("{}.rs", target["name"].as_str().unwrap())),
+            };
+            std::fs::create_dir_all(tmp.path().join(&file).parent().unwrap()).unwrap();
+            std::fs::copy(root.join(&file), tmp.path().join(&file)).unwrap();
+        }
     }
     tmp
 }
