@@ -111,6 +111,15 @@ impl LaunchRequest {
         self
     }
 
+    /// Puts the reviewer behind the door ([`LaunchContext::door`]): a network of its own
+    /// whose only way out is the endpoints the plan names, the model key kept outside (hand
+    /// over the model API's base URL and key with [`LaunchRequest::credential_env`]:
+    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` for Claude Code). docs/network.md.
+    pub fn door(mut self) -> Self {
+        self.ctx.door = true;
+        self
+    }
+
     /// The allowlist policy (default [`Policy::Strict`]).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.inputs.policy = policy;

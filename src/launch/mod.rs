@@ -411,7 +411,8 @@ fn sandbox_step(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Opti
     };
     Some(format!(
         "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
-         {}; read {}; read and write {}; no signal, ptrace or abstract unix socket outside",
+         {}; read {} and its own /proc/<pid>; read and write {}, no device file made there; no \
+         signal, ptrace or abstract unix socket outside; no capability",
         options.confinement,
         list(&b.read_exec),
         list(&b.read),

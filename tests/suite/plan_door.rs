@@ -169,8 +169,8 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
     assert_eq!(
         shown,
         "cannot put the Claude Code reviewer behind the door: `ANTHROPIC_BASE_URL` is not set: \
-         the door forwards to the model API the daemon names; hand it over as a credential (an \
-         http:// URL)"
+         the door forwards to the model API the daemon names; hand it over as a credential, an \
+         http:// URL (the CLI: `--credential NAME`, its value from the environment)"
     );
     let (_, shown) = refused(Client::Claude, &set("CLAUDE_CODE_OAUTH_TOKEN", "oauth"));
     assert_eq!(

@@ -132,6 +132,14 @@ fn plan_of(
     if let Some(client) = client {
         let (plan, ctx, _) = render_plan(client.0)?;
         warn_gated(&ctx);
+        // Named as the flag it came from (the executor's check names the path only).
+        if let Some(tree) = ctx.worktree.as_deref().filter(|t| !Path::new(t).is_dir()) {
+            return Err(CliError::usage(format!(
+                "--worktree {}: no such directory; check the pull request out there first, or \
+                 leave --worktree out (the client then starts in the launch directory)",
+                ShownPath(Path::new(tree))
+            )));
+        }
         let dir = ctx.launch_dir.clone().unwrap_or_default();
         return Ok(Planned {
             plan,
@@ -321,13 +329,22 @@ fn unverified(plan: &LaunchPlan) -> Option<&str> {
 /// `--client-bin` with how to give it; anything else the reviewer did is a problem found (1).
 fn exec_error(client: Client, e: ExecError) -> CliError {
     match e {
-        ExecError::Start { .. } => {
-            let (name, bin) = (client.display_name(), client.spec().binary);
-            CliError::usage(format!(
-                "--client-bin: {}; give the {name} binary as a path to an executable file, or \
-                 as a name on PATH (`--client-bin {bin}`)",
-                chain(&e)
-            ))
+        ExecError::Start { ref bin, .. } => {
+            let name = client.display_name();
+            let how = match bin.components().count() {
+                // A bare name: it is not on PATH.
+                1 => format!(
+                    "`{}` is not an executable on PATH; give the {name} binary's path \
+                     (`bash scripts/install-peers.sh` prints those it installs)",
+                    bin.display()
+                ),
+                _ => format!(
+                    "give the {name} binary as a path to an executable file, or as a name on \
+                     PATH (`--client-bin {}`)",
+                    client.spec().binary
+                ),
+            };
+            CliError::usage(format!("--client-bin: {}; {how}", chain(&e)))
         }
         e => CliError::found(e),
     }
