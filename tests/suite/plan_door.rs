@@ -275,3 +275,53 @@ fn render_door_prints_the_doors_plan() {
         "{r:?}"
     );
 }
+
+/// Every client whose room declares a `DoorSpec`, with its base URL and each of its keys
+/// in turn: the model API's endpoint sets that key in the spec's header, the client gets
+/// the token in the key's variable and the door's URL in the base URL's, and nothing the
+/// client gets holds the key or the model API's host port. Without the door it does.
+#[test]
+fn every_client_with_a_door_spec_keeps_each_of_its_keys_outside() {
+    let mut clients = Vec::new();
+    for client in Client::ALL {
+        let Some(spec) = client.spec().door else {
+            continue;
+        };
+        clients.push(client);
+        for key in spec.keys {
+            let mut c = ctx(true);
+            c.credentials.env = vec![
+                EnvVar::new(key.var, KEY),
+                EnvVar::new(spec.base_url, "http://127.0.0.1:4000/v1"),
+            ];
+            c.model = client.spec().carries_model.then(|| "anthropic/m".into());
+            let behind = plan(client, &c).unwrap_or_else(|e| panic!("{client} {}: {e}", key.var));
+            let model = &behind.door.as_ref().unwrap().endpoints[0];
+            assert_eq!(model.upstream, "127.0.0.1:4000", "{client}");
+            assert_eq!(
+                model.credential,
+                Some(DoorCredential {
+                    header: key.header.into(),
+                    value: format!("{}{KEY}", key.prefix),
+                }),
+                "{client} {}",
+                key.var
+            );
+            let token = format!("kcap-door-{}", "07".repeat(16));
+            assert_eq!(behind.env_value(key.var), Some(token.as_str()), "{client}");
+            assert_eq!(
+                behind.env_value(spec.base_url),
+                Some("http://127.0.0.1:41001/v1"),
+                "{client}"
+            );
+            let shown = client_side(&behind);
+            for host in [KEY, ":4000"] {
+                assert!(!shown.contains(host), "{client}: {host} in {shown}");
+            }
+            c.door = false;
+            let open = client_side(&plan(client, &c).unwrap());
+            assert!(open.contains(KEY), "{client}: without the door: {open}");
+        }
+    }
+    assert!(clients.contains(&Client::OpenCode), "{clients:?}");
+}
