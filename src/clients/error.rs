@@ -276,7 +276,12 @@ impl RenderError {
                 client
                     .spec()
                     .door
-                    .map(|d| d.keys.iter().map(|k| k.var).collect::<Vec<_>>().join(", "))
+                    .map(|d| {
+                        let vars = d.keys.iter().map(|k| format!("`{}`", k.var));
+                        let files = (d.key_files.iter())
+                            .map(|k| format!("`{}` (its `{}`)", k.file, k.field));
+                        vars.chain(files).collect::<Vec<_>>().join(", ")
+                    })
                     .unwrap_or_default()
             ),
             RenderError::WorktreeInRepository { client, git } => write!(

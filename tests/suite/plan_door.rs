@@ -134,16 +134,16 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
             other => panic!("{client}: {other:?}"),
         }
     };
-    let (e, shown) = refused(Client::Codex, &|c| c.credentials = Credentials::default());
+    let (e, shown) = refused(Client::Cursor, &|c| c.credentials = Credentials::default());
     assert_eq!(
         e,
         RenderError::DoorUnsupported {
-            client: Client::Codex
+            client: Client::Cursor
         }
     );
     assert_eq!(
         shown,
-        "cannot put the Codex CLI reviewer behind the door: how its model API goes through the \
+        "cannot put the Cursor reviewer behind the door: how its model API goes through the \
          door is not measured; launch it without the door"
     );
     let set = |name: &'static str, value: &'static str| {
@@ -177,7 +177,7 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
         shown,
         "cannot put the Claude Code reviewer behind the door: credential \
          `CLAUDE_CODE_OAUTH_TOKEN` would enter the reviewer: the door keeps only the model key \
-         outside; hand over the model key as one of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN"
+         outside; hand over the model key as one of `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`"
     );
     let (_, shown) = refused(Client::Claude, &set("ANTHROPIC_AUTH_TOKEN", "t"));
     assert!(
@@ -326,4 +326,65 @@ fn every_client_with_a_door_spec_keeps_each_of_its_keys_outside() {
     for client in [Client::OpenCode, Client::Copilot] {
         assert!(clients.contains(&client), "{clients:?}");
     }
+}
+
+/// Codex CLI's key is only in `auth.json`: behind the door the file the client gets holds the
+/// token in `OPENAI_API_KEY`, the door sets the key as `authorization: Bearer`, and the base
+/// URL in `config.toml` names the door. A file without the key is refused, naming it.
+#[test]
+fn codex_s_key_file_holds_the_token_behind_the_door() {
+    let codex_ctx = |door: bool, auth: &str| {
+        let mut c = ctx(door);
+        c.credentials = Credentials {
+            env: vec![EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:4000/v1")],
+            files: vec![CredentialFile {
+                name: "auth.json".into(),
+                contents: auth.into(),
+            }],
+        };
+        c
+    };
+    let auth = format!(r#"{{"OPENAI_API_KEY":"{KEY}"}}"#);
+    let behind = plan(Client::Codex, &codex_ctx(true, &auth)).unwrap();
+    assert_eq!(
+        behind.door.as_ref().unwrap().endpoints[0].credential,
+        Some(DoorCredential {
+            header: "authorization".into(),
+            value: format!("Bearer {KEY}"),
+        })
+    );
+    let file = |plan: &LaunchPlan, name: &str| {
+        let f = plan.files.iter().find(|f| f.path.ends_with(name));
+        f.unwrap_or_else(|| panic!("no {name} in {:?}", plan.files))
+            .contents
+            .clone()
+    };
+    let token = format!("kcap-door-{}", "07".repeat(16));
+    assert_eq!(
+        file(&behind, "auth.json"),
+        format!(r#"{{"OPENAI_API_KEY":"{token}"}}"#)
+    );
+    assert!(
+        file(&behind, "config.toml").contains("openai_base_url = \"http://127.0.0.1:41001/v1\"")
+    );
+    let shown = client_side(&behind);
+    for host in [KEY, ":4000"] {
+        assert!(!shown.contains(host), "{host} in {shown}");
+    }
+    // The bite: without the door the file holds the key.
+    let open = plan(Client::Codex, &codex_ctx(false, &auth)).unwrap();
+    assert_eq!(file(&open, "auth.json"), auth);
+    let refused = plan(
+        Client::Codex,
+        &codex_ctx(true, r#"{"tokens":{"id_token":"x"}}"#),
+    );
+    let Err(LaunchError::Render(e)) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(
+        e.to_string(),
+        "cannot put the Codex CLI reviewer behind the door: credential `auth.json` holds no \
+         model key where the door looks; hand over the model key as one of `auth.json` (its \
+         `OPENAI_API_KEY`)"
+    );
 }

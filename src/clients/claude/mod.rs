@@ -193,6 +193,7 @@ pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec 
             prefix: "Bearer ",
         },
     ],
+    key_files: &[],
     settings: &["IS_SANDBOX"],
 };
 

@@ -427,6 +427,7 @@ pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec 
             prefix: "Bearer ",
         },
     ],
+    key_files: &[],
     settings: &[
         "COPILOT_OFFLINE",
         "COPILOT_MODEL",

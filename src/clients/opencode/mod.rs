@@ -387,6 +387,7 @@ pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec 
         header: "x-api-key",
         prefix: "",
     }],
+    key_files: &[],
     settings: &[],
 };
 
