@@ -267,11 +267,13 @@ fn render_door_prints_the_doors_plan() {
     let door = plan.door.unwrap();
     assert_eq!(door.endpoints.len(), 2, "{door:?}");
     assert_eq!(door.endpoints[1].upstream, "127.0.0.1:5100");
-    let r = run("gemini");
+    let r = run("cursor");
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stderr
-            .contains("cannot put the Gemini CLI reviewer behind the door"),
+        r.stderr.contains(
+            "cannot put the Cursor reviewer behind the door: how its model API goes through \
+             the door is not measured"
+        ),
         "{r:?}"
     );
 }
