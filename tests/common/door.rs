@@ -125,3 +125,232 @@ pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
     }
     found
 }
+
+/// What one ACP launch planned by `Client::plan` showed ([`acp_launch`]), behind the door
+/// or not.
+#[cfg(feature = "launch")]
+pub struct AcpDoorRun {
+    pub plan: kcap_mcp_registry::clients::plan::LaunchPlan,
+    /// The plan as JSON without its door: what reaches the client.
+    pub client_side: String,
+    pub records: Vec<super::records::Record>,
+    /// Every request the stand-in model API got.
+    pub requests: Vec<super::model_api::Request>,
+    /// The launch directory's files that held the key while the client ran, once the model
+    /// API had its first request.
+    pub leaks: Vec<PathBuf>,
+    /// The probes' answers ([`marks`]).
+    pub marks: BTreeSet<String>,
+    /// Connections the stand-in kcap server got.
+    pub kcap_reached: usize,
+    pub stderr: String,
+}
+
+/// One ACP reviewer launch of `client` (`bin`) planned by `Client::plan`, behind the door
+/// when `door`: the recorder (answering `tools`) behind [`write_probe`] as the kcap binary,
+/// the stand-in kcap server as `server_url`, `kcap-review` allowlisted, `model`, and as
+/// credentials what `credentials` makes of the stand-in model API's URL; dead proxies in the
+/// plan's environment (`NO_PROXY` for the loopback interface) keep the rest offline. Runs
+/// in the default sandbox until the model API got its first request, reads the launch
+/// directory for `key` then, and stops the client.
+#[cfg(feature = "launch")]
+pub fn acp_launch(
+    client: kcap_mcp_registry::clients::Client,
+    bin: &Path,
+    tools: &[&str],
+    model: &str,
+    credentials: &dyn Fn(&str) -> Vec<kcap_mcp_registry::clients::plan::EnvVar>,
+    key: &str,
+    door: bool,
+) -> AcpDoorRun {
+    use kcap_mcp_registry::clients::plan::EnvVar;
+    use std::sync::Mutex;
+    let t = tempfile::tempdir().unwrap();
+    let p = |rel: &str| t.path().join(rel);
+    for d in ["home", "wt", "launch", "records", "bin"] {
+        std::fs::create_dir_all(p(d)).unwrap();
+    }
+    let api = super::model_api::ModelApi::start();
+    let kcap = KcapServer::start();
+    let recorder = p("bin/recorder.js");
+    write_executable(
+        &recorder,
+        super::records::recorder_source_with_tools(&p("records"), tools),
+    );
+    let marks_dir = p("records/door");
+    write_probe(
+        &p("bin/kcap"),
+        &marks_dir,
+        &api.url,
+        &recorder.display().to_string(),
+    );
+    let s = |path: PathBuf| path.to_str().unwrap().to_owned();
+    let mut ctx = kcap_mcp_registry::LaunchContext {
+        server_url: Some(kcap.url.clone()),
+        kcap_bin: Some(s(p("bin/kcap"))),
+        agent_id: "agent-7".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        worktree: Some(s(p("wt"))),
+        launch_dir: Some(s(p("launch"))),
+        model: Some(model.into()),
+        door,
+        ..kcap_mcp_registry::LaunchContext::default()
+    };
+    ctx.credentials.env = credentials(&api.url);
+    let inputs =
+        kcap_mcp_registry::clients::dispatch::PlanInputs::new(kcap_mcp_registry::Policy::Lenient);
+    let mut plan = client
+        .plan(&ctx, &inputs)
+        .unwrap_or_else(|e| panic!("{client}, door {door}: {e}"))
+        .plan;
+    assert_eq!(plan.door.is_some(), door);
+    let mut shown = plan.clone();
+    shown.door = None;
+    let client_side = shown.to_json();
+    plan.env.extend(
+        [
+            ("HTTP_PROXY", "http://127.0.0.1:9"),
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+        ]
+        .map(|(n, v)| EnvVar::new(n, v)),
+    );
+    let wanted: BTreeSet<super::records::Known> = plan
+        .session_new
+        .as_ref()
+        .expect("an ACP plan")
+        .mcp_servers
+        .iter()
+        .map(|s| {
+            let argv = std::iter::once(s.command.clone())
+                .chain(s.args.clone())
+                .collect();
+            let env = (s.env.iter())
+                .filter(|v| v.name.starts_with("KCAP_"))
+                .map(|v| (v.name.clone(), v.value.clone()))
+                .collect();
+            (argv, env)
+        })
+        .collect();
+    let daemon: std::collections::BTreeMap<String, String> = [
+        (
+            "PATH",
+            super::peers::inherited_path().into_string().unwrap(),
+        ),
+        ("HOME", s(p("home"))),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let leaks = Mutex::new(None);
+    let asked = || {
+        let done = !api.requests().is_empty();
+        if done {
+            *leaks.lock().unwrap() = Some(files_holding(&p("launch"), key));
+        }
+        done
+    };
+    let seen = super::carry::AcpRun {
+        plan: &plan,
+        launch_dir: &p("launch"),
+        client_bin: bin,
+        client: bin,
+        confined: true,
+        executable: &[],
+        writable: &[],
+        daemon_env: &daemon,
+        records: &p("records"),
+        wanted: &wanted,
+        timing: super::carry::Timing {
+            timeout: Duration::from_secs(60),
+            settle: Duration::from_secs(1),
+        },
+        prompt: Some(("Review the change.", super::carry::Until::Holds(&asked))),
+    }
+    .carry_out();
+    AcpDoorRun {
+        plan,
+        client_side,
+        records: seen.records,
+        requests: api.requests(),
+        leaks: leaks
+            .into_inner()
+            .unwrap()
+            .expect("the model API was asked"),
+        marks: marks(&marks_dir),
+        kcap_reached: kcap.reached(),
+        stderr: seen.stderr,
+    }
+}
+
+#[cfg(feature = "launch")]
+impl AcpDoorRun {
+    /// Behind the door: every model request carries `key` in `header` after `prefix` (set
+    /// by the door) and no header the token; neither the plan the client gets, nor a
+    /// server's environment, nor a launch-directory file holds the key; each server reached
+    /// the kcap server through the door (port 41002) and failed to reach the model API's
+    /// host port.
+    pub fn assert_behind_the_door(&self, key: &str, header: &str, prefix: &str) {
+        assert!(!self.requests.is_empty(), "{}", self.stderr);
+        for r in &self.requests {
+            assert_eq!(
+                r.header(header),
+                [format!("{prefix}{key}")],
+                "{} {}: {:?}",
+                r.method,
+                r.path,
+                r.headers
+            );
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+                "a header carries the token: {:?}",
+                r.headers
+            );
+        }
+        assert!(!self.client_side.contains(key), "{}", self.client_side);
+        assert!(
+            self.leaks.is_empty(),
+            "launch-directory files hold the key: {:?}",
+            self.leaks
+        );
+        assert_eq!(self.records.len(), 2, "{:?}", self.records);
+        for record in &self.records {
+            assert!(
+                !record.env.values().any(|v| v.contains(key)),
+                "{:?} holds the key",
+                record.argv
+            );
+            assert!(
+                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{:?}",
+                record.env
+            );
+        }
+        assert_eq!(
+            self.marks,
+            ["direct-no", "kcap-yes"].map(String::from).into()
+        );
+        assert!(
+            self.kcap_reached >= 2,
+            "the kcap server got {}",
+            self.kcap_reached
+        );
+    }
+
+    /// Without the door: the client's own request carries `key` in `header` after `prefix`,
+    /// the plan the client gets holds the key, and a server's direct connection to the
+    /// model API's host port opened.
+    pub fn assert_open(&self, key: &str, header: &str, prefix: &str) {
+        assert!(!self.requests.is_empty(), "{}", self.stderr);
+        for r in &self.requests {
+            assert_eq!(
+                r.header(header),
+                [format!("{prefix}{key}")],
+                "{:?}",
+                r.headers
+            );
+        }
+        assert!(self.client_side.contains(key));
+        assert!(self.marks.contains("direct-yes"), "{:?}", self.marks);
+    }
+}
