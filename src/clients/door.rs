@@ -29,7 +29,8 @@ use super::{Client, LaunchContext, RenderError, ResultDelivery, Snapshot};
 /// Each reviewer has a network of its own, so the ports are fixed.
 pub const DOOR_FIRST_PORT: u16 = 41001;
 
-/// How a client's model API goes through the door: declared in its room
+/// How a client's model API goes through the door: declared in its room, one per model API
+/// (base-URL variable) the client can be pointed at
 /// ([`ClientSpec::door`](super::spec::ClientSpec::door)).
 #[derive(Clone, Copy, Debug)]
 pub struct DoorSpec {
@@ -216,6 +217,29 @@ impl Builder {
     }
 }
 
+/// The [`DoorSpec`] of the model API `ctx` names: the one whose base-URL variable is among
+/// the credentials (the first when none is, whose missing URL [`through`] then names).
+///
+/// # Errors
+/// [`RenderError::DoorUnsupported`] for a client without a [`DoorSpec`];
+/// [`RenderError::DoorCredential`] for the base URLs of two model APIs.
+fn model_api(client: Client, ctx: &LaunchContext) -> Result<&'static DoorSpec, RenderError> {
+    let specs = client.spec().door;
+    let given = |s: &&DoorSpec| ctx.credentials.env.iter().any(|v| v.name == s.base_url);
+    let mut named = specs.iter().filter(given);
+    let first = named.next();
+    if let Some(second) = named.next() {
+        return Err(RenderError::DoorCredential {
+            client,
+            name: second.base_url.to_owned(),
+            problem: "names a second model API; the door forwards to one, hand over one",
+        });
+    }
+    first
+        .or(specs.first())
+        .ok_or(RenderError::DoorUnsupported { client })
+}
+
 /// `ctx` behind the door (the module docs): the launch values rewritten to the door's
 /// endpoints, and the door. `token` stands in for the model key in the client's
 /// environment.
@@ -223,20 +247,18 @@ impl Builder {
 /// # Errors
 /// [`RenderError::DoorUnsupported`] for a client without a [`DoorSpec`];
 /// [`RenderError::DoorCredential`] for a credential that would enter the reviewer (a file
-/// that is not a key file, a secret variable that is not the key, two keys); [`RenderError::DoorUpstream`] for a
+/// that is not a key file, a secret variable that is not the key, two keys, the base URLs
+/// of two model APIs); [`RenderError::DoorUpstream`] for a
 /// URL that is not `http://` or no base URL at all.
 pub fn through(
     client: Client,
     ctx: &LaunchContext,
     token: &LaunchSecret,
 ) -> Result<(LaunchContext, DoorPlan), RenderError> {
-    let spec = client
-        .spec()
-        .door
-        .ok_or(RenderError::DoorUnsupported { client })?;
+    let spec = model_api(client, ctx)?;
     let token_value = format!("kcap-door-{}", token.hex());
     let (file_credential, files) =
-        key_in_files(client, &spec, &ctx.credentials.files, &token_value)?;
+        key_in_files(client, spec, &ctx.credentials.files, &token_value)?;
     let mut b = Builder {
         client,
         endpoints: Vec::new(),

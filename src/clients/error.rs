@@ -276,13 +276,15 @@ impl RenderError {
                 client
                     .spec()
                     .door
-                    .map(|d| {
+                    .iter()
+                    .flat_map(|d| {
                         let vars = d.keys.iter().map(|k| format!("`{}`", k.var));
                         let files = (d.key_files.iter())
                             .map(|k| format!("`{}` (its `{}`)", k.file, k.field));
-                        vars.chain(files).collect::<Vec<_>>().join(", ")
+                        vars.chain(files)
                     })
-                    .unwrap_or_default()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             RenderError::WorktreeInRepository { client, git } => write!(
                 f,

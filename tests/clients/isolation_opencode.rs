@@ -48,6 +48,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         its_own_server_answers_no_other_local_user,
         a_launch_value_is_never_expanded,
         behind_the_door_the_key_stays_outside_and_only_the_door_is_reached,
+        behind_the_door_the_openai_key_stays_outside,
     ]
 }
 
@@ -749,4 +750,50 @@ fn behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
             kcap.reached()
         );
     }
+}
+
+/// Issue 32, the door, OpenCode's OpenAI provider (`OPENAI_BASE_URL`, model `openai/…`):
+/// behind the door, through `Client::plan`, the first model request reaches the stand-in
+/// model API through the door carrying the daemon's key in `authorization: Bearer` (set by
+/// the door; no header carries the token), neither the plan the client gets nor a server's
+/// environment nor a launch-directory file holds the key, a server reaches the stand-in kcap
+/// server through the door and its direct connection to the model API's host port fails.
+/// Without the door the client and its servers hold the key and the direct connection
+/// opens, so the test bites.
+fn behind_the_door_the_openai_key_stays_outside() {
+    const KEY: &str = "sk-daemon-key-door-opencode-openai-0123";
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    let credentials = |api: &str| {
+        vec![
+            kcap_mcp_registry::clients::plan::EnvVar::new("OPENAI_API_KEY", KEY),
+            kcap_mcp_registry::clients::plan::EnvVar::new("OPENAI_BASE_URL", format!("{api}/v1")),
+        ]
+    };
+    let tools = ["submit_review_result", "send_flow_message"];
+    let launch = |door| {
+        common::door::acp_launch(
+            Client::OpenCode,
+            &bin,
+            &tools,
+            "openai/gpt-4o",
+            &credentials,
+            KEY,
+            door,
+        )
+    };
+    let open = launch(false);
+    open.assert_open(KEY, "authorization", "Bearer ");
+    assert!(
+        open.records
+            .iter()
+            .all(|r| r.env.get("OPENAI_API_KEY").map(String::as_str) == Some(KEY)),
+        "without the door the servers hold the key"
+    );
+    launch(true).assert_behind_the_door(KEY, "authorization", "Bearer ");
 }

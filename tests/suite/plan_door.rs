@@ -286,42 +286,42 @@ fn render_door_prints_the_doors_plan() {
 fn every_client_with_a_door_spec_keeps_each_of_its_keys_outside() {
     let mut clients = Vec::new();
     for client in Client::ALL {
-        let Some(spec) = client.spec().door else {
-            continue;
-        };
-        clients.push(client);
-        for key in spec.keys {
-            let mut c = ctx(true);
-            c.credentials.env = vec![
-                EnvVar::new(key.var, KEY),
-                EnvVar::new(spec.base_url, "http://127.0.0.1:4000/v1"),
-            ];
-            c.model = client.spec().carries_model.then(|| "anthropic/m".into());
-            let behind = plan(client, &c).unwrap_or_else(|e| panic!("{client} {}: {e}", key.var));
-            let model = &behind.door.as_ref().unwrap().endpoints[0];
-            assert_eq!(model.upstream, "127.0.0.1:4000", "{client}");
-            assert_eq!(
-                model.credential,
-                Some(DoorCredential {
-                    header: key.header.into(),
-                    value: format!("{}{KEY}", key.prefix),
-                }),
-                "{client} {}",
-                key.var
-            );
-            // In the client's environment, or where its room writes them (Qwen Code's
-            // settings file).
-            let token = format!("kcap-door-{}", "07".repeat(16));
-            let shown = client_side(&behind);
-            for door in [token.as_str(), "http://127.0.0.1:41001/v1"] {
-                assert!(shown.contains(door), "{client}: no {door} in {shown}");
+        for spec in client.spec().door {
+            clients.push(client);
+            for key in spec.keys {
+                let mut c = ctx(true);
+                c.credentials.env = vec![
+                    EnvVar::new(key.var, KEY),
+                    EnvVar::new(spec.base_url, "http://127.0.0.1:4000/v1"),
+                ];
+                c.model = client.spec().carries_model.then(|| "anthropic/m".into());
+                let behind =
+                    plan(client, &c).unwrap_or_else(|e| panic!("{client} {}: {e}", key.var));
+                let model = &behind.door.as_ref().unwrap().endpoints[0];
+                assert_eq!(model.upstream, "127.0.0.1:4000", "{client}");
+                assert_eq!(
+                    model.credential,
+                    Some(DoorCredential {
+                        header: key.header.into(),
+                        value: format!("{}{KEY}", key.prefix),
+                    }),
+                    "{client} {}",
+                    key.var
+                );
+                // In the client's environment, or where its room writes them (Qwen Code's
+                // settings file).
+                let token = format!("kcap-door-{}", "07".repeat(16));
+                let shown = client_side(&behind);
+                for door in [token.as_str(), "http://127.0.0.1:41001/v1"] {
+                    assert!(shown.contains(door), "{client}: no {door} in {shown}");
+                }
+                for host in [KEY, ":4000"] {
+                    assert!(!shown.contains(host), "{client}: {host} in {shown}");
+                }
+                c.door = false;
+                let open = client_side(&plan(client, &c).unwrap());
+                assert!(open.contains(KEY), "{client}: without the door: {open}");
             }
-            for host in [KEY, ":4000"] {
-                assert!(!shown.contains(host), "{client}: {host} in {shown}");
-            }
-            c.door = false;
-            let open = client_side(&plan(client, &c).unwrap());
-            assert!(open.contains(KEY), "{client}: without the door: {open}");
         }
     }
     for client in [
@@ -392,5 +392,43 @@ fn codex_s_key_file_holds_the_token_behind_the_door() {
         "cannot put the Codex CLI reviewer behind the door: credential `auth.json` holds no \
          model key where the door looks; hand over the model key as one of `auth.json` (its \
          `OPENAI_API_KEY`)"
+    );
+}
+
+/// A client with two model APIs behind the door (OpenCode's Anthropic and OpenAI providers)
+/// goes through the one whose base URL is handed over, with that provider's key header; the
+/// base URLs of both are refused, naming the second.
+#[test]
+fn one_model_api_of_several_goes_behind_the_door() {
+    let openai = |c: &mut LaunchContext| {
+        c.model = Some("openai/gpt-4o".into());
+        c.credentials.env = vec![
+            EnvVar::new("OPENAI_API_KEY", KEY),
+            EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:4000/v1"),
+        ];
+    };
+    let mut c = ctx(true);
+    openai(&mut c);
+    let behind = plan(Client::OpenCode, &c).unwrap();
+    let model = &behind.door.unwrap().endpoints[0];
+    assert_eq!(model.serves, "model API (OPENAI_BASE_URL)");
+    assert_eq!(
+        model.credential,
+        Some(DoorCredential {
+            header: "authorization".into(),
+            value: format!("Bearer {KEY}"),
+        })
+    );
+    c.credentials
+        .env
+        .push(EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:4001"));
+    let Err(LaunchError::Render(e)) = plan(Client::OpenCode, &c) else {
+        panic!("two model APIs were put behind the door")
+    };
+    assert_eq!(
+        e.to_string(),
+        "cannot put the OpenCode reviewer behind the door: credential `OPENAI_BASE_URL` names a \
+         second model API; the door forwards to one, hand over one; hand over the model key as \
+         one of `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`"
     );
 }

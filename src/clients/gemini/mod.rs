@@ -129,7 +129,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
-    door: Some(DOOR),
+    door: &[DOOR],
     plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
