@@ -13,19 +13,24 @@
 //!   environment, and the model API's endpoint sets the key on each request
 //!   ([`DoorCredential`]): the key never enters the reviewer.
 //!
-//! What would enter the reviewer anyway is refused: a credential file, a credential variable
-//! that is neither the key nor a setting, two keys at once. An `https://` upstream is refused
+//! A client whose key lives in a credential file (Codex CLI's `auth.json`) names the file and
+//! field ([`DoorKeyFile`]): the field gets the token instead.
+//!
+//! What would enter the reviewer anyway is refused: a credential file that is not a key
+//! file, a credential variable that is neither the key nor a setting, two keys at once. An `https://` upstream is refused
 //! too: the door sets the key in plain HTTP, and a TLS upstream's certificate names its host,
 //! not the door (a TLS stack in the door is next: docs/network.md).
 
 use super::plan::{DoorCredential, DoorEndpoint, DoorPlan, EnvVar, LaunchSecret};
+use super::root::CredentialFile;
 use super::{Client, LaunchContext, RenderError, ResultDelivery, Snapshot};
 
 /// The first port of a door's endpoints inside the reviewer's network; the next ones follow.
 /// Each reviewer has a network of its own, so the ports are fixed.
 pub const DOOR_FIRST_PORT: u16 = 41001;
 
-/// How a client's model API goes through the door: declared in its room
+/// How a client's model API goes through the door: declared in its room, one per model API
+/// (base-URL variable) the client can be pointed at
 /// ([`ClientSpec::door`](super::spec::ClientSpec::door)).
 #[derive(Clone, Copy, Debug)]
 pub struct DoorSpec {
@@ -34,6 +39,9 @@ pub struct DoorSpec {
     pub base_url: &'static str,
     /// The variables that carry the model key, each with the header the client sends it in.
     pub keys: &'static [DoorKey],
+    /// The credential files that carry the model key in a field (Codex CLI's `auth.json`),
+    /// each with the header the client sends it in; empty for most clients.
+    pub key_files: &'static [DoorKeyFile],
     /// The client's credential variables that are settings, not secrets (`IS_SANDBOX`): they
     /// may enter the reviewer.
     pub settings: &'static [&'static str],
@@ -48,6 +56,74 @@ pub struct DoorKey {
     pub header: &'static str,
     /// What precedes the key in the header's value (`Bearer `, or nothing).
     pub prefix: &'static str,
+}
+
+/// A credential file that carries the model key in a top-level string field of its JSON
+/// object: behind the door the field holds the per-launch token instead, and the file's
+/// other fields are left to the room's reduction
+/// ([`CredentialFileSpec::keep`](super::root::CredentialFileSpec::keep)).
+#[derive(Clone, Copy, Debug)]
+pub struct DoorKeyFile {
+    /// The file's name as the daemon hands it over ([`CredentialFile::name`], `auth.json`).
+    pub file: &'static str,
+    /// The field (`OPENAI_API_KEY`).
+    pub field: &'static str,
+    /// The request header the client puts it in, lower-case (`authorization`).
+    pub header: &'static str,
+    /// What precedes the key in the header's value (`Bearer `, or nothing).
+    pub prefix: &'static str,
+}
+
+/// The key files of `spec` among `files`: each rewritten with the token in its key field,
+/// and the credential the door sets (`None` without a key file).
+///
+/// # Errors
+/// [`RenderError::DoorCredential`] for a file that is not a key file, a key file that is not
+/// a JSON object with the field as a non-empty string, or a second key file.
+fn key_in_files(
+    client: Client,
+    spec: &DoorSpec,
+    files: &[CredentialFile],
+    token: &str,
+) -> Result<(Option<DoorCredential>, Vec<CredentialFile>), RenderError> {
+    let refuse = |name: &str, problem| RenderError::DoorCredential {
+        client,
+        name: name.to_owned(),
+        problem,
+    };
+    let mut credential = None;
+    let mut out = Vec::new();
+    for file in files {
+        let Some(k) = spec.key_files.iter().find(|k| k.file == file.name) else {
+            return Err(refuse(
+                &file.name,
+                "is a credential file, which the client reads inside the reviewer",
+            ));
+        };
+        let mut json: serde_json::Value =
+            serde_json::from_str(&file.contents).map_err(|_| refuse(&file.name, "is not JSON"))?;
+        let field = json
+            .as_object_mut()
+            .and_then(|o| o.get_mut(k.field))
+            .filter(|v| v.as_str().is_some_and(|v| !v.trim().is_empty()))
+            .ok_or_else(|| refuse(&file.name, "holds no model key where the door looks"))?;
+        if credential.is_some() {
+            return Err(refuse(
+                &file.name,
+                "is a second model key; the door sets one, hand over one",
+            ));
+        }
+        credential = Some(DoorCredential {
+            header: k.header.to_owned(),
+            value: format!("{}{}", k.prefix, field.as_str().unwrap_or_default()),
+        });
+        *field = serde_json::Value::String(token.to_owned());
+        out.push(CredentialFile {
+            name: file.name.clone(),
+            contents: json.to_string(),
+        });
+    }
+    Ok((credential, out))
 }
 
 /// An `http://` URL split: its `host:port` (port 80 when none is given) and the rest from
@@ -141,31 +217,48 @@ impl Builder {
     }
 }
 
+/// The [`DoorSpec`] of the model API `ctx` names: the one whose base-URL variable is among
+/// the credentials (the first when none is, whose missing URL [`through`] then names).
+///
+/// # Errors
+/// [`RenderError::DoorUnsupported`] for a client without a [`DoorSpec`];
+/// [`RenderError::DoorCredential`] for the base URLs of two model APIs.
+fn model_api(client: Client, ctx: &LaunchContext) -> Result<&'static DoorSpec, RenderError> {
+    let specs = client.spec().door;
+    let given = |s: &&DoorSpec| ctx.credentials.env.iter().any(|v| v.name == s.base_url);
+    let mut named = specs.iter().filter(given);
+    let first = named.next();
+    if let Some(second) = named.next() {
+        return Err(RenderError::DoorCredential {
+            client,
+            name: second.base_url.to_owned(),
+            problem: "names a second model API; the door forwards to one, hand over one",
+        });
+    }
+    first
+        .or(specs.first())
+        .ok_or(RenderError::DoorUnsupported { client })
+}
+
 /// `ctx` behind the door (the module docs): the launch values rewritten to the door's
 /// endpoints, and the door. `token` stands in for the model key in the client's
 /// environment.
 ///
 /// # Errors
 /// [`RenderError::DoorUnsupported`] for a client without a [`DoorSpec`];
-/// [`RenderError::DoorCredential`] for a credential that would enter the reviewer (a file,
-/// a secret variable that is not the key, two keys); [`RenderError::DoorUpstream`] for a
+/// [`RenderError::DoorCredential`] for a credential that would enter the reviewer (a file
+/// that is not a key file, a secret variable that is not the key, two keys, the base URLs
+/// of two model APIs); [`RenderError::DoorUpstream`] for a
 /// URL that is not `http://` or no base URL at all.
 pub fn through(
     client: Client,
     ctx: &LaunchContext,
     token: &LaunchSecret,
 ) -> Result<(LaunchContext, DoorPlan), RenderError> {
-    let spec = client
-        .spec()
-        .door
-        .ok_or(RenderError::DoorUnsupported { client })?;
-    if let Some(file) = ctx.credentials.files.first() {
-        return Err(RenderError::DoorCredential {
-            client,
-            name: file.name.clone(),
-            problem: "is a credential file, which the client reads inside the reviewer",
-        });
-    }
+    let spec = model_api(client, ctx)?;
+    let token_value = format!("kcap-door-{}", token.hex());
+    let (file_credential, files) =
+        key_in_files(client, spec, &ctx.credentials.files, &token_value)?;
     let mut b = Builder {
         client,
         endpoints: Vec::new(),
@@ -174,7 +267,7 @@ pub fn through(
     let given = |name: &str| ctx.credentials.env.iter().find(|v| v.name == name);
     let mut keys = spec.keys.iter().filter(|k| given(k.var).is_some());
     let key = keys.next();
-    if let Some(second) = keys.next() {
+    if let Some(second) = keys.next().or(key.filter(|_| file_credential.is_some())) {
         return Err(RenderError::DoorCredential {
             client,
             name: second.var.to_owned(),
@@ -199,14 +292,16 @@ pub fn through(
         url: String::new(),
         problem: "is not set: the door forwards to the model API the daemon names",
     })?;
-    let credential = key.map(|k| DoorCredential {
-        header: k.header.to_owned(),
-        value: format!(
-            "{}{}",
-            k.prefix,
-            given(k.var).map_or("", |v| v.value.as_str())
-        ),
-    });
+    let credential = key
+        .map(|k| DoorCredential {
+            header: k.header.to_owned(),
+            value: format!(
+                "{}{}",
+                k.prefix,
+                given(k.var).map_or("", |v| v.value.as_str())
+            ),
+        })
+        .or(file_credential);
     let serves = format!("model API ({})", spec.base_url);
     let door_base = b.route(spec.base_url, &base.value, serves, credential)?;
     out.credentials.env = ctx
@@ -215,12 +310,11 @@ pub fn through(
         .iter()
         .map(|v| match v.name.as_str() {
             n if n == spec.base_url => EnvVar::new(n, door_base.clone()),
-            n if key.is_some_and(|k| k.var == n) => {
-                EnvVar::new(n, format!("kcap-door-{}", token.hex()))
-            }
+            n if key.is_some_and(|k| k.var == n) => EnvVar::new(n, token_value.clone()),
             _ => v.clone(),
         })
         .collect();
+    out.credentials.files = files;
     if let Some(url) = super::non_blank(&ctx.server_url) {
         out.server_url =
             Some(b.route("server_url", url, "kcap server (server_url)".into(), None)?);

@@ -277,8 +277,15 @@ impl RenderError {
                 client
                     .spec()
                     .door
-                    .map(|d| d.keys.iter().map(|k| k.var).collect::<Vec<_>>().join(", "))
-                    .unwrap_or_default()
+                    .iter()
+                    .flat_map(|d| {
+                        let vars = d.keys.iter().map(|k| format!("`{}`", k.var));
+                        let files = (d.key_files.iter())
+                            .map(|k| format!("`{}` (its `{}`)", k.file, k.field));
+                        vars.chain(files)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             RenderError::WorktreeInRepository { client, git } => write!(
                 f,

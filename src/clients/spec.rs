@@ -71,10 +71,11 @@ pub struct ClientSpec {
     /// ([`PlanInputs::unverified_isolation`]). `render` takes `--allow-unverified-isolation`
     /// for this client only.
     pub unverified_isolation: bool,
-    /// How the client's model API goes through the reviewer's door
-    /// ([`LaunchContext::door`]); `None` where that is not measured, and a launch with a door
+    /// How the client's model APIs go through the reviewer's door ([`LaunchContext::door`]):
+    /// one [`DoorSpec`](super::door::DoorSpec) per base-URL variable it can be pointed at (a
+    /// launch hands over one). Empty where that is not measured, and a launch with a door
     /// is refused ([`RenderError::DoorUnsupported`]).
-    pub door: Option<super::door::DoorSpec>,
+    pub door: &'static [super::door::DoorSpec],
     /// The room's plan function.
     pub plan: PlanFn,
     /// How the room's facts are known to hold on the real client.

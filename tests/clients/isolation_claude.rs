@@ -742,41 +742,18 @@ fn class10_behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() 
     for bin in binaries() {
         let run = |door: bool| {
             let w = World::new(&bin);
-            let kcap = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let kcap_url = format!("http://{}", kcap.local_addr().unwrap());
-            let reached = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let count = std::sync::Arc::clone(&reached);
-            std::thread::spawn(move || {
-                for stream in kcap.incoming().flatten() {
-                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let mut stream = stream;
-                    let _ = std::io::Write::write_all(
-                        &mut stream,
-                        b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
-                    );
-                }
-            });
+            let kcap = common::door::KcapServer::start();
             // The servers: a probe, then the recorder. Marks go to `hooks/`.
             let recorder = w.path("bin/recorder.js");
             std::fs::rename(w.path("bin/kcap"), &recorder).unwrap();
-            let api_port = w.api.url.rsplit(':').next().unwrap().to_owned();
-            common::stand_in::write_executable(
+            common::door::write_probe(
                 &w.path("bin/kcap"),
-                format!(
-                    "#!/bin/bash\n\
-                     mark() {{ : > {hooks}/$1-$2-$$; }}\n\
-                     hp=${{KCAP_URL#http://}}; hp=${{hp%%/*}}\n\
-                     if exec 3<>/dev/tcp/${{hp%:*}}/${{hp##*:}} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
-                        && read -r -t 5 line <&3 && [[ $line == HTTP/1.0\\ 200* ]]; then mark kcap yes; else mark kcap no; fi\n\
-                     exec 3>&-\n\
-                     if (exec 4<>/dev/tcp/127.0.0.1/{api_port}) 2>/dev/null; then mark direct yes; else mark direct no; fi\n\
-                     exec /usr/bin/env node {recorder} \"$@\"\n",
-                    hooks = w.path("hooks").display(),
-                    recorder = recorder.display(),
-                ),
+                &w.path("hooks"),
+                &w.api.url,
+                &format!("/usr/bin/env node {}", recorder.display()),
             );
             let mut ctx = w.ctx();
-            ctx.server_url = Some(kcap_url);
+            ctx.server_url = Some(kcap.url.clone());
             ctx.credentials.env[0] = EnvVar::new("ANTHROPIC_API_KEY", DAEMON_KEY);
             ctx.door = door;
             // Through `Client::plan`, which puts the launch behind the door.
@@ -784,13 +761,7 @@ fn class10_behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() 
             let plan = Client::Claude.plan(&ctx, &inputs).unwrap().plan;
             assert_eq!(plan.door.is_some(), door);
             let o = w.launch(&plan);
-            let marks: BTreeSet<String> = std::fs::read_dir(w.path("hooks"))
-                .unwrap()
-                .map(|e| {
-                    let name = e.unwrap().file_name().to_string_lossy().into_owned();
-                    name.rsplit_once('-').unwrap().0.to_owned()
-                })
-                .collect();
+            let marks = common::door::marks(&w.path("hooks"));
             let keys: BTreeSet<Vec<String>> = w
                 .api
                 .requests()
@@ -802,12 +773,7 @@ fn class10_behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() 
                         .collect()
                 })
                 .collect();
-            (
-                o,
-                marks,
-                keys,
-                reached.load(std::sync::atomic::Ordering::SeqCst),
-            )
+            (o, marks, keys, kcap.reached())
         };
         let (o, marks, keys, reached) = run(true);
         let v = &o.version;

@@ -49,6 +49,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         no_inventory_is_needed_codex_lists_only_the_injected_servers,
         a_prompt_is_only_a_prompt,
         no_login_shell_profile_runs,
+        behind_the_door_the_key_stays_outside_and_only_the_door_is_reached,
     ]
 }
 
@@ -491,4 +492,111 @@ fn no_login_shell_profile_runs() {
     let seen = w.launch();
     assert!(seen.marks.is_empty(), "ran at start: {:?}", seen.marks);
     seen.assert_isolated();
+}
+
+/// Issue 32, the door (`LaunchContext::door`). Codex's key is only in `auth.json`, which the
+/// plan writes into the launch directory, and a reviewer reaches any port of the host.
+/// Behind the door, through `Client::plan`: the file holds the per-launch token, every
+/// request to the stand-in model API (the WebSocket upgrade and the HTTP fallback) carries
+/// the daemon's key in `authorization: Bearer` (set by the door; no header carries the
+/// token), no file of the launch directory nor the plan the client gets nor a server's
+/// environment holds the key, a server reaches the stand-in kcap server through the door's
+/// URL, and its direct connection to the model API's port on the host fails. Without the
+/// door `auth.json` in the launch directory holds the key and the direct connection opens,
+/// so the test bites.
+fn behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
+    const DAEMON_KEY: &str = "sk-daemon-key-door-codex-0123";
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    for door in [false, true] {
+        let Some(mut w) = World::new() else { return };
+        let kcap = common::door::KcapServer::start();
+        w.credential_files[0].contents = format!(r#"{{"OPENAI_API_KEY":"{DAEMON_KEY}"}}"#);
+        // The servers' command: the probe, then the recorder.
+        let recorder = w.path("recorder-real.js");
+        common::stand_in::write_executable(&recorder, world::recorder_source(&w.path("rec")));
+        w.exec.push(recorder.clone());
+        let marks = w.path("rec/door");
+        common::door::write_probe(
+            &w.path("recorder.js"),
+            &marks,
+            &w.api.url,
+            &recorder.display().to_string(),
+        );
+        let mut ctx = w.ctx();
+        ctx.server_url = Some(kcap.url.clone());
+        ctx.door = door;
+        let plan = Client::Codex
+            .plan(
+                &ctx,
+                &kcap_mcp_registry::clients::dispatch::PlanInputs::new(Policy::Lenient),
+            )
+            .unwrap()
+            .plan;
+        assert_eq!(plan.door.is_some(), door);
+        let mut client_side = plan.clone();
+        client_side.door = None;
+        let client_side = client_side.to_json();
+        let leaks = std::sync::Mutex::new(Vec::new());
+        let scan = || {
+            *leaks.lock().unwrap() = common::door::files_holding(&w.path("launch"), DAEMON_KEY);
+        };
+        let seen = w.launch_plan_with(plan, &["flow-result", "review"], &scan);
+        let leaks = leaks.into_inner().unwrap();
+        let marks = common::door::marks(&marks);
+        let requests = w.api.requests();
+        assert!(!requests.is_empty());
+        for r in &requests {
+            assert_eq!(
+                r.header("authorization"),
+                [format!("Bearer {DAEMON_KEY}")],
+                "door {door}: {} {}: {:?}",
+                r.method,
+                r.path,
+                r.headers
+            );
+        }
+        if !door {
+            assert!(client_side.contains(DAEMON_KEY));
+            assert!(
+                leaks.iter().any(|p| p.ends_with(".codex/auth.json")),
+                "without the door auth.json holds the key: {leaks:?}"
+            );
+            assert!(marks.contains("direct-yes"), "{marks:?}");
+            continue;
+        }
+        for r in &requests {
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+                "a header carries the token: {:?}",
+                r.headers
+            );
+        }
+        assert!(!client_side.contains(DAEMON_KEY), "{client_side}");
+        assert!(
+            leaks.is_empty(),
+            "launch-directory files hold the key: {leaks:?}"
+        );
+        assert_eq!(seen.records.len(), 2, "{:?}", seen.records);
+        for record in &seen.records {
+            assert!(
+                !record.env.values().any(|v| v.contains(DAEMON_KEY)),
+                "{:?} holds the daemon's key",
+                record.argv
+            );
+            assert!(
+                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{:?}",
+                record.env
+            );
+        }
+        assert_eq!(marks, ["direct-no", "kcap-yes"].map(String::from).into());
+        assert!(
+            kcap.reached() >= 2,
+            "the kcap server got {}",
+            kcap.reached()
+        );
+    }
 }

@@ -51,6 +51,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         copilot_fetches_no_remote_configuration,
         copilot_ignores_the_daemons_client_variables,
         copilot_trusts_no_folder,
+        copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door,
     ]
 }
 
@@ -416,4 +417,136 @@ fn copilot_trusts_no_folder() {
     };
     let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
     assert_isolated(&setup, &plan, &out);
+}
+
+/// Issue 32, the door (`LaunchContext::door`). Behind the door, through `Client::plan`, with
+/// the bring-your-own-model key in `COPILOT_PROVIDER_API_KEY` and then in
+/// `COPILOT_PROVIDER_BEARER_TOKEN`: a whole review turn (the stand-in model calls the result
+/// tool, which reaches the result channel) goes through the door's endpoint, every model
+/// request carries the daemon's key in `authorization: Bearer` (set by the door; no header
+/// carries the per-launch token), neither the plan's environment nor a server's nor a file
+/// of the launch directory holds the key, a server reaches the stand-in kcap server through
+/// the door's URL, and its direct connection to the model API's port on the host fails.
+/// The same launch without the door: the client holds the key (1.0.102 keeps it out of its
+/// servers' environment by itself) and the direct connection opens, so the test bites.
+fn copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door() {
+    const DAEMON_KEY: &str = "sk-daemon-key-door-copilot-0123";
+    let Some((bin, cache)) = peers() else { return };
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    for (door, key_var) in [
+        (false, "COPILOT_PROVIDER_API_KEY"),
+        (true, "COPILOT_PROVIDER_API_KEY"),
+        (true, "COPILOT_PROVIDER_BEARER_TOKEN"),
+    ] {
+        let setup = Setup::new();
+        let kcap = common::door::KcapServer::start();
+        let mut ctx = setup.context(&cache);
+        ctx.server_url = Some(kcap.url.clone());
+        ctx.credentials.env.push(EnvVar::new(key_var, DAEMON_KEY));
+        ctx.door = door;
+        let plan = Client::Copilot
+            .plan(
+                &ctx,
+                &kcap_mcp_registry::clients::dispatch::PlanInputs::new(Policy::Lenient),
+            )
+            .unwrap()
+            .plan;
+        assert_eq!(plan.door.is_some(), door);
+        let plan = setup.with_recorder(plan);
+        // The servers' command: the probe, then the recorder.
+        let recorder = setup.path("bin/recorder.js");
+        std::fs::rename(setup.recorder(), &recorder).unwrap();
+        let marks = setup.path("marks/door");
+        common::door::write_probe(
+            &setup.recorder(),
+            &marks,
+            setup.model.url(),
+            &recorder.display().to_string(),
+        );
+        // The launch directory is read while the client runs (the executor removes it at
+        // the end), once the model got the result tool's outcome: the turn went through.
+        let leaks = std::sync::Mutex::new(None);
+        let turned = || {
+            let done = setup.model.bodies().iter().any(|b| {
+                b["messages"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"))
+            });
+            if done {
+                *leaks.lock().unwrap() = Some(common::door::files_holding(
+                    &setup.path("launch"),
+                    DAEMON_KEY,
+                ));
+            }
+            done
+        };
+        let how = How {
+            until: Some(&turned),
+            ..How::plan()
+        };
+        let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &how);
+        let leaks = leaks
+            .into_inner()
+            .unwrap()
+            .expect("the turn reached the model");
+        let marks = common::door::marks(&marks);
+        let requests = setup.model.requests();
+        assert_eq!(out.records.len(), 2, "{door}: {}", out.stderr);
+        let called = out.calls.iter().any(|(argv, params)| {
+            argv == &["mcp", "flow-result"] && params["name"] == "submit_review_result"
+        });
+        assert!(called, "the result channel never got the call");
+        if !door {
+            assert!(plan.env.iter().any(|v| v.value == DAEMON_KEY));
+            for r in &requests {
+                assert_eq!(
+                    r.header("authorization"),
+                    [format!("Bearer {DAEMON_KEY}")],
+                    "the client's own header"
+                );
+            }
+            assert!(marks.contains("direct-yes"), "{marks:?}");
+            continue;
+        }
+        assert!(!requests.is_empty());
+        for r in &requests {
+            assert_eq!(
+                r.header("authorization"),
+                [format!("Bearer {DAEMON_KEY}")],
+                "{key_var}: {:?}",
+                r.headers
+            );
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+                "a header carries the token: {:?}",
+                r.headers
+            );
+        }
+        assert!(!plan.env.iter().any(|v| v.value.contains(DAEMON_KEY)));
+        for record in &out.records {
+            assert!(
+                !record.env.values().any(|v| v.contains(DAEMON_KEY)),
+                "{:?} holds the daemon's key",
+                record.argv
+            );
+            assert!(
+                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{:?}",
+                record.env
+            );
+        }
+        assert!(
+            leaks.is_empty(),
+            "launch-directory files hold the key: {leaks:?}"
+        );
+        assert_eq!(marks, ["direct-no", "kcap-yes"].map(String::from).into());
+        assert!(
+            kcap.reached() >= 2,
+            "the kcap server got {}",
+            kcap.reached()
+        );
+    }
 }

@@ -56,6 +56,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         no_remote_configuration_is_fetched,
         the_daemons_client_variables_reach_nothing,
         repository_skills_reach_no_model_request,
+        behind_the_door_the_key_stays_outside_and_only_the_door_is_reached,
     ]
 }
 
@@ -437,4 +438,40 @@ fn repository_skills_reach_no_model_request() {
         leaked.is_empty(),
         "a repository skill reached the model: {leaked:?}"
     );
+}
+
+/// Issue 32, the door (`LaunchContext::door`). Gemini CLI withholds secret-looking names
+/// (`GEMINI_API_KEY`) from its servers, but holds the key itself. Behind the door, through
+/// `Client::plan`: the first model request reaches the stand-in model API through the door
+/// carrying the daemon's key in `x-goog-api-key` (set by the door; no header carries the
+/// per-launch token), neither the plan the client gets nor a server's environment nor a
+/// launch-directory file holds the key, a server reaches the stand-in kcap server through
+/// the door and its direct connection to the model API's host port fails. Without the door
+/// the client holds the key and the direct connection opens, so the test bites.
+fn behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
+    const KEY: &str = "daemon-key-door-gemini-0123";
+    let Some(bin) = client(false) else { return };
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    let credentials = |api: &str| {
+        vec![
+            EnvVar::new("GEMINI_API_KEY", KEY),
+            EnvVar::new("GOOGLE_GEMINI_BASE_URL", api),
+        ]
+    };
+    let launch = |door| {
+        common::door::acp_launch(
+            Client::Gemini,
+            &bin,
+            &TOOLS,
+            "gemini-2.5-flash",
+            &credentials,
+            KEY,
+            door,
+        )
+    };
+    launch(false).assert_open(KEY, "x-goog-api-key", "");
+    launch(true).assert_behind_the_door(KEY, "x-goog-api-key", "");
 }

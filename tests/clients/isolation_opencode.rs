@@ -47,6 +47,8 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         parent_folders_and_the_main_checkout_are_not_read,
         its_own_server_answers_no_other_local_user,
         a_launch_value_is_never_expanded,
+        behind_the_door_the_key_stays_outside_and_only_the_door_is_reached,
+        behind_the_door_the_openai_key_stays_outside,
     ]
 }
 
@@ -623,4 +625,175 @@ fn a_launch_value_is_never_expanded() {
              opencode::EXPANDS is stale"
         );
     }
+}
+
+/// Issue 32, the door (`LaunchContext::door`). OpenCode passes its whole environment,
+/// `ANTHROPIC_API_KEY` included, to every MCP server, and a reviewer reaches any port of the
+/// host. Behind the door, through `Client::plan`: a whole review turn (the stand-in model
+/// calls the result tool, which reaches the result channel) goes through the door's
+/// endpoint, every model request carries the daemon's key in `x-api-key` (set by the door;
+/// no header carries the per-launch token), neither the plan's environment nor a server's
+/// (OpenCode's own plus its ACP `env`) nor a file of the launch directory holds the key, a
+/// server reaches the stand-in kcap server through the door's URL, and its direct
+/// connection to the model API's port on the host fails. The same launch without the door:
+/// the servers hold the key and the direct connection opens, so the test bites.
+fn behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
+    const DAEMON_KEY: &str = "sk-ant-daemon-key-door-opencode-0123";
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    for door in [false, true] {
+        let lab = Lab::new();
+        let kcap = common::door::KcapServer::start();
+        // The servers' command: the probe, then the recorder.
+        let recorder = lab.path("bin/recorder.js");
+        std::fs::rename(lab.recorder(), &recorder).unwrap();
+        let marks = lab.path("records/marks");
+        common::door::write_probe(
+            Path::new(&lab.recorder()),
+            &marks,
+            &lab.model.url,
+            &recorder.display().to_string(),
+        );
+        let mut ctx = lab.context();
+        ctx.server_url = Some(kcap.url.clone());
+        // No proxy: behind the door there is none to reach.
+        ctx.credentials.env = vec![
+            kcap_mcp_registry::clients::plan::EnvVar::new("ANTHROPIC_API_KEY", DAEMON_KEY),
+            kcap_mcp_registry::clients::plan::EnvVar::new(
+                "ANTHROPIC_BASE_URL",
+                format!("{}/v1", lab.model.url),
+            ),
+        ];
+        ctx.door = door;
+        let plan = Client::OpenCode
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+            .unwrap()
+            .plan;
+        assert_eq!(plan.door.is_some(), door);
+        // The launch directory is read while the client runs (the executor removes it at
+        // the end), once the model got the result tool's outcome: the turn went through.
+        let leaks = Mutex::new(None);
+        let turned = || {
+            let done = lab
+                .model
+                .requests()
+                .iter()
+                .any(|r| r.body.contains("\"tool_result\""));
+            if done {
+                *leaks.lock().unwrap() =
+                    Some(common::door::files_holding(&lab.path("launch"), DAEMON_KEY));
+            }
+            done
+        };
+        let daemon = lab.daemon_env(&[]);
+        let run = lab.carry_out_until(&bin, &plan, &daemon, "review", &turned);
+        let leaks = leaks
+            .into_inner()
+            .unwrap()
+            .expect("the turn reached the model");
+        let marks = common::door::marks(&marks);
+        assert_eq!(run.records.len(), 2, "door {door}: {:?}", run.records);
+        if !door {
+            assert!(
+                run.records
+                    .iter()
+                    .all(|r| r.env.get("ANTHROPIC_API_KEY").map(String::as_str) == Some(DAEMON_KEY)),
+                "without the door the servers hold the key"
+            );
+            assert!(marks.contains("direct-yes"), "{marks:?}");
+            continue;
+        }
+        let called = std::fs::read_dir(lab.path("records")).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".call-submit_review_result")
+        });
+        assert!(called, "the result channel never got the call");
+        let requests = lab.model.requests();
+        assert!(!requests.is_empty());
+        for r in &requests {
+            assert_eq!(r.header("x-api-key"), [DAEMON_KEY], "{:?}", r.headers);
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+                "a header carries the token: {:?}",
+                &r.headers
+            );
+        }
+        assert!(!plan.env.iter().any(|v| v.value.contains(DAEMON_KEY)));
+        for record in &run.records {
+            assert!(
+                !record.env.values().any(|v| v.contains(DAEMON_KEY)),
+                "{:?} holds the daemon's key",
+                record.argv
+            );
+            assert!(record.env["ANTHROPIC_API_KEY"].starts_with("kcap-door-"));
+            assert!(
+                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{:?}",
+                record.env
+            );
+        }
+        assert!(
+            leaks.is_empty(),
+            "launch-directory files hold the key: {leaks:?}"
+        );
+        assert_eq!(marks, ["direct-no", "kcap-yes"].map(String::from).into());
+        assert!(
+            kcap.reached() >= 2,
+            "the kcap server got {}",
+            kcap.reached()
+        );
+    }
+}
+
+/// Issue 32, the door, OpenCode's OpenAI provider (`OPENAI_BASE_URL`, model `openai/…`):
+/// behind the door, through `Client::plan`, the first model request reaches the stand-in
+/// model API through the door carrying the daemon's key in `authorization: Bearer` (set by
+/// the door; no header carries the token), neither the plan the client gets nor a server's
+/// environment nor a launch-directory file holds the key, a server reaches the stand-in kcap
+/// server through the door and its direct connection to the model API's host port fails.
+/// Without the door the client and its servers hold the key and the direct connection
+/// opens, so the test bites.
+fn behind_the_door_the_openai_key_stays_outside() {
+    const KEY: &str = "sk-daemon-key-door-opencode-openai-0123";
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    if let Some(missing) = kcap_mcp_registry::launch::door::missing() {
+        common::peers::skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    let credentials = |api: &str| {
+        vec![
+            kcap_mcp_registry::clients::plan::EnvVar::new("OPENAI_API_KEY", KEY),
+            kcap_mcp_registry::clients::plan::EnvVar::new("OPENAI_BASE_URL", format!("{api}/v1")),
+        ]
+    };
+    let tools = ["submit_review_result", "send_flow_message"];
+    let launch = |door| {
+        common::door::acp_launch(
+            Client::OpenCode,
+            &bin,
+            &tools,
+            "openai/gpt-4o",
+            &credentials,
+            KEY,
+            door,
+        )
+    };
+    let open = launch(false);
+    open.assert_open(KEY, "authorization", "Bearer ");
+    assert!(
+        open.records
+            .iter()
+            .all(|r| r.env.get("OPENAI_API_KEY").map(String::as_str) == Some(KEY)),
+        "without the door the servers hold the key"
+    );
+    launch(true).assert_behind_the_door(KEY, "authorization", "Bearer ");
 }

@@ -52,6 +52,8 @@ mod isolation_gemini;
 #[cfg(feature = "launch")]
 mod isolation_opencode;
 #[cfg(feature = "launch")]
+mod isolation_qwen;
+#[cfg(feature = "launch")]
 mod launch_claude_dialogs;
 #[cfg(feature = "cli")]
 mod launch_cli_codex;
@@ -70,6 +72,8 @@ fn main() {
     trials.extend(conformance_acp::trials());
     #[cfg(feature = "launch")]
     trials.extend(isolation_opencode::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(isolation_qwen::trials());
     #[cfg(feature = "cli")]
     trials.extend(conformance_copilot::trials());
     #[cfg(feature = "launch")]

@@ -8,6 +8,7 @@
 
 #[cfg(feature = "launch")]
 pub mod carry;
+pub mod door;
 pub mod etc;
 pub mod model_api;
 #[macro_use]

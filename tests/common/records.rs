@@ -66,7 +66,8 @@ pub fn read_records(dir: &Path) -> Vec<Record> {
     records
 }
 
-/// A node script that logs `process.argv` (the script path as `$0`, then the arguments),
+/// A node script that logs `process.argv` (the script path as `$0`, or `PROBED_AS` when a
+/// probe ran it, `super::door::write_probe`; then the arguments),
 /// the environment and the cwd to `<records>/<pid>.json`, answers MCP `initialize` and
 /// `tools/list` (marking `<pid>.tools`), and `-32601` to any other request (Copilot's
 /// `server/discover` included).
@@ -90,7 +91,7 @@ pub fn recorder_source_with_tools(records: &Path, tools: &[&str]) -> String {
 const fs = require("fs");
 const dir = {records};
 const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
+log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 let buf = "";
 process.stdin.on("data", (chunk) => {{

@@ -134,16 +134,16 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
             other => panic!("{client}: {other:?}"),
         }
     };
-    let (e, shown) = refused(Client::Codex, &|c| c.credentials = Credentials::default());
+    let (e, shown) = refused(Client::Cursor, &|c| c.credentials = Credentials::default());
     assert_eq!(
         e,
         RenderError::DoorUnsupported {
-            client: Client::Codex
+            client: Client::Cursor
         }
     );
     assert_eq!(
         shown,
-        "cannot put the Codex CLI reviewer behind the door: how its model API goes through the \
+        "cannot put the Cursor reviewer behind the door: how its model API goes through the \
          door is not measured; launch it without the door"
     );
     let set = |name: &'static str, value: &'static str| {
@@ -177,7 +177,7 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
         shown,
         "cannot put the Claude Code reviewer behind the door: credential \
          `CLAUDE_CODE_OAUTH_TOKEN` would enter the reviewer: the door keeps only the model key \
-         outside; hand over the model key as one of ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN"
+         outside; hand over the model key as one of `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`"
     );
     let (_, shown) = refused(Client::Claude, &set("ANTHROPIC_AUTH_TOKEN", "t"));
     assert!(
@@ -267,11 +267,168 @@ fn render_door_prints_the_doors_plan() {
     let door = plan.door.unwrap();
     assert_eq!(door.endpoints.len(), 2, "{door:?}");
     assert_eq!(door.endpoints[1].upstream, "127.0.0.1:5100");
-    let r = run("gemini");
+    let r = run("cursor");
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stderr
-            .contains("cannot put the Gemini CLI reviewer behind the door"),
+        r.stderr.contains(
+            "cannot put the Cursor reviewer behind the door: how its model API goes through \
+             the door is not measured"
+        ),
         "{r:?}"
+    );
+}
+
+/// Every client whose room declares a `DoorSpec`, with its base URL and each of its keys
+/// in turn: the model API's endpoint sets that key in the spec's header, the client gets
+/// the token and the door's URL (in its environment or its files), and nothing the
+/// client gets holds the key or the model API's host port. Without the door it does.
+#[test]
+fn every_client_with_a_door_spec_keeps_each_of_its_keys_outside() {
+    let mut clients = Vec::new();
+    for client in Client::ALL {
+        for spec in client.spec().door {
+            clients.push(client);
+            for key in spec.keys {
+                let mut c = ctx(true);
+                c.credentials.env = vec![
+                    EnvVar::new(key.var, KEY),
+                    EnvVar::new(spec.base_url, "http://127.0.0.1:4000/v1"),
+                ];
+                c.model = client.spec().carries_model.then(|| "anthropic/m".into());
+                let behind =
+                    plan(client, &c).unwrap_or_else(|e| panic!("{client} {}: {e}", key.var));
+                let model = &behind.door.as_ref().unwrap().endpoints[0];
+                assert_eq!(model.upstream, "127.0.0.1:4000", "{client}");
+                assert_eq!(
+                    model.credential,
+                    Some(DoorCredential {
+                        header: key.header.into(),
+                        value: format!("{}{KEY}", key.prefix),
+                    }),
+                    "{client} {}",
+                    key.var
+                );
+                // In the client's environment, or where its room writes them (Qwen Code's
+                // settings file).
+                let token = format!("kcap-door-{}", "07".repeat(16));
+                let shown = client_side(&behind);
+                for door in [token.as_str(), "http://127.0.0.1:41001/v1"] {
+                    assert!(shown.contains(door), "{client}: no {door} in {shown}");
+                }
+                for host in [KEY, ":4000"] {
+                    assert!(!shown.contains(host), "{client}: {host} in {shown}");
+                }
+                c.door = false;
+                let open = client_side(&plan(client, &c).unwrap());
+                assert!(open.contains(KEY), "{client}: without the door: {open}");
+            }
+        }
+    }
+    for client in [
+        Client::OpenCode,
+        Client::Copilot,
+        Client::Gemini,
+        Client::Qwen,
+    ] {
+        assert!(clients.contains(&client), "{clients:?}");
+    }
+}
+
+/// Codex CLI's key is only in `auth.json`: behind the door the file the client gets holds the
+/// token in `OPENAI_API_KEY`, the door sets the key as `authorization: Bearer`, and the base
+/// URL in `config.toml` names the door. A file without the key is refused, naming it.
+#[test]
+fn codex_s_key_file_holds_the_token_behind_the_door() {
+    let codex_ctx = |door: bool, auth: &str| {
+        let mut c = ctx(door);
+        c.credentials = Credentials {
+            env: vec![EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:4000/v1")],
+            files: vec![CredentialFile {
+                name: "auth.json".into(),
+                contents: auth.into(),
+            }],
+        };
+        c
+    };
+    let auth = format!(r#"{{"OPENAI_API_KEY":"{KEY}"}}"#);
+    let behind = plan(Client::Codex, &codex_ctx(true, &auth)).unwrap();
+    assert_eq!(
+        behind.door.as_ref().unwrap().endpoints[0].credential,
+        Some(DoorCredential {
+            header: "authorization".into(),
+            value: format!("Bearer {KEY}"),
+        })
+    );
+    let file = |plan: &LaunchPlan, name: &str| {
+        let f = plan.files.iter().find(|f| f.path.ends_with(name));
+        f.unwrap_or_else(|| panic!("no {name} in {:?}", plan.files))
+            .contents
+            .clone()
+    };
+    let token = format!("kcap-door-{}", "07".repeat(16));
+    assert_eq!(
+        file(&behind, "auth.json"),
+        format!(r#"{{"OPENAI_API_KEY":"{token}"}}"#)
+    );
+    assert!(
+        file(&behind, "config.toml").contains("openai_base_url = \"http://127.0.0.1:41001/v1\"")
+    );
+    let shown = client_side(&behind);
+    for host in [KEY, ":4000"] {
+        assert!(!shown.contains(host), "{host} in {shown}");
+    }
+    // The bite: without the door the file holds the key.
+    let open = plan(Client::Codex, &codex_ctx(false, &auth)).unwrap();
+    assert_eq!(file(&open, "auth.json"), auth);
+    let refused = plan(
+        Client::Codex,
+        &codex_ctx(true, r#"{"tokens":{"id_token":"x"}}"#),
+    );
+    let Err(LaunchError::Render(e)) = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(
+        e.to_string(),
+        "cannot put the Codex CLI reviewer behind the door: credential `auth.json` holds no \
+         model key where the door looks; hand over the model key as one of `auth.json` (its \
+         `OPENAI_API_KEY`)"
+    );
+}
+
+/// A client with two model APIs behind the door (OpenCode's Anthropic and OpenAI providers)
+/// goes through the one whose base URL is handed over, with that provider's key header; the
+/// base URLs of both are refused, naming the second.
+#[test]
+fn one_model_api_of_several_goes_behind_the_door() {
+    let openai = |c: &mut LaunchContext| {
+        c.model = Some("openai/gpt-4o".into());
+        c.credentials.env = vec![
+            EnvVar::new("OPENAI_API_KEY", KEY),
+            EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:4000/v1"),
+        ];
+    };
+    let mut c = ctx(true);
+    openai(&mut c);
+    let behind = plan(Client::OpenCode, &c).unwrap();
+    let model = &behind.door.unwrap().endpoints[0];
+    assert_eq!(model.serves, "model API (OPENAI_BASE_URL)");
+    assert_eq!(
+        model.credential,
+        Some(DoorCredential {
+            header: "authorization".into(),
+            value: format!("Bearer {KEY}"),
+        })
+    );
+    c.credentials
+        .env
+        .push(EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:4001"));
+    let Err(LaunchError::Render(e)) = plan(Client::OpenCode, &c) else {
+        panic!("two model APIs were put behind the door")
+    };
+    assert_eq!(
+        e.to_string(),
+        "cannot put the OpenCode reviewer behind the door: credential `OPENAI_BASE_URL` names a \
+         second model API; the door forwards to one, hand over one; hand over the model key as \
+         one of `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`"
     );
 }

@@ -63,7 +63,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: true,
     uses_launch_id: false,
     unverified_isolation: false,
-    door: None,
+    door: &[],
     plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]

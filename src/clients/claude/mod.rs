@@ -100,7 +100,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
-    door: Some(DOOR),
+    door: &[DOOR],
     plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -176,7 +176,7 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
 /// How Claude Code's model API goes through the reviewer's door: it sends
 /// `ANTHROPIC_API_KEY` as `x-api-key` and `ANTHROPIC_AUTH_TOKEN` as `authorization: Bearer`
 /// (measured, [`CREDENTIALS`]) to `ANTHROPIC_BASE_URL`; `IS_SANDBOX` is a setting. A review
-/// turn through the door on 2.1.197 and 2.1.328: `tests/clients/door_clients.rs`. The OAuth
+/// turn through the door on 2.1.197 and 2.1.328: `tests/clients/isolation_claude.rs`, class 10. The OAuth
 /// token (`CLAUDE_CODE_OAUTH_TOKEN`, `.credentials.json`) is not among the keys: a launch
 /// behind the door that hands it over is refused.
 pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
@@ -193,6 +193,7 @@ pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec 
             prefix: "Bearer ",
         },
     ],
+    key_files: &[],
     settings: &["IS_SANDBOX"],
 };
 

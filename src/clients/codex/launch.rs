@@ -67,6 +67,24 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
     }],
 };
 
+/// How Codex CLI's model API goes through the reviewer's door: its key is only in
+/// `auth.json` (`OPENAI_API_KEY`, [`CREDENTIALS`]), which behind the door holds the
+/// per-launch token in that field, and Codex sends it as `authorization: Bearer` to
+/// [`BASE_URL_VAR`] (written to `config.toml` as `openai_base_url`), on its WebSocket upgrade
+/// and on the HTTP request it falls back to (measured on 0.169.0:
+/// `isolation_codex::behind_the_door_the_key_stays_outside_and_only_the_door_is_reached`).
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: BASE_URL_VAR,
+    keys: &[],
+    key_files: &[crate::clients::door::DoorKeyFile {
+        file: "auth.json",
+        field: "OPENAI_API_KEY",
+        header: "authorization",
+        prefix: "Bearer ",
+    }],
+    settings: &[],
+};
+
 /// The reviewed worktree's paths Codex reads as configuration, removed before the launch:
 /// `.codex` (`config.toml` with servers, hooks and env, `hooks.json`, `rules/`, `skills/`,
 /// `agents/`: loaded because the plan trusts the worktree) and `.agents` (`skills/`, read

@@ -74,7 +74,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
-    door: None,
+    door: &[launch::DOOR],
     plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[

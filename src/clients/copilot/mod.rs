@@ -109,7 +109,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
-    door: None,
+    door: &[DOOR],
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -400,6 +400,42 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         "COPILOT_OFFLINE",
     ],
     files: &[],
+};
+
+/// How Copilot CLI's bring-your-own-model provider goes through the reviewer's door: it sends
+/// `COPILOT_PROVIDER_API_KEY` and `COPILOT_PROVIDER_BEARER_TOKEN` as `authorization: Bearer`
+/// to `COPILOT_PROVIDER_BASE_URL` (measured on 1.0.102, the default provider type, OpenAI
+/// chat completions: `isolation_copilot::copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door`,
+/// a whole review turn through the door, every request carrying the daemon's key from the
+/// door and no header the token; 1.0.102 keeps the provider key out of its MCP servers'
+/// environment even without the door, so there the door keeps it out of the client itself
+/// and its files). The settings are the model's and the offline switch;
+/// `COPILOT_PROVIDER_TYPE`, `_WIRE_API`, `_TRANSPORT` and `_AZURE_API_VERSION` (other wires, whose
+/// key header is not measured), `COPILOT_PROVIDER_HEADERS` (may carry a secret), the GitHub
+/// token and host are refused behind the door.
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "COPILOT_PROVIDER_BASE_URL",
+    keys: &[
+        crate::clients::door::DoorKey {
+            var: "COPILOT_PROVIDER_API_KEY",
+            header: "authorization",
+            prefix: "Bearer ",
+        },
+        crate::clients::door::DoorKey {
+            var: "COPILOT_PROVIDER_BEARER_TOKEN",
+            header: "authorization",
+            prefix: "Bearer ",
+        },
+    ],
+    key_files: &[],
+    settings: &[
+        "COPILOT_OFFLINE",
+        "COPILOT_MODEL",
+        "COPILOT_PROVIDER_MODEL_ID",
+        "COPILOT_PROVIDER_WIRE_MODEL",
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS",
+        "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+    ],
 };
 
 /// The reviewed worktree's files and directories Copilot CLI 1.0.102 reads as configuration,

@@ -60,7 +60,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: true,
-    door: None,
+    door: &[],
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]

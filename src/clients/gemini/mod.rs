@@ -129,7 +129,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
-    door: None,
+    door: &[DOOR],
     plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
@@ -270,6 +270,24 @@ pub const ROOT_SETTINGS: (&str, &str) = (
     ".gemini/settings.json",
     "{\"hooksConfig\":{\"enabled\":false}}\n",
 );
+
+/// How Gemini CLI's model API goes through the reviewer's door: it sends `GEMINI_API_KEY` as
+/// `x-goog-api-key` to `GOOGLE_GEMINI_BASE_URL` (plain http on the loopback interface, which
+/// the door's endpoint is). Measured on 0.61.0:
+/// `isolation_gemini::behind_the_door_the_key_stays_outside_and_only_the_door_is_reached`
+/// (the first model request through the door carried the daemon's key from the door, no
+/// header the token; Gemini withholds the key's variable from its servers by itself, so the
+/// door keeps it out of the client).
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "GOOGLE_GEMINI_BASE_URL",
+    keys: &[crate::clients::door::DoorKey {
+        var: "GEMINI_API_KEY",
+        header: "x-goog-api-key",
+        prefix: "",
+    }],
+    key_files: &[],
+    settings: &[],
+};
 
 /// The credentials and provider settings the daemon may hand a Gemini CLI reviewer: the
 /// Gemini API key and the API endpoint. Over ACP, Gemini CLI 0.61.0 authenticates with

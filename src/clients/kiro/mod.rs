@@ -57,7 +57,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
-    door: None,
+    door: &[],
     plan: |ctx, r, inputs| Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]

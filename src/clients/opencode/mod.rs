@@ -94,7 +94,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
-    door: None,
+    door: &[DOOR, DOOR_OPENAI],
     plan: |ctx, r, inputs| {
         let mut plan = opencode_plan(ctx, r)?;
         plan.env.push(crate::clients::plan::EnvVar::new(
@@ -370,6 +370,40 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
         keep: auth::keep_credentials,
         kept: "its `api` and `oauth` entries",
     }],
+};
+
+/// How OpenCode's Anthropic provider goes through the reviewer's door: at
+/// `ANTHROPIC_BASE_URL`, sent `ANTHROPIC_API_KEY` as `x-api-key` (measured on 1.18.33:
+/// `isolation_opencode::behind_the_door_the_key_stays_outside_and_only_the_door_is_reached`,
+/// a whole review turn through the door, every request carrying the daemon's key in
+/// `x-api-key` and no header the token). One provider per launch ([`DOOR_OPENAI`] is the
+/// other): a launch behind the door that also hands over another provider's key or base URL
+/// (`OPENROUTER_API_KEY`, `GOOGLE_GENERATIVE_AI_API_KEY`), `auth.json`, or a proxy (none is
+/// reachable behind the door) is refused.
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "ANTHROPIC_BASE_URL",
+    keys: &[crate::clients::door::DoorKey {
+        var: "ANTHROPIC_API_KEY",
+        header: "x-api-key",
+        prefix: "",
+    }],
+    key_files: &[],
+    settings: &[],
+};
+
+/// How OpenCode's OpenAI provider goes through the reviewer's door: at `OPENAI_BASE_URL`,
+/// sent `OPENAI_API_KEY` as `authorization: Bearer` (measured on 1.18.33, model
+/// `openai/…`: `isolation_opencode::behind_the_door_the_openai_key_stays_outside`, the
+/// first model request through the door).
+pub const DOOR_OPENAI: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "OPENAI_BASE_URL",
+    keys: &[crate::clients::door::DoorKey {
+        var: "OPENAI_API_KEY",
+        header: "authorization",
+        prefix: "Bearer ",
+    }],
+    key_files: &[],
+    settings: &[],
 };
 
 /// The reviewed worktree's files OpenCode reads as configuration: the project's

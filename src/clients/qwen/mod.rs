@@ -99,10 +99,15 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
-    door: None,
+    door: &[DOOR],
     plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?)?),
     proof: crate::clients::spec::Proof::RealClient {
-        tests: &["conformance_acp", "differential_qwen", "verify_clients"],
+        tests: &[
+            "conformance_acp",
+            "differential_qwen",
+            "isolation_qwen",
+            "verify_clients",
+        ],
         versions: &["0.24.4"],
     },
     #[cfg(feature = "cli")]
@@ -260,6 +265,24 @@ fn settings(credentials: &[EnvVar]) -> String {
         )
     }
 }
+
+/// How Qwen Code's model API goes through the reviewer's door: the plan writes
+/// `OPENAI_API_KEY` (the per-launch token behind the door) and `OPENAI_BASE_URL` (the door's
+/// endpoint) into the per-launch settings file, and Qwen sends the key as `authorization:
+/// Bearer`. Measured on 0.24.4:
+/// `isolation_qwen::behind_the_door_the_key_stays_outside_and_only_the_door_is_reached`
+/// (the first model request through the door carried the daemon's key from the door, no
+/// header the token; without the door the settings file holds the key).
+pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec {
+    base_url: "OPENAI_BASE_URL",
+    keys: &[crate::clients::door::DoorKey {
+        var: "OPENAI_API_KEY",
+        header: "authorization",
+        prefix: "Bearer ",
+    }],
+    key_files: &[],
+    settings: &[],
+};
 
 /// The credentials and provider settings the daemon may hand a Qwen Code reviewer: an
 /// OpenAI-compatible API key and base URL (auth type `openai`). The plan writes them into

@@ -62,6 +62,8 @@ pub struct World {
     /// Content of `/etc` added in a private mount namespace (`<root>/etc-add`), if any.
     pub etc: bool,
     pub api: ModelApi,
+    /// More programs the servers run, added to the sandbox's boundary (a probe's recorder).
+    pub exec: Vec<PathBuf>,
 }
 
 /// What a launch produced.
@@ -92,6 +94,7 @@ impl World {
             }],
             etc: false,
             api: ModelApi::start(),
+            exec: Vec::new(),
             root,
         };
         for d in ["rec", "marks", "launch", "out"] {
@@ -288,9 +291,12 @@ impl World {
         if self.etc {
             return options.with_confinement(Confinement::Off);
         }
+        let recorder = self.path("recorder.js");
+        let mut exec = vec![self.bin.as_path(), recorder.as_path()];
+        exec.extend(self.exec.iter().map(PathBuf::as_path));
         carry::reach(
             options,
-            &[&self.bin, &self.path("recorder.js")],
+            &exec,
             &[&self.path("rec"), &self.path("marks"), &self.path("out")],
         )
     }
@@ -334,6 +340,17 @@ impl World {
     /// Launches the plan and waits until the model was offered tools and `servers`
     /// recorders (by argv tail) listed theirs, lets it settle a second, stops the client.
     pub fn launch_plan(&self, plan: LaunchPlan, servers: &[&str]) -> Seen {
+        self.launch_plan_with(plan, servers, &|| {})
+    }
+
+    /// [`World::launch_plan`], calling `before_stop` once the model was offered tools, while
+    /// the client still runs (its launch directory is removed when it stops).
+    pub fn launch_plan_with(
+        &self,
+        plan: LaunchPlan,
+        servers: &[&str],
+        before_stop: &dyn Fn(),
+    ) -> Seen {
         let mut t = self.start(&plan);
         let started = Instant::now();
         let request = loop {
@@ -381,6 +398,7 @@ impl World {
         while Instant::now() < settle {
             t.read(Duration::from_millis(100));
         }
+        before_stop();
         t.stop();
         let mut marks: Vec<String> = std::fs::read_dir(self.path("marks"))
             .unwrap()

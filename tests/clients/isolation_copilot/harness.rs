@@ -299,7 +299,11 @@ impl Setup {
     /// The plan of `ctx` (lenient policy), and the recorder written to offer every tool the
     /// plan admits.
     pub fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
-        let plan = copilot_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+        self.with_recorder(copilot_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap())
+    }
+
+    /// `plan`, and the recorder written to offer every tool it admits.
+    pub fn with_recorder(&self, plan: LaunchPlan) -> LaunchPlan {
         let tools: BTreeSet<&str> = plan
             .argv
             .iter()
@@ -342,7 +346,8 @@ impl From<String> for Contents {
     }
 }
 
-/// A recorder MCP server (node): logs argv, env and cwd to `<records>/<pid>.json` (the form
+/// A recorder MCP server (node): logs argv (its command as `PROBED_AS` names it, when a probe
+/// ran it: `common::door::write_probe`), env and cwd to `<records>/<pid>.json` (the form
 /// `common::records::read_records` reads), answers `initialize`, `tools/list` (offering `tools`,
 /// marking `<pid>.tools`) and `tools/call` (marking `<pid>.call`), `-32601` otherwise.
 fn recorder_source(records: &Path, tools: &BTreeSet<&str>) -> String {
@@ -357,7 +362,7 @@ fn recorder_source(records: &Path, tools: &BTreeSet<&str>) -> String {
 const fs = require("fs");
 const dir = {records};
 const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
+log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 let buf = "";
 process.stdin.on("data", (chunk) => {{

@@ -62,6 +62,8 @@ pub struct How<'a> {
     /// directory after the executor cleaned the worktree, just before the client starts (a
     /// wrapper script as the executor's client binary).
     pub late: Option<&'a dyn Fn()>,
+    /// Where the prompt's turn ends, asked while the client runs (default: its answer).
+    pub until: Option<&'a dyn Fn() -> bool>,
 }
 
 impl How<'_> {
@@ -72,6 +74,7 @@ impl How<'_> {
             overlay: None,
             expect: None,
             late: None,
+            until: None,
         }
     }
 }
@@ -135,7 +138,10 @@ pub fn carry_out(
             timeout: TIMEOUT,
             settle: SETTLE,
         },
-        prompt: Some(("Review the change.", Until::Answered)),
+        prompt: Some((
+            "Review the change.",
+            how.until.map_or(Until::Answered, Until::Holds),
+        )),
     }
     .carry_out();
     Outcome {

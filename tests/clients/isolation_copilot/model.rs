@@ -31,6 +31,11 @@ impl ToolModel {
         &self.0.url
     }
 
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<crate::common::model_api::Request> {
+        self.0.requests()
+    }
+
     /// The JSON bodies received so far (`null` for one that is not JSON).
     pub fn bodies(&self) -> Vec<Value> {
         self.0

@@ -451,7 +451,8 @@ fn commit(repo: &Path) {
     git(repo, &args);
 }
 
-/// A recorder (node): logs argv, environment and cwd to `<records>/<pid>.json`, answers
+/// A recorder (node): logs argv (its command as `PROBED_AS` names it, when a probe ran it:
+/// `common::door::write_probe`), environment and cwd to `<records>/<pid>.json`, answers
 /// `initialize`, `tools/list` (marking `<pid>.tools`; the result channel's two tools, two of
 /// `kcap-review`'s, or one probe tool) and `tools/call` (marking `<pid>.call-<tool>`, after the
 /// delay in `<records>/../call-delay-ms` if any).
@@ -462,7 +463,7 @@ fn recorder_source(records: &Path) -> String {
 const fs = require("fs");
 const dir = {records};
 const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
+log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
 let delay = 0;
 try {{ delay = Number(fs.readFileSync(dir + "/../call-delay-ms", "utf8")); }} catch (e) {{}}
 const args = process.argv.slice(2).join(" ");

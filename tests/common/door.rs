@@ -1,0 +1,356 @@
+//! What the door tests of the real clients share (issue 32, `LaunchContext::door`): a
+//! stand-in kcap server that counts connections, a probe an MCP server's command runs
+//! before the recorder (the kcap server through the URL it was given, and a direct
+//! connection to the model API's port on the host), and a scan of the launch directory
+//! for the daemon's key. Offline: everything is on 127.0.0.1.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::stand_in::write_executable;
+
+/// A stand-in kcap server on a free loopback port: answers every connection
+/// `HTTP/1.0 200 OK` with body `ok`, and counts them.
+pub struct KcapServer {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    reached: Arc<AtomicUsize>,
+}
+
+impl KcapServer {
+    pub fn start() -> KcapServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let reached = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&reached);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                count.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || answer(stream));
+            }
+        });
+        KcapServer { url, reached }
+    }
+
+    /// How many connections it got.
+    pub fn reached(&self) -> usize {
+        self.reached.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads one request head (up to its blank line, at most 5 s), then answers `200 ok`: the
+/// request read first, so closing sends no reset that could cost the client the answer.
+fn answer(stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(&stream);
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.trim_end() != "" {
+        line.clear();
+    }
+    let _ = (&stream).write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok");
+}
+
+/// Writes at `wrapper` a bash script that, run as an MCP server's command, leaves in
+/// `marks` one file per probe and then runs `exec` (a shell command line, followed by the
+/// script's arguments, with `PROBED_AS` set to the wrapper's path, which a recorder may
+/// report as its command): `kcap-yes` when a `GET /` to `$KCAP_URL`'s host and port answers
+/// `HTTP/1.0 200`, else `kcap-no`; `direct-yes` when a TCP connection to `127.0.0.1:<port of
+/// model_api_url>` opens, else `direct-no`. Each file is named `<probe>-<answer>-<pid>`
+/// ([`marks`] reads them).
+pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str) {
+    std::fs::create_dir_all(marks).unwrap();
+    let api_port = model_api_url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    write_executable(
+        wrapper,
+        format!(
+            "#!/bin/bash\n\
+             trap '' PIPE\n\
+             mark() {{ : > {marks}/$1-$2-$$; }}\n\
+             hp=${{KCAP_URL#http://}}; hp=${{hp%%/*}}\n\
+             if exec 3<>/dev/tcp/${{hp%:*}}/${{hp##*:}} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
+                && read -r -t 5 line <&3 && [[ $line == HTTP/1.0\\ 200* ]]; then mark kcap yes; else mark kcap no; fi\n\
+             exec 3>&-\n\
+             if (exec 4<>/dev/tcp/127.0.0.1/{api_port}) 2>/dev/null; then mark direct yes; else mark direct no; fi\n\
+             PROBED_AS=\"$0\" exec {exec} \"$@\"\n",
+            marks = marks.display(),
+        ),
+    );
+}
+
+/// The probes' answers [`write_probe`] left in `marks` (`kcap-yes`, `direct-no`, …).
+pub fn marks(marks: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(marks)
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.rsplit_once('-').unwrap().0.to_owned()
+        })
+        .collect()
+}
+
+/// Every regular file under `dir` (recursively, symbolic links not followed) whose bytes
+/// contain `needle`.
+pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file()
+                && std::fs::read(entry.path())
+                    .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+/// What one ACP launch planned by `Client::plan` showed ([`acp_launch`]), behind the door
+/// or not.
+#[cfg(feature = "launch")]
+pub struct AcpDoorRun {
+    pub plan: kcap_mcp_registry::clients::plan::LaunchPlan,
+    /// The plan as JSON without its door: what reaches the client.
+    pub client_side: String,
+    pub records: Vec<super::records::Record>,
+    /// Every request the stand-in model API got.
+    pub requests: Vec<super::model_api::Request>,
+    /// The launch directory's files that held the key while the client ran, once the model
+    /// API had its first request.
+    pub leaks: Vec<PathBuf>,
+    /// The probes' answers ([`marks`]).
+    pub marks: BTreeSet<String>,
+    /// Connections the stand-in kcap server got.
+    pub kcap_reached: usize,
+    pub stderr: String,
+}
+
+/// One ACP reviewer launch of `client` (`bin`) planned by `Client::plan`, behind the door
+/// when `door`: the recorder (answering `tools`) behind [`write_probe`] as the kcap binary,
+/// the stand-in kcap server as `server_url`, `kcap-review` allowlisted, `model`, and as
+/// credentials what `credentials` makes of the stand-in model API's URL; dead proxies in the
+/// plan's environment (`NO_PROXY` for the loopback interface) keep the rest offline. Runs
+/// in the default sandbox until the model API got its first request, reads the launch
+/// directory for `key` then, and stops the client.
+#[cfg(feature = "launch")]
+pub fn acp_launch(
+    client: kcap_mcp_registry::clients::Client,
+    bin: &Path,
+    tools: &[&str],
+    model: &str,
+    credentials: &dyn Fn(&str) -> Vec<kcap_mcp_registry::clients::plan::EnvVar>,
+    key: &str,
+    door: bool,
+) -> AcpDoorRun {
+    use kcap_mcp_registry::clients::plan::EnvVar;
+    use std::sync::Mutex;
+    let t = tempfile::tempdir().unwrap();
+    let p = |rel: &str| t.path().join(rel);
+    for d in ["home", "wt", "launch", "records", "bin"] {
+        std::fs::create_dir_all(p(d)).unwrap();
+    }
+    let api = super::model_api::ModelApi::start();
+    let kcap = KcapServer::start();
+    let recorder = p("bin/recorder.js");
+    write_executable(
+        &recorder,
+        super::records::recorder_source_with_tools(&p("records"), tools),
+    );
+    let marks_dir = p("records/door");
+    write_probe(
+        &p("bin/kcap"),
+        &marks_dir,
+        &api.url,
+        &recorder.display().to_string(),
+    );
+    let s = |path: PathBuf| path.to_str().unwrap().to_owned();
+    let mut ctx = kcap_mcp_registry::LaunchContext {
+        server_url: Some(kcap.url.clone()),
+        kcap_bin: Some(s(p("bin/kcap"))),
+        agent_id: "agent-7".into(),
+        mcp_allowlist: Some(vec![Some("kcap-review".into())]),
+        worktree: Some(s(p("wt"))),
+        launch_dir: Some(s(p("launch"))),
+        model: Some(model.into()),
+        door,
+        ..kcap_mcp_registry::LaunchContext::default()
+    };
+    ctx.credentials.env = credentials(&api.url);
+    let inputs =
+        kcap_mcp_registry::clients::dispatch::PlanInputs::new(kcap_mcp_registry::Policy::Lenient);
+    let mut plan = client
+        .plan(&ctx, &inputs)
+        .unwrap_or_else(|e| panic!("{client}, door {door}: {e}"))
+        .plan;
+    assert_eq!(plan.door.is_some(), door);
+    let mut shown = plan.clone();
+    shown.door = None;
+    let client_side = shown.to_json();
+    plan.env.extend(
+        [
+            ("HTTP_PROXY", "http://127.0.0.1:9"),
+            ("HTTPS_PROXY", "http://127.0.0.1:9"),
+            ("NO_PROXY", "127.0.0.1,localhost"),
+        ]
+        .map(|(n, v)| EnvVar::new(n, v)),
+    );
+    let wanted: BTreeSet<super::records::Known> = plan
+        .session_new
+        .as_ref()
+        .expect("an ACP plan")
+        .mcp_servers
+        .iter()
+        .map(|s| {
+            let argv = std::iter::once(s.command.clone())
+                .chain(s.args.clone())
+                .collect();
+            let env = (s.env.iter())
+                .filter(|v| v.name.starts_with("KCAP_"))
+                .map(|v| (v.name.clone(), v.value.clone()))
+                .collect();
+            (argv, env)
+        })
+        .collect();
+    let daemon: std::collections::BTreeMap<String, String> = [
+        (
+            "PATH",
+            super::peers::inherited_path().into_string().unwrap(),
+        ),
+        ("HOME", s(p("home"))),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let leaks = Mutex::new(None);
+    let asked = || {
+        let done = !api.requests().is_empty();
+        if done {
+            *leaks.lock().unwrap() = Some(files_holding(&p("launch"), key));
+        }
+        done
+    };
+    let seen = super::carry::AcpRun {
+        plan: &plan,
+        launch_dir: &p("launch"),
+        client_bin: bin,
+        client: bin,
+        confined: true,
+        executable: &[],
+        writable: &[],
+        daemon_env: &daemon,
+        records: &p("records"),
+        wanted: &wanted,
+        timing: super::carry::Timing {
+            timeout: Duration::from_secs(60),
+            settle: Duration::from_secs(1),
+        },
+        prompt: Some(("Review the change.", super::carry::Until::Holds(&asked))),
+    }
+    .carry_out();
+    AcpDoorRun {
+        plan,
+        client_side,
+        records: seen.records,
+        requests: api.requests(),
+        leaks: leaks
+            .into_inner()
+            .unwrap()
+            .expect("the model API was asked"),
+        marks: marks(&marks_dir),
+        kcap_reached: kcap.reached(),
+        stderr: seen.stderr,
+    }
+}
+
+#[cfg(feature = "launch")]
+impl AcpDoorRun {
+    /// Behind the door: every model request carries `key` in `header` after `prefix` (set
+    /// by the door) and no header the token; neither the plan the client gets, nor a
+    /// server's environment, nor a launch-directory file holds the key; each server reached
+    /// the kcap server through the door (port 41002) and failed to reach the model API's
+    /// host port.
+    pub fn assert_behind_the_door(&self, key: &str, header: &str, prefix: &str) {
+        assert!(!self.requests.is_empty(), "{}", self.stderr);
+        for r in &self.requests {
+            assert_eq!(
+                r.header(header),
+                [format!("{prefix}{key}")],
+                "{} {}: {:?}",
+                r.method,
+                r.path,
+                r.headers
+            );
+            assert!(
+                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+                "a header carries the token: {:?}",
+                r.headers
+            );
+        }
+        assert!(!self.client_side.contains(key), "{}", self.client_side);
+        assert!(
+            self.leaks.is_empty(),
+            "launch-directory files hold the key: {:?}",
+            self.leaks
+        );
+        assert_eq!(self.records.len(), 2, "{:?}", self.records);
+        for record in &self.records {
+            assert!(
+                !record.env.values().any(|v| v.contains(key)),
+                "{:?} holds the key",
+                record.argv
+            );
+            assert!(
+                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+                "{:?}",
+                record.env
+            );
+        }
+        assert_eq!(
+            self.marks,
+            ["direct-no", "kcap-yes"].map(String::from).into()
+        );
+        assert!(
+            self.kcap_reached >= 2,
+            "the kcap server got {}",
+            self.kcap_reached
+        );
+    }
+
+    /// Without the door: the client's own request carries `key` in `header` after `prefix`,
+    /// the plan the client gets holds the key, and a server's direct connection to the
+    /// model API's host port opened.
+    pub fn assert_open(&self, key: &str, header: &str, prefix: &str) {
+        assert!(!self.requests.is_empty(), "{}", self.stderr);
+        for r in &self.requests {
+            assert_eq!(
+                r.header(header),
+                [format!("{prefix}{key}")],
+                "{:?}",
+                r.headers
+            );
+        }
+        assert!(self.client_side.contains(key));
+        assert!(self.marks.contains("direct-yes"), "{:?}", self.marks);
+    }
+}
