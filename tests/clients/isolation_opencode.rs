@@ -715,39 +715,17 @@ fn behind_the_door_the_key_stays_outside_and_only_the_door_is_reached() {
                 .ends_with(".call-submit_review_result")
         });
         assert!(called, "the result channel never got the call");
-        let requests = lab.model.requests();
-        assert!(!requests.is_empty());
-        for r in &requests {
-            assert_eq!(r.header("x-api-key"), [DAEMON_KEY], "{:?}", r.headers);
-            assert!(
-                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
-                "a header carries the token: {:?}",
-                &r.headers
-            );
-        }
+        common::door::assert_door_headers(&lab.model.requests(), "x-api-key", DAEMON_KEY);
         assert!(!plan.env.iter().any(|v| v.value.contains(DAEMON_KEY)));
         for record in &run.records {
-            assert!(
-                !record.env.values().any(|v| v.contains(DAEMON_KEY)),
-                "{:?} holds the daemon's key",
-                record.argv
-            );
             assert!(record.env["ANTHROPIC_API_KEY"].starts_with("kcap-door-"));
-            assert!(
-                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
-                "{:?}",
-                record.env
-            );
         }
-        assert!(
-            leaks.is_empty(),
-            "launch-directory files hold the key: {leaks:?}"
-        );
-        assert_eq!(marks, ["direct-no", "kcap-yes"].map(String::from).into());
-        assert!(
-            kcap.reached() >= 2,
-            "the kcap server got {}",
-            kcap.reached()
+        common::door::assert_reach_behind_the_door(
+            run.records.iter().map(|r| (r.argv.as_slice(), &r.env)),
+            DAEMON_KEY,
+            &leaks,
+            &marks,
+            kcap.reached(),
         );
     }
 }

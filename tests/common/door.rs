@@ -283,6 +283,60 @@ pub fn acp_launch(
     }
 }
 
+/// What a launch behind the door shows of its servers and its probe: no server's
+/// environment holds `key`, each was given the kcap server through the door (port 41002),
+/// no launch-directory file holds the key (`leaks`), the probe reached the kcap server and
+/// not the model API's host port (`marks`), and the stand-in kcap server got a connection
+/// from each server (`kcap_reached`).
+pub fn assert_reach_behind_the_door<'a>(
+    servers: impl IntoIterator<Item = (&'a [String], &'a std::collections::BTreeMap<String, String>)>,
+    key: &str,
+    leaks: &[PathBuf],
+    marks: &BTreeSet<String>,
+    kcap_reached: usize,
+) {
+    for (argv, env) in servers {
+        assert!(
+            !env.values().any(|v| v.contains(key)),
+            "{argv:?} holds the daemon's key"
+        );
+        assert!(
+            env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
+            "{argv:?}: {env:?}"
+        );
+    }
+    assert!(
+        leaks.is_empty(),
+        "launch-directory files hold the key: {leaks:?}"
+    );
+    assert_eq!(*marks, ["direct-no", "kcap-yes"].map(String::from).into());
+    assert!(kcap_reached >= 2, "the kcap server got {kcap_reached}");
+}
+
+/// Every request the stand-in model API got through the door carries `value` in `header`
+/// (set by the door), and no header carries the per-launch token.
+pub fn assert_door_headers(requests: &[super::model_api::Request], header: &str, value: &str) {
+    assert!(
+        !requests.is_empty(),
+        "no model request came through the door"
+    );
+    for r in requests {
+        assert_eq!(
+            r.header(header),
+            [value],
+            "{} {}: {:?}",
+            r.method,
+            r.path,
+            r.headers
+        );
+        assert!(
+            !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
+            "a header carries the token: {:?}",
+            r.headers
+        );
+    }
+}
+
 #[cfg(feature = "launch")]
 impl AcpDoorRun {
     /// Behind the door: every model request carries `key` in `header` after `prefix` (set
@@ -292,48 +346,15 @@ impl AcpDoorRun {
     /// host port.
     pub fn assert_behind_the_door(&self, key: &str, header: &str, prefix: &str) {
         assert!(!self.requests.is_empty(), "{}", self.stderr);
-        for r in &self.requests {
-            assert_eq!(
-                r.header(header),
-                [format!("{prefix}{key}")],
-                "{} {}: {:?}",
-                r.method,
-                r.path,
-                r.headers
-            );
-            assert!(
-                !r.headers.iter().any(|(_, v)| v.contains("kcap-door-")),
-                "a header carries the token: {:?}",
-                r.headers
-            );
-        }
+        assert_door_headers(&self.requests, header, &format!("{prefix}{key}"));
         assert!(!self.client_side.contains(key), "{}", self.client_side);
-        assert!(
-            self.leaks.is_empty(),
-            "launch-directory files hold the key: {:?}",
-            self.leaks
-        );
         assert_eq!(self.records.len(), 2, "{:?}", self.records);
-        for record in &self.records {
-            assert!(
-                !record.env.values().any(|v| v.contains(key)),
-                "{:?} holds the key",
-                record.argv
-            );
-            assert!(
-                record.env["KCAP_URL"].starts_with("http://127.0.0.1:41002"),
-                "{:?}",
-                record.env
-            );
-        }
-        assert_eq!(
-            self.marks,
-            ["direct-no", "kcap-yes"].map(String::from).into()
-        );
-        assert!(
-            self.kcap_reached >= 2,
-            "the kcap server got {}",
-            self.kcap_reached
+        assert_reach_behind_the_door(
+            self.records.iter().map(|r| (r.argv.as_slice(), &r.env)),
+            key,
+            &self.leaks,
+            &self.marks,
+            self.kcap_reached,
         );
     }
 
