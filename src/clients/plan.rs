@@ -268,7 +268,7 @@ pub const SYSTEM_READ_EXEC: &[&str] = &[
 /// keys. A root reviewer read `/etc/shadow` (the red team of issue 31: its own capabilities
 /// dropped, root still owns the file). Landlock only allows, so the executor allows a
 /// directory that holds one entry by entry, less these
-/// ([`Boundary::of`](crate::launch::sandbox::Boundary::of), feature `launch`).
+/// (`launch::sandbox::Boundary::of`, feature `launch`).
 pub const SYSTEM_SECRETS: &[&str] = &[
     "/etc/shadow",
     "/etc/shadow-",

@@ -21,7 +21,7 @@
 //! - Each launch makes `launch-<n>`; the client is born in it (`clone3` with
 //!   `CLONE_INTO_CGROUP`: no move, which would wait for an RCU grace period), or where the
 //!   kernel refuses that, joins it between fork and exec (it writes `0`, itself, to the
-//!   cgroup's `cgroup.procs`, opened before the fork): [`super::spawn`]. Everything it starts
+//!   cgroup's `cgroup.procs`, opened before the fork): `src/launch/spawn.rs`. Everything it starts
 //!   is born in it. [`Reviewer::stop`](super::Reviewer::stop) writes `1` to its
 //!   `cgroup.kill` after the process group's `SIGTERM` and grace, waits (at most
 //!   [`EMPTY_WAIT`]) for it to empty, and removes it.

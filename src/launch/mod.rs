@@ -50,7 +50,7 @@
 //!
 //!    The reviewer's cgroup ([`Options::cgroup`], default best effort): the client is born in
 //!    a cgroup v2 of its own (`clone3` with `CLONE_INTO_CGROUP`, or where the kernel refuses
-//!    that, it joins between fork and exec: [`spawn`]), so all it starts is born there. When the
+//!    that, it joins between fork and exec: `src/launch/spawn.rs`), so all it starts is born there. When the
 //!    executor dies, however (`SIGKILL` too), its guard process kills all its reviewers'
 //!    cgroups within milliseconds; what a guard killed with it left is swept at the next
 //!    executor's first launch. Where the machine gives no writable cgroup
