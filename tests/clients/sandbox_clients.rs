@@ -226,7 +226,10 @@ fn run_tool_attacks(
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
         let answered = req.body.contains("\"tool_result\"");
-        let turn = anthropic_turn((offers_bash && !answered).then_some(("Bash", &input)));
+        let turn = anthropic_turn(
+            "claude-stand-in",
+            (offers_bash && !answered).then_some(("Bash", &input)),
+        );
         response("200 OK", "text/event-stream", &turn)
     });
     let ctx = LaunchContext {

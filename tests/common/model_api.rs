@@ -207,10 +207,10 @@ fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
     }
 }
 
-/// One streamed Anthropic Messages API turn (server-sent events, as
+/// One streamed Anthropic Messages API turn of `model` (server-sent events, as
 /// <https://docs.anthropic.com/en/api/messages-streaming> describes them): a call of tool
 /// `name` with `input` when given, else the text `done`.
-pub fn anthropic_turn(tool: Option<(&str, &Value)>) -> Vec<u8> {
+pub fn anthropic_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
     use serde_json::json;
     let (block, delta, stop) = match tool {
         Some((name, input)) => (
@@ -226,7 +226,7 @@ pub fn anthropic_turn(tool: Option<(&str, &Value)>) -> Vec<u8> {
     };
     let events = [
         json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
-            "model": "claude-stand-in", "content": [], "stop_reason": null, "stop_sequence": null,
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 1, "output_tokens": 1}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": block}),
         json!({"type": "content_block_delta", "index": 0, "delta": delta}),

@@ -5,8 +5,8 @@
 
 use serde_json::json;
 
-use crate::common::model_api::response;
 pub use crate::common::model_api::{ModelApi as Http, Request as Req};
+use crate::common::model_api::{anthropic_turn, response};
 
 use super::lab::{Lab, MODEL, RESULT_TOOL};
 
@@ -41,33 +41,6 @@ pub fn config_server(lab: &Lab) -> Http {
 
 /// One streamed assistant turn: a call of [`RESULT_TOOL`], or the text `done`.
 fn turn(call: bool) -> Vec<u8> {
-    let (block, delta, stop) = if call {
-        (
-            json!({"type": "tool_use", "id": "toolu_01", "name": RESULT_TOOL, "input": {}}),
-            json!({"type": "input_json_delta", "partial_json": "{}"}),
-            "tool_use",
-        )
-    } else {
-        (
-            json!({"type": "text", "text": ""}),
-            json!({"type": "text_delta", "text": "done"}),
-            "end_turn",
-        )
-    };
-    let events = [
-        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
-            "model": MODEL, "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-        json!({"type": "content_block_start", "index": 0, "content_block": block}),
-        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        json!({"type": "content_block_stop", "index": 0}),
-        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-            "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ];
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect::<String>()
-        .into_bytes()
+    let input = json!({});
+    anthropic_turn(MODEL, call.then_some((RESULT_TOOL, &input)))
 }
