@@ -67,6 +67,7 @@
 //! their names.
 
 pub mod antigravity;
+pub mod boundary;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
