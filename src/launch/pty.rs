@@ -89,8 +89,10 @@ const SCREEN_TAIL: usize = 4096;
 pub enum TerminalEvent {
     /// Bytes the client wrote to its terminal.
     Output(Vec<u8>),
-    /// The client closed its terminal: it exited (with this status, when reaped within a
-    /// second). No event follows.
+    /// The client exited, with this status (`None` only when the kernel reported none).
+    /// It comes once every process closed the terminal and the client's own process has
+    /// exited: a client that closes its terminal and goes on running is waited for, like a
+    /// quiet one. No event follows.
     Exited(Option<ExitStatus>),
 }
 
@@ -113,6 +115,8 @@ pub struct TerminalSession {
     screen: Screen,
     last_output: Instant,
     dialog_quiet: Duration,
+    /// Every process closed the terminal: only the client's exit is left to wait for.
+    hung_up: bool,
     closed: bool,
 }
 
@@ -244,6 +248,7 @@ impl TerminalSession {
             screen: Screen::default(),
             last_output: Instant::now(),
             dialog_quiet: options.dialog_quiet,
+            hung_up: false,
             closed: false,
         })
     }
@@ -284,6 +289,13 @@ impl TerminalSession {
             if self.closed {
                 return Ok(None);
             }
+            if self.hung_up {
+                let left = deadline.saturating_duration_since(Instant::now());
+                return Ok(self.process.wait_exit(left).map(|status| {
+                    self.closed = true;
+                    TerminalEvent::Exited(Some(status))
+                }));
+            }
             let now = Instant::now();
             let quiet_at = self.last_output + self.dialog_quiet;
             if now >= quiet_at {
@@ -312,9 +324,7 @@ impl TerminalSession {
                     return Ok(Some(TerminalEvent::Output(bytes)));
                 }
                 Ok(Chunk::Closed) | Err(RecvTimeoutError::Disconnected) => {
-                    self.closed = true;
-                    let status = self.process.wait_exit(Duration::from_secs(1));
-                    return Ok(Some(TerminalEvent::Exited(status)));
+                    self.hung_up = true;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }

@@ -114,6 +114,45 @@ fn a_stop_never_signals_a_process_group_whose_id_was_reused() {
     println!("leader {leader}, decoy {decoy_pid}: decoy alive after the stop");
 }
 
+/// A terminal client that closes its terminal and goes on running is not reported exited
+/// until it exits, and then with its own status (the stand-in for a wrapper that runs the
+/// client with its output redirected, which a loaded machine once made end "exited, status
+/// unknown" a second after the hang-up).
+#[test]
+fn a_client_that_closes_its_terminal_is_waited_for_and_reports_its_status() {
+    let tmp = TempDir::new().unwrap();
+    let bin = sh_script(
+        tmp.path(),
+        "hang-up",
+        "exec >/dev/null 2>&1 </dev/null\n/usr/bin/sleep 1.5\nexit 3",
+    );
+    let plan = bare_plan(Path::new("unused"), &tmp.path().join("launch"));
+    let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
+    let Reviewer::Terminal(session) = &mut reviewer else {
+        panic!("not a terminal reviewer")
+    };
+    let started = Instant::now();
+    let status = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the stand-in did not exit"
+        );
+        if let Some(TerminalEvent::Exited(status)) =
+            session.next_event(Duration::from_millis(200)).unwrap()
+        {
+            break status;
+        }
+    };
+    assert_eq!(status.and_then(|s| s.code()), Some(3), "{status:?}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(1400),
+        "reported exited after {:?}, before the stand-in slept its 1.5 s",
+        started.elapsed()
+    );
+    assert_eq!(session.next_event(Duration::from_millis(10)).unwrap(), None);
+    reviewer.stop().unwrap();
+}
+
 /// An ACP stand-in: answers `initialize` and `session/new`, then runs `body`.
 fn acp_stand_in(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
     sh_script(
