@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::common::carry::{terminal_plan, until_exit};
 use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::tool_attacks::{self, Scene};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
@@ -124,26 +125,12 @@ fn claude_next_tool_commands_are_confined() {
     tool_commands_are_confined("KCAP_CLAUDE_NEXT_BIN");
 }
 
-/// What a command the model asks for tries, with what the reviewer's own work needs.
-const TOOL_ATTACKS: &[&str] = &[
-    "daemon_home",
-    "other_launch_dir",
-    "other_environ",
-    "signal_outside",
-    "write_outside",
-    "write_worktree",
-    "shared_tmp",
-];
-const TOOL_WORK: &[&str] = &["own_home", "read_worktree", "system_program"];
-
 /// Issue 31, from a command the client runs as a tool: a stand-in model API
 /// (`common::model_api`, 127.0.0.1) answers the real Claude Code's first turn with a call of
-/// its `Bash` tool, whose command tries each attack of [`TOOL_ATTACKS`] and prints
-/// `name=yes|no`; the client runs it (`bypassPermissions`) and sends its output back in the
-/// next turn, which the stand-in records. In the default sandbox every attack is denied and
-/// the reviewer's own work is done; with the sandbox off every attack succeeds (the bite).
-/// (`/bin/grep -a`: a plain `grep` in Claude Code 2.1.197's `Bash` tool found nothing in an
-/// environ file that `/bin/grep -a` reads, its NUL-separated entries read as binary.)
+/// its `Bash` tool, whose command tries each attack of `common::tool_attacks`; the client
+/// runs it (`bypassPermissions`) and sends its output back in the next turn, which the
+/// stand-in records. In the default sandbox every attack is denied and the reviewer's own
+/// work is done; with the sandbox off every attack succeeds (the bite).
 fn tool_commands_are_confined(var: &'static str) {
     let Some(bin) = peer(var) else { return };
     if let Some(missing) = sandbox::missing() {
@@ -152,26 +139,7 @@ fn tool_commands_are_confined(var: &'static str) {
     }
     let confined = run_tool_attacks(&bin, Confinement::BestEffort);
     let open = run_tool_attacks(&bin, Confinement::Off);
-    for attack in TOOL_ATTACKS {
-        assert_eq!(
-            confined.get(*attack),
-            Some(&false),
-            "{var} {attack}: {confined:?}"
-        );
-        assert_eq!(
-            open.get(*attack),
-            Some(&true),
-            "{var} {attack} without the sandbox: {open:?}"
-        );
-    }
-    for work in TOOL_WORK {
-        assert_eq!(
-            confined.get(*work),
-            Some(&true),
-            "{var} {work}: {confined:?}"
-        );
-        assert_eq!(open.get(*work), Some(&true), "{var} {work}: {open:?}");
-    }
+    tool_attacks::assert_confined(var, &confined, &open);
 }
 
 /// One Claude Code launch under `confinement` whose first turn runs the probe as its `Bash`
@@ -186,39 +154,8 @@ fn run_tool_attacks(
     use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
     use kcap_mcp_registry::{LaunchContext, Policy};
 
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let at = |p: &str| root.join(p);
-    for dir in ["daemon-home", "other-launch", "wt"] {
-        std::fs::create_dir_all(at(dir)).unwrap();
-    }
-    std::fs::write(at("daemon-home/.env"), "ANTHROPIC_API_KEY=daemon-secret\n").unwrap();
-    std::fs::write(at("other-launch/.credentials.json"), "other-secret").unwrap();
-    std::fs::write(at("wt/README.md"), "the change under review\n").unwrap();
-    let mut other = std::process::Command::new("/bin/sleep")
-        .arg("120")
-        .env_clear()
-        .env("ANTHROPIC_API_KEY", "concurrent-reviewer-key")
-        .spawn()
-        .unwrap();
-    let pid = other.id();
-    let command = format!(
-        "p() {{ n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n=yes\"; else echo \"$n=no\"; fi; }}; \
-         p daemon_home cat {home}/.env; \
-         p other_launch_dir cat {other}/.credentials.json; \
-         p other_environ /bin/grep -a -q concurrent-reviewer-key /proc/{pid}/environ; \
-         p signal_outside kill -0 {pid}; \
-         p write_outside sh -c 'echo x > {root}/planted'; \
-         p write_worktree sh -c 'echo x > {wt}/planted'; \
-         p shared_tmp sh -c 'echo x > /tmp/kcap-tool-planted-{pid}'; \
-         p own_home sh -c 'echo x > \"$HOME/note\" && cat \"$HOME/note\"'; \
-         p read_worktree cat {wt}/README.md; \
-         p system_program /usr/bin/python3 -c 'print(1)'",
-        home = at("daemon-home").display(),
-        other = at("other-launch").display(),
-        root = root.display(),
-        wt = at("wt").display(),
-    );
+    let scene = Scene::new();
+    let command = scene.command();
     let input = serde_json::json!({"command": command, "description": "probe"});
     let api = ModelApi::answering(move |req| {
         let body = req.json().unwrap_or_default();
@@ -235,8 +172,8 @@ fn run_tool_attacks(
     let ctx = LaunchContext {
         agent_id: "a1".into(),
         prompt: Some("Run the probe.".into()),
-        worktree: Some(at("wt").display().to_string()),
-        launch_dir: Some(at("launch").display().to_string()),
+        worktree: Some(scene.worktree().display().to_string()),
+        launch_dir: Some(scene.launch_dir().display().to_string()),
         credentials: Credentials {
             env: vec![
                 EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
@@ -288,18 +225,7 @@ fn run_tool_attacks(
         }
     };
     session.stop().unwrap();
-    let _ = other.kill();
-    let _ = other.wait();
-    let _ = std::fs::remove_file(format!("/tmp/kcap-tool-planted-{pid}"));
-    TOOL_ATTACKS
-        .iter()
-        .chain(TOOL_WORK)
-        .filter_map(|name| {
-            let yes = result.contains(&format!("{name}=yes"));
-            let no = result.contains(&format!("{name}=no"));
-            (yes != no).then(|| ((*name).to_owned(), yes))
-        })
-        .collect()
+    tool_attacks::answers(&result)
 }
 
 /// The text of the first `tool_result` block of a Messages API request body, if it has one.

@@ -15,6 +15,7 @@ pub mod model_api;
 pub mod peers;
 pub mod records;
 pub mod stand_in;
+pub mod tool_attacks;
 /// The seeded variants of the differential tests (`tests/clients/differential_*.rs`).
 #[cfg(feature = "cli")]
 pub mod variants;

@@ -241,3 +241,30 @@ pub fn anthropic_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
         .collect::<String>()
         .into_bytes()
 }
+
+/// One streamed OpenAI Chat Completions turn of `model` (server-sent `chat.completion.chunk`
+/// events ending in `data: [DONE]`, as
+/// <https://platform.openai.com/docs/api-reference/chat-streaming> describes them): a call of
+/// tool `name` with arguments `input` when given, else the text `done`.
+pub fn openai_chat_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
+    use serde_json::json;
+    let chunk = |delta: Value, finish: Option<&str>| {
+        let c = json!({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {c}\n\n")
+    };
+    let mut s = match tool {
+        Some((name, input)) => {
+            let call = json!([{"index": 0, "id": "call_1", "type": "function",
+                               "function": {"name": name, "arguments": input.to_string()}}]);
+            chunk(json!({"role": "assistant", "tool_calls": call}), None)
+                + &chunk(json!({}), Some("tool_calls"))
+        }
+        None => {
+            chunk(json!({"role": "assistant", "content": "done"}), None)
+                + &chunk(json!({}), Some("stop"))
+        }
+    };
+    s.push_str("data: [DONE]\n\n");
+    s.into_bytes()
+}

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::model_api::{ModelApi, response};
+use crate::common::model_api::{ModelApi, openai_chat_turn, response};
 
 /// The running stand-in.
 pub struct ToolModel(ModelApi);
@@ -19,7 +19,7 @@ impl ToolModel {
         ToolModel(ModelApi::answering(|request| {
             if request.path.ends_with("/chat/completions") {
                 let body = request.json().unwrap_or(Value::Null);
-                response("200 OK", "text/event-stream", answer(&body).as_bytes())
+                response("200 OK", "text/event-stream", &answer(&body))
             } else {
                 response("404 Not Found", "application/json", b"{}")
             }
@@ -46,15 +46,8 @@ impl ToolModel {
     }
 }
 
-/// One streamed chunk of a chat completion.
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let c = json!({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
-                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {c}\n\n")
-}
-
 /// The answer to a chat completion request `body`.
-fn answer(body: &Value) -> String {
+fn answer(body: &Value) -> Vec<u8> {
     let tool_came_back = body["messages"]
         .as_array()
         .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
@@ -64,18 +57,9 @@ fn answer(body: &Value) -> String {
             .filter_map(|t| t["function"]["name"].as_str())
             .find(|n| n.ends_with("-submit_review_result"))
     });
-    let mut s = match target {
-        Some(name) if !tool_came_back => {
-            let call = json!([{"index": 0, "id": "call_1", "type": "function",
-                               "function": {"name": name, "arguments": "{}"}}]);
-            chunk(json!({"role": "assistant", "tool_calls": call}), None)
-                + &chunk(json!({}), Some("tool_calls"))
-        }
-        _ => {
-            chunk(json!({"role": "assistant", "content": "done"}), None)
-                + &chunk(json!({}), Some("stop"))
-        }
-    };
-    s.push_str("data: [DONE]\n\n");
-    s
+    let args = json!({});
+    openai_chat_turn(
+        "gpt-4o",
+        target.filter(|_| !tool_came_back).map(|name| (name, &args)),
+    )
 }
