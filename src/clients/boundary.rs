@@ -47,7 +47,10 @@ pub const SYSTEM_PROC_READ: &[&str] = &[
 ];
 
 /// The devices a reviewer may read and write (those that exist): the null and random
-/// devices and the terminals.
+/// devices, its controlling terminal (`/dev/tty`) and the multiplexer it opens terminals of
+/// its own with (`/dev/ptmx`). Not the system's `/dev/pts`, where every terminal of the
+/// daemon's user is open to it (the red team wrote into another reviewer's): the executor
+/// mounts a `/dev/pts` of the reviewer's own (a new `devpts` instance) and allows that.
 pub const SYSTEM_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
@@ -56,7 +59,6 @@ pub const SYSTEM_DEVICES: &[&str] = &[
     "/dev/urandom",
     "/dev/tty",
     "/dev/ptmx",
-    "/dev/pts",
 ];
 
 /// What a reviewer may reach in its sandbox: absolute paths, a directory allowing what is

@@ -102,6 +102,7 @@ mod pty;
 mod queue;
 pub mod sandbox;
 mod spawn;
+mod userns;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -360,7 +361,7 @@ pub fn launch_with_parent_env(
     // `/proc/self/uid_map`, which the sandbox does not allow.
     let door = door::install(&mut cmd, &network)?;
     let boundary = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
-    sandbox::confine(&mut cmd, &boundary, options.confinement)?;
+    sandbox::confine(&mut cmd, &boundary, options.confinement, door.is_some())?;
     let start_error = |source| ExecError::Start {
         client: plan.client.name().to_owned(),
         bin: client_bin.to_owned(),
@@ -411,8 +412,9 @@ fn sandbox_step(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Opti
     };
     Some(format!(
         "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
-         {}; read {} and its own /proc/<pid>; read and write {}, no device file made there; no \
-         signal, ptrace or abstract unix socket outside; no capability",
+         {}; read {} and its own /proc/<pid>; read and write {} and a /dev/pts of its own, no \
+         device file made there; no signal, ptrace or abstract unix socket outside; no \
+         capability",
         options.confinement,
         list(&b.read_exec),
         list(&b.read),

@@ -15,6 +15,14 @@
 //! - read and write: the launch directory (the client's `HOME` and `TMPDIR`), the
 //!   terminal and the null devices ([`SYSTEM_DEVICES`]), the daemon's cache directory (the
 //!   plan's), and what [`Options::sandbox_read_write`] adds;
+//! - a `/dev/pts` of its own: in the child, a mount namespace (in a user namespace of its
+//!   own, [`userns`](super::userns), mapping the daemon's uid to itself) with a new `devpts`
+//!   instance on `/dev/pts`, allowed read and write: the terminals the reviewer opens (a
+//!   tool's shell through node-pty or `openpty`) are there, and no other process's terminal
+//!   is reachable by a path (on the system's, a reviewer wrote into another's: the red team
+//!   of issue 31). Its own terminal it holds open (`/dev/tty` reaches it; `ttyname` finds no
+//!   name for it). Where the kernel refuses the namespaces, a best-effort sandbox allows the
+//!   system's `/dev/pts` and [`missing`] names it;
 //! - no signal to a process outside the sandbox, and no connection to an abstract unix
 //!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
 //!   is refused by Landlock itself (every ABI).
@@ -24,8 +32,9 @@
 //! [`door`](super::door) does that.
 //!
 //! The ruleset is built in the executor (allocations, opening the paths); the child makes
-//! five system calls only: `open("/proc/self")`, `landlock_add_rule` for it, `close`,
-//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self`.
+//! system calls only: `unshare`, the writes of its maps and `mount` (its `/dev/pts`),
+//! `open`, `landlock_add_rule` and `close` (its `/proc/self` and `/dev/pts`), `prctl`
+//! (capabilities, `PR_SET_NO_NEW_PRIVS`) and `landlock_restrict_self`.
 //!
 //! Why `/proc/<pid>` of the client and no PID namespace: Claude Code 2.1.197 and OpenCode
 //! 1.18.33 (their Bun runtime) abort without it (they read `/proc/self/maps`, `statm` and
@@ -51,6 +60,7 @@ use landlock::{
 
 use super::Options;
 use super::error::ExecError;
+use super::userns;
 use crate::clients::plan::LaunchPlan;
 
 /// How strictly a launch applies a protection: the sandbox ([`Options::confinement`]) or
@@ -225,7 +235,7 @@ pub fn kernel_abi() -> i32 {
 /// it gives all of it.
 pub fn missing() -> Option<String> {
     let abi = kernel_abi();
-    match abi {
+    let landlock = match abi {
         0 => Some("the Landlock LSM (not built in, or not enabled in `lsm=`)".to_owned()),
         a if a < SANDBOX_ABI => Some(format!(
             "Landlock ABI {SANDBOX_ABI} (this kernel has ABI {a}: {})",
@@ -236,7 +246,39 @@ pub fn missing() -> Option<String> {
             }
         )),
         _ => None,
-    }
+    };
+    let missing: Vec<String> = landlock.into_iter().chain(terminals_missing()).collect();
+    (!missing.is_empty()).then(|| missing.join("; "))
+}
+
+/// What this kernel lacks, for this user, for a `/dev/pts` of the reviewer's own (a user
+/// and a mount namespace, and a new `devpts` instance mounted in it); `None` when it gives
+/// it. Found by trying once in a forked process, and remembered.
+fn terminals_missing() -> Option<String> {
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let maps = userns::Maps::own();
+            // SAFETY: the step makes system calls on `maps`, prepared before the fork.
+            let tried = unsafe {
+                userns::probe(|| {
+                    userns::enter(libc::CLONE_NEWNS, &maps)?;
+                    userns::private_devpts()
+                })
+            };
+            match tried {
+                Ok(()) => None,
+                Err(userns::Trial::NoProcess(why)) => Some(format!(
+                    "a /dev/pts of its own (no process could try it: {why})"
+                )),
+                Err(userns::Trial::Refused(errno)) => Some(format!(
+                    "a /dev/pts of its own (a user and a mount namespace with a new devpts \
+                     instance: errno {errno}, {}), so another reviewer's terminal stays open to it",
+                    std::io::Error::from_raw_os_error(errno)
+                )),
+            }
+        })
+        .clone()
 }
 
 /// Refuses, before anything is created, a [`Confinement::Required`] launch on a kernel that
@@ -264,25 +306,38 @@ pub(crate) fn confine(
     cmd: &mut Command,
     boundary: &Boundary,
     confinement: Confinement,
+    in_user_namespace: bool,
 ) -> Result<(), ExecError> {
     if confinement == Confinement::Off {
         return Ok(());
     }
     preflight(confinement)?;
-    let fd = ruleset(boundary, confinement).map_err(|e| ExecError::NoSandbox {
+    let private_terminals = terminals_missing().is_none();
+    let mut boundary = boundary.clone();
+    if !private_terminals {
+        // Best effort without a devpts instance of its own: the system's, every terminal
+        // of this user's in it (what `missing` names).
+        boundary.read_write.push(PathBuf::from("/dev/pts"));
+    }
+    let fd = ruleset(&boundary, confinement).map_err(|e| ExecError::NoSandbox {
         missing: format!("a Landlock ruleset ({e})"),
     })?;
     let Some(fd) = fd else {
         // Best effort, and the kernel has no Landlock at all.
         return Ok(());
     };
-    // SAFETY: between fork and exec the closure makes system calls only (open, close,
-    // landlock_add_rule, prctl and landlock_restrict_self) on a C string literal and
-    // stack values, and builds an `io::Error` from an errno: no allocation, no lock,
-    // async-signal-safe. `fd` lives in the closure, so it is open in the child.
+    let maps = userns::Maps::own();
+    // SAFETY: between fork and exec the closure makes system calls only (unshare, open,
+    // write, mount, close, landlock_add_rule, prctl and landlock_restrict_self) on C string
+    // literals, `maps` (prepared above) and stack values, and builds `io::Error`s from
+    // errnos: no allocation, no lock, async-signal-safe. `fd` lives in the closure, so it
+    // is open in the child.
     unsafe {
         cmd.pre_exec(move || {
-            allow_own_proc(fd.as_raw_fd())?;
+            if private_terminals {
+                own_terminals(fd.as_raw_fd(), in_user_namespace, &maps)?;
+            }
+            allow(fd.as_raw_fd(), c"/proc/self", ACCESS_READ_FILE_DIR)?;
             drop_capabilities()?;
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -294,6 +349,38 @@ pub(crate) fn confine(
         });
     }
     Ok(())
+}
+
+/// In the child: a mount namespace (in a user namespace of its own, unless the door made
+/// one already) with a new `devpts` instance on `/dev/pts`, which `ruleset` then allows: the
+/// terminals the reviewer opens are there, and no other process's terminal (another
+/// reviewer's, the daemon's) is reachable by a path. Its own terminal it holds open.
+///
+/// # Safety
+/// Called between fork and exec, with `ruleset` a Landlock ruleset file descriptor.
+unsafe fn own_terminals(
+    ruleset: libc::c_int,
+    in_user_namespace: bool,
+    maps: &userns::Maps,
+) -> std::io::Result<()> {
+    unsafe {
+        if in_user_namespace {
+            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        } else {
+            userns::enter(libc::CLONE_NEWNS, maps)?;
+        }
+        userns::private_devpts()?;
+        // Device ioctls (a terminal's size, its modes) need ABI 5; an older kernel's
+        // ruleset does not handle them, and refuses a rule naming them.
+        match allow(ruleset, c"/dev/pts", ACCESS_TERMINALS | ACCESS_IOCTL_DEV) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                allow(ruleset, c"/dev/pts", ACCESS_TERMINALS)
+            }
+            other => other,
+        }
+    }
 }
 
 /// In the child, before it confines itself: empties its capability bounding set and its
@@ -343,23 +430,26 @@ struct PathBeneathAttr {
     parent_fd: libc::c_int,
 }
 
-/// `LANDLOCK_RULE_PATH_BENEATH`, `LANDLOCK_ACCESS_FS_READ_FILE`, `LANDLOCK_ACCESS_FS_READ_DIR`
-/// of `<linux/landlock.h>`.
+/// `LANDLOCK_RULE_PATH_BENEATH` and the `LANDLOCK_ACCESS_FS_*` rights of
+/// `<linux/landlock.h>` the child's own rules name: read a file and a directory; write a
+/// file; device ioctls (ABI 5).
 const RULE_PATH_BENEATH: libc::c_int = 1;
 const ACCESS_READ_FILE_DIR: u64 = (1 << 2) | (1 << 3);
+const ACCESS_TERMINALS: u64 = ACCESS_READ_FILE_DIR | (1 << 1);
+const ACCESS_IOCTL_DEV: u64 = 1 << 15;
 
-/// In the child, before `landlock_restrict_self`: adds to `ruleset` a read rule for the
-/// child's own `/proc/<pid>` (what `/proc/self` is there, and stays after exec). A system
-/// without `/proc` has nothing to allow. Async-signal-safe: system calls on a literal and a
-/// stack value only.
+/// In the child, before `landlock_restrict_self`: adds to `ruleset` a rule allowing
+/// `access` beneath `path`, as the child sees it (its own `/proc/self`, which stays its own
+/// after exec; the `/dev/pts` it mounted). A path that does not exist allows nothing.
+/// Async-signal-safe: system calls on a literal and a stack value only.
 ///
 /// # Safety
 /// Called between fork and exec, with `ruleset` a Landlock ruleset file descriptor.
-unsafe fn allow_own_proc(ruleset: libc::c_int) -> std::io::Result<()> {
+unsafe fn allow(ruleset: libc::c_int, path: &std::ffi::CStr, access: u64) -> std::io::Result<()> {
     // SAFETY: a NUL-terminated literal; the flags make `open` return a path descriptor.
     let own = unsafe {
         libc::open(
-            c"/proc/self".as_ptr(),
+            path.as_ptr(),
             libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
         )
     };
@@ -367,7 +457,7 @@ unsafe fn allow_own_proc(ruleset: libc::c_int) -> std::io::Result<()> {
         return Ok(());
     }
     let attr = PathBeneathAttr {
-        allowed_access: ACCESS_READ_FILE_DIR,
+        allowed_access: access,
         parent_fd: own,
     };
     // SAFETY: `attr` is the kernel's struct, alive for the call; `own` is closed after.

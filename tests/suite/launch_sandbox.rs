@@ -27,6 +27,8 @@ use tempfile::TempDir;
 struct World {
     root: TempDir,
     other: Child,
+    /// Another reviewer's terminal: its controller end, and its client end's path.
+    other_terminal: (std::os::fd::OwnedFd, String),
     _socket: UnixListener,
     socket_name: String,
 }
@@ -63,6 +65,7 @@ impl World {
         World {
             root,
             other,
+            other_terminal: terminal(),
             _socket: socket,
             socket_name,
         }
@@ -88,6 +91,7 @@ probe write_outside sh -c 'echo x > {root}/planted'
 probe write_worktree sh -c 'echo x > {tree}/planted'
 probe shared_tmp sh -c 'echo x > /tmp/kcap-sandbox-planted-{pid}'
 probe abstract_socket /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("\0{socket}")'
+probe other_terminal sh -c 'echo planted > {terminal}'
 probe etc_shadow cat /etc/shadow
 probe etc_passwd cat /etc/passwd
 probe etc_certs ls /etc/ssl/certs
@@ -100,6 +104,8 @@ probe system_program /usr/bin/python3 -c 'print(1)'
 probe system_node /usr/bin/node -e 'require("os").totalmem()'
 probe own_proc grep -q VmRSS /proc/$$/status
 probe system_proc grep -q MemTotal /proc/meminfo
+probe own_terminal sh -c 'echo x > /dev/tty'
+probe new_terminal /usr/bin/python3 -c 'import os; m, s = os.openpty(); os.write(s, b"x"); assert os.read(m, 1) == b"x"'
 echo probes-done
 "#,
             home = self.at("daemon-home").display(),
@@ -108,6 +114,7 @@ echo probes-done
             root = self.root.path().display(),
             tree = self.at("tree").display(),
             socket = self.socket_name,
+            terminal = self.other_terminal.1,
         );
         sh_script(&self.at("bin"), "reviewer", &body)
     }
@@ -162,6 +169,17 @@ impl Drop for World {
     }
 }
 
+/// A new pseudo-terminal pair of the test's (another reviewer's terminal): its controller
+/// end and its client end's path (`/dev/pts/N`).
+fn terminal() -> (std::os::fd::OwnedFd, String) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    (master, name.into_string().unwrap())
+}
+
 fn abstract_listener(name: &str) -> UnixListener {
     use std::os::linux::net::SocketAddrExt as _;
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
@@ -179,6 +197,7 @@ const ATTACKS: &[&str] = &[
     "write_worktree",
     "shared_tmp",
     "abstract_socket",
+    "other_terminal",
 ];
 /// What only a root reviewer could do, and only with the sandbox off: create a device file in
 /// its launch directory (a block device is every file of its disk), use a capability beyond
@@ -195,6 +214,8 @@ const OWN_WORK: &[&str] = &[
     "system_node",
     "own_proc",
     "system_proc",
+    "own_terminal",
+    "new_terminal",
 ];
 
 fn sandbox_available() -> bool {

@@ -6,8 +6,7 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 
 /// What the child needs, prepared before the fork.
 pub(super) struct ChildSide {
-    pub(super) uid_map: Vec<u8>,
-    pub(super) gid_map: Vec<u8>,
+    pub(super) maps: crate::launch::userns::Maps,
     pub(super) ports: Vec<u16>,
     pub(super) channel: OwnedFd,
 }
@@ -22,12 +21,7 @@ fn last() -> std::io::Error {
 /// Called between fork and exec.
 pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
     unsafe {
-        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
-            return Err(last());
-        }
-        write_proc(c"/proc/self/setgroups", b"deny")?;
-        write_proc(c"/proc/self/uid_map", &child.uid_map)?;
-        write_proc(c"/proc/self/gid_map", &child.gid_map)?;
+        crate::launch::userns::enter(libc::CLONE_NEWNET, &child.maps)?;
         loopback_up()?;
         for &port in &child.ports {
             let fd = listen_local(port)?;
@@ -37,26 +31,6 @@ pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes `data` to the `/proc` file `path` in one `write`, as the kernel wants a map.
-unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(last());
-        }
-        let n = libc::write(fd, data.as_ptr().cast(), data.len());
-        let error = (n < 0).then(last);
-        libc::close(fd);
-        match error {
-            Some(e) => Err(e),
-            None if usize::try_from(n).ok() != Some(data.len()) => {
-                Err(std::io::Error::from_raw_os_error(libc::EIO))
-            }
-            None => Ok(()),
-        }
-    }
 }
 
 /// `ioctl(SIOCGIFFLAGS)`, then `SIOCSIFFLAGS` with `IFF_UP`, on `lo`.

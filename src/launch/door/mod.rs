@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::error::ExecError;
+use super::userns;
 use child::{ChildSide, enter, recv_fd};
 use forward::accept_loop;
 
@@ -156,41 +157,24 @@ pub fn missing() -> Option<String> {
 }
 
 fn probe() -> Option<String> {
-    // SAFETY: the forked child makes one system call and exits with `_exit`: no allocation,
-    // no lock, async-signal-safe; the parent waits for it.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
-        let code = unsafe {
+    // SAFETY: the step is one system call.
+    let tried = unsafe {
+        userns::probe(|| {
             if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
-                0
+                Ok(())
             } else {
-                *libc::__errno_location() & 0x7f
+                Err(std::io::Error::last_os_error())
             }
-        };
-        unsafe { libc::_exit(code) };
-    }
-    if pid < 0 {
-        return Some(format!(
-            "a process to try the namespaces in ({})",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 {
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Some("a process to try the namespaces in (waitpid failed)".to_owned());
+        })
+    };
+    let errno = match tried {
+        Ok(()) => return None,
+        Err(userns::Trial::NoProcess(why)) => {
+            return Some(format!("a process to try the namespaces in ({why})"));
         }
-    }
-    let errno = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        return Some(format!(
-            "namespaces (the trying process ended with {status:#x})"
-        ));
+        Err(userns::Trial::Refused(errno)) => errno,
     };
     let why = match errno {
-        0 => return None,
         libc::EPERM => {
             "user and network namespaces for this user (unshare is refused with EPERM: \
              `kernel.unprivileged_userns_clone`, `kernel.apparmor_restrict_unprivileged_userns` \
@@ -351,11 +335,8 @@ pub(crate) fn install(cmd: &mut Command, network: &Network) -> Result<Option<Pen
     }
     // SAFETY: both were just made and are owned here only.
     let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: geteuid and getegid cannot fail.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let child = ChildSide {
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        maps: userns::Maps::own(),
         ports: endpoints.iter().map(|e| e.port).collect(),
         channel: theirs,
     };

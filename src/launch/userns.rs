@@ -1,0 +1,140 @@
+//! A user namespace of the client's own, entered between fork and exec: by the door (with a
+//! network namespace, [`door`](super::door)) and by the sandbox (with a mount namespace for a
+//! `/dev/pts` of its own, [`sandbox`](super::sandbox)). The executor's uid and gid map to
+//! themselves (`<id> <id> 1`, `setgroups` `deny`), so the client runs as the daemon's user;
+//! inside it, the child holds the capabilities it needs to mount and to bring `lo` up, which
+//! the sandbox drops before exec.
+//!
+//! Source: user_namespaces(7), mount_namespaces(7) ("a less privileged mount namespace": the
+//! copied shared mounts become slaves, so a mount made inside reaches no other namespace).
+
+use std::ffi::CStr;
+
+/// The uid and gid maps, prepared before the fork (the child may not allocate).
+#[derive(Debug)]
+pub(crate) struct Maps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl Maps {
+    /// The executor's effective uid and gid, each mapped to itself.
+    pub(crate) fn own() -> Maps {
+        // SAFETY: geteuid and getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        Maps {
+            uid: format!("{uid} {uid} 1\n").into_bytes(),
+            gid: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+}
+
+fn last() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps.
+///
+/// # Safety
+/// Called between fork and exec: system calls on memory prepared before the fork only.
+pub(crate) unsafe fn enter(also: libc::c_int, maps: &Maps) -> std::io::Result<()> {
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWUSER | also) != 0 {
+            return Err(last());
+        }
+        write_proc(c"/proc/self/setgroups", b"deny")?;
+        write_proc(c"/proc/self/uid_map", &maps.uid)?;
+        write_proc(c"/proc/self/gid_map", &maps.gid)?;
+    }
+    Ok(())
+}
+
+/// In the child, in a mount namespace of its own: a new instance of the `devpts` file system
+/// on `/dev/pts` (`newinstance`, `ptmxmode=0666`, `mode=0620`), so that the terminals it
+/// opens through `/dev/ptmx` are in it and no other process's terminal is visible there.
+/// (`/dev/ptmx` opens the instance mounted at the `pts` beside it: devpts(5), Linux 4.7.)
+///
+/// # Safety
+/// Called between fork and exec.
+pub(crate) unsafe fn private_devpts() -> std::io::Result<()> {
+    let done = unsafe {
+        libc::mount(
+            c"devpts".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"devpts".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+        )
+    };
+    if done != 0 {
+        return Err(last());
+    }
+    Ok(())
+}
+
+/// Writes `data` to the `/proc` file `path` in one `write`, as the kernel wants a map.
+unsafe fn write_proc(path: &CStr, data: &[u8]) -> std::io::Result<()> {
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(last());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = (n < 0).then(last);
+        libc::close(fd);
+        match error {
+            Some(e) => Err(e),
+            None if usize::try_from(n).ok() != Some(data.len()) => {
+                Err(std::io::Error::from_raw_os_error(libc::EIO))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Tries, once, in a forked process that exits at once, what `step` does in the child;
+/// `Ok(())` when it works for this user on this kernel, else the errno it failed with.
+///
+/// # Safety
+/// `step` runs in the forked child of a possibly multi-threaded process: it must be
+/// async-signal-safe (system calls on memory prepared before, no allocation, no lock).
+pub(crate) unsafe fn probe(step: impl Fn() -> std::io::Result<()>) -> Result<(), Trial> {
+    // SAFETY: the forked child runs `step` (async-signal-safe by this function's contract)
+    // and exits with `_exit`; the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let code = match step() {
+            Ok(()) => 0,
+            Err(e) => e.raw_os_error().unwrap_or(libc::EIO) & 0x7f,
+        };
+        unsafe { libc::_exit(code) };
+    }
+    if pid < 0 {
+        return Err(Trial::NoProcess(last().to_string()));
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    while unsafe { libc::waitpid(pid, &raw mut status, 0) } < 0 {
+        if last().kind() != std::io::ErrorKind::Interrupted {
+            return Err(Trial::NoProcess("waitpid failed".to_owned()));
+        }
+    }
+    if !libc::WIFEXITED(status) {
+        return Err(Trial::NoProcess(format!(
+            "the trying process ended with {status:#x}"
+        )));
+    }
+    match libc::WEXITSTATUS(status) {
+        0 => Ok(()),
+        errno => Err(Trial::Refused(errno)),
+    }
+}
+
+/// Why a [`probe`] failed.
+#[derive(Debug)]
+pub(crate) enum Trial {
+    /// No process could try it (the reason).
+    NoProcess(String),
+    /// The step failed with this errno.
+    Refused(i32),
+}
