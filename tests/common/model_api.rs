@@ -268,3 +268,24 @@ pub fn openai_chat_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
     s.push_str("data: [DONE]\n\n");
     s.into_bytes()
 }
+
+/// One streamed Gemini API `streamGenerateContent?alt=sse` answer of `model` (server-sent
+/// events, each `data: <GenerateContentResponse>`, as
+/// <https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent> and
+/// <https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse> describe
+/// them): one candidate whose `content.parts` is a `functionCall` of tool `name` with `args`
+/// `input` when given, else the text `done`; `finishReason` `STOP` and a `usageMetadata`.
+pub fn gemini_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
+    use serde_json::json;
+    let part = match tool {
+        Some((name, input)) => json!({"functionCall": {"name": name, "args": input}}),
+        None => json!({"text": "done"}),
+    };
+    let chunk = json!({
+        "candidates": [{"content": {"role": "model", "parts": [part]},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": model,
+    });
+    format!("data: {chunk}\n\n").into_bytes()
+}
