@@ -41,10 +41,11 @@ const BOUND: Duration = Duration::from_secs(60);
 
 /// OpenCode 1.18.33 (`opencode acp`, Anthropic provider): the stand-in calls its `bash`
 /// tool (input `{command, description}`) and reads the `tool_result` of the next request.
-/// The plan denies `bash` (`opencode::DENIED_TOOLS`: the model is not even offered it), so
-/// this launch allows it, and `external_directory` (OpenCode asks before a command names a
-/// path outside the worktree), in the plan's `OPENCODE_PERMISSION`: the sandbox is the layer
-/// under test, as it would be if a permission rule were ever beaten.
+/// The plan denies `bash` (`opencode::DENIED_TOOLS`): the model is offered `glob`, `grep`
+/// and `read` only, and a call of `bash` comes back as "Model tried to call unavailable tool
+/// 'invalid'" (measured). So this launch allows `bash` in the plan's `OPENCODE_PERMISSION`,
+/// and nothing else: the sandbox is the layer under test, as it would be if a permission
+/// rule were ever beaten.
 fn opencode_tool_commands_are_confined() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
@@ -99,11 +100,13 @@ fn opencode_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bo
         .iter_mut()
         .find(|v| v.name == "OPENCODE_PERMISSION")
         .expect("the plan sets OPENCODE_PERMISSION");
-    assert!(permission.value.contains(r#""bash":"deny""#), "{permission:?}");
+    assert!(
+        permission.value.contains(r#""bash":"deny""#),
+        "{permission:?}"
+    );
     permission.value = permission
         .value
-        .replace(r#""bash":"deny""#, r#""bash":"allow""#)
-        .replace(r#""*":"deny","#, r#""*":"deny","external_directory":"allow","#);
+        .replace(r#""bash":"deny""#, r#""bash":"allow""#);
     attacks(&plan, bin, confinement, &api, anthropic_tool_output)
 }
 

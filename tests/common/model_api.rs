@@ -275,9 +275,10 @@ pub fn openai_chat_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
 /// request as `tools[].function.name`
 /// (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools>).
 pub fn offers_tool(body: &Value, name: &str) -> bool {
-    body["tools"]
-        .as_array()
-        .is_some_and(|t| t.iter().any(|t| t["name"] == name || t["function"]["name"] == name))
+    body["tools"].as_array().is_some_and(|t| {
+        t.iter()
+            .any(|t| t["name"] == name || t["function"]["name"] == name)
+    })
 }
 
 /// The text of the first `tool_result` block of an Anthropic Messages API request `body`
