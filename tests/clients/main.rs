@@ -63,6 +63,8 @@ mod launch_peers;
 mod sandbox_clients;
 #[cfg(feature = "launch")]
 mod sandbox_tools_gemini;
+#[cfg(feature = "launch")]
+mod sandbox_tools_acp;
 #[cfg(feature = "cli")]
 mod verify_clients;
 
@@ -120,5 +122,7 @@ fn main() {
     trials.extend(sandbox_clients::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_gemini::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(sandbox_tools_acp::trials());
     common::peers::main(trials)
 }

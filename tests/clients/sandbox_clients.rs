@@ -148,7 +148,9 @@ fn run_tool_attacks(
     bin: &Path,
     confinement: Confinement,
 ) -> std::collections::BTreeMap<String, bool> {
-    use crate::common::model_api::{ModelApi, anthropic_turn, response};
+    use crate::common::model_api::{
+        ModelApi, anthropic_tool_output, anthropic_turn, offers_tool, response,
+    };
     use kcap_mcp_registry::clients::dispatch::PlanInputs;
     use kcap_mcp_registry::clients::root::Credentials;
     use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
@@ -159,9 +161,7 @@ fn run_tool_attacks(
     let input = serde_json::json!({"command": command, "description": "probe"});
     let api = ModelApi::answering(move |req| {
         let body = req.json().unwrap_or_default();
-        let offers_bash = body["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+        let offers_bash = offers_tool(&body, "Bash");
         let answered = req.body.contains("\"tool_result\"");
         let turn = anthropic_turn(
             "claude-stand-in",
@@ -208,7 +208,7 @@ fn run_tool_attacks(
     };
     let started = std::time::Instant::now();
     let result = loop {
-        let done = api.requests().iter().find_map(|r| tool_output(&r.json()?));
+        let done = (api.requests().iter()).find_map(|r| anthropic_tool_output(&r.json()?));
         if let Some(done) = done {
             break done;
         }
@@ -226,16 +226,4 @@ fn run_tool_attacks(
     };
     session.stop().unwrap();
     tool_attacks::answers(&result)
-}
-
-/// The text of the first `tool_result` block of a Messages API request body, if it has one.
-fn tool_output(body: &serde_json::Value) -> Option<String> {
-    body["messages"].as_array()?.iter().find_map(|m| {
-        m["content"].as_array()?.iter().find_map(|block| {
-            (block["type"] == "tool_result").then(|| match &block["content"] {
-                serde_json::Value::String(text) => text.clone(),
-                other => other.to_string(),
-            })
-        })
-    })
 }

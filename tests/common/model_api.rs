@@ -289,3 +289,50 @@ pub fn gemini_turn(model: &str, tool: Option<(&str, &Value)>) -> Vec<u8> {
     });
     format!("data: {chunk}\n\n").into_bytes()
 }
+
+/// Whether a model request `body` offers a tool named `name`: an Anthropic Messages API
+/// request lists it as `tools[].name`
+/// (<https://docs.anthropic.com/en/api/messages#body-tools>), an OpenAI Chat Completions
+/// request as `tools[].function.name`
+/// (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-tools>).
+pub fn offers_tool(body: &Value, name: &str) -> bool {
+    body["tools"].as_array().is_some_and(|t| {
+        t.iter()
+            .any(|t| t["name"] == name || t["function"]["name"] == name)
+    })
+}
+
+/// The text of the first `tool_result` block of an Anthropic Messages API request `body`
+/// (a user message's `content[]` block, its `content` a string or an array of blocks, the
+/// latter given as JSON text; <https://docs.anthropic.com/en/docs/build-with-claude/tool-use>),
+/// if it has one: what the client's tool printed, sent back to the model.
+pub fn anthropic_tool_output(body: &Value) -> Option<String> {
+    body["messages"].as_array()?.iter().find_map(|m| {
+        m["content"].as_array()?.iter().find_map(|block| {
+            (block["type"] == "tool_result").then(|| match &block["content"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+        })
+    })
+}
+
+/// The text of the first `role: "tool"` message of an OpenAI Chat Completions request `body`
+/// (its `content` a string, or an array of `{type: "text", text}` parts, joined;
+/// <https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages>), if it
+/// has one: what the client's tool printed, sent back to the model.
+pub fn openai_tool_output(body: &Value) -> Option<String> {
+    let message = body["messages"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "tool")?;
+    Some(match &message["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    })
+}

@@ -80,7 +80,9 @@ impl Scene {
     /// The `sh` command that tries every [`ATTACKS`] and [`WORK`] item and prints
     /// `name=yes` or `name=no` for each. (`/bin/grep -a`: a plain `grep` in Claude Code
     /// 2.1.197's `Bash` tool found nothing in an environ file that `/bin/grep -a` reads, its
-    /// NUL-separated entries read as binary.)
+    /// NUL-separated entries read as binary.) Qwen Code 0.24.4's `run_shell_command` output
+    /// repeats the command (`Command: …`), so the command never holds an item's answer
+    /// line itself: it prints `$n=yes`.
     pub fn command(&self) -> String {
         let at = |p: &str| self.root.join(p).display().to_string();
         let pid = self.other.id();
