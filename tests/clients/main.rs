@@ -61,6 +61,8 @@ mod launch_cli_codex;
 mod launch_peers;
 #[cfg(feature = "launch")]
 mod sandbox_clients;
+#[cfg(feature = "launch")]
+mod sandbox_tools_openai;
 #[cfg(feature = "cli")]
 mod verify_clients;
 
@@ -116,5 +118,7 @@ fn main() {
     trials.extend(launch_claude_dialogs::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_clients::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(sandbox_tools_openai::trials());
     common::peers::main(trials)
 }
