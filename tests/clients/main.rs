@@ -62,9 +62,11 @@ mod launch_peers;
 #[cfg(feature = "launch")]
 mod sandbox_clients;
 #[cfg(feature = "launch")]
+mod sandbox_tools_acp;
+#[cfg(feature = "launch")]
 mod sandbox_tools_gemini;
 #[cfg(feature = "launch")]
-mod sandbox_tools_acp;
+mod sandbox_tools_openai;
 #[cfg(feature = "cli")]
 mod verify_clients;
 
@@ -124,5 +126,7 @@ fn main() {
     trials.extend(sandbox_tools_gemini::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_acp::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(sandbox_tools_openai::trials());
     common::peers::main(trials)
 }

@@ -336,3 +336,36 @@ pub fn openai_tool_output(body: &Value) -> Option<String> {
         other => other.to_string(),
     })
 }
+
+/// One streamed OpenAI Responses API turn (server-sent events `response.created`,
+/// `response.output_item.done`, `response.completed`, as
+/// <https://platform.openai.com/docs/api-reference/responses-streaming> describes them): a
+/// `function_call` item of tool `name` with arguments `input` (call id `call_1`) when given,
+/// else an assistant `message` with the text `done`.
+pub fn openai_responses_turn(tool: Option<(&str, &Value)>) -> Vec<u8> {
+    use serde_json::json;
+    let item = match tool {
+        Some((name, input)) => json!({"type": "function_call", "id": "fc_1", "call_id": "call_1",
+            "name": name, "arguments": input.to_string(), "status": "completed"}),
+        None => {
+            json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}]})
+        }
+    };
+    let usage = json!({"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2});
+    let events = [
+        json!({"type": "response.created", "sequence_number": 0,
+            "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
+        json!({"type": "response.output_item.done", "sequence_number": 1, "output_index": 0,
+            "item": item}),
+        json!({"type": "response.completed", "sequence_number": 2,
+            "response": {"id": "resp_1", "object": "response", "status": "completed",
+                "output": [item], "usage": usage}}),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect::<String>()
+        .into_bytes()
+}
