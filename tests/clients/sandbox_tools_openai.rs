@@ -8,8 +8,9 @@
 //! the same for Claude Code.
 //!
 //! Codex CLI 0.169.0 (its TUI, the Responses API over HTTP once the stand-in answers its
-//! WebSocket upgrade `426`) calls `exec_command`, with its own sandbox off
-//! ([`without_codex_sandbox`]); Copilot CLI 1.0.102 (ACP, Chat Completions) calls `bash`, in a
+//! WebSocket upgrade `426`) calls `exec_command`, in the plan as it is (its own sandbox off:
+//! with `workspace-write` no command ran in the reviewer's sandbox, `codex_reviewer_args`);
+//! Copilot CLI 1.0.102 (ACP, Chat Completions) calls `bash`, in a
 //! plan widened to offer it ([`widen_copilot`]). Each client run is bounded by
 //! [`RUN_TIMEOUT`] and stopped (its process group, its launch directory) once the output
 //! came back.
@@ -175,7 +176,6 @@ fn codex_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bool>
         .unwrap()
         .plan;
     offline(&mut plan);
-    without_codex_sandbox(&mut plan);
     let mut options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(RUN_TIMEOUT)
@@ -212,23 +212,6 @@ fn codex_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bool>
     };
     session.stop().unwrap();
     tool_attacks::answers(&result)
-}
-
-/// The plan with Codex's own sandbox off (`--sandbox danger-full-access` instead of the
-/// plan's `workspace-write`), so that only the reviewer's sandbox stands between the command
-/// and each attack. Codex 0.169.0's own sandbox (bubblewrap) denies some attacks by itself
-/// (another process's `/proc` entry and signals in its PID namespace, writes outside the
-/// worktree, `/tmp`) and the reviewer's own `HOME` too; inside the reviewer's sandbox it runs
-/// nothing at all: building its bubblewrap command opens `/tmp/codex-daemon-<uid>` (the
-/// shared `/tmp`, not `TMPDIR`), which the sandbox denies, and every command fails with
-/// "error building bubblewrap command: Permission denied (os error 13)" (measured).
-fn without_codex_sandbox(plan: &mut LaunchPlan) {
-    let at = plan
-        .argv
-        .windows(2)
-        .position(|w| w == ["--sandbox", "workspace-write"])
-        .expect("the plan sets Codex's own sandbox");
-    plan.argv[at + 1] = "danger-full-access".into();
 }
 
 /// The `output` of the first `function_call_output` input item of a Responses API request

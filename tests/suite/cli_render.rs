@@ -216,7 +216,7 @@ fn a_gated_render_has_no_mcp_servers() {
     assert_eq!(
         r.stdout,
         format!(
-            "--sandbox\nworkspace-write\n--ask-for-approval\nnever\n--no-daemon\n{}--no-alt-screen\n",
+            "--sandbox\ndanger-full-access\n--ask-for-approval\nnever\n--no-daemon\n{}--no-alt-screen\n",
             CLOSED_FEATURES
                 .map(|f| format!("--disable\n{f}\n"))
                 .concat()

@@ -71,7 +71,7 @@ fn baseline_codex() -> Vec<String> {
         "--cd",
         "/work/tree",
         "--sandbox",
-        "workspace-write",
+        "danger-full-access",
         "--ask-for-approval",
         "never",
         "--no-daemon",

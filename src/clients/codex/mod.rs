@@ -316,7 +316,13 @@ pub fn default_approval(server: &McpServer) -> &'static str {
 pub const PROMPT_SHELL_PREFIX: char = '!';
 
 /// The Codex reviewer argv (after the `codex` binary): `--cd W` (when a worktree is set),
-/// `--sandbox workspace-write --ask-for-approval never --no-daemon` (measured on 0.169.0:
+/// `--sandbox danger-full-access` (Codex's own sandbox off: the reviewer's sandbox confines
+/// it and all it starts; Codex 0.169.0's own, bubblewrap, cannot run inside it, as Landlock
+/// allows no mount and building its command opens `/tmp/codex-daemon-<uid>` in the shared
+/// `/tmp`, so with `workspace-write` every command of its shell tool failed with "error
+/// building bubblewrap command: Permission denied": measured,
+/// `sandbox_tools_openai::codex_tool_commands_are_confined`),
+/// `--ask-for-approval never --no-daemon` (measured on 0.169.0:
 /// without it the TUI signed in with an API key installed a copy of itself under
 /// `$CODEX_HOME/packages`, started it as a background `app-server --managed-daemon`, ran the
 /// session and its MCP servers there, and left it running after the TUI was killed; a daemon
@@ -346,7 +352,7 @@ pub fn codex_reviewer_args(
     args.extend(
         [
             "--sandbox",
-            "workspace-write",
+            "danger-full-access",
             "--ask-for-approval",
             "never",
             "--no-daemon",
