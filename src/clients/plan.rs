@@ -9,8 +9,9 @@
 //! the client would read as configuration, the ACP `session/new` params for clients driven
 //! over the Agent Client Protocol, the name under which each injected server reaches the
 //! client, and whether its isolation is verified. The daemon carries it out in that order:
-//! create the launch directory and [`LaunchPlan::dirs`], write [`LaunchPlan::files`], remove
-//! [`LaunchPlan::worktree_remove`] from the worktree, start the client with
+//! create the launch directory and [`LaunchPlan::dirs`], write [`LaunchPlan::files`], move
+//! [`LaunchPlan::worktree_remove`] from the worktree into [`LaunchPlan::pr_config`], start the
+//! client with
 //! [`LaunchPlan::argv`] in [`LaunchPlan::cwd`] with **only** [`LaunchPlan::env`] and the
 //! daemon's values of [`LaunchPlan::env_inherit`] in its environment, and, when
 //! [`LaunchPlan::session_new`] is set, send ACP `initialize` then `session/new` with it.
@@ -35,6 +36,24 @@ pub use super::boundary::{
 /// checks it again.
 pub const MAX_ARG_BYTES: usize = 32 * 4096;
 
+/// The directory of the launch directory that holds the pull request's client
+/// configuration taken out of the worktree ([`LaunchPlan::pr_config`]).
+pub const PR_CONFIG_DIR: &str = "pr-config";
+
+/// What the reviewer is told about the worktree paths `removed` kept in `dir`
+/// ([`LaunchPlan::pr_config`]): one paragraph, added after its prompt (the argv prompt of a
+/// terminal client, a second text block of the first ACP prompt), so that a pull request
+/// changing exactly these files is still reviewed with them (the way
+/// anthropics/claude-code-action keeps the pull request's `.claude/` in `.claude-pr/`).
+pub fn pr_config_note(removed: &[String], dir: &str) -> String {
+    format!(
+        "Note from kcap: the worktree's coding-agent configuration ({}) was moved out before \
+         this review and is not applied. The pull request's versions of these files, where \
+         it has any, are in {dir}/ under the same paths: read them there as part of the change.",
+        removed.join(", ")
+    )
+}
+
 /// Version of the [`LaunchPlan`] JSON shape; a reader refuses a plan of another version.
 ///
 /// Version 2 added [`LaunchPlan::isolation`] and [`LaunchPlan::dirs`]: a version-1 reader
@@ -47,7 +66,9 @@ pub const MAX_ARG_BYTES: usize = 32 * 4096;
 /// boundary ([`LaunchPlan::sandbox`]) and its door ([`LaunchPlan::door`]): a version-4
 /// executor would confine the client without the paths the plan names (its kcap binary, the
 /// daemon's cache), and start a client whose URLs name the door's ports with no door.
-pub const PLAN_VERSION: u32 = 5;
+/// Version 6 keeps the pull request's client configuration ([`LaunchPlan::pr_config`]): a
+/// version-5 executor would delete what the reviewer's prompt says it can read.
+pub const PLAN_VERSION: u32 = 6;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +118,15 @@ pub struct LaunchPlan {
     /// lists, settings, hooks, `.env` files): the daemon removes each one that exists
     /// (file or directory) before the launch. Empty when the client needs none removed.
     pub worktree_remove: Vec<String>,
+    /// Where the executor keeps what it takes out of the worktree ([`PR_CONFIG_DIR`] in the
+    /// launch directory, absolute): each [`LaunchPlan::worktree_remove`] path it finds is
+    /// moved there under the same relative path, so the reviewer reads the pull request's own
+    /// client configuration as part of the change, and no client loads it (no client reads
+    /// its launch directory's `pr-config`). The reviewer's prompt names it
+    /// ([`pr_config_note`]). `None` when nothing is removed; a hand-written plan with `None`
+    /// and paths to remove has them deleted.
+    #[serde(default)]
+    pub pr_config: Option<String>,
     /// For clients driven over ACP: the params of the `session/new` request, sent after
     /// `initialize`. `None` for clients that take their servers on the command line.
     pub session_new: Option<SessionNew>,
@@ -133,6 +163,22 @@ impl LaunchPlan {
             contents,
             mode: 0o600,
         });
+    }
+
+    /// Adds the [`pr_config_note`] to the prompt, the argument after the last `flag` of
+    /// [`LaunchPlan::argv`], as a paragraph of its own, when the plan keeps the pull
+    /// request's client configuration ([`LaunchPlan::pr_config`]). Nothing happens without
+    /// a prompt (no `flag`, or `flag` last).
+    pub(crate) fn note_pr_config(&mut self, flag: &str) {
+        let Some(dir) = &self.pr_config else { return };
+        let note = pr_config_note(&self.worktree_remove, dir);
+        let Some(i) = self.argv.iter().rposition(|a| a == flag) else {
+            return;
+        };
+        if let Some(prompt) = self.argv.get_mut(i + 1).filter(|p| !p.is_empty()) {
+            prompt.push_str("\n\n");
+            prompt.push_str(&note);
+        }
     }
 
     /// A plan rooted in `client`'s per-launch directory: [`LaunchPlan::env`] is the root's
@@ -200,6 +246,8 @@ impl LaunchPlan {
             env_inherit: super::root::INHERITED_ENV.map(String::from).into(),
             dirs: root.dirs(),
             files: credential_files,
+            pr_config: (!worktree_remove.is_empty())
+                .then(|| format!("{}/{PR_CONFIG_DIR}", root.dir())),
             worktree_remove,
             session_new: None,
             servers: Vec::new(),

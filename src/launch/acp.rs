@@ -118,6 +118,10 @@ pub struct AcpSession {
     session_id: String,
     next_id: u64,
     prompts: BTreeSet<u64>,
+    /// What the first prompt says after the daemon's text: the plan's
+    /// [`pr_config_note`](crate::clients::plan::pr_config_note), when it keeps the pull
+    /// request's client configuration.
+    note: Option<String>,
     closed: bool,
 }
 
@@ -250,6 +254,7 @@ impl AcpSession {
         mut process: Process,
         dir: LaunchDir,
         session_new: &SessionNew,
+        note: Option<String>,
         options: &Options,
     ) -> Result<AcpSession, ExecError> {
         let (tx, rx) = queue::bounded(MAX_QUEUED_BYTES);
@@ -284,6 +289,7 @@ impl AcpSession {
             session_id: String::new(),
             next_id: 1,
             prompts: BTreeSet::new(),
+            note,
             closed: false,
         };
         let timeout = options.handshake_timeout;
@@ -323,16 +329,27 @@ impl AcpSession {
             .clone()
     }
 
-    /// Sends `session/prompt` with `text` as one text block, and returns the request's id;
-    /// its answer arrives as [`AcpEvent::PromptDone`] from [`AcpSession::next_event`].
+    /// Sends `session/prompt` with `text` as one text block (the first prompt of a plan
+    /// that keeps the pull request's client configuration, [`LaunchPlan::pr_config`], with
+    /// a second: the [`pr_config_note`] naming where), and returns the request's id; its
+    /// answer arrives as [`AcpEvent::PromptDone`] from [`AcpSession::next_event`].
+    ///
+    /// [`LaunchPlan::pr_config`]: crate::clients::plan::LaunchPlan::pr_config
+    /// [`pr_config_note`]: crate::clients::plan::pr_config_note
     ///
     /// # Errors
     /// [`ExecError::Pipe`] when the client's stdin is closed.
     pub fn prompt(&mut self, text: &str) -> Result<u64, ExecError> {
+        let mut blocks = vec![json!({"type": "text", "text": text})];
+        blocks.extend(
+            self.note
+                .take()
+                .map(|note| json!({"type": "text", "text": note})),
+        );
         let id = self.send(
             Step::Prompt,
             "session/prompt",
-            json!({"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}),
+            json!({"sessionId": self.session_id, "prompt": blocks}),
         )?;
         self.prompts.insert(id);
         Ok(id)

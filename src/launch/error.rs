@@ -72,6 +72,8 @@ pub enum PathField {
     WorktreeRemove,
     /// [`LaunchPlan::sandbox`](crate::clients::plan::LaunchPlan::sandbox).
     Sandbox,
+    /// [`LaunchPlan::pr_config`](crate::clients::plan::LaunchPlan::pr_config).
+    PrConfig,
 }
 
 impl fmt::Display for PathField {
@@ -81,6 +83,7 @@ impl fmt::Display for PathField {
             PathField::Files => "files",
             PathField::WorktreeRemove => "worktree_remove",
             PathField::Sandbox => "sandbox",
+            PathField::PrConfig => "pr_config",
         })
     }
 }

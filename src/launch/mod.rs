@@ -103,6 +103,7 @@ mod queue;
 pub mod sandbox;
 mod spawn;
 mod userns;
+mod worktree;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -339,7 +340,7 @@ pub fn launch_with_parent_env(
     if options.keep_launch_dir {
         dir.keep();
     }
-    prepare::remove_worktree_paths(plan)?;
+    worktree::take_out_paths(plan)?;
     let mut cmd = process::command(plan, launch_dir, client_bin, parent);
     if let Some(cgroup) = &cgroup {
         // The first thing the child does: all it starts is born in the cgroup.
@@ -374,11 +375,15 @@ pub fn launch_with_parent_env(
                 .stderr(Stdio::piped())
                 .own_process_group();
             let child = cmd.spawn().map_err(start_error)?;
+            let note = plan
+                .pr_config
+                .as_deref()
+                .map(|dir| crate::clients::plan::pr_config_note(&plan.worktree_remove, dir));
             // Best effort: one the kernel kept out is not the reviewer's.
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
             let mut process = process::Process::new(child, plan.client.name(), cgroup);
             process.door = door.map(door::Pending::open).transpose()?;
-            AcpSession::open(process, dir, session_new, options).map(Reviewer::Acp)
+            AcpSession::open(process, dir, session_new, note, options).map(Reviewer::Acp)
         }
         None => {
             let master = pty::attach(&mut cmd, options)

@@ -127,6 +127,25 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
             return Err(bad(PathField::Sandbox, path, problem));
         }
     }
+    if let Some(kept) = &plan.pr_config {
+        let inside = kept
+            .strip_prefix(plan.launch_dir.as_str())
+            .and_then(|rest| rest.strip_prefix('/'));
+        match inside {
+            None | Some("") => {
+                return Err(bad(
+                    PathField::PrConfig,
+                    kept,
+                    "is not a directory in the launch directory",
+                ));
+            }
+            Some(rest) => {
+                if let Some(problem) = path_problem(rest) {
+                    return Err(bad(PathField::PrConfig, kept, problem));
+                }
+            }
+        }
+    }
     let dirs: BTreeSet<&str> = plan.dirs.iter().map(String::as_str).collect();
     let mut files = BTreeSet::new();
     for file in &plan.files {
@@ -259,7 +278,7 @@ impl Drop for LaunchDir {
     }
 }
 
-fn os(step: Step, path: &Path) -> impl Fn(rustix::io::Errno) -> ExecError + '_ {
+pub(crate) fn os(step: Step, path: &Path) -> impl Fn(rustix::io::Errno) -> ExecError + '_ {
     move |e| ExecError::io(step, path, e.into())
 }
 
@@ -356,97 +375,6 @@ fn open_dirs<'a>(
             std::io::Error::from(std::io::ErrorKind::InvalidInput),
         )
     })
-}
-
-/// Removes each `worktree_remove` path of `plan` that exists under its `cwd`, in any ASCII
-/// capitalisation of each of its components (`AGENTS.md` removes `agents.md` and `Agents.MD`
-/// too: Copilot CLI 1.0.102 loads instruction files under other capitalisations, measured by
-/// the red team of issue 34, and a case-insensitive file system would serve them anyway). Every
-/// directory on the way is opened relative to its parent without following links: a parent
-/// that became a link since [`check`] fails the step instead of removing something elsewhere.
-/// The path itself, a link included, is removed, never followed; a directory with what it
-/// holds.
-///
-/// # Errors
-/// [`ExecError::NoWorktree`] for paths to remove without a worktree; an I/O error of
-/// [`Step::RemoveWorktreePath`] naming the path.
-pub(crate) fn remove_worktree_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
-    let Some(cwd) = plan.cwd.as_deref() else {
-        return if plan.worktree_remove.is_empty() {
-            Ok(())
-        } else {
-            Err(ExecError::NoWorktree)
-        };
-    };
-    for rel in &plan.worktree_remove {
-        let dir = rustix::fs::openat(
-            rustix::fs::CWD,
-            cwd,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(os(Step::RemoveWorktreePath, Path::new(cwd)))?;
-        let components: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
-        remove_any_case(&dir, Path::new(cwd), &components)?;
-    }
-    Ok(())
-}
-
-/// The names in directory `dir` equal to `name` ignoring ASCII case.
-fn names_any_case(dir: &OwnedFd, name: &str, shown: &Path) -> Result<Vec<String>, ExecError> {
-    let mut found = Vec::new();
-    let listing = rustix::fs::Dir::read_from(dir).map_err(os(Step::RemoveWorktreePath, shown))?;
-    for entry in listing {
-        let entry = entry.map_err(os(Step::RemoveWorktreePath, shown))?;
-        if let Ok(n) = entry.file_name().to_str()
-            && n.eq_ignore_ascii_case(name)
-        {
-            found.push(n.to_owned());
-        }
-    }
-    Ok(found)
-}
-
-/// Removes `components` under `dir` (shown as `shown`), each in any ASCII capitalisation.
-fn remove_any_case(dir: &OwnedFd, shown: &Path, components: &[&str]) -> Result<(), ExecError> {
-    let Some((name, rest)) = components.split_first() else {
-        return Ok(());
-    };
-    for found in names_any_case(dir, name, shown)? {
-        let path = shown.join(&found);
-        if !rest.is_empty() {
-            match rustix::fs::openat(
-                dir,
-                found.as_str(),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) {
-                Ok(sub) => remove_any_case(&sub, &path, rest)?,
-                // Not a directory (a file): nothing of the path is under it. A link (`ELOOP`)
-                // fails the step: the client would follow it to configuration elsewhere.
-                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => {}
-                Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
-            }
-            continue;
-        }
-        let stat = match rustix::fs::statat(dir, found.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
-            Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => return Err(ExecError::io(Step::RemoveWorktreePath, &path, e.into())),
-        };
-        let is_dir =
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
-        if is_dir {
-            // Its parents are no links (opened above without following); `remove_dir_all`
-            // follows none inside.
-            std::fs::remove_dir_all(&path)
-                .map_err(|e| ExecError::io(Step::RemoveWorktreePath, &path, e))?;
-        } else {
-            rustix::fs::unlinkat(dir, found.as_str(), AtFlags::empty())
-                .map_err(os(Step::RemoveWorktreePath, &path))?;
-        }
-    }
-    Ok(())
 }
 
 /// The lock file of `launch_dir`: `.<name>.kcap-lock` in its parent directory.

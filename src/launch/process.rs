@@ -295,6 +295,7 @@ mod tests {
             dirs: Vec::new(),
             files: Vec::new(),
             worktree_remove: remove.iter().map(|p| (*p).to_owned()).collect(),
+            pr_config: None,
             session_new: None,
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),

@@ -489,6 +489,7 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
         dirs: vec!["home".into()],
         files: vec![],
         worktree_remove: vec![],
+        pr_config: None,
         session_new: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),

@@ -607,7 +607,11 @@ fn shell_format_round_trips_hostile_values_through_sh() {
 
     let mut claude = vec!["render", "claude", "--launch-dir", "/run/kcap/l1"];
     claude.extend(common);
-    let expected = claude_argv(&ctx);
+    // Rendered without `--worktree`: nothing is kept from a worktree, no note on the prompt.
+    let expected = claude_argv(&LaunchContext {
+        worktree: None,
+        ..ctx.clone()
+    });
     assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&claude, &expected);
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use common::carry::terminal_plan;
 use common::stand_in::{file_mode, sh_script, write_executable};
 use kcap_mcp_registry::clients::plan::{
-    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox,
+    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox, pr_config_note,
 };
 use kcap_mcp_registry::launch::{
     self, AcpEvent, ExecError, Options, PathField, Reviewer, TerminalEvent,
@@ -298,6 +298,7 @@ prop_compose! {
             dirs,
             files,
             worktree_remove: vec![],
+            pr_config: None,
             session_new: None,
             servers: vec![],
             // Set with the launch directory.
@@ -500,9 +501,9 @@ fn hostile_cases() -> Vec<Case> {
             |e| matches!(e, ExecError::Version { found: 4, .. }),
         ),
         (
-            "a plan of version 6",
-            |_, p| p.version = 6,
-            |e| matches!(e, ExecError::Version { found: 6, .. }),
+            "a plan of the next version",
+            |_, p| p.version = PLAN_VERSION + 1,
+            |e| matches!(e, ExecError::Version { found, .. } if *found == PLAN_VERSION + 1),
         ),
         (
             "a relative sandbox path",
@@ -686,7 +687,7 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stderr
-            .contains("the plan is version 2; this executor carries out version 5"),
+            .contains("the plan is version 2; this executor carries out version 6"),
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
@@ -837,10 +838,19 @@ fn acp_plan_is_carried_out(client: &str) {
     assert_carried_out(&plan, &rec);
     let session = read_json(&record_base.with_extension("session.json"));
     assert_eq!(session, serde_json::to_value(&plan.session_new).unwrap());
+    // The first prompt says where the pull request's client configuration is kept.
     let prompt = read_json(&record_base.with_extension("prompt.json"));
+    let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
+    assert!(
+        note.contains(&format!("{}/pr-config/", plan.launch_dir)),
+        "{note}"
+    );
     assert_eq!(
         prompt,
-        serde_json::json!({"sessionId": "stand-in-1", "prompt": [{"type": "text", "text": facts_only::PROMPT}]})
+        serde_json::json!({"sessionId": "stand-in-1", "prompt": [
+            {"type": "text", "text": facts_only::PROMPT},
+            {"type": "text", "text": note},
+        ]})
     );
     let answer = read_json(&record_base.with_extension("permission.json"));
     assert_eq!(
@@ -1121,7 +1131,7 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&dry);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
-    assert!(r.stdout.contains("\n1. check the plan (version 5"), "{r:?}");
+    assert!(r.stdout.contains("\n1. check the plan (version 6"), "{r:?}");
     assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
     assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
 

@@ -259,9 +259,15 @@ fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
     let mut in_argv = Vec::new();
     for client in Client::ALL {
         let mut c = ctx();
-        c.prompt = Some("x".repeat(limit - 1));
+        // Room for the note on where the pull request's client configuration is kept.
+        c.prompt = Some("x".repeat(limit - 2048));
         let fits = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
         let takes_it_in_argv = fits.plan.argv.iter().any(|a| a.contains("xxxx"));
+        // What the plan adds to the prompt: the note on the kept client configuration.
+        let added = fits.plan.pr_config.as_deref().map_or(0, |dir| {
+            2 + kcap_mcp_registry::clients::plan::pr_config_note(&fits.plan.worktree_remove, dir)
+                .len()
+        });
         for (prompt, nul) in [("x".repeat(limit), false), ("review\0this".into(), true)] {
             c.prompt = Some(prompt.clone());
             match client.plan(&c, &inputs(Policy::Lenient)) {
@@ -278,12 +284,16 @@ fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
                     };
                     assert!(*p && *n == nul, "{client}: {e:?}");
                     if !nul {
-                        assert_eq!(*bytes, limit);
-                        assert!(e.to_string().contains(&format!(
-                            "takes the reviewer's prompt in argv, and it is {limit} bytes, more \
+                        assert_eq!(*bytes, limit + added);
+                        assert!(
+                            e.to_string().contains(&format!(
+                                "takes the reviewer's prompt in argv, and it is {} bytes, more \
                              than the {} one argument holds",
-                            limit - 1
-                        )), "{e}");
+                                limit + added,
+                                limit - 1
+                            )),
+                            "{e}"
+                        );
                     }
                 }
                 Ok(_) => assert!(!takes_it_in_argv, "{client} took an unpassable prompt"),

@@ -50,6 +50,8 @@ mod launch_outlive;
 #[cfg(feature = "cli")]
 mod launch_output;
 #[cfg(feature = "launch")]
+mod launch_pr_config;
+#[cfg(feature = "launch")]
 mod launch_sandbox;
 mod layers;
 mod lookup;

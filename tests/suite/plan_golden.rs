@@ -22,6 +22,7 @@ use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::kiro::kiro_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
+use kcap_mcp_registry::clients::plan::pr_config_note;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::qwen::qwen_plan;
 use kcap_mcp_registry::{
@@ -261,6 +262,10 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
     let mut args = claude_reviewer_args(&c, &r).unwrap();
     let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
     let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
+    // And the prompt, the last argument, ends with where the pull request's client
+    // configuration is kept.
+    let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
+    *args.last_mut().unwrap() += &format!("\n\n{note}");
     assert_eq!(plan.argv, args);
     let file = plan
         .files
@@ -279,6 +284,8 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
         moved.push(args.remove(i));
         assert_eq!(args.remove(i - 1), "-c");
     }
+    let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
+    *args.last_mut().unwrap() += &format!("\n\n{note}");
     assert_eq!(plan.argv, args);
     assert_eq!(moved.len(), plan.servers.len());
     let config = &plan.files[0];

@@ -214,6 +214,7 @@ pub fn antigravity_plan(
         &WORKTREE_CONFIG,
         vec!["-p".into(), prompt.into()],
     )?;
+    plan.note_pr_config("-p");
     plan.files.extend([
         PlanFile {
             path: format!("{HOME_DIR}/{MCP_CONFIG}"),

@@ -525,6 +525,7 @@ fn plan_of(
     argv: Vec<String>,
 ) -> Result<LaunchPlan, RenderError> {
     let mut plan = LaunchPlan::rooted(Client::Claude, ctx, &WORKTREE_CONFIG, argv)?;
+    plan.note_pr_config("--");
     let home = plan.env_value("HOME").unwrap_or_default().to_owned();
     plan.env.push(EnvVar::new(
         "CLAUDE_CONFIG_DIR",

@@ -261,6 +261,7 @@ pub fn codex_plan(
     let mut argv = codex_reviewer_args(ctx, resolution)?;
     let envs = take_env_overrides(&mut argv);
     let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &WORKTREE_CONFIG, argv)?;
+    plan.note_pr_config("--");
     let base_url = plan
         .env
         .iter()
