@@ -101,6 +101,7 @@ mod process;
 mod pty;
 mod queue;
 pub mod sandbox;
+mod seccomp;
 mod spawn;
 mod userns;
 mod worktree;
@@ -373,7 +374,7 @@ pub fn launch_with_parent_env(
             cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
-                .own_process_group();
+                .own_session();
             let child = cmd.spawn().map_err(start_error)?;
             let note = plan
                 .pr_config

@@ -60,6 +60,7 @@ use landlock::{
 
 use super::Options;
 use super::error::ExecError;
+use super::seccomp;
 use super::userns;
 use crate::clients::plan::LaunchPlan;
 
@@ -247,9 +248,16 @@ pub fn missing() -> Option<String> {
         )),
         _ => None,
     };
-    let missing: Vec<String> = landlock.into_iter().chain(terminals_missing()).collect();
+    let missing: Vec<String> = landlock
+        .into_iter()
+        .chain(terminals_missing())
+        .chain(seccomp::program().err())
+        .collect();
     (!missing.is_empty()).then(|| missing.join("; "))
 }
+
+/// The namespaces the sandbox's child enters ([`own_namespaces`]), in a user namespace.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
 
 /// What this kernel lacks, for this user, for a `/dev/pts` of the reviewer's own (a user
 /// and a mount namespace, and a new `devpts` instance mounted in it); `None` when it gives
@@ -262,7 +270,7 @@ fn terminals_missing() -> Option<String> {
             // SAFETY: the step makes system calls on `maps`, prepared before the fork.
             let tried = unsafe {
                 userns::probe(|| {
-                    userns::enter(libc::CLONE_NEWNS, &maps)?;
+                    userns::enter(NAMESPACES, &maps)?;
                     userns::private_devpts()
                 })
             };
@@ -327,20 +335,30 @@ pub(crate) fn confine(
         return Ok(());
     };
     let maps = userns::Maps::own();
+    let filter = match seccomp::program() {
+        Ok(program) => Some(program),
+        Err(missing) if confinement == Confinement::Required => {
+            return Err(ExecError::NoSandbox { missing });
+        }
+        Err(_) => None,
+    };
     // SAFETY: between fork and exec the closure makes system calls only (unshare, open,
-    // write, mount, close, landlock_add_rule, prctl and landlock_restrict_self) on C string
-    // literals, `maps` (prepared above) and stack values, and builds `io::Error`s from
-    // errnos: no allocation, no lock, async-signal-safe. `fd` lives in the closure, so it
-    // is open in the child.
+    // write, mount, close, landlock_add_rule, prctl, seccomp and landlock_restrict_self) on
+    // C string literals, `maps` and `filter` (prepared above) and stack values, and builds
+    // `io::Error`s from errnos: no allocation, no lock, async-signal-safe. `fd` lives in the
+    // closure, so it is open in the child.
     unsafe {
         cmd.pre_exec(move || {
             if private_terminals {
-                own_terminals(fd.as_raw_fd(), in_user_namespace, &maps)?;
+                own_namespaces(fd.as_raw_fd(), in_user_namespace, &maps)?;
             }
             allow(fd.as_raw_fd(), c"/proc/self", ACCESS_READ_FILE_DIR)?;
             drop_capabilities()?;
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(filter) = filter {
+                seccomp::install(filter)?;
             }
             if libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -351,25 +369,28 @@ pub(crate) fn confine(
     Ok(())
 }
 
-/// In the child: a mount namespace (in a user namespace of its own, unless the door made
-/// one already) with a new `devpts` instance on `/dev/pts`, which `ruleset` then allows: the
-/// terminals the reviewer opens are there, and no other process's terminal (another
-/// reviewer's, the daemon's) is reachable by a path. Its own terminal it holds open.
+/// In the child: a mount and an IPC namespace (in a user namespace of its own, unless the
+/// door made one already). In the mount namespace a new `devpts` instance on `/dev/pts`,
+/// which `ruleset` then allows: the terminals the reviewer opens are there, and no other
+/// process's terminal (another reviewer's, the daemon's) is reachable by a path; its own
+/// terminal it holds open. The IPC namespace: no System V shared memory, semaphore or
+/// message queue, and no POSIX message queue, of another process (the red team of issue 31
+/// read a daemon's `0600` segment) and none left behind.
 ///
 /// # Safety
 /// Called between fork and exec, with `ruleset` a Landlock ruleset file descriptor.
-unsafe fn own_terminals(
+unsafe fn own_namespaces(
     ruleset: libc::c_int,
     in_user_namespace: bool,
     maps: &userns::Maps,
 ) -> std::io::Result<()> {
     unsafe {
         if in_user_namespace {
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            if libc::unshare(NAMESPACES) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
         } else {
-            userns::enter(libc::CLONE_NEWNS, maps)?;
+            userns::enter(NAMESPACES, maps)?;
         }
         userns::private_devpts()?;
         // Device ioctls (a terminal's size, its modes) need ABI 5; an older kernel's

@@ -79,7 +79,7 @@ pub(crate) struct Command {
     env: Vec<(OsString, OsString)>,
     cwd: Option<PathBuf>,
     stdio: [Stdio; 3],
-    process_group: bool,
+    session: bool,
     cgroup: Option<Cgroup>,
     steps: Vec<Step>,
 }
@@ -119,7 +119,7 @@ impl Command {
             env: Vec::new(),
             cwd: None,
             stdio: Default::default(),
-            process_group: false,
+            session: false,
             cgroup: None,
             steps: Vec::new(),
         }
@@ -174,9 +174,13 @@ impl Command {
         self
     }
 
-    /// Makes it the leader of a process group of its own (`setpgid(0, 0)`).
-    pub(crate) fn own_process_group(&mut self) -> &mut Self {
-        self.process_group = true;
+    /// Makes it the leader of a session, and so of a process group, of its own
+    /// (`setsid()`): it has no controlling terminal, so nothing it starts can reach the
+    /// executor's (`/dev/tty`: the red team of issue 31 typed a command into the daemon's
+    /// terminal with `TIOCSTI` from an ACP client that shared it, and the daemon's shell ran
+    /// it outside the sandbox).
+    pub(crate) fn own_session(&mut self) -> &mut Self {
+        self.session = true;
         self
     }
 
@@ -283,7 +287,7 @@ impl Command {
             stdio: theirs
                 .each_ref()
                 .map(|fd| fd.as_ref().map(AsRawFd::as_raw_fd)),
-            process_group: self.process_group,
+            session: self.session,
             report: report_write.as_raw_fd(),
         };
         let pid = self.fork(&plan)?;
@@ -347,7 +351,7 @@ struct ChildPlan<'a> {
     envp: &'a [*const libc::c_char],
     cwd: Option<&'a std::ffi::CStr>,
     stdio: [Option<RawFd>; 3],
-    process_group: bool,
+    session: bool,
     report: RawFd,
 }
 
@@ -418,8 +422,8 @@ unsafe fn run(plan: &ChildPlan<'_>, join: Option<(RawFd, bool)>, steps: &mut [St
             if let Some(cwd) = plan.cwd {
                 check(libc::chdir(cwd.as_ptr()))?;
             }
-            if plan.process_group {
-                check(libc::setpgid(0, 0))?;
+            if plan.session {
+                check(libc::setsid())?;
             }
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&raw mut none);

@@ -1,0 +1,80 @@
+//! The sandbox's seccomp filter: no process of the reviewer traces, reads or writes another
+//! process, its own siblings included. Landlock refuses `ptrace` of a process outside the
+//! sandbox only; inside it, a tool's command attached to an MCP server started by the same
+//! client and read its environment from its memory (`PTRACE_PEEKDATA`), which
+//! `/proc/<pid>/environ` denies, and made the client itself write into a terminal (the red
+//! team of issue 31). The filter returns `EPERM` for [`DENIED`] and allows every other call.
+//!
+//! The BPF program is compiled once, in the executor, by rust-vmm's `seccompiler` (0.5); the
+//! child installs it with one raw `seccomp(SECCOMP_SET_MODE_FILTER)` after
+//! `PR_SET_NO_NEW_PRIVS` (seccomp(2)), so it holds for the client and everything it starts.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+
+/// The system calls the filter refuses with `EPERM`: tracing another process, reading or
+/// writing its memory, taking its file descriptors.
+pub const DENIED: [(&str, libc::c_long); 4] = [
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
+];
+
+/// The compiled filter for this machine's architecture, or why there is none (an
+/// architecture `seccompiler` does not know).
+pub(crate) fn program() -> Result<&'static BpfProgram, String> {
+    static PROGRAM: OnceLock<Result<BpfProgram, String>> = OnceLock::new();
+    PROGRAM.get_or_init(compile).as_ref().map_err(Clone::clone)
+}
+
+fn compile() -> Result<BpfProgram, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| format!("a seccomp filter for {} ({e})", std::env::consts::ARCH))?;
+    let rules = DENIED
+        .iter()
+        .map(|(_, nr)| (i64::from(*nr), Vec::new()))
+        .collect::<BTreeMap<_, _>>();
+    let errno = u32::try_from(libc::EPERM).unwrap_or(1);
+    SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
+        .and_then(BpfProgram::try_from)
+        .map_err(|e| format!("a seccomp filter ({e})"))
+}
+
+/// In the child, after `PR_SET_NO_NEW_PRIVS`: installs `program` for itself and all it
+/// starts. Async-signal-safe: one system call on memory prepared before the fork.
+///
+/// # Safety
+/// Called between fork and exec.
+pub(crate) unsafe fn install(program: &BpfProgram) -> std::io::Result<()> {
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(program.len()).unwrap_or(u16::MAX),
+        filter: program.as_ptr().cast_mut().cast(),
+    };
+    // SAFETY: `fprog` points at `program`, alive for the call; the kernel copies it.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0u32,
+            &raw const fprog,
+        )
+    };
+    if done != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_compiles_for_this_machine() {
+        let program = program().unwrap();
+        assert!(!program.is_empty() && program.len() < 64, "{}", program.len());
+    }
+}
