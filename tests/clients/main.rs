@@ -60,6 +60,8 @@ mod launch_cli_codex;
 #[cfg(feature = "launch")]
 mod launch_peers;
 #[cfg(feature = "launch")]
+mod redteam_h4;
+#[cfg(feature = "launch")]
 mod sandbox_clients;
 #[cfg(feature = "launch")]
 mod sandbox_tools_acp;
@@ -124,6 +126,8 @@ fn main() {
     trials.extend(sandbox_clients::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_gemini::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(redteam_h4::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_acp::trials());
     #[cfg(feature = "launch")]

@@ -1,0 +1,326 @@
+//! Red team h4: what a shell command the real Qwen Code 0.24.4 runs as its tool (because the
+//! model asked) still reaches from inside the default sandbox (`Confinement::BestEffort`,
+//! here the whole sandbox: Landlock ABI 6+, the user and mount namespace, capabilities
+//! dropped). Each item is an attack on the isolation definition ("the running reviewer,
+//! whatever command it runs, reaches only its worktree, its launch directory and the
+//! system's files, no other process"):
+//!
+//! - `daemon_terminal`: an ACP client is started in its own process group but in the
+//!   daemon's session (`launch::spawn`, no `setsid`), so when the daemon (or `kcap launch`,
+//!   `verify`) runs with a controlling terminal, that terminal is the client's too, and
+//!   `TIOCSTI` on it pushes input that whatever reads the terminal next (the user's shell,
+//!   outside any sandbox) runs. Qwen Code runs its shell tool in a terminal of its own
+//!   (node-pty: a new session), so the tool reaches the daemon's terminal through the client:
+//!   it `ptrace`s the client (same uid, same Landlock domain, no Yama here: allowed), finds
+//!   its pid as the one `/proc/<pid>` it may read, and has it `open("/dev/tty")` and
+//!   `ioctl(TIOCSTI)` each byte (`tests/fixtures/redteam_h4/inject.py`, a file of the hostile
+//!   worktree). Measured with `kcap launch opencode` (a stand-in client) under an
+//!   interactive `sh -i`: the injected `id > /tmp/…` ran as root outside the sandbox.
+//! - `unix_socket`: Landlock (ABI 7 here) does not govern `connect(2)` to a pathname unix
+//!   socket, so the reviewer connects to a socket in a `0700` directory outside its boundary
+//!   (a daemon's control socket, another reviewer's server, `/run/docker.sock` where there
+//!   is one), with the door on too (a network namespace does not separate them).
+//! - `sysv_shm`: the reviewer shares the host's IPC namespace, so it attaches a System V
+//!   shared memory segment of the daemon's (mode `0600`) and reads it (and could write,
+//!   remove, or leave its own for another reviewer: they outlive the reviewer's cgroup).
+//!
+//! The test runs itself again (the same trial, `KCAP_H4_INNER` set) as the leader of a new
+//! session whose controlling terminal is a fresh pseudo-terminal the test owns, so that the
+//! injection lands in the test's own terminal (never a developer's), and the inner run reads
+//! that terminal's input queue. Expected: every item denied under `BestEffort`; under
+//! `Confinement::Off` every item done (the probe works: the bite). On main every item is done
+//! under `BestEffort` too, so this test fails there: it demonstrates the holes.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::os::fd::AsRawFd as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::model_api::{
+    ModelApi, offers_tool, openai_chat_turn, openai_tool_output, response,
+};
+use crate::common::peers::{inherited_path, peer, skip};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::plan::EnvVar;
+use kcap_mcp_registry::launch::sandbox::{self, Confinement};
+use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
+use kcap_mcp_registry::{LaunchContext, Policy};
+
+pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
+    real_client_tests![qwen_tool_reaches_nothing_outside_the_sandbox]
+}
+
+/// The attacks, each answered `name=yes` (done) or `name=no` (denied).
+const ITEMS: &[&str] = &["daemon_terminal", "unix_socket", "sysv_shm"];
+
+/// What the injection pushes into the controlling terminal.
+const MARKER: &str = "kcap-h4-injected";
+
+/// The segment's contents.
+const SHM_SECRET: &str = "daemon-shm-secret";
+
+/// How long one client run may take.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// The trial's name, for running itself again.
+const NAME: &str = "redteam_h4::qwen_tool_reaches_nothing_outside_the_sandbox";
+
+fn qwen_tool_reaches_nothing_outside_the_sandbox() {
+    if let Ok(confinement) = std::env::var("KCAP_H4_INNER") {
+        inner(&confinement);
+        return;
+    }
+    let Some(_) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    if let Some(missing) = sandbox::missing() {
+        skip(format!("this kernel lacks {missing}"));
+        return;
+    }
+    let confined = in_a_session_of_its_own("best-effort");
+    let open = in_a_session_of_its_own("off");
+    eprintln!("sandboxed: {confined:?}\nsandbox off: {open:?}");
+    for item in ITEMS {
+        assert_eq!(
+            open.get(*item),
+            Some(&true),
+            "{item} without the sandbox: {open:?}"
+        );
+    }
+    for item in ITEMS {
+        assert_eq!(
+            confined.get(*item),
+            Some(&false),
+            "{item} done from inside the default sandbox: {confined:?}"
+        );
+    }
+}
+
+/// Runs this trial again under `confinement` as the leader of a new session whose
+/// controlling terminal is a new pseudo-terminal; its answers.
+fn in_a_session_of_its_own(confinement: &str) -> BTreeMap<String, bool> {
+    let (master, slave) = pty_pair();
+    let slave_fd = slave.as_raw_fd();
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([NAME, "--exact", "--nocapture", "--test-threads=1"])
+        .env("KCAP_H4_INNER", confinement)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped());
+    // SAFETY: setsid and an ioctl on a descriptor open in the child: async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() < 0 || libc::ioctl(slave_fd, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    // Drain the terminal's output (the echo) so the child never blocks on it. Both ends stay
+    // open here until the child is done: a closed controller end hangs the terminal up, and
+    // the kernel then sends the session `SIGHUP`.
+    let drain = std::thread::spawn(move || {
+        let mut file = std::fs::File::from(master);
+        let mut sink = Vec::new();
+        let _ = file.read_to_end(&mut sink);
+    });
+    let out = child.wait_with_output().unwrap();
+    drop(slave);
+    drain.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("h4-answers: ").map(|(_, json)| json))
+        .unwrap_or_else(|| panic!("{confinement}: the inner run gave no answers: {stdout}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// A new pseudo-terminal: its controller end and its client end, both open.
+fn pty_pair() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: posix_openpt and friends on a descriptor this function owns.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0 && libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let mut name = [0 as libc::c_char; 64];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(s >= 0);
+        (
+            std::os::fd::OwnedFd::from_raw_fd(m),
+            std::os::fd::OwnedFd::from_raw_fd(s),
+        )
+    }
+}
+
+/// The inner run: a daemon's segment and socket, one Qwen Code launch whose shell tool runs
+/// the probe, the terminal's input queue read after; prints `h4-answers: {json}`.
+fn inner(confinement: &str) {
+    let confinement = match confinement {
+        "off" => Confinement::Off,
+        _ => Confinement::BestEffort,
+    };
+    let bin = peer("KCAP_QWEN_BIN").expect("the outer run found it");
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    let private = root_path.join("daemon");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let socket_path = private.join("control.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    let key = 0x6834_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
+    let shm = Segment::new(key, SHM_SECRET);
+    let worktree = root_path.join("wt");
+    std::fs::create_dir(&worktree).unwrap();
+    std::fs::write(worktree.join("inject.py"), INJECT).unwrap();
+    let command = command(&worktree, &socket_path, key);
+    let output = run_qwen(&bin, &root_path, confinement, &command);
+    drop(shm);
+    let mut answers: BTreeMap<String, bool> = ["unix_socket", "sysv_shm"]
+        .iter()
+        .filter_map(|name| {
+            let yes = output.contains(&format!("{name}=yes"));
+            let no = output.contains(&format!("{name}=no"));
+            (yes != no).then(|| ((*name).to_owned(), yes))
+        })
+        .collect();
+    answers.insert("daemon_terminal".into(), terminal_holds_marker());
+    println!("h4-answers: {}", serde_json::to_string(&answers).unwrap());
+}
+
+/// Whether this process's controlling terminal's input queue holds [`MARKER`].
+fn terminal_holds_marker() -> bool {
+    // SAFETY: open and read on a buffer of this function's.
+    unsafe {
+        let fd = libc::open(c"/dev/tty".as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
+        assert!(fd >= 0, "the inner run has a controlling terminal");
+        let mut buf = [0u8; 4096];
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        let got = usize::try_from(n).map_or(&[][..], |n| &buf[..n]);
+        String::from_utf8_lossy(got).contains(MARKER)
+    }
+}
+
+/// A System V shared memory segment of the daemon's (mode `0600`) holding a text; removed
+/// on drop.
+struct Segment(i32);
+
+impl Segment {
+    fn new(key: i32, text: &str) -> Segment {
+        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
+        unsafe {
+            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+            let at = libc::shmat(id, std::ptr::null(), 0);
+            assert_ne!(at as isize, -1);
+            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
+            libc::shmdt(at);
+            Segment(id)
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: removes the segment made in `new`.
+        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
+
+/// The hostile worktree's injector: `ptrace`s the client and has it `TIOCSTI` its argument
+/// and a newline into its controlling terminal (x86_64).
+const INJECT: &str = include_str!("../fixtures/redteam_h4/inject.py");
+
+/// The shell command: each item prints `$n=yes` or `$n=no` (Qwen Code repeats the command).
+fn command(worktree: &Path, socket: &Path, key: i32) -> String {
+    format!(
+        "p() {{ n=$1; shift; if \"$@\" >/dev/null 2>&1; then echo \"$n=yes\"; else echo \"$n=no\"; fi; }}; \
+         /usr/bin/python3 {inject} {MARKER}; \
+         p unix_socket /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"{socket}\")'; \
+         p sysv_shm /usr/bin/python3 -c 'import ctypes; c=ctypes.CDLL(None); c.shmat.restype=ctypes.c_void_p; i=c.shmget({key},0,0); assert i>=0; assert ctypes.string_at(c.shmat(i,None,0),{len}) == b\"{SHM_SECRET}\"'",
+        inject = worktree.join("inject.py").display(),
+        socket = socket.display(),
+        len = SHM_SECRET.len(),
+    )
+}
+
+/// One Qwen Code launch (its plan, lenient, `yolo`) under `confinement` whose first turn
+/// runs `command` as `run_shell_command`; the tool's output.
+fn run_qwen(bin: &Path, root: &Path, confinement: Confinement, command: &str) -> String {
+    const MODEL: &str = "gpt-4o";
+    const TOOL: &str = "run_shell_command";
+    let worktree = root.join("wt");
+    let input = json!({"command": command});
+    let api = ModelApi::answering(move |req| {
+        let body = req.json().unwrap_or_default();
+        let call = offers_tool(&body, TOOL) && openai_tool_output(&body).is_none();
+        let turn = openai_chat_turn(MODEL, call.then_some((TOOL, &input)));
+        response("200 OK", "text/event-stream", &turn)
+    });
+    let mut ctx = LaunchContext {
+        agent_id: "a1".into(),
+        worktree: Some(worktree.display().to_string()),
+        launch_dir: Some(root.join("launch").display().to_string()),
+        model: Some(MODEL.into()),
+        ..LaunchContext::default()
+    };
+    ctx.credentials.env = vec![
+        EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
+        EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", api.url)),
+    ];
+    let mut plan = Client::Qwen
+        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+        .unwrap()
+        .plan;
+    plan.env.extend([
+        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
+    ]);
+    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+    let options = Options::default()
+        .with_confinement(confinement)
+        .with_handshake_timeout(BOUND)
+        .with_die_with_parent(true);
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env).unwrap();
+    let Reviewer::Acp(mut session) = reviewer else {
+        panic!("Qwen Code runs over ACP");
+    };
+    session.prompt("Run the probe.").unwrap();
+    let started = Instant::now();
+    let output = loop {
+        if let Some(done) = api
+            .requests()
+            .iter()
+            .find_map(|r| openai_tool_output(&r.json()?))
+        {
+            break done;
+        }
+        assert!(
+            started.elapsed() < BOUND,
+            "no tool output: {}",
+            session.stderr_tail()
+        );
+        match session.next_event(Duration::from_millis(200)) {
+            Ok(Some(AcpEvent::Exited(status))) => panic!("exited {status:?}"),
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+    };
+    session.stop().unwrap();
+    eprintln!("{confinement:?}: {output}");
+    output
+}
