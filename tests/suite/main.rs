@@ -60,6 +60,8 @@ mod plan_door;
 mod plan_golden;
 mod plan_properties;
 mod readme_embed;
+#[cfg(feature = "launch")]
+mod redteam_h4_ptrace;
 mod render_escaping;
 mod render_golden;
 mod render_properties;
