@@ -61,7 +61,7 @@ mod plan_golden;
 mod plan_properties;
 mod readme_embed;
 #[cfg(feature = "launch")]
-mod redteam_h4_ptrace;
+mod redteam_h4;
 mod render_escaping;
 mod render_golden;
 mod render_properties;

@@ -1,0 +1,204 @@
+//! Red team h4, with stand-in reviewers. (1) A reviewer's command reads the environment of a
+//! process the reviewer started (an MCP server's, "which holds what only that server may have", docs/sandbox.md) through
+//! `ptrace`, where `/proc/<pid>/environ` is denied. Landlock refuses `ptrace` of a process
+//! outside the sandbox only; the reviewer's own processes share its domain, the uid is the
+//! same and nothing else (Yama, a seccomp filter) stands in the way, so `PTRACE_ATTACH` and
+//! `PTRACE_PEEKDATA` of the sibling's stack read its environment
+//! (`tests/fixtures/redteam_h4/peek.py`, a file of the hostile worktree). The same
+//! attachment writes (`PTRACE_POKEDATA`, `SETREGS`): `tests/clients/redteam_h4.rs` has a
+//! tool make the client itself `TIOCSTI` into the daemon's terminal.
+//!
+//! (2) With the door on, a reviewer's command reaches a pathname unix socket and a System V
+//! shared memory segment of the daemon's (below).
+//!
+//! Expected: denied in the default sandbox (`Confinement::BestEffort`, here the whole of it);
+//! done with `Confinement::Off` (the bite). On main it is done in the sandbox too: this test
+//! fails there, as the hole it shows.
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
+use common::stand_in::sh_script;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::launch::door::{Endpoint, Network};
+use kcap_mcp_registry::launch::sandbox::{self, Confinement};
+use kcap_mcp_registry::launch::{self, Options};
+
+/// The hostile worktree's reader of another process's stack.
+const PEEK: &str = include_str!("../fixtures/redteam_h4/peek.py");
+
+/// One stand-in reviewer under `confinement`: it starts a sibling holding a key in its
+/// environment (as a client starts an MCP server), then reads that key through `ptrace`;
+/// `sibling_ptrace` is whether it got it, `sibling_environ` whether `/proc/<pid>/environ`
+/// gave it.
+fn probe(confinement: Confinement) -> std::collections::BTreeMap<String, bool> {
+    run(&Options::default().with_confinement(confinement), |peek| {
+        format!(
+            r#"env SIBLING=sibling-only-key /bin/sleep 20 & s=$!
+sleep 0.3
+if /usr/bin/python3 {peek} $s SIBLING=sibling-only-key | /bin/grep -q PEEKED; then echo sibling_ptrace=yes; else echo sibling_ptrace=no; fi
+if /bin/grep -a -q sibling-only-key /proc/$s/environ 2>/dev/null; then echo sibling_environ=yes; else echo sibling_environ=no; fi
+kill $s
+"#
+        )
+    })
+}
+
+/// Launches a stand-in reviewer with `options` whose script is `body(peek.py's path)`
+/// followed by `probes-done`; each `name=yes|no` it printed.
+fn run(
+    options: &Options,
+    body: impl Fn(&str) -> String,
+) -> std::collections::BTreeMap<String, bool> {
+    let root = tempfile::Builder::new()
+        .prefix("kcap-h4-")
+        .tempdir()
+        .unwrap();
+    let at = |p: &str| root.path().join(p);
+    for dir in ["tree", "bin"] {
+        std::fs::create_dir(at(dir)).unwrap();
+    }
+    std::fs::write(at("tree/peek.py"), PEEK).unwrap();
+    let body = format!(
+        "{}echo probes-done\n",
+        body(&at("tree/peek.py").display().to_string())
+    );
+    let client = sh_script(&at("bin"), "reviewer", &body);
+    let launch_dir = at("launch");
+    let dir = launch_dir.display();
+    let plan = LaunchPlan {
+        cwd: Some(at("tree").display().to_string()),
+        env: vec![
+            EnvVar::new("HOME", format!("{dir}/home")),
+            EnvVar::new("TMPDIR", format!("{dir}/tmp")),
+            EnvVar::new("PATH", "/usr/bin:/bin"),
+        ],
+        dirs: vec!["home".into(), "tmp".into()],
+        sandbox: Sandbox::new(
+            &launch_dir.display().to_string(),
+            Some(&at("tree").display().to_string()),
+        ),
+        ..terminal_plan(Client::Codex, &launch_dir)
+    };
+    let mut reviewer = launch::launch(&plan, &client, options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+    reviewer.stop().unwrap();
+    assert!(output.contains("probes-done"), "{output}");
+    probe_answers(&output)
+}
+
+#[test]
+fn a_reviewers_command_cannot_read_a_sibling_mcp_servers_environment_through_ptrace() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
+        return;
+    }
+    let confined = probe(Confinement::BestEffort);
+    let open = probe(Confinement::Off);
+    assert_eq!(
+        open.get("sibling_ptrace"),
+        Some(&true),
+        "sandbox off: {open:?}"
+    );
+    assert_eq!(
+        open.get("sibling_environ"),
+        Some(&true),
+        "sandbox off: {open:?}"
+    );
+    // What the sandbox already denies: the path.
+    assert_eq!(
+        confined.get("sibling_environ"),
+        Some(&false),
+        "{confined:?}"
+    );
+    // What it does not: the same memory through ptrace.
+    assert_eq!(
+        confined.get("sibling_ptrace"),
+        Some(&false),
+        "a sibling's environment read through ptrace in the sandbox: {confined:?}"
+    );
+}
+
+/// With the door on (a network namespace of its own: "no network but the endpoints its plan
+/// names"), a reviewer's command still reaches, outside: a listening pathname unix socket in a
+/// `0700` directory of the daemon's (Landlock governs no `connect(2)`, a network namespace
+/// no pathname socket: a proxy's or a container engine's socket is a way out past the door),
+/// and a System V shared memory segment of the daemon's (the IPC namespace is the host's).
+/// Both done with the sandbox off too (the bite); on main both are done with the door and
+/// the default sandbox, so this test fails there.
+#[test]
+fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
+        || kcap_mcp_registry::launch::door::missing().is_some()
+    {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let private = outside.path().join("daemon");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let socket = private.join("control.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let key = 0x6835_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
+    let segment = Segment::new(key, b"daemon-shm-secret");
+    let door = Network::Door(vec![Endpoint::new(8080, "127.0.0.1:9")]);
+    let body = |_: &str| {
+        format!(
+            r#"if /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect("{socket}")' 2>/dev/null; then echo unix_socket=yes; else echo unix_socket=no; fi
+if /usr/bin/python3 -c 'import ctypes; c=ctypes.CDLL(None); c.shmat.restype=ctypes.c_void_p; i=c.shmget({key},0,0); assert i>=0; assert ctypes.string_at(c.shmat(i,None,0),17) == b"daemon-shm-secret"' 2>/dev/null; then echo sysv_shm=yes; else echo sysv_shm=no; fi
+if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53), 2)' 2>/dev/null; then echo other_address=yes; else echo other_address=no; fi
+"#,
+            socket = socket.display(),
+        )
+    };
+    let open = run(
+        &Options::default()
+            .with_confinement(Confinement::Off)
+            .with_network(door.clone()),
+        body,
+    );
+    let confined = run(&Options::default().with_network(door), body);
+    drop(segment);
+    // The door itself holds: no other address.
+    assert_eq!(confined.get("other_address"), Some(&false), "{confined:?}");
+    for item in ["unix_socket", "sysv_shm"] {
+        assert_eq!(open.get(item), Some(&true), "sandbox off: {open:?}");
+        assert_eq!(
+            confined.get(item),
+            Some(&false),
+            "{item} reached past the door and the default sandbox: {confined:?}"
+        );
+    }
+}
+
+/// A System V shared memory segment of the daemon's (mode `0600`) holding `text`; removed
+/// on drop.
+struct Segment(i32);
+
+impl Segment {
+    fn new(key: i32, text: &[u8]) -> Segment {
+        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
+        unsafe {
+            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
+            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
+            let at = libc::shmat(id, std::ptr::null(), 0);
+            assert_ne!(at as isize, -1);
+            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
+            libc::shmdt(at);
+            Segment(id)
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: removes the segment made in `new`.
+        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
+    }
+}
