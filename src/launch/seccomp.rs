@@ -3,7 +3,12 @@
 //! sandbox only; inside it, a tool's command attached to an MCP server started by the same
 //! client and read its environment from its memory (`PTRACE_PEEKDATA`), which
 //! `/proc/<pid>/environ` denies, and made the client itself write into a terminal (the red
-//! team of issue 31). The filter returns `EPERM` for [`DENIED`] and allows every other call.
+//! team of issue 31). Nor does it make a unix socket (`socket(AF_UNIX, …)`): Landlock (ABI 7)
+//! does not govern `connect` to a socket by its path, so a command reached a socket of the
+//! daemon's in a `0700` directory, past the door too (a D-Bus bus, `docker.sock`, another
+//! reviewer's server, a proxy); pairs (`socketpair`, which runtimes use for a child's
+//! streams) stay allowed. The filter returns `EPERM` for [`DENIED`] and for
+//! `socket(AF_UNIX, …)`, and allows every other call.
 //!
 //! The BPF program is compiled once, in the executor, by rust-vmm's `seccompiler` (0.5); the
 //! child installs it with one raw `seccomp(SECCOMP_SET_MODE_FILTER)` after
@@ -12,7 +17,10 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
 
 /// The system calls the filter refuses with `EPERM`: tracing another process, reading or
 /// writing its memory, taking its file descriptors.
@@ -33,14 +41,28 @@ pub(crate) fn program() -> Result<&'static BpfProgram, String> {
 fn compile() -> Result<BpfProgram, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| format!("a seccomp filter for {} ({e})", std::env::consts::ARCH))?;
-    let rules = DENIED
+    let mut rules = DENIED
         .iter()
         .map(|(_, nr)| (i64::from(*nr), Vec::new()))
         .collect::<BTreeMap<_, _>>();
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .and_then(|c| SeccompRule::new(vec![c]))
+    .map_err(|e| format!("a seccomp filter ({e})"))?;
+    rules.insert(libc::SYS_socket, vec![unix]);
     let errno = u32::try_from(libc::EPERM).unwrap_or(1);
-    SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch)
-        .and_then(BpfProgram::try_from)
-        .map_err(|e| format!("a seccomp filter ({e})"))
+    SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(errno),
+        arch,
+    )
+    .and_then(BpfProgram::try_from)
+    .map_err(|e| format!("a seccomp filter ({e})"))
 }
 
 /// In the child, after `PR_SET_NO_NEW_PRIVS`: installs `program` for itself and all it
@@ -75,6 +97,10 @@ mod tests {
     #[test]
     fn the_filter_compiles_for_this_machine() {
         let program = program().unwrap();
-        assert!(!program.is_empty() && program.len() < 64, "{}", program.len());
+        assert!(
+            !program.is_empty() && program.len() < 64,
+            "{}",
+            program.len()
+        );
     }
 }

@@ -455,7 +455,10 @@ fn a_prompt_is_only_a_prompt() {
     let mut plan = w.plan();
     let prompt = plan.argv.last_mut().unwrap();
     // The prompt, then the note on the kept client configuration.
-    assert!(prompt.starts_with("review this\n\nNote from kcap: "), "{prompt}");
+    assert!(
+        prompt.starts_with("review this\n\nNote from kcap: "),
+        "{prompt}"
+    );
     *prompt = bang;
     let marker = w.path("marks/bang");
     let mut t = w.start(&plan);

@@ -60,9 +60,9 @@ mod launch_cli_codex;
 #[cfg(feature = "launch")]
 mod launch_peers;
 #[cfg(feature = "launch")]
-mod redteam_h4;
-#[cfg(feature = "launch")]
 mod sandbox_clients;
+#[cfg(feature = "launch")]
+mod sandbox_reach_qwen;
 #[cfg(feature = "launch")]
 mod sandbox_tools_acp;
 #[cfg(feature = "launch")]
@@ -127,7 +127,7 @@ fn main() {
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_gemini::trials());
     #[cfg(feature = "launch")]
-    trials.extend(redteam_h4::trials());
+    trials.extend(sandbox_reach_qwen::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_acp::trials());
     #[cfg(feature = "launch")]

@@ -53,6 +53,8 @@ mod launch_output;
 mod launch_pr_config;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
+#[cfg(feature = "launch")]
+mod launch_sandbox_reach;
 mod layers;
 mod lookup;
 mod lookup_equivalence;
@@ -60,8 +62,6 @@ mod plan_door;
 mod plan_golden;
 mod plan_properties;
 mod readme_embed;
-#[cfg(feature = "launch")]
-mod redteam_h4;
 mod render_escaping;
 mod render_golden;
 mod render_properties;

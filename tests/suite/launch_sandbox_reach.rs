@@ -1,19 +1,18 @@
-//! Red team h4, with stand-in reviewers. (1) A reviewer's command reads the environment of a
-//! process the reviewer started (an MCP server's, "which holds what only that server may have", docs/sandbox.md) through
-//! `ptrace`, where `/proc/<pid>/environ` is denied. Landlock refuses `ptrace` of a process
-//! outside the sandbox only; the reviewer's own processes share its domain, the uid is the
-//! same and nothing else (Yama, a seccomp filter) stands in the way, so `PTRACE_ATTACH` and
-//! `PTRACE_PEEKDATA` of the sibling's stack read its environment
-//! (`tests/fixtures/redteam_h4/peek.py`, a file of the hostile worktree). The same
-//! attachment writes (`PTRACE_POKEDATA`, `SETREGS`): `tests/clients/redteam_h4.rs` has a
-//! tool make the client itself `TIOCSTI` into the daemon's terminal.
+//! What a reviewer's command reaches beyond the file system, with stand-in reviewers (the
+//! red team of issue 31's findings, each denied now by the sandbox):
+//! (1) the environment of a process the reviewer started (an MCP server's, "which holds what
+//! only that server may have", docs/sandbox.md) through `ptrace` and `PTRACE_PEEKDATA` of its
+//! stack (`tests/fixtures/sandbox_reach/peek.py`, a file of the hostile worktree), where
+//! `/proc/<pid>/environ` is denied: Landlock refuses `ptrace` of a process outside the
+//! sandbox only; the seccomp filter (`src/launch/seccomp.rs`) refuses it inside. The same
+//! attachment writes (`PTRACE_POKEDATA`): `tests/clients/sandbox_reach_qwen.rs` had a tool
+//! make the client itself `TIOCSTI` into the daemon's terminal.
+//! (2) With the door on, a pathname unix socket and a System V shared memory segment of the
+//! daemon's: no `socket(AF_UNIX)` (the seccomp filter), an IPC namespace of its own.
+//! (3) The door passes no request it did not read behind a head with an `upgrade` header.
 //!
-//! (2) With the door on, a reviewer's command reaches a pathname unix socket and a System V
-//! shared memory segment of the daemon's (below).
-//!
-//! Expected: denied in the default sandbox (`Confinement::BestEffort`, here the whole of it);
-//! done with `Confinement::Off` (the bite). On main it is done in the sandbox too: this test
-//! fails there, as the hole it shows.
+//! Each is denied in the default sandbox (`Confinement::BestEffort`, here the whole of it)
+//! and done with `Confinement::Off` (the bite).
 
 use crate::common;
 
@@ -28,7 +27,7 @@ use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
 /// The hostile worktree's reader of another process's stack.
-const PEEK: &str = include_str!("../fixtures/redteam_h4/peek.py");
+const PEEK: &str = include_str!("../fixtures/sandbox_reach/peek.py");
 
 /// One stand-in reviewer under `confinement`: it starts a sibling holding a key in its
 /// environment (as a client starts an MCP server), then reads that key through `ptrace`;
@@ -54,7 +53,7 @@ fn run(
     body: impl Fn(&str) -> String,
 ) -> std::collections::BTreeMap<String, bool> {
     let root = tempfile::Builder::new()
-        .prefix("kcap-h4-")
+        .prefix("kcap-reach-")
         .tempdir()
         .unwrap();
     let at = |p: &str| root.path().join(p);
@@ -126,8 +125,7 @@ fn a_reviewers_command_cannot_read_a_sibling_mcp_servers_environment_through_ptr
 /// `0700` directory of the daemon's (Landlock governs no `connect(2)`, a network namespace
 /// no pathname socket: a proxy's or a container engine's socket is a way out past the door),
 /// and a System V shared memory segment of the daemon's (the IPC namespace is the host's).
-/// Both done with the sandbox off too (the bite); on main both are done with the door and
-/// the default sandbox, so this test fails there.
+/// Both done with the sandbox off (the bite).
 #[test]
 fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside() {
     if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
