@@ -446,6 +446,21 @@ mod tests {
         assert!(got.is_empty(), "{got:?}");
     }
 
+    /// Over TLS without a credential: the `host` is the upstream's, nothing else is added.
+    #[test]
+    fn without_a_credential_only_the_host_is_pinned() {
+        let h = rewrite(
+            b"GET /v1 HTTP/1.1\r\nHost: 127.0.0.1:41002\r\nx-api-key: t\r\n\r\n",
+            None,
+            "kcap.example",
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(h.bytes).unwrap(),
+            "GET /v1 HTTP/1.1\r\nhost: kcap.example\r\nx-api-key: t\r\n\r\n"
+        );
+    }
+
     /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
     /// door's result.
     fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {

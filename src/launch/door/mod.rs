@@ -580,9 +580,31 @@ mod tests {
                 "{upstream}"
             );
         }
+        assert!(
+            refused(vec![e(8080, "bad_host!:443").over_tls()])
+                .contains("over TLS: \"bad_host!\" is neither a DNS name nor an IP address"),
+        );
         let many = (1..=17).map(|p| e(p, "127.0.0.1:1")).collect();
         assert_eq!(refused(many), "names 17 endpoints; at most 16");
         assert!(preflight(&Network::Open, &Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn the_upstreams_host_leaves_out_the_schemes_default_port() {
+        let e = |u: &str| Endpoint::new(1, u);
+        assert_eq!(
+            e("api.anthropic.com:443").over_tls().authority(),
+            "api.anthropic.com"
+        );
+        assert_eq!(e("h:8443").over_tls().authority(), "h:8443");
+        assert_eq!(e("h:443").authority(), "h:443");
+        assert_eq!(e("h:80").authority(), "h");
+        assert_eq!(e("[::1]:443").over_tls().authority(), "[::1]");
+        assert_eq!(tls::server_name("[::1]:443").unwrap().to_str(), "::1");
+        assert_eq!(
+            tls::server_name("api.openai.com:443").unwrap().to_str(),
+            "api.openai.com"
+        );
     }
 
     #[test]
