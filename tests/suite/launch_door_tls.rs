@@ -528,3 +528,23 @@ fn recorder_silent() -> (u16, TcpListener) {
     });
     (port, listener)
 }
+
+/// A dry run names a TLS endpoint as such, and the credential's header only.
+#[test]
+fn a_dry_run_names_the_tls_upstream() {
+    let world = World::new();
+    let launch_dir = world.root.path().join("dry");
+    let plan = terminal_plan(kcap_mcp_registry::clients::Client::Codex, &launch_dir);
+    let options = Options::default().with_network(Network::Door(vec![tls_endpoint(
+        "api.anthropic.com:443".into(),
+    )]));
+    let steps = launch::steps(&plan, &world.client, &options).join("\n");
+    assert!(
+        steps.contains(&format!(
+            "door: 127.0.0.1:{PORT} to api.anthropic.com:443 over TLS (sets the daemon's \
+             x-api-key on each request)"
+        )),
+        "{steps}"
+    );
+    assert!(!steps.contains(DAEMON_KEY));
+}
