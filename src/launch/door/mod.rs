@@ -30,7 +30,7 @@
 //! daemon's credential on each ([`http`]): the key stays outside the reviewer.
 //!
 //! To an upstream over TLS ([`Endpoint::tls`], an `https://` URL) the door speaks TLS
-//! ([`tls`]: rustls, the system's roots, the upstream's host as the certificate's name) and
+//! (`tls.rs`: rustls, the system's roots, the upstream's host as the certificate's name) and
 //! the client plain HTTP; each request's head is read there too (its `host` is the
 //! upstream's). An upstream that accepts a request and does not start its answer within
 //! [`Settings::answer_timeout`] gets the client a `504 Gateway Timeout` and a log line.
