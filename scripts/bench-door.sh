@@ -4,16 +4,31 @@
 # one keep-alive connection and reads a 64 MiB answer and a streamed answer, once through the
 # door (the plan's `door`: the stand-in upstream on the host, the key set by the door on each
 # request) and once straight to the upstream. It prints per-request latency (p50, p99), the
-# throughput and the time to the first event of the stream.
+# throughput and the time to the first event of the stream. The same again to a TLS stand-in
+# (`https`): straight, the client speaks TLS to it; through the door (`"scheme": "https"`), the
+# client speaks plain HTTP to the door and the door TLS to the upstream, trusting a CA made for
+# the run (openssl) through SSL_CERT_FILE in the executor's environment.
 #
 #   scripts/bench-door.sh BIN
 #
-# Needs python3. Nothing leaves 127.0.0.1.
+# Needs python3 and openssl. Nothing leaves 127.0.0.1.
 set -euo pipefail
 bin=${1:?usage: bench-door.sh BIN}
 tmp=$(mktemp -d)
-trap 'kill "$upstream_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "$upstream_pid" "$tls_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/worktree"
+# A CA for this run and a certificate for `localhost` (in the worktree: the sandboxed client
+# reads the CA there when it speaks TLS itself).
+ca=$tmp/worktree/ca.pem
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -keyout "$tmp/ca.key" -out "$ca" -subj "/CN=kcap bench CA" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" \
+  -keyout "$tmp/leaf.key" -out "$tmp/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+  > "$tmp/leaf.ext"
+openssl x509 -req -in "$tmp/leaf.csr" -CA "$ca" -CAkey "$tmp/ca.key" -CAcreateserial -days 2 \
+  -extfile "$tmp/leaf.ext" -out "$tmp/leaf.pem" 2>/dev/null
 
 cat > "$tmp/upstream.py" <<'PY'
 import http.server, socketserver, sys, time
@@ -53,20 +68,33 @@ class H(http.server.BaseHTTPRequestHandler):
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 s = S(("127.0.0.1", 0), H)
+if len(sys.argv) > 1:  # TLS: certificate and key
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+    s.socket = ctx.wrap_socket(s.socket, server_side=True)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 PY
 python3 "$tmp/upstream.py" > "$tmp/port" &
 upstream_pid=$!
-for _ in $(seq 50); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+python3 "$tmp/upstream.py" "$tmp/leaf.pem" "$tmp/leaf.key" > "$tmp/tls_port" &
+tls_pid=$!
+for _ in $(seq 50); do [ -s "$tmp/port" ] && [ -s "$tmp/tls_port" ] && break; sleep 0.1; done
 port=$(cat "$tmp/port")
+tls_port=$(cat "$tmp/tls_port")
 
 cat > "$tmp/client" <<'PY'
 #!/usr/bin/python3
 import http.client, os, statistics, time
 host, port = os.environ["MODEL"].split(":")
 import socket
-c = http.client.HTTPConnection(host, int(port), timeout=30)
+if "CA" in os.environ:  # straight to the TLS upstream
+    import ssl
+    ctx = ssl.create_default_context(cafile=os.environ["CA"])
+    c = http.client.HTTPSConnection(host, int(port), timeout=30, context=ctx)
+else:
+    c = http.client.HTTPConnection(host, int(port), timeout=30)
 c.connect()
 c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as the clients' runtimes do
 times = []
@@ -89,25 +117,30 @@ chmod 755 "$tmp/client"
 
 "$bin" render codex --agent-id a1 --launch-dir "$tmp/launch" --worktree "$tmp/worktree" \
   --format plan > "$tmp/base.json"
-plan() { # door|direct
-  python3 - "$tmp/base.json" "$1" "$port" <<'PY'
+plan() { # door|direct|door-tls|direct-tls
+  python3 - "$tmp/base.json" "$1" "$port" "$tls_port" "$ca" <<'PY'
 import json, sys
-p = json.load(open(sys.argv[1])); how, port = sys.argv[2], sys.argv[3]
+p = json.load(open(sys.argv[1])); how, port, tls_port, ca = sys.argv[2:6]
 p["argv"] = []
-p["env"].append({"name": "MODEL", "value": "127.0.0.1:41001" if how == "door" else f"127.0.0.1:{port}"})
-if how == "door":
-    p["door"] = {"endpoints": [{"port": 41001, "upstream": f"127.0.0.1:{port}", "serves": "model API",
-                                "credential": {"header": "x-api-key", "value": "sk-daemon-key"}}]}
+direct = {"direct": f"127.0.0.1:{port}", "direct-tls": f"localhost:{tls_port}"}
+p["env"].append({"name": "MODEL", "value": direct.get(how, "127.0.0.1:41001")})
+if how == "direct-tls":
+    p["env"].append({"name": "CA", "value": ca})
+if how.startswith("door"):
+    endpoint = {"port": 41001, "upstream": f"127.0.0.1:{port}", "serves": "model API",
+                "credential": {"header": "x-api-key", "value": "sk-daemon-key"}}
+    if how == "door-tls":
+        endpoint.update(upstream=f"localhost:{tls_port}", scheme="https")
+    p["door"] = {"endpoints": [endpoint]}
 print(json.dumps(p))
 PY
 }
-plan door > "$tmp/door.json"
-plan direct > "$tmp/direct.json"
+for how in door direct door-tls direct-tls; do plan "$how" > "$tmp/$how.json"; done
 for round in 1 2 3; do
-  for how in direct door; do
+  for how in direct door direct-tls door-tls; do
     rm -rf "$tmp/launch" "$tmp/.launch.kcap-lock"
-    "$bin" launch --plan "$tmp/$how.json" --client-bin "$tmp/client" --timeout 120 > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
+    SSL_CERT_FILE=$ca "$bin" launch --plan "$tmp/$how.json" --client-bin "$tmp/client" --timeout 120 > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
     line=$(grep RESULT "$tmp/out" || { cat "$tmp/out" >&2; exit 1; })
-    printf '%-6s round %s: %s\n' "$how" "$round" "${line#*RESULT }"
+    printf '%-10s round %s: %s\n' "$how" "$round" "${line#*RESULT }"
   done
 done

@@ -6,9 +6,11 @@
 //! each with the request header the client sends it in (measured on the real client; the
 //! room cites it). [`through`] turns a launch into the same launch behind the door:
 //! - every URL the reviewer uses (the model API's base URL, the kcap server's, the capability
-//!   and review-context URLs) is an `http://` upstream; each `host:port` gets one endpoint,
-//!   on a port of the reviewer's own `127.0.0.1` from [`DOOR_FIRST_PORT`] on, and the URL
-//!   is rewritten to it (path and query kept);
+//!   and review-context URLs) is an `http://` or `https://` upstream; each `host:port` gets
+//!   one endpoint, on a port of the reviewer's own `127.0.0.1` from [`DOOR_FIRST_PORT`] on,
+//!   and the URL is rewritten to it, `http://` (path and query kept); the endpoint records
+//!   the scheme ([`DoorScheme`]): to an `https://` upstream the door speaks TLS, checking its
+//!   certificate, while the client speaks plain HTTP to the door inside the reviewer;
 //! - the key the daemon handed over is replaced by a per-launch token in the client's
 //!   environment, and the model API's endpoint sets the key on each request
 //!   ([`DoorCredential`]): the key never enters the reviewer.
@@ -17,11 +19,9 @@
 //! field ([`DoorKeyFile`]): the field gets the token instead.
 //!
 //! What would enter the reviewer anyway is refused: a credential file that is not a key
-//! file, a credential variable that is neither the key nor a setting, two keys at once. An `https://` upstream is refused
-//! too: the door sets the key in plain HTTP, and a TLS upstream's certificate names its host,
-//! not the door (a TLS stack in the door is next: docs/network.md).
+//! file, a credential variable that is neither the key nor a setting, two keys at once.
 
-use super::plan::{DoorCredential, DoorEndpoint, DoorPlan, EnvVar, LaunchSecret};
+use super::plan::{DoorCredential, DoorEndpoint, DoorPlan, DoorScheme, EnvVar, LaunchSecret};
 use super::root::CredentialFile;
 use super::{Client, LaunchContext, RenderError, ResultDelivery, Snapshot};
 
@@ -126,16 +126,16 @@ fn key_in_files(
     Ok((credential, out))
 }
 
-/// An `http://` URL split: its `host:port` (port 80 when none is given) and the rest from
-/// the first `/`, `?` or `#` on (possibly empty).
-fn split_http(url: &str) -> Result<(String, &str), &'static str> {
-    let Some(rest) = url.strip_prefix("http://") else {
-        return Err(if url.starts_with("https://") {
-            "is https: the door sets the key in plain HTTP and a TLS upstream's certificate \
-             names its host, not the door; give an http:// URL (a gateway on this host)"
-        } else {
-            "is not an http:// URL"
-        });
+/// An `http://` or `https://` URL split: its scheme, its `host:port` (port 80, or 443 for
+/// `https`, when none is given) and the rest from the first `/`, `?` or `#` on (possibly
+/// empty). The scheme is matched as written, lower-case.
+fn split_url(url: &str) -> Result<(DoorScheme, String, &str), &'static str> {
+    let (scheme, rest, default) = if let Some(rest) = url.strip_prefix("http://") {
+        (DoorScheme::Http, rest, 80)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (DoorScheme::Https, rest, 443)
+    } else {
+        return Err("is not an http:// or https:// URL");
     };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
@@ -150,20 +150,20 @@ fn split_http(url: &str) -> Result<(String, &str), &'static str> {
         let (inner, after) = v6.split_once(']').ok_or("has a malformed host")?;
         let host = &authority[..inner.len() + 2];
         match after.strip_prefix(':') {
-            None if after.is_empty() => (host, 80),
+            None if after.is_empty() => (host, default),
             None => return Err("has a malformed host"),
             Some(p) => (host, port(p)?),
         }
     } else {
         match authority.split_once(':') {
-            None => (authority, 80),
+            None => (authority, default),
             Some((host, p)) => (host, port(p)?),
         }
     };
     if host.is_empty() {
         return Err("names no host");
     }
-    Ok((format!("{host}:{port}"), path))
+    Ok((scheme, format!("{host}:{port}"), path))
 }
 
 /// The endpoints being built, and the launch values rewritten to them.
@@ -182,13 +182,20 @@ impl Builder {
         serves: String,
         credential: Option<DoorCredential>,
     ) -> Result<String, RenderError> {
-        let (upstream, rest) = split_http(url).map_err(|problem| RenderError::DoorUpstream {
+        let refuse = |problem| RenderError::DoorUpstream {
             client: self.client,
             field,
             url: url.to_owned(),
             problem,
-        })?;
+        };
+        let (scheme, upstream, rest) = split_url(url).map_err(refuse)?;
         let port = match self.endpoints.iter().find(|e| e.upstream == upstream) {
+            Some(e) if e.scheme != scheme => {
+                return Err(refuse(
+                    "names the host and port of another URL with the other scheme (http and \
+                     https); give one",
+                ));
+            }
             // The same upstream, and the same header set (or none) on its requests.
             Some(e) if e.credential == credential => e.port,
             Some(_) => {
@@ -207,6 +214,7 @@ impl Builder {
                 self.endpoints.push(DoorEndpoint {
                     port,
                     upstream,
+                    scheme,
                     serves,
                     credential,
                 });
@@ -249,7 +257,7 @@ fn model_api(client: Client, ctx: &LaunchContext) -> Result<&'static DoorSpec, R
 /// [`RenderError::DoorCredential`] for a credential that would enter the reviewer (a file
 /// that is not a key file, a secret variable that is not the key, two keys, the base URLs
 /// of two model APIs); [`RenderError::DoorUpstream`] for a
-/// URL that is not `http://` or no base URL at all.
+/// URL that is neither `http://` nor `https://`, or no base URL at all.
 pub fn through(
     client: Client,
     ctx: &LaunchContext,
@@ -344,36 +352,54 @@ pub fn through(
 
 #[cfg(test)]
 mod tests {
-    use super::split_http;
+    use super::{DoorScheme, split_url};
 
     #[test]
-    fn http_urls_split_into_upstream_and_rest() {
-        fn ok(url: &str) -> (String, &str) {
-            split_http(url).unwrap()
+    fn http_and_https_urls_split_into_scheme_upstream_and_rest() {
+        fn ok(url: &str) -> (DoorScheme, String, &str) {
+            split_url(url).unwrap()
         }
+        let http = DoorScheme::Http;
+        let https = DoorScheme::Https;
         assert_eq!(
             ok("http://127.0.0.1:5100/kcap"),
-            ("127.0.0.1:5100".into(), "/kcap")
+            (http, "127.0.0.1:5100".into(), "/kcap")
         );
         assert_eq!(
             ok("http://model.internal"),
-            ("model.internal:80".into(), "")
+            (http, "model.internal:80".into(), "")
         );
-        assert_eq!(ok("http://h:8/a?b#c"), ("h:8".into(), "/a?b#c"));
-        assert_eq!(ok("http://[::1]:9/x"), ("[::1]:9".into(), "/x"));
-        assert_eq!(ok("http://[::1]/x"), ("[::1]:80".into(), "/x"));
+        assert_eq!(ok("http://h:8/a?b#c"), (http, "h:8".into(), "/a?b#c"));
+        assert_eq!(ok("http://[::1]:9/x"), (http, "[::1]:9".into(), "/x"));
+        assert_eq!(ok("http://[::1]/x"), (http, "[::1]:80".into(), "/x"));
+        assert_eq!(
+            ok("https://api.anthropic.com"),
+            (https, "api.anthropic.com:443".into(), "")
+        );
+        assert_eq!(
+            ok("https://generativelanguage.googleapis.com/v1beta?x"),
+            (
+                https,
+                "generativelanguage.googleapis.com:443".into(),
+                "/v1beta?x"
+            )
+        );
+        assert_eq!(ok("https://h:8443/v1"), (https, "h:8443".into(), "/v1"));
+        assert_eq!(ok("https://[::1]/v1"), (https, "[::1]:443".into(), "/v1"));
         for bad in [
-            "https://api.anthropic.com",
             "ftp://h",
+            "HTTPS://h",
             "http://",
+            "https://",
             "http://:80",
             "http://u:p@h:80",
+            "https://u@h",
             "http://h:0",
             "http://h:x",
             "http://h:70000",
             "http://[::1:80",
         ] {
-            assert!(split_http(bad).is_err(), "{bad}");
+            assert!(split_url(bad).is_err(), "{bad}");
         }
     }
 }

@@ -254,7 +254,7 @@ impl RenderError {
                 let (shown, hint) = match url.is_empty() {
                     true => (
                         String::new(),
-                        "; hand it over as a credential, an http:// URL (the CLI: \
+                        "; hand it over as a credential, an http:// or https:// URL (the CLI: \
                          `--credential NAME`, its value from the environment)",
                     ),
                     false => (format!(" \"{}\"", url.escape_debug()), ""),

@@ -68,6 +68,8 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// daemon's cache), and start a client whose URLs name the door's ports with no door.
 /// Version 6 keeps the pull request's client configuration ([`LaunchPlan::pr_config`]): a
 /// version-5 executor would delete what the reviewer's prompt says it can read.
+/// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
+/// such a plan, `deny_unknown_fields`.)
 pub const PLAN_VERSION: u32 = 6;
 
 /// Everything the daemon does to launch one reviewer on one client.
@@ -310,7 +312,8 @@ impl Isolation {
     }
 }
 
-/// The reviewer's door: JSON `{"endpoints": [{port, upstream, serves, credential}]}`. The
+/// The reviewer's door: JSON `{"endpoints": [{port, upstream, scheme, serves, credential}]}`
+/// (`scheme` only when `https`). The
 /// client, and everything it starts, runs in a network namespace of its own, loopback only
 /// (docs/network.md); its only way out is these ports of its `127.0.0.1`, each forwarded by
 /// the executor, outside, to one upstream. The plan's URLs (the model API's base URL, the
@@ -336,12 +339,38 @@ pub struct DoorEndpoint {
     pub port: u16,
     /// Where the executor forwards it: `host:port`, resolved and connected outside.
     pub upstream: String,
+    /// How the door speaks to the upstream: the scheme of the URL it stands for. Left out
+    /// of the JSON when `http`, so a plan without TLS upstreams reads as before; a reader
+    /// of version 5 that does not know the field refuses a plan with an `https` one (unknown
+    /// field) rather than send the key in the clear.
+    #[serde(default, skip_serializing_if = "DoorScheme::is_http")]
+    pub scheme: DoorScheme,
     /// What it serves, for whoever reads the plan: `model API (ANTHROPIC_BASE_URL)`,
     /// `kcap server (server_url)`, ….
     pub serves: String,
     /// The header the door sets on each HTTP request through it, the daemon's key in it;
     /// `None` for an endpoint whose bytes pass as they are.
     pub credential: Option<DoorCredential>,
+}
+
+/// How the door speaks to an upstream: JSON `"http"` or `"https"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DoorScheme {
+    /// Plain HTTP over TCP (an `http://` URL): the bytes as the client sent them, the key
+    /// set in the clear.
+    #[default]
+    Http,
+    /// TLS (an `https://` URL): the client speaks plain HTTP to the door inside the
+    /// reviewer, the door TLS to the upstream, its certificate checked (docs/network.md).
+    Https,
+}
+
+impl DoorScheme {
+    /// Whether it is [`DoorScheme::Http`] (left out of the JSON).
+    pub fn is_http(&self) -> bool {
+        *self == DoorScheme::Http
+    }
 }
 
 /// A request header the door sets: every header of that name the client sent is dropped.

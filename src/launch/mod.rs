@@ -164,6 +164,10 @@ pub struct Options {
     /// The reviewer's network: the executor's own, or a namespace whose only way out is the
     /// [`door`]. Default [`Network::Open`](door::Network::Open).
     pub network: door::Network,
+    /// How the door runs (its answer timeout, root certificates added for its TLS
+    /// upstreams): the daemon's own configuration, never a plan's. Default
+    /// [`door::Settings::default`].
+    pub door: door::Settings,
     /// Leave the launch directory in place, on a failed launch too (once it is created), for
     /// a look at what the client wrote: its credentials stay with it, so the caller removes
     /// it. Default off. A running reviewer's is kept with [`Reviewer::keep_launch_dir`].
@@ -182,6 +186,7 @@ impl Default for Options {
             sandbox_read_exec: Vec::new(),
             sandbox_read_write: Vec::new(),
             network: door::Network::Open,
+            door: door::Settings::default(),
             keep_launch_dir: false,
         }
     }
@@ -216,6 +221,19 @@ impl Options {
     /// reviewer a network of its own whose only way out is the door's endpoints.
     pub fn with_network(mut self, network: door::Network) -> Self {
         self.network = network;
+        self
+    }
+
+    /// These options with `der` (a DER certificate) added to the roots the door's TLS
+    /// upstreams may chain to ([`door::Settings::extra_roots`]).
+    pub fn with_door_root(mut self, der: impl Into<Vec<u8>>) -> Self {
+        self.door.extra_roots.push(der.into());
+        self
+    }
+
+    /// These options with the door's [`answer_timeout`](door::Settings::answer_timeout).
+    pub fn with_door_answer_timeout(mut self, bound: Duration) -> Self {
+        self.door.answer_timeout = bound;
         self
     }
 
@@ -326,7 +344,7 @@ pub fn launch_with_parent_env(
     // Before anything is created: a required cgroup that cannot be made refuses the launch.
     let cgroup = cgroup::LaunchCgroup::new(options.cgroup)?;
     let network = door::of_plan(plan, options)?;
-    door::preflight(&network)?;
+    door::preflight(&network, &options.door)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
     sweep_once(launch_dir);
     let claim = prepare::claim(launch_dir)?;
@@ -361,7 +379,7 @@ pub fn launch_with_parent_env(
         .flatten();
     // The namespace is entered before the sandbox is installed: the child writes its own
     // `/proc/self/uid_map`, which the sandbox does not allow.
-    let door = door::install(&mut cmd, &network)?;
+    let door = door::install(&mut cmd, &network, &options.door)?;
     let boundary = sandbox::Boundary::of(plan, client_bin, path.as_deref(), options);
     sandbox::confine(&mut cmd, &boundary, options.confinement, door.is_some())?;
     let start_error = |source| ExecError::Start {

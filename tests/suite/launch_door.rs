@@ -19,7 +19,9 @@ use std::time::Duration;
 use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
 use common::model_api::ModelApi;
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{DoorEndpoint, DoorPlan, EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::clients::plan::{
+    DoorEndpoint, DoorPlan, DoorScheme, EnvVar, LaunchPlan, Sandbox,
+};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
@@ -640,6 +642,7 @@ fn the_plans_door_is_the_network_the_executor_gives() {
     let endpoint = |port, upstream: String| DoorEndpoint {
         port,
         upstream,
+        scheme: DoorScheme::Http,
         serves: "a test".into(),
         credential: None,
     };

@@ -44,6 +44,8 @@ mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_door;
 #[cfg(feature = "launch")]
+mod launch_door_tls;
+#[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_outlive;

@@ -10,7 +10,7 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::door::DOOR_FIRST_PORT;
 use kcap_mcp_registry::clients::plan::{
-    DoorCredential, DoorEndpoint, EnvVar, LaunchPlan, LaunchSecret,
+    DoorCredential, DoorEndpoint, DoorScheme, EnvVar, LaunchPlan, LaunchSecret,
 };
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::{
@@ -65,6 +65,7 @@ fn a_claude_launch_behind_the_door_names_its_endpoints_and_keeps_the_key_outside
     let endpoint = |i: u16, upstream: &str, serves: &str, credential| DoorEndpoint {
         port: DOOR_FIRST_PORT + i,
         upstream: upstream.into(),
+        scheme: DoorScheme::Http,
         serves: serves.into(),
         credential,
     };
@@ -120,6 +121,61 @@ fn a_claude_launch_behind_the_door_names_its_endpoints_and_keeps_the_key_outside
     }
 }
 
+/// An `https://` model API and kcap server: each endpoint records the scheme (the door speaks
+/// TLS to it), its upstream the host and port 443, and the client gets the door's `http://`
+/// URL. The JSON names the scheme only when `https`, so a plan without one reads as before.
+#[test]
+fn https_urls_go_through_the_door_which_records_the_scheme() {
+    let mut c = ctx(true);
+    c.credentials.env.retain(|v| v.name != "ANTHROPIC_BASE_URL");
+    c.credentials.env.push(EnvVar::new(
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+    ));
+    c.server_url = Some("https://kcap.example/kcap".into());
+    c.result_delivery =
+        ResultDelivery::from_capability_url(Some("https://kcap.example/cap/t0k3n".into()));
+    let plan = plan(Client::Claude, &c).unwrap();
+    let door = plan.door.clone().unwrap();
+    let got: Vec<(u16, &str, DoorScheme)> = door
+        .endpoints
+        .iter()
+        .map(|e| (e.port, e.upstream.as_str(), e.scheme))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (41001, "api.anthropic.com:443", DoorScheme::Https),
+            (41002, "kcap.example:443", DoorScheme::Https),
+            (41003, "127.0.0.1:5200", DoorScheme::Http),
+        ]
+    );
+    assert_eq!(
+        plan.env_value("ANTHROPIC_BASE_URL"),
+        Some("http://127.0.0.1:41001")
+    );
+    let shown = client_side(&plan);
+    assert!(
+        shown.contains("http://127.0.0.1:41002/cap/t0k3n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("kcap.example"), "{shown}");
+    let json: serde_json::Value = serde_json::from_str(&plan.to_json()).unwrap();
+    let endpoints = json["door"]["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints[0]["scheme"], "https");
+    assert!(endpoints[2].get("scheme").is_none(), "{json}");
+    let back: LaunchPlan = serde_json::from_str(&plan.to_json()).unwrap();
+    assert_eq!(back, plan);
+    // An endpoint without the field (a plan written before it) is `http`.
+    let mut older = json.clone();
+    older["door"]["endpoints"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("scheme");
+    let older: LaunchPlan = serde_json::from_str(&older.to_string()).unwrap();
+    assert_eq!(older.door.unwrap().endpoints[0].scheme, DoorScheme::Http);
+}
+
 fn plan_open() -> LaunchPlan {
     plan(Client::Claude, &ctx(false)).unwrap()
 }
@@ -154,14 +210,12 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
     };
     let (_, shown) = refused(
         Client::Claude,
-        &set("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+        &set("ANTHROPIC_BASE_URL", "ftp://api.anthropic.com"),
     );
     assert_eq!(
         shown,
         "cannot put the Claude Code reviewer behind the door: `ANTHROPIC_BASE_URL` \
-         \"https://api.anthropic.com\" is https: the door sets the key in plain HTTP and a TLS \
-         upstream's certificate names its host, not the door; give an http:// URL (a gateway \
-         on this host)"
+         \"ftp://api.anthropic.com\" is not an http:// or https:// URL"
     );
     let (_, shown) = refused(Client::Claude, &|c| {
         c.credentials.env.retain(|v| v.name != "ANTHROPIC_BASE_URL");
@@ -170,7 +224,7 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
         shown,
         "cannot put the Claude Code reviewer behind the door: `ANTHROPIC_BASE_URL` is not set: \
          the door forwards to the model API the daemon names; hand it over as a credential, an \
-         http:// URL (the CLI: `--credential NAME`, its value from the environment)"
+         http:// or https:// URL (the CLI: `--credential NAME`, its value from the environment)"
     );
     let (_, shown) = refused(Client::Claude, &set("CLAUDE_CODE_OAUTH_TOKEN", "oauth"));
     assert_eq!(
@@ -196,10 +250,13 @@ fn what_would_enter_the_reviewer_behind_the_door_is_refused_naming_it() {
         "{shown}"
     );
     let (_, shown) = refused(Client::Claude, &|c| {
-        c.server_url = Some("https://kcap.example/x".into())
+        c.server_url = Some("https://127.0.0.1:5100/x".into())
     });
     assert!(
-        shown.contains("`server_url` \"https://kcap.example/x\" is https"),
+        shown.contains(
+            "`result_capability_url` \"http://127.0.0.1:5100/cap/t0k3n\" names the host and \
+             port of another URL with the other scheme (http and https); give one"
+        ),
         "{shown}"
     );
     // A kcap URL on the model API's host and port would get the key on its requests.

@@ -1,12 +1,13 @@
 //! The executor's side of the door: accepting on each listening socket, and forwarding each
 //! connection to its endpoint's upstream (the module docs of [`door`](super)).
 
-use std::io::{Read as _, Write as _};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs as _};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use super::tls::{TlsReader, TlsWriter};
 use super::{BUFFER_BYTES, CONNECT_TIMEOUT, Endpoint, MAX_CONNECTIONS, Shared, THREAD_STACK};
 
 /// Accepts on `listener` until the door closes, each connection forwarded by a thread of
@@ -61,55 +62,162 @@ fn connect(upstream: &str) -> std::io::Result<TcpStream> {
     Err(error)
 }
 
+/// The way toward the upstream: its socket, or TLS over it.
+pub(super) enum Up {
+    Plain(TcpStream),
+    Tls(TlsWriter),
+}
+
+/// The way back from the upstream.
+pub(super) enum Down {
+    Plain(TcpStream),
+    Tls(TlsReader),
+}
+
+impl Write for Up {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Up::Plain(s) => s.write(buf),
+            Up::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Up {
+    /// Shuts its socket down (`close_notify` first over TLS, when writing ends).
+    pub(super) fn shutdown(&self, how: Shutdown) {
+        match self {
+            Up::Plain(s) => {
+                let _ = s.shutdown(how);
+            }
+            Up::Tls(t) => t.shutdown(how),
+        }
+    }
+}
+
+impl Read for Down {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Down::Plain(s) => s.read(buf),
+            Down::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Down {
+    fn socket(&self) -> &TcpStream {
+        match self {
+            Down::Plain(s) => s,
+            Down::Tls(t) => t.socket(),
+        }
+    }
+}
+
+/// Whether a connection awaits an answer from its upstream, and since when.
+#[derive(Debug, Default)]
+pub(super) struct Watch {
+    since: Mutex<Option<Instant>>,
+    answered: AtomicBool,
+    /// Each request is watched (the door reads the heads); else the first bytes only.
+    each_request: bool,
+}
+
+impl Watch {
+    /// A request, or bytes of one, went to the upstream.
+    pub(super) fn sent(&self) {
+        if self.each_request || !self.answered.load(Ordering::SeqCst) {
+            let mut since = self.since.lock().unwrap_or_else(PoisonError::into_inner);
+            since.get_or_insert_with(Instant::now);
+        }
+    }
+
+    fn answered(&self) {
+        self.answered.store(true, Ordering::SeqCst);
+        *self.since.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// How long the oldest request without an answer has waited.
+    fn waited(&self) -> Option<Duration> {
+        let since = self.since.lock().unwrap_or_else(PoisonError::into_inner);
+        since.map(|s| s.elapsed())
+    }
+}
+
+/// The upstream's end, connected (and TLS's handshake done): the ways to it and back, or the
+/// status the client gets and why.
+fn open(raw: TcpStream, endpoint: &Endpoint, shared: &Shared) -> Result<(Up, Down), String> {
+    let Some(config) = shared.tls.as_ref().filter(|_| endpoint.tls) else {
+        let down = raw
+            .try_clone()
+            .map_err(|e| format!("cannot share it: {e}"))?;
+        return Ok((Up::Plain(raw), Down::Plain(down)));
+    };
+    let name = super::tls::server_name(&endpoint.upstream)?;
+    match super::tls::connect(raw, config, name) {
+        Ok((reader, writer)) => Ok((Up::Tls(writer), Down::Tls(reader))),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Err(format!(
+            "its TLS handshake did not finish within {} s",
+            super::HANDSHAKE_TIMEOUT.as_secs()
+        )),
+        Err(e) => Err(format!("TLS failed: {e}")),
+    }
+}
+
 /// Forwards one connection to the endpoint's upstream, both ways, until both are closed.
 fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
-    let upstream = match connect(&endpoint.upstream) {
-        Ok(u) => u,
-        Err(e) => {
+    let port = endpoint.port;
+    let connected = connect(&endpoint.upstream).map_err(|e| format!("cannot be reached: {e}"));
+    let raw = connected.as_ref().ok().and_then(|r| r.try_clone().ok());
+    let (up, down) = match connected.and_then(|raw| open(raw, endpoint, shared)) {
+        Ok(ways) => ways,
+        Err(why) => {
             shared.log(format!(
-                "door port {}: upstream {} cannot be reached: {e}; answered 502",
-                endpoint.port, endpoint.upstream
+                "door port {port}: upstream {} {why}; answered 502",
+                endpoint.upstream
             ));
-            bad_gateway(client, endpoint);
+            bad_gateway(client, endpoint, &why);
             return;
         }
     };
     let _ = client.set_nodelay(true);
-    let _ = upstream.set_nodelay(true);
+    let _ = down.socket().set_nodelay(true);
     let id = shared.next.fetch_add(1, Ordering::SeqCst);
-    let clones = client
-        .try_clone()
-        .and_then(|c| Ok((c, upstream.try_clone()?)));
-    let Ok((client_r, upstream_r)) = clones else {
-        shared.log(format!(
-            "door port {}: cannot share a connection",
-            endpoint.port
-        ));
+    let Ok(client_r) = client.try_clone() else {
+        shared.log(format!("door port {port}: cannot share a connection"));
         return;
     };
-    if let (Ok(mut live), Ok(a), Ok(b)) =
-        (shared.live.lock(), client.try_clone(), upstream.try_clone())
-    {
+    if let (Ok(mut live), Ok(a), Some(b)) = (shared.live.lock(), client.try_clone(), raw) {
         live.push((id, a, b));
     }
+    let parse = endpoint.credential.is_some() || endpoint.tls;
+    let watch = Arc::new(Watch {
+        each_request: parse,
+        ..Watch::default()
+    });
+    let (watch_d, endpoint_d, shared_d) =
+        (Arc::clone(&watch), endpoint.clone(), Arc::clone(shared));
     let down = std::thread::Builder::new()
         .stack_size(THREAD_STACK)
-        .spawn(move || pipe(upstream_r, client));
-    let up = match &endpoint.credential {
-        None => pipe(client_r, upstream),
-        Some(credential) => {
-            match super::http::requests(client_r, upstream, credential, &endpoint.upstream) {
-                Ok(()) => Ok(()),
-                Err(super::http::Failure::Io(e)) => Err(e),
-                Err(super::http::Failure::Refused(why)) => {
-                    shared.log(format!(
-                        "door port {}: refused a request: {why}; closed the connection",
-                        endpoint.port
-                    ));
-                    Ok(())
-                }
+        .spawn(move || answers(down, client, &watch_d, &endpoint_d, &shared_d));
+    let up = if parse {
+        let authority = endpoint.authority();
+        let credential = endpoint.credential.as_ref();
+        match super::http::requests(client_r, up, credential, authority, &watch) {
+            Ok(()) => Ok(()),
+            Err(super::http::Failure::Io(e)) => Err(e),
+            Err(super::http::Failure::Refused(why)) => {
+                shared.log(format!(
+                    "door port {port}: refused a request: {why}; closed the connection"
+                ));
+                Ok(())
             }
         }
+    } else {
+        pipe(client_r, up, Some(&watch))
     };
     let down = down.map(|t| t.join());
     if let Ok(mut live) = shared.live.lock() {
@@ -118,21 +226,21 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     for (way, result) in [("to", Some(up)), ("from", down.ok().and_then(Result::ok))] {
         match result {
             Some(Err(e)) if !shared.stopping.load(Ordering::SeqCst) => shared.log(format!(
-                "door port {}: forwarding {way} {} failed: {e}",
-                endpoint.port, endpoint.upstream
+                "door port {port}: forwarding {way} {} failed: {e}",
+                endpoint.upstream
             )),
             None => shared.log(format!(
-                "door port {}: no thread to forward from {}",
-                endpoint.port, endpoint.upstream
+                "door port {port}: no thread to forward from {}",
+                endpoint.upstream
             )),
             _ => {}
         }
     }
 }
 
-/// Copies `from` to `to` as it comes, then shuts `to`'s writing side (the other end sees
-/// end-of-file) and `from`'s reading side.
-pub(super) fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()> {
+/// Copies `from` to `to` as it comes (each write noted on `watch`), then shuts `to`'s
+/// writing side (the other end sees end-of-file) and `from`'s reading side.
+pub(super) fn pipe(mut from: TcpStream, mut to: Up, watch: Option<&Watch>) -> std::io::Result<()> {
     let mut buf = vec![0u8; BUFFER_BYTES];
     let result = loop {
         match from.read(&mut buf) {
@@ -141,21 +249,26 @@ pub(super) fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()
                 if let Err(e) = to.write_all(&buf[..n]) {
                     break Err(e);
                 }
+                if let Some(w) = watch {
+                    w.sent();
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => break Err(e),
         }
     };
-    let _ = to.shutdown(Shutdown::Write);
+    to.shutdown(Shutdown::Write);
     let _ = from.shutdown(Shutdown::Read);
-    // A reset or a closed peer is how a connection ends, not a fault of the door's.
+    ended(result)
+}
+
+/// A reset or a closed peer is how a connection ends, not a fault of the door's.
+fn ended(result: std::io::Result<()>) -> std::io::Result<()> {
     match result {
         Err(e)
             if matches!(
                 e.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::NotConnected
+                ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::NotConnected
             ) =>
         {
             Ok(())
@@ -164,10 +277,88 @@ pub(super) fn pipe(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<()
     }
 }
 
-/// Answers `502 Bad Gateway` naming the endpoint, and closes.
-fn bad_gateway(client: TcpStream, endpoint: &Endpoint) {
+/// Copies the upstream's answers to the client as they come. When a request has waited
+/// [`Settings::answer_timeout`](super::Settings::answer_timeout) for the first byte of its
+/// answer, the client gets a `504` and both ends are closed; when the upstream closes with a
+/// request unanswered, a `502`. Each with a log line.
+fn answers(
+    mut from: Down,
+    mut to: TcpStream,
+    watch: &Watch,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let bound = shared.answer_timeout;
+    let tick = (bound / 4).clamp(Duration::from_millis(20), Duration::from_secs(1));
+    let _ = from.socket().set_read_timeout(Some(tick));
+    let mut buf = vec![0u8; BUFFER_BYTES];
+    let port = endpoint.port;
+    let result = loop {
+        match from.read(&mut buf) {
+            Ok(0) => {
+                if watch.waited().is_some() && !shared.stopping.load(Ordering::SeqCst) {
+                    shared.log(format!(
+                        "door port {port}: upstream {} closed without answering; answered 502",
+                        endpoint.upstream
+                    ));
+                    let body = format!(
+                        "kcap door: the upstream of port {port} ({}) closed without answering\n",
+                        endpoint.upstream
+                    );
+                    let _ = to.write_all(close_answer("502 Bad Gateway", &body).as_bytes());
+                }
+                break Ok(());
+            }
+            Ok(n) => {
+                watch.answered();
+                if let Err(e) = to.write_all(&buf[..n]) {
+                    break Err(e);
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if watch.waited().is_some_and(|w| w >= bound) {
+                    timed_out(&mut to, endpoint, shared);
+                    let _ = from.socket().shutdown(Shutdown::Both);
+                    break Ok(());
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    let _ = to.shutdown(Shutdown::Write);
+    let _ = from.socket().shutdown(Shutdown::Read);
+    ended(result)
+}
+
+/// Answers `504 Gateway Timeout` on `to`, with a log line.
+fn timed_out(to: &mut TcpStream, endpoint: &Endpoint, shared: &Shared) {
+    let secs = shared.answer_timeout.as_secs_f64();
+    shared.log(format!(
+        "door port {}: upstream {} did not answer within {secs} s; answered 504",
+        endpoint.port, endpoint.upstream
+    ));
     let body = format!(
-        "kcap door: the upstream of port {} ({}) cannot be reached\n",
+        "kcap door: the upstream of port {} ({}) did not answer within {secs} s\n",
+        endpoint.port, endpoint.upstream
+    );
+    let _ = to.write_all(close_answer("504 Gateway Timeout", &body).as_bytes());
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+/// An answer `status` with `body` (plain text) that closes the connection.
+fn close_answer(status: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Answers `502 Bad Gateway` naming the endpoint and why, and closes.
+fn bad_gateway(client: TcpStream, endpoint: &Endpoint, why: &str) {
+    let body = format!(
+        "kcap door: the upstream of port {} ({}) {why}\n",
         endpoint.port, endpoint.upstream
     );
     answer_and_close(client, "502 Bad Gateway", &body);
@@ -176,12 +367,7 @@ fn bad_gateway(client: TcpStream, endpoint: &Endpoint) {
 /// Answers `status` with `body` (plain text), then reads what the client still sends (up to
 /// 64 KiB, 1 s) so that closing does not reset the connection before the answer is read.
 pub(super) fn answer_and_close(mut client: TcpStream, status: &str, body: &str) {
-    let answer = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
-         connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = client.write_all(answer.as_bytes());
+    let _ = client.write_all(close_answer(status, body).as_bytes());
     let _ = client.shutdown(Shutdown::Write);
     let _ = client.set_read_timeout(Some(Duration::from_secs(1)));
     let mut sink = [0u8; 4096];

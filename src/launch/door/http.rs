@@ -1,8 +1,9 @@
-//! The door's one look into HTTP/1.1 (RFC 9112): on an endpoint with a [`Credential`], the
-//! requests the client sends are read head by head, each head gets the daemon's credential
-//! (every header of that name the client sent is dropped, one is added), and each body is
-//! passed on as it comes, by its framing (`content-length`, or `chunked` read chunk by chunk).
-//! Answers are not parsed: they pass as bytes, server-sent events included.
+//! The door's one look into HTTP/1.1 (RFC 9112): on an endpoint with a [`Credential`] or
+//! over TLS, the requests the client sends are read head by head, each head gets the
+//! upstream's `host` and the daemon's credential, if any (every header of that name the
+//! client sent is dropped, one is added), and each body is passed on as it comes, by its
+//! framing (`content-length`, or `chunked` read chunk by chunk). Answers are not parsed: they
+//! pass as bytes, server-sent events included.
 //!
 //! A request the door cannot frame exactly is refused (a `400 Bad Request` when it is the
 //! connection's first, as no answer is on its way then) and the connection closed, so that
@@ -15,9 +16,10 @@
 //! request with an `upgrade` header (a WebSocket) has its head rewritten, then the rest of
 //! the connection passes as bytes.
 
-use std::io::{Read as _, Write as _};
+use std::io::{Read as _, Write};
 use std::net::{Shutdown, TcpStream};
 
+use super::forward::{Up, Watch};
 use super::{BUFFER_BYTES, Credential};
 
 /// The largest request head (request line and headers) the door reads, in bytes.
@@ -73,17 +75,18 @@ pub(super) fn valid_header(name: &str, value: &str) -> bool {
             .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
-/// `head` (up to and including its empty line) with `credential` set: every header of its
-/// name dropped, one added after the others; and its `host` the upstream's `authority`
+/// `head` (up to and including its empty line) with `credential` set, if any: every header of
+/// its name dropped, one added after the others; and its `host` the upstream's `authority`
 /// (every `host` the client sent dropped, one added after the request line). Only an
 /// origin-form target (`/…`, or `*` for `OPTIONS`) and no `CONNECT` or `TRACE`: an upstream
 /// that is a proxy or routes by host sends a request on to the host its target or `host`
 /// names, and `TRACE` answers with the head, the key in it (red team, issue 32).
 pub(super) fn rewrite(
     head: &[u8],
-    credential: &Credential,
+    credential: Option<&Credential>,
     authority: &str,
 ) -> Result<Head, &'static str> {
+    let (key_name, key_value) = credential.map_or(("", ""), |c| (&*c.header, &*c.value));
     // Each line with its CR, without its LF: the head without its empty line and last LF.
     let text = head
         .strip_suffix(b"\n\r\n")
@@ -111,7 +114,7 @@ pub(super) fn rewrite(
     if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
         return Err("its target is not origin-form (`/…`): the door names the upstream");
     }
-    let mut bytes = Vec::with_capacity(head.len() + credential.value.len() + 64);
+    let mut bytes = Vec::with_capacity(head.len() + key_value.len() + 64);
     for part in [request_line, b"\r\nhost: ", authority.as_bytes(), b"\r\n"] {
         bytes.extend_from_slice(part);
     }
@@ -132,7 +135,7 @@ pub(super) fn rewrite(
         if !is_token(name) {
             return Err("a header name is not a token (or has white space before its colon)");
         }
-        if name.eq_ignore_ascii_case(credential.header.as_bytes())
+        if (credential.is_some() && name.eq_ignore_ascii_case(key_name.as_bytes()))
             || name.eq_ignore_ascii_case(b"host")
         {
             continue;
@@ -165,14 +168,12 @@ pub(super) fn rewrite(
         (None, true) => Framing::Chunked,
         (None, false) => Framing::None,
     };
-    for part in [
-        credential.header.as_bytes(),
-        b": ",
-        credential.value.as_bytes(),
-        b"\r\n\r\n",
-    ] {
-        bytes.extend_from_slice(part);
+    if credential.is_some() {
+        for part in [key_name.as_bytes(), b": ", key_value.as_bytes(), b"\r\n"] {
+            bytes.extend_from_slice(part);
+        }
     }
+    bytes.extend_from_slice(b"\r\n");
     Ok(Head {
         bytes,
         framing,
@@ -222,7 +223,7 @@ impl Input {
     }
 
     /// Passes `n` bytes on to `to`, as they come.
-    fn pass(&mut self, mut n: u64, to: &mut TcpStream) -> Result<(), Failure> {
+    fn pass(&mut self, mut n: u64, to: &mut impl Write) -> Result<(), Failure> {
         while n > 0 {
             if self.buf.is_empty() && !self.fill()? {
                 return Err(Failure::Refused("the client closed within a request body"));
@@ -236,7 +237,7 @@ impl Input {
     }
 
     /// Passes a line ending with CRLF on to `to`, and returns it.
-    fn line(&mut self, to: &mut TcpStream) -> Result<Vec<u8>, Failure> {
+    fn line(&mut self, to: &mut impl Write) -> Result<Vec<u8>, Failure> {
         let end = self.until(b"\r\n", MAX_CHUNK_LINE, "a chunk line is too long")?;
         // A bare LF or CR (or another control character) before the CRLF: an upstream that
         // ends the line there frames the body otherwise than the door (a chunk size read
@@ -256,7 +257,7 @@ impl Input {
     }
 
     /// Passes a chunked body on to `to`, chunk by chunk, trailers included.
-    fn chunked(&mut self, to: &mut TcpStream) -> Result<(), Failure> {
+    fn chunked(&mut self, to: &mut impl Write) -> Result<(), Failure> {
         loop {
             let line = self.line(to)?;
             let size = line[..line.len() - 2]
@@ -279,14 +280,15 @@ impl Input {
     }
 }
 
-/// Passes the client's requests on to `to`, each head with `credential` set and its `host`
-/// the upstream's `authority` ([`rewrite`]), until the client closes (`Ok`), a request is
-/// refused or the connection fails.
+/// Passes the client's requests on to `to`, each head with `credential` set (if any) and its
+/// `host` the upstream's `authority` ([`rewrite`]), each noted on `watch` once its head is
+/// passed, until the client closes (`Ok`), a request is refused or the connection fails.
 pub(super) fn requests(
     from: TcpStream,
-    mut to: TcpStream,
-    credential: &Credential,
+    mut to: Up,
+    credential: Option<&Credential>,
     authority: &str,
+    watch: &Watch,
 ) -> Result<(), Failure> {
     let mut input = Input {
         stream: from,
@@ -295,13 +297,14 @@ pub(super) fn requests(
     let mut forwarded = false;
     let result = (|| loop {
         if input.buf.is_empty() && !input.fill()? {
-            return Ok(());
+            return Ok(false);
         }
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
         input.buf.drain(..end);
         forwarded = true;
         to.write_all(&head.bytes)?;
+        watch.sent();
         match head.framing {
             Framing::None => {}
             Framing::Length(n) => input.pass(n, &mut to)?,
@@ -309,10 +312,19 @@ pub(super) fn requests(
         }
         if head.upgrade {
             to.write_all(&input.buf)?;
-            let rest = super::forward::pipe(input.stream.try_clone()?, to.try_clone()?);
-            return rest.map_err(Failure::Io);
+            input.buf.clear();
+            return Ok(true);
         }
     })();
+    let result = match result {
+        // The rest of the connection passes as bytes.
+        Ok(true) => {
+            let stream = input.stream.try_clone()?;
+            return super::forward::pipe(stream, to, None).map_err(Failure::Io);
+        }
+        Ok(false) => Ok(()),
+        Err(e) => Err(e),
+    };
     match &result {
         // Nothing was passed on, so no answer is on its way: the client gets a 400.
         // The answer goes first: closing the upstream first ends the thread that pipes its
@@ -321,16 +333,16 @@ pub(super) fn requests(
         Err(Failure::Refused(why)) if !forwarded => {
             let body = format!("kcap door: refused the request: {why}\n");
             super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
-            let _ = to.shutdown(Shutdown::Both);
+            to.shutdown(Shutdown::Both);
         }
         // Closed both ways, at once: the client does not wait on an upstream that keeps
         // its side open.
         Err(Failure::Refused(_)) => {
-            let _ = to.shutdown(Shutdown::Both);
+            to.shutdown(Shutdown::Both);
             let _ = input.stream.shutdown(Shutdown::Both);
         }
         _ => {
-            let _ = to.shutdown(Shutdown::Write);
+            to.shutdown(Shutdown::Write);
             let _ = input.stream.shutdown(Shutdown::Read);
         }
     }
@@ -346,7 +358,7 @@ mod tests {
     }
 
     fn head(s: &str) -> Result<Head, &'static str> {
-        rewrite(s.as_bytes(), &key(), "up:80")
+        rewrite(s.as_bytes(), Some(&key()), "up:80")
     }
 
     #[test]
@@ -434,6 +446,21 @@ mod tests {
         assert!(got.is_empty(), "{got:?}");
     }
 
+    /// Over TLS without a credential: the `host` is the upstream's, nothing else is added.
+    #[test]
+    fn without_a_credential_only_the_host_is_pinned() {
+        let h = rewrite(
+            b"GET /v1 HTTP/1.1\r\nHost: 127.0.0.1:41002\r\nx-api-key: t\r\n\r\n",
+            None,
+            "kcap.example",
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(h.bytes).unwrap(),
+            "GET /v1 HTTP/1.1\r\nhost: kcap.example\r\nx-api-key: t\r\n\r\n"
+        );
+    }
+
     /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
     /// door's result.
     fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
@@ -446,7 +473,13 @@ mod tests {
         let (from, _) = door.accept().unwrap();
         client.write_all(raw).unwrap();
         client.shutdown(Shutdown::Write).unwrap();
-        let result = requests(from, to, &key(), "up:80");
+        let result = requests(
+            from,
+            Up::Plain(to),
+            Some(&key()),
+            "up:80",
+            &Watch::default(),
+        );
         let mut bytes = Vec::new();
         got.read_to_end(&mut bytes).unwrap();
         (bytes, result)

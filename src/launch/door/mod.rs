@@ -29,6 +29,12 @@
 //! On an endpoint with a [`Credential`] the door reads the requests' heads and sets the
 //! daemon's credential on each ([`http`]): the key stays outside the reviewer.
 //!
+//! To an upstream over TLS ([`Endpoint::tls`], an `https://` URL) the door speaks TLS
+//! (`tls.rs`: rustls, the system's roots, the upstream's host as the certificate's name) and
+//! the client plain HTTP; each request's head is read there too (its `host` is the
+//! upstream's). An upstream that accepts a request and does not start its answer within
+//! [`Settings::answer_timeout`] gets the client a `504 Gateway Timeout` and a log line.
+//!
 //! Inside the namespace nothing else exists: no other address, no route (a connection to
 //! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
 //! other local port is refused by the kernel. Because each reviewer has its own namespace,
@@ -51,6 +57,9 @@ use forward::accept_loop;
 mod child;
 mod forward;
 pub mod http;
+mod tls;
+
+pub use tls::HANDSHAKE_TIMEOUT;
 
 /// At most this many endpoints in one door.
 pub const MAX_ENDPOINTS: usize = 16;
@@ -69,6 +78,39 @@ pub const THREAD_STACK: usize = 128 * 1024;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The door keeps its last this many log lines.
 pub const MAX_LOG_LINES: usize = 256;
+/// How long the door waits, by default, for the first byte of an upstream's answer to a
+/// request it passed on ([`Settings::answer_timeout`]): then the client gets a `504`. Five
+/// minutes: a streamed answer's head comes within seconds, a long answer that is not streamed
+/// can take minutes, and the clients' own bound is ten (Claude Code's `API_TIMEOUT_MS`, the
+/// Anthropic and OpenAI SDKs' default).
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How the executor runs its doors, set by the program embedding it
+/// ([`Options::door`](super::Options::door)); never from a plan, nor from the environment,
+/// so neither a plan's author nor the reviewer can widen what the door trusts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// How long the door waits for the first byte of an upstream's answer to a request it
+    /// passed on (on an endpoint with a [`Credential`] or over TLS, each request; on
+    /// another, the connection's first bytes): then the client gets a `504 Gateway
+    /// Timeout`, the connection is closed and a log line written. A streamed answer that has
+    /// begun may be quiet for as long as it likes. Default [`ANSWER_TIMEOUT`].
+    pub answer_timeout: Duration,
+    /// Root certificates (DER) a TLS upstream's chain may also end in, beside the system's:
+    /// a gateway's private CA, or a test's. Whoever adds one can read and change the traffic
+    /// to every TLS upstream of the door, the daemon's key included: the daemon's own
+    /// configuration only. Default none.
+    pub extra_roots: Vec<Vec<u8>>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            answer_timeout: ANSWER_TIMEOUT,
+            extra_roots: Vec::new(),
+        }
+    }
+}
 
 /// One way out: a local port inside the reviewer's namespace, and the one upstream it
 /// reaches.
@@ -79,8 +121,13 @@ pub struct Endpoint {
     pub port: u16,
     /// Where its connections go: `host:port`, resolved and connected by the executor
     /// outside the namespace (plain TCP: an HTTP upstream, or anything the client speaks
-    /// end to end, TLS included).
+    /// end to end, TLS included; or TLS, with [`Endpoint::tls`]).
     pub upstream: String,
+    /// Whether the door speaks TLS to the upstream (an `https://` URL): the client speaks
+    /// plain HTTP to the door, the door checks the upstream's certificate (the system's
+    /// roots, [`Settings::extra_roots`]; the name: the upstream's host) and reads each
+    /// request's head ([`http`]: its `host` becomes the upstream's).
+    pub tls: bool,
     /// The daemon's credential, set on each HTTP request through this endpoint (the
     /// client holds a stand-in token; [`http`] reads the requests' heads): none for an
     /// endpoint whose bytes pass as they are.
@@ -93,8 +140,24 @@ impl Endpoint {
         Endpoint {
             port,
             upstream: upstream.into(),
+            tls: false,
             credential: None,
         }
+    }
+
+    /// This endpoint speaking TLS to its upstream ([`Endpoint::tls`]).
+    pub fn over_tls(mut self) -> Endpoint {
+        self.tls = true;
+        self
+    }
+
+    /// The authority the upstream gets as each request's `host`: [`Endpoint::upstream`]
+    /// without the scheme's default port (443 over TLS, 80 without).
+    pub(crate) fn authority(&self) -> &str {
+        let default = if self.tls { ":443" } else { ":80" };
+        self.upstream
+            .strip_suffix(default)
+            .unwrap_or(&self.upstream)
     }
 
     /// This endpoint with `credential` set on each request through it.
@@ -217,7 +280,8 @@ pub(crate) fn of_plan(
         door.endpoints
             .iter()
             .map(|e| {
-                let endpoint = Endpoint::new(e.port, e.upstream.clone());
+                let mut endpoint = Endpoint::new(e.port, e.upstream.clone());
+                endpoint.tls = e.scheme == crate::clients::plan::DoorScheme::Https;
                 match &e.credential {
                     Some(c) => endpoint.with_credential(Credential::new(&c.header, &c.value)),
                     None => endpoint,
@@ -228,9 +292,9 @@ pub(crate) fn of_plan(
 }
 
 /// Refuses, before anything is created, endpoints the door cannot serve
-/// ([`ExecError::BadDoor`]) and a kernel that does not give the namespaces
-/// ([`ExecError::NoDoor`]).
-pub(crate) fn preflight(network: &Network) -> Result<(), ExecError> {
+/// ([`ExecError::BadDoor`]: TLS to a host that is no name, no root certificate) and a kernel
+/// that does not give the namespaces ([`ExecError::NoDoor`]).
+pub(crate) fn preflight(network: &Network, settings: &Settings) -> Result<(), ExecError> {
     let Network::Door(endpoints) = network else {
         return Ok(());
     };
@@ -263,6 +327,14 @@ pub(crate) fn preflight(network: &Network) -> Result<(), ExecError> {
                 ));
             }
         }
+        if e.tls
+            && let Err(why) = tls::server_name(&e.upstream)
+        {
+            return bad(format!(
+                "endpoint {}: upstream {:?} over TLS: {why}",
+                e.port, e.upstream
+            ));
+        }
         if let Some(c) = &e.credential
             && !http::valid_header(&c.header, &c.value)
         {
@@ -272,6 +344,11 @@ pub(crate) fn preflight(network: &Network) -> Result<(), ExecError> {
                 e.port, c.header
             ));
         }
+    }
+    if endpoints.iter().any(|e| e.tls)
+        && let Err(why) = tls::config(&settings.extra_roots)
+    {
+        return bad(format!("has a TLS upstream and {why}"));
     }
     match missing() {
         Some(missing) => Err(ExecError::NoDoor { missing }),
@@ -286,12 +363,15 @@ pub(crate) fn step(network: &Network) -> Option<String> {
     };
     let list: Vec<String> = endpoints
         .iter()
-        .map(|e| match &e.credential {
-            Some(c) => format!(
-                "127.0.0.1:{} to {} (sets the daemon's {} on each request)",
-                e.port, e.upstream, c.header
-            ),
-            None => format!("127.0.0.1:{} to {}", e.port, e.upstream),
+        .map(|e| {
+            let tls = if e.tls { " over TLS" } else { "" };
+            match &e.credential {
+                Some(c) => format!(
+                    "127.0.0.1:{} to {}{tls} (sets the daemon's {} on each request)",
+                    e.port, e.upstream, c.header
+                ),
+                None => format!("127.0.0.1:{} to {}{tls}", e.port, e.upstream),
+            }
         })
         .collect();
     Some(format!(
@@ -307,6 +387,7 @@ pub(crate) fn step(network: &Network) -> Option<String> {
 pub(crate) struct Pending {
     channel: OwnedFd,
     endpoints: Vec<Endpoint>,
+    settings: Settings,
 }
 
 /// Has `cmd`'s child enter a namespace of its own with the door's listening sockets (the
@@ -314,7 +395,11 @@ pub(crate) struct Pending {
 ///
 /// # Errors
 /// [`ExecError::NoDoor`] when the socketpair cannot be made.
-pub(crate) fn install(cmd: &mut Command, network: &Network) -> Result<Option<Pending>, ExecError> {
+pub(crate) fn install(
+    cmd: &mut Command,
+    network: &Network,
+    settings: &Settings,
+) -> Result<Option<Pending>, ExecError> {
     let Network::Door(endpoints) = network else {
         return Ok(None);
     };
@@ -349,6 +434,7 @@ pub(crate) fn install(cmd: &mut Command, network: &Network) -> Result<Option<Pen
     Ok(Some(Pending {
         channel: ours,
         endpoints: endpoints.clone(),
+        settings: settings.clone(),
     }))
 }
 
@@ -359,9 +445,22 @@ impl Pending {
     /// # Errors
     /// [`ExecError::NoDoor`] when a socket did not arrive.
     pub(crate) fn open(self) -> Result<Door, ExecError> {
+        let tls = if self.endpoints.iter().any(|e| e.tls) {
+            let config =
+                tls::config(&self.settings.extra_roots).map_err(|why| ExecError::BadDoor {
+                    problem: format!("has a TLS upstream and {why}"),
+                })?;
+            Some(config)
+        } else {
+            None
+        };
         // Built as it goes: on an error, dropping it closes what was opened.
         let mut door = Door {
-            shared: Arc::new(Shared::default()),
+            shared: Arc::new(Shared {
+                tls,
+                answer_timeout: self.settings.answer_timeout,
+                ..Shared::default()
+            }),
             listeners: Vec::new(),
         };
         for endpoint in self.endpoints {
@@ -395,6 +494,10 @@ struct Shared {
     /// Each open connection's two streams, to shut down when the door closes.
     live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
     next: std::sync::atomic::AtomicU64,
+    /// The TLS configuration, when an endpoint speaks TLS.
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// [`Settings::answer_timeout`].
+    answer_timeout: Duration,
 }
 
 impl Shared {
@@ -453,7 +556,7 @@ mod tests {
     use super::*;
 
     fn refused(endpoints: Vec<Endpoint>) -> String {
-        match preflight(&Network::Door(endpoints)) {
+        match preflight(&Network::Door(endpoints), &Settings::default()) {
             Err(ExecError::BadDoor { problem }) => problem,
             other => panic!("{other:?}"),
         }
@@ -477,9 +580,31 @@ mod tests {
                 "{upstream}"
             );
         }
+        assert!(
+            refused(vec![e(8080, "bad_host!:443").over_tls()])
+                .contains("over TLS: \"bad_host!\" is neither a DNS name nor an IP address"),
+        );
         let many = (1..=17).map(|p| e(p, "127.0.0.1:1")).collect();
         assert_eq!(refused(many), "names 17 endpoints; at most 16");
-        assert!(preflight(&Network::Open).is_ok());
+        assert!(preflight(&Network::Open, &Settings::default()).is_ok());
+    }
+
+    #[test]
+    fn the_upstreams_host_leaves_out_the_schemes_default_port() {
+        let e = |u: &str| Endpoint::new(1, u);
+        assert_eq!(
+            e("api.anthropic.com:443").over_tls().authority(),
+            "api.anthropic.com"
+        );
+        assert_eq!(e("h:8443").over_tls().authority(), "h:8443");
+        assert_eq!(e("h:443").authority(), "h:443");
+        assert_eq!(e("h:80").authority(), "h");
+        assert_eq!(e("[::1]:443").over_tls().authority(), "[::1]");
+        assert_eq!(tls::server_name("[::1]:443").unwrap().to_str(), "::1");
+        assert_eq!(
+            tls::server_name("api.openai.com:443").unwrap().to_str(),
+            "api.openai.com"
+        );
     }
 
     #[test]
