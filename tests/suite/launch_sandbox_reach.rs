@@ -208,7 +208,7 @@ impl Drop for Segment {
 /// whether or not the upstream switched protocols (here it answers `200`, as an API that
 /// ignores `upgrade` does): a second request pipelined behind it reaches the upstream
 /// unread, `CONNECT` to a host the reviewer names included. Expected: no byte of that second
-/// request reaches the upstream (it is refused, as a `CONNECT` alone is). Fails on main.
+/// request reaches the upstream. It failed before the door waited for the upstream's `101`.
 #[test]
 fn the_door_passes_no_request_it_did_not_read_behind_an_upgrade_header() {
     if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
@@ -261,4 +261,65 @@ print("sent=yes")
         !seen.contains("CONNECT evil.example"),
         "the upstream got a request the door did not read: {seen}"
     );
+}
+
+/// The other side of the rule above: where the upstream does switch (`101 Switching
+/// Protocols`, a WebSocket), what the reviewer sends next passes as bytes, both ways.
+#[test]
+fn the_door_passes_a_connection_the_upstream_switched() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
+        || kcap_mcp_registry::launch::door::missing().is_some()
+    {
+        return;
+    }
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = upstream.local_addr().unwrap().to_string();
+    let seen = std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        let (mut conn, _) = upstream.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut switched = false;
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if !switched && got.windows(4).any(|w| w == b"\r\n\r\n") {
+                conn.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
+                    .unwrap();
+                switched = true;
+            } else if switched && String::from_utf8_lossy(&got).contains("frame-1") {
+                conn.write_all(b"echo-frame-1").unwrap();
+                break;
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    });
+    let door = Network::Door(vec![Endpoint::new(8080, addr).with_credential(
+        kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
+    )]);
+    let body = |_: &str| {
+        r#"/usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 8080), 5)
+s.sendall(b"GET /v1/responses HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
+got = b""
+while b"\r\n\r\n" not in got:
+    got += s.recv(4096)
+s.sendall(b"frame-1")
+echo = s.recv(4096)
+print("switched=" + ("yes" if got.startswith(b"HTTP/1.1 101") else "no"))
+print("echoed=" + ("yes" if echo == b"echo-frame-1" else "no"))
+'
+"#
+        .to_owned()
+    };
+    let answers = run(&Options::default().with_network(door), body);
+    let seen = seen.join().unwrap();
+    assert!(seen.contains("x-api-key: daemon-key"), "{seen}");
+    assert!(seen.ends_with("frame-1"), "{seen}");
+    assert_eq!(answers.get("switched"), Some(&true), "{answers:?}");
+    assert_eq!(answers.get("echoed"), Some(&true), "{answers:?}");
 }

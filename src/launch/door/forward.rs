@@ -4,7 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs as _};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::tls::{TlsReader, TlsWriter};
@@ -117,13 +117,17 @@ impl Down {
     }
 }
 
-/// Whether a connection awaits an answer from its upstream, and since when.
+/// Whether a connection awaits an answer from its upstream, and since when; and the status
+/// code of the upstream's first answer, once its status line came (`Some(None)`: none will
+/// come, or it was not one), for a request that asks to switch protocols.
 #[derive(Debug, Default)]
 pub(super) struct Watch {
     since: Mutex<Option<Instant>>,
     answered: AtomicBool,
     /// Each request is watched (the door reads the heads); else the first bytes only.
     each_request: bool,
+    first_status: Mutex<Option<Option<u16>>>,
+    first_status_came: Condvar,
 }
 
 impl Watch {
@@ -140,11 +144,49 @@ impl Watch {
         *self.since.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// The upstream's first answer began with `start` (its first bytes), or ended before it
+    /// began (`None`).
+    fn first_answer(&self, start: Option<&[u8]>) {
+        let mut status = self
+            .first_status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if status.is_none() {
+            *status = Some(start.and_then(status_code));
+            self.first_status_came.notify_all();
+        }
+    }
+
+    /// The status code of the upstream's first answer, waiting for its status line up to
+    /// `bound`; `None` when it did not come, or was not an HTTP/1.1 status line.
+    pub(super) fn first_status(&self, bound: Duration) -> Option<u16> {
+        let status = self
+            .first_status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (status, _) = self
+            .first_status_came
+            .wait_timeout_while(status, bound, |s| s.is_none())
+            .unwrap_or_else(PoisonError::into_inner);
+        status.flatten()
+    }
+
     /// How long the oldest request without an answer has waited.
     fn waited(&self) -> Option<Duration> {
         let since = self.since.lock().unwrap_or_else(PoisonError::into_inner);
         since.map(|s| s.elapsed())
     }
+}
+
+/// The status code of an answer that begins with `start`: `HTTP/1.1 NNN ` in its first
+/// bytes (RFC 9112 section 4), else `None`.
+fn status_code(start: &[u8]) -> Option<u16> {
+    let rest = start.strip_prefix(b"HTTP/1.1 ")?;
+    let code = rest.get(..3)?;
+    if rest.get(3) != Some(&b' ') || !code.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(code).ok()?.parse().ok()
 }
 
 /// The upstream's end, connected (and TLS's handshake done): the ways to it and back, or the
@@ -296,6 +338,7 @@ fn answers(
     let result = loop {
         match from.read(&mut buf) {
             Ok(0) => {
+                watch.first_answer(None);
                 if watch.waited().is_some() && !shared.stopping.load(Ordering::SeqCst) {
                     shared.log(format!(
                         "door port {port}: upstream {} closed without answering; answered 502",
@@ -311,6 +354,7 @@ fn answers(
             }
             Ok(n) => {
                 watch.answered();
+                watch.first_answer(Some(&buf[..n]));
                 if let Err(e) = to.write_all(&buf[..n]) {
                     break Err(e);
                 }
@@ -326,6 +370,7 @@ fn answers(
             Err(e) => break Err(e),
         }
     };
+    watch.first_answer(None);
     let _ = to.shutdown(Shutdown::Write);
     let _ = from.socket().shutdown(Shutdown::Read);
     ended(result)

@@ -13,8 +13,12 @@
 //! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
 //! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
 //! there frames the body otherwise). A
-//! request with an `upgrade` header (a WebSocket) has its head rewritten, then the rest of
-//! the connection passes as bytes.
+//! request with an `upgrade` header (a WebSocket) must be the connection's first; its head
+//! is rewritten, and the rest of the connection passes as bytes only once the upstream
+//! answered `101 Switching Protocols` (its first answer's status line, in the first bytes
+//! it sends): otherwise nothing more of the client's is passed and the connection ends with
+//! that answer. (A request pipelined behind an upgrade the upstream did not take passed
+//! unread, a `CONNECT` to another host included: the red team of issue 31.)
 
 use std::io::{Read as _, Write};
 use std::net::{Shutdown, TcpStream};
@@ -24,6 +28,9 @@ use super::{BUFFER_BYTES, Credential};
 
 /// The largest request head (request line and headers) the door reads, in bytes.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// How long a request that asks to switch protocols waits for the upstream's answer to
+/// begin (the answer timeout ends it sooner: a `504`).
+const UPGRADE_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 /// The largest chunk-size line of a chunked body, in bytes.
 const MAX_CHUNK_LINE: usize = 4096;
 
@@ -301,6 +308,11 @@ pub(super) fn requests(
         }
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
+        if head.upgrade && forwarded {
+            return Err(Failure::Refused(
+                "it asks to switch protocols after another request",
+            ));
+        }
         input.buf.drain(..end);
         forwarded = true;
         to.write_all(&head.bytes)?;
@@ -311,14 +323,15 @@ pub(super) fn requests(
             Framing::Chunked => input.chunked(&mut to)?,
         }
         if head.upgrade {
-            to.write_all(&input.buf)?;
-            input.buf.clear();
-            return Ok(true);
+            // Nothing more of the client's passes before the upstream switched.
+            return Ok(watch.first_status(UPGRADE_WAIT) == Some(101));
         }
     })();
     let result = match result {
-        // The rest of the connection passes as bytes.
+        // The upstream switched: the rest of the connection passes as bytes.
         Ok(true) => {
+            to.write_all(&input.buf)?;
+            input.buf.clear();
             let stream = input.stream.try_clone()?;
             return super::forward::pipe(stream, to, None).map_err(Failure::Io);
         }
