@@ -43,7 +43,7 @@ fn compile() -> Result<BpfProgram, String> {
         .map_err(|e| format!("a seccomp filter for {} ({e})", std::env::consts::ARCH))?;
     let mut rules = DENIED
         .iter()
-        .map(|(_, nr)| (i64::from(*nr), Vec::new()))
+        .map(|(_, nr)| (*nr, Vec::new()))
         .collect::<BTreeMap<_, _>>();
     let unix = SeccompCondition::new(
         0,
