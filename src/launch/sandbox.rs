@@ -16,7 +16,7 @@
 //!   terminal and the null devices ([`SYSTEM_DEVICES`]), the daemon's cache directory (the
 //!   plan's), and what [`Options::sandbox_read_write`] adds;
 //! - a `/dev/pts` of its own: in the child, a mount namespace (in a user namespace of its
-//!   own, [`userns`](super::userns), mapping the daemon's uid to itself) with a new `devpts`
+//!   own, `src/launch/userns.rs`, mapping the daemon's uid to itself) with a new `devpts`
 //!   instance on `/dev/pts`, allowed read and write: the terminals the reviewer opens (a
 //!   tool's shell through node-pty or `openpty`) are there, and no other process's terminal
 //!   is reachable by a path (on the system's, a reviewer wrote into another's: the red team
@@ -25,7 +25,12 @@
 //!   system's `/dev/pts` and [`missing`] names it;
 //! - no signal to a process outside the sandbox, and no connection to an abstract unix
 //!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
-//!   is refused by Landlock itself (every ABI).
+//!   is refused by Landlock itself (every ABI);
+//! - a seccomp filter (`src/launch/seccomp.rs`): no `ptrace`, `process_vm_readv`,
+//!   `process_vm_writev` or `pidfd_getfd` at all (inside, a tool read an MCP server's
+//!   environment from its memory), and no `socket(AF_UNIX)` (Landlock governs no `connect`
+//!   to a socket by its path: a tool reached a daemon's socket, past the door too);
+//! - an IPC namespace of its own: no System V or POSIX IPC object of another process.
 //!
 //! Everything else of the file system is refused: the daemon's `HOME`, other reviewers'
 //! launch directories and worktrees, the shared `/tmp`. The network is not confined here: the
