@@ -23,17 +23,23 @@ printf '%s\n' '#!/bin/sh' 'read -r _' \
   'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"stopReason\":\"end_turn\"}}"' \
   'sleep 0.05' > "$tmp/answers"
 chmod 755 "$tmp/answers"
-"$new" render gemini --agent-id a1 --launch-dir "$tmp/launch" --worktree "$tmp/worktree" \
-  --format plan > "$tmp/plan.json" 2> /dev/null
-run="launch --plan $tmp/plan.json --client-bin $tmp/answers --prompt review --timeout 30"
+# Each build launches the plan it renders itself (plan versions differ between builds).
+run() { # BIN [extra…]: the launch command of BIN
+  local bin=$1 plan
+  shift
+  plan="$tmp/plan-$(printf '%s' "$bin" | md5sum | cut -c1-8).json"
+  [ -f "$plan" ] || "$bin" render gemini --agent-id a1 --launch-dir "$tmp/launch" \
+    --worktree "$tmp/worktree" --format plan > "$plan" 2> /dev/null
+  echo "$bin launch --plan $plan --client-bin $tmp/answers --prompt review --timeout 30 $*"
+}
 # EXPORT=file.json: hyperfine's JSON (every run's time, for medians), as well.
 export_args=()
 if [ -n "${EXPORT:-}" ]; then export_args=(--export-json "$EXPORT"); fi
 mid=()
-if [ -n "${3:-}" ]; then mid=(-n "intermediate ($3)" "$3 $run"); fi
+if [ -n "${3:-}" ]; then mid=(-n "intermediate ($3)" "$(run "$3")"); fi
 hyperfine --warmup 3 --runs "${RUNS:-40}" -N "${export_args[@]}" \
   --prepare "rm -rf $tmp/launch $tmp/.launch.kcap-lock" \
-  -n before "$old $run" \
+  -n before "$(run "$old")" \
   "${mid[@]}" \
-  -n "now (sandbox, cgroup)" "$new $run" \
-  -n "now, both off" "$new $run --sandbox off --cgroup off"
+  -n "now (sandbox, cgroup)" "$(run "$new")" \
+  -n "now, both off" "$(run "$new" --sandbox off --cgroup off)"
