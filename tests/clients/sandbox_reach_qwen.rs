@@ -182,12 +182,9 @@ fn inner(confinement: &str) {
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
     let private = root_path.join("daemon");
-    std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(
-        &private,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&private)
+        .unwrap();
     let socket_path = private.join("control.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
     let key = 0x6834_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();

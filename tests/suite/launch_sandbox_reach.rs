@@ -135,12 +135,9 @@ fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside(
     }
     let outside = tempfile::tempdir().unwrap();
     let private = outside.path().join("daemon");
-    std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(
-        &private,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .unwrap();
+    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&private)
+        .unwrap();
     let socket = private.join("control.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     let key = 0x6835_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
