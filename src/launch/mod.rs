@@ -498,11 +498,16 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
         )
     }));
     let cwd = plan.cwd.as_deref().map_or(launch_dir, Path::new);
-    steps.extend(plan.worktree_remove.iter().map(|p| {
-        format!(
+    steps.extend(plan.worktree_remove.iter().map(|p| match &plan.pr_config {
+        Some(kept) => format!(
+            "move {} if it exists, in any capitalisation, to {kept}/{p} (removed with the \
+             launch directory)",
+            cwd.join(p).display()
+        ),
+        None => format!(
             "remove {} if it exists, in any capitalisation",
             cwd.join(p).display()
-        )
+        ),
     }));
     let set: Vec<&str> = plan.env.iter().map(|v| v.name.as_str()).collect();
     let how = match plan.session_new {
