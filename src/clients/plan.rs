@@ -68,9 +68,12 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// daemon's cache), and start a client whose URLs name the door's ports with no door.
 /// Version 6 keeps the pull request's client configuration ([`LaunchPlan::pr_config`]): a
 /// version-5 executor would delete what the reviewer's prompt says it can read.
+/// Version 7 types a terminal client's prompt once its MCP servers are ready
+/// ([`LaunchPlan::typed_prompt`]): a version-6 executor would start the reviewer with no
+/// prompt at all.
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
-pub const PLAN_VERSION: u32 = 6;
+pub const PLAN_VERSION: u32 = 7;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +135,12 @@ pub struct LaunchPlan {
     /// For clients driven over ACP: the params of the `session/new` request, sent after
     /// `initialize`. `None` for clients that take their servers on the command line.
     pub session_new: Option<SessionNew>,
+    /// For a terminal client that would send an argv prompt before its MCP servers listed
+    /// their tools: the prompt, which the executor types once the client's log says they
+    /// have ([`TypedPrompt`]). `None`: the prompt, if any, is in the argv (or, over ACP, in
+    /// `session/prompt`).
+    #[serde(default)]
+    pub typed_prompt: Option<TypedPrompt>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
@@ -181,6 +190,18 @@ impl LaunchPlan {
             prompt.push_str("\n\n");
             prompt.push_str(&note);
         }
+    }
+
+    /// Takes the prompt out of [`LaunchPlan::argv`]: `flag` and the prompt after it, when
+    /// they are its last two arguments (as [`LaunchPlan::note_pr_config`] left them).
+    pub(crate) fn take_argv_prompt(&mut self, flag: &str) -> Option<String> {
+        let n = self.argv.len();
+        if n < 2 || self.argv[n - 2] != flag {
+            return None;
+        }
+        let prompt = self.argv.pop();
+        self.argv.pop();
+        prompt
     }
 
     /// A plan rooted in `client`'s per-launch directory: [`LaunchPlan::env`] is the root's
@@ -252,6 +273,7 @@ impl LaunchPlan {
                 .then(|| format!("{}/{PR_CONFIG_DIR}", root.dir())),
             worktree_remove,
             session_new: None,
+            typed_prompt: None,
             servers: Vec::new(),
             sandbox,
             door: None,
@@ -390,6 +412,37 @@ impl fmt::Debug for DoorCredential {
             .field("value", &"(not shown)")
             .finish()
     }
+}
+
+/// A terminal client's prompt, typed by the executor once every injected MCP server is
+/// ready: `{"text": …, "log": …, "ready": […], "failed": […]}`. The client's own argv
+/// prompt would go out before its servers listed their tools, and the first turn would lack
+/// them (Claude Code in its terminal, measured on 2.1.197 and 2.1.328 with a server that
+/// answers after 5 s; anthropics/claude-code#76239). The room names a log the client writes
+/// (its argv turns the log on) and the texts that say each server listed its tools.
+///
+/// The executor ([`TerminalSession`](crate::launch::TerminalSession), feature `launch`)
+/// reads [`TypedPrompt::log`] as it grows; once it holds every [`TypedPrompt::ready`] text
+/// (each in some line), it types [`TypedPrompt::text`] as one bracketed paste (`ESC [200~`
+/// … `ESC [201~`, so line breaks do not send it early) and then Enter. A line holding a
+/// [`TypedPrompt::failed`] text first, or the handshake bound
+/// ([`Options::handshake_timeout`](crate::launch::Options::handshake_timeout)), stops the
+/// client with an error naming the server; the prompt is never sent to a reviewer without
+/// its servers. The reviewer can write its own log: a forged line sends its prompt early,
+/// which harms only its own review.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TypedPrompt {
+    /// The prompt, UTF-8, as typed.
+    pub text: String,
+    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
+    pub log: String,
+    /// Texts that must each be in some line of the log before the prompt is typed: the
+    /// client takes input, and each injected server listed its tools.
+    pub ready: Vec<String>,
+    /// Texts any one of which, in a line of the log, says that an injected server never
+    /// will: the executor stops the client and quotes the line.
+    pub failed: Vec<String>,
 }
 
 /// One environment variable: `{"name": …, "value": …}` (the ACP shape too).

@@ -301,6 +301,21 @@ pub enum ExecError {
         /// The bytes it has not read.
         unsent: usize,
     },
+    /// A terminal client's typed prompt ([`TypedPrompt`](crate::clients::plan::TypedPrompt))
+    /// was never typed: its log said an injected MCP server never will list its tools, or
+    /// still lacked one at [`Options::handshake_timeout`](super::Options::handshake_timeout).
+    /// The client was stopped; the reviewer got no prompt.
+    ServersNotReady {
+        /// The client's name.
+        client: String,
+        /// How long the executor waited.
+        waited: Duration,
+        /// The log line that said a server failed, if one did.
+        failed: Option<String>,
+        /// The texts the log still lacked (each a server's, or the client's input), when
+        /// none failed.
+        missing: Vec<String>,
+    },
     /// The reviewer sat at an interactive dialog, no output for the bound: it was stopped.
     Dialog {
         /// The client's name.
@@ -534,6 +549,37 @@ impl ExecError {
                 f,
                 "{step}: {client} has not read the last {unsent} bytes written to it and was \
                  sent more; it no longer reads its standard input"
+            ),
+            ExecError::ServersNotReady {
+                client,
+                waited,
+                failed: Some(line),
+                ..
+            } => write!(
+                f,
+                "{}: {client}: an injected MCP server will not list its tools (its log, after \
+                 {:.1} s: {}); the prompt was not sent; stopped it",
+                Step::Run,
+                waited.as_secs_f32(),
+                short(line)
+            ),
+            ExecError::ServersNotReady {
+                client,
+                waited,
+                failed: None,
+                missing,
+            } => write!(
+                f,
+                "{}: {client}: after {:.0} s its log still lacks {}: an injected MCP server has \
+                 not listed its tools; the prompt was not sent; stopped it (a server this slow \
+                 needs a longer --handshake-timeout)",
+                Step::Run,
+                waited.as_secs_f32(),
+                missing
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             ExecError::Dialog {
                 client,

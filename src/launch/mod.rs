@@ -95,6 +95,7 @@ mod args;
 pub mod cgroup;
 pub mod door;
 mod error;
+mod gate;
 mod guard;
 mod prepare;
 mod process;
@@ -415,7 +416,14 @@ pub fn launch_with_parent_env(
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
             let mut process = process::Process::new(child, plan.client.name(), cgroup);
             process.door = door.map(door::Pending::open).transpose()?;
-            TerminalSession::open(process, dir, master, options).map(Reviewer::Terminal)
+            let gate = plan.typed_prompt.as_ref().map(|prompt| {
+                gate::Gate::new(
+                    prompt,
+                    Path::new(&plan.launch_dir),
+                    options.handshake_timeout,
+                )
+            });
+            TerminalSession::open(process, dir, master, options, gate).map(Reviewer::Terminal)
         }
     }
 }
@@ -550,6 +558,23 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
              writes nothing for {} s",
             options.dialog_quiet.as_secs_f32()
         )),
+    }
+    if let Some(prompt) = &plan.typed_prompt {
+        let quoted = |texts: &[String]| {
+            texts
+                .iter()
+                .map(|t| format!("{t:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        steps.push(format!(
+            "type the prompt ({} bytes, one bracketed paste, then Enter) once {dir}/{} holds              {}; stop the client, the prompt unsent, when a line holds {} or after {} s",
+            prompt.text.len(),
+            prompt.log,
+            quoted(&prompt.ready),
+            quoted(&prompt.failed),
+            options.handshake_timeout.as_secs()
+        ));
     }
     let everything = if options.cgroup == sandbox::Confinement::Off {
         ""

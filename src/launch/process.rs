@@ -297,6 +297,7 @@ mod tests {
             worktree_remove: remove.iter().map(|p| (*p).to_owned()).collect(),
             pr_config: None,
             session_new: None,
+            typed_prompt: None,
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
             door: None,

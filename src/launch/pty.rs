@@ -16,6 +16,7 @@ use rustix::pty::OpenptFlags;
 
 use super::Options;
 use super::error::{ExecError, Step};
+use super::gate::{self, Gate, Next, NotReady};
 use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue;
@@ -96,6 +97,14 @@ pub enum TerminalEvent {
     Exited(Option<ExitStatus>),
 }
 
+/// The prompt on its way into the terminal ([`gate::type_prompt`]).
+#[derive(Debug)]
+struct Typing {
+    done: std::sync::mpsc::Receiver<std::io::Result<()>>,
+    until: Instant,
+    bytes: usize,
+}
+
 enum Chunk {
     Bytes(Vec<u8>),
     Closed,
@@ -118,6 +127,11 @@ pub struct TerminalSession {
     /// Every process closed the terminal: only the client's exit is left to wait for.
     hung_up: bool,
     closed: bool,
+    /// The plan's typed prompt, until it is typed.
+    gate: Option<Gate>,
+    /// The prompt being typed ([`gate::type_prompt`]), and the bound of the typing.
+    typing: Option<Typing>,
+    bound: Duration,
 }
 
 impl std::fmt::Debug for Chunk {
@@ -226,6 +240,7 @@ impl TerminalSession {
         dir: LaunchDir,
         master: OwnedFd,
         options: &Options,
+        gate: Option<Gate>,
     ) -> Result<TerminalSession, ExecError> {
         let clone = |fd: &OwnedFd| {
             fd.try_clone()
@@ -250,6 +265,9 @@ impl TerminalSession {
             dialog_quiet: options.dialog_quiet,
             hung_up: false,
             closed: false,
+            gate,
+            typing: None,
+            bound: options.handshake_timeout,
         })
     }
 
@@ -297,6 +315,7 @@ impl TerminalSession {
                 }));
             }
             let now = Instant::now();
+            let prompt_at = self.type_prompt(now)?;
             let quiet_at = self.last_output + self.dialog_quiet;
             if now >= quiet_at {
                 if let Some(dialog) = self.screen.dialog() {
@@ -312,11 +331,14 @@ impl TerminalSession {
             if now >= deadline {
                 return Ok(None);
             }
-            let wake = if now < quiet_at {
+            let mut wake = if now < quiet_at {
                 deadline.min(quiet_at)
             } else {
                 deadline
             };
+            if let Some(at) = prompt_at {
+                wake = wake.min(at);
+            }
             match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(Chunk::Bytes(bytes)) => {
                     self.last_output = Instant::now();
@@ -329,6 +351,87 @@ impl TerminalSession {
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
+    }
+
+    /// Carries the plan's typed prompt on ([`gate`]): reads the client's log, types the
+    /// prompt once it is ready, watches the typing. When to look again, if there is more to
+    /// do.
+    ///
+    /// # Errors
+    /// [`ExecError::ServersNotReady`] when the log says a server never will be ready, or it
+    /// still lacks one at the bound; [`ExecError::Stalled`] when the typing is not done by
+    /// then; [`ExecError::Pipe`] when it failed. The client has been stopped.
+    fn type_prompt(&mut self, now: Instant) -> Result<Option<Instant>, ExecError> {
+        if let Some(typing) = &self.typing {
+            let typed = match typing.done.try_recv() {
+                Ok(typed) => typed,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => Ok(()),
+                Err(std::sync::mpsc::TryRecvError::Empty) if now < typing.until => {
+                    return Ok(Some(now + Duration::from_millis(50)));
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    let unsent = typing.bytes;
+                    return Err(self.stopped(ExecError::Stalled {
+                        client: self.process.client.clone(),
+                        step: Step::Run,
+                        unsent,
+                    }));
+                }
+            };
+            self.typing = None;
+            return typed.map(|()| None).map_err(|source| {
+                self.stopped(ExecError::Pipe {
+                    client: self.process.client.clone(),
+                    step: Step::Run,
+                    source,
+                })
+            });
+        }
+        let Some(gate) = &mut self.gate else {
+            return Ok(None);
+        };
+        match gate.poll(now) {
+            Ok(Next::Wait(at)) => Ok(Some(at)),
+            Ok(Next::Done) => {
+                self.gate = None;
+                Ok(None)
+            }
+            Ok(Next::Type(paste)) => {
+                let master = self.master.try_clone().map_err(|source| ExecError::Pipe {
+                    client: self.process.client.clone(),
+                    step: Step::Run,
+                    source,
+                })?;
+                self.typing = Some(Typing {
+                    bytes: paste.len(),
+                    done: gate::type_prompt(master, paste),
+                    until: now + self.bound,
+                });
+                Ok(Some(now))
+            }
+            Err(not_ready) => {
+                let waited = gate.waited();
+                let (failed, missing) = match not_ready {
+                    NotReady::Failed(line) => (Some(line), Vec::new()),
+                    NotReady::Missing(texts) => (None, texts),
+                };
+                Err(self.stopped(ExecError::ServersNotReady {
+                    client: self.process.client.clone(),
+                    waited,
+                    failed,
+                    missing,
+                }))
+            }
+        }
+    }
+
+    /// Stops the client (best effort) and returns `err`: the session is over.
+    fn stopped(&mut self, err: ExecError) -> ExecError {
+        let _ = self.process.stop();
+        self.closed = true;
+        self.gate = None;
+        self.typing = None;
+        err
     }
 
     /// Stops the client, its process group and its cgroup (all it started), and removes the

@@ -491,6 +491,7 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
         worktree_remove: vec![],
         pr_config: None,
         session_new: None,
+        typed_prompt: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
         door: None,

@@ -43,6 +43,11 @@ const CLAUDE_CONFIG: &str = concat!(
 /// the argv names (no secret in an argv).
 const CLAUDE_CONFIG_FILE: &str = "/run/kcap/l1/mcp-config.json";
 
+/// What `render claude` says when its launch has a prompt (typed, not in the argv).
+const TYPED_NOTE: &str = "note: the prompt is not in this argv: Claude Code would send an argv \
+     prompt before its MCP servers listed their tools; `launch` types it once claude-debug.log \
+     says they have (the plan's `typed_prompt`, `--format plan`)\n";
+
 /// The argv of Claude Code's plan for `ctx` in the launch directory `/run/kcap/l1`: what
 /// `render claude` prints.
 fn claude_argv(ctx: &LaunchContext) -> Vec<String> {
@@ -98,13 +103,14 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
         Run {
             code: 0,
             stdout: format!(
-                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG_FILE}\n--disallowedTools\nAgent\n--setting-sources=\n--settings\n{{\"skipDangerousModePermissionPrompt\":true}}\n--effort\nhigh\n--model\nopus\n--\nReview it\n"
+                "--permission-mode\nbypassPermissions\n--strict-mcp-config\n--mcp-config\n{CLAUDE_CONFIG_FILE}\n--disallowedTools\nAgent\n--setting-sources=\n--settings\n{{\"skipDangerousModePermissionPrompt\":true}}\n--effort\nhigh\n--model\nopus\n--debug-file\n/run/kcap/l1/claude-debug.log\n"
             ),
-            stderr: concat!(
+            stderr: [
                 "warning: agent \"a1\": MCP allowlist entry 2 \"kcap-flows\" skipped: can start flows (recursion guard)\n",
                 "warning: agent \"a1\": MCP allowlist entry 3 \"evil\\n\\\"x\\\"\" skipped: not a kcap MCP server\n",
-            )
-            .into(),
+                TYPED_NOTE,
+            ]
+            .concat(),
         }
     );
 }
@@ -113,7 +119,7 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_them() {
     let prompt = "Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz";
     let base = ["--agent-id", "a1", "--prompt", prompt, "--format"];
-    let r = render("claude", &[&base[..], &["lines"]].concat());
+    let r = render("codex", &[&base[..], &["lines"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     // One line per argument: the prompt's newline did not add one.
@@ -124,7 +130,7 @@ fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_th
         prompt: Some(prompt.into()),
         ..LaunchContext::default()
     };
-    let exact = claude_argv(&ctx);
+    let exact = codex_argv(&ctx);
     assert_eq!(lines.len(), exact.len(), "{}", r.stdout);
     assert_eq!(
         lines.last().unwrap(),
@@ -138,7 +144,7 @@ fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_th
         r.stdout
     );
     // `json` stays exact.
-    let r = render("claude", &[&base[..], &["json"]].concat());
+    let r = render("codex", &[&base[..], &["json"]].concat());
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(argv, exact);
     assert_eq!(argv.last().unwrap(), prompt);
@@ -278,14 +284,23 @@ fn command_line_values_override_the_launch_json() {
         (r.code, r.stderr.as_str()),
         (
             0,
-            "warning: agent \"a9\": no --server-url or no --kcap-bin, so every MCP server (the result channel and any allowlist) is gated off\n"
+            &format!(
+                "warning: agent \"a9\": no --server-url or no --kcap-bin, so every MCP server (the result channel and any allowlist) is gated off\n{TYPED_NOTE}"
+            )[..]
         )
     );
     let argv: Vec<String> = serde_json::from_str(&r.stdout).unwrap();
     // Effort still comes from the launch JSON; the rest from the flags. (Gated: no URL.)
     assert_eq!(
         argv[10..],
-        ["--effort", "max", "--model", "sonnet", "--", "Other"]
+        [
+            "--effort",
+            "max",
+            "--model",
+            "sonnet",
+            "--debug-file",
+            "/run/kcap/l1/claude-debug.log"
+        ]
     );
     let r = render(
         "claude",
@@ -501,26 +516,37 @@ fn render_refusals_exit_1_with_the_message() {
         }
     );
     // A NUL cannot be a shell word.
-    let r = finish(
-        bin()
-            .args([
-                "render",
-                "claude",
-                "--launch-dir",
-                "/run/kcap/l1",
-                "--launch-json",
-                "-",
-                "--format",
-                "shell",
-            ])
-            .write_stdin(r#"{"agent_id":"a1","prompt":"a\u0000b"}"#),
-    );
+    let nul = |client| {
+        finish(
+            bin()
+                .args([
+                    "render",
+                    client,
+                    "--launch-dir",
+                    "/run/kcap/l1",
+                    "--launch-json",
+                    "-",
+                    "--format",
+                    "shell",
+                ])
+                .write_stdin(r#"{"agent_id":"a1","prompt":"a\u0000b"}"#),
+        )
+    };
     assert_eq!(
-        r,
+        nul("codex"),
         Run {
             code: 1,
             stdout: String::new(),
-            stderr: "error: cannot render the claude launch: claude takes the reviewer's prompt in argv, and it holds a NUL byte, which no argument can pass; remove it\n".into(),
+            stderr: "error: cannot render the codex launch: codex takes the reviewer's prompt in argv, and it holds a NUL byte, which no argument can pass; remove it\n".into(),
+        }
+    );
+    // Claude Code's prompt is typed into its terminal: a control character would be a key.
+    assert_eq!(
+        nul("claude"),
+        Run {
+            code: 1,
+            stdout: String::new(),
+            stderr: "error: the reviewer's `prompt` `a\\0b` contains a null character (U+0000); give it without one\n".into(),
         }
     );
 }
@@ -612,7 +638,6 @@ fn shell_format_round_trips_hostile_values_through_sh() {
         worktree: None,
         ..ctx.clone()
     });
-    assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&claude, &expected);
 
     let mut codex = vec![
@@ -625,6 +650,7 @@ fn shell_format_round_trips_hostile_values_through_sh() {
     ];
     codex.extend(common);
     let expected = codex_argv(&ctx);
+    assert!(expected.iter().any(|a| a.contains('\n') && a.contains('`')));
     assert_round_trip(&codex, &expected);
 }
 

@@ -257,12 +257,15 @@ fn the_warnings_of_one_launch_are_capped_and_count_the_rest() {
 fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
     let limit = kcap_mcp_registry::clients::plan::MAX_ARG_BYTES;
     let mut in_argv = Vec::new();
+    let mut typed_in = Vec::new();
     for client in Client::ALL {
         let mut c = ctx();
         // Room for the note on where the pull request's client configuration is kept.
         c.prompt = Some("x".repeat(limit - 2048));
         let fits = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
         let takes_it_in_argv = fits.plan.argv.iter().any(|a| a.contains("xxxx"));
+        // Claude Code's prompt is typed into its terminal (`typed_prompt`): no argv limit.
+        let typed = fits.plan.typed_prompt.is_some();
         // What the plan adds to the prompt: the note on the kept client configuration.
         let added = fits.plan.pr_config.as_deref().map_or(0, |dir| {
             2 + kcap_mcp_registry::clients::plan::pr_config_note(&fits.plan.worktree_remove, dir)
@@ -296,15 +299,30 @@ fn a_prompt_a_client_cannot_take_in_argv_is_refused_when_planning() {
                         );
                     }
                 }
-                Ok(_) => assert!(!takes_it_in_argv, "{client} took an unpassable prompt"),
+                Err(LaunchError::Render(RenderError::ForbiddenChar {
+                    field: "prompt",
+                    found: '\0',
+                    ..
+                })) => assert!(typed && nul, "{client}"),
+                Ok(planned) => {
+                    assert!(!takes_it_in_argv, "{client} took an unpassable prompt");
+                    if typed {
+                        let text = &planned.plan.typed_prompt.as_ref().unwrap().text;
+                        assert!(text.starts_with(&prompt) && !nul, "{client}");
+                    }
+                }
                 Err(e) => panic!("{client}: {e}"),
             }
         }
         if takes_it_in_argv {
             in_argv.push(client.name());
         }
+        if typed {
+            typed_in.push(client.name());
+        }
     }
-    assert_eq!(in_argv, ["claude", "codex", "antigravity"]);
+    assert_eq!(in_argv, ["codex", "antigravity"]);
+    assert_eq!(typed_in, ["claude"]);
 }
 
 #[test]

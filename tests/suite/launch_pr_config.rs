@@ -34,7 +34,7 @@ fn hostile_worktree(worktree: &Path) {
 
 /// Plans Claude Code for `worktree` in `launch_dir`, carries the plan out with a stand-in
 /// that prints what it reads of the kept configuration; returns the plan and its output.
-fn carry_out(worktree: &Path, launch_dir: &Path, bin_dir: &Path) -> (String, String, Vec<String>) {
+fn carry_out(worktree: &Path, launch_dir: &Path, bin_dir: &Path) -> (String, String, String) {
     let ctx = LaunchContext {
         agent_id: "a1".into(),
         prompt: Some("Review PR 42".into()),
@@ -68,10 +68,14 @@ fn carry_out(worktree: &Path, launch_dir: &Path, bin_dir: &Path) -> (String, Str
     let (output, status) = until_exit(&mut reviewer, Duration::from_secs(30));
     reviewer.stop().unwrap();
     assert!(status.is_some_and(|s| s.success()), "{output}");
-    (kept, output, plan.argv)
+    let prompt = plan
+        .typed_prompt
+        .expect("Claude Code's prompt is typed")
+        .text;
+    (kept, output, prompt)
 }
 
-fn assert_kept(kept: &str, output: &str, argv: &[String]) {
+fn assert_kept(kept: &str, output: &str, prompt: &str) {
     for f in [".claude/settings.json", ".mcp.json", ".MCP.Json"] {
         assert!(
             !output.contains(&format!("worktree {f}")),
@@ -98,7 +102,7 @@ fn assert_kept(kept: &str, output: &str, argv: &[String]) {
         note.contains(&format!("are in {kept}/ under the same paths")),
         "{note}"
     );
-    assert_eq!(argv.last().unwrap(), &format!("Review PR 42\n\n{note}"));
+    assert_eq!(prompt, format!("Review PR 42\n\n{note}"));
 }
 
 #[test]
@@ -107,8 +111,8 @@ fn the_pull_requests_client_configuration_is_kept_readable_and_out_of_the_worktr
     let root = tmp.path().canonicalize().unwrap();
     let worktree = root.join("wt");
     hostile_worktree(&worktree);
-    let (kept, output, argv) = carry_out(&worktree, &root.join("launch"), &root);
-    assert_kept(&kept, &output, &argv);
+    let (kept, output, prompt) = carry_out(&worktree, &root.join("launch"), &root);
+    assert_kept(&kept, &output, &prompt);
     assert!(!worktree.join(".claude").exists() && worktree.join("README.md").exists());
 }
 
@@ -124,7 +128,7 @@ fn across_file_systems_the_configuration_is_copied_then_taken_out() {
     let other = tempfile::tempdir_in(shm).unwrap();
     let worktree = root.join("wt");
     hostile_worktree(&worktree);
-    let (kept, output, argv) = carry_out(&worktree, &other.path().join("launch"), &root);
-    assert_kept(&kept, &output, &argv);
+    let (kept, output, prompt) = carry_out(&worktree, &other.path().join("launch"), &root);
+    assert_kept(&kept, &output, &prompt);
     assert!(!worktree.join(".claude").exists() && !worktree.join(".MCP.Json").exists());
 }

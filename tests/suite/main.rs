@@ -57,6 +57,8 @@ mod launch_pr_config;
 mod launch_sandbox;
 #[cfg(feature = "launch")]
 mod launch_sandbox_reach;
+#[cfg(feature = "launch")]
+mod launch_typed_prompt;
 mod layers;
 mod lookup;
 mod lookup_equivalence;

@@ -262,10 +262,19 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
     let mut args = claude_reviewer_args(&c, &r).unwrap();
     let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
     let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
-    // And the prompt, the last argument, ends with where the pull request's client
-    // configuration is kept.
+    // And the prompt, the last argument, moves out of the argv into `typed_prompt`, ending
+    // with where the pull request's client configuration is kept; the argv turns the log on
+    // that says when to type it.
     let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
-    *args.last_mut().unwrap() += &format!("\n\n{note}");
+    let prompt = args.pop().unwrap();
+    assert_eq!(args.pop().as_deref(), Some("--"));
+    let typed = plan.typed_prompt.as_ref().unwrap();
+    assert_eq!(typed.text, format!("{prompt}\n\n{note}"));
+    args.extend([
+        "--debug-file".into(),
+        format!("{}/claude-debug.log", plan.launch_dir),
+    ]);
+    assert_eq!(typed.log, "claude-debug.log");
     assert_eq!(plan.argv, args);
     let file = plan
         .files

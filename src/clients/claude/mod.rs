@@ -75,6 +75,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 pub mod preflight;
+pub mod ready;
 pub mod state;
 
 use crate::allowlist::{Policy, Resolution};
@@ -500,7 +501,9 @@ pub const QUIET_ENV: [(&str, &str); 2] = [
 pub const MCP_CONFIG_FILE: &str = "mcp-config.json";
 
 /// The Claude Code reviewer launch as a [`LaunchPlan`]: [`claude_reviewer_args`] as the
-/// argv, its `--mcp-config` JSON moved into [`MCP_CONFIG_FILE`] (the argv names the file), the worktree (if set) as the directory to start in, the per-launch root
+/// argv, its `--mcp-config` JSON moved into [`MCP_CONFIG_FILE`] (the argv names the file),
+/// its prompt moved out of the argv into [`LaunchPlan::typed_prompt`] (typed once the
+/// servers are ready, [`ready`]), the worktree (if set) as the directory to start in, the per-launch root
 /// ([`crate::clients::root`]) with `CLAUDE_CONFIG_DIR=<home>/`[`CONFIG_DIR`] and
 /// [`QUIET_ENV`], the
 /// credentials of [`CREDENTIALS`], the first-run state ([`state::STATE_FILE`], mode 0600:
@@ -542,6 +545,7 @@ fn plan_of(
     });
     plan.argv_value_to_file("--mcp-config", MCP_CONFIG_FILE, "");
     plan.servers = wire_servers(ctx, resolution);
+    ready::type_when_ready(&mut plan)?;
     Ok(plan)
 }
 

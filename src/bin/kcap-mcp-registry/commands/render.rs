@@ -241,6 +241,17 @@ pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
     }
     .map_err(CliError::found)?;
     warn_gated(&ctx);
+    if format != RenderFormat::Plan
+        && let Some(typed) = &plan.typed_prompt
+    {
+        errln!(
+            "note: the prompt is not in this argv: {} would send an argv prompt before its MCP \
+             servers listed their tools; `launch` types it once {} says they have (the plan's \
+             `typed_prompt`, `--format plan`)",
+            plan.client.spec().display_name,
+            typed.log
+        );
+    }
     out!("{text}");
     Ok(ExitCode::SUCCESS)
 }
@@ -473,7 +484,7 @@ pub(crate) struct RenderArgs {
     pub(crate) source: RegistrySource,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RenderFormat {
     Lines,
     Json,

@@ -1,0 +1,252 @@
+//! The prompt a terminal client gets once its MCP servers are ready
+//! ([`TypedPrompt`](crate::clients::plan::TypedPrompt)): the client's log is read as it
+//! grows, and the prompt is typed when it holds every `ready` text.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::clients::plan::TypedPrompt;
+
+/// How often the log is read while the gate waits.
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long after the pasted prompt Enter is typed (what Claude Code 2.1.197 and 2.1.328
+/// were measured with: a paste and its Enter in one write can reach its input handler as
+/// one paste).
+pub(crate) const PASTE_SETTLE: Duration = Duration::from_millis(300);
+
+/// The most of the log read in one poll.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The longest part of one log line kept (the texts are near a line's start).
+const LINE_KEPT: usize = 64 * 1024;
+
+/// Bracketed paste's start and end (xterm's; the client turned it on).
+const PASTE_START: &[u8] = b"\x1b[200~";
+const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// A [`TypedPrompt`] waiting for its client.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    text: String,
+    log: PathBuf,
+    /// The `ready` texts no line has held yet.
+    missing: Vec<String>,
+    failed: Vec<String>,
+    offset: u64,
+    line: Vec<u8>,
+    started: Instant,
+    bound: Duration,
+    next_poll: Instant,
+    typed: bool,
+}
+
+/// What the terminal session does next for the gate.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Nothing before this instant.
+    Wait(Instant),
+    /// Type this paste now, then, after [`PASTE_SETTLE`], Enter ([`type_prompt`]).
+    Type(Vec<u8>),
+    /// The prompt is typed: the gate is done.
+    Done,
+}
+
+/// Why the prompt was never typed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NotReady {
+    /// A line of the log holds a `failed` text: the line.
+    Failed(String),
+    /// The bound passed with these `ready` texts in no line.
+    Missing(Vec<String>),
+}
+
+impl Gate {
+    /// A gate for `prompt` of a plan carried out in `launch_dir`, waiting at most `bound`
+    /// from now.
+    pub(crate) fn new(prompt: &TypedPrompt, launch_dir: &Path, bound: Duration) -> Gate {
+        let now = Instant::now();
+        Gate {
+            text: prompt.text.clone(),
+            log: launch_dir.join(&prompt.log),
+            missing: prompt.ready.clone(),
+            failed: prompt.failed.clone(),
+            offset: 0,
+            line: Vec::new(),
+            started: now,
+            bound,
+            next_poll: now,
+            typed: false,
+        }
+    }
+
+    /// The bytes that type `text`: one bracketed paste, line breaks as LF.
+    fn paste(&self) -> Vec<u8> {
+        let text = self.text.replace("\r\n", "\n").replace('\r', "\n");
+        let mut bytes = PASTE_START.to_vec();
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(PASTE_END);
+        bytes
+    }
+
+    /// What to do at `now`.
+    ///
+    /// # Errors
+    /// [`NotReady`] when the log says a server never will be ready, or the bound passed.
+    pub(crate) fn poll(&mut self, now: Instant) -> Result<Next, NotReady> {
+        if self.typed {
+            return Ok(Next::Done);
+        }
+        if now >= self.next_poll {
+            self.next_poll = now + POLL;
+            if let Some(line) = self.read() {
+                return Err(NotReady::Failed(line));
+            }
+            if self.missing.is_empty() {
+                self.typed = true;
+                return Ok(Next::Type(self.paste()));
+            }
+        }
+        if now >= self.started + self.bound {
+            return Err(NotReady::Missing(self.missing.clone()));
+        }
+        Ok(Next::Wait(self.next_poll.min(self.started + self.bound)))
+    }
+
+    /// How long the gate has waited.
+    pub(crate) fn waited(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Reads what the log gained since the last read (at most [`READ_CHUNK`]) and checks
+    /// each whole line: the first that holds a `failed` text, if any. A log that is not
+    /// there yet, or not a regular file (the reviewer can write its launch directory: a FIFO
+    /// there must not block the executor), reads as nothing.
+    fn read(&mut self) -> Option<String> {
+        let fd = rustix::fs::open(
+            &self.log,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let regular = rustix::fs::fstat(&fd)
+            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
+        if !regular {
+            return None;
+        }
+        let mut file = std::fs::File::from(fd);
+        file.seek(SeekFrom::Start(self.offset)).ok()?;
+        let mut buf = Vec::new();
+        let n = file
+            .take(READ_CHUNK as u64)
+            .read_to_end(&mut buf)
+            .unwrap_or(0);
+        self.offset += n as u64;
+        for &b in &buf[..n] {
+            if b != b'\n' {
+                if self.line.len() < LINE_KEPT {
+                    self.line.push(b);
+                }
+                continue;
+            }
+            let line = String::from_utf8_lossy(&self.line).into_owned();
+            self.line.clear();
+            if self.failed.iter().any(|f| line.contains(f.as_str())) {
+                return Some(line);
+            }
+            self.missing.retain(|r| !line.contains(r.as_str()));
+        }
+        None
+    }
+}
+
+/// Types `paste` into the terminal `master`, then Enter after [`PASTE_SETTLE`], on a thread
+/// of its own (a client that stops reading its terminal blocks the write, not the
+/// executor): the receiver gets the outcome.
+pub(crate) fn type_prompt(
+    mut master: std::fs::File,
+    paste: Vec<u8>,
+) -> std::sync::mpsc::Receiver<std::io::Result<()>> {
+    use std::io::Write as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let typed = master.write_all(&paste).and_then(|()| {
+            std::thread::sleep(PASTE_SETTLE);
+            master.write_all(b"\r")
+        });
+        let _ = tx.send(typed);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt() -> TypedPrompt {
+        TypedPrompt {
+            text: "Review.\r\nAll of it.".into(),
+            log: "client.log".into(),
+            ready: vec!["input ready".into(), "server a: listed".into()],
+            failed: vec!["server a: failed".into()],
+        }
+    }
+
+    #[test]
+    fn the_prompt_is_typed_once_every_ready_text_is_in_a_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("client.log");
+        let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))), "no log yet");
+        std::fs::write(&log, "x input ready\nserver a: list").unwrap();
+        assert!(matches!(gate.poll(t0 + POLL), Ok(Next::Wait(_))));
+        std::fs::write(&log, "x input ready\nserver a: listed tools\n").unwrap();
+        let t = t0 + 2 * POLL;
+        assert_eq!(
+            gate.poll(t),
+            Ok(Next::Type(
+                b"\x1b[200~Review.\nAll of it.\x1b[201~".to_vec()
+            ))
+        );
+        assert_eq!(gate.poll(t), Ok(Next::Done));
+    }
+
+    #[test]
+    fn a_failed_line_or_the_bound_stops_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("client.log");
+        std::fs::write(&log, "input ready\n2026 server a: failed after 3 ms\n").unwrap();
+        let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
+        assert_eq!(
+            gate.poll(Instant::now()),
+            Err(NotReady::Failed("2026 server a: failed after 3 ms".into()))
+        );
+        std::fs::write(&log, "input ready\n").unwrap();
+        let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(1));
+        let t0 = Instant::now();
+        assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))));
+        assert_eq!(
+            gate.poll(t0 + Duration::from_secs(2)),
+            Err(NotReady::Missing(vec!["server a: listed".into()]))
+        );
+    }
+
+    #[test]
+    fn a_fifo_in_the_place_of_the_log_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("client.log"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
+        assert!(matches!(gate.poll(Instant::now()), Ok(Next::Wait(_))));
+    }
+}
