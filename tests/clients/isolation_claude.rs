@@ -61,8 +61,6 @@ const OUR_TOOLS: [&str; 3] = [
 ];
 /// The longest one launch may take to settle; past it the run is judged as it is.
 const RUN_BOUND: Duration = Duration::from_secs(60);
-/// How long after typing the prompt it may be typed again.
-const TYPE_AGAIN: Duration = Duration::from_secs(5);
 
 /// Variables the harness adds to the plan's environment: the offline guard only.
 const HARNESS_ENV: [(&str, &str); 3] = [
@@ -283,8 +281,6 @@ impl World {
         let started = Instant::now();
         let mut output = Vec::new();
         let mut seen = (0, Instant::now());
-        // The turns sent when the prompt was last typed, and when.
-        let mut typed = (1, Instant::now());
         loop {
             match session.next_event(Duration::from_millis(100)) {
                 Ok(Some(TerminalEvent::Output(bytes))) => output.extend_from_slice(&bytes),
@@ -301,23 +297,13 @@ impl World {
             }
             let quiet = n > 0 && seen.1.elapsed() >= claude_oracle::QUIET;
             let turns = self.turns();
-            // Every tool of ours offered by some turn: on a loaded machine a turn can offer
-            // the result channel's before `kcap-review` listed its tools.
+            // Every tool of ours offered by some turn (the plan's prompt is typed once the
+            // servers listed their tools: `claude::ready`).
             let offered_all = OUR_TOOLS
                 .iter()
                 .all(|tool| turns.iter().any(|t| t.contains(*tool)));
             if quiet && offered_all {
                 break;
-            }
-            // The interactive client sends the prompt of its argv before its MCP servers
-            // listed their tools (measured on both versions): once they have, the prompt
-            // typed again starts a turn that offers them (again while a turn ended without
-            // them: on a loaded machine the servers can take longer).
-            if quiet && turns.len() >= typed.0 && typed.1.elapsed() >= TYPE_AGAIN {
-                typed = (turns.len() + 1, Instant::now());
-                session
-                    .write_input(format!("{}\r", claude_oracle::PROMPT).as_bytes())
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
             }
             if started.elapsed() >= RUN_BOUND {
                 // Judged as it is: the assertions name what is missing.

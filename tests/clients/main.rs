@@ -39,6 +39,8 @@ mod differential_gemini;
 mod differential_opencode;
 #[cfg(feature = "cli")]
 mod differential_qwen;
+#[cfg(feature = "launch")]
+mod first_turn;
 #[cfg(feature = "cli")]
 mod install_clients;
 #[cfg(feature = "launch")]
@@ -132,5 +134,7 @@ fn main() {
     trials.extend(sandbox_tools_acp::trials());
     #[cfg(feature = "launch")]
     trials.extend(sandbox_tools_openai::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(first_turn::trials());
     common::peers::main(trials)
 }
