@@ -326,15 +326,13 @@ pub(crate) fn confine(
     }
     preflight(confinement)?;
     let private_terminals = terminals_missing().is_none();
-    let mut boundary = boundary.clone();
-    if !private_terminals {
-        // Best effort without a devpts instance of its own: the system's, every terminal
-        // of this user's in it (what `missing` names).
-        boundary.read_write.push(PathBuf::from("/dev/pts"));
-    }
-    let fd = ruleset(&boundary, confinement).map_err(|e| ExecError::NoSandbox {
-        missing: format!("a Landlock ruleset ({e})"),
-    })?;
+    // Best effort without a devpts instance of its own: the system's, every terminal of
+    // this user's in it (what `missing` names).
+    let system_terminals = (!private_terminals).then_some(Path::new("/dev/pts"));
+    let fd =
+        ruleset(boundary, system_terminals, confinement).map_err(|e| ExecError::NoSandbox {
+            missing: format!("a Landlock ruleset ({e})"),
+        })?;
     let Some(fd) = fd else {
         // Best effort, and the kernel has no Landlock at all.
         return Ok(());
@@ -502,8 +500,11 @@ unsafe fn allow(ruleset: libc::c_int, path: &std::ffi::CStr, access: u64) -> std
     error.map_or(Ok(()), Err)
 }
 
+/// The Landlock ruleset of `boundary`, with `more_read_write` allowed read and write too;
+/// `None` when the kernel has no Landlock and `confinement` lets that pass.
 fn ruleset(
     boundary: &Boundary,
+    more_read_write: Option<&Path>,
     confinement: Confinement,
 ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
     let abi = ABI::V6;
@@ -523,12 +524,12 @@ fn ruleset(
         .handle_access(all)?
         .scope(Scope::from_all(abi))?
         .create()?;
-    for (paths, access) in [
-        (&boundary.read_exec, read_exec),
-        (&boundary.read, read),
-        (&boundary.read_write, read_write),
+    for (paths, more, access) in [
+        (&boundary.read_exec, None, read_exec),
+        (&boundary.read, None, read),
+        (&boundary.read_write, more_read_write, read_write),
     ] {
-        for path in paths {
+        for path in paths.iter().map(PathBuf::as_path).chain(more) {
             // A path that does not exist allows nothing; one that cannot be opened neither.
             let Ok(fd) = PathFd::new(path) else { continue };
             let access = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
