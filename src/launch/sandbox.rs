@@ -170,12 +170,22 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The directories of `client_bin`'s installation: for a file inside a `node_modules`
-/// tree, the directory holding the outermost `node_modules` (a package reads its
-/// `package.json`s up to there); otherwise the directory of the file. `client_bin` is
-/// resolved through its links first (`node_modules/.bin/x` links into the package). A `#!`
-/// interpreter's installation is added the same way (`#!/usr/bin/env node` looks `node`
-/// up in `path`).
+/// The paths of `client_bin`'s installation, each canonical: for a file inside a
+/// `node_modules` tree, the directory holding the outermost `node_modules` (a package reads
+/// its `package.json`s up to there); otherwise the file itself, not its directory (a client
+/// in a directory it shares with other files, `~/bin/claude`, `~/.local/bin/x`, would
+/// otherwise open all of them to the reviewer; a native single-file install,
+/// `~/.local/share/claude/versions/<v>` behind the link `~/.local/bin/claude`, is that
+/// file). `client_bin` is resolved through its links first (`node_modules/.bin/x` links
+/// into the package). A `#!` interpreter's installation is added the same way
+/// (`#!/usr/bin/env node` looks `node` up in `path`). What a file outside `node_modules`
+/// loads from beside it (a wrapper's sibling script, a shared library found through its
+/// `RPATH`) is not found here: [`Options::sandbox_read_exec`] adds it.
+///
+/// A Landlock rule on a file allows the access rights of a file only (`ruleset` keeps
+/// those of [`AccessFs::from_file`],
+/// <https://docs.rs/landlock/0.4.8/landlock/enum.AccessFs.html#method.from_file>; the
+/// kernel refuses a directory's on a file): here read and execute, what running it takes.
 pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(bin) = std::fs::canonicalize(client_bin) else {
@@ -193,13 +203,13 @@ pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<Pa
     found
 }
 
+/// The directory holding the outermost `node_modules` above `file`, or else `file`.
 fn root_of(file: &Path) -> PathBuf {
     file.ancestors()
         .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
         .last()
         .and_then(Path::parent)
-        .or_else(|| file.parent())
-        .unwrap_or(Path::new("/"))
+        .unwrap_or(file)
         .to_owned()
 }
 
