@@ -99,8 +99,8 @@ pub use crate::clients::plan::{
     SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC, SYSTEM_SECRETS,
 };
 
-/// What a confined reviewer may reach: each list of absolute paths, the directories
-/// allowing what is beneath them.
+/// What a confined reviewer may reach: each list of absolute paths, a directory allowing
+/// what is beneath it, a file (the client's own, [`installation`]) itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Boundary {
     /// Read and execute.
