@@ -99,8 +99,8 @@ pub use crate::clients::plan::{
     SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC, SYSTEM_SECRETS,
 };
 
-/// What a confined reviewer may reach: each list of absolute paths, the directories
-/// allowing what is beneath them.
+/// What a confined reviewer may reach: each list of absolute paths, a directory allowing
+/// what is beneath it, a file (the client's own, [`installation`]) itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Boundary {
     /// Read and execute.
@@ -170,12 +170,22 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The directories of `client_bin`'s installation: for a file inside a `node_modules`
-/// tree, the directory holding the outermost `node_modules` (a package reads its
-/// `package.json`s up to there); otherwise the directory of the file. `client_bin` is
-/// resolved through its links first (`node_modules/.bin/x` links into the package). A `#!`
-/// interpreter's installation is added the same way (`#!/usr/bin/env node` looks `node`
-/// up in `path`).
+/// The paths of `client_bin`'s installation, each canonical: for a file inside a
+/// `node_modules` tree, the directory holding the outermost `node_modules` (a package reads
+/// its `package.json`s up to there); otherwise the file itself, not its directory (a client
+/// in a directory it shares with other files, `~/bin/claude`, `~/.local/bin/x`, would
+/// otherwise open all of them to the reviewer; a native single-file install,
+/// `~/.local/share/claude/versions/<v>` behind the link `~/.local/bin/claude`, is that
+/// file). `client_bin` is resolved through its links first (`node_modules/.bin/x` links
+/// into the package). A `#!` interpreter's installation is added the same way
+/// (`#!/usr/bin/env node` looks `node` up in `path`). What a file outside `node_modules`
+/// loads from beside it (a wrapper's sibling script, a shared library found through its
+/// `RPATH`) is not found here: [`Options::sandbox_read_exec`] adds it.
+///
+/// A Landlock rule on a file allows the access rights of a file only (`ruleset` keeps
+/// those of [`AccessFs::from_file`],
+/// <https://docs.rs/landlock/0.4.8/landlock/enum.AccessFs.html#method.from_file>; the
+/// kernel refuses a directory's on a file): here read and execute, what running it takes.
 pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(bin) = std::fs::canonicalize(client_bin) else {
@@ -193,13 +203,13 @@ pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<Pa
     found
 }
 
+/// The directory holding the outermost `node_modules` above `file`, or else `file`.
 fn root_of(file: &Path) -> PathBuf {
     file.ancestors()
         .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
         .last()
         .and_then(Path::parent)
-        .or_else(|| file.parent())
-        .unwrap_or(Path::new("/"))
+        .unwrap_or(file)
         .to_owned()
 }
 
@@ -326,15 +336,13 @@ pub(crate) fn confine(
     }
     preflight(confinement)?;
     let private_terminals = terminals_missing().is_none();
-    let mut boundary = boundary.clone();
-    if !private_terminals {
-        // Best effort without a devpts instance of its own: the system's, every terminal
-        // of this user's in it (what `missing` names).
-        boundary.read_write.push(PathBuf::from("/dev/pts"));
-    }
-    let fd = ruleset(&boundary, confinement).map_err(|e| ExecError::NoSandbox {
-        missing: format!("a Landlock ruleset ({e})"),
-    })?;
+    // Best effort without a devpts instance of its own: the system's, every terminal of
+    // this user's in it (what `missing` names).
+    let system_terminals = (!private_terminals).then_some(Path::new("/dev/pts"));
+    let fd =
+        ruleset(boundary, system_terminals, confinement).map_err(|e| ExecError::NoSandbox {
+            missing: format!("a Landlock ruleset ({e})"),
+        })?;
     let Some(fd) = fd else {
         // Best effort, and the kernel has no Landlock at all.
         return Ok(());
@@ -502,8 +510,11 @@ unsafe fn allow(ruleset: libc::c_int, path: &std::ffi::CStr, access: u64) -> std
     error.map_or(Ok(()), Err)
 }
 
+/// The Landlock ruleset of `boundary`, with `more_read_write` allowed read and write too;
+/// `None` when the kernel has no Landlock and `confinement` lets that pass.
 fn ruleset(
     boundary: &Boundary,
+    more_read_write: Option<&Path>,
     confinement: Confinement,
 ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
     let abi = ABI::V6;
@@ -523,12 +534,12 @@ fn ruleset(
         .handle_access(all)?
         .scope(Scope::from_all(abi))?
         .create()?;
-    for (paths, access) in [
-        (&boundary.read_exec, read_exec),
-        (&boundary.read, read),
-        (&boundary.read_write, read_write),
+    for (paths, more, access) in [
+        (&boundary.read_exec, None, read_exec),
+        (&boundary.read, None, read),
+        (&boundary.read_write, more_read_write, read_write),
     ] {
-        for path in paths {
+        for path in paths.iter().map(PathBuf::as_path).chain(more) {
             // A path that does not exist allows nothing; one that cannot be opened neither.
             let Ok(fd) = PathFd::new(path) else { continue };
             let access = if std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {

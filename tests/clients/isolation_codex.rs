@@ -25,7 +25,7 @@ use crate::common;
 mod world;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::records::plan_env;
 use kcap_mcp_registry::clients::Client;
@@ -307,6 +307,7 @@ fn trust_is_not_inherited_from_a_parent_folder() {
     w.hostile_worktree(&parent, "parent");
     w.worktree = parent.join("sub");
     w.hostile_worktree(&w.worktree.clone(), "sub");
+    reach_enclosing_repository(&mut w, &parent);
     let config = w.path("user/.codex/config.toml");
     let before = std::fs::read_to_string(&config).unwrap();
     let trust = format!(
@@ -414,6 +415,7 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
     w.hostile_worktree(&repo, "repo");
     w.worktree = repo.join("sub");
     w.hostile_worktree(&w.worktree.clone(), "sub");
+    reach_enclosing_repository(&mut w, &repo);
     let before = std::fs::read_to_string(config_of(&w)).unwrap();
     let trust: String = [&outer, &repo]
         .iter()
@@ -429,6 +431,18 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
     kept.worktree_remove.clear();
     assert_eq!(w.listing(&kept), with("sub-evil"));
     assert_eq!(w.listing(&w.plan()), ours());
+}
+
+/// Adds `repo`, which holds `w`'s worktree, to the sandbox's boundary (read and execute).
+/// Codex 0.169.0 reads the `.codex/config.toml` of every folder from its cwd up to the
+/// project root (the repository's), and a read the sandbox denies ends it: `Failed to read
+/// project config file <repo>/.codex/config.toml: Permission denied`. The planner refuses
+/// such a worktree (`worktree_preflight`); these tests carry its plan out anyway to show
+/// the enclosing repository's configuration does not reach the reviewer, so Codex must see
+/// it. (Before the client's installation outside `node_modules` was narrowed to its file,
+/// the recorder's directory, this test's whole root, was in the boundary and hid this.)
+fn reach_enclosing_repository(w: &mut World, repo: &Path) {
+    w.exec.push(repo.to_owned());
 }
 
 /// The daemon user's `~/.codex/config.toml` in `w`.

@@ -20,6 +20,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
         claude_starts_in_the_sandbox,
         claude_next_starts_in_the_sandbox,
+        claude_native_install_starts_in_the_sandbox,
         codex_starts_in_the_sandbox,
         gemini_starts_in_the_sandbox,
         opencode_starts_in_the_sandbox,
@@ -58,17 +59,61 @@ fn qwen_starts_in_the_sandbox() {
     starts_in_the_sandbox("KCAP_QWEN_BIN", Client::Qwen, "0.");
 }
 
+/// Claude Code laid out as its native installer lays it out: one executable file,
+/// `~/.local/share/claude/versions/<version>`, behind the link `~/.local/bin/claude`, each
+/// directory holding other files too (here the pinned package's `claude.exe`, a Bun
+/// single-file executable, copied there). The sandbox gives the reviewer that file, not a
+/// directory of it, and the client starts.
+fn claude_native_install_starts_in_the_sandbox() {
+    let Some(bin) = peer("KCAP_CLAUDE_BIN") else {
+        return;
+    };
+    if !kernel_gives_sandbox() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let versions = home.path().join(".local/share/claude/versions");
+    let links = home.path().join(".local/bin");
+    for dir in [&versions, &links] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("secret"), "beside the client").unwrap();
+    }
+    let native = versions.join("pinned");
+    std::fs::copy(std::fs::canonicalize(&bin).unwrap(), &native).unwrap();
+    let link = links.join("claude");
+    std::os::unix::fs::symlink(&native, &link).unwrap();
+    assert_eq!(
+        sandbox::installation(&link, None),
+        vec![std::fs::canonicalize(&native).unwrap()]
+    );
+    version_in_the_sandbox(&link, Client::Claude, "(Claude Code)");
+}
+
+/// Whether this kernel gives the whole sandbox; a test without it reports itself skipped
+/// (and fails under `KCAP_REQUIRE_PEERS=1`).
+fn kernel_gives_sandbox() -> bool {
+    let Some(missing) = sandbox::missing() else {
+        return true;
+    };
+    assert!(
+        std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
+        "this kernel lacks {missing}; KCAP_REQUIRE_PEERS=1"
+    );
+    skip(format!("this kernel lacks {missing}"));
+    false
+}
+
 /// `var`'s client, `--version` in the sandbox: exit status 0 and `version` in its output.
 fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
     let Some(bin) = peer(var) else { return };
-    if let Some(missing) = sandbox::missing() {
-        assert!(
-            std::env::var_os("KCAP_REQUIRE_PEERS").is_none_or(|v| v != "1"),
-            "this kernel lacks {missing}; KCAP_REQUIRE_PEERS=1"
-        );
-        skip(format!("this kernel lacks {missing}"));
-        return;
+    if kernel_gives_sandbox() {
+        version_in_the_sandbox(&bin, client, version);
     }
+}
+
+/// `client` run from `bin`, `--version` in the sandbox: exit status 0 and `version` in its
+/// output.
+fn version_in_the_sandbox(bin: &Path, client: Client, version: &str) {
     let root = tempfile::tempdir().unwrap();
     let tree = root.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
@@ -87,7 +132,7 @@ fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
         options = options.with_sandbox_read_exec(cache);
     }
     let mut reviewer =
-        launch::launch(&plan, &bin, &options).unwrap_or_else(|e| panic!("{client}: {e}"));
+        launch::launch(&plan, bin, &options).unwrap_or_else(|e| panic!("{client}: {e}"));
     let (output, status) = until_exit(&mut reviewer, Duration::from_secs(60));
     reviewer.stop().unwrap();
     assert!(

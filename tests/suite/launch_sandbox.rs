@@ -382,8 +382,13 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
     let client = world.client();
     let options = Options::default().with_sandbox_read_exec("/opt/kcap/bin/kcap");
     let b = sandbox::Boundary::of(&plan, &client, None, &options);
-    let bin = std::fs::canonicalize(world.at("bin")).unwrap();
+    // A client outside node_modules: the file, not the directory it shares.
+    let bin = std::fs::canonicalize(&client).unwrap();
     assert!(b.read_exec.contains(&bin), "{b:?}");
+    assert!(
+        !b.read_exec.contains(&bin.parent().unwrap().to_owned()),
+        "{b:?}"
+    );
     assert!(b.read_exec.contains(&PathBuf::from("/opt/kcap/bin/kcap")));
     let mut read = vec![world.at("tree")];
     read.extend(sandbox::SYSTEM_PROC_READ.iter().map(PathBuf::from));
@@ -404,6 +409,89 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
         .read_to_string(&mut head)
         .unwrap();
     assert!(head.starts_with("#!"));
+}
+
+/// A client outside `node_modules` reaches its own file and its `#!` interpreter's, not the
+/// directories they share with other files (a client at `~/bin/claude` or `~/.local/bin/x`):
+/// a stand-in in `bin/`, run through an interpreter script in `tools/`, and a Node.js
+/// stand-in beside it, each try to read the `secret` beside them. In the sandbox both
+/// start and read neither secret; without it (the bite) both read them. With the boundary
+/// holding each file's directory (as before), the sandbox let both reads through.
+#[test]
+fn a_client_outside_node_modules_reaches_its_file_not_its_directory() {
+    use common::stand_in::write_executable;
+    if !sandbox_available() {
+        return;
+    }
+    let world = World::new();
+    std::fs::create_dir(world.at("tools")).unwrap();
+    for dir in ["bin", "tools"] {
+        std::fs::write(world.at(dir).join("secret"), "sibling-secret\n").unwrap();
+    }
+    let interpreter = sh_script(&world.at("tools"), "interp", r#"exec /bin/sh "$@""#);
+    let (bin, tools) = (world.at("bin"), world.at("tools"));
+    let shell = world.at("bin/shell-reviewer");
+    write_executable(
+        &shell,
+        format!(
+            r#"#!{interpreter}
+probe() {{ name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=yes"; else echo "$name=no"; fi; }}
+probe started true
+probe own_file /bin/grep -q probes-done {shell}
+probe bin_secret cat {bin}/secret
+probe list_bin ls {bin}
+probe interpreter_secret cat {tools}/secret
+echo probes-done
+"#,
+            interpreter = interpreter.display(),
+            shell = shell.display(),
+            bin = bin.display(),
+            tools = tools.display(),
+        ),
+    );
+    let node = world.at("bin/node-reviewer");
+    write_executable(
+        &node,
+        format!(
+            r#"#!/usr/bin/env node
+const fs = require("fs");
+const probe = (name, f) => {{ try {{ f(); console.log(name + "=yes"); }} catch {{ console.log(name + "=no"); }} }};
+probe("started", () => {{}});
+probe("bin_secret", () => fs.readFileSync({secret:?}));
+probe("list_bin", () => fs.readdirSync({bin:?}));
+console.log("probes-done");
+"#,
+            secret = bin.join("secret").display().to_string(),
+            bin = bin.display().to_string(),
+        ),
+    );
+    let run = |client: &Path, name: &str, confinement: Confinement| {
+        let launch_dir = world.at("launches").join(name);
+        let options = Options::default().with_confinement(confinement);
+        let mut reviewer = launch::launch(&world.plan(&launch_dir), client, &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        reviewer.stop().unwrap();
+        probe_answers(&world.clean_up(&output))
+    };
+    for (client, reads) in [
+        (
+            &shell,
+            &["bin_secret", "list_bin", "interpreter_secret"][..],
+        ),
+        (&node, &["bin_secret", "list_bin"][..]),
+    ] {
+        let name = client.file_name().unwrap().to_str().unwrap();
+        let confined = run(client, &format!("{name}-confined"), Confinement::Required);
+        let open = run(client, &format!("{name}-open"), Confinement::Off);
+        assert_eq!(confined.get("started"), Some(&true), "{name}: {confined:?}");
+        if client == &shell {
+            assert_eq!(confined.get("own_file"), Some(&true), "{confined:?}");
+        }
+        for read in reads {
+            assert_eq!(confined.get(*read), Some(&false), "{name}: {confined:?}");
+            assert_eq!(open.get(*read), Some(&true), "{name}: {open:?}");
+        }
+    }
 }
 
 /// The plan's `sandbox` is the boundary the executor installs: a plan that lists the worktree
