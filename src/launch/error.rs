@@ -276,7 +276,8 @@ pub enum ExecError {
         client: String,
         /// The step.
         step: Step,
-        /// Its exit status, when it was reaped.
+        /// Its exit status, when it exited within the step's bound (a client that closed
+        /// its output is waited for until then).
         status: Option<ExitStatus>,
         /// The end of its standard error.
         stderr: String,
