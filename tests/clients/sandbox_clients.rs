@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::carry::{terminal_plan, until_exit};
+use crate::common::carry::{until_exit, worktree_plan};
 use crate::common::peers::{inherited_path, peer, skip};
 use crate::common::tool_attacks::{self, Scene};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
@@ -102,18 +102,10 @@ fn starts_in_the_sandbox(var: &'static str, client: Client, version: &str) {
 
 /// A terminal launch of `client --version` in `tree`, `HOME` and `TMPDIR` in `launch_dir`.
 fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
-    let dir = launch_dir.display();
+    let path = inherited_path();
     LaunchPlan {
-        cwd: Some(tree.display().to_string()),
         argv: vec!["--version".into()],
-        env: vec![
-            EnvVar::new("HOME", format!("{dir}/home")),
-            EnvVar::new("TMPDIR", format!("{dir}/tmp")),
-            EnvVar::new("PATH", inherited_path().to_string_lossy()),
-        ],
-        dirs: vec!["home".into(), "tmp".into()],
-        sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
-        ..terminal_plan(client, launch_dir)
+        ..worktree_plan(client, tree, launch_dir, &path.to_string_lossy())
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::common;
 
 use std::os::unix::fs::FileTypeExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::carry::until_exit;
@@ -19,6 +19,7 @@ use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PR_CONFIG_DIR, pr_config_note};
 use kcap_mcp_registry::launch::{self, Options};
 use kcap_mcp_registry::{LaunchContext, Policy};
+use tempfile::TempDir;
 
 const SETTINGS: &str =
     r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}"#;
@@ -107,42 +108,61 @@ fn assert_kept(kept: &str, output: &str, argv: &[String]) {
     assert_eq!(argv.last().unwrap(), &format!("Review PR 42\n\n{note}"));
 }
 
-#[test]
-fn the_pull_requests_client_configuration_is_kept_readable_and_out_of_the_worktree() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let worktree = root.join("wt");
-    hostile_worktree(&worktree);
-    let (kept, output, argv) = carry_out(&worktree, &root.join("launch"), &root);
-    assert_kept(&kept, &output, &argv);
-    assert!(!worktree.join(".claude").exists() && worktree.join("README.md").exists());
+/// A hostile worktree ([`hostile_worktree`]) in a temporary directory, and a launch
+/// directory beside it or on another file system.
+struct Scene {
+    /// The temporary directory (canonical), where the stand-in is written too.
+    root: PathBuf,
+    worktree: PathBuf,
+    launch_dir: PathBuf,
+    _dirs: Vec<TempDir>,
 }
 
-/// `/dev/shm`, a file system other than the temporary directory's; `None` (after saying the
-/// test is skipped) without one.
-fn other_file_system() -> Option<&'static Path> {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        Some(shm)
-    } else {
-        common::peers::skip("no /dev/shm: no second file system to launch on".into());
-        None
+impl Scene {
+    /// The launch directory on `/dev/shm` when `across`; `None` (after saying the test is
+    /// skipped) without it.
+    fn new(across: bool) -> Option<Scene> {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let worktree = root.join("wt");
+        hostile_worktree(&worktree);
+        let mut dirs = vec![tmp];
+        let launch_dir = if across {
+            let shm = Path::new("/dev/shm");
+            if !shm.is_dir() {
+                common::peers::skip("no /dev/shm: no second file system to launch on".into());
+                return None;
+            }
+            dirs.push(tempfile::tempdir_in(shm).unwrap());
+            dirs[1].path().join("launch")
+        } else {
+            root.join("launch")
+        };
+        Some(Scene {
+            root,
+            worktree,
+            launch_dir,
+            _dirs: dirs,
+        })
     }
 }
 
 #[test]
+fn the_pull_requests_client_configuration_is_kept_readable_and_out_of_the_worktree() {
+    let s = Scene::new(false).unwrap();
+    let (kept, output, argv) = carry_out(&s.worktree, &s.launch_dir, &s.root);
+    assert_kept(&kept, &output, &argv);
+    assert!(!s.worktree.join(".claude").exists() && s.worktree.join("README.md").exists());
+}
+
+#[test]
 fn across_file_systems_the_configuration_is_copied_then_taken_out() {
-    let Some(shm) = other_file_system() else {
+    let Some(s) = Scene::new(true) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let other = tempfile::tempdir_in(shm).unwrap();
-    let worktree = root.join("wt");
-    hostile_worktree(&worktree);
-    let (kept, output, argv) = carry_out(&worktree, &other.path().join("launch"), &root);
+    let (kept, output, argv) = carry_out(&s.worktree, &s.launch_dir, &s.root);
     assert_kept(&kept, &output, &argv);
-    assert!(!worktree.join(".claude").exists() && !worktree.join(".MCP.Json").exists());
+    assert!(!s.worktree.join(".claude").exists() && !s.worktree.join(".MCP.Json").exists());
 }
 
 /// A fifo (or a device, a socket) in what is taken out cannot be copied to another file
@@ -151,14 +171,10 @@ fn across_file_systems_the_configuration_is_copied_then_taken_out() {
 #[test]
 fn across_file_systems_a_fifo_to_keep_fails_the_launch_before_anything_is_taken_out() {
     use rustix::fs::{FileType, Mode};
-    let Some(shm) = other_file_system() else {
+    let Some(s) = Scene::new(true) else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().canonicalize().unwrap();
-    let other = tempfile::tempdir_in(shm).unwrap();
-    let worktree = root.join("wt");
-    hostile_worktree(&worktree);
+    let (worktree, launch_dir) = (&s.worktree, &s.launch_dir);
     let fifo = worktree.join(".claude/hooks.fifo");
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -168,9 +184,8 @@ fn across_file_systems_a_fifo_to_keep_fails_the_launch_before_anything_is_taken_
         0,
     )
     .unwrap();
-    let launch_dir = other.path().join("launch");
-    let plan = claude_plan(&worktree, &launch_dir);
-    let client = sh_script(&root, "reviewer", "echo started");
+    let plan = claude_plan(worktree, launch_dir);
+    let client = sh_script(&s.root, "reviewer", "echo started");
     let error = match launch::launch(&plan, &client, &Options::default()) {
         Ok(mut reviewer) => {
             let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
