@@ -45,6 +45,7 @@ use serde_json::json;
 use crate::common::model_api::{
     ModelApi, offers_tool, openai_chat_turn, openai_tool_output, response,
 };
+use crate::common::outside::{DaemonSocket, Segment};
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
@@ -181,18 +182,12 @@ fn inner(confinement: &str) {
     let bin = peer("KCAP_QWEN_BIN").expect("the outer run found it");
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
-    let private = root_path.join("daemon");
-    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&private)
-        .unwrap();
-    let socket_path = private.join("control.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
-    let key = 0x6834_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
-    let shm = Segment::new(key, SHM_SECRET);
+    let socket = DaemonSocket::bind(&root_path);
+    let shm = Segment::new(0x6834_0000, SHM_SECRET.as_bytes());
     let worktree = root_path.join("wt");
     std::fs::create_dir(&worktree).unwrap();
     std::fs::write(worktree.join("inject.py"), INJECT).unwrap();
-    let command = command(&worktree, &socket_path, key);
+    let command = command(&worktree, &socket.path, shm.key);
     let output = run_qwen(&bin, &root_path, confinement, &command);
     drop(shm);
     let mut answers: BTreeMap<String, bool> = ["unix_socket", "sysv_shm"]
@@ -221,32 +216,6 @@ fn terminal_holds_marker() -> bool {
         libc::close(fd);
         let got = usize::try_from(n).map_or(&[][..], |n| &buf[..n]);
         String::from_utf8_lossy(got).contains(MARKER)
-    }
-}
-
-/// A System V shared memory segment of the daemon's (mode `0600`) holding a text; removed
-/// on drop.
-struct Segment(i32);
-
-impl Segment {
-    fn new(key: i32, text: &str) -> Segment {
-        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
-        unsafe {
-            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
-            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
-            let at = libc::shmat(id, std::ptr::null(), 0);
-            assert_ne!(at as isize, -1);
-            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
-            libc::shmdt(at);
-            Segment(id)
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: removes the segment made in `new`.
-        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
     }
 }
 

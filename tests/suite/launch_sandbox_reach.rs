@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
 use common::door::one_connection_upstream;
+use common::outside::{DaemonSocket, Segment};
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::launch::door::{Endpoint, Network};
@@ -120,14 +121,9 @@ fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside(
         return;
     }
     let outside = tempfile::tempdir().unwrap();
-    let private = outside.path().join("daemon");
-    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&private)
-        .unwrap();
-    let socket = private.join("control.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let key = 0x6835_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
-    let segment = Segment::new(key, b"daemon-shm-secret");
+    let socket = DaemonSocket::bind(outside.path());
+    let segment = Segment::new(0x6835_0000, b"daemon-shm-secret");
+    let key = segment.key;
     let door = Network::Door(vec![Endpoint::new(8080, "127.0.0.1:9")]);
     let body = |_: &str| {
         format!(
@@ -135,7 +131,7 @@ fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside(
 if /usr/bin/python3 -c 'import ctypes; c=ctypes.CDLL(None); c.shmat.restype=ctypes.c_void_p; i=c.shmget({key},0,0); assert i>=0; assert ctypes.string_at(c.shmat(i,None,0),17) == b"daemon-shm-secret"' 2>/dev/null; then echo sysv_shm=yes; else echo sysv_shm=no; fi
 if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53), 2)' 2>/dev/null; then echo other_address=yes; else echo other_address=no; fi
 "#,
-            socket = socket.display(),
+            socket = socket.path.display(),
         )
     };
     let open = run(
@@ -155,32 +151,6 @@ if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53),
             Some(&false),
             "{item} reached past the door and the default sandbox: {confined:?}"
         );
-    }
-}
-
-/// A System V shared memory segment of the daemon's (mode `0600`) holding `text`; removed
-/// on drop.
-struct Segment(i32);
-
-impl Segment {
-    fn new(key: i32, text: &[u8]) -> Segment {
-        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
-        unsafe {
-            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
-            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
-            let at = libc::shmat(id, std::ptr::null(), 0);
-            assert_ne!(at as isize, -1);
-            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
-            libc::shmdt(at);
-            Segment(id)
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: removes the segment made in `new`.
-        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
     }
 }
 
