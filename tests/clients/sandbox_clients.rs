@@ -145,7 +145,7 @@ fn run_tool_attacks(
     };
     use kcap_mcp_registry::clients::dispatch::PlanInputs;
     use kcap_mcp_registry::clients::root::Credentials;
-    use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
+    use kcap_mcp_registry::launch::Reviewer;
     use kcap_mcp_registry::{LaunchContext, Policy};
 
     let scene = Scene::new();
@@ -163,7 +163,7 @@ fn run_tool_attacks(
     });
     let ctx = LaunchContext {
         agent_id: "a1".into(),
-        prompt: Some("Run the probe.".into()),
+        prompt: Some(tool_attacks::PROMPT.into()),
         worktree: Some(scene.worktree().display().to_string()),
         launch_dir: Some(scene.launch_dir().display().to_string()),
         credentials: Credentials {
@@ -193,29 +193,15 @@ fn run_tool_attacks(
         .with_confinement(confinement)
         .with_dialog_quiet(Duration::from_secs(5))
         .with_die_with_parent(true);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
     let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let Reviewer::Terminal(mut session) = reviewer else {
-        panic!("Claude Code runs in a terminal");
-    };
-    let started = std::time::Instant::now();
-    let result = loop {
-        let done = (api.requests().iter()).find_map(|r| anthropic_tool_output(&r.json()?));
-        if let Some(done) = done {
-            break done;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "{}: no turn carried the tool's output; requests: {:?}",
-            bin.display(),
-            api.requests().iter().map(|r| &r.path).collect::<Vec<_>>()
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(TerminalEvent::Exited(status))) => panic!("exited: {status:?}"),
-            Ok(_) => {}
-            Err(e) => panic!("{}: {e}", bin.display()),
-        }
-    };
-    session.stop().unwrap();
+    assert!(
+        matches!(reviewer, Reviewer::Terminal(_)),
+        "Claude Code runs in a terminal"
+    );
+    let who = format!("{} ({confinement:?})", bin.display());
+    let result =
+        tool_attacks::until_tool_output(reviewer, &api, anthropic_tool_output, deadline, &who);
     tool_attacks::answers(&result)
 }

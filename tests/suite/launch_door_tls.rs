@@ -107,6 +107,13 @@ impl Ca {
     }
 }
 
+/// A CA of the test's, and a TLS upstream whose certificate it signed for `localhost`.
+fn signed_upstream() -> (Ca, Upstream) {
+    let ca = Ca::new("kcap door test CA");
+    let (cert, key) = ca.leaf(&["localhost"]);
+    (ca, Upstream::tls(cert, key))
+}
+
 /// A launch directory and the stand-in client.
 struct World {
     root: TempDir,
@@ -204,9 +211,7 @@ fn an_https_upstream_gets_the_request_over_tls_with_the_key_and_its_stream_passe
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = Upstream::tls(cert, key);
+    let (ca, upstream) = signed_upstream();
     let endpoint = tls_endpoint(format!("localhost:{}", upstream.port));
     let options = Options::default().with_door_root(ca.der());
     let (answers, log) = world.run("ok", endpoint, options, "/v1/messages,stream", 15);
@@ -248,9 +253,7 @@ fn a_certificate_for_another_name_or_from_an_unknown_ca_is_refused_with_a_502() 
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = Upstream::tls(cert, key);
+    let (ca, upstream) = signed_upstream();
     let with_ca = || Options::default().with_door_root(ca.der());
     // By address: the certificate names `localhost`, not 127.0.0.1.
     let by_address = tls_endpoint(format!("127.0.0.1:{}", upstream.port));
@@ -351,9 +354,7 @@ fn an_upstream_that_never_answers_gets_the_client_a_504_within_the_bound() {
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = Upstream::tls(cert, key);
+    let (ca, upstream) = signed_upstream();
     let (plain_port, _) = recorder_silent();
     let bounded = || {
         Options::default()
