@@ -143,10 +143,9 @@ fn run_tool_attacks(
     use crate::common::model_api::{
         ModelApi, anthropic_tool_output, anthropic_turn, offers_tool, response,
     };
-    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    use kcap_mcp_registry::LaunchContext;
     use kcap_mcp_registry::clients::root::Credentials;
     use kcap_mcp_registry::launch::Reviewer;
-    use kcap_mcp_registry::{LaunchContext, Policy};
 
     let scene = Scene::new();
     let command = scene.command();
@@ -176,25 +175,13 @@ fn run_tool_attacks(
         },
         ..LaunchContext::default()
     };
-    let mut plan = Client::Claude
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    // Offline: a dead proxy for anything but the stand-in.
-    plan.env.extend([
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1"),
-    ]);
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
+    let plan = tool_attacks::offline_plan(Client::Claude, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_dialog_quiet(Duration::from_secs(5))
         .with_die_with_parent(true);
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
     assert!(
         matches!(reviewer, Reviewer::Terminal(_)),

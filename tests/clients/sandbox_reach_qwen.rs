@@ -46,13 +46,13 @@ use crate::common::model_api::{
     ModelApi, offers_tool, openai_chat_turn, openai_tool_output, response,
 };
 use crate::common::outside::{DaemonSocket, Segment};
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
+use crate::common::tool_attacks;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![qwen_tool_reaches_nothing_outside_the_sandbox]
@@ -260,21 +260,13 @@ fn run_qwen(bin: &Path, root: &Path, confinement: Confinement, command: &str) ->
         EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
         EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", api.url)),
     ];
-    let mut plan = Client::Qwen
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+    let plan = tool_attacks::offline_plan(Client::Qwen, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(BOUND)
         .with_die_with_parent(true);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env).unwrap();
+    let reviewer =
+        launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env).unwrap();
     let Reviewer::Acp(mut session) = reviewer else {
         panic!("Qwen Code runs over ACP");
     };

@@ -19,14 +19,13 @@ use crate::common::model_api::{
     ModelApi, anthropic_tool_output, anthropic_turn, offers_tool, openai_chat_turn,
     openai_tool_output, response,
 };
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -143,16 +142,7 @@ fn plan(client: Client, scene: &Scene, model: &str, credentials: Vec<EnvVar>) ->
         ..LaunchContext::default()
     };
     ctx.credentials.env = credentials;
-    let mut plan = client
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap_or_else(|e| panic!("{client}: {e}"))
-        .plan;
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    plan
+    tool_attacks::offline_plan(client, &ctx)
 }
 
 /// Carries `plan` out with the executor under `confinement` (the daemon's environment: its
@@ -168,16 +158,12 @@ fn attacks(
     output: fn(&Value) -> Option<String>,
 ) -> BTreeMap<String, bool> {
     let client = plan.client;
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(BOUND)
         .with_die_with_parent(true);
     let deadline = Instant::now() + BOUND;
-    let reviewer = launch::launch_with_parent_env(plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{client}: {}", launch_error(&e)));
     assert!(
         matches!(reviewer, Reviewer::Acp(_)),

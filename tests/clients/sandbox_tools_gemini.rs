@@ -18,15 +18,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::model_api::{ModelApi, Request, gemini_turn, response};
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -77,24 +76,11 @@ fn run_tool_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bo
         },
         ..LaunchContext::default()
     };
-    let mut plan = Client::Gemini
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    // Offline: a dead proxy for anything but the stand-in.
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
+    let plan = tool_attacks::offline_plan(Client::Gemini, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_die_with_parent(true);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
     assert!(
         matches!(reviewer, Reviewer::Acp(_)),

@@ -20,15 +20,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::model_api::{ModelApi, response};
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -63,14 +62,6 @@ fn context(scene: &Scene, credentials: Credentials) -> LaunchContext {
         credentials,
         ..LaunchContext::default()
     }
-}
-
-/// Offline: a dead proxy for anything but the stand-in.
-fn offline(plan: &mut LaunchPlan) {
-    plan.env.extend([
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1"),
-    ]);
 }
 
 /// The names of the function tools a request `body` offers: Chat Completions'
@@ -152,19 +143,14 @@ fn codex_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bool>
             },
         )
     };
-    let mut plan = Client::Codex
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    offline(&mut plan);
+    let plan = tool_attacks::offline_plan(Client::Codex, &ctx);
     let mut options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(RUN_TIMEOUT)
         .with_die_with_parent(true);
     options.terminal_size = (48, 160);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
     let deadline = Instant::now() + RUN_TIMEOUT;
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
     assert!(
         matches!(reviewer, Reviewer::Terminal(_)),
@@ -219,19 +205,14 @@ fn copilot_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, boo
             },
         )
     };
-    let mut plan = Client::Copilot
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    offline(&mut plan);
+    let mut plan = tool_attacks::offline_plan(Client::Copilot, &ctx);
     widen_copilot(&mut plan);
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(RUN_TIMEOUT)
         .with_die_with_parent(true)
         .with_sandbox_read_exec(&cache);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
     assert!(
         matches!(reviewer, Reviewer::Acp(_)),

@@ -3,10 +3,10 @@
 //! daemon HOME with a key, another reviewer's launch directory, the worktree, and a process
 //! outside the reviewer holding a key in its environment), the shell command a stand-in
 //! model asks the client's shell tool to run ([`Scene::command`], one `name=yes|no` line per
-//! attempt), the client's run until the stand-in gets the tool's output
-//! ([`until_tool_output`]), the answers read back from it ([`answers`]) and the judgment
-//! ([`assert_confined`]): every attack denied in the sandbox and done without it, the
-//! reviewer's own work done in both.
+//! attempt), the client's plan offline ([`offline_plan`]) and its run until the stand-in
+//! gets the tool's output ([`until_tool_output`]), the answers read back from it
+//! ([`answers`]) and the judgment ([`assert_confined`]): every attack denied in the sandbox
+//! and done without it, the reviewer's own work done in both.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -156,6 +156,34 @@ pub fn assert_confined(
         );
         assert_eq!(open.get(*work), Some(&true), "{who} {work}: {open:?}");
     }
+}
+
+/// `client`'s reviewer plan for `ctx` (`Client::plan`, lenient policy), offline: a dead
+/// proxy (`127.0.0.1:9`) for anything but the loopback interface, where the stand-in model
+/// API (and OpenCode's own server) listen.
+#[cfg(feature = "launch")]
+pub fn offline_plan(
+    client: kcap_mcp_registry::clients::Client,
+    ctx: &kcap_mcp_registry::LaunchContext,
+) -> kcap_mcp_registry::clients::plan::LaunchPlan {
+    use kcap_mcp_registry::clients::plan::EnvVar;
+    let inputs =
+        kcap_mcp_registry::clients::dispatch::PlanInputs::new(kcap_mcp_registry::Policy::Lenient);
+    let mut plan = client
+        .plan(ctx, &inputs)
+        .unwrap_or_else(|e| panic!("{client}: {e}"))
+        .plan;
+    plan.env.extend([
+        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
+    ]);
+    plan
+}
+
+/// The daemon's environment a reviewer's launch inherits from: its `PATH` only.
+pub fn daemon_env(name: &str) -> Option<std::ffi::OsString> {
+    (name == "PATH").then(super::peers::inherited_path)
 }
 
 /// What the model asks the reviewer in every client's run (the ACP prompt; a terminal
