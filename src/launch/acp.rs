@@ -3,7 +3,7 @@
 //! [`AcpSession::prompt`] and the [`AcpEvent`]s the reviewer sends.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::process::{ChildStdin, ExitStatus};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex};
@@ -18,20 +18,13 @@ use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue::{self, MAX_QUEUED_BYTES};
 use crate::clients::plan::SessionNew;
+use read::{Incoming, read_lines};
+pub use read::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
+
+mod read;
 
 /// The ACP version this executor speaks (`initialize`'s `protocolVersion`).
 pub const PROTOCOL_VERSION: u64 = 1;
-
-/// How much of the client's standard error is kept for error messages.
-const STDERR_TAIL: usize = 16 * 1024;
-
-/// The longest line read from an ACP client's standard output (16 MiB): a JSON-RPC message,
-/// or other text. A longer one stops the client with [`ExecError::TooLarge`].
-pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
-
-/// The longest line of a client's standard error passed on (64 KiB): a longer one is cut
-/// there, and says so (`… (cut at 65536 bytes)`).
-pub const MAX_STDERR_LINE_BYTES: usize = 64 << 10;
 
 /// The bytes written to an ACP client that may wait for it to read them (16 MiB; a message
 /// is always taken while fewer wait): past it, the client is reported as stalled
@@ -41,6 +34,13 @@ pub const MAX_UNSENT_BYTES: usize = 16 << 20;
 
 /// How often unsent bytes are offered to the client while the caller waits for an event.
 const FLUSH_EVERY: Duration = Duration::from_millis(10);
+
+/// How often a client that closed its standard output is checked for its exit.
+const EXIT_POLL: Duration = Duration::from_millis(20);
+
+/// How long the standard error of an exited client is read for its last lines (a process it
+/// left behind may hold it open).
+const LAST_WORDS: Duration = Duration::from_millis(100);
 
 /// Something the ACP reviewer did, in the order it happened.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,18 +78,12 @@ pub enum AcpEvent {
     Output(String),
     /// A line on the client's standard error.
     Stderr(String),
-    /// The client closed its standard output: it exited (with this status, when reaped
-    /// within a second). No event follows.
+    /// The client exited, with this status (`None` only when the kernel reported none).
+    /// It comes once the client closed its standard output and its own process has
+    /// exited: a client that closes its standard output and goes on running is waited for
+    /// (within the caller's timeouts, like a quiet one), and what it writes to its standard
+    /// error meanwhile comes first, as [`AcpEvent::Stderr`]. No event follows.
     Exited(Option<ExitStatus>),
-}
-
-enum Incoming {
-    Json(Value),
-    Text(String),
-    Stderr(String),
-    /// A line of standard output over [`MAX_MESSAGE_BYTES`]: nothing more is read.
-    TooLarge,
-    Closed,
 }
 
 /// A running ACP reviewer whose session is open.
@@ -122,129 +116,12 @@ pub struct AcpSession {
     /// [`pr_config_note`](crate::clients::plan::pr_config_note), when it keeps the pull
     /// request's client configuration.
     note: Option<String>,
+    /// The client closed its standard output: only its standard error and its exit are left
+    /// to wait for.
+    hung_up: bool,
+    /// Its standard output and standard error are both closed (the queue is disconnected).
+    drained: bool,
     closed: bool,
-}
-
-impl std::fmt::Debug for Incoming {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Incoming")
-    }
-}
-
-/// How [`read_line`] ended.
-enum LineEnd {
-    Eof,
-    Line,
-    Cut,
-}
-
-/// Reads one line into `buf` (without its `\n`), at most `max` bytes of it. A longer line is
-/// [`LineEnd::Cut`]: at once, or with `drop_rest` after the rest of it is read and dropped.
-fn read_line(
-    reader: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    max: usize,
-    drop_rest: bool,
-) -> std::io::Result<LineEnd> {
-    buf.clear();
-    let mut cut = false;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(available) => available,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(match (cut, buf.is_empty()) {
-                (true, _) => LineEnd::Cut,
-                (false, true) => LineEnd::Eof,
-                (false, false) => LineEnd::Line,
-            });
-        }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let content = &available[..newline.unwrap_or(available.len())];
-        let taken = newline.map_or(available.len(), |i| i + 1);
-        if !cut {
-            let room = max - buf.len();
-            if content.len() > room {
-                buf.extend_from_slice(&content[..room]);
-                cut = true;
-                if !drop_rest {
-                    return Ok(LineEnd::Cut);
-                }
-            } else {
-                buf.extend_from_slice(content);
-            }
-        }
-        reader.consume(taken);
-        if newline.is_some() {
-            return Ok(if cut { LineEnd::Cut } else { LineEnd::Line });
-        }
-    }
-}
-
-/// Reads the client's standard output (`json`: messages, at most [`MAX_MESSAGE_BYTES`] a
-/// line) or standard error (lines cut at [`MAX_STDERR_LINE_BYTES`], each also kept in
-/// `tail`) on a thread of its own, into the bounded queue.
-fn read_lines(
-    stream: impl Read + Send + 'static,
-    tx: queue::Sender<Incoming>,
-    json: bool,
-    tail: Option<Arc<Mutex<String>>>,
-) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::with_capacity(64 << 10, stream);
-        let mut line = Vec::new();
-        let max = if json {
-            MAX_MESSAGE_BYTES
-        } else {
-            MAX_STDERR_LINE_BYTES
-        };
-        loop {
-            let msg = match read_line(&mut reader, &mut line, max, !json) {
-                Ok(LineEnd::Eof) | Err(_) => break,
-                Ok(LineEnd::Cut) if json => {
-                    let _ = tx.send(Incoming::TooLarge, 0);
-                    return;
-                }
-                Ok(LineEnd::Cut) => Incoming::Stderr(format!(
-                    "{} … (cut at {MAX_STDERR_LINE_BYTES} bytes)",
-                    String::from_utf8_lossy(&line).trim_end()
-                )),
-                Ok(LineEnd::Line) => {
-                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                    match serde_json::from_str::<Value>(&text) {
-                        Ok(v) if json && v.is_object() => Incoming::Json(v),
-                        _ if json => Incoming::Text(text),
-                        _ => Incoming::Stderr(text),
-                    }
-                }
-            };
-            if let (Some(tail), Incoming::Stderr(text)) = (&tail, &msg) {
-                keep_tail(tail, text);
-            }
-            if tx.send(msg, line.len()).is_err() {
-                return;
-            }
-        }
-        if json {
-            let _ = tx.send(Incoming::Closed, 0);
-        }
-    });
-}
-
-/// Appends `line` to the stderr `tail`, keeping its last [`STDERR_TAIL`] bytes.
-fn keep_tail(tail: &Mutex<String>, line: &str) {
-    let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-    tail.push_str(line);
-    tail.push('\n');
-    if tail.len() > STDERR_TAIL {
-        let cut = tail.len() - STDERR_TAIL;
-        let cut = (cut..tail.len())
-            .find(|i| tail.is_char_boundary(*i))
-            .unwrap_or(0);
-        tail.drain(..cut);
-    }
 }
 
 impl AcpSession {
@@ -290,6 +167,8 @@ impl AcpSession {
             next_id: 1,
             prompts: BTreeSet::new(),
             note,
+            hung_up: false,
+            drained: false,
             closed: false,
         };
         let timeout = options.handshake_timeout;
@@ -380,6 +259,9 @@ impl AcpSession {
             if self.closed {
                 return Ok(None);
             }
+            if self.hung_up {
+                return Ok(self.after_hang_up(deadline));
+            }
             let Some(msg) = self.wait(Step::Run, deadline)? else {
                 return Ok(None);
             };
@@ -405,6 +287,53 @@ impl AcpSession {
                 Err(RecvTimeoutError::Disconnected) => return Ok(Some(Incoming::Closed)),
                 Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// What comes after the client closed its standard output, by `deadline`: a line of its
+    /// standard error, or (once it exited, and the lines it wrote before are delivered)
+    /// [`AcpEvent::Exited`] with its status; `None` when neither came by then. Nothing is
+    /// written to it meanwhile: a client that closed its output has no answer to give.
+    fn after_hang_up(&mut self, deadline: Instant) -> Option<AcpEvent> {
+        loop {
+            if let Some(status) = self.process.exited() {
+                self.closed = true;
+                self.last_words();
+                self.backlog.push_back(AcpEvent::Exited(Some(status)));
+                return self.backlog.pop_front();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            // Polled for the exit while lines of standard error may come: see Process::exited.
+            let slice = (deadline - now).min(EXIT_POLL);
+            if self.drained {
+                std::thread::sleep(slice);
+                continue;
+            }
+            match self.rx.recv_timeout(slice) {
+                Ok(Incoming::Stderr(line)) => return Some(AcpEvent::Stderr(line)),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Disconnected) => self.drained = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Takes what the exited client's standard error still holds (waiting at most
+    /// [`LAST_WORDS`]: a process it left may hold its standard error open) into the
+    /// backlog, so that its lines are events, and in the tail, before its exit is reported.
+    fn last_words(&mut self) {
+        let deadline = Instant::now() + LAST_WORDS;
+        while !self.drained {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Incoming::Stderr(line)) => self.backlog.push_back(AcpEvent::Stderr(line)),
+                Ok(_) => {}
+                Err(RecvTimeoutError::Disconnected) => self.drained = true,
+                Err(RecvTimeoutError::Timeout) => break,
             }
         }
     }
@@ -569,15 +498,21 @@ impl AcpSession {
                 Err(e) => return Err(e),
             };
             if let Some(event) = self.event(msg, step)? {
-                if let AcpEvent::Exited(status) = event {
-                    return Err(ExecError::Exited {
-                        client: self.process.client.clone(),
-                        step,
-                        status,
-                        stderr: self.stderr_tail(),
-                    });
-                }
                 self.backlog.push_back(event);
+            }
+            if self.hung_up {
+                // No answer can come: it is waited for (within the step's bound), so that
+                // the error has its status and its standard error.
+                let left = deadline.saturating_duration_since(Instant::now());
+                let status = self.process.wait_exit(left);
+                self.closed = true;
+                self.last_words();
+                return Err(ExecError::Exited {
+                    client: self.process.client.clone(),
+                    step,
+                    status,
+                    stderr: self.stderr_tail(),
+                });
             }
         }
     }
@@ -597,11 +532,9 @@ impl AcpSession {
                 });
             }
             Incoming::Closed => {
-                self.closed = true;
-                // Let the stderr reader deliver its last lines into the tail.
-                let status = self.process.wait_exit(Duration::from_secs(1));
-                std::thread::sleep(Duration::from_millis(50));
-                return Ok(Some(AcpEvent::Exited(status)));
+                // Its standard output ended: its exit is waited for next (AcpEvent::Exited).
+                self.hung_up = true;
+                return Ok(None);
             }
             Incoming::Json(v) => v,
         };

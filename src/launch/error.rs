@@ -225,6 +225,16 @@ pub enum ExecError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A [`LaunchPlan::worktree_remove`](crate::clients::plan::LaunchPlan::worktree_remove)
+    /// path holds (or is) a device, a socket or a fifo, and the launch directory is on
+    /// another file system: what is taken out is copied to the plan's `pr_config` there, and
+    /// such a file cannot be copied. Nothing of the path was copied or removed.
+    NotCopyable {
+        /// The device, socket or fifo.
+        path: PathBuf,
+        /// Which it is: `fifo`, `socket`, `block device`, `character device`.
+        kind: &'static str,
+    },
     /// The client could not be started, or its terminal or pipes set up.
     Start {
         /// The client's name.
@@ -276,7 +286,8 @@ pub enum ExecError {
         client: String,
         /// The step.
         step: Step,
-        /// Its exit status, when it was reaped.
+        /// Its exit status, when it exited within the step's bound (a client that closed
+        /// its output is waited for until then).
         status: Option<ExitStatus>,
         /// The end of its standard error.
         stderr: String,
@@ -494,6 +505,15 @@ impl ExecError {
     fn fmt_run(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExecError::Io { step, path, .. } => write!(f, "{step}: {}", ShownPath(path)),
+            ExecError::NotCopyable { path, kind } => write!(
+                f,
+                "{}: {} is a {kind}, which cannot be kept in the launch's pr_config on another \
+                 file system (it is copied there, and only files, directories and links copy); \
+                 delete it from the worktree, or put the launch directory on the worktree's \
+                 file system (where the path is moved whole)",
+                Step::RemoveWorktreePath,
+                ShownPath(path)
+            ),
             ExecError::Start { client, bin, .. } => {
                 write!(f, "{}: {client} ({})", Step::Start, ShownPath(bin))
             }

@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::carry::{terminal_plan, until_exit};
+use crate::common::carry::{until_exit, worktree_plan};
 use crate::common::peers::{inherited_path, peer, skip};
 use crate::common::tool_attacks::{self, Scene};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
 
@@ -147,18 +147,10 @@ fn version_in_the_sandbox(bin: &Path, client: Client, version: &str) {
 
 /// A terminal launch of `client --version` in `tree`, `HOME` and `TMPDIR` in `launch_dir`.
 fn version_plan(client: Client, tree: &Path, launch_dir: &Path) -> LaunchPlan {
-    let dir = launch_dir.display();
+    let path = inherited_path();
     LaunchPlan {
-        cwd: Some(tree.display().to_string()),
         argv: vec!["--version".into()],
-        env: vec![
-            EnvVar::new("HOME", format!("{dir}/home")),
-            EnvVar::new("TMPDIR", format!("{dir}/tmp")),
-            EnvVar::new("PATH", inherited_path().to_string_lossy()),
-        ],
-        dirs: vec!["home".into(), "tmp".into()],
-        sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
-        ..terminal_plan(client, launch_dir)
+        ..worktree_plan(client, tree, launch_dir, &path.to_string_lossy())
     }
 }
 
@@ -196,10 +188,9 @@ fn run_tool_attacks(
     use crate::common::model_api::{
         ModelApi, anthropic_tool_output, anthropic_turn, offers_tool, response,
     };
-    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    use kcap_mcp_registry::LaunchContext;
     use kcap_mcp_registry::clients::root::Credentials;
-    use kcap_mcp_registry::launch::{Reviewer, TerminalEvent};
-    use kcap_mcp_registry::{LaunchContext, Policy};
+    use kcap_mcp_registry::launch::Reviewer;
 
     let scene = Scene::new();
     let command = scene.command();
@@ -216,7 +207,7 @@ fn run_tool_attacks(
     });
     let ctx = LaunchContext {
         agent_id: "a1".into(),
-        prompt: Some("Run the probe.".into()),
+        prompt: Some(tool_attacks::PROMPT.into()),
         worktree: Some(scene.worktree().display().to_string()),
         launch_dir: Some(scene.launch_dir().display().to_string()),
         credentials: Credentials {
@@ -229,46 +220,20 @@ fn run_tool_attacks(
         },
         ..LaunchContext::default()
     };
-    let mut plan = Client::Claude
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    // Offline: a dead proxy for anything but the stand-in.
-    plan.env.extend([
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1"),
-    ]);
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
+    let plan = tool_attacks::offline_plan(Client::Claude, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_dialog_quiet(Duration::from_secs(5))
         .with_die_with_parent(true);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let Reviewer::Terminal(mut session) = reviewer else {
-        panic!("Claude Code runs in a terminal");
-    };
-    let started = std::time::Instant::now();
-    let result = loop {
-        let done = (api.requests().iter()).find_map(|r| anthropic_tool_output(&r.json()?));
-        if let Some(done) = done {
-            break done;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "{}: no turn carried the tool's output; requests: {:?}",
-            bin.display(),
-            api.requests().iter().map(|r| &r.path).collect::<Vec<_>>()
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(TerminalEvent::Exited(status))) => panic!("exited: {status:?}"),
-            Ok(_) => {}
-            Err(e) => panic!("{}: {e}", bin.display()),
-        }
-    };
-    session.stop().unwrap();
+    assert!(
+        matches!(reviewer, Reviewer::Terminal(_)),
+        "Claude Code runs in a terminal"
+    );
+    let who = format!("{} ({confinement:?})", bin.display());
+    let result =
+        tool_attacks::until_tool_output(reviewer, &api, anthropic_tool_output, deadline, &who);
     tool_attacks::answers(&result)
 }

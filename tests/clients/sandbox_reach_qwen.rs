@@ -45,13 +45,14 @@ use serde_json::json;
 use crate::common::model_api::{
     ModelApi, offers_tool, openai_chat_turn, openai_tool_output, response,
 };
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::outside::{DaemonSocket, Segment};
+use crate::common::peers::{peer, skip};
+use crate::common::tool_attacks;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![qwen_tool_reaches_nothing_outside_the_sandbox]
@@ -181,18 +182,12 @@ fn inner(confinement: &str) {
     let bin = peer("KCAP_QWEN_BIN").expect("the outer run found it");
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
-    let private = root_path.join("daemon");
-    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&private)
-        .unwrap();
-    let socket_path = private.join("control.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
-    let key = 0x6834_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
-    let shm = Segment::new(key, SHM_SECRET);
+    let socket = DaemonSocket::bind(&root_path);
+    let shm = Segment::new(0x6834_0000, SHM_SECRET.as_bytes());
     let worktree = root_path.join("wt");
     std::fs::create_dir(&worktree).unwrap();
     std::fs::write(worktree.join("inject.py"), INJECT).unwrap();
-    let command = command(&worktree, &socket_path, key);
+    let command = command(&worktree, &socket.path, shm.key);
     let output = run_qwen(&bin, &root_path, confinement, &command);
     drop(shm);
     let mut answers: BTreeMap<String, bool> = ["unix_socket", "sysv_shm"]
@@ -221,32 +216,6 @@ fn terminal_holds_marker() -> bool {
         libc::close(fd);
         let got = usize::try_from(n).map_or(&[][..], |n| &buf[..n]);
         String::from_utf8_lossy(got).contains(MARKER)
-    }
-}
-
-/// A System V shared memory segment of the daemon's (mode `0600`) holding a text; removed
-/// on drop.
-struct Segment(i32);
-
-impl Segment {
-    fn new(key: i32, text: &str) -> Segment {
-        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
-        unsafe {
-            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
-            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
-            let at = libc::shmat(id, std::ptr::null(), 0);
-            assert_ne!(at as isize, -1);
-            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
-            libc::shmdt(at);
-            Segment(id)
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: removes the segment made in `new`.
-        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
     }
 }
 
@@ -291,21 +260,13 @@ fn run_qwen(bin: &Path, root: &Path, confinement: Confinement, command: &str) ->
         EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
         EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", api.url)),
     ];
-    let mut plan = Client::Qwen
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+    let plan = tool_attacks::offline_plan(Client::Qwen, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(BOUND)
         .with_die_with_parent(true);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env).unwrap();
+    let reviewer =
+        launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env).unwrap();
     let Reviewer::Acp(mut session) = reviewer else {
         panic!("Qwen Code runs over ACP");
     };

@@ -19,14 +19,13 @@ use crate::common::model_api::{
     ModelApi, anthropic_tool_output, anthropic_turn, offers_tool, openai_chat_turn,
     openai_tool_output, response,
 };
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
+use kcap_mcp_registry::launch::{self, Options, Reviewer};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -143,16 +142,7 @@ fn plan(client: Client, scene: &Scene, model: &str, credentials: Vec<EnvVar>) ->
         ..LaunchContext::default()
     };
     ctx.credentials.env = credentials;
-    let mut plan = client
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap_or_else(|e| panic!("{client}: {e}"))
-        .plan;
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    plan
+    tool_attacks::offline_plan(client, &ctx)
 }
 
 /// Carries `plan` out with the executor under `confinement` (the daemon's environment: its
@@ -168,59 +158,19 @@ fn attacks(
     output: fn(&Value) -> Option<String>,
 ) -> BTreeMap<String, bool> {
     let client = plan.client;
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(BOUND)
         .with_die_with_parent(true);
-    let started = Instant::now();
-    let reviewer = launch::launch_with_parent_env(plan, bin, &options, &daemon_env)
+    let deadline = Instant::now() + BOUND;
+    let reviewer = launch::launch_with_parent_env(plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{client}: {}", launch_error(&e)));
-    let Reviewer::Acp(mut session) = reviewer else {
-        panic!("{client} runs over ACP");
-    };
-    session
-        .prompt("Run the probe.")
-        .unwrap_or_else(|e| panic!("{client}: session/prompt: {e}"));
-    let mut turn_ended = None;
-    let result = loop {
-        let done = (api.requests().iter()).find_map(|r| output(&r.json()?));
-        if let Some(done) = done {
-            break done;
-        }
-        let paths: Vec<String> = api.requests().iter().map(|r| r.path.clone()).collect();
-        assert!(
-            started.elapsed() < BOUND && turn_ended.is_none(),
-            "{client} ({confinement:?}): no request carried the tool's output (turn ended: \
-             {turn_ended:?}); requests: {paths:?}; stderr:\n{}",
-            session.stderr_tail()
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(AcpEvent::Exited(status))) => {
-                panic!("{client} exited: {status:?}\n{}", session.stderr_tail())
-            }
-            Ok(Some(AcpEvent::PermissionDenied { tool_call })) => {
-                panic!("{client} asked to run a tool: {tool_call}")
-            }
-            Ok(Some(AcpEvent::PromptDone { stop_reason, .. })) => {
-                // The last request may still be on its way: one more look.
-                std::thread::sleep(Duration::from_millis(500));
-                turn_ended = Some(stop_reason);
-            }
-            Ok(_) => {}
-            Err(e) => panic!("{client}: {e}\n{}", session.stderr_tail()),
-        }
-    };
-    session
-        .stop()
-        .unwrap_or_else(|e| panic!("{client}: stop: {e}"));
-    eprintln!(
-        "{client} ({confinement:?}): the tool's output after {:.1} s:\n{result}",
-        started.elapsed().as_secs_f64()
+    assert!(
+        matches!(reviewer, Reviewer::Acp(_)),
+        "{client} runs over ACP"
     );
+    let who = format!("{client} ({confinement:?})");
+    let result = tool_attacks::until_tool_output(reviewer, api, output, deadline, &who);
     tool_attacks::answers(&result)
 }
 

@@ -18,15 +18,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::common::model_api::{ModelApi, Request, gemini_turn, response};
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
-use kcap_mcp_registry::{LaunchContext, Policy};
+use kcap_mcp_registry::launch::{self, Options, Reviewer};
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -77,55 +76,19 @@ fn run_tool_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bo
         },
         ..LaunchContext::default()
     };
-    let mut plan = Client::Gemini
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    // Offline: a dead proxy for anything but the stand-in.
-    plan.env.extend([
-        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-    ]);
-    let daemon_env = |name: &str| match name {
-        "PATH" => Some(inherited_path()),
-        _ => None,
-    };
+    let plan = tool_attacks::offline_plan(Client::Gemini, &ctx);
     let options = Options::default()
         .with_confinement(confinement)
         .with_die_with_parent(true);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let Reviewer::Acp(mut session) = reviewer else {
-        panic!("Gemini CLI speaks ACP");
-    };
-    session.prompt("Run the probe.").unwrap();
-    let started = Instant::now();
-    let mut events = Vec::new();
-    let output = loop {
-        if let Some(output) = api.requests().iter().find_map(tool_output) {
-            break output;
-        }
-        assert!(
-            started.elapsed() < RUN_LIMIT,
-            "{confinement:?}: no request carried the tool's output; requests: {:?}; events: \
-             {events:#?}; stderr: {}",
-            api.requests().iter().map(|r| &r.path).collect::<Vec<_>>(),
-            session.stderr_tail()
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(AcpEvent::Exited(status))) => {
-                panic!(
-                    "{confinement:?}: exited {status:?}: {}",
-                    session.stderr_tail()
-                )
-            }
-            Ok(Some(event)) => events.push(event),
-            Ok(None) => {}
-            Err(e) => panic!("{}: {e}", bin.display()),
-        }
-    };
-    session.stop().unwrap();
+    assert!(
+        matches!(reviewer, Reviewer::Acp(_)),
+        "Gemini CLI speaks ACP"
+    );
+    let deadline = Instant::now() + RUN_LIMIT;
+    let who = format!("Gemini CLI ({confinement:?})");
+    let output = tool_attacks::until_tool_output(reviewer, &api, tool_output, deadline, &who);
     let answers = tool_attacks::answers(&output);
     assert_eq!(
         answers.len(),
@@ -155,10 +118,9 @@ fn answer(req: &Request, args: &Value) -> Vec<u8> {
     response("200 OK", "text/event-stream", &turn)
 }
 
-/// The `response` of the first `functionResponse` part of a Gemini API request's
+/// The `response` of the first `functionResponse` part of a Gemini API request body's
 /// `contents`, as JSON text, if it has one.
-fn tool_output(req: &Request) -> Option<String> {
-    let body = req.json()?;
+fn tool_output(body: &Value) -> Option<String> {
     body["contents"].as_array()?.iter().find_map(|content| {
         content["parts"].as_array()?.iter().find_map(|part| {
             let response = part.get("functionResponse")?;

@@ -19,16 +19,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::model_api::{ModelApi, Request, response};
-use crate::common::peers::{inherited_path, peer, skip};
+use crate::common::model_api::{ModelApi, response};
+use crate::common::peers::{peer, skip};
 use crate::common::tool_attacks::{self, Scene};
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer, TerminalEvent};
-use kcap_mcp_registry::{LaunchContext, Policy};
+use kcap_mcp_registry::launch::{self, Options, Reviewer};
 use serde_json::{Value, json};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -65,14 +64,6 @@ fn context(scene: &Scene, credentials: Credentials) -> LaunchContext {
     }
 }
 
-/// Offline: a dead proxy for anything but the stand-in.
-fn offline(plan: &mut LaunchPlan) {
-    plan.env.extend([
-        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-        EnvVar::new("NO_PROXY", "127.0.0.1"),
-    ]);
-}
-
 /// The names of the function tools a request `body` offers: Chat Completions'
 /// `tools[].function.name`, the Responses API's `tools[].name`.
 fn offered(body: &Value) -> Vec<String> {
@@ -82,25 +73,6 @@ fn offered(body: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()))
         .map(str::to_owned)
-        .collect()
-}
-
-/// The first recorded request for which `output` finds the tool's output.
-fn tool_output(api: &ModelApi, output: fn(&Value) -> Option<String>) -> Option<String> {
-    api.requests()
-        .iter()
-        .filter_map(Request::json)
-        .find_map(|b| output(&b))
-}
-
-/// What the stand-in saw, for a failure message: each request's path and offered tools.
-fn seen(api: &ModelApi) -> Vec<String> {
-    api.requests()
-        .iter()
-        .map(|r| {
-            let tools = r.json().map(|b| offered(&b)).unwrap_or_default();
-            format!("{} {} {tools:?}", r.method, r.path)
-        })
         .collect()
 }
 
@@ -171,46 +143,21 @@ fn codex_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, bool>
             },
         )
     };
-    let mut plan = Client::Codex
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    offline(&mut plan);
+    let plan = tool_attacks::offline_plan(Client::Codex, &ctx);
     let mut options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(RUN_TIMEOUT)
         .with_die_with_parent(true);
     options.terminal_size = (48, 160);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let Reviewer::Terminal(mut session) = reviewer else {
-        panic!("Codex CLI runs in a terminal");
-    };
-    let started = Instant::now();
-    let mut terminal = Vec::new();
-    let result = loop {
-        if let Some(done) = tool_output(&api, codex_output) {
-            break done;
-        }
-        assert!(
-            started.elapsed() < RUN_TIMEOUT,
-            "Codex ({confinement:?}): no request carried the tool's output; requests: {:?}; \
-             terminal:\n{}",
-            seen(&api),
-            String::from_utf8_lossy(&terminal)
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(TerminalEvent::Output(bytes))) => terminal.extend(bytes),
-            Ok(Some(TerminalEvent::Exited(status))) => panic!(
-                "Codex exited: {status:?}:\n{}",
-                String::from_utf8_lossy(&terminal)
-            ),
-            Ok(_) => {}
-            Err(e) => panic!("{}: {e}", bin.display()),
-        }
-    };
-    session.stop().unwrap();
+    assert!(
+        matches!(reviewer, Reviewer::Terminal(_)),
+        "Codex CLI runs in a terminal"
+    );
+    let who = format!("Codex ({confinement:?})");
+    let result = tool_attacks::until_tool_output(reviewer, &api, codex_output, deadline, &who);
     tool_attacks::answers(&result)
 }
 
@@ -258,52 +205,22 @@ fn copilot_attacks(bin: &Path, confinement: Confinement) -> BTreeMap<String, boo
             },
         )
     };
-    let mut plan = Client::Copilot
-        .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-        .unwrap()
-        .plan;
-    offline(&mut plan);
+    let mut plan = tool_attacks::offline_plan(Client::Copilot, &ctx);
     widen_copilot(&mut plan);
     let options = Options::default()
         .with_confinement(confinement)
         .with_handshake_timeout(RUN_TIMEOUT)
         .with_die_with_parent(true)
         .with_sandbox_read_exec(&cache);
-    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
-    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
+    let reviewer = launch::launch_with_parent_env(&plan, bin, &options, &tool_attacks::daemon_env)
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
-    let Reviewer::Acp(mut session) = reviewer else {
-        panic!("Copilot CLI runs over ACP");
-    };
-    session.prompt("Run the probe.").unwrap();
-    let started = Instant::now();
-    let mut events = Vec::new();
-    let result = loop {
-        if let Some(done) = tool_output(&api, copilot_output) {
-            break done;
-        }
-        assert!(
-            started.elapsed() < RUN_TIMEOUT,
-            "Copilot ({confinement:?}): no request carried the tool's output; requests: {:?}; \
-             events: {events:?}; stderr:\n{}",
-            seen(&api),
-            session.stderr_tail()
-        );
-        match session.next_event(Duration::from_millis(200)) {
-            Ok(Some(AcpEvent::Exited(status))) => {
-                panic!("Copilot exited: {status:?}:\n{}", session.stderr_tail())
-            }
-            Ok(Some(AcpEvent::PromptDone { stop_reason, .. })) => panic!(
-                "Copilot ({confinement:?}) ended its turn ({stop_reason}) with no tool output; \
-                 requests: {:?}; events: {events:?}",
-                seen(&api)
-            ),
-            Ok(Some(event)) => events.push(event),
-            Ok(None) => {}
-            Err(e) => panic!("{}: {e}", bin.display()),
-        }
-    };
-    session.stop().unwrap();
+    assert!(
+        matches!(reviewer, Reviewer::Acp(_)),
+        "Copilot CLI runs over ACP"
+    );
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let who = format!("Copilot ({confinement:?})");
+    let result = tool_attacks::until_tool_output(reviewer, &api, copilot_output, deadline, &who);
     tool_attacks::answers(&result)
 }
 

@@ -498,6 +498,24 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
     }
 }
 
+/// [`terminal_plan`] for a client started in the worktree `tree`: `HOME` and `TMPDIR` the
+/// launch directory's `home` and `tmp` (both made), `PATH` the given one, the sandbox of a
+/// launch in `tree`. A test adds what it needs as with [`terminal_plan`].
+pub fn worktree_plan(client: Client, tree: &Path, launch_dir: &Path, path: &str) -> LaunchPlan {
+    let dir = launch_dir.display();
+    LaunchPlan {
+        cwd: Some(tree.display().to_string()),
+        env: vec![
+            EnvVar::new("HOME", format!("{dir}/home")),
+            EnvVar::new("TMPDIR", format!("{dir}/tmp")),
+            EnvVar::new("PATH", path),
+        ],
+        dirs: vec!["home".into(), "tmp".into()],
+        sandbox: Sandbox::new(&dir.to_string(), Some(&tree.display().to_string())),
+        ..terminal_plan(client, launch_dir)
+    }
+}
+
 /// Each probe's answer in a stand-in's `output`: its `name=yes` and `name=no` lines (as the
 /// CLI prints them too: `output name=yes`); other lines are passed over.
 pub fn probe_answers(output: &str) -> BTreeMap<String, bool> {

@@ -1,8 +1,9 @@
-//! What the door tests of the real clients share (issue 32, `LaunchContext::door`): a
+//! What the door tests share (issue 32, `LaunchContext::door`): a
 //! stand-in kcap server that counts connections, a probe an MCP server's command runs
 //! before the recorder (the kcap server through the URL it was given, and a direct
 //! connection to the model API's port on the host), and a scan of the launch directory
-//! for the daemon's key. Offline: everything is on 127.0.0.1.
+//! for the daemon's key; the stand-in upstream of the door's own tests ([`Upstream`]).
+//! Offline: everything is on 127.0.0.1.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -374,4 +375,205 @@ impl AcpDoorRun {
         assert!(self.client_side.contains(key));
         assert!(self.marks.contains("direct-yes"), "{:?}", self.marks);
     }
+}
+
+/// A stand-in upstream of the network door (a model API on the host's 127.0.0.1), over
+/// plain TCP ([`Upstream::plain`]) or TLS ([`Upstream::tls`]): `/hello` answers `hello
+/// through the door` at once; `/stream` sends one server-sent event, then waits (up to 10 s)
+/// for a request to `/release` before it sends the second (`data: released`, or `data:
+/// not-released` when none came) and ends; `/slow` reads the request and answers nothing
+/// for 20 s; any other path answers `upstream got <the request's body>`. It records each
+/// request's head, through its blank line.
+#[cfg(feature = "launch")]
+pub struct Upstream {
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
+    /// Its port.
+    pub port: u16,
+    heads: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[cfg(feature = "launch")]
+impl Upstream {
+    /// Speaking plain HTTP.
+    pub fn plain() -> Upstream {
+        Upstream::start(None)
+    }
+
+    /// Speaking TLS only, with the certificate `cert` (and its `key`).
+    pub fn tls(
+        cert: rustls::pki_types::CertificateDer<'static>,
+        key: rustls::pki_types::PrivateKeyDer<'static>,
+    ) -> Upstream {
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
+        Upstream::start(Some(Arc::new(config)))
+    }
+
+    fn start(tls: Option<Arc<rustls::ServerConfig>>) -> Upstream {
+        use std::sync::{Mutex, mpsc};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heads);
+        let (release, released) = mpsc::channel::<()>();
+        let released = Arc::new(Mutex::new(released));
+        std::thread::spawn(move || {
+            for tcp in listener.incoming().flatten() {
+                let (tls, log, release, released) = (
+                    tls.clone(),
+                    Arc::clone(&log),
+                    release.clone(),
+                    Arc::clone(&released),
+                );
+                std::thread::spawn(move || {
+                    let upstream = Served {
+                        log: &log,
+                        release: &release,
+                        released: &released,
+                    };
+                    match tls {
+                        Some(config) => {
+                            let conn = rustls::ServerConnection::new(config).unwrap();
+                            upstream.serve(&mut rustls::StreamOwned::new(conn, tcp));
+                        }
+                        None => upstream.serve(&mut { tcp }),
+                    }
+                });
+            }
+        });
+        Upstream {
+            addr: format!("127.0.0.1:{port}"),
+            port,
+            heads,
+        }
+    }
+
+    /// The heads of the requests it got, in order.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+/// What one connection to an [`Upstream`] shares with the others.
+#[cfg(feature = "launch")]
+struct Served<'a> {
+    log: &'a std::sync::Mutex<Vec<String>>,
+    release: &'a std::sync::mpsc::Sender<()>,
+    released: &'a std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+#[cfg(feature = "launch")]
+impl Served<'_> {
+    /// Reads one request from `s` and answers it (see [`Upstream`]).
+    fn serve(&self, s: &mut (impl std::io::Read + std::io::Write)) {
+        let Some((head, body)) = read_request(s) else {
+            // Closed before a request.
+            return;
+        };
+        self.log.lock().unwrap().push(head.clone());
+        let path = head
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        let plain = |body: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
+        let mut say = |text: &str| {
+            let _ = s.write_all(text.as_bytes()).and_then(|()| s.flush());
+        };
+        match path.as_str() {
+            "/hello" => say(&plain("hello through the door")),
+            "/release" => {
+                let _ = self.release.send(());
+                say(&plain("released"));
+            }
+            "/stream" => {
+                say(&format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     transfer-encoding: chunked\r\nconnection: close\r\n\r\n{}",
+                    chunk("event: one\ndata: first\n\n")
+                ));
+                let got = self
+                    .released
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10));
+                let second = if got.is_ok() {
+                    "event: two\ndata: released\n\n"
+                } else {
+                    "event: two\ndata: not-released\n\n"
+                };
+                say(&format!("{}0\r\n\r\n", chunk(second)));
+            }
+            "/slow" => std::thread::sleep(Duration::from_secs(20)),
+            _ => say(&plain(&format!("upstream got {body}"))),
+        }
+    }
+}
+
+/// One request's head (through its blank line) and body (`content-length` bytes) from `s`;
+/// `None` when it closes first.
+#[cfg(feature = "launch")]
+fn read_request(s: &mut impl std::io::Read) -> Option<(String, String)> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&data[..end]).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(str::to_owned)
+        })
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    while data.len() < end + length {
+        let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
+        data.extend_from_slice(&buf[..n]);
+    }
+    Some((head, String::from_utf8_lossy(&data[end..]).into_owned()))
+}
+
+/// An upstream of the network door on 127.0.0.1 that takes one connection and keeps what it
+/// is sent: after each read, `step(all got so far, the connection)` may answer, and ends the
+/// connection by returning `true`; it also ends when the other side closes or sends nothing
+/// for 5 s. Returns its address, and the thread that yields what it got.
+pub fn one_connection_upstream(
+    mut step: impl FnMut(&[u8], &mut TcpStream) -> bool + Send + 'static,
+) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::Read as _;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if step(&got, &mut conn) {
+                break;
+            }
+        }
+        String::from_utf8_lossy(&got).into_owned()
+    });
+    (addr, seen)
 }

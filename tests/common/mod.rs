@@ -11,6 +11,8 @@ pub mod carry;
 pub mod door;
 pub mod etc;
 pub mod model_api;
+#[cfg(feature = "launch")]
+pub mod outside;
 #[macro_use]
 pub mod peers;
 pub mod records;

@@ -3,9 +3,10 @@
 //! daemon HOME with a key, another reviewer's launch directory, the worktree, and a process
 //! outside the reviewer holding a key in its environment), the shell command a stand-in
 //! model asks the client's shell tool to run ([`Scene::command`], one `name=yes|no` line per
-//! attempt), the answers read back from the tool's output ([`answers`]) and the judgment
-//! ([`assert_confined`]): every attack denied in the sandbox and done without it, the
-//! reviewer's own work done in both.
+//! attempt), the client's plan offline ([`offline_plan`]) and its run until the stand-in
+//! gets the tool's output ([`until_tool_output`]), the answers read back from it
+//! ([`answers`]) and the judgment ([`assert_confined`]): every attack denied in the sandbox
+//! and done without it, the reviewer's own work done in both.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,4 +156,127 @@ pub fn assert_confined(
         );
         assert_eq!(open.get(*work), Some(&true), "{who} {work}: {open:?}");
     }
+}
+
+/// `client`'s reviewer plan for `ctx` (`Client::plan`, lenient policy), offline: a dead
+/// proxy (`127.0.0.1:9`) for anything but the loopback interface, where the stand-in model
+/// API (and OpenCode's own server) listen.
+#[cfg(feature = "launch")]
+pub fn offline_plan(
+    client: kcap_mcp_registry::clients::Client,
+    ctx: &kcap_mcp_registry::LaunchContext,
+) -> kcap_mcp_registry::clients::plan::LaunchPlan {
+    use kcap_mcp_registry::clients::plan::EnvVar;
+    let inputs =
+        kcap_mcp_registry::clients::dispatch::PlanInputs::new(kcap_mcp_registry::Policy::Lenient);
+    let mut plan = client
+        .plan(ctx, &inputs)
+        .unwrap_or_else(|e| panic!("{client}: {e}"))
+        .plan;
+    plan.env.extend([
+        EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
+        EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
+    ]);
+    plan
+}
+
+/// The daemon's environment a reviewer's launch inherits from: its `PATH` only.
+pub fn daemon_env(name: &str) -> Option<std::ffi::OsString> {
+    (name == "PATH").then(super::peers::inherited_path)
+}
+
+/// What the model asks the reviewer in every client's run (the ACP prompt; a terminal
+/// client's `LaunchContext::prompt`).
+pub const PROMPT: &str = "Run the probe.";
+
+/// Drives a started `reviewer` until a request to the stand-in `api` carries the tool's
+/// output (`output` finds it in a request's JSON body), then stops the reviewer and returns
+/// that output. An ACP reviewer is sent [`PROMPT`] first; its permission requests are refused
+/// by the executor. Panics, naming `who` and showing the requests, the events and the
+/// client's standard error (an ACP client's) or terminal output, when the client exits,
+/// asks a permission, or ends its turn without the output (after one more look: the last
+/// request may still be on its way), or when `deadline` passes.
+#[cfg(feature = "launch")]
+pub fn until_tool_output(
+    reviewer: kcap_mcp_registry::launch::Reviewer,
+    api: &super::model_api::ModelApi,
+    output: fn(&serde_json::Value) -> Option<String>,
+    deadline: std::time::Instant,
+    who: &str,
+) -> String {
+    use kcap_mcp_registry::launch::{AcpEvent, Reviewer, TerminalEvent};
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let mut reviewer = reviewer;
+    if let Reviewer::Acp(session) = &mut reviewer {
+        session
+            .prompt(PROMPT)
+            .unwrap_or_else(|e| panic!("{who}: session/prompt: {e}"));
+    }
+    // What the client did meanwhile: its events, or its terminal's bytes.
+    let mut events = Vec::new();
+    let mut terminal = Vec::new();
+    let mut turn_ended = None;
+    let result = loop {
+        let requests = api.requests();
+        if let Some(done) = requests.iter().find_map(|r| output(&r.json()?)) {
+            break done;
+        }
+        let (step, seen) = match &mut reviewer {
+            Reviewer::Acp(session) => {
+                let step = session.next_event(Duration::from_millis(200));
+                (step.map(|e| e.map(Step::Acp)), session.stderr_tail())
+            }
+            Reviewer::Terminal(session) => {
+                let step = session.next_event(Duration::from_millis(200));
+                let seen = String::from_utf8_lossy(&terminal).into_owned();
+                (step.map(|e| e.map(Step::Terminal)), seen)
+            }
+        };
+        let paths: Vec<String> = requests
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert!(
+            Instant::now() < deadline && turn_ended.is_none(),
+            "{who}: no request carried the tool's output (turn ended: {turn_ended:?}); \
+             requests: {paths:?}; events: {events:?}; stderr or terminal:\n{seen}"
+        );
+        match step {
+            Ok(Some(Step::Acp(AcpEvent::Exited(status))))
+            | Ok(Some(Step::Terminal(TerminalEvent::Exited(status)))) => {
+                panic!("{who} exited: {status:?}:\n{seen}")
+            }
+            Ok(Some(Step::Acp(AcpEvent::PermissionDenied { tool_call }))) => {
+                panic!("{who} asked to run a tool: {tool_call}")
+            }
+            Ok(Some(Step::Acp(AcpEvent::PromptDone { stop_reason, .. }))) => {
+                std::thread::sleep(Duration::from_millis(500));
+                turn_ended = Some(stop_reason);
+            }
+            Ok(Some(Step::Terminal(TerminalEvent::Output(bytes)))) => terminal.extend(bytes),
+            Ok(Some(Step::Acp(event))) => events.push(event),
+            Ok(_) => {}
+            Err(e) => panic!(
+                "{who}: {}\n{seen}",
+                kcap_mcp_registry::text::error_chain(&e)
+            ),
+        }
+    };
+    reviewer
+        .stop()
+        .unwrap_or_else(|e| panic!("{who}: stop: {e}"));
+    eprintln!(
+        "{who}: the tool's output after {:.1} s:\n{result}",
+        started.elapsed().as_secs_f64()
+    );
+    result
+}
+
+/// One event of either kind of reviewer.
+#[cfg(feature = "launch")]
+enum Step {
+    Acp(kcap_mcp_registry::launch::AcpEvent),
+    Terminal(kcap_mcp_registry::launch::TerminalEvent),
 }

@@ -9,14 +9,12 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpListener, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
+use common::door::Upstream;
 use common::model_api::ModelApi;
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{
@@ -136,7 +134,7 @@ impl World {
             host_port: host.local_addr().unwrap().port(),
             other_port: other.local_addr().unwrap().port(),
             dns_port: name_server(),
-            upstream: Upstream::start(),
+            upstream: Upstream::plain(),
             down_port,
             root,
             _listeners: vec![host, other],
@@ -242,98 +240,6 @@ fn name_server() -> u16 {
     port
 }
 
-/// A stand-in model API on the host's 127.0.0.1: `/hello` answers at once; `/stream` sends
-/// one server-sent event, then waits (up to 10 s) for a request to `/release` before it
-/// sends the second and ends. It records each request's head.
-struct Upstream {
-    addr: String,
-    heads: Arc<Mutex<Vec<String>>>,
-}
-
-impl Upstream {
-    fn start() -> Upstream {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let heads = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&heads);
-        let (release, released) = mpsc::channel::<()>();
-        let released = Arc::new(Mutex::new(released));
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let (log, release, released) =
-                    (Arc::clone(&log), release.clone(), Arc::clone(&released));
-                std::thread::spawn(move || serve(stream, &log, &release, &released));
-            }
-        });
-        Upstream { addr, heads }
-    }
-}
-
-fn serve(
-    stream: TcpStream,
-    log: &Mutex<Vec<String>>,
-    release: &mpsc::Sender<()>,
-    released: &Mutex<mpsc::Receiver<()>>,
-) {
-    let mut out = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-            break;
-        }
-        head.push_str(&line);
-    }
-    if head.is_empty() {
-        // Closed before a request.
-        return;
-    }
-    log.lock().unwrap().push(head.clone());
-    let path = head
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    let plain = |body: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
-    match path.as_str() {
-        "/hello" => {
-            let _ = out.write_all(plain("hello through the door").as_bytes());
-        }
-        "/release" => {
-            let _ = release.send(());
-            let _ = out.write_all(plain("released").as_bytes());
-        }
-        "/stream" => {
-            let first = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                 transfer-encoding: chunked\r\nconnection: close\r\n\r\n{}",
-                chunk("event: one\ndata: first\n\n")
-            );
-            let _ = out.write_all(first.as_bytes());
-            let got = released
-                .lock()
-                .unwrap()
-                .recv_timeout(Duration::from_secs(10));
-            let second = if got.is_ok() {
-                "event: two\ndata: released\n\n"
-            } else {
-                "event: two\ndata: not-released\n\n"
-            };
-            let _ = out.write_all(format!("{}0\r\n\r\n", chunk(second)).as_bytes());
-        }
-        _ => {
-            let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
-        }
-    }
-}
-
 fn door_available() -> bool {
     kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR")
 }
@@ -387,7 +293,7 @@ fn only_the_doors_endpoints_are_reached_and_without_the_door_every_way_out_is_op
         "{log:?}"
     );
     // The requests came through the door, each once per launch.
-    let heads = world.upstream.heads.lock().unwrap().clone();
+    let heads = world.upstream.heads();
     let through = heads
         .iter()
         .filter(|h| h.contains(&format!("host: 127.0.0.1:{MODEL_PORT}")))
@@ -419,7 +325,7 @@ fn two_reviewers_use_the_same_door_port_each_to_its_own_upstream() {
         return;
     }
     let world = World::new();
-    let second = Upstream::start();
+    let second = Upstream::plain();
     let client = sh_script(
         &world.at("bin"),
         "hello",
@@ -443,7 +349,7 @@ fn two_reviewers_use_the_same_door_port_each_to_its_own_upstream() {
         reviewer.stop().unwrap();
     }
     for upstream in [&world.upstream, &second] {
-        assert_eq!(upstream.heads.lock().unwrap().len(), 1);
+        assert_eq!(upstream.heads().len(), 1);
     }
 }
 
@@ -620,7 +526,7 @@ fn a_request_that_could_smuggle_another_past_the_key_is_refused_with_a_log_line(
              transfer-encoding; closed the connection"
         )]
     );
-    assert!(world.upstream.heads.lock().unwrap().is_empty());
+    assert!(world.upstream.heads().is_empty());
 }
 
 /// The plan's door (`LaunchPlan::door`, which `Client::plan` computes for a launch behind

@@ -14,11 +14,11 @@ use crate::common;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::carry::{kernel_gives, terminal_plan, until_exit};
+use common::door::Upstream;
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{EnvVar, Sandbox};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
@@ -107,126 +107,11 @@ impl Ca {
     }
 }
 
-/// A stand-in model API on the host's 127.0.0.1 that speaks TLS only: `/stream` sends one
-/// server-sent event, then waits (up to 10 s) for a request to `/release`; `/slow` reads the
-/// request and never answers; any other path answers `upstream got <body>`. It records each
-/// request's head.
-struct TlsUpstream {
-    port: u16,
-    heads: Arc<Mutex<Vec<String>>>,
-}
-
-impl TlsUpstream {
-    fn start(cert: CertificateDer<'static>, key: PrivateKeyDer<'static>) -> TlsUpstream {
-        let config = Arc::new(
-            rustls::ServerConfig::builder()
-                .with_no_client_auth()
-                .with_single_cert(vec![cert], key)
-                .unwrap(),
-        );
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let heads = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&heads);
-        let (release, released) = mpsc::channel::<()>();
-        let released = Arc::new(Mutex::new(released));
-        std::thread::spawn(move || {
-            for tcp in listener.incoming().flatten() {
-                let conn = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
-                let (log, release, released) =
-                    (Arc::clone(&log), release.clone(), Arc::clone(&released));
-                std::thread::spawn(move || {
-                    let mut tls = rustls::StreamOwned::new(conn, tcp);
-                    serve(&mut tls, &log, &release, &released);
-                });
-            }
-        });
-        TlsUpstream { port, heads }
-    }
-
-    fn heads(&self) -> Vec<String> {
-        self.heads.lock().unwrap().clone()
-    }
-}
-
-/// One request's head and body from `s` (a `content-length` body).
-fn read_request(s: &mut impl Read) -> Option<(String, String)> {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&data[..end]).into_owned();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(str::to_owned)
-        })
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    while data.len() < end + length {
-        let n = s.read(&mut buf).ok().filter(|n| *n > 0)?;
-        data.extend_from_slice(&buf[..n]);
-    }
-    Some((head, String::from_utf8_lossy(&data[end..]).into_owned()))
-}
-
-fn serve(
-    s: &mut (impl Read + Write),
-    log: &Mutex<Vec<String>>,
-    release: &mpsc::Sender<()>,
-    released: &Mutex<mpsc::Receiver<()>>,
-) {
-    let Some((head, body)) = read_request(s) else {
-        return;
-    };
-    log.lock().unwrap().push(head.clone());
-    let path = head
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    let plain = |body: &str| {
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    let chunk = |text: &str| format!("{:x}\r\n{text}\r\n", text.len());
-    let mut say = |text: &str| {
-        let _ = s.write_all(text.as_bytes()).and_then(|()| s.flush());
-    };
-    match path.as_str() {
-        "/release" => {
-            let _ = release.send(());
-            say(&plain("released"));
-        }
-        "/stream" => {
-            say(&format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                 transfer-encoding: chunked\r\nconnection: close\r\n\r\n{}",
-                chunk("event: one\ndata: first\n\n")
-            ));
-            let got = released
-                .lock()
-                .unwrap()
-                .recv_timeout(Duration::from_secs(10));
-            let second = if got.is_ok() {
-                "event: two\ndata: released\n\n"
-            } else {
-                "event: two\ndata: not-released\n\n"
-            };
-            say(&format!("{}0\r\n\r\n", chunk(second)));
-        }
-        "/slow" => std::thread::sleep(Duration::from_secs(20)),
-        _ => say(&plain(&format!("upstream got {body}"))),
-    }
+/// A CA of the test's, and a TLS upstream whose certificate it signed for `localhost`.
+fn signed_upstream() -> (Ca, Upstream) {
+    let ca = Ca::new("kcap door test CA");
+    let (cert, key) = ca.leaf(&["localhost"]);
+    (ca, Upstream::tls(cert, key))
 }
 
 /// A launch directory and the stand-in client.
@@ -326,9 +211,7 @@ fn an_https_upstream_gets_the_request_over_tls_with_the_key_and_its_stream_passe
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = TlsUpstream::start(cert, key);
+    let (ca, upstream) = signed_upstream();
     let endpoint = tls_endpoint(format!("localhost:{}", upstream.port));
     let options = Options::default().with_door_root(ca.der());
     let (answers, log) = world.run("ok", endpoint, options, "/v1/messages,stream", 15);
@@ -370,9 +253,7 @@ fn a_certificate_for_another_name_or_from_an_unknown_ca_is_refused_with_a_502() 
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = TlsUpstream::start(cert, key);
+    let (ca, upstream) = signed_upstream();
     let with_ca = || Options::default().with_door_root(ca.der());
     // By address: the certificate names `localhost`, not 127.0.0.1.
     let by_address = tls_endpoint(format!("127.0.0.1:{}", upstream.port));
@@ -473,9 +354,7 @@ fn an_upstream_that_never_answers_gets_the_client_a_504_within_the_bound() {
         return;
     }
     let world = World::new();
-    let ca = Ca::new("kcap door test CA");
-    let (cert, key) = ca.leaf(&["localhost"]);
-    let upstream = TlsUpstream::start(cert, key);
+    let (ca, upstream) = signed_upstream();
     let (plain_port, _) = recorder_silent();
     let bounded = || {
         Options::default()

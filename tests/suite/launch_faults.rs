@@ -189,6 +189,57 @@ fn on_reviewer<T: Send + 'static>(
         .unwrap_or_else(|_| panic!("the executor did not return within {bound:?}"))
 }
 
+/// An ACP client that closes its standard output and goes on running is not reported
+/// exited until it exits, and then with its own status; what it writes to its standard
+/// error meanwhile still comes, before the exit (the ACP side of the terminal test above).
+#[test]
+fn an_acp_client_that_closes_its_output_is_waited_for_and_reports_its_status() {
+    let tmp = TempDir::new().unwrap();
+    let bin = acp_stand_in(
+        tmp.path(),
+        "closes-output",
+        "exec >&-\n/usr/bin/sleep 2\necho 'still here' >&2\nexit 3",
+    );
+    let launch_dir = tmp.path().join("launch");
+    let (events, took, after) = on_reviewer(&bin, &launch_dir, Duration::from_secs(30), |s| {
+        let started = Instant::now();
+        let mut events = Vec::new();
+        loop {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the stand-in did not exit: {events:?}"
+            );
+            match s.next_event(Duration::from_millis(200)).unwrap() {
+                Some(event @ launch::AcpEvent::Exited(_)) => {
+                    events.push(event);
+                    break;
+                }
+                Some(event) => events.push(event),
+                None => {}
+            }
+        }
+        let took = started.elapsed();
+        (
+            events,
+            took,
+            s.next_event(Duration::from_millis(10)).unwrap(),
+        )
+    });
+    let Some(launch::AcpEvent::Exited(status)) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(status.and_then(|s| s.code()), Some(3), "{events:?}");
+    assert!(
+        took >= Duration::from_millis(1900),
+        "reported exited after {took:?}, before the stand-in slept its 2 s"
+    );
+    assert_eq!(
+        events[..events.len() - 1],
+        [launch::AcpEvent::Stderr("still here".to_owned())]
+    );
+    assert_eq!(after, None);
+}
+
 #[test]
 fn a_prompt_to_a_client_that_does_not_read_never_blocks_the_caller() {
     let tmp = TempDir::new().unwrap();

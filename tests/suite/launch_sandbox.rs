@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
+use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
 use common::stand_in::sh_script;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::clients::plan::{LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, ExecError, Options};
 use tempfile::TempDir;
@@ -120,21 +120,8 @@ echo probes-done
     }
 
     fn plan(&self, launch_dir: &Path) -> LaunchPlan {
-        let dir = launch_dir.display();
-        LaunchPlan {
-            cwd: Some(self.at("tree").display().to_string()),
-            env: vec![
-                EnvVar::new("HOME", format!("{dir}/home")),
-                EnvVar::new("TMPDIR", format!("{dir}/tmp")),
-                EnvVar::new("PATH", "/usr/bin:/bin"),
-            ],
-            dirs: vec!["home".into(), "tmp".into()],
-            sandbox: Sandbox::new(
-                &launch_dir.display().to_string(),
-                Some(&self.at("tree").display().to_string()),
-            ),
-            ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
-        }
+        let codex = kcap_mcp_registry::clients::Client::Codex;
+        worktree_plan(codex, &self.at("tree"), launch_dir, "/usr/bin:/bin")
     }
 
     /// Launches the stand-in under `confinement` and returns each probe's answer.

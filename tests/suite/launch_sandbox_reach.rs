@@ -16,12 +16,14 @@
 
 use crate::common;
 
+use std::io::Write as _;
 use std::time::Duration;
 
-use common::carry::{kernel_gives, probe_answers, terminal_plan, until_exit};
+use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
+use common::door::one_connection_upstream;
+use common::outside::{DaemonSocket, Segment};
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::door::{Endpoint, Network};
 use kcap_mcp_registry::launch::sandbox::{self, Confinement};
 use kcap_mcp_registry::launch::{self, Options};
@@ -66,22 +68,7 @@ fn run(
         body(&at("tree/peek.py").display().to_string())
     );
     let client = sh_script(&at("bin"), "reviewer", &body);
-    let launch_dir = at("launch");
-    let dir = launch_dir.display();
-    let plan = LaunchPlan {
-        cwd: Some(at("tree").display().to_string()),
-        env: vec![
-            EnvVar::new("HOME", format!("{dir}/home")),
-            EnvVar::new("TMPDIR", format!("{dir}/tmp")),
-            EnvVar::new("PATH", "/usr/bin:/bin"),
-        ],
-        dirs: vec!["home".into(), "tmp".into()],
-        sandbox: Sandbox::new(
-            &launch_dir.display().to_string(),
-            Some(&at("tree").display().to_string()),
-        ),
-        ..terminal_plan(Client::Codex, &launch_dir)
-    };
+    let plan = worktree_plan(Client::Codex, &at("tree"), &at("launch"), "/usr/bin:/bin");
     let mut reviewer = launch::launch(&plan, &client, options).unwrap();
     let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
     reviewer.stop().unwrap();
@@ -134,14 +121,9 @@ fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside(
         return;
     }
     let outside = tempfile::tempdir().unwrap();
-    let private = outside.path().join("daemon");
-    std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&private)
-        .unwrap();
-    let socket = private.join("control.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-    let key = 0x6835_0000 + i32::try_from(std::process::id() & 0xffff).unwrap();
-    let segment = Segment::new(key, b"daemon-shm-secret");
+    let socket = DaemonSocket::bind(outside.path());
+    let segment = Segment::new(0x6835_0000, b"daemon-shm-secret");
+    let key = segment.key;
     let door = Network::Door(vec![Endpoint::new(8080, "127.0.0.1:9")]);
     let body = |_: &str| {
         format!(
@@ -149,7 +131,7 @@ fn with_the_door_a_reviewer_reaches_no_unix_socket_and_no_shared_memory_outside(
 if /usr/bin/python3 -c 'import ctypes; c=ctypes.CDLL(None); c.shmat.restype=ctypes.c_void_p; i=c.shmget({key},0,0); assert i>=0; assert ctypes.string_at(c.shmat(i,None,0),17) == b"daemon-shm-secret"' 2>/dev/null; then echo sysv_shm=yes; else echo sysv_shm=no; fi
 if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53), 2)' 2>/dev/null; then echo other_address=yes; else echo other_address=no; fi
 "#,
-            socket = socket.display(),
+            socket = socket.path.display(),
         )
     };
     let open = run(
@@ -172,32 +154,6 @@ if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53),
     }
 }
 
-/// A System V shared memory segment of the daemon's (mode `0600`) holding `text`; removed
-/// on drop.
-struct Segment(i32);
-
-impl Segment {
-    fn new(key: i32, text: &[u8]) -> Segment {
-        // SAFETY: shmget/shmat/shmdt on a segment of this process's; the copy stays in it.
-        unsafe {
-            let id = libc::shmget(key, 4096, libc::IPC_CREAT | libc::IPC_EXCL | 0o600);
-            assert!(id >= 0, "shmget: {}", std::io::Error::last_os_error());
-            let at = libc::shmat(id, std::ptr::null(), 0);
-            assert_ne!(at as isize, -1);
-            std::ptr::copy_nonoverlapping(text.as_ptr(), at.cast::<u8>(), text.len());
-            libc::shmdt(at);
-            Segment(id)
-        }
-    }
-}
-
-impl Drop for Segment {
-    fn drop(&mut self) {
-        // SAFETY: removes the segment made in `new`.
-        unsafe { libc::shmctl(self.0, libc::IPC_RMID, std::ptr::null_mut()) };
-    }
-}
-
 /// The door's HTTP reading (docs/network.md, "The key stays outside") takes origin-form
 /// targets only, no `CONNECT`, no `TRACE`, and sets the upstream's `host`, so that an upstream
 /// that is a proxy or a gateway routing by host sends nothing on to a host the reviewer names.
@@ -213,33 +169,15 @@ fn the_door_passes_no_request_it_did_not_read_behind_an_upgrade_header() {
     {
         return;
     }
-    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = upstream.local_addr().unwrap().to_string();
-    let seen = std::thread::spawn(move || {
-        use std::io::{Read as _, Write as _};
-        let (mut conn, _) = upstream.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        let mut answered = false;
-        while let Ok(n) = conn.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-            if !answered {
-                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
-                answered = true;
-            }
-            if String::from_utf8_lossy(&got).contains("evil.example") {
-                break;
-            }
+    let mut answered = false;
+    let (addr, seen) = one_connection_upstream(move |got, conn| {
+        if !answered {
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+            answered = true;
         }
-        String::from_utf8_lossy(&got).into_owned()
+        String::from_utf8_lossy(got).contains("evil.example")
     });
-    let door = Network::Door(vec![Endpoint::new(8080, addr).with_credential(
-        kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
-    )]);
+    let door = keyed_door(addr);
     let body = |_: &str| {
         r#"/usr/bin/python3 -c '
 import socket, time
@@ -269,34 +207,19 @@ fn the_door_passes_a_connection_the_upstream_switched() {
     {
         return;
     }
-    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = upstream.local_addr().unwrap().to_string();
-    let seen = std::thread::spawn(move || {
-        use std::io::{Read as _, Write as _};
-        let (mut conn, _) = upstream.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        let mut switched = false;
-        while let Ok(n) = conn.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-            if !switched && got.windows(4).any(|w| w == b"\r\n\r\n") {
-                conn.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
-                    .unwrap();
-                switched = true;
-            } else if switched && String::from_utf8_lossy(&got).contains("frame-1") {
-                conn.write_all(b"echo-frame-1").unwrap();
-                break;
-            }
+    let mut switched = false;
+    let (addr, seen) = one_connection_upstream(move |got, conn| {
+        if !switched && got.windows(4).any(|w| w == b"\r\n\r\n") {
+            conn.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
+                .unwrap();
+            switched = true;
+        } else if switched && String::from_utf8_lossy(got).contains("frame-1") {
+            conn.write_all(b"echo-frame-1").unwrap();
+            return true;
         }
-        String::from_utf8_lossy(&got).into_owned()
+        false
     });
-    let door = Network::Door(vec![Endpoint::new(8080, addr).with_credential(
-        kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
-    )]);
+    let door = keyed_door(addr);
     let body = |_: &str| {
         r#"/usr/bin/python3 -c '
 import socket
@@ -319,4 +242,12 @@ print("echoed=" + ("yes" if echo == b"echo-frame-1" else "no"))
     assert!(seen.ends_with("frame-1"), "{seen}");
     assert_eq!(answers.get("switched"), Some(&true), "{answers:?}");
     assert_eq!(answers.get("echoed"), Some(&true), "{answers:?}");
+}
+
+/// The door of the upgrade tests: port 8080 to `upstream`, the daemon's key set as
+/// `x-api-key`.
+fn keyed_door(upstream: String) -> Network {
+    Network::Door(vec![Endpoint::new(8080, upstream).with_credential(
+        kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
+    )])
 }
