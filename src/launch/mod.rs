@@ -132,8 +132,12 @@ use crate::clients::plan::LaunchPlan;
 #[non_exhaustive]
 pub struct Options {
     /// How long an ACP client may take to answer `initialize`, and then `session/new`
-    /// (each). Default 60 s: Gemini CLI and Copilot CLI start in a few seconds, and
-    /// `session/new` waits for the MCP servers to start.
+    /// (each); and a terminal client with a typed prompt
+    /// ([`TypedPrompt`](crate::clients::plan::TypedPrompt)), from its start, for its log to
+    /// say that its MCP servers listed their tools ([`ExecError::ServersNotReady`] after).
+    /// Default 60 s: Gemini CLI and Copilot CLI start in a few seconds, `session/new` waits
+    /// for the MCP servers to start, and Claude Code gives up on a server after 30 s
+    /// (`MCP_TIMEOUT`).
     pub handshake_timeout: Duration,
     /// How long a terminal client may show a known dialog without writing anything before
     /// it is stopped with [`ExecError::Dialog`]. Default 3 s.

@@ -287,7 +287,10 @@ impl Bench {
         let dir = scene.root().join("kcap");
         std::fs::create_dir_all(&dir).unwrap();
         let kcap = dir.join("kcap");
-        crate::common::stand_in::write_executable(&kcap, slow_server(DELAY));
+        crate::common::stand_in::write_executable(
+            &kcap,
+            crate::common::records::listing_server_source(DELAY),
+        );
         Bench {
             scene,
             kcap,
@@ -461,45 +464,6 @@ impl Bench {
             .find(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
             .map(|b: Value| b.to_string())
     }
-}
-
-/// A stdio MCP server (newline-delimited JSON-RPC, Node) that sleeps `delay` before it reads
-/// anything, then answers `initialize` and, to `tools/list`, one tool of the registry server
-/// its last argument names (`mcp flow-result`: `submit_review_result`; `mcp review`:
-/// `get_pr_summary`).
-fn slow_server(delay: Duration) -> String {
-    format!(
-        r#"#!/usr/bin/env node
-const name = {{ "flow-result": "submit_review_result", "review": "get_pr_summary" }}[process.argv[process.argv.length - 1]] || "unknown_tool";
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-process.stdin.pause();
-setTimeout(() => {{
-  let buf = "";
-  process.stdin.on("data", (chunk) => {{
-    buf += chunk;
-    let i;
-    while ((i = buf.indexOf("\n")) >= 0) {{
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (!line) continue;
-      let m;
-      try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-      if (m.id === undefined) continue;
-      if (m.method === "initialize") {{
-        send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: m.params && m.params.protocolVersion || "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "slow", version: "1.0.0" }} }} }});
-      }} else if (m.method === "tools/list") {{
-        send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [{{ name, description: name, inputSchema: {{ type: "object", properties: {{}} }} }}] }} }});
-      }} else {{
-        send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-      }}
-    }}
-  }});
-  process.stdin.on("end", () => process.exit(0));
-  process.stdin.resume();
-}}, {ms});
-"#,
-        ms = delay.as_millis()
-    )
 }
 
 /// A typed prompt is only a prompt: typed into Claude Code 2.1.197's terminal, `!touch F`

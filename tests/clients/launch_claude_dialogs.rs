@@ -59,14 +59,21 @@ fn binaries() -> Vec<(PathBuf, &'static str)> {
 }
 
 /// The rooted plan for a launch in `dir`: a git worktree, a dummy key, the API and a proxy
-/// at a dead local port, a prompt, the result channel only (its command is `true`).
+/// at a dead local port, a prompt, the result channel only (its command a stand-in server
+/// that lists its tools, `dir/kcap/kcap`: the prompt is typed once it has).
 fn plan(dir: &Path) -> LaunchPlan {
     let worktree = dir.join("worktree");
     std::fs::create_dir_all(worktree.join(".git")).unwrap();
+    std::fs::create_dir_all(dir.join("kcap")).unwrap();
+    let kcap = dir.join("kcap/kcap");
+    common::stand_in::write_executable(
+        &kcap,
+        common::records::listing_server_source(Duration::ZERO),
+    );
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     let mut ctx = LaunchContext {
         server_url: Some("http://127.0.0.1:9/kcap".into()),
-        kcap_bin: Some("/bin/true".into()),
+        kcap_bin: Some(s(&kcap)),
         agent_id: "agent-dialogs".into(),
         worktree: Some(s(&worktree)),
         launch_dir: Some(s(&dir.join("launch"))),
@@ -118,6 +125,9 @@ fn run(bin: &Path, plan: &LaunchPlan, bound: Duration) -> End {
     let options = Options::default()
         .with_dialog_quiet(QUIET)
         .with_die_with_parent(true);
+    // The stand-in server ([`plan`]) beside the launch directory.
+    let kcap = Path::new(&plan.launch_dir).with_file_name("kcap");
+    let options = common::carry::reach(options, &[&kcap], &[]);
     let path = common::peers::inherited_path();
     let parent = |name: &str| (name == "PATH").then(|| OsString::from(&path));
     let started = Instant::now();

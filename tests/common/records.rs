@@ -149,3 +149,42 @@ pub fn plan_env(
     }
     env
 }
+
+/// A stdio MCP server (newline-delimited JSON-RPC, Node) that sleeps `delay` before it reads
+/// anything, then answers `initialize` and, to `tools/list`, one tool of the registry server
+/// its last argument names (`mcp flow-result`: `submit_review_result`; `mcp review`:
+/// `get_pr_summary`).
+pub fn listing_server_source(delay: std::time::Duration) -> String {
+    format!(
+        r#"#!/usr/bin/env node
+const name = {{ "flow-result": "submit_review_result", "review": "get_pr_summary" }}[process.argv[process.argv.length - 1]] || "unknown_tool";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+process.stdin.pause();
+setTimeout(() => {{
+  let buf = "";
+  process.stdin.on("data", (chunk) => {{
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {{
+      const line = buf.slice(0, i).trim();
+      buf = buf.slice(i + 1);
+      if (!line) continue;
+      let m;
+      try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
+      if (m.id === undefined) continue;
+      if (m.method === "initialize") {{
+        send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: m.params && m.params.protocolVersion || "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "slow", version: "1.0.0" }} }} }});
+      }} else if (m.method === "tools/list") {{
+        send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [{{ name, description: name, inputSchema: {{ type: "object", properties: {{}} }} }}] }} }});
+      }} else {{
+        send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
+      }}
+    }}
+  }});
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}}, {ms});
+"#,
+        ms = delay.as_millis()
+    )
+}

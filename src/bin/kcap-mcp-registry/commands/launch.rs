@@ -79,7 +79,8 @@ struct RunArgs {
     /// Stop the reviewer after this many seconds.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 600)]
     timeout: u64,
-    /// How long an ACP client may take to answer initialize, and session/new.
+    /// How long an ACP client may take to answer initialize, and session/new; and a terminal
+    /// client whose prompt is typed, for its MCP servers to list their tools.
     #[arg(long, value_name = "SECONDS", global = true, default_value_t = 60)]
     handshake_timeout: u64,
     /// How long a terminal client may sit at a known dialog before it is stopped.
