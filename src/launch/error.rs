@@ -74,6 +74,8 @@ pub enum PathField {
     Sandbox,
     /// [`LaunchPlan::pr_config`](crate::clients::plan::LaunchPlan::pr_config).
     PrConfig,
+    /// The `log` of [`LaunchPlan::typed_prompt`](crate::clients::plan::LaunchPlan::typed_prompt).
+    TypedPromptLog,
 }
 
 impl fmt::Display for PathField {
@@ -84,6 +86,7 @@ impl fmt::Display for PathField {
             PathField::WorktreeRemove => "worktree_remove",
             PathField::Sandbox => "sandbox",
             PathField::PrConfig => "pr_config",
+            PathField::TypedPromptLog => "typed_prompt.log",
         })
     }
 }

@@ -114,6 +114,10 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
             PathField::WorktreeRemove,
             plan.worktree_remove.iter().collect(),
         ),
+        (
+            PathField::TypedPromptLog,
+            plan.typed_prompt.iter().map(|t| &t.log).collect(),
+        ),
     ];
     for (field, paths) in &fields {
         for path in paths {

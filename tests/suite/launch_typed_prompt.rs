@@ -219,3 +219,19 @@ fn assert_no_prompt(w: &World) {
         w.recorded()
     );
 }
+
+#[test]
+fn a_log_outside_the_launch_directory_is_refused_before_anything_is_made() {
+    let w = World::new();
+    for log in ["../elsewhere.log", "/var/log/syslog", "a/./b"] {
+        let mut plan = w.plan(&[], &READY);
+        plan.typed_prompt.as_mut().unwrap().log = log.into();
+        let e = launch::launch(&plan, &w.client, &Options::default()).unwrap_err();
+        assert!(
+            matches!(&e, ExecError::BadPath { field: launch::PathField::TypedPromptLog, path, .. }
+                if path == log),
+            "{log}: {e:?}"
+        );
+        assert!(!w.root.join("launch").exists(), "{log}");
+    }
+}
