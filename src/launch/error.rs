@@ -341,6 +341,38 @@ pub enum ExecError {
     },
 }
 
+/// [`ExecError::ServersNotReady`]'s message.
+fn fmt_not_ready(
+    client: &str,
+    waited: Duration,
+    failed: Option<&str>,
+    missing: &[String],
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    let run = Step::Run;
+    match failed {
+        Some(line) => write!(
+            f,
+            "{run}: {client}: an injected MCP server will not list its tools (its log, after \
+             {:.1} s: {}); the prompt was not sent; stopped it",
+            waited.as_secs_f32(),
+            short(line)
+        ),
+        None => write!(
+            f,
+            "{run}: {client}: after {:.0} s its log still lacks {}: an injected MCP server has \
+             not listed its tools; the prompt was not sent; stopped it (a server this slow \
+             needs a longer --handshake-timeout)",
+            waited.as_secs_f32(),
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 fn short(s: &str) -> String {
     const MAX: usize = 300;
     let s = crate::text::printable(s);
@@ -576,34 +608,9 @@ impl ExecError {
             ExecError::ServersNotReady {
                 client,
                 waited,
-                failed: Some(line),
-                ..
-            } => write!(
-                f,
-                "{}: {client}: an injected MCP server will not list its tools (its log, after \
-                 {:.1} s: {}); the prompt was not sent; stopped it",
-                Step::Run,
-                waited.as_secs_f32(),
-                short(line)
-            ),
-            ExecError::ServersNotReady {
-                client,
-                waited,
-                failed: None,
+                failed,
                 missing,
-            } => write!(
-                f,
-                "{}: {client}: after {:.0} s its log still lacks {}: an injected MCP server has \
-                 not listed its tools; the prompt was not sent; stopped it (a server this slow \
-                 needs a longer --handshake-timeout)",
-                Step::Run,
-                waited.as_secs_f32(),
-                missing
-                    .iter()
-                    .map(|m| format!("`{m}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            } => fmt_not_ready(client, *waited, failed.as_deref(), missing, f),
             ExecError::Dialog {
                 client,
                 dialog,

@@ -563,23 +563,7 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
             options.dialog_quiet.as_secs_f32()
         )),
     }
-    if let Some(prompt) = &plan.typed_prompt {
-        let quoted = |texts: &[String]| {
-            texts
-                .iter()
-                .map(|t| format!("{t:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        steps.push(format!(
-            "type the prompt ({} bytes, one bracketed paste, then Enter) once {dir}/{} holds              {}; stop the client, the prompt unsent, when a line holds {} or after {} s",
-            prompt.text.len(),
-            prompt.log,
-            quoted(&prompt.ready),
-            quoted(&prompt.failed),
-            options.handshake_timeout.as_secs()
-        ));
-    }
+    steps.extend(typed_prompt_step(plan, options));
     let everything = if options.cgroup == sandbox::Confinement::Off {
         ""
     } else {
@@ -591,6 +575,28 @@ pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<Str
         STOP_GRACE.as_secs_f32()
     ));
     steps
+}
+
+/// The step of a terminal client's typed prompt, when the plan has one.
+fn typed_prompt_step(plan: &LaunchPlan, options: &Options) -> Option<String> {
+    let prompt = plan.typed_prompt.as_ref()?;
+    let quoted = |texts: &[String]| {
+        texts
+            .iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "type the prompt ({} bytes, one bracketed paste, then Enter) once {}/{} holds {}; stop \
+         the client, the prompt unsent, when a line holds {} or after {} s",
+        prompt.text.len(),
+        plan.launch_dir,
+        prompt.log,
+        quoted(&prompt.ready),
+        quoted(&prompt.failed),
+        options.handshake_timeout.as_secs()
+    ))
 }
 
 /// The step of the reviewer's cgroup, unless it is off: where it goes (creates nothing).

@@ -62,6 +62,8 @@ mod launch_cli_codex;
 #[cfg(feature = "launch")]
 mod launch_peers;
 #[cfg(feature = "launch")]
+mod pr_config_claude;
+#[cfg(feature = "launch")]
 mod sandbox_clients;
 #[cfg(feature = "launch")]
 mod sandbox_reach_qwen;
@@ -136,5 +138,7 @@ fn main() {
     trials.extend(sandbox_tools_openai::trials());
     #[cfg(feature = "launch")]
     trials.extend(first_turn::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(pr_config_claude::trials());
     common::peers::main(trials)
 }
