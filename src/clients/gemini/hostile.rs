@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::clients::gemini_family::write_hostile_settings;
+use crate::clients::gemini_family::hostile::write_hostile_settings;
 use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer};
 use crate::clients::plan::EnvVar;
 

@@ -3,7 +3,7 @@
 //! (`loader`).
 //!
 //! What Qwen Code, its fork, does alike is written once for both rooms in
-//! `src/clients/gemini_family.rs`; this room passes in Gemini CLI's own facts.
+//! `src/clients/gemini_family/`; this room passes in Gemini CLI's own facts.
 //!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
 //! see `tests/clients/conformance_acp.rs`, and the public reports listed in the facts file):

@@ -58,5 +58,5 @@ pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
 }];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Gemini)
+    crate::clients::gemini_family::registration::trusted_stdio_entry(e, opts, Client::Gemini)
 }

@@ -3,7 +3,7 @@
 //! (`registration`) and loader model (`loader`).
 //!
 //! What it does as Gemini CLI does is written once for both rooms in
-//! `src/clients/gemini_family.rs`; this room passes in Qwen Code's own facts.
+//! `src/clients/gemini_family/`; this room passes in Qwen Code's own facts.
 //!
 //! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
 //! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder

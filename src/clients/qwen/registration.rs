@@ -76,5 +76,5 @@ pub const PROJECT_FILES: [ProjectFile; 2] = [
 ];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Qwen)
+    crate::clients::gemini_family::registration::trusted_stdio_entry(e, opts, Client::Qwen)
 }
