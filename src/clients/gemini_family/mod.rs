@@ -28,7 +28,8 @@ use crate::clients::plan::{AcpServer, EnvVar, LaunchId, LaunchPlan, PlanFile, Se
 use crate::clients::root::{HOME_DIR, Root};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 
-/// What a Gemini-family room says about its ACP launch ([`plan`]).
+/// What a Gemini-family room says about its ACP launch ([`plan`], [`env_file_preflight`]):
+/// each field one of the client's own facts, measured in its room.
 pub struct AcpLaunch {
     /// The client.
     pub client: Client,
@@ -39,6 +40,38 @@ pub struct AcpLaunch {
     /// `Some(what it does)` when the client expands `${` in an ACP server's `env` values: a
     /// value holding `${` is then refused ([`RenderError::Expansion`]).
     pub expands_env: Option<&'static str>,
+    /// The variable that moves the client's user configuration, and where it points: the
+    /// per-launch home itself (`None`) or a folder in it (`Some(rel)`).
+    pub home_var: (&'static str, Option<&'static str>),
+    /// The folder, under the per-launch directory, where `system_vars` point
+    /// ([`system_settings`]).
+    pub system_dir: &'static str,
+    /// The variables that move the administrator's `settings.json` and
+    /// `system-defaults.json`, in that order.
+    pub system_vars: [&'static str; 2],
+    /// Variables set as they are, after the system ones.
+    pub fixed_env: &'static [(&'static str, &'static str)],
+    /// The user settings file the plan writes, relative to the per-launch home.
+    pub settings_file: &'static str,
+    /// What goes into it.
+    pub settings: Settings,
+    /// The environment files the client looks for in each directory from the workspace up,
+    /// in its order ([`parent_env_file`]).
+    pub env_files: [&'static str; 2],
+}
+
+/// The contents of a Gemini-family room's user settings file ([`AcpLaunch::settings`]).
+pub enum Settings {
+    /// Fixed contents; the credentials stay in the environment.
+    Fixed(&'static str),
+    /// The credentials named in `names` move out of the environment (which every server
+    /// inherits) into the file, whose contents `render` makes of them.
+    Credentials {
+        /// The credential variables.
+        names: &'static [&'static str],
+        /// The file's contents, given the credentials the launch hands over.
+        render: fn(&[EnvVar]) -> String,
+    },
 }
 
 /// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
@@ -50,8 +83,10 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// The launch both clients take: argv `<flags> --allowed-mcp-server-names <wire names,
 /// comma-separated, or [`deny_all_name`]>`, then `--model M` when set; the servers in
 /// `session/new` under their aliased names ([`LaunchId::wire_name`]); rooted in the
-/// per-launch directory with the worktree's configuration removed. Returns the plan with the
-/// root, to which the room adds its own variables and settings file.
+/// per-launch directory with the worktree's configuration removed. The environment: the
+/// root's, then the credentials (unless [`Settings::Credentials`] moves them into the
+/// settings file), then `home_var`, the two `system_vars` ([`system_settings`]) and
+/// `fixed_env`; one file, `settings_file` in the per-launch home ([`home_settings`]).
 ///
 /// # Errors
 /// [`RenderError::Expansion`] when the client expands `env` values and one contains `${`;
@@ -60,12 +95,12 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
 /// with `-`; [`RenderError::CredentialNotAccepted`] for a credential the client does not
 /// accept.
-pub fn plan<'a>(
+pub fn plan(
     launch: &AcpLaunch,
-    ctx: &'a LaunchContext,
+    ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
-) -> Result<(LaunchPlan, Root<'a>), RenderError> {
+) -> Result<LaunchPlan, RenderError> {
     let client = launch.client;
     ctx.require_launch_values()?;
     let cwd = acp_cwd(client, ctx)?;
@@ -92,7 +127,35 @@ pub fn plan<'a>(
         mcp_servers,
     });
     plan.servers = servers;
-    Ok((plan, root))
+    let contents = match &launch.settings {
+        Settings::Fixed(contents) => (*contents).to_owned(),
+        Settings::Credentials { names, render } => {
+            let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = std::mem::take(&mut plan.env)
+                .into_iter()
+                .partition(|v| names.contains(&v.name.as_str()));
+            plan.env = env;
+            render(&credentials)
+        }
+    };
+    let (home_var, home_rel) = launch.home_var;
+    plan.env.push(EnvVar::new(
+        home_var,
+        home_rel.map_or_else(|| root.home(), |rel| root.in_home(rel)),
+    ));
+    plan.env.extend(system_settings(
+        &root,
+        launch.system_dir,
+        launch.system_vars,
+    ));
+    plan.env.extend(
+        launch
+            .fixed_env
+            .iter()
+            .map(|&(name, value)| EnvVar::new(name, value)),
+    );
+    plan.files
+        .push(home_settings(launch.settings_file, contents));
+    Ok(plan)
 }
 
 /// [`RenderError::Expansion`] for the first server `env` value holding `${`.
@@ -119,7 +182,7 @@ fn refuse_env_expansion(
 /// `defaults_var`, pointed at `settings.json` and `system-defaults.json` in `system_dir` under
 /// the per-launch directory: files the plan never creates, so the client reads no system
 /// settings (an absent file is an empty layer).
-pub fn system_settings(
+fn system_settings(
     root: &Root<'_>,
     system_dir: &str,
     [settings_var, defaults_var]: [&str; 2],
@@ -133,12 +196,20 @@ pub fn system_settings(
 
 /// The user settings file the plan writes: `rel` under the per-launch home, readable by its
 /// owner only.
-pub fn home_settings(rel: &str, contents: String) -> PlanFile {
+fn home_settings(rel: &str, contents: String) -> PlanFile {
     PlanFile {
         path: format!("{HOME_DIR}/{rel}"),
         contents,
         mode: 0o600,
     }
+}
+
+/// [`parent_env_file`] for `launch`'s client and environment files.
+///
+/// # Errors
+/// As [`parent_env_file`].
+pub fn env_file_preflight(launch: &AcpLaunch, worktree: &Path) -> Result<(), RenderError> {
+    parent_env_file(launch.client, launch.env_files, worktree)
 }
 
 /// Refuses a launch of `client` in `worktree` while a parent directory of it holds one of
