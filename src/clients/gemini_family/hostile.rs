@@ -17,7 +17,7 @@ pub const fn verify(hostile: fn(&mut Writer) -> Setup) -> VerifySpec {
 }
 
 /// A Gemini-family room's hostile configuration, besides what its settings files say
-/// ([`write`]).
+/// ([`write()`]).
 pub struct Hostile {
     /// The settings files, as (scope, tag, path under the verify directory).
     pub files: &'static [(Scope, &'static str, &'static str)],

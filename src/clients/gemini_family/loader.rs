@@ -16,7 +16,8 @@ pub struct Dialect {
     /// `reason`); `None` when the mark is skipped.
     pub bom_refused: Option<&'static str>,
     /// `Some(what happens)` when a `null` entry stops the client, so the file is refused
-    /// ("the entry `<name>` is null, <what happens>"); `None` when it only starts nothing.
+    /// (the reason: "the entry `NAME` is null, " then what happens); `None` when it only
+    /// starts nothing.
     pub null_entry_stops: Option<&'static str>,
     /// How the load-time expansion reads `${…}` ([`resolve_env_vars`]).
     pub braced: Braced,

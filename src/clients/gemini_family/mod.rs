@@ -1,18 +1,22 @@
 //! What Gemini CLI and Qwen Code (a fork of Gemini CLI) do alike, written once for both rooms:
-//! the shape of the ACP launch, the walk for environment files in the worktree's parents, and
-//! (with the `cli` feature) the parts of the settings loader, the registration entry and the
-//! hostile settings files the two share.
+//! the ACP launch ([`plan`], from each room's [`AcpLaunch`]) and the walk for environment
+//! files in the worktree's parents ([`parent_env_file`]); with the `cli` feature, the
+//! settings loader model (`loader`, from each room's `Dialect`), the registration format and
+//! its entry (`registration`, from each room's `Facts`) and the hostile configuration of
+//! `verify` (`hostile`, from each room's `Hostile`).
 //!
 //! Why a module here and not in either room: in `src/clients/` each client's folder is its room
 //! and each file beside them is something several rooms share (`root.rs`, `loaded.rs`,
 //! `hostile.rs`; `docs/layout.md`). Code both rooms call belongs with those files, named for
 //! the family, so that a change to Gemini CLI's room cannot change Qwen Code's launch unseen,
-//! and a reader of either room finds it by its name. The facts stay in the rooms: each passes
-//! in its own flags, file names, variable names and measured quirks, with their evidence
-//! ([`crate::clients::gemini`], [`crate::clients::qwen`]). Only what both clients were
-//! measured to do alike is written here; where the fork went its own way (Qwen's expansion has
-//! no `${NAME:-default}` and skips its session ids; Gemini CLI expands `env` values a second
-//! time and filters secrets), the room keeps its own code.
+//! and a reader of either room finds it by its name. The facts stay in the rooms, as data with
+//! their evidence ([`crate::clients::gemini`], [`crate::clients::qwen`]): flags, file names,
+//! variable names, versions and measured quirks. Where the fork went its own way, the room
+//! says how as data (Qwen's expansion has no `${NAME:-default}` and skips its session ids:
+//! its `Dialect`) or keeps the code (Gemini CLI expands `env` values a second time and
+//! filters secrets: its `entry_env`; Qwen writes its credentials into its settings file: its
+//! `settings`). Each room's `SPEC` and `CLI` stay one literal in the room, as every room's
+//! do (`crate::clients::spec`).
 
 #[cfg(feature = "cli")]
 pub mod hostile;

@@ -20,7 +20,7 @@ pub fn trusted_stdio_entry(e: &RegistryEntry, opts: &RegistrationOptions, client
     Node::Object(pairs)
 }
 
-/// A Gemini-family room's own registration facts ([`format`]).
+/// A Gemini-family room's own registration facts ([`format()`]).
 pub struct Facts {
     /// The client.
     pub client: Client,
