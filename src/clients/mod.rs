@@ -29,7 +29,7 @@
 //! can meet, so a daemon returns them all with `?`); [`plan`] holds the
 //! [`LaunchPlan`](plan::LaunchPlan) every room renders and the [`LaunchId`](plan::LaunchId).
 //! What two rooms share because one client is a fork of the other is written once beside
-//! them: `gemini_family.rs` for Gemini CLI and Qwen Code.
+//! them: `gemini_family/` for Gemini CLI and Qwen Code.
 //!
 //! A launch in three steps, each failing into [`LaunchError`]:
 //!

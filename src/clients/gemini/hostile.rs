@@ -4,26 +4,17 @@
 
 use serde_json::json;
 
-use crate::clients::gemini_family::write_hostile_settings;
+use crate::clients::gemini_family::hostile::{self as family, Hostile};
 use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer};
-use crate::clients::plan::EnvVar;
 
 /// `verify gemini`: this client's hostile configuration and how its launch is judged.
-pub const VERIFY: VerifySpec = VerifySpec {
-    hostile: write,
-    credential_files: &[],
-    prompt: false,
-    cache: false,
-    servers_run_in_worktree: true,
-};
+pub const VERIFY: VerifySpec = family::verify(write);
 
 /// Gemini CLI: `~/.gemini/settings.json`, the worktree's `.gemini/settings.json`, and the
 /// home and system settings `GEMINI_CLI_HOME` and `GEMINI_CLI_SYSTEM_SETTINGS_PATH` name;
-/// each declares servers named like the injected ones, like a guessed alias, and otherwise,
-/// a `SessionStart` hook, an allow list naming them, and folder trust. The user trusts the
-/// worktree.
-fn write(w: &mut Writer) -> Setup {
-    let files = [
+/// a leaked `GEMINI_API_KEY` in the daemon's environment.
+const HOSTILE: Hostile = Hostile {
+    files: &[
         (Scope::User, "user", "home/.gemini/settings.json"),
         (
             Scope::Project,
@@ -40,8 +31,26 @@ fn write(w: &mut Writer) -> Setup {
             "system-settings",
             "extra/gemini-system.json",
         ),
-    ];
-    write_hostile_settings(w, &files, |_, servers, names, hooks| {
+    ],
+    leaked_key: "GEMINI_API_KEY",
+    moved: &[
+        ("GEMINI_CLI_HOME", "extra/gemini-home"),
+        (
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            "extra/gemini-system.json",
+        ),
+    ],
+    credentials: &[
+        ("GEMINI_API_KEY", "kcap-verify-dummy-key"),
+        ("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
+    ],
+};
+
+/// [`HOSTILE`]: each settings file declares servers named like the injected ones, like a
+/// guessed alias, and otherwise, a `SessionStart` hook, an allow list naming them, and
+/// folder trust. The user trusts the worktree.
+fn write(w: &mut Writer) -> Setup {
+    let setup = family::write(w, &HOSTILE, |_, servers, names, hooks| {
         json!({
             "mcpServers": servers,
             "mcp": {"allowed": names},
@@ -54,18 +63,5 @@ fn write(w: &mut Writer) -> Setup {
         "home/.gemini/trustedFolders.json",
         &json!({w.s("parent/worktree"): "TRUST_FOLDER", w.s("parent"): "TRUST_PARENT"}),
     )?;
-    Ok((
-        vec![
-            ("GEMINI_API_KEY".into(), "kcap-verify-leaked-key".into()),
-            ("GEMINI_CLI_HOME".into(), w.s("extra/gemini-home")),
-            (
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".into(),
-                w.s("extra/gemini-system.json"),
-            ),
-        ],
-        vec![
-            EnvVar::new("GEMINI_API_KEY", "kcap-verify-dummy-key"),
-            EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
-        ],
-    ))
+    Ok(setup)
 }

@@ -49,132 +49,51 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::clients::gemini_family::loader::{self as family, Flaw};
-use crate::clients::loaded::{
-    self, Kind, Loaded, Node, Rejected, Source, Span, js_truthy, json_root, parse_jsonc, started,
-};
+use crate::clients::gemini_family::loader::{self as family, ArgsNotArray, Dialect, Expand, Flaw};
+use crate::clients::loaded::{Kind, Loaded, Node, js_truthy};
 
 /// What Gemini CLI 0.61.0 does with `bytes`, its settings file `path`. `env` is Gemini
 /// CLI's environment, for `$…` expansion.
 ///
-/// Never fails: an unreadable file is a [`Rejected`] verdict, as the client treats it.
+/// Never fails: an unreadable file is a [`Rejected`](crate::clients::loaded::Rejected)
+/// verdict, as the client treats it.
 pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> Loaded {
-    let mut loaded = Loaded::default();
-    // Node reads the file as UTF-8 with U+FFFD for invalid bytes, and keeps a byte order
-    // mark, on which `JSON.parse` fails ("Unexpected token '\u{feff}'", exit 52): measured
-    // on 0.61.0 by tests/clients/differential_gemini.rs.
-    let text = String::from_utf8_lossy(bytes);
-    if text.starts_with(crate::decode::BOM) {
-        loaded.sources.push(Source {
-            path: path.into(),
-            text: text.as_ref().into(),
-        });
-        loaded.rejected.push(Rejected {
-            scope: "the file".into(),
-            reason: "it starts with a byte order mark, which Gemini CLI 0.61.0 does not skip: \
-                     it is not valid JSON"
-                .into(),
-            span: Some(Span {
-                source: 0,
-                range: 0..crate::decode::BOM.len_utf8(),
-            }),
-        });
-        return loaded;
-    }
-    let Some(root) = json_root(
-        path,
-        text.as_bytes(),
-        |t| parse_jsonc(t, 0, false),
-        &mut loaded,
-    ) else {
-        return loaded;
-    };
-    let Some(servers) = root.get("mcpServers") else {
-        return loaded;
-    };
-    let entries = family::entries(servers);
-    if let Some((name, _, node)) = entries.iter().find(|(_, _, n)| n.kind == Kind::Null) {
-        loaded.rejected.push(Rejected {
-            scope: "the file".into(),
-            reason: format!(
-                "the entry `{name}` is null, which stops Gemini CLI 0.61.0 at startup \
-                 (\"Cannot read properties of null (reading 'trust')\")"
-            ),
-            span: Some(node.span.clone()),
-        });
-        return loaded;
-    }
-    family::each_entry(entries, &mut loaded, |name, key, node, loaded| {
-        entry(name, key, node, env, loaded)
-    });
-    loaded
+    family::load(&DIALECT, path, bytes, env)
 }
 
-fn entry(
-    name: &str,
-    key: &Span,
-    node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
-    loaded: &mut Loaded,
-) -> Result<(), Flaw> {
-    family::object(node)?;
-    if let Some(remote) = family::network(name, key, node, |u, key| {
-        js_string(u, env, &mut Vec::new(), key)
-    }) {
-        loaded.remote.push(remote?);
-        return Ok(());
-    }
-    let mut expanded = Vec::new();
-    let command = family::command(node, |s| expand_once(s, env, &mut expanded, "command"))?;
-    let vars = entry_env(node, env, &mut expanded)?;
-    let (args, options) = match node.get("args") {
-        Some(a) if js_truthy(a) => match &a.kind {
-            Kind::Array(items) => {
-                let args = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| js_string(item, env, &mut expanded, &format!("args[{i}]")))
-                    .collect();
-                (args, true)
-            }
-            // cross-spawn takes a non-array `args` for its options.
-            _ => (Vec::new(), false),
-        },
-        _ => (Vec::new(), true),
-    };
-    let mut s = started(name, key, node, command, args);
-    if options {
-        s.env = vars;
-        s.cwd = match node.get("cwd") {
-            None => None,
-            Some(c) => match &c.kind {
-                Kind::Null => None,
-                Kind::Str(text) => {
-                    Some(expand_once(text, env, &mut expanded, "cwd")).filter(|c| !c.is_empty())
-                }
-                other => {
-                    return Err((
-                        format!("`cwd` is {}, not a string", other.noun()),
-                        c.span.clone(),
-                    ));
-                }
-            },
-        };
-    }
-    family::push_started(s, node, expanded, loaded);
-    Ok(())
-}
+/// Gemini CLI 0.61.0's quirks in the family's loader (module docs), each measured by
+/// tests/clients/differential_gemini.rs.
+const DIALECT: Dialect = Dialect {
+    // Node keeps a byte order mark, on which `JSON.parse` fails ("Unexpected token
+    // '\u{feff}'", exit 52).
+    bom_refused: Some(
+        "it starts with a byte order mark, which Gemini CLI 0.61.0 does not skip: it is not \
+         valid JSON",
+    ),
+    null_entry_stops: Some(
+        "which stops Gemini CLI 0.61.0 at startup (\"Cannot read properties of null (reading \
+         'trust')\")",
+    ),
+    braced,
+    never_expanded: &[],
+    // cross-spawn takes a non-array `args` for its options.
+    args_not_array: ArgsNotArray::DropsOptions,
+    cwd_must_be_string: true,
+    env: entry_env,
+    env_first: true,
+};
 
 /// The variables an entry's `env` sets, as `createTransport` builds them.
 fn entry_env(
     node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
+    x: &Expand<'_>,
     expanded: &mut Vec<String>,
 ) -> Result<BTreeMap<String, String>, Flaw> {
     let mut out = BTreeMap::new();
     let Some(e) = node.get("env").filter(|e| js_truthy(e)) else {
         return Ok(out);
     };
+    let env = x.env;
     let sanitized = |name: &str| env(name).filter(|v| !redacted(name, v, env));
     let pairs: Vec<(String, &Node)> = match &e.kind {
         Kind::Table(entries) => entries.iter().map(|(k, _, v)| (k.clone(), v)).collect(),
@@ -185,7 +104,7 @@ fn entry_env(
             .collect(),
         Kind::Str(s) => {
             // Object.entries of a string: one variable per character.
-            for (i, ch) in expand_once(s, env, expanded, "env").chars().enumerate() {
+            for (i, ch) in x.once(s, expanded, "env").chars().enumerate() {
                 out.insert(i.to_string(), ch.to_string());
             }
             return Ok(out);
@@ -199,13 +118,13 @@ fn entry_env(
         let text = match &value.kind {
             Kind::Str(s) if !s.is_empty() => {
                 let field = format!("env.{key}");
-                let once = expand_once(s, env, expanded, &field);
+                let once = x.once(s, expanded, &field);
                 if once.contains('$') && !expanded.contains(&field) {
                     expanded.push(field);
                 }
                 dotenv_expand(&once, &sanitized)
             }
-            _ if !js_truthy(value) => js_string(value, env, expanded, "env"),
+            _ if !js_truthy(value) => x.js_string(value, expanded, "env"),
             other => {
                 return Err((
                     format!(
@@ -265,30 +184,9 @@ fn redacted(name: &str, _value: &str, env: &dyn Fn(&str) -> Option<String>) -> b
     listed(NEVER, &key) || strict || NEVER_PARTS.split_whitespace().any(|p| key.contains(p))
 }
 
-/// JavaScript's `String(value)` ([`js_string`](crate::clients::loaded::js_string)) of a
-/// value whose strings go through [`expand_once`].
-fn js_string(
-    node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
-    expanded: &mut Vec<String>,
-    field: &str,
-) -> String {
-    loaded::js_string(node, &mut |s| expand_once(s, env, expanded, field))
-}
-
-/// Gemini CLI's load-time expansion (`resolveEnvVarsInString`): the regex
-/// `\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})`, one left-to-right pass. Records `field` in
-/// `expanded` when `value` holds a match.
-fn expand_once(
-    value: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    expanded: &mut Vec<String>,
-    field: &str,
-) -> String {
-    family::resolve_env_vars(value, braced, env, expanded, field)
-}
-
-/// The `{([^}]+?)(?::-([^}]*))?}` part after `${`: (name, default, length from the `{`).
+/// Gemini CLI's load-time expansion (`resolveEnvVarsInString`) reads the regex
+/// `\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})`: this is its `{([^}]+?)(?::-([^}]*))?}` part after
+/// `${`: (name, default, length from the `{`).
 fn braced(inner: &str) -> Option<(&str, Option<&str>, usize)> {
     let close = inner.find('}')?;
     for (k, _) in inner.char_indices().skip(1) {

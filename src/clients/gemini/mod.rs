@@ -3,7 +3,7 @@
 //! (`loader`).
 //!
 //! What Qwen Code, its fork, does alike is written once for both rooms in
-//! `src/clients/gemini_family.rs`; this room passes in Gemini CLI's own facts.
+//! `src/clients/gemini_family/`; this room passes in Gemini CLI's own facts.
 //!
 //! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
 //! see `tests/clients/conformance_acp.rs`, and the public reports listed in the facts file):
@@ -102,7 +102,7 @@ use std::path::Path;
 
 use crate::allowlist::Resolution;
 use crate::clients::gemini_family;
-use crate::clients::plan::{EnvVar, LaunchId, LaunchPlan};
+use crate::clients::plan::{LaunchId, LaunchPlan};
 use crate::clients::root::{CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError};
 use crate::model::GEMINI_TOOL_NAMES;
@@ -227,33 +227,31 @@ pub fn gemini_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    let (mut plan, root) = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
-    plan.env.push(EnvVar::new("GEMINI_CLI_HOME", root.home()));
-    plan.env.extend(gemini_family::system_settings(
-        &root,
-        SYSTEM_DIR,
-        [
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-        ],
-    ));
-    plan.env
-        .push(EnvVar::new("GEMINI_CLI_TRUST_WORKSPACE", "true"));
-    plan.files.push(gemini_family::home_settings(
-        ROOT_SETTINGS.0,
-        ROOT_SETTINGS.1.into(),
-    ));
-    Ok(plan)
+    gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)
 }
 
 /// Gemini CLI's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then
 /// `--skip-trust` and `--approval-mode yolo` (module docs); [`WORKTREE_CONFIG`] removed;
-/// `${` refused in server env values ([`EXPANDS`]).
+/// `${` refused in server env values ([`EXPANDS`]); `GEMINI_CLI_HOME` the per-launch home;
+/// the system settings moved to [`SYSTEM_DIR`]; the workspace trusted from the start;
+/// [`ROOT_SETTINGS`] written, the credentials left in the environment (Gemini CLI withholds
+/// secret-looking variables from its servers); the parents' `.gemini/.env` and `.env`
+/// refused ([`env_file_preflight`]).
 const LAUNCH: gemini_family::AcpLaunch = gemini_family::AcpLaunch {
     client: Client::Gemini,
     flags: &["--acp", "--skip-trust", "--approval-mode", "yolo"],
     worktree_config: &WORKTREE_CONFIG,
     expands_env: Some(EXPANDS),
+    home_var: ("GEMINI_CLI_HOME", None),
+    system_dir: SYSTEM_DIR,
+    system_vars: [
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+    ],
+    fixed_env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+    settings_file: ROOT_SETTINGS.0,
+    settings: gemini_family::Settings::Fixed(ROOT_SETTINGS.1),
+    env_files: [".gemini/.env", ".env"],
 };
 
 /// The directory, relative to the per-launch directory, where `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
@@ -337,7 +335,7 @@ pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.
 pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
-    gemini_family::parent_env_file(Client::Gemini, [".gemini/.env", ".env"], worktree)
+    gemini_family::env_file_preflight(&LAUNCH, worktree)
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one

@@ -2,8 +2,9 @@
 //! (`kcap-mcp-registry export gemini`, `install --client gemini`).
 
 use crate::clients::Client;
+use crate::clients::gemini_family::{self, registration::Facts};
 use crate::clients::registration::{
-    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, home_path,
 };
 use crate::schema::RegistryEntry;
 
@@ -22,31 +23,16 @@ use crate::schema::RegistryEntry;
 ///   (2026-11-30, [`super::loader`]): `"command": "$RECDIR/rec.sh"` and
 ///   `"command": "${RECDIR}/rec.sh"` both ran `/tmp/m/rec.sh` with `RECDIR=/tmp/m`; an unset
 ///   variable stays literal (`${UNSET}`, `$UNSET`), `${UNSET:-d}` becomes `d`.
-pub const FORMAT: RegistrationFormat = RegistrationFormat {
+pub const FORMAT: RegistrationFormat = gemini_family::registration::format(Facts {
     client: Client::Gemini,
-    syntax: Syntax::Json {
-        comments: true,
-        trailing_commas: false,
-    },
-    block: "mcpServers",
     entry,
-    expanded_fields: &["command", "args", "env"],
-    expands: &["$"],
-    empty_file_is_empty: false,
     default_config: |var| home_path(var, &[".gemini", "settings.json"]),
     default_config_var: None,
     project_files: &PROJECT_FILES,
-    entry_keys: None,
-    disabled_setting: None,
     file_names: &[(".gemini", "settings.json")],
-    claims_extension: None,
     load: |f| vec![(None, super::loader::load(f.shown, f.bytes, f.env))],
-    project_blocks: None,
-    takes_project: false,
-    profile_file: None,
     export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
-    writes_project_dir: false,
-};
+});
 
 /// The project file Gemini CLI 0.61.0 reads servers from (facts "Verified against public
 /// reports": user and project `mcpServers` merge by name, the project's winning): the
@@ -58,5 +44,5 @@ pub const PROJECT_FILES: [ProjectFile; 1] = [ProjectFile {
 }];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Gemini)
+    crate::clients::gemini_family::registration::trusted_stdio_entry(e, opts, Client::Gemini)
 }

@@ -4,30 +4,18 @@
 
 use serde_json::json;
 
-use crate::clients::gemini_family::write_hostile_settings;
+use crate::clients::gemini_family::hostile::{self as family, Hostile};
 use crate::clients::hostile::{Scope, Setup, VerifySpec, Writer, names, stdio};
-use crate::clients::plan::EnvVar;
 
 /// `verify qwen`: this client's hostile configuration and how its launch is judged.
-pub const VERIFY: VerifySpec = VerifySpec {
-    hostile: write,
-    credential_files: &[],
-    prompt: false,
-    cache: false,
-    servers_run_in_worktree: true,
-};
+pub const VERIFY: VerifySpec = family::verify(write);
 
-/// Qwen Code: `~/.qwen/settings.json`, an extension in `~/.qwen/extensions/`, the
-/// worktree's `.qwen/settings.json` and `.mcp.json`, and the settings `QWEN_HOME`,
-/// `QWEN_CODE_SYSTEM_SETTINGS_PATH` and `QWEN_CODE_SYSTEM_DEFAULTS_PATH` name (the
-/// administrator's `/etc/qwen-code/` files, moved). Each settings file declares servers
-/// named like the injected ones, like a guessed alias, and otherwise, a `SessionStart` hook
-/// with hooks switched on, an allow list naming its servers, an `mcp.excluded` matching the
-/// injected ones, and settings `env` leaking `KCAP_URL`; `.env` files in the home and the
-/// worktree leak `KCAP_FLOW_CAPABILITY_URL`. The daemon's environment holds a leaked
-/// `OPENAI_API_KEY`.
-fn write(w: &mut Writer) -> Setup {
-    let files = [
+/// Qwen Code: `~/.qwen/settings.json`, the worktree's `.qwen/settings.json`, and the
+/// settings `QWEN_HOME`, `QWEN_CODE_SYSTEM_SETTINGS_PATH` and `QWEN_CODE_SYSTEM_DEFAULTS_PATH`
+/// name (the administrator's `/etc/qwen-code/` files, moved); a leaked `OPENAI_API_KEY` in
+/// the daemon's environment.
+const HOSTILE: Hostile = Hostile {
+    files: &[
         (Scope::User, "user", "home/.qwen/settings.json"),
         (
             Scope::Project,
@@ -49,8 +37,29 @@ fn write(w: &mut Writer) -> Setup {
             "system-defaults",
             "extra/qwen-system-defaults.json",
         ),
-    ];
-    write_hostile_settings(w, &files, |tag, servers, names, hooks| {
+    ],
+    leaked_key: "OPENAI_API_KEY",
+    moved: &[
+        ("QWEN_HOME", "extra/qwen-home"),
+        ("QWEN_CODE_SYSTEM_SETTINGS_PATH", "extra/qwen-system.json"),
+        (
+            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+            "extra/qwen-system-defaults.json",
+        ),
+    ],
+    credentials: &[
+        ("OPENAI_API_KEY", "kcap-verify-dummy-key"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+    ],
+};
+
+/// [`HOSTILE`], and an extension in `~/.qwen/extensions/` and the worktree's `.mcp.json`.
+/// Each settings file declares servers named like the injected ones, like a guessed alias,
+/// and otherwise, a `SessionStart` hook with hooks switched on, an allow list naming its
+/// servers, an `mcp.excluded` matching the injected ones, and settings `env` leaking
+/// `KCAP_URL`; `.env` files in the home and the worktree leak `KCAP_FLOW_CAPABILITY_URL`.
+fn write(w: &mut Writer) -> Setup {
+    let setup = family::write(w, &HOSTILE, |tag, servers, names, hooks| {
         json!({
             "$version": 4,
             "mcpServers": servers,
@@ -96,22 +105,5 @@ fn write(w: &mut Writer) -> Setup {
             .as_bytes(),
         )?;
     }
-    Ok((
-        vec![
-            ("OPENAI_API_KEY".into(), "kcap-verify-leaked-key".into()),
-            ("QWEN_HOME".into(), w.s("extra/qwen-home")),
-            (
-                "QWEN_CODE_SYSTEM_SETTINGS_PATH".into(),
-                w.s("extra/qwen-system.json"),
-            ),
-            (
-                "QWEN_CODE_SYSTEM_DEFAULTS_PATH".into(),
-                w.s("extra/qwen-system-defaults.json"),
-            ),
-        ],
-        vec![
-            EnvVar::new("OPENAI_API_KEY", "kcap-verify-dummy-key"),
-            EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        ],
-    ))
+    Ok(setup)
 }

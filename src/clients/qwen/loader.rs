@@ -31,131 +31,53 @@
 
 use std::collections::BTreeMap;
 
-use crate::clients::gemini_family::loader::{self as family, Flaw};
-use crate::clients::loaded::{
-    self, Kind, Loaded, Node, Span, js_truthy, json_root, parse_jsonc, started,
-};
+use crate::clients::gemini_family::loader::{self as family, ArgsNotArray, Dialect, Expand, Flaw};
+use crate::clients::loaded::{Kind, Loaded, Node};
 
 /// What Qwen Code 0.24.4 does with `bytes`, its settings file `path`. `env` is Qwen Code's
 /// environment, for `$…` expansion.
 ///
 /// Never fails: an unreadable file is a [`Rejected`](crate::clients::loaded::Rejected) verdict, as the client treats it.
 pub fn load(path: &str, bytes: &[u8], env: &dyn Fn(&str) -> Option<String>) -> Loaded {
-    let mut loaded = Loaded::default();
-    // Node reads the file as UTF-8 with U+FFFD for invalid bytes; `json_root` drops the
-    // byte order mark `stripUtf8Bom` skips.
-    let text = String::from_utf8_lossy(bytes);
-    let Some(root) = json_root(
-        path,
-        text.as_bytes(),
-        |t| parse_jsonc(t, 0, false),
-        &mut loaded,
-    ) else {
-        return loaded;
-    };
-    let Some(servers) = root.get("mcpServers") else {
-        return loaded;
-    };
-    family::each_entry(
-        family::entries(servers),
-        &mut loaded,
-        |name, key, node, loaded| entry(name, key, node, env, loaded),
-    );
-    loaded
+    family::load(&DIALECT, path, bytes, env)
 }
 
-fn entry(
-    name: &str,
-    key: &Span,
-    node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
-    loaded: &mut Loaded,
-) -> Result<(), Flaw> {
-    family::object(node)?;
-    if let Some(remote) = family::network(name, key, node, |u, key| {
-        js_string(u, env, &mut Vec::new(), key)
-    }) {
-        loaded.remote.push(remote?);
-        return Ok(());
-    }
-    let mut expanded = Vec::new();
-    let command = family::command(node, |s| expand(s, env, &mut expanded, "command"))?;
-    let args = match node.get("args") {
-        Some(a) if js_truthy(a) => match &a.kind {
-            Kind::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| js_string(item, env, &mut expanded, &format!("args[{i}]")))
-                .collect(),
-            other => {
-                return Err((
-                    format!("`args` is {}, not an array", other.noun()),
-                    a.span.clone(),
-                ));
-            }
-        },
-        _ => Vec::new(),
-    };
-    let mut s = started(name, key, node, command, args);
-    s.env = entry_env(node, env, &mut expanded);
-    s.cwd = node
-        .get("cwd")
-        .and_then(Node::as_str)
-        .map(|c| expand(c, env, &mut expanded, "cwd"))
-        .filter(|c| !c.is_empty());
-    family::push_started(s, node, expanded, loaded);
-    Ok(())
-}
+/// Qwen Code 0.24.4's quirks in the family's loader (module docs), each measured by
+/// tests/clients/differential_qwen.rs where generated.
+const DIALECT: Dialect = Dialect {
+    // `stripUtf8Bom` skips a byte order mark.
+    bom_refused: None,
+    null_entry_stops: None,
+    braced,
+    // `resolveEnvVarsInString` leaves these as written.
+    never_expanded: &["SESSION_ID", "QWEN_CODE_SESSION_ID"],
+    args_not_array: ArgsNotArray::Refused,
+    cwd_must_be_string: false,
+    env: entry_env,
+    env_first: false,
+};
 
 /// The variables an entry's `env` adds (`{...inherited, ...env}`): each value as text, after
 /// the one load-time expansion.
 fn entry_env(
     node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
+    x: &Expand<'_>,
     expanded: &mut Vec<String>,
-) -> BTreeMap<String, String> {
+) -> Result<BTreeMap<String, String>, Flaw> {
     let mut out = BTreeMap::new();
     let Some(e) = node.get("env") else {
-        return out;
+        return Ok(out);
     };
     if let Kind::Table(entries) = &e.kind {
         for (k, _, v) in entries {
-            out.insert(k.clone(), js_string(v, env, expanded, &format!("env.{k}")));
+            out.insert(k.clone(), x.js_string(v, expanded, &format!("env.{k}")));
         }
     }
-    out
+    Ok(out)
 }
 
-/// JavaScript's `String(value)` ([`js_string`](crate::clients::loaded::js_string)) of a
-/// value whose strings go through [`expand`].
-fn js_string(
-    node: &Node,
-    env: &dyn Fn(&str) -> Option<String>,
-    expanded: &mut Vec<String>,
-    field: &str,
-) -> String {
-    loaded::js_string(node, &mut |s| expand(s, env, expanded, field))
-}
-
-/// Qwen Code's `resolveEnvVarsInString`: `\$(?:(\w+)|{([^}]+)})`, one left-to-right pass;
-/// an unset variable (and `SESSION_ID`, `QWEN_CODE_SESSION_ID`) stays as written. Records
-/// `field` in `expanded` when `value` holds a match.
-fn expand(
-    value: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-    expanded: &mut Vec<String>,
-    field: &str,
-) -> String {
-    let lookup = |var: &str| {
-        let upper = var.to_ascii_uppercase();
-        (upper != "SESSION_ID" && upper != "QWEN_CODE_SESSION_ID")
-            .then(|| env(var))
-            .flatten()
-    };
-    family::resolve_env_vars(value, braced, lookup, expanded, field)
-}
-
-/// The `{([^}]+)}` part after `${`: (name, no default, length from the `{`).
+/// Qwen Code's `resolveEnvVarsInString` reads `\$(?:(\w+)|{([^}]+)})`: this is its `{([^}]+)}`
+/// part after `${`: (name, no default, length from the `{`).
 fn braced(inner: &str) -> Option<(&str, Option<&str>, usize)> {
     inner
         .find('}')

@@ -3,7 +3,7 @@
 //! (`registration`) and loader model (`loader`).
 //!
 //! What it does as Gemini CLI does is written once for both rooms in
-//! `src/clients/gemini_family.rs`; this room passes in Qwen Code's own facts.
+//! `src/clients/gemini_family/`; this room passes in Qwen Code's own facts.
 //!
 //! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
 //! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder
@@ -191,41 +191,34 @@ pub fn qwen_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    let (mut plan, root) = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
-    // The credentials go into the settings file, not the environment, which every server
-    // inherits unfiltered.
-    let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = plan
-        .env
-        .into_iter()
-        .partition(|v| CREDENTIALS.env.contains(&v.name.as_str()));
-    plan.env = env;
-    plan.env
-        .push(EnvVar::new("QWEN_HOME", root.in_home(".qwen")));
-    plan.env.extend(gemini_family::system_settings(
-        &root,
-        SYSTEM_DIR,
-        [
-            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
-            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
-        ],
-    ));
-    plan.env
-        .push(EnvVar::new("QWEN_CODE_LEGACY_MCP_BLOCKING", "1"));
-    plan.files.push(gemini_family::home_settings(
-        SETTINGS_FILE,
-        settings(&credentials),
-    ));
-    Ok(plan)
+    gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)
 }
 
 /// Qwen Code's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then
 /// `--approval-mode yolo` (no trust flag: every folder is trusted); [`WORKTREE_CONFIG`]
-/// removed; nothing refused for `${`, which Qwen does not expand in ACP `env` values.
+/// removed; nothing refused for `${`, which Qwen does not expand in ACP `env` values;
+/// `QWEN_HOME` the per-launch home's `.qwen`; the system settings moved to [`SYSTEM_DIR`];
+/// MCP discovery blocking; [`SETTINGS_FILE`] written with the credentials, which leave the
+/// environment every server inherits unfiltered ([`settings`]); the parents' `.qwen/.env` and
+/// `.env` refused ([`env_file_preflight`]).
 const LAUNCH: gemini_family::AcpLaunch = gemini_family::AcpLaunch {
     client: Client::Qwen,
     flags: &["--acp", "--approval-mode", "yolo"],
     worktree_config: &WORKTREE_CONFIG,
     expands_env: None,
+    home_var: ("QWEN_HOME", Some(".qwen")),
+    system_dir: SYSTEM_DIR,
+    system_vars: [
+        "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+        "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+    ],
+    fixed_env: &[("QWEN_CODE_LEGACY_MCP_BLOCKING", "1")],
+    settings_file: SETTINGS_FILE,
+    settings: gemini_family::Settings::Credentials {
+        names: CREDENTIALS.env,
+        render: settings,
+    },
+    env_files: [".qwen/.env", ".env"],
 };
 
 /// The directory, relative to the per-launch directory, where
@@ -317,7 +310,7 @@ pub const WORKTREE_CONFIG: [&str; 4] = [".qwen", ".env", ".mcp.json", ".agents"]
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.
 pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
-    gemini_family::parent_env_file(Client::Qwen, [".qwen/.env", ".env"], worktree)
+    gemini_family::env_file_preflight(&LAUNCH, worktree)
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one

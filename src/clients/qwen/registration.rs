@@ -2,8 +2,9 @@
 //! (`kcap-mcp-registry export qwen`, `install --client qwen`).
 
 use crate::clients::Client;
+use crate::clients::gemini_family::{self, registration::Facts};
 use crate::clients::registration::{
-    Node, ProjectFile, RegistrationFormat, RegistrationOptions, Syntax, home_path, set_var,
+    Node, ProjectFile, RegistrationFormat, RegistrationOptions, home_path, set_var,
 };
 use crate::schema::RegistryEntry;
 
@@ -22,17 +23,9 @@ use crate::schema::RegistryEntry;
 ///   it out of `mcp.allowed`;
 /// - Qwen expands `$VAR` and `${VAR}` in every string of the file at load
 ///   ([`super::loader`]), so any `$` in `command`, `args` and `env` is refused.
-pub const FORMAT: RegistrationFormat = RegistrationFormat {
+pub const FORMAT: RegistrationFormat = gemini_family::registration::format(Facts {
     client: Client::Qwen,
-    syntax: Syntax::Json {
-        comments: true,
-        trailing_commas: false,
-    },
-    block: "mcpServers",
     entry,
-    expanded_fields: &["command", "args", "env"],
-    expands: &["$"],
-    empty_file_is_empty: false,
     // `QWEN_HOME` is the `.qwen` directory itself (`Storage.getGlobalQwenDir`).
     default_config: |var| match set_var(var, "QWEN_HOME") {
         Some(dir) => Ok(std::path::PathBuf::from(dir).join("settings.json")),
@@ -40,17 +33,10 @@ pub const FORMAT: RegistrationFormat = RegistrationFormat {
     },
     default_config_var: Some("QWEN_HOME"),
     project_files: &PROJECT_FILES,
-    entry_keys: None,
-    disabled_setting: None,
     file_names: &[(".qwen", "settings.json")],
-    claims_extension: None,
     load: |f| vec![(None, super::loader::load(f.shown, f.bytes, f.env))],
-    project_blocks: None,
-    takes_project: false,
-    profile_file: None,
     export: |e, o| crate::clients::registration::registration_file(&FORMAT, e, o),
-    writes_project_dir: false,
-};
+});
 
 /// The project files Qwen Code 0.24.4 reads servers from: the workspace's
 /// `.qwen/settings.json` (read as the user's settings file is) and `.mcp.json` (Claude
@@ -76,5 +62,5 @@ pub const PROJECT_FILES: [ProjectFile; 2] = [
 ];
 
 fn entry(e: &RegistryEntry, opts: &RegistrationOptions) -> Node {
-    crate::clients::gemini_family::trusted_stdio_entry(e, opts, Client::Qwen)
+    crate::clients::gemini_family::registration::trusted_stdio_entry(e, opts, Client::Qwen)
 }

@@ -1,0 +1,340 @@
+//! What Gemini CLI and Qwen Code (a fork of Gemini CLI) do alike, written once for both rooms:
+//! the ACP launch ([`plan`], from each room's [`AcpLaunch`]) and the walk for environment
+//! files in the worktree's parents ([`parent_env_file`]); with the `cli` feature, the
+//! settings loader model (`loader`, from each room's `Dialect`), the registration format and
+//! its entry (`registration`, from each room's `Facts`) and the hostile configuration of
+//! `verify` (`hostile`, from each room's `Hostile`).
+//!
+//! Why a module here and not in either room: in `src/clients/` each client's folder is its room
+//! and each file beside them is something several rooms share (`root.rs`, `loaded.rs`,
+//! `hostile.rs`; `docs/layout.md`). Code both rooms call belongs with those files, named for
+//! the family, so that a change to Gemini CLI's room cannot change Qwen Code's launch unseen,
+//! and a reader of either room finds it by its name. The facts stay in the rooms, as data with
+//! their evidence ([`crate::clients::gemini`], [`crate::clients::qwen`]): flags, file names,
+//! variable names, versions and measured quirks. Where the fork went its own way, the room
+//! says how as data (Qwen's expansion has no `${NAME:-default}` and skips its session ids:
+//! its `Dialect`) or keeps the code (Gemini CLI expands `env` values a second time and
+//! filters secrets: its `entry_env`; Qwen writes its credentials into its settings file: its
+//! `settings`). Each room's `SPEC` and `CLI` stay one literal in the room, as every room's
+//! do (`crate::clients::spec`).
+
+#[cfg(feature = "cli")]
+pub mod hostile;
+#[cfg(feature = "cli")]
+pub mod loader;
+#[cfg(feature = "cli")]
+pub mod registration;
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::allowlist::Resolution;
+use crate::clients::plan::{AcpServer, EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
+use crate::clients::root::{HOME_DIR, Root};
+use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
+
+/// What a Gemini-family room says about its ACP launch ([`plan`], [`env_file_preflight`]):
+/// each field one of the client's own facts, measured in its room.
+pub struct AcpLaunch {
+    /// The client.
+    pub client: Client,
+    /// The argv before `--allowed-mcp-server-names`.
+    pub flags: &'static [&'static str],
+    /// The worktree's files the client reads as configuration, removed before launch.
+    pub worktree_config: &'static [&'static str],
+    /// `Some(what it does)` when the client expands `${` in an ACP server's `env` values: a
+    /// value holding `${` is then refused ([`RenderError::Expansion`]).
+    pub expands_env: Option<&'static str>,
+    /// The variable that moves the client's user configuration, and where it points: the
+    /// per-launch home itself (`None`) or a folder in it (`Some(rel)`).
+    pub home_var: (&'static str, Option<&'static str>),
+    /// The folder, under the per-launch directory, where `system_vars` point
+    /// ([`system_settings`]).
+    pub system_dir: &'static str,
+    /// The variables that move the administrator's `settings.json` and
+    /// `system-defaults.json`, in that order.
+    pub system_vars: [&'static str; 2],
+    /// Variables set as they are, after the system ones.
+    pub fixed_env: &'static [(&'static str, &'static str)],
+    /// The user settings file the plan writes, relative to the per-launch home.
+    pub settings_file: &'static str,
+    /// What goes into it.
+    pub settings: Settings,
+    /// The environment files the client looks for in each directory from the workspace up,
+    /// in its order ([`parent_env_file`]).
+    pub env_files: [&'static str; 2],
+}
+
+/// The contents of a Gemini-family room's user settings file ([`AcpLaunch::settings`]).
+pub enum Settings {
+    /// Fixed contents; the credentials stay in the environment.
+    Fixed(&'static str),
+    /// The credentials named in `names` move out of the environment (which every server
+    /// inherits) into the file, whose contents `render` makes of them.
+    Credentials {
+        /// The credential variables.
+        names: &'static [&'static str],
+        /// The file's contents, given the credentials the launch hands over.
+        render: fn(&[EnvVar]) -> String,
+    },
+}
+
+/// The value of `--allowed-mcp-server-names` when no server is injected: a name no server
+/// has, since an empty list would mean no gate at all (both clients, measured).
+pub fn deny_all_name(launch_id: &LaunchId) -> String {
+    launch_id.alias("kcap-deny")
+}
+
+/// The launch both clients take: argv `<flags> --allowed-mcp-server-names <wire names,
+/// comma-separated, or [`deny_all_name`]>`, then `--model M` when set; the servers in
+/// `session/new` under their aliased names ([`LaunchId::wire_name`]); rooted in the
+/// per-launch directory with the worktree's configuration removed. The environment: the
+/// root's, then the credentials (unless [`Settings::Credentials`] moves them into the
+/// settings file), then `home_var`, the two `system_vars` ([`system_settings`]) and
+/// `fixed_env`; one file, `settings_file` in the per-launch home ([`home_settings`]).
+///
+/// # Errors
+/// [`RenderError::Expansion`] when the client expands `env` values and one contains `${`;
+/// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
+/// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
+/// with `-`; [`RenderError::CredentialNotAccepted`] for a credential the client does not
+/// accept.
+pub fn plan(
+    launch: &AcpLaunch,
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    launch_id: &LaunchId,
+) -> Result<LaunchPlan, RenderError> {
+    let client = launch.client;
+    ctx.require_launch_values()?;
+    let cwd = acp_cwd(client, ctx)?;
+    let model = option_value("model", &ctx.model)?;
+    let (mcp_servers, servers) = acp_servers(ctx, resolution, |s| launch_id.wire_name(s));
+    if let Some(expands) = launch.expands_env {
+        refuse_env_expansion(client, expands, &servers, &mcp_servers)?;
+    }
+    let allowed = if servers.is_empty() {
+        deny_all_name(launch_id)
+    } else {
+        let names: Vec<&str> = servers.iter().map(|s| s.wire_name.as_str()).collect();
+        names.join(",")
+    };
+    let mut argv: Vec<String> = launch.flags.iter().map(|f| (*f).to_owned()).collect();
+    argv.extend(["--allowed-mcp-server-names".into(), allowed]);
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model.into()]);
+    }
+    let root = Root::of(client, ctx)?;
+    let mut plan = LaunchPlan::rooted(client, ctx, launch.worktree_config, argv)?;
+    plan.session_new = Some(SessionNew {
+        cwd: cwd.into(),
+        mcp_servers,
+    });
+    plan.servers = servers;
+    let contents = match &launch.settings {
+        Settings::Fixed(contents) => (*contents).to_owned(),
+        Settings::Credentials { names, render } => {
+            let (credentials, env): (Vec<EnvVar>, Vec<EnvVar>) = std::mem::take(&mut plan.env)
+                .into_iter()
+                .partition(|v| names.contains(&v.name.as_str()));
+            plan.env = env;
+            render(&credentials)
+        }
+    };
+    let (home_var, home_rel) = launch.home_var;
+    plan.env.push(EnvVar::new(
+        home_var,
+        home_rel.map_or_else(|| root.home(), |rel| root.in_home(rel)),
+    ));
+    plan.env.extend(system_settings(
+        &root,
+        launch.system_dir,
+        launch.system_vars,
+    ));
+    plan.env.extend(
+        launch
+            .fixed_env
+            .iter()
+            .map(|&(name, value)| EnvVar::new(name, value)),
+    );
+    plan.files
+        .push(home_settings(launch.settings_file, contents));
+    Ok(plan)
+}
+
+/// [`RenderError::Expansion`] for the first server `env` value holding `${`.
+fn refuse_env_expansion(
+    client: Client,
+    expands: &'static str,
+    servers: &[crate::clients::plan::WireServer],
+    mcp_servers: &[AcpServer],
+) -> Result<(), RenderError> {
+    for (wire, acp) in servers.iter().zip(mcp_servers) {
+        if let Some(var) = acp.env.iter().find(|v| v.value.contains("${")) {
+            return Err(RenderError::Expansion {
+                client,
+                server: wire.id.clone(),
+                field: format!("env.{}", var.name),
+                expands,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The two variables that move the administrator's settings files, `settings_var` and
+/// `defaults_var`, pointed at `settings.json` and `system-defaults.json` in `system_dir` under
+/// the per-launch directory: files the plan never creates, so the client reads no system
+/// settings (an absent file is an empty layer).
+fn system_settings(
+    root: &Root<'_>,
+    system_dir: &str,
+    [settings_var, defaults_var]: [&str; 2],
+) -> [EnvVar; 2] {
+    let system = format!("{}/{system_dir}", root.dir());
+    [
+        EnvVar::new(settings_var, format!("{system}/settings.json")),
+        EnvVar::new(defaults_var, format!("{system}/system-defaults.json")),
+    ]
+}
+
+/// The user settings file the plan writes: `rel` under the per-launch home, readable by its
+/// owner only.
+fn home_settings(rel: &str, contents: String) -> PlanFile {
+    PlanFile {
+        path: format!("{HOME_DIR}/{rel}"),
+        contents,
+        mode: 0o600,
+    }
+}
+
+/// [`parent_env_file`] for `launch`'s client and environment files.
+///
+/// # Errors
+/// As [`parent_env_file`].
+pub fn env_file_preflight(launch: &AcpLaunch, worktree: &Path) -> Result<(), RenderError> {
+    parent_env_file(launch.client, launch.env_files, worktree)
+}
+
+/// Refuses a launch of `client` in `worktree` while a parent directory of it holds one of
+/// `env_files` (relative names, in the order the client looks in each directory).
+///
+/// Both clients look for one environment file from the workspace up to `/`, stopping at the
+/// first they find, and load it into their environment and every MCP server's; the plan
+/// removes the worktree's own, the parents' are outside its reach. Both the path as given
+/// (the ACP session's `cwd`, `.` and `..` resolved as Node's `path.resolve` does) and its
+/// canonical form are walked, nearest first; the worktree itself is not checked. A dangling
+/// link or a directory of that name is refused too, to keep the rule simple.
+///
+/// # Errors
+/// [`RenderError::ParentEnvFile`] naming the nearest such file.
+pub fn parent_env_file(
+    client: Client,
+    env_files: [&str; 2],
+    worktree: &Path,
+) -> Result<(), RenderError> {
+    let lexical = normalize(worktree);
+    let mut starts = vec![lexical.clone()];
+    match std::fs::canonicalize(worktree) {
+        Ok(real) if real != lexical => starts.push(real),
+        _ => {}
+    }
+    for start in &starts {
+        for dir in start.ancestors().skip(1) {
+            for rel in env_files {
+                let file = dir.join(rel);
+                if std::fs::symlink_metadata(&file).is_ok() {
+                    return Err(RenderError::ParentEnvFile { client, file });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `check` on `ctx`'s worktree; nothing to check without an absolute one (the plan refuses
+/// that launch anyway).
+///
+/// # Errors
+/// As `check`.
+pub fn worktree_preflight(
+    ctx: &LaunchContext,
+    check: fn(&Path) -> Result<(), RenderError>,
+) -> Result<(), RenderError> {
+    match ctx.worktree.as_deref() {
+        Some(w) if w.starts_with('/') => check(Path::new(w)),
+        _ => Ok(()),
+    }
+}
+
+/// `path` with `.` and `..` resolved lexically, as Node's `path.resolve` does.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAMES: [&str; 2] = [".gemini/.env", ".env"];
+
+    #[test]
+    fn parent_env_file_walks_the_parents_only_nearest_first() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("a/b/wt");
+        std::fs::create_dir_all(tree.join(".gemini")).unwrap();
+        // The worktree's own files are the plan's to remove.
+        std::fs::write(tree.join(".env"), "X=1").unwrap();
+        std::fs::write(tree.join(".gemini/.env"), "X=1").unwrap();
+        assert_eq!(parent_env_file(Client::Gemini, NAMES, &tree), Ok(()));
+        std::fs::create_dir_all(t.path().join("a/.gemini")).unwrap();
+        std::fs::write(t.path().join("a/.gemini/.env"), "X=1").unwrap();
+        std::fs::write(t.path().join("a/b/.env"), "X=1").unwrap();
+        // The nearest first, as the clients find it.
+        assert_eq!(
+            parent_env_file(Client::Gemini, NAMES, &tree),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
+                file: t.path().join("a/b/.env")
+            })
+        );
+        std::fs::remove_file(t.path().join("a/b/.env")).unwrap();
+        // `.` and `..` resolved as Node's `path.resolve` does.
+        let dotted = t.path().join("a/b/../b/./wt");
+        assert_eq!(
+            parent_env_file(Client::Qwen, NAMES, &dotted),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Qwen,
+                file: t.path().join("a/.gemini/.env")
+            })
+        );
+    }
+
+    #[test]
+    fn parent_env_file_walks_the_canonical_path_too() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("real/wt")).unwrap();
+        std::fs::create_dir_all(t.path().join("links")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("real/wt"), t.path().join("links/wt")).unwrap();
+        let linked = t.path().join("links/wt");
+        assert_eq!(parent_env_file(Client::Gemini, NAMES, &linked), Ok(()));
+        std::fs::write(t.path().join("real/.env"), "X=1").unwrap();
+        assert_eq!(
+            parent_env_file(Client::Gemini, NAMES, &linked),
+            Err(RenderError::ParentEnvFile {
+                client: Client::Gemini,
+                file: t.path().join("real/.env").canonicalize().unwrap()
+            })
+        );
+    }
+}
