@@ -421,13 +421,12 @@ impl fmt::Debug for DoorCredential {
 /// answers after 5 s; anthropics/claude-code#76239). The room names a log the client writes
 /// (its argv turns the log on) and the texts that say each server listed its tools.
 ///
-/// The executor ([`TerminalSession`](crate::launch::TerminalSession), feature `launch`)
-/// reads [`TypedPrompt::log`] as it grows; once it holds every [`TypedPrompt::ready`] text
-/// (each in some line), it types [`TypedPrompt::text`] as one bracketed paste (`ESC [200~`
-/// … `ESC [201~`, so line breaks do not send it early) and then Enter. A line holding a
-/// [`TypedPrompt::failed`] text first, or the handshake bound
-/// ([`Options::handshake_timeout`](crate::launch::Options::handshake_timeout)), stops the
-/// client with an error naming the server; the prompt is never sent to a reviewer without
+/// The executor (`launch::TerminalSession`, feature `launch`) reads [`TypedPrompt::log`] as
+/// it grows; once it holds every [`TypedPrompt::ready`] text (each in some line), it types
+/// [`TypedPrompt::text`] as one bracketed paste (`ESC [200~` … `ESC [201~`, so line breaks
+/// do not send it early) and then Enter. A line holding a [`TypedPrompt::failed`] text
+/// first, or the handshake bound (`launch::Options::handshake_timeout`), stops the client
+/// with an error naming the server; the prompt is never sent to a reviewer without
 /// its servers. The reviewer can write its own log: a forged line sends its prompt early,
 /// which harms only its own review.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
