@@ -35,6 +35,10 @@ pub enum Step {
     Prompt,
     /// Reading or answering what the running reviewer sends.
     Run,
+    /// Typing a terminal client's prompt
+    /// ([`TypedPrompt`](crate::clients::plan::TypedPrompt)): a client that exits before it
+    /// is typed fails here, its review never asked for.
+    TypePrompt,
     /// Stopping the reviewer.
     Stop,
     /// Removing the per-launch directory.
@@ -55,6 +59,7 @@ impl fmt::Display for Step {
             Step::SessionNew => "ACP session/new",
             Step::Prompt => "ACP session/prompt",
             Step::Run => "run the reviewer",
+            Step::TypePrompt => "type the prompt",
             Step::Stop => "stop the reviewer",
             Step::Cleanup => "remove the launch directory",
         })

@@ -116,6 +116,11 @@ impl Gate {
         Ok(Next::Wait(self.next_poll.min(self.started + self.bound)))
     }
 
+    /// Whether the prompt was handed to [`type_prompt`] ([`Next::Type`] was returned).
+    pub(crate) fn typed(&self) -> bool {
+        self.typed
+    }
+
     /// How long the gate has waited.
     pub(crate) fn waited(&self) -> Duration {
         self.started.elapsed()

@@ -309,10 +309,25 @@ impl TerminalSession {
             }
             if self.hung_up {
                 let left = deadline.saturating_duration_since(Instant::now());
-                return Ok(self.process.wait_exit(left).map(|status| {
-                    self.closed = true;
-                    TerminalEvent::Exited(Some(status))
-                }));
+                let Some(status) = self.process.wait_exit(left) else {
+                    return Ok(None);
+                };
+                self.closed = true;
+                let untyped = self.gate.take().is_some_and(|g| !g.typed());
+                let unfinished = self
+                    .typing
+                    .take()
+                    .is_some_and(|t| !matches!(t.done.try_recv(), Ok(Ok(()))));
+                if untyped || unfinished {
+                    // Its prompt never reached it: not a review that ended.
+                    return Err(ExecError::Exited {
+                        client: self.process.client.clone(),
+                        step: Step::TypePrompt,
+                        status: Some(status),
+                        stderr: String::new(),
+                    });
+                }
+                return Ok(Some(TerminalEvent::Exited(Some(status))));
             }
             let now = Instant::now();
             let prompt_at = self.type_prompt(now)?;

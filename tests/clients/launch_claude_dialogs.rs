@@ -145,6 +145,17 @@ fn run(bin: &Path, plan: &LaunchPlan, bound: Duration) -> End {
                 assert_eq!(after, QUIET);
                 break End::Dialog(dialog);
             }
+            // Exited at a screen before its prompt was typed.
+            Err(ExecError::Exited {
+                step: launch::Step::TypePrompt,
+                status,
+                ..
+            }) => {
+                break End::Exited(
+                    status.and_then(|s| s.code()),
+                    session.screen_text().to_owned(),
+                );
+            }
             Err(e) => panic!("{e}"),
             Ok(Some(TerminalEvent::Exited(status))) => {
                 break End::Exited(

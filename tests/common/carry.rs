@@ -348,6 +348,14 @@ impl Terminal {
             Ok(Some(TerminalEvent::Output(bytes))) => self.output.extend_from_slice(&bytes),
             Ok(Some(TerminalEvent::Exited(status))) => self.exited = Some(status),
             Ok(_) => {}
+            // A client that exits before its typed prompt went in (a wrapper that runs
+            // another subcommand, a client that refuses to start): its exit is what the
+            // test reads.
+            Err(launch::ExecError::Exited {
+                step: launch::Step::TypePrompt,
+                status,
+                ..
+            }) => self.exited = Some(status),
             Err(e) => panic!(
                 "the terminal client: {}; its terminal:\n{}",
                 chain(&e),

@@ -71,14 +71,17 @@ fn carry_out(worktree: &Path, launch_dir: &Path, bin_dir: &Path) -> (String, Str
         ),
     );
     plan.env_inherit.push("PATH".into());
+    // The stand-in exits at once: the prompt Claude Code's plan types is what the note is
+    // added to, and is not typed here.
+    let prompt = plan
+        .typed_prompt
+        .take()
+        .expect("Claude Code's prompt is typed")
+        .text;
     let mut reviewer = launch::launch(&plan, &client, &Options::default()).unwrap();
     let (output, status) = until_exit(&mut reviewer, Duration::from_secs(30));
     reviewer.stop().unwrap();
     assert!(status.is_some_and(|s| s.success()), "{output}");
-    let prompt = plan
-        .typed_prompt
-        .expect("Claude Code's prompt is typed")
-        .text;
     (kept, output, prompt)
 }
 

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::carry::{terminal_plan, until_exit};
@@ -144,8 +144,21 @@ fn the_prompt_is_typed_once_the_log_holds_every_ready_text() {
 
 /// Carries out `plan` until the executor's error; the error and how long it took.
 fn until_error(w: &World, plan: &LaunchPlan, bound: Duration) -> (ExecError, Duration) {
+    until_error_with(w, plan, bound, &w.client)
+}
+
+/// [`until_error`] with `client` as the client binary.
+fn until_error_with(
+    w: &World,
+    plan: &LaunchPlan,
+    bound: Duration,
+    client: &Path,
+) -> (ExecError, Duration) {
     let started = Instant::now();
-    let Reviewer::Terminal(mut session) = w.launch(plan, bound) else {
+    let options = Options::default()
+        .with_confinement(Confinement::Off)
+        .with_handshake_timeout(bound);
+    let Reviewer::Terminal(mut session) = launch::launch(plan, client, &options).unwrap() else {
         panic!("a terminal plan")
     };
     loop {
@@ -234,4 +247,24 @@ fn a_log_outside_the_launch_directory_is_refused_before_anything_is_made() {
         );
         assert!(!w.root.join("launch").exists(), "{log}");
     }
+}
+
+/// A client that exits before its prompt is typed did no review: an error, with its
+/// status, not an ordinary exit (the fresh user's finding: `/bin/true` "exited 0").
+#[test]
+fn a_client_that_exits_before_its_prompt_is_typed_fails_with_its_status() {
+    let w = World::new();
+    let mut plan = w.plan(&[], &READY);
+    plan.argv.clear();
+    let (e, took) = until_error_with(&w, &plan, Duration::from_secs(30), Path::new("/bin/true"));
+    assert!(
+        matches!(&e, ExecError::Exited { step: launch::Step::TypePrompt, status: Some(s), .. }
+            if s.success()),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "type the prompt: claude exited (exit status: 0)"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
