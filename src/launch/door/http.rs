@@ -19,9 +19,17 @@
 //! it sends): otherwise nothing more of the client's is passed and the connection ends with
 //! that answer. (A request pipelined behind an upgrade the upstream did not take passed
 //! unread, a `CONNECT` to another host included: the red team of issue 31.)
+//!
+//! A request must arrive whole, from its first byte to the last of its body, within the
+//! bound the door was given ([`Settings::request_timeout`](super::Settings::request_timeout)):
+//! a client that stalls its upload, or sends it a byte at a time, gets a `408 Request
+//! Timeout` (unless the upstream has begun its answer: then the connection is closed) and
+//! does not hold the connection and its thread. Each read waits at most what is left of the
+//! bound (`SO_RCVTIMEO`); the wait for a connection's next request is not bounded.
 
-use std::io::{Read as _, Write};
+use std::io::{ErrorKind, Read as _, Write};
 use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
 
 use super::forward::{Up, Watch};
 use super::{BUFFER_BYTES, Credential};
@@ -58,6 +66,9 @@ pub(super) struct Head {
 pub(super) enum Failure {
     /// The request cannot be framed exactly (what is wrong).
     Refused(&'static str),
+    /// The request did not arrive whole within the door's bound; whether the client got a
+    /// `408` (not when the upstream had begun its answer).
+    Stalled(bool),
     /// Reading or writing failed.
     Io(std::io::Error),
 }
@@ -192,21 +203,37 @@ pub(super) fn rewrite(
 struct Input {
     stream: TcpStream,
     buf: Vec<u8>,
+    /// When the request being read must be in whole; `None` between requests.
+    deadline: Option<Instant>,
 }
 
 impl Input {
-    /// Reads more (at most [`BUFFER_BYTES`]); `false` at end of stream.
-    fn fill(&mut self) -> std::io::Result<bool> {
+    /// Reads more (at most 4 KiB); `false` at end of stream. Waits at most until the
+    /// deadline, if any: [`Failure::Stalled`] then.
+    fn fill(&mut self) -> Result<bool, Failure> {
         let mut chunk = [0u8; 4096];
         loop {
+            let wait = match self.deadline {
+                Some(d) => Some(
+                    d.checked_duration_since(Instant::now())
+                        .filter(|w| !w.is_zero())
+                        .ok_or(Failure::Stalled(false))?,
+                ),
+                None => None,
+            };
+            self.stream.set_read_timeout(wait)?;
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
                     return Ok(true);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // The read's wait ran out: the loop checks the deadline.
+                Err(e)
+                    if self.deadline.is_some()
+                        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -289,23 +316,29 @@ impl Input {
 
 /// Passes the client's requests on to `to`, each head with `credential` set (if any) and its
 /// `host` the upstream's `authority` ([`rewrite`]), each noted on `watch` once its head is
-/// passed, until the client closes (`Ok`), a request is refused or the connection fails.
+/// passed, until the client closes (`Ok`), a request is refused, does not arrive whole
+/// within `bound` ([`Failure::Stalled`]) or the connection fails.
 pub(super) fn requests(
     from: TcpStream,
     mut to: Up,
     credential: Option<&Credential>,
     authority: &str,
     watch: &Watch,
+    bound: Duration,
 ) -> Result<(), Failure> {
     let mut input = Input {
         stream: from,
         buf: Vec::with_capacity(BUFFER_BYTES),
+        deadline: None,
     };
     let mut forwarded = false;
     let result = (|| loop {
+        input.deadline = None;
         if input.buf.is_empty() && !input.fill()? {
             return Ok(false);
         }
+        // The request's first byte is in: the whole of it must come within the bound.
+        input.deadline = Some(Instant::now() + bound);
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
         if head.upgrade && forwarded {
@@ -327,18 +360,19 @@ pub(super) fn requests(
             return Ok(watch.first_status(UPGRADE_WAIT) == Some(101));
         }
     })();
-    let result = match result {
+    let mut result = match result {
         // The upstream switched: the rest of the connection passes as bytes.
         Ok(true) => {
             to.write_all(&input.buf)?;
             input.buf.clear();
+            input.stream.set_read_timeout(None)?;
             let stream = input.stream.try_clone()?;
             return super::forward::pipe(stream, to, None).map_err(Failure::Io);
         }
         Ok(false) => Ok(()),
         Err(e) => Err(e),
     };
-    match &result {
+    match &mut result {
         // Nothing was passed on, so no answer is on its way: the client gets a 400.
         // The answer goes first: closing the upstream first ends the thread that pipes its
         // answers, which then closes the client's side before the 400 is written (seen: the
@@ -348,9 +382,22 @@ pub(super) fn requests(
             super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
             to.shutdown(Shutdown::Both);
         }
+        // No answer has begun since the last request went up (or none went): the client
+        // gets a 408. The watch is cleared first, so that the thread that pipes the
+        // upstream's answers, ended by the close, adds no 502 or 504.
+        Err(Failure::Stalled(told)) if !forwarded || watch.waiting() => {
+            *told = true;
+            watch.door_answered();
+            let body = format!(
+                "kcap door: the request did not arrive whole within {} s\n",
+                bound.as_secs_f64()
+            );
+            super::forward::answer_and_close(input.stream, "408 Request Timeout", &body);
+            to.shutdown(Shutdown::Both);
+        }
         // Closed both ways, at once: the client does not wait on an upstream that keeps
         // its side open.
-        Err(Failure::Refused(_)) => {
+        Err(Failure::Refused(_) | Failure::Stalled(_)) => {
             to.shutdown(Shutdown::Both);
             let _ = input.stream.shutdown(Shutdown::Both);
         }
@@ -492,6 +539,7 @@ mod tests {
             Some(&key()),
             "up:80",
             &Watch::default(),
+            Duration::from_secs(10),
         );
         let mut bytes = Vec::new();
         got.read_to_end(&mut bytes).unwrap();
