@@ -581,6 +581,58 @@ mod tests {
         assert!(String::from_utf8(got).unwrap().ends_with(body));
     }
 
+    /// A body that stops coming: within the bound the door gives up (`Stalled`), answers
+    /// the client `408` and closes the upstream; the upstream got the head and the part of
+    /// the body that came, never a whole request. A body that comes whole passes.
+    #[test]
+    fn a_request_that_does_not_arrive_whole_within_the_bound_gets_a_408() {
+        use std::net::TcpListener;
+        let run = |raw: &'static [u8]| {
+            let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+            let door = TcpListener::bind("127.0.0.1:0").unwrap();
+            let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
+            let (mut got, _) = upstream.accept().unwrap();
+            let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+            let (from, _) = door.accept().unwrap();
+            client.write_all(raw).unwrap();
+            let start = Instant::now();
+            let bound = Duration::from_millis(300);
+            // The test's own guard: a door without the bound would wait for ever.
+            let (done, result) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let watch = Watch::default();
+                let r = requests(from, Up::Plain(to), Some(&key()), "up:80", &watch, bound);
+                let _ = done.send(r);
+            });
+            let result = result
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the door still waits for the request after 10 s");
+            let took = start.elapsed();
+            client.shutdown(Shutdown::Write).unwrap();
+            let (mut answer, mut passed) = (String::new(), Vec::new());
+            client.read_to_string(&mut answer).unwrap();
+            got.read_to_end(&mut passed).unwrap();
+            (result, took, answer, String::from_utf8(passed).unwrap())
+        };
+        let (result, took, answer, passed) =
+            run(b"POST /v1 HTTP/1.1\r\ncontent-length: 10\r\n\r\nab");
+        assert!(matches!(result, Err(Failure::Stalled(true))), "{result:?}");
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3));
+        assert!(
+            answer.starts_with("HTTP/1.1 408 Request Timeout\r\n")
+                && answer.ends_with("did not arrive whole within 0.3 s\n"),
+            "{answer}"
+        );
+        let head =
+            "POST /v1 HTTP/1.1\r\nhost: up:80\r\ncontent-length: 10\r\nx-api-key: real-key\r\n\r\n";
+        assert_eq!(passed, format!("{head}ab"));
+        // A head that never ends is bounded too.
+        let (result, _, answer, passed) = run(b"POST /v1 HTTP/1.1\r\nx-a");
+        assert!(matches!(result, Err(Failure::Stalled(true))), "{result:?}");
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+        assert!(passed.is_empty(), "{passed}");
+    }
+
     #[test]
     fn a_credential_that_would_break_the_head_is_not_a_header() {
         assert!(valid_header("authorization", "Bearer sk-1"));
