@@ -242,6 +242,12 @@ impl Options {
         self
     }
 
+    /// These options with the door's [`request_timeout`](door::Settings::request_timeout).
+    pub fn with_door_request_timeout(mut self, bound: Duration) -> Self {
+        self.door.request_timeout = bound;
+        self
+    }
+
     /// These options with `path` added to [`Options::sandbox_read_exec`].
     pub fn with_sandbox_read_exec(mut self, path: impl Into<PathBuf>) -> Self {
         self.sandbox_read_exec.push(path.into());

@@ -40,6 +40,8 @@ mod differential_opencode;
 #[cfg(feature = "cli")]
 mod differential_qwen;
 #[cfg(feature = "launch")]
+mod door_https;
+#[cfg(feature = "launch")]
 mod first_turn;
 #[cfg(feature = "cli")]
 mod install_clients;
@@ -140,5 +142,7 @@ fn main() {
     trials.extend(first_turn::trials());
     #[cfg(feature = "launch")]
     trials.extend(pr_config_claude::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(door_https::trials());
     common::peers::main(trials)
 }

@@ -377,6 +377,69 @@ impl AcpDoorRun {
     }
 }
 
+/// A CA made for this run (rcgen), and server certificates it signs: the door's TLS tests
+/// (`tests/suite/launch_door_tls.rs`, `tests/clients/door_https.rs`) give its root to the
+/// door with `Options::with_door_root`.
+#[cfg(feature = "launch")]
+pub struct TestCa {
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+#[cfg(feature = "launch")]
+impl TestCa {
+    /// A new CA, its certificate's common name `name`.
+    pub fn new(name: &str) -> TestCa {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let issuer =
+            rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap())
+                .unwrap();
+        TestCa { issuer }
+    }
+
+    /// Its certificate (DER).
+    pub fn der(&self) -> Vec<u8> {
+        self.issuer.der().to_vec()
+    }
+
+    /// A server certificate for `names` (DNS names, or IP addresses such as `127.0.0.1`)
+    /// and its key.
+    pub fn leaf(
+        &self,
+        names: &[&str],
+    ) -> (
+        rustls::pki_types::CertificateDer<'static>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    ) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let cert = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &self.issuer)
+            .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+        );
+        (cert.der().clone(), key)
+    }
+}
+
+/// A TLS server configuration (rustls) with `cert` and its `key`, no client certificate.
+#[cfg(feature = "launch")]
+pub fn tls_server(
+    cert: rustls::pki_types::CertificateDer<'static>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+) -> Arc<rustls::ServerConfig> {
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    Arc::new(config)
+}
+
 /// A stand-in upstream of the network door (a model API on the host's 127.0.0.1), over
 /// plain TCP ([`Upstream::plain`]) or TLS ([`Upstream::tls`]): `/hello` answers `hello
 /// through the door` at once; `/stream` sends one server-sent event, then waits (up to 10 s)
@@ -405,11 +468,7 @@ impl Upstream {
         cert: rustls::pki_types::CertificateDer<'static>,
         key: rustls::pki_types::PrivateKeyDer<'static>,
     ) -> Upstream {
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert], key)
-            .unwrap();
-        Upstream::start(Some(Arc::new(config)))
+        Upstream::start(Some(tls_server(cert, key)))
     }
 
     fn start(tls: Option<Arc<rustls::ServerConfig>>) -> Upstream {

@@ -10,9 +10,11 @@
 //! [`ModelApi::answering`] is the same recording server with an answer of the test's own: a
 //! model API that calls the result tool (`tests/clients/isolation_copilot/model.rs`,
 //! `tests/clients/isolation_opencode/http.rs`), a proxy, a configuration server.
+//! [`ModelApi::answering_tls`] speaks TLS only (rustls), as the real model APIs do, with a
+//! certificate of the test's (`tests/clients/door_https.rs`).
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -72,7 +74,38 @@ impl ModelApi {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let (log, answer) = (Arc::clone(&log), Arc::clone(&answer));
-                std::thread::spawn(move || serve(stream, &log, &answer));
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                    serve(stream, &log, &answer);
+                });
+            }
+        });
+        ModelApi { url, requests }
+    }
+
+    /// [`ModelApi::answering`] over TLS only (`config`: its certificate and key): its `url`
+    /// is `https://127.0.0.1:<port>`. A connection whose handshake fails (a client that does
+    /// not trust the certificate) is closed, and no request of it recorded.
+    #[cfg(feature = "launch")]
+    pub fn answering_tls(
+        config: Arc<rustls::ServerConfig>,
+        answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static,
+    ) -> ModelApi {
+        let answer: Answer = Arc::new(answer);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (log, answer) = (Arc::clone(&log), Arc::clone(&answer));
+                let Ok(conn) = rustls::ServerConnection::new(Arc::clone(&config)) else {
+                    continue;
+                };
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                    serve(rustls::StreamOwned::new(conn, stream), &log, &answer);
+                });
             }
         });
         ModelApi { url, requests }
@@ -122,16 +155,17 @@ fn refuse(request: &Request) -> Vec<u8> {
 
 /// Reads requests from one connection (keep-alive included) until it closes or fails;
 /// records each and writes its answer.
-fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, answer: &Answer) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
+fn serve(stream: impl std::io::Read + Write, log: &Mutex<Vec<Request>>, answer: &Answer) {
     let mut reader = BufReader::new(stream);
     while let Some(request) = read_request(&mut reader) {
         let out = answer(&request);
         log.lock().unwrap().push(request);
-        if writer.write_all(&out).is_err() {
+        let writer = reader.get_mut();
+        if writer
+            .write_all(&out)
+            .and_then(|()| writer.flush())
+            .is_err()
+        {
             return;
         }
     }

@@ -582,3 +582,90 @@ fn the_plans_door_is_the_network_the_executor_gives() {
         "{steps}"
     );
 }
+
+/// A client that stalls its upload: `stall` sends a head and 10 of its 64 bytes of body,
+/// then waits; `trickle` sends its 100000 bytes of body one at a time, every 0.1 s. Each
+/// stops at the first answer, or after 15 s (the test's own guard: the door of main holds
+/// both for ever), and prints `answer <name> <seconds> <first bytes, Python repr>`.
+const STALLER: &str = r#"
+import os, select, socket, time
+def upload(name, length, first, every):
+    s = socket.create_connection(("127.0.0.1", int(os.environ["MODEL_PORT"])), timeout=15)
+    start = time.monotonic()
+    s.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {length}\r\n\r\n".encode() + first)
+    data = b"none"
+    while time.monotonic() - start < 15:
+        if select.select([s], [], [], every)[0]:
+            data = s.recv(4096)
+            break
+        if every < 1:
+            try:
+                s.send(b"x")
+            except OSError as e:
+                data = repr(e).encode()
+                break
+    print(f"answer {name} {time.monotonic() - start:.2f} {data!r}", flush=True)
+upload("stall", 64, b"0123456789", 15)
+upload("trickle", 100000, b"", 0.1)
+print("uploads-done", flush=True)
+"#;
+
+/// Issue 32, bad clients: a client that never finishes sending a request's body, or sends
+/// it a byte at a time, gets a `408 Request Timeout` once the door's bound
+/// (`Settings::request_timeout`, 1 s here) is over, with a log line, and frees the
+/// connection; the upstream never gets the request whole. Without the bound (the door of
+/// main) each waits out the client's 15 s guard with no answer.
+#[test]
+fn a_client_that_stalls_its_upload_gets_a_408_within_the_bound() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    std::fs::write(world.at("tree/staller.py"), STALLER).unwrap();
+    let script = format!(
+        "exec /usr/bin/python3 {}",
+        world.at("tree/staller.py").display()
+    );
+    let client = sh_script(&world.at("bin"), "staller", &script);
+    let mut plan = world.plan(&world.at("launches/stall"), "", None);
+    plan.env
+        .push(EnvVar::new("MODEL_PORT", MODEL_PORT.to_string()));
+    let endpoint = Endpoint::new(MODEL_PORT, world.upstream.addr.clone())
+        .with_credential(Credential::new("x-api-key", DAEMON_KEY));
+    let options = Options::default()
+        .with_network(Network::Door(vec![endpoint]))
+        .with_door_request_timeout(Duration::from_secs(1));
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(60));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while reviewer.door_log().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = reviewer.door_log();
+    reviewer.stop().unwrap();
+    assert!(output.contains("uploads-done"), "{output}");
+    for name in ["stall", "trickle"] {
+        let line = output
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("answer {name} ")))
+            .unwrap_or_else(|| panic!("{name}: {output}"));
+        let (secs, answer) = line.split_once(' ').unwrap();
+        let secs: f64 = secs.parse().unwrap();
+        assert!(
+            answer.starts_with("b'HTTP/1.1 408 Request Timeout\\r\\n")
+                && answer.contains("kcap door: the request did not arrive whole within 1 s"),
+            "{name}: {answer} after {secs} s\n{log:?}"
+        );
+        assert!((0.9..5.0).contains(&secs), "{name}: after {secs} s");
+    }
+    let line = format!(
+        "door port {MODEL_PORT}: a request did not arrive whole within 1 s; answered 408 and \
+         closed the connection"
+    );
+    assert_eq!(log, [line.clone(), line]);
+    assert!(
+        world.upstream.heads().is_empty(),
+        "{:?}",
+        world.upstream.heads()
+    );
+}

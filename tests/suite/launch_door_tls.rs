@@ -18,13 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::carry::{kernel_gives, terminal_plan, until_exit};
-use common::door::Upstream;
+use common::door::{TestCa as Ca, Upstream};
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{EnvVar, Sandbox};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
 use kcap_mcp_registry::launch::{self, Options};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tempfile::TempDir;
 
 /// The door's port inside the reviewer.
@@ -73,39 +71,6 @@ for step in os.environ["STEPS"].split(","):
         print(f"answer {step} {time.monotonic() - start:.2f} error {e!r}", flush=True)
 print("steps-done", flush=True)
 "#;
-
-/// A CA made for this run, and certificates it signs.
-struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        Ca { issuer }
-    }
-
-    fn der(&self) -> Vec<u8> {
-        self.issuer.der().to_vec()
-    }
-
-    /// A server certificate for `names` and its key.
-    fn leaf(&self, names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
-        let key = KeyPair::generate().unwrap();
-        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let cert = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &self.issuer)
-            .unwrap();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        (cert.der().clone(), key)
-    }
-}
 
 /// A CA of the test's, and a TLS upstream whose certificate it signed for `localhost`.
 fn signed_upstream() -> (Ca, Upstream) {

@@ -144,6 +144,17 @@ impl Watch {
         *self.since.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// The door answers the client itself (a `408`): no request awaits the upstream's
+    /// answer any more, so its end adds no `502` or `504`.
+    pub(super) fn door_answered(&self) {
+        self.answered();
+    }
+
+    /// Whether a request passed on awaits the first byte of its answer.
+    pub(super) fn waiting(&self) -> bool {
+        self.waited().is_some()
+    }
+
     /// The upstream's first answer began with `start` (its first bytes), or ended before it
     /// began (`None`).
     fn first_answer(&self, start: Option<&[u8]>) {
@@ -248,9 +259,19 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     let up = if parse {
         let authority = endpoint.authority();
         let credential = endpoint.credential.as_ref();
-        match super::http::requests(client_r, up, credential, authority, &watch) {
+        let bound = shared.request_timeout;
+        match super::http::requests(client_r, up, credential, authority, &watch, bound) {
             Ok(()) => Ok(()),
             Err(super::http::Failure::Io(e)) => Err(e),
+            Err(super::http::Failure::Stalled(told)) => {
+                let answered = if told { "answered 408 and " } else { "" };
+                shared.log(format!(
+                    "door port {port}: a request did not arrive whole within {} s; \
+                     {answered}closed the connection",
+                    bound.as_secs_f64()
+                ));
+                Ok(())
+            }
             Err(super::http::Failure::Refused(why)) => {
                 shared.log(format!(
                     "door port {port}: refused a request: {why}; closed the connection"

@@ -19,9 +19,17 @@
 //! it sends): otherwise nothing more of the client's is passed and the connection ends with
 //! that answer. (A request pipelined behind an upgrade the upstream did not take passed
 //! unread, a `CONNECT` to another host included: the red team of issue 31.)
+//!
+//! A request must arrive whole, from its first byte to the last of its body, within the
+//! bound the door was given ([`Settings::request_timeout`](super::Settings::request_timeout)):
+//! a client that stalls its upload, or sends it a byte at a time, gets a `408 Request
+//! Timeout` (unless the upstream has begun its answer: then the connection is closed) and
+//! does not hold the connection and its thread. Each read waits at most what is left of the
+//! bound (`SO_RCVTIMEO`); the wait for a connection's next request is not bounded.
 
-use std::io::{Read as _, Write};
+use std::io::{ErrorKind, Read as _, Write};
 use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
 
 use super::forward::{Up, Watch};
 use super::{BUFFER_BYTES, Credential};
@@ -58,6 +66,9 @@ pub(super) struct Head {
 pub(super) enum Failure {
     /// The request cannot be framed exactly (what is wrong).
     Refused(&'static str),
+    /// The request did not arrive whole within the door's bound; whether the client got a
+    /// `408` (not when the upstream had begun its answer).
+    Stalled(bool),
     /// Reading or writing failed.
     Io(std::io::Error),
 }
@@ -192,21 +203,37 @@ pub(super) fn rewrite(
 struct Input {
     stream: TcpStream,
     buf: Vec<u8>,
+    /// When the request being read must be in whole; `None` between requests.
+    deadline: Option<Instant>,
 }
 
 impl Input {
-    /// Reads more (at most [`BUFFER_BYTES`]); `false` at end of stream.
-    fn fill(&mut self) -> std::io::Result<bool> {
+    /// Reads more (at most 4 KiB); `false` at end of stream. Waits at most until the
+    /// deadline, if any: [`Failure::Stalled`] then.
+    fn fill(&mut self) -> Result<bool, Failure> {
         let mut chunk = [0u8; 4096];
         loop {
+            let wait = match self.deadline {
+                Some(d) => Some(
+                    d.checked_duration_since(Instant::now())
+                        .filter(|w| !w.is_zero())
+                        .ok_or(Failure::Stalled(false))?,
+                ),
+                None => None,
+            };
+            self.stream.set_read_timeout(wait)?;
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
                     return Ok(true);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // The read's wait ran out: the loop checks the deadline.
+                Err(e)
+                    if self.deadline.is_some()
+                        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -289,23 +316,29 @@ impl Input {
 
 /// Passes the client's requests on to `to`, each head with `credential` set (if any) and its
 /// `host` the upstream's `authority` ([`rewrite`]), each noted on `watch` once its head is
-/// passed, until the client closes (`Ok`), a request is refused or the connection fails.
+/// passed, until the client closes (`Ok`), a request is refused, does not arrive whole
+/// within `bound` ([`Failure::Stalled`]) or the connection fails.
 pub(super) fn requests(
     from: TcpStream,
     mut to: Up,
     credential: Option<&Credential>,
     authority: &str,
     watch: &Watch,
+    bound: Duration,
 ) -> Result<(), Failure> {
     let mut input = Input {
         stream: from,
         buf: Vec::with_capacity(BUFFER_BYTES),
+        deadline: None,
     };
     let mut forwarded = false;
     let result = (|| loop {
+        input.deadline = None;
         if input.buf.is_empty() && !input.fill()? {
             return Ok(false);
         }
+        // The request's first byte is in: the whole of it must come within the bound.
+        input.deadline = Some(Instant::now() + bound);
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
         if head.upgrade && forwarded {
@@ -327,18 +360,19 @@ pub(super) fn requests(
             return Ok(watch.first_status(UPGRADE_WAIT) == Some(101));
         }
     })();
-    let result = match result {
+    let mut result = match result {
         // The upstream switched: the rest of the connection passes as bytes.
         Ok(true) => {
             to.write_all(&input.buf)?;
             input.buf.clear();
+            input.stream.set_read_timeout(None)?;
             let stream = input.stream.try_clone()?;
             return super::forward::pipe(stream, to, None).map_err(Failure::Io);
         }
         Ok(false) => Ok(()),
         Err(e) => Err(e),
     };
-    match &result {
+    match &mut result {
         // Nothing was passed on, so no answer is on its way: the client gets a 400.
         // The answer goes first: closing the upstream first ends the thread that pipes its
         // answers, which then closes the client's side before the 400 is written (seen: the
@@ -348,9 +382,22 @@ pub(super) fn requests(
             super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
             to.shutdown(Shutdown::Both);
         }
+        // No answer has begun since the last request went up (or none went): the client
+        // gets a 408. The watch is cleared first, so that the thread that pipes the
+        // upstream's answers, ended by the close, adds no 502 or 504.
+        Err(Failure::Stalled(told)) if !forwarded || watch.waiting() => {
+            *told = true;
+            watch.door_answered();
+            let body = format!(
+                "kcap door: the request did not arrive whole within {} s\n",
+                bound.as_secs_f64()
+            );
+            super::forward::answer_and_close(input.stream, "408 Request Timeout", &body);
+            to.shutdown(Shutdown::Both);
+        }
         // Closed both ways, at once: the client does not wait on an upstream that keeps
         // its side open.
-        Err(Failure::Refused(_)) => {
+        Err(Failure::Refused(_) | Failure::Stalled(_)) => {
             to.shutdown(Shutdown::Both);
             let _ = input.stream.shutdown(Shutdown::Both);
         }
@@ -492,6 +539,7 @@ mod tests {
             Some(&key()),
             "up:80",
             &Watch::default(),
+            Duration::from_secs(10),
         );
         let mut bytes = Vec::new();
         got.read_to_end(&mut bytes).unwrap();
@@ -531,6 +579,58 @@ mod tests {
         let (got, result) = through(raw.as_bytes());
         assert!(result.is_ok(), "{result:?}");
         assert!(String::from_utf8(got).unwrap().ends_with(body));
+    }
+
+    /// A body that stops coming: within the bound the door gives up (`Stalled`), answers
+    /// the client `408` and closes the upstream; the upstream got the head and the part of
+    /// the body that came, never a whole request. A body that comes whole passes.
+    #[test]
+    fn a_request_that_does_not_arrive_whole_within_the_bound_gets_a_408() {
+        use std::net::TcpListener;
+        let run = |raw: &'static [u8]| {
+            let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+            let door = TcpListener::bind("127.0.0.1:0").unwrap();
+            let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
+            let (mut got, _) = upstream.accept().unwrap();
+            let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+            let (from, _) = door.accept().unwrap();
+            client.write_all(raw).unwrap();
+            let start = Instant::now();
+            let bound = Duration::from_millis(300);
+            // The test's own guard: a door without the bound would wait for ever.
+            let (done, result) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let watch = Watch::default();
+                let r = requests(from, Up::Plain(to), Some(&key()), "up:80", &watch, bound);
+                let _ = done.send(r);
+            });
+            let result = result
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the door still waits for the request after 10 s");
+            let took = start.elapsed();
+            client.shutdown(Shutdown::Write).unwrap();
+            let (mut answer, mut passed) = (String::new(), Vec::new());
+            client.read_to_string(&mut answer).unwrap();
+            got.read_to_end(&mut passed).unwrap();
+            (result, took, answer, String::from_utf8(passed).unwrap())
+        };
+        let (result, took, answer, passed) =
+            run(b"POST /v1 HTTP/1.1\r\ncontent-length: 10\r\n\r\nab");
+        assert!(matches!(result, Err(Failure::Stalled(true))), "{result:?}");
+        assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3));
+        assert!(
+            answer.starts_with("HTTP/1.1 408 Request Timeout\r\n")
+                && answer.ends_with("did not arrive whole within 0.3 s\n"),
+            "{answer}"
+        );
+        let head =
+            "POST /v1 HTTP/1.1\r\nhost: up:80\r\ncontent-length: 10\r\nx-api-key: real-key\r\n\r\n";
+        assert_eq!(passed, format!("{head}ab"));
+        // A head that never ends is bounded too.
+        let (result, _, answer, passed) = run(b"POST /v1 HTTP/1.1\r\nx-a");
+        assert!(matches!(result, Err(Failure::Stalled(true))), "{result:?}");
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+        assert!(passed.is_empty(), "{passed}");
     }
 
     #[test]

@@ -33,7 +33,9 @@
 //! (`tls.rs`: rustls, the system's roots, the upstream's host as the certificate's name) and
 //! the client plain HTTP; each request's head is read there too (its `host` is the
 //! upstream's). An upstream that accepts a request and does not start its answer within
-//! [`Settings::answer_timeout`] gets the client a `504 Gateway Timeout` and a log line.
+//! [`Settings::answer_timeout`] gets the client a `504 Gateway Timeout` and a log line; a
+//! request the door reads that does not arrive whole within [`Settings::request_timeout`]
+//! (a client that stalls its upload) gets it a `408 Request Timeout` and a log line.
 //!
 //! Inside the namespace nothing else exists: no other address, no route (a connection to
 //! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
@@ -84,6 +86,12 @@ pub const MAX_LOG_LINES: usize = 256;
 /// can take minutes, and the clients' own bound is ten (Claude Code's `API_TIMEOUT_MS`, the
 /// Anthropic and OpenAI SDKs' default).
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the door waits, by default, for a request it reads to arrive whole, from its
+/// first byte to the last of its body ([`Settings::request_timeout`]): then the client gets a
+/// `408`. Two minutes: a model request is a few megabytes at most, sent at once by a client
+/// on the same machine; a client that stalls its upload, or sends it a byte at a time, does
+/// not hold a connection (one of [`MAX_CONNECTIONS`]) and its thread for longer.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How the executor runs its doors, set by the program embedding it
 /// ([`Options::door`](super::Options::door)); never from a plan, nor from the environment,
@@ -96,6 +104,12 @@ pub struct Settings {
     /// Timeout`, the connection is closed and a log line written. A streamed answer that has
     /// begun may be quiet for as long as it likes. Default [`ANSWER_TIMEOUT`].
     pub answer_timeout: Duration,
+    /// How long a request the door reads (on an endpoint with a [`Credential`] or over TLS)
+    /// may take to arrive whole, from its first byte to the last of its body: then the
+    /// client gets a `408 Request Timeout` (or, when the upstream has begun its answer, the
+    /// connection is closed), the upstream's connection is closed and a log line written.
+    /// The wait for a connection's next request is not bounded. Default [`REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
     /// Root certificates (DER) a TLS upstream's chain may also end in, beside the system's:
     /// a gateway's private CA, or a test's. Whoever adds one can read and change the traffic
     /// to every TLS upstream of the door, the daemon's key included: the daemon's own
@@ -107,6 +121,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             answer_timeout: ANSWER_TIMEOUT,
+            request_timeout: REQUEST_TIMEOUT,
             extra_roots: Vec::new(),
         }
     }
@@ -459,6 +474,7 @@ impl Pending {
             shared: Arc::new(Shared {
                 tls,
                 answer_timeout: self.settings.answer_timeout,
+                request_timeout: self.settings.request_timeout,
                 ..Shared::default()
             }),
             listeners: Vec::new(),
@@ -498,6 +514,8 @@ struct Shared {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// [`Settings::answer_timeout`].
     answer_timeout: Duration,
+    /// [`Settings::request_timeout`].
+    request_timeout: Duration,
 }
 
 impl Shared {
