@@ -286,6 +286,12 @@ impl World {
                 Ok(Some(TerminalEvent::Output(bytes))) => output.extend_from_slice(&bytes),
                 Ok(Some(TerminalEvent::Exited(_))) => break,
                 Ok(_) => {}
+                // Exited before its prompt was typed (a class that makes it refuse to
+                // start): judged by what it did.
+                Err(kcap_mcp_registry::launch::ExecError::Exited {
+                    step: kcap_mcp_registry::launch::Step::TypePrompt,
+                    ..
+                }) => break,
                 Err(e) => panic!(
                     "{what}: {e}; its screen: {}",
                     claude_oracle::screen(&output)

@@ -438,7 +438,8 @@ pub(crate) struct RenderArgs {
     /// Reasoning effort.
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) effort: Option<String>,
-    /// The reviewer's prompt.
+    /// The reviewer's prompt (Claude Code's is typed once its MCP servers listed their tools, not
+    /// passed in its argv: the plan's `typed_prompt`).
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) prompt: Option<String>,
     /// The worktree the reviewer runs in.
