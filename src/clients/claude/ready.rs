@@ -12,8 +12,9 @@
 //! UI's connection handler writes `MCP server "<name>": Channel notifications skipped: …`
 //! (or `… registered`) once a server's connection result, its tools with it, is in the
 //! session's state; `MCP server "<name>": Connection failed …` when it never will be (an exit,
-//! `MCP_TIMEOUT`'s 30 s); `[REPL:mount] REPL mounted` once the prompt input exists. Same
-//! texts on both versions. So the plan turns that log on and has the executor type the
+//! `MCP_TIMEOUT`'s 30 s); `[REPL:mount] REPL mounted` once the prompt input exists, and
+//! `DECSTBM: …` once its probe of the terminal is over ([`INPUT_READY`]). Same texts on both
+//! versions. So the plan turns that log on and has the executor type the
 //! prompt ([`TypedPrompt`]); with it, a server answering after 5 s is in the first request
 //! on both versions.
 
@@ -39,8 +40,14 @@ pub const COMMAND_PREFIXES: [(char, &str); 2] = [
     ),
 ];
 
-/// The log text that says the terminal UI takes input.
-pub const INPUT_READY: &str = "[REPL:mount] REPL mounted";
+/// The log texts that say the terminal UI takes input: its prompt input is mounted, and
+/// its probe of the terminal (it writes queries and reads the answers from its input for a
+/// while) is over, `DECSTBM: …` being the probe's last line on both versions (2.1.197:
+/// `XTVERSION`, `DECRQM(2026)`, `DECSTBM`; 2.1.328: `XTVERSION`, terminal capabilities,
+/// `DECSTBM`; 100–150 ms after the mount). A prompt typed between the mount and the end of
+/// the probe was lost now and then: with no MCP server to wait for, 2.1.197 sent no request
+/// in 2 of 5 runs while other reviewers started (`.ci/run`, 8 test threads).
+pub const INPUT_READY: [&str; 2] = ["[REPL:mount] REPL mounted", "DECSTBM: "];
 
 /// Moves `plan`'s argv prompt (after `--`) into [`LaunchPlan::typed_prompt`], typed once
 /// every server of [`LaunchPlan::servers`] is ready, and turns the debug log on. Nothing
@@ -84,7 +91,7 @@ pub(super) fn type_when_ready(plan: &mut LaunchPlan) -> Result<(), RenderError> 
             .map(|s| format!("MCP server \"{}\": {what}", s.wire_name))
             .collect::<Vec<_>>()
     };
-    let mut ready = vec![INPUT_READY.to_owned()];
+    let mut ready: Vec<String> = INPUT_READY.map(str::to_owned).into();
     ready.extend(each("Channel notifications"));
     plan.typed_prompt = Some(TypedPrompt {
         text,
