@@ -80,6 +80,7 @@ mod gemini_family;
 #[cfg(feature = "cli")]
 pub mod hostile;
 pub mod kiro;
+mod launch_id;
 #[cfg(feature = "cli")]
 pub mod loaded;
 pub mod opencode;
