@@ -2,7 +2,7 @@
 //! ([`TypedPrompt`](crate::clients::plan::TypedPrompt)): the client's log is read as it
 //! grows, and the prompt is typed when it holds every `ready` text.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -10,13 +10,17 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::clients::plan::TypedPrompt;
 
-/// How often the log is read while the gate waits.
-const POLL: Duration = Duration::from_millis(50);
+/// How often the log is read while the gate waits, and the typing watched.
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 /// How long after the pasted prompt Enter is typed (what Claude Code 2.1.197 and 2.1.328
 /// were measured with: a paste and its Enter in one write can reach its input handler as
 /// one paste).
 pub(crate) const PASTE_SETTLE: Duration = Duration::from_millis(300);
+
+/// How long a client's exit waits, beyond [`PASTE_SETTLE`], for the typing thread to say
+/// whether Enter went in: a client may read it and exit before the thread reports.
+pub(crate) const TYPED_WORD: Duration = Duration::from_secs(2);
 
 /// The most of the log read in one poll.
 const READ_CHUNK: usize = 256 * 1024;
@@ -33,10 +37,12 @@ const PASTE_END: &[u8] = b"\x1b[201~";
 pub(crate) struct Gate {
     text: String,
     log: PathBuf,
+    /// The log, once it was there as a regular file, read on from where the last read
+    /// stopped.
+    file: Option<std::fs::File>,
     /// The `ready` texts no line has held yet.
     missing: Vec<String>,
     failed: Vec<String>,
-    offset: u64,
     line: Vec<u8>,
     started: Instant,
     bound: Duration,
@@ -72,9 +78,9 @@ impl Gate {
         Gate {
             text: prompt.text.clone(),
             log: launch_dir.join(&prompt.log),
+            file: None,
             missing: prompt.ready.clone(),
             failed: prompt.failed.clone(),
-            offset: 0,
             line: Vec::new(),
             started: now,
             bound,
@@ -129,27 +135,17 @@ impl Gate {
     /// Reads what the log gained since the last read (at most [`READ_CHUNK`]) and checks
     /// each whole line: the first that holds a `failed` text, if any. A log that is not
     /// there yet, or not a regular file (the reviewer can write its launch directory: a FIFO
-    /// there must not block the executor), reads as nothing.
+    /// there must not block the executor), reads as nothing; once opened, it stays open.
     fn read(&mut self) -> Option<String> {
-        let fd = rustix::fs::open(
-            &self.log,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let regular = rustix::fs::fstat(&fd)
-            .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file());
-        if !regular {
-            return None;
+        if self.file.is_none() {
+            self.file = open_regular(&self.log);
         }
-        let mut file = std::fs::File::from(fd);
-        file.seek(SeekFrom::Start(self.offset)).ok()?;
+        let file = self.file.as_mut()?;
         let mut buf = Vec::new();
-        let n = file
+        let n = Read::by_ref(file)
             .take(READ_CHUNK as u64)
             .read_to_end(&mut buf)
             .unwrap_or(0);
-        self.offset += n as u64;
         for &b in &buf[..n] {
             if b != b'\n' {
                 if self.line.len() < LINE_KEPT {
@@ -168,19 +164,37 @@ impl Gate {
     }
 }
 
+/// `path` opened for reading when it is a regular file, no link followed and no FIFO
+/// waited for.
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    rustix::fs::FileType::from_raw_mode(st.st_mode)
+        .is_file()
+        .then(|| std::fs::File::from(fd))
+}
+
 /// Types `paste` into the terminal `master`, then Enter after [`PASTE_SETTLE`], on a thread
 /// of its own (a client that stops reading its terminal blocks the write, not the
-/// executor): the receiver gets the outcome.
+/// executor): the receiver gets the outcome, the instant Enter went in.
 pub(crate) fn type_prompt(
     mut master: std::fs::File,
     paste: Vec<u8>,
-) -> std::sync::mpsc::Receiver<std::io::Result<()>> {
+) -> std::sync::mpsc::Receiver<std::io::Result<Instant>> {
     use std::io::Write as _;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let typed = master.write_all(&paste).and_then(|()| {
             std::thread::sleep(PASTE_SETTLE);
-            master.write_all(b"\r")
+            // The instant before the write: one taken after it could come after the
+            // client read Enter, exited and its terminal closed.
+            let entered = Instant::now();
+            master.write_all(b"\r").map(|()| entered)
         });
         let _ = tx.send(typed);
     });

@@ -100,14 +100,16 @@ pub enum TerminalEvent {
 /// The prompt on its way into the terminal ([`gate::type_prompt`]).
 #[derive(Debug)]
 struct Typing {
-    done: std::sync::mpsc::Receiver<std::io::Result<()>>,
+    /// When Enter went in, or why it did not.
+    done: std::sync::mpsc::Receiver<std::io::Result<Instant>>,
     until: Instant,
     bytes: usize,
 }
 
 enum Chunk {
     Bytes(Vec<u8>),
-    Closed,
+    /// Every process closed the terminal, at this instant.
+    Closed(Instant),
 }
 
 /// A running reviewer in a pseudo-terminal.
@@ -124,8 +126,8 @@ pub struct TerminalSession {
     screen: Screen,
     last_output: Instant,
     dialog_quiet: Duration,
-    /// Every process closed the terminal: only the client's exit is left to wait for.
-    hung_up: bool,
+    /// When every process closed the terminal: only the client's exit is left to wait for.
+    hung_up: Option<Instant>,
     closed: bool,
     /// The plan's typed prompt, until it is typed.
     gate: Option<Gate>,
@@ -230,7 +232,7 @@ fn read_terminal(master: File, mut answer_to: File, tx: queue::Sender<Chunk>) {
                 }
             }
         }
-        let _ = tx.send(Chunk::Closed, 0);
+        let _ = tx.send(Chunk::Closed(Instant::now()), 0);
     });
 }
 
@@ -263,7 +265,7 @@ impl TerminalSession {
             screen: Screen::default(),
             last_output: Instant::now(),
             dialog_quiet: options.dialog_quiet,
-            hung_up: false,
+            hung_up: None,
             closed: false,
             gate,
             typing: None,
@@ -307,17 +309,21 @@ impl TerminalSession {
             if self.closed {
                 return Ok(None);
             }
-            if self.hung_up {
+            if let Some(hung_up) = self.hung_up {
                 let left = deadline.saturating_duration_since(Instant::now());
                 let Some(status) = self.process.wait_exit(left) else {
                     return Ok(None);
                 };
                 self.closed = true;
                 let untyped = self.gate.take().is_some_and(|g| !g.typed());
-                let unfinished = self
-                    .typing
-                    .take()
-                    .is_some_and(|t| !matches!(t.done.try_recv(), Ok(Ok(()))));
+                // The typing thread may have written Enter, and the client read it and
+                // exited, before the thread said so: wait for its word (it is sleeping
+                // out the paste's settle, or reporting). Enter written after the terminal
+                // closed reached no one (a write to a closed terminal succeeds).
+                let unfinished = self.typing.take().is_some_and(|t| {
+                    let word = t.done.recv_timeout(gate::PASTE_SETTLE + gate::TYPED_WORD);
+                    !matches!(word, Ok(Ok(entered)) if entered <= hung_up)
+                });
                 if untyped || unfinished {
                     // Its prompt never reached it: not a review that ended.
                     return Err(ExecError::Exited {
@@ -360,9 +366,8 @@ impl TerminalSession {
                     self.screen.feed(&bytes);
                     return Ok(Some(TerminalEvent::Output(bytes)));
                 }
-                Ok(Chunk::Closed) | Err(RecvTimeoutError::Disconnected) => {
-                    self.hung_up = true;
-                }
+                Ok(Chunk::Closed(at)) => self.hung_up = Some(at),
+                Err(RecvTimeoutError::Disconnected) => self.hung_up = Some(Instant::now()),
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
@@ -380,24 +385,26 @@ impl TerminalSession {
         if let Some(typing) = &self.typing {
             let typed = match typing.done.try_recv() {
                 Ok(typed) => typed,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => Ok(()),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(std::io::Error::other(
+                    "the typing thread ended without a word",
+                )),
                 Err(std::sync::mpsc::TryRecvError::Empty) if now < typing.until => {
-                    return Ok(Some(now + Duration::from_millis(50)));
+                    return Ok(Some(now + gate::POLL));
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
                     let unsent = typing.bytes;
                     return Err(self.stopped(ExecError::Stalled {
                         client: self.process.client.clone(),
-                        step: Step::Run,
+                        step: Step::TypePrompt,
                         unsent,
                     }));
                 }
             };
             self.typing = None;
-            return typed.map(|()| None).map_err(|source| {
+            return typed.map(|_| None).map_err(|source| {
                 self.stopped(ExecError::Pipe {
                     client: self.process.client.clone(),
-                    step: Step::Run,
+                    step: Step::TypePrompt,
                     source,
                 })
             });
@@ -414,7 +421,7 @@ impl TerminalSession {
             Ok(Next::Type(paste)) => {
                 let master = self.master.try_clone().map_err(|source| ExecError::Pipe {
                     client: self.process.client.clone(),
-                    step: Step::Run,
+                    step: Step::TypePrompt,
                     source,
                 })?;
                 self.typing = Some(Typing {

@@ -18,11 +18,13 @@ use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer};
 
 /// The stand-in: `client LOG RECORD STEP…`, each step a log line to append or `sleep`;
 /// then it reads what is typed until Enter (at most 10 s) and records
-/// `{"early": …, "typed": …}`.
+/// `{"early": …, "typed": …}`. Its terminal goes raw at once (TCSANOW: what was typed before
+/// that is kept, where `tty.setraw`'s default TCSAFLUSH would discard it and hide an early
+/// prompt).
 const CLIENT: &str = r#"#!/usr/bin/env python3
-import json, os, select, sys, time, tty
+import json, os, select, sys, termios, time, tty
 log, record, steps = sys.argv[1], sys.argv[2], sys.argv[3:]
-tty.setraw(0)
+tty.setraw(0, termios.TCSANOW)
 pending = lambda: bool(select.select([0], [], [], 0)[0])
 early = False
 for step in steps:
