@@ -256,9 +256,10 @@ fn a_prompt_to_a_client_that_does_not_read_never_blocks_the_caller() {
             let event = s.next_event(Duration::from_secs(1)).unwrap();
             (prompt_took, started.elapsed(), event)
         });
-    assert!(prompt_took < Duration::from_secs(1), "{prompt_took:?}");
+    // A blocked write would last the stand-in's 60 s: 10 s is far from both, under any load.
+    assert!(prompt_took < Duration::from_secs(10), "{prompt_took:?}");
     assert!(
-        wait_took >= Duration::from_secs(1) && wait_took < Duration::from_secs(3),
+        wait_took >= Duration::from_secs(1) && wait_took < Duration::from_secs(10),
         "{wait_took:?}"
     );
     assert_eq!(event, None);
