@@ -195,6 +195,19 @@ pub enum RenderError {
         /// What the client does with it.
         effect: &'static str,
     },
+    /// The launch would make the client fetch its vendor's remote managed settings (an
+    /// organization administrator's policy, applied above the plan's; Claude Code's
+    /// [`remote`](super::claude::remote)): refused under either policy, like [`Managed`].
+    ///
+    /// [`Managed`]: RenderError::Managed
+    RemoteSettings {
+        /// The client.
+        client: Client,
+        /// Where the settings are fetched from.
+        source: &'static str,
+        /// The ways out.
+        fix: &'static str,
+    },
     /// The worktree is a directory inside another git repository (it has no `.git` of its
     /// own): the client runs git there, whose configuration (`core.fsmonitor`, filters) and
     /// the repository's hooks (Copilot CLI's `.github/hooks`) are the other repository's,
@@ -386,6 +399,16 @@ impl fmt::Display for RenderError {
                 file,
                 effect,
             } => fmt_managed(*client, file, effect, f),
+            RenderError::RemoteSettings {
+                client,
+                source,
+                fix,
+            } => write!(
+                f,
+                "cannot isolate the {client} reviewer: with this credential at the default API \
+                 endpoint {client} fetches its remote managed settings from {source} when it \
+                 starts, an administrator's policy the plan can neither see nor keep out; {fix}"
+            ),
             RenderError::WorktreeInRepository { .. } => self.fmt_door(f).unwrap_or(Ok(())),
             RenderError::UnreadableConfig {
                 client,

@@ -36,9 +36,10 @@
 //! | `~/.gitconfig` (Claude Code runs git) | `core.fsmonitor` ran (2.1.197) | `HOME` in the root |
 //! | `/etc/claude-code/…` | env, hooks, `apiKeyHelper`, `policyHelper`, deny/ask rules, `disableBypassPermissionsMode`, `managed-mcp.json` (exit 1 with `--strict-mcp-config`) | cannot be kept out: [`MANAGED_FILES`] refuse the launch |
 //!
-//! Not closable offline: with a first-party credential and the default API endpoint Claude
-//! Code fetches the organization's remote managed settings from `api.anthropic.com` at
-//! startup (seen in its debug log); they are the account administrator's policy.
+//! Remote managed settings: with a credential and the default API endpoint Claude Code fetches
+//! the organization's settings from `api.anthropic.com` when it starts (the account
+//! administrator's policy, applied above the plan's): such a launch is refused, and one behind
+//! the door or at a gateway's base URL fetches nothing ([`remote`]).
 //!
 //! Versions: pinned 2.1.197; the conformance suite also runs on 2.1.328 (the newest on
 //! 2026-11-30). Measured differences between them:
@@ -76,6 +77,7 @@ use serde::ser::{SerializeMap, Serializer};
 
 pub mod preflight;
 pub mod ready;
+pub mod remote;
 pub mod state;
 
 use crate::allowlist::{Policy, Resolution};
@@ -95,7 +97,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
-    preflight: None,
+    preflight: Some(remote::preflight),
     acp: false,
     needs_worktree: false,
     brokered_only: false,
