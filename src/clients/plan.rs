@@ -423,7 +423,9 @@ impl fmt::Debug for DoorCredential {
 /// (its argv turns the log on) and the texts that say each server listed its tools.
 ///
 /// The executor (`launch::TerminalSession`, feature `launch`) reads [`TypedPrompt::log`] as
-/// it grows; once it holds every [`TypedPrompt::ready`] text (each in some line), it types
+/// it grows; once it holds every [`TypedPrompt::ready`] text (each starting the message of
+/// some line: the part after the line's first `] `, as in Claude Code's `<time> [<LEVEL>]
+/// <message>`; a line that only quotes a text says nothing), it types
 /// [`TypedPrompt::text`] as one bracketed paste (`ESC [200~` … `ESC [201~`, so line breaks
 /// do not send it early) and then Enter. A line holding a [`TypedPrompt::failed`] text
 /// first, or the handshake bound (`launch::Options::handshake_timeout`), stops the client
@@ -437,10 +439,10 @@ pub struct TypedPrompt {
     pub text: String,
     /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
     pub log: String,
-    /// Texts that must each be in some line of the log before the prompt is typed: the
+    /// Texts that must each start some line's message before the prompt is typed: the
     /// client takes input, and each injected server listed its tools.
     pub ready: Vec<String>,
-    /// Texts any one of which, in a line of the log, says that an injected server never
+    /// Texts any one of which, starting a line's message, says that an injected server never
     /// will: the executor stops the client and quotes the line.
     pub failed: Vec<String>,
 }

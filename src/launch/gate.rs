@@ -133,7 +133,7 @@ impl Gate {
     }
 
     /// Reads what the log gained since the last read (at most [`READ_CHUNK`]) and checks
-    /// each whole line: the first that holds a `failed` text, if any. A log that is not
+    /// each whole line's [`message`]: the first that starts with a `failed` text, if any. A log that is not
     /// there yet, or not a regular file (the reviewer can write its launch directory: a FIFO
     /// there must not block the executor), reads as nothing; once opened, it stays open.
     fn read(&mut self) -> Option<String> {
@@ -155,10 +155,11 @@ impl Gate {
             }
             let line = String::from_utf8_lossy(&self.line).into_owned();
             self.line.clear();
-            if self.failed.iter().any(|f| line.contains(f.as_str())) {
+            let message = message(&line);
+            if self.failed.iter().any(|f| message.starts_with(f.as_str())) {
                 return Some(line);
             }
-            self.missing.retain(|r| !line.contains(r.as_str()));
+            self.missing.retain(|r| !message.starts_with(r.as_str()));
         }
         None
     }
@@ -177,6 +178,17 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
     rustix::fs::FileType::from_raw_mode(st.st_mode)
         .is_file()
         .then(|| std::fs::File::from(fd))
+}
+
+/// What a log line says: the part after its first `] ` (Claude Code's lines are `<time>
+/// [<LEVEL>] <message>`), where a text of the plan must start to count; empty without one.
+/// A line that only quotes a text does not say it: Claude Code logs an MCP server's standard
+/// error (`[ERROR] MCP server "x" Server stderr: …`) and the worktree's git remote URL (2.1.328:
+/// `[DEBUG] Git remote URL: …`) into the same log, and a quoted `Connection failed` there
+/// stopped a healthy launch (measured 2026-12-05 on 2.1.197 and 2.1.328,
+/// `first_turn::claude_a_quoted_failure_does_not_stop_the_launch`).
+fn message(line: &str) -> &str {
+    line.split_once("] ").map_or("", |(_, message)| message)
 }
 
 /// Types `paste` into the terminal `master`, then Enter after [`PASTE_SETTLE`], on a thread
@@ -221,9 +233,9 @@ mod tests {
         let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
         let t0 = Instant::now();
         assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))), "no log yet");
-        std::fs::write(&log, "x input ready\nserver a: list").unwrap();
+        std::fs::write(&log, "t [D] input ready\nt [D] server a: list").unwrap();
         assert!(matches!(gate.poll(t0 + POLL), Ok(Next::Wait(_))));
-        std::fs::write(&log, "x input ready\nserver a: listed tools\n").unwrap();
+        std::fs::write(&log, "t [D] input ready\nt [D] server a: listed tools\n").unwrap();
         let t = t0 + 2 * POLL;
         assert_eq!(
             gate.poll(t),
@@ -238,13 +250,19 @@ mod tests {
     fn a_failed_line_or_the_bound_stops_the_wait() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("client.log");
-        std::fs::write(&log, "input ready\n2026 server a: failed after 3 ms\n").unwrap();
+        std::fs::write(
+            &log,
+            "t [D] input ready\n2026 [D] server a: failed after 3 ms\n",
+        )
+        .unwrap();
         let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
         assert_eq!(
             gate.poll(Instant::now()),
-            Err(NotReady::Failed("2026 server a: failed after 3 ms".into()))
+            Err(NotReady::Failed(
+                "2026 [D] server a: failed after 3 ms".into()
+            ))
         );
-        std::fs::write(&log, "input ready\n").unwrap();
+        std::fs::write(&log, "t [D] input ready\n").unwrap();
         let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(1));
         let t0 = Instant::now();
         assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))));
@@ -252,6 +270,23 @@ mod tests {
             gate.poll(t0 + Duration::from_secs(2)),
             Err(NotReady::Missing(vec!["server a: listed".into()]))
         );
+    }
+
+    /// A line that only quotes a text (a server's standard error, a git remote URL, as
+    /// Claude Code logs them) neither stops the launch nor counts as ready.
+    #[test]
+    fn a_quoted_text_says_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("client.log"),
+            "t [ERROR] server a Server stderr: server a: failed, it said\n\
+             t [DEBUG] Git remote URL: https://h/input ready server a: listed\n\
+             t [DEBUG] input ready\n",
+        )
+        .unwrap();
+        let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
+        assert!(matches!(gate.poll(Instant::now()), Ok(Next::Wait(_))));
+        assert_eq!(gate.missing, vec!["server a: listed".to_owned()]);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         copilot_offers_a_slow_server_in_its_first_turn,
         qwen_offers_a_slow_server_in_its_first_turn,
         claude_a_typed_prompt_is_only_a_prompt,
+        claude_a_quoted_failure_does_not_stop_the_launch,
+        claude_next_a_quoted_failure_does_not_stop_the_launch,
     ]
 }
 
@@ -283,14 +285,19 @@ struct Bench {
 
 impl Bench {
     fn new(answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static) -> Bench {
+        Bench::serving(answer, crate::common::records::listing_server_source(DELAY))
+    }
+
+    /// [`Bench::new`] with `server` (an executable's source) as the kcap binary.
+    fn serving(
+        answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static,
+        server: String,
+    ) -> Bench {
         let scene = Scene::new();
         let dir = scene.root().join("kcap");
         std::fs::create_dir_all(&dir).unwrap();
         let kcap = dir.join("kcap");
-        crate::common::stand_in::write_executable(
-            &kcap,
-            crate::common::records::listing_server_source(DELAY),
-        );
+        crate::common::stand_in::write_executable(&kcap, server);
         Bench {
             scene,
             kcap,
@@ -540,4 +547,30 @@ fn claude_a_typed_prompt_is_only_a_prompt() {
     );
     let (_, ran, _) = run(Some("!CMD".into()));
     assert!(ran, "the bite: `!…` typed runs as a command");
+}
+
+fn claude_a_quoted_failure_does_not_stop_the_launch() {
+    quoted_failure("KCAP_CLAUDE_BIN");
+}
+
+fn claude_next_a_quoted_failure_does_not_stop_the_launch() {
+    quoted_failure("KCAP_CLAUDE_NEXT_BIN");
+}
+
+/// A line of Claude Code's log that only quotes a `failed` text says nothing: a server that
+/// writes `MCP server "kcap-flow-result": Connection failed` on its standard error (Claude
+/// Code logs it as `[ERROR] MCP server "…" Server stderr: …`, measured on 2.1.197 and
+/// 2.1.328) and then lists its tools is in the first turn, the launch not stopped as
+/// `ExecError::ServersNotReady` (which it was while any line holding the text counted).
+fn quoted_failure(var: &'static str) {
+    let Some(bin) = peer(var) else { return };
+    let server = crate::common::records::listing_server_source(Duration::ZERO).replacen(
+        '\n',
+        "\nprocess.stderr.write('upstream said: MCP server \"kcap-flow-result\": Connection \
+         failed, retrying\\n');\n",
+        1,
+    );
+    let bench = Bench::serving(|_| anthropic("claude-stand-in"), server);
+    let plan = bench.plan(Client::Claude, None, claude_credentials(&bench));
+    bench.judge(&plan, &bin);
 }

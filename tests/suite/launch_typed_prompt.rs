@@ -114,11 +114,11 @@ fn the_prompt_is_typed_once_the_log_holds_every_ready_text() {
     let w = World::new();
     let steps = [
         "sleep",
-        "x input ready",
+        "t [D] input ready",
         "sleep",
-        "t server b: listed",
+        "t [D] server b: listed",
         "sleep",
-        "t server a: listed tools",
+        "t [D] server a: listed tools",
     ];
     let mut reviewer = w.launch(&w.plan(&steps, &READY), Duration::from_secs(30));
     let (output, status) = until_exit(&mut reviewer, Duration::from_secs(30));
@@ -186,14 +186,14 @@ fn until_error_with(
 fn a_server_that_fails_stops_the_client_unprompted_naming_the_line() {
     let w = World::new();
     let steps = [
-        "x input ready",
-        "t server a: failed after 3 ms: closed",
+        "t [D] input ready",
+        "t [D] server a: failed after 3 ms: closed",
         "sleep",
     ];
     let (e, _) = until_error(&w, &w.plan(&steps, &READY), Duration::from_secs(30));
     assert!(
         matches!(&e, ExecError::ServersNotReady { failed: Some(line), .. }
-            if line == "t server a: failed after 3 ms: closed"),
+            if line == "t [D] server a: failed after 3 ms: closed"),
         "{e:?}"
     );
     assert!(
@@ -209,7 +209,7 @@ fn a_server_that_fails_stops_the_client_unprompted_naming_the_line() {
 #[test]
 fn a_server_that_never_lists_its_tools_stops_the_client_at_the_bound() {
     let w = World::new();
-    let steps = ["x input ready", "sleep", "sleep", "sleep", "sleep"];
+    let steps = ["t [D] input ready", "sleep", "sleep", "sleep", "sleep"];
     let (e, took) = until_error(&w, &w.plan(&steps, &READY), Duration::from_secs(1));
     assert!(
         matches!(&e, ExecError::ServersNotReady { failed: None, missing, .. }
