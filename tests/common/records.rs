@@ -66,56 +66,93 @@ pub fn read_records(dir: &Path) -> Vec<Record> {
     records
 }
 
-/// A node script that logs `process.argv` (the script path as `$0`, or `PROBED_AS` when a
-/// probe ran it, `super::door::write_probe`; then the arguments),
-/// the environment and the cwd to `<records>/<pid>.json`, answers MCP `initialize` and
-/// `tools/list` (marking `<pid>.tools`), and `-32601` to any other request (Copilot's
-/// `server/discover` included).
-pub fn recorder_source(records: &Path) -> String {
-    recorder_source_with_tools(records, &[])
+/// A stdio MCP server in Node (newline-delimited JSON-RPC, MCP's stdio transport): the one
+/// loop every stand-in server of these tests shares. The script defines `fs`, `send(m)` and
+/// `reply(m, result)`; given `records`, also `dir` (that directory), `log(ext, text)` (writes
+/// `<dir>/<pid><ext>`), and it first writes `<pid>.json`: its argv (`PROBED_AS` or its own
+/// path as `$0`, when a probe ran it: `super::door::write_probe`), environment and cwd, as
+/// [`read_records`] reads them. Then `setup` (JS statements) runs. After `delay` it reads its
+/// input: it answers `initialize` (echoing the client's protocol version), drops
+/// notifications, and hands every other request `m` to `answer` (JS statements that
+/// `return true` once they answered); `-32601` for the rest.
+pub fn node_mcp_server(
+    records: Option<&Path>,
+    setup: &str,
+    answer: &str,
+    delay: std::time::Duration,
+) -> String {
+    let records = match records {
+        Some(dir) => format!(
+            r#"const dir = {};
+const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
+log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
+"#,
+            serde_json::to_string(dir.to_str().unwrap()).unwrap()
+        ),
+        None => String::new(),
+    };
+    format!(
+        r#"#!/usr/bin/env node
+const fs = require("fs");
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+const reply = (m, result) => send({{ jsonrpc: "2.0", id: m.id, result }});
+{records}{setup}
+const answer = (m) => {{ {answer} }};
+const serve = () => {{
+  let buf = "";
+  process.stdin.on("data", (chunk) => {{
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {{
+      const line = buf.slice(0, i).trim();
+      buf = buf.slice(i + 1);
+      let m;
+      try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
+      if (m.id === undefined) continue;
+      if (m.method === "initialize") {{
+        reply(m, {{ protocolVersion: (m.params && m.params.protocolVersion) || "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "stand-in", version: "1.0.0" }} }});
+      }} else if (!answer(m)) {{
+        send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
+      }}
+    }}
+  }});
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.resume();
+}};
+process.stdin.pause();
+setTimeout(serve, {ms});
+"#,
+        ms = delay.as_millis()
+    )
 }
 
-/// [`recorder_source`], with `tools/list` answering a tool for each of `tools` (an empty
-/// object as its input schema), so that the client offers them to the model.
-pub fn recorder_source_with_tools(records: &Path, tools: &[&str]) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    let tools = serde_json::to_string(
-        &tools
+/// A tool for each of `names`, as `tools/list` answers it (an empty object as its input
+/// schema, its name as its description): a JS array literal.
+pub fn js_tools(names: &[&str]) -> String {
+    serde_json::to_string(
+        &names
             .iter()
             .map(|t| json!({"name": t, "description": t, "inputSchema": {"type": "object", "properties": {}}}))
             .collect::<Vec<_>>(),
     )
-    .unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-const dir = {records};
-const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-let buf = "";
-process.stdin.on("data", (chunk) => {{
-  buf += chunk;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim();
-    buf = buf.slice(i + 1);
-    if (!line) continue;
-    let m;
-    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") {{
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
-    }} else if (m.method === "tools/list") {{
-      log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: {tools} }} }});
-    }} else {{
-      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-    }}
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
+    .unwrap()
+}
+
+/// A recorder ([`node_mcp_server`] with `records`) that answers `tools/list` with no tool,
+/// marking `<pid>.tools`, and `-32601` to any other request (Copilot's `server/discover`
+/// included).
+pub fn recorder_source(records: &Path) -> String {
+    recorder_source_with_tools(records, &[])
+}
+
+/// [`recorder_source`], with `tools/list` answering a tool for each of `tools`
+/// ([`js_tools`]), so that the client offers them to the model.
+pub fn recorder_source_with_tools(records: &Path, tools: &[&str]) -> String {
+    node_mcp_server(
+        Some(records),
+        &format!("const tools = {};", js_tools(tools)),
+        r#"if (m.method !== "tools/list") return false; log(".tools", ""); reply(m, { tools }); return true;"#,
+        std::time::Duration::ZERO,
     )
 }
 
@@ -150,41 +187,15 @@ pub fn plan_env(
     env
 }
 
-/// A stdio MCP server (newline-delimited JSON-RPC, Node) that sleeps `delay` before it reads
-/// anything, then answers `initialize` and, to `tools/list`, one tool of the registry server
-/// its last argument names (`mcp flow-result`: `submit_review_result`; `mcp review`:
+/// A stdio MCP server ([`node_mcp_server`], no records) that sleeps `delay` before it reads
+/// anything, then answers `tools/list` with one tool of the registry server its last
+/// argument names (`mcp flow-result`: `submit_review_result`; `mcp review`:
 /// `get_pr_summary`).
 pub fn listing_server_source(delay: std::time::Duration) -> String {
-    format!(
-        r#"#!/usr/bin/env node
-const name = {{ "flow-result": "submit_review_result", "review": "get_pr_summary" }}[process.argv[process.argv.length - 1]] || "unknown_tool";
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-process.stdin.pause();
-setTimeout(() => {{
-  let buf = "";
-  process.stdin.on("data", (chunk) => {{
-    buf += chunk;
-    let i;
-    while ((i = buf.indexOf("\n")) >= 0) {{
-      const line = buf.slice(0, i).trim();
-      buf = buf.slice(i + 1);
-      if (!line) continue;
-      let m;
-      try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-      if (m.id === undefined) continue;
-      if (m.method === "initialize") {{
-        send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: m.params && m.params.protocolVersion || "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "slow", version: "1.0.0" }} }} }});
-      }} else if (m.method === "tools/list") {{
-        send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: [{{ name, description: name, inputSchema: {{ type: "object", properties: {{}} }} }}] }} }});
-      }} else {{
-        send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-      }}
-    }}
-  }});
-  process.stdin.on("end", () => process.exit(0));
-  process.stdin.resume();
-}}, {ms});
-"#,
-        ms = delay.as_millis()
+    node_mcp_server(
+        None,
+        r#"const name = { "flow-result": "submit_review_result", "review": "get_pr_summary" }[process.argv[process.argv.length - 1]] || "unknown_tool";"#,
+        r#"if (m.method !== "tools/list") return false; reply(m, { tools: [{ name, description: name, inputSchema: { type: "object", properties: {} } }] }); return true;"#,
+        delay,
     )
 }

@@ -351,43 +351,16 @@ impl From<String> for Contents {
 /// `common::records::read_records` reads), answers `initialize`, `tools/list` (offering `tools`,
 /// marking `<pid>.tools`) and `tools/call` (marking `<pid>.call`), `-32601` otherwise.
 fn recorder_source(records: &Path, tools: &BTreeSet<&str>) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    let tools: Vec<Value> = tools
-        .iter()
-        .map(|t| json!({"name": t, "description": t, "inputSchema": {"type": "object"}}))
-        .collect();
-    let tools = serde_json::to_string(&tools).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-const dir = {records};
-const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-let buf = "";
-process.stdin.on("data", (chunk) => {{
-  buf += chunk;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim();
-    buf = buf.slice(i + 1);
-    let m;
-    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") {{
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1.0.0" }} }} }});
-    }} else if (m.method === "tools/list") {{
-      log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: {tools} }} }});
-    }} else if (m.method === "tools/call") {{
-      log(".call", JSON.stringify(m.params));
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ content: [{{ type: "text", text: "ok" }}] }} }});
-    }} else {{
-      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-    }}
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
+    let tools: Vec<&str> = tools.iter().copied().collect();
+    crate::common::records::node_mcp_server(
+        Some(records),
+        &format!(
+            "const tools = {};",
+            crate::common::records::js_tools(&tools)
+        ),
+        r#"if (m.method === "tools/list") { log(".tools", ""); reply(m, { tools }); return true; }
+if (m.method === "tools/call") { log(".call", JSON.stringify(m.params)); reply(m, { content: [{ type: "text", text: "ok" }] }); return true; }
+return false;"#,
+        std::time::Duration::ZERO,
     )
 }

@@ -457,44 +457,25 @@ fn commit(repo: &Path) {
 /// `kcap-review`'s, or one probe tool) and `tools/call` (marking `<pid>.call-<tool>`, after the
 /// delay in `<records>/../call-delay-ms` if any).
 fn recorder_source(records: &Path) -> String {
-    let records = serde_json::to_string(records.to_str().unwrap()).unwrap();
-    format!(
-        r#"#!/usr/bin/env node
-const fs = require("fs");
-const dir = {records};
-const log = (ext, text) => fs.writeFileSync(dir + "/" + process.pid + ext, text);
-log(".json", JSON.stringify({{ argv: [process.env.PROBED_AS || process.argv[1], ...process.argv.slice(2)], env: process.env, cwd: process.cwd() }}));
-let delay = 0;
-try {{ delay = Number(fs.readFileSync(dir + "/../call-delay-ms", "utf8")); }} catch (e) {{}}
+    crate::common::records::node_mcp_server(
+        Some(records),
+        r#"let delay = 0;
+try { delay = Number(fs.readFileSync(dir + "/../call-delay-ms", "utf8")); } catch (e) {}
 const args = process.argv.slice(2).join(" ");
 const names = args === "mcp flow-result" ? ["submit_review_result", "send_flow_message"]
-  : args === "mcp review" ? ["get_pr_summary", "list_pr_files"] : ["probe"];
-const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
-let buf = "";
-process.stdin.on("data", (chunk) => {{
-  buf += chunk;
-  let i;
-  while ((i = buf.indexOf("\n")) >= 0) {{
-    const line = buf.slice(0, i).trim();
-    buf = buf.slice(i + 1);
-    let m;
-    try {{ m = JSON.parse(line); }} catch (e) {{ continue; }}
-    if (m.id === undefined) continue;
-    if (m.method === "initialize") {{
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ protocolVersion: "2025-06-18", capabilities: {{ tools: {{}} }}, serverInfo: {{ name: "recorder", version: "1" }} }} }});
-    }} else if (m.method === "tools/list") {{
-      log(".tools", "");
-      send({{ jsonrpc: "2.0", id: m.id, result: {{ tools: names.map((name) => ({{ name, description: "d", inputSchema: {{ type: "object", properties: {{}} }} }})) }} }});
-    }} else if (m.method === "tools/call") {{
-      log(".call-" + m.params.name, JSON.stringify(m.params));
-      setTimeout(() => send({{ jsonrpc: "2.0", id: m.id, result: {{ content: [{{ type: "text", text: "recorded" }}] }} }}), delay);
-    }} else {{
-      send({{ jsonrpc: "2.0", id: m.id, error: {{ code: -32601, message: "method not found" }} }});
-    }}
-  }}
-}});
-process.stdin.on("end", () => process.exit(0));
-"#
+  : args === "mcp review" ? ["get_pr_summary", "list_pr_files"] : ["probe"];"#,
+        r#"if (m.method === "tools/list") {
+  log(".tools", "");
+  reply(m, { tools: names.map((name) => ({ name, description: "d", inputSchema: { type: "object", properties: {} } })) });
+  return true;
+}
+if (m.method === "tools/call") {
+  log(".call-" + m.params.name, JSON.stringify(m.params));
+  setTimeout(() => reply(m, { content: [{ type: "text", text: "recorded" }] }), delay);
+  return true;
+}
+return false;"#,
+        std::time::Duration::ZERO,
     )
 }
 
