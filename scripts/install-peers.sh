@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the real clients the conformance tests run against into .peers/ (git-ignored):
 #   @openai/codex@0.169.0             -> .peers/node_modules/.bin/codex
+#   @openai/codex@0.171.0             -> .peers/codex-0.171.0/node_modules/.bin/codex
+#     (the newest Codex CLI, in a prefix of its own so both versions coexist)
 #   @anthropic-ai/claude-code@2.1.197 -> .peers/node_modules/.bin/claude
-#   @anthropic-ai/claude-code@2.1.328 -> .peers/claude-2.1.328/node_modules/.bin/claude
+#   @anthropic-ai/claude-code@2.1.332 -> .peers/claude-2.1.332/node_modules/.bin/claude
 #     (the newest Claude Code, in a prefix of its own so both versions coexist)
 #   @google/gemini-cli@0.61.0         -> .peers/gemini/node_modules/.bin/gemini
 #   opencode-ai@1.18.33               -> .peers/opencode/node_modules/.bin/opencode
@@ -16,10 +18,9 @@
 # Both binaries ship inside the npm packages (and their per-platform optional dependencies);
 # nothing else is downloaded. Idempotent: when both binaries already report their pinned
 # versions, nothing is installed. Fails loudly when any binary is missing or reports
-# another version. Prints the three binary paths, ready to export:
-#   KCAP_CODEX_BIN=…
-#   KCAP_CLAUDE_BIN=…
-#   KCAP_CLAUDE_NEXT_BIN=…
+# another version. Prints the binary paths, ready to export:
+#   KCAP_CODEX_BIN=…  KCAP_CODEX_NEXT_BIN=…
+#   KCAP_CLAUDE_BIN=…  KCAP_CLAUDE_NEXT_BIN=…
 #   KCAP_GEMINI_BIN=…  KCAP_OPENCODE_BIN=…  KCAP_COPILOT_BIN=…  KCAP_COPILOT_CACHE=…
 #   KCAP_QWEN_BIN=…
 #   KCAP_PRE_COMMIT_BIN=… (pre-commit 4.7.0 for tests/ci_snippets.rs, by install-pre-commit.sh)
@@ -28,8 +29,9 @@
 set -euo pipefail
 
 CODEX_VERSION=0.169.0
+CODEX_NEXT_VERSION=0.171.0
 CLAUDE_VERSION=2.1.197
-CLAUDE_NEXT_VERSION=2.1.328
+CLAUDE_NEXT_VERSION=2.1.332
 GEMINI_VERSION=0.61.0
 OPENCODE_VERSION=1.18.33
 COPILOT_VERSION=1.0.102
@@ -41,6 +43,8 @@ codex_bin="$peers/node_modules/.bin/codex"
 claude_bin="$peers/node_modules/.bin/claude"
 claude_next_prefix="$peers/claude-$CLAUDE_NEXT_VERSION"
 claude_next_bin="$claude_next_prefix/node_modules/.bin/claude"
+codex_next_prefix="$peers/codex-$CODEX_NEXT_VERSION"
+codex_next_bin="$codex_next_prefix/node_modules/.bin/codex"
 
 die() {
     echo "install-peers: error: $*" >&2
@@ -61,6 +65,7 @@ version_of() {
 codex_ok() { [ "$(version_of "$codex_bin")" = "codex-cli $CODEX_VERSION" ]; }
 claude_ok() { [ "$(version_of "$claude_bin")" = "$CLAUDE_VERSION (Claude Code)" ]; }
 claude_next_ok() { [ "$(version_of "$claude_next_bin")" = "$CLAUDE_NEXT_VERSION (Claude Code)" ]; }
+codex_next_ok() { [ "$(version_of "$codex_next_bin")" = "codex-cli $CODEX_NEXT_VERSION" ]; }
 
 # Claude Code's bin/claude.exe is a 500-byte stub until its postinstall (install.cjs) links
 # the native binary from the platform package npm just installed. npm 11 warns that install
@@ -100,6 +105,16 @@ else
         --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_NEXT_VERSION" >&2 \
         || die "npm install failed (see above)"
     claude_next_ok || claude_postinstall "$claude_next_prefix"
+fi
+
+if codex_next_ok; then
+    echo "install-peers: codex $CODEX_NEXT_VERSION already in $codex_next_prefix" >&2
+else
+    echo "install-peers: installing @openai/codex@$CODEX_NEXT_VERSION into $codex_next_prefix" >&2
+    mkdir -p "$codex_next_prefix"
+    npm install --prefix "$codex_next_prefix" --no-save --no-audit --no-fund --no-package-lock \
+        --loglevel=error "@openai/codex@$CODEX_NEXT_VERSION" >&2 \
+        || die "npm install failed (see above)"
 fi
 
 # prefixed NAME PACKAGE VERSION: installs PACKAGE@VERSION into .peers/NAME, a prefix with its
@@ -146,6 +161,9 @@ got="$(version_of "$claude_bin" || true)"
 got="$(version_of "$claude_next_bin" || true)"
 [ "$got" = "$CLAUDE_NEXT_VERSION (Claude Code)" ] \
     || die "$claude_next_bin reports '${got:-nothing}', expected '$CLAUDE_NEXT_VERSION (Claude Code)'; delete $claude_next_prefix and rerun"
+got="$(version_of "$codex_next_bin" || true)"
+[ "$got" = "codex-cli $CODEX_NEXT_VERSION" ] \
+    || die "$codex_next_bin reports '${got:-nothing}', expected 'codex-cli $CODEX_NEXT_VERSION'; delete $codex_next_prefix and rerun"
 
 echo "KCAP_CODEX_BIN=$codex_bin"
 echo "KCAP_CLAUDE_BIN=$claude_bin"
@@ -157,6 +175,7 @@ for pair in "gemini:$GEMINI_VERSION" "opencode:$OPENCODE_VERSION" "copilot:$COPI
 done
 
 echo "KCAP_CLAUDE_NEXT_BIN=$claude_next_bin"
+echo "KCAP_CODEX_NEXT_BIN=$codex_next_bin"
 echo "KCAP_GEMINI_BIN=$gemini_bin"
 echo "KCAP_OPENCODE_BIN=$opencode_bin"
 echo "KCAP_COPILOT_BIN=$copilot_bin"

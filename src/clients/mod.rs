@@ -5,9 +5,9 @@
 //! would inherit from the user or the reviewed repository are found and neutralized, and how
 //! its tools are trusted.
 //!
-//! - [`claude`]: Claude Code (pinned 2.1.197, also run on 2.1.328): the inline `--mcp-config`
+//! - [`claude`]: Claude Code (pinned 2.1.197 and 2.1.332): the inline `--mcp-config`
 //!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
-//! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0): the `-c` overrides, the argv, and the
+//! - [`codex`]: OpenAI Codex CLI (pinned 0.169.0 and 0.171.0): the `-c` overrides, the argv, and the
 //!   plan that roots the reviewer in a per-launch `CODEX_HOME`.
 //! - [`gemini`]: Gemini CLI (pinned 0.61.0), driven over ACP, with per-launch aliased names.
 //! - [`opencode`]: OpenCode (pinned 1.18.33), driven over ACP, with its configuration

@@ -317,7 +317,7 @@ impl LaunchPlan {
 pub enum Isolation {
     /// Established by measurement.
     Verified {
-        /// The client versions it was measured on here (`["2.1.197", "2.1.328"]`); empty
+        /// The client versions it was measured on here (`["2.1.197", "2.1.332"]`); empty
         /// when only the original system's probes established it (facts \[K\]).
         proven_on: Vec<String>,
     },

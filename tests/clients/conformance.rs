@@ -1,8 +1,8 @@
 //! Conformance of the renderers against the real clients: Codex CLI 0.169.0 and Claude Code
 //! 2.1.197 (issue 5). Install them with `bash scripts/install-peers.sh`, then run
 //! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test clients conformance::`. The Claude cases run
-//! unchanged on Claude Code 2.1.328 with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN` (as
-//! `.ci/run` does).
+//! unchanged on Claude Code 2.1.332 with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN`, the Codex
+//! cases on Codex CLI 0.171.0 with `KCAP_CODEX_BIN=$KCAP_CODEX_NEXT_BIN` (as `.ci/run` does).
 //!
 //! Oracles, both offline (no login, no model, no network):
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the

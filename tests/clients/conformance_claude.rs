@@ -1,5 +1,5 @@
 //! The Claude Code settings that veto an inline `--strict-mcp-config` server (issue 17),
-//! replayed on the real clients: Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.328
+//! replayed on the real clients: Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.332
 //! (`KCAP_CLAUDE_NEXT_BIN`; `bash scripts/install-peers.sh` installs both).
 //!
 //! Each case writes a setting where the reviewer's Claude Code reads it, then shows both

@@ -1,5 +1,5 @@
 //! Conformance of the Claude Code launch plan carried out by the executor, on Claude Code
-//! 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.328 (`KCAP_CLAUDE_NEXT_BIN`), the interactive client
+//! 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.332 (`KCAP_CLAUDE_NEXT_BIN`), the interactive client
 //! in a pseudo-terminal (issues 24, 26). Install them with `bash scripts/install-peers.sh`.
 //!
 //! Each test is one run per version of the library's `verify` (`kcap-mcp-registry verify
@@ -35,7 +35,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
 fn binaries() -> Vec<(std::path::PathBuf, &'static str)> {
     [
         ("KCAP_CLAUDE_BIN", "2.1.197 (Claude Code)"),
-        ("KCAP_CLAUDE_NEXT_BIN", "2.1.328 (Claude Code)"),
+        ("KCAP_CLAUDE_NEXT_BIN", "2.1.332 (Claude Code)"),
     ]
     .into_iter()
     .filter_map(|(var, version)| Some((peer(var)?, version)))

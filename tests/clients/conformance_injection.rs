@@ -1,12 +1,16 @@
-//! The registry's injection data on the real clients, Claude Code 2.1.197 and Codex CLI
-//! 0.169.0 (issue 13): a brokered launch of a borrowed snapshot, allowlisting `kcap-review`,
+//! The registry's injection data on the real clients, Claude Code (2.1.197, and 2.1.332
+//! with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN`) and Codex CLI (0.169.0, and 0.171.0 with
+//! `KCAP_CODEX_BIN=$KCAP_CODEX_NEXT_BIN`), issue 13: a brokered launch of a borrowed snapshot, allowlisting `kcap-review`,
 //! starts exactly three servers, the result channel, `kcap-review` and
 //! `kcap-review-context`, each with exactly its env; `KCAP_URL` reaches `kcap-review` only.
 //!
 //! Oracles, offline (no login, no model, no network), as in `tests/clients/conformance.rs`:
-//! - Claude Code: `claude <claude_reviewer_args>` with stdin from `/dev/null` starts every
-//!   `--mcp-config` server, then exits 1 at the missing prompt; `kcap_bin` is a recorder
-//!   script that writes its argv and its whole environment.
+//! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
+//!   and the API at a dead local port starts every `--mcp-config` server; once the recorders
+//!   have settled the oracle kills it (`tests/clients/claude_oracle`: without a prompt
+//!   2.1.197 started them before it exited at the missing prompt, 2.1.328 and 2.1.332 exit
+//!   first and start none). `kcap_bin` is a recorder script that writes its argv and its
+//!   whole environment.
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` prints the effective server table.
 //!
 //! Each run gets a fresh temp `HOME` (and `CODEX_HOME`) and cwd, a cleared environment, and
@@ -19,10 +23,11 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::peers::{inherited_path, peer, run};
 use common::stand_in::write_executable;
+
+use crate::claude_oracle;
 
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 use kcap_mcp_registry::clients::codex::codex_reviewer_args;
@@ -86,18 +91,6 @@ fn expected() -> BTreeSet<(Vec<String>, BTreeMap<String, String>)> {
     .collect()
 }
 
-/// Variables Claude Code 2.1.197 adds to every MCP server's environment (probed; see
-/// `tests/clients/conformance.rs`).
-const CLAUDE_ADDED_ENV: [&str; 7] = [
-    "AI_AGENT",
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_PROJECT_DIR",
-    "COREPACK_ENABLE_AUTO_PIN",
-    "NoDefaultCurrentDirectoryInExePath",
-];
-
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
         claude_starts_the_result_channel_one_allowlisted_server_and_the_review_context,
@@ -138,41 +131,17 @@ fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_contex
     cmd.env_clear()
         .envs(parent_env.iter().cloned())
         .args(&args)
+        .args(["--", claude_oracle::PROMPT])
         .current_dir(project.path());
-    let out = run(cmd, "claude");
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "claude did not stop at the missing prompt: {}",
-        out.stderr
-    );
-
-    // Wait until every recorder that started is done and none started for 500 ms.
-    let marks = |ext: &str| -> BTreeSet<String> {
-        std::fs::read_dir(&records)
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.unwrap().file_name().into_string().unwrap();
-                name.strip_suffix(ext).map(str::to_string)
-            })
-            .collect()
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut settled: Option<(Instant, BTreeSet<String>)> = None;
-    let pids = loop {
-        let (started, done) = (marks(".start"), marks(".done"));
-        match &settled {
-            Some((t, seen)) if started == done && *seen == started => {
-                if t.elapsed() >= Duration::from_millis(500) {
-                    break started;
-                }
-            }
-            _ if started == done => settled = Some((Instant::now(), started.clone())),
-            _ => settled = None,
-        }
-        assert!(Instant::now() < deadline, "recorders did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    claude_oracle::run_until_recorded(cmd, &records, &scratch.path().join("claude.log"));
+    let added = claude_oracle::added_env(&claude_oracle::version(&bin), true);
+    let pids: BTreeSet<String> = std::fs::read_dir(&records)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".done").map(str::to_string)
+        })
+        .collect();
 
     let ours: BTreeSet<&str> = [
         "KCAP_URL",
@@ -206,7 +175,7 @@ fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_contex
             .keys()
             .filter(|k| {
                 !parent_env.iter().any(|(p, _)| p == k)
-                    && !CLAUDE_ADDED_ENV.contains(&k.as_str())
+                    && !added.contains(&k.as_str())
                     && *k != "PWD"
                     && !ours.contains(k.as_str())
             })

@@ -465,7 +465,13 @@ fn check_claude(bin: &Path, v: &ClaudeVariant) -> Result<(), String> {
             seen.skipped
                 .insert(rest.split_once(']').unwrap().0.to_string());
         }
-        if line.starts_with("[Failed to parse]") {
+        // A refused file's heading: `[Failed to parse]` on 2.1.197, `[Has errors]` on
+        // 2.1.328 and 2.1.332 (measured, 2026-12-05, `claude mcp list` on a `.mcp.json` that
+        // is not JSON, has no `mcpServers`, has a non-object one, or is an array: the same
+        // files refused on each, the same error lines, the JSON error with `(line 1,
+        // column 44)` added; a skipped entry's file is `[Contains warnings]` on 2.1.197,
+        // `[Has warnings]` on the newer ones, its `[Warning] [name]` line the same).
+        if line.starts_with("[Failed to parse]") || line.starts_with("[Has errors]") {
             seen.refused += 1;
         }
     }

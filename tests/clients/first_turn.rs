@@ -31,6 +31,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         claude_offers_a_slow_server_in_its_first_turn,
         claude_next_offers_a_slow_server_in_its_first_turn,
         codex_offers_a_slow_server_in_its_first_turn,
+        codex_next_offers_a_slow_server_in_its_first_turn,
         gemini_offers_a_slow_server_in_its_first_turn,
         opencode_offers_a_slow_server_in_its_first_turn,
         copilot_offers_a_slow_server_in_its_first_turn,
@@ -107,9 +108,17 @@ fn claude_credentials(bench: &Bench) -> Credentials {
     }
 }
 
-/// Codex CLI (Responses API over HTTP: its WebSocket upgrade is refused).
 fn codex_offers_a_slow_server_in_its_first_turn() {
-    let Some(bin) = peer("KCAP_CODEX_BIN") else {
+    codex("KCAP_CODEX_BIN");
+}
+
+fn codex_next_offers_a_slow_server_in_its_first_turn() {
+    codex("KCAP_CODEX_NEXT_BIN");
+}
+
+/// Codex CLI (Responses API over HTTP: its WebSocket upgrade is refused), from `var`.
+fn codex(var: &'static str) {
+    let Some(bin) = peer(var) else {
         return;
     };
     let bench = || {

@@ -1,5 +1,5 @@
 //! Claude Code's first-run screens against the executor (`kcap_mcp_registry::launch`), on
-//! Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.328 (`KCAP_CLAUDE_NEXT_BIN`).
+//! Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.332 (`KCAP_CLAUDE_NEXT_BIN`).
 //!
 //! The Claude plan writes a per-launch `.claude.json` and passes `--settings` so the
 //! interactive client asks nothing (`src/clients/claude/state.rs`). Each case here takes one
@@ -51,7 +51,7 @@ const CONTROL: Duration = Duration::from_secs(12);
 fn binaries() -> Vec<(PathBuf, &'static str)> {
     [
         ("KCAP_CLAUDE_BIN", "2.1.197"),
-        ("KCAP_CLAUDE_NEXT_BIN", "2.1.328"),
+        ("KCAP_CLAUDE_NEXT_BIN", "2.1.332"),
     ]
     .into_iter()
     .filter_map(|(var, version)| Some((peer(var)?, version)))

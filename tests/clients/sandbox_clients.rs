@@ -22,6 +22,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         claude_next_starts_in_the_sandbox,
         claude_native_install_starts_in_the_sandbox,
         codex_starts_in_the_sandbox,
+        codex_next_starts_in_the_sandbox,
         gemini_starts_in_the_sandbox,
         opencode_starts_in_the_sandbox,
         copilot_starts_in_the_sandbox,
@@ -41,6 +42,10 @@ fn claude_next_starts_in_the_sandbox() {
 
 fn codex_starts_in_the_sandbox() {
     starts_in_the_sandbox("KCAP_CODEX_BIN", Client::Codex, "codex-cli ");
+}
+
+fn codex_next_starts_in_the_sandbox() {
+    starts_in_the_sandbox("KCAP_CODEX_NEXT_BIN", Client::Codex, "codex-cli ");
 }
 
 fn gemini_starts_in_the_sandbox() {

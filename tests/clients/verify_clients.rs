@@ -3,8 +3,9 @@
 //! names the pinned version. Install them with `bash scripts/install-peers.sh`; a client
 //! whose `KCAP_*_BIN` is unset is reported as ignored (a failure under
 //! `KCAP_REQUIRE_PEERS=1`). Claude Code runs on both pinned versions (2.1.197,
-//! `KCAP_CLAUDE_BIN`; 2.1.328, `KCAP_CLAUDE_NEXT_BIN`), in a pseudo-terminal; it starts its
-//! servers in the launch's working directory too, but `verify` does not check where (no
+//! `KCAP_CLAUDE_BIN`; 2.1.332, `KCAP_CLAUDE_NEXT_BIN`), in a pseudo-terminal, and Codex CLI
+//! on both of its (0.169.0, `KCAP_CODEX_BIN`; 0.171.0, `KCAP_CODEX_NEXT_BIN`). Claude Code
+//! starts its servers in the launch's working directory too, but `verify` does not check where (no
 //! `server-cwd`). `tests/suite/cli_verify.rs` runs `verify` against stand-in clients.
 
 use crate::common;
@@ -20,7 +21,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         verify_gemini_holds_on_the_installed_client,
         verify_opencode_holds_on_the_installed_client,
         verify_copilot_holds_on_the_installed_client,
-        verify_codex_holds_on_the_installed_client,
+        verify_codex_holds_on_both_pinned_clients,
         verify_claude_holds_on_both_pinned_clients,
         verify_qwen_holds_on_the_installed_client,
     ]
@@ -148,18 +149,23 @@ fn verify_copilot_holds_on_the_installed_client() {
     );
 }
 
-fn verify_codex_holds_on_the_installed_client() {
-    let Some(bin) = peer("KCAP_CODEX_BIN") else {
-        return;
-    };
-    holds("codex", &bin, &[], &CHECKS, "codex-cli 0.169.0");
+fn verify_codex_holds_on_both_pinned_clients() {
+    for (var, version) in [
+        ("KCAP_CODEX_BIN", "codex-cli 0.169.0"),
+        ("KCAP_CODEX_NEXT_BIN", "codex-cli 0.171.0"),
+    ] {
+        let Some(bin) = peer(var) else {
+            continue;
+        };
+        holds("codex", &bin, &[], &CHECKS, version);
+    }
 }
 
 fn verify_claude_holds_on_both_pinned_clients() {
     let checks: Vec<&str> = CHECKS.into_iter().filter(|c| *c != "server-cwd").collect();
     for (var, version) in [
         ("KCAP_CLAUDE_BIN", "2.1.197 (Claude Code)"),
-        ("KCAP_CLAUDE_NEXT_BIN", "2.1.328 (Claude Code)"),
+        ("KCAP_CLAUDE_NEXT_BIN", "2.1.332 (Claude Code)"),
     ] {
         let Some(bin) = peer(var) else {
             continue;

@@ -302,7 +302,10 @@ fn the_proven_versions_are_the_pinned_ones() {
             Client::Claude,
             vec![pinned("CLAUDE_VERSION"), pinned("CLAUDE_NEXT_VERSION")],
         ),
-        (Client::Codex, vec![pinned("CODEX_VERSION")]),
+        (
+            Client::Codex,
+            vec![pinned("CODEX_VERSION"), pinned("CODEX_NEXT_VERSION")],
+        ),
         (Client::Gemini, vec![pinned("GEMINI_VERSION")]),
         (Client::OpenCode, vec![pinned("OPENCODE_VERSION")]),
         (Client::Copilot, vec![pinned("COPILOT_VERSION")]),

@@ -41,8 +41,17 @@
 //! administrator's policy, applied above the plan's): such a launch is refused, and one behind
 //! the door or at a gateway's base URL fetches nothing ([`remote`]).
 //!
-//! Versions: pinned 2.1.197; the conformance suite also runs on 2.1.328 (the newest on
-//! 2026-11-30). Measured differences between them:
+//! Versions: pinned 2.1.197 and the newest, 2.1.332 (on 2026-12-05; it replaced 2.1.328,
+//! the newest on 2026-11-30, which is no longer run). Every real-client case runs on both
+//! (`.ci/run`). 2.1.332 behaved as 2.1.328 in every case (2026-12-05: all 43 Claude cases of
+//! `tests/clients`, and the bundle's texts the executor and the oracles read, `REPL mounted`,
+//! `DECSTBM: `, `Channel notifications`, the first-run screens, unchanged), so each
+//! difference below, measured on 2.1.328, holds for 2.1.332 too; one more, found on
+//! 2.1.332 and present on 2.1.328 already: `claude mcp list` heads a refused file
+//! `[Has errors]` (2.1.197: `[Failed to parse]`) and a file with a skipped entry `[Has
+//! warnings]` (2.1.197: `[Contains warnings]`), the same files refused or skipped (the
+//! oracle of `tests/clients/differential.rs`). Measured differences between 2.1.197 and
+//! 2.1.328:
 //! - With stdin `/dev/null` and no prompt, 2.1.197 starts the MCP servers before it exits
 //!   at the missing prompt; 2.1.328 exits first and starts none. With a prompt (and the API
 //!   at a dead local port) both start them, then retry the API for minutes.
@@ -114,7 +123,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "launch_claude_dialogs",
             "verify_clients",
         ],
-        versions: &["2.1.197", "2.1.328"],
+        versions: &["2.1.197", "2.1.332"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,

@@ -5,6 +5,22 @@
 //! lists exactly the injected servers, `tests/clients/isolation_codex.rs`), so there is no inherited
 //! server to disable and no inventory to take.
 //!
+//! Versions: pinned 0.169.0 and the newest, 0.171.0 (on 2026-12-05); every real-client case
+//! runs on both (`.ci/run`). On 0.171.0 all 36 Codex cases of `tests/clients` passed
+//! unchanged (2026-12-05), so the facts below, measured on 0.169.0, hold there too. What
+//! differs (`codex features list`, `codex --help`, in a throwaway `CODEX_HOME`): `--help`
+//! is the same; 0.171.0 knows nine more features, each under development and off
+//! (`catalog_apps_instructions`, `file_backed_tool_audio`,
+//! `guardian_nested_approval_context`, `mcp_shared_repl_cwd`, `multi_environment_mcp`,
+//! `per_environment_context`, `restored_history_prewarm`, `safe_image_decoder`,
+//! `utc_environment_date`), turns `incremental_tools_legacy` on by default and makes
+//! `tui_workspace` stable and on (`tui_extensions_statusline`: experimental, off). None
+//! is added to [`CLOSED_FEATURES`]: their sources in `codex-rs` are not read yet
+//! (`multi_environment_mcp` and `mcp_shared_repl_cwd` are the leads, should one come on by
+//! default); a user's `[features]` cannot reach the per-launch `CODEX_HOME`, and
+//! `isolation_codex::no_inventory_is_needed_codex_lists_only_the_injected_servers` passes
+//! on either version.
+//!
 //! The plan ([`codex_plan`]) moves each server's `env` override out of the argv into its
 //! `config.toml` (the variables hold the agent id and the capability URL; every local user
 //! reads an argv); [`codex_mcp_overrides`] and [`codex_reviewer_args`] still render it.
@@ -84,7 +100,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "conformance_codex_launch",
             "verify_clients",
         ],
-        versions: &["0.169.0"],
+        versions: &["0.169.0", "0.171.0"],
     },
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
