@@ -66,6 +66,8 @@ mod launch_peers;
 #[cfg(feature = "launch")]
 mod pr_config_claude;
 #[cfg(feature = "launch")]
+mod remote_settings_claude;
+#[cfg(feature = "launch")]
 mod sandbox_clients;
 #[cfg(feature = "launch")]
 mod sandbox_reach_qwen;
@@ -144,5 +146,7 @@ fn main() {
     trials.extend(pr_config_claude::trials());
     #[cfg(feature = "launch")]
     trials.extend(door_https::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(remote_settings_claude::trials());
     common::peers::main(trials)
 }

@@ -405,6 +405,12 @@ impl TestCa {
         self.issuer.der().to_vec()
     }
 
+    /// Its certificate (PEM), for a client that reads extra roots from a file
+    /// (`NODE_EXTRA_CA_CERTS`: `tests/clients/remote_settings_claude.rs`).
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
     /// A server certificate for `names` (DNS names, or IP addresses such as `127.0.0.1`)
     /// and its key.
     pub fn leaf(

@@ -11,7 +11,8 @@
 //! model API that calls the result tool (`tests/clients/isolation_copilot/model.rs`,
 //! `tests/clients/isolation_opencode/http.rs`), a proxy, a configuration server.
 //! [`ModelApi::answering_tls`] speaks TLS only (rustls), as the real model APIs do, with a
-//! certificate of the test's (`tests/clients/door_https.rs`).
+//! certificate of the test's (`tests/clients/door_https.rs`). [`ConnectProxy`] stands in for
+//! an HTTPS host behind a proxy the client is pointed at, with no upstream.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -129,6 +130,112 @@ impl ModelApi {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// A stand-in HTTPS proxy on 127.0.0.1 with no upstream at all: it answers a `CONNECT
+/// <host>:443` (RFC 9110 section 9.3.6) with `200` and then speaks TLS itself with the
+/// certificate of `config` (one for `host`, signed by a CA of the test's that the client is
+/// told to trust), recording each request in the tunnel and giving it `answer(request)`, as
+/// [`ModelApi::answering`] does; any other request (another `CONNECT` target, a plain-HTTP
+/// proxy request) gets `403` and is recorded as a target only. A client whose `HTTPS_PROXY`
+/// names it reaches nothing but this process (`tests/clients/remote_settings_claude.rs`:
+/// `api.anthropic.com` stood in for).
+#[cfg(feature = "launch")]
+pub struct ConnectProxy {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+    targets: Arc<Mutex<Vec<String>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+#[cfg(feature = "launch")]
+impl ConnectProxy {
+    /// Starts the proxy for `host` (struct docs).
+    pub fn start(
+        host: &str,
+        config: Arc<rustls::ServerConfig>,
+        answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static,
+    ) -> ConnectProxy {
+        let answer: Answer = Arc::new(answer);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().unwrap().port();
+        let targets: Arc<Mutex<Vec<String>>> = Arc::default();
+        let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
+        let (seen, log) = (Arc::clone(&targets), Arc::clone(&requests));
+        let tunnel = format!("CONNECT {host}:443");
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let (seen, log, answer, config) = (
+                    Arc::clone(&seen),
+                    Arc::clone(&log),
+                    Arc::clone(&answer),
+                    Arc::clone(&config),
+                );
+                let tunnel = tunnel.clone();
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                    let Some(line) = request_line(&mut stream) else {
+                        return;
+                    };
+                    let target: Vec<&str> = line.split_whitespace().take(2).collect();
+                    let target = target.join(" ");
+                    seen.lock().unwrap().push(target.clone());
+                    if target != tunnel {
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        );
+                        return;
+                    }
+                    if stream
+                        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                    let Ok(conn) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    serve(rustls::StreamOwned::new(conn, stream), &log, &answer);
+                });
+            }
+        });
+        ConnectProxy {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            targets,
+            requests,
+        }
+    }
+
+    /// Every request it was sent, as `<method> <target>` (`CONNECT api.anthropic.com:443`),
+    /// in order.
+    pub fn targets(&self) -> Vec<String> {
+        self.targets.lock().unwrap().clone()
+    }
+
+    /// Every request made in its tunnels so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// The request line of the head a proxy is sent, the head read byte by byte through its
+/// blank line (at most 16 KiB), so that nothing after it (a TLS handshake) is taken;
+/// `None` when the connection closes or fails first.
+#[cfg(feature = "launch")]
+fn request_line(stream: &mut impl std::io::Read) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 16 * 1024 || stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    head.lines().next().map(str::to_owned)
 }
 
 /// An HTTP/1.1 response: `status` (code and reason, `200 OK`), a `content-type` and

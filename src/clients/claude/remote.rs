@@ -9,6 +9,22 @@
 //! require approval". With `ANTHROPIC_BASE_URL` at another host, nothing was fetched before
 //! the first turn (2.1.197, 2026-12-04; debug log: no "Remote settings" line).
 //!
+//! Measured again on 2.1.197 and 2.1.328 through the executor (2026-12-05,
+//! `remote_settings_claude::claude_fetches_and_applies_remote_settings_only_at_the_default_endpoint`
+//! and its `claude_next_…` twin in `tests/clients/remote_settings_claude.rs`; offline: the
+//! client in a network namespace whose only ways out are a stand-in HTTPS proxy, which
+//! ends the TLS of `CONNECT api.anthropic.com:443` itself with a test CA's certificate
+//! trusted through `NODE_EXTRA_CA_CERTS`, and the control's stand-in model API). With
+//! `ANTHROPIC_API_KEY` and no base URL both sent `GET /api/claude_code/settings` (with the key
+//! in `x-api-key`) before their first turn, applied the served deny rule `mcp__kcap-review`
+//! (that turn offered the result tool and no tool of `kcap-review`) and cached the settings
+//! in `$CLAUDE_CONFIG_DIR/remote-settings.json`. With `ANTHROPIC_BASE_URL` at the stand-in
+//! model API no settings request reached either stand-in and `kcap-review`'s tools were
+//! offered; both versions still called `api.anthropic.com` for other things
+//! (`/api/eval/sdk-…`, `/api/event_logging/v2/batch`; 2.1.197 also `/api/claude_cli/bootstrap`,
+//! `/api/claude_code_penguin_mode`, `/api/claude_code/organizations/metrics_enabled`, each
+//! with the key in `x-api-key`), which only the door keeps in.
+//!
 //! Read in 2.1.197's bundle (`ZJ()`, the eligibility, and `Eu()`/`vrt()`/`wrt()`): the
 //! settings are fetched for the first-party provider when `ANTHROPIC_BASE_URL` is unset or
 //! `new URL(base).host` is `api.anthropic.com`, and the launch holds an API key or a claude.ai
