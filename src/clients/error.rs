@@ -248,8 +248,8 @@ pub enum RenderError {
 }
 
 impl RenderError {
-    /// The messages of the door's refusals and of a worktree in another repository; `None`
-    /// for another error.
+    /// The messages of the door's refusals, of a worktree in another repository and of remote
+    /// managed settings; `None` for another error.
     fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
         Some(match self {
             RenderError::DoorUnsupported { client } => write!(
@@ -308,6 +308,16 @@ impl RenderError {
                  checkout of its own (`git worktree add`, a clone) or a directory outside any \
                  repository",
                 git.display()
+            ),
+            RenderError::RemoteSettings {
+                client,
+                source,
+                fix,
+            } => write!(
+                f,
+                "cannot isolate the {client} reviewer: with this credential at the default API \
+                 endpoint {client} fetches its remote managed settings from {source} when it \
+                 starts, an administrator's policy the plan can neither see nor keep out; {fix}"
             ),
             _ => return None,
         })
@@ -399,17 +409,9 @@ impl fmt::Display for RenderError {
                 file,
                 effect,
             } => fmt_managed(*client, file, effect, f),
-            RenderError::RemoteSettings {
-                client,
-                source,
-                fix,
-            } => write!(
-                f,
-                "cannot isolate the {client} reviewer: with this credential at the default API \
-                 endpoint {client} fetches its remote managed settings from {source} when it \
-                 starts, an administrator's policy the plan can neither see nor keep out; {fix}"
-            ),
-            RenderError::WorktreeInRepository { .. } => self.fmt_door(f).unwrap_or(Ok(())),
+            RenderError::RemoteSettings { .. } | RenderError::WorktreeInRepository { .. } => {
+                self.fmt_door(f).unwrap_or(Ok(()))
+            }
             RenderError::UnreadableConfig {
                 client,
                 file,

@@ -4,12 +4,12 @@
 //! would fetch it is refused ([`preflight`]).
 //!
 //! Measured by issue 34's attacks (2.1.197, 2.1.328 and 2.1.332, the settings served in the
-//! default endpoint's place): with a deny rule and `deniedMcpServers` in it, `kcap-review` never started and the
-//! result tool was never offered; with hooks in it, the reviewer sat at "Managed settings
-//! require approval". With `ANTHROPIC_BASE_URL` at another host, nothing was fetched before
+//! default endpoint's place): with a deny rule and `deniedMcpServers` in it, `kcap-review`
+//! never started and the result tool was never offered; with hooks in it, the reviewer sat
+//! at "Managed settings require approval". With `ANTHROPIC_BASE_URL` at another host, nothing was fetched before
 //! the first turn (2.1.197, 2026-12-04; debug log: no "Remote settings" line).
 //!
-//! Measured again on 2.1.197 and 2.1.328 through the executor (2026-12-05,
+//! Measured again on 2.1.197, 2.1.328 and 2.1.332 through the executor (2026-12-05,
 //! `remote_settings_claude::claude_fetches_and_applies_remote_settings_only_at_the_default_endpoint`
 //! and its `claude_next_…` twin in `tests/clients/remote_settings_claude.rs`; offline: the
 //! client in a network namespace whose only ways out are a stand-in HTTPS proxy, which
@@ -73,7 +73,8 @@ pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
             client: Client::Claude,
             source: SOURCE,
             fix: "put the reviewer behind the door (`LaunchRequest::door`, the CLI's \
-                  `--door`), or hand over `ANTHROPIC_BASE_URL` of a gateway you run",
+                  `--door`, with `ANTHROPIC_BASE_URL` handed over): the key then stays outside \
+                  it too",
         });
     }
     Ok(())
