@@ -28,9 +28,12 @@ use crate::wire::LaunchCommand;
 ///     .server("http://127.0.0.1:5100", "/usr/local/bin/kcap")
 ///     .worktree("/srv/kcap/worktrees/review-42")
 ///     .launch_dir("/srv/kcap/launches/a1")
+///     .credential_env("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
 ///     .credential_env("ANTHROPIC_API_KEY", "sk-…")
+///     .door() // the key stays outside the reviewer
 ///     .plan()?;
 /// assert_eq!(launch.plan.env_value("HOME"), Some("/srv/kcap/launches/a1/home"));
+/// assert!(launch.plan.env_value("ANTHROPIC_API_KEY").unwrap().starts_with("kcap-door-"));
 /// assert_eq!(launch.plan.servers[1].id, "kcap-review");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
