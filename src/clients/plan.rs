@@ -72,9 +72,12 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// Version 7 types a terminal client's prompt once its MCP servers are ready
 /// ([`LaunchPlan::typed_prompt`]): a version-6 executor would start the reviewer with no
 /// prompt at all.
+/// Version 8 holds an ACP client's first prompt until its log says every injected MCP
+/// server listed its tools ([`LaunchPlan::servers_ready`]): a version-7 executor would send
+/// it to a reviewer one of whose servers never started.
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
-pub const PLAN_VERSION: u32 = 7;
+pub const PLAN_VERSION: u32 = 8;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +145,11 @@ pub struct LaunchPlan {
     /// `session/prompt`).
     #[serde(default)]
     pub typed_prompt: Option<TypedPrompt>,
+    /// For an ACP client that answers `session/new` without saying that an injected server
+    /// failed: the log that says it ([`ServersReady`]), read by the executor after
+    /// `session/new` and before any prompt. `None`: nothing to wait for.
+    #[serde(default)]
+    pub servers_ready: Option<ServersReady>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
@@ -275,6 +283,7 @@ impl LaunchPlan {
             worktree_remove,
             session_new: None,
             typed_prompt: None,
+            servers_ready: None,
             servers: Vec::new(),
             sandbox,
             door: None,
@@ -444,6 +453,31 @@ pub struct TypedPrompt {
     pub ready: Vec<String>,
     /// Texts any one of which, starting a line's message, says that an injected server never
     /// will: the executor stops the client and quotes the line.
+    pub failed: Vec<String>,
+}
+
+/// What an ACP client's log says about its MCP servers, for the executor to read before the
+/// first prompt: `{"log": …, "ready": […], "failed": […]}`. Over ACP a client answers
+/// `session/new` when it has tried to start its servers, and answers it the same when one of
+/// them exited or failed (Gemini CLI 0.61.0, measured: the room says how); its first turn
+/// then goes out without that server's tools.
+///
+/// The executor (`launch::AcpSession`, feature `launch`) reads [`ServersReady::log`] once
+/// `session/new` answered: a line holding a [`ServersReady::failed`] text, or the
+/// handshake bound (`launch::Options::handshake_timeout`, from the client's start) passing
+/// before every [`ServersReady::ready`] text is in some line, stops the client with an error
+/// naming the server, and no prompt is sent. The reviewer can write its own log: a forged
+/// line lets its own review start without a server, and harms nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServersReady {
+    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
+    pub log: String,
+    /// Texts that must each be in some line of the log before the first prompt: each
+    /// injected server is connected, and the client's session set up.
+    pub ready: Vec<String>,
+    /// Texts any one of which, in a line of the log, says that an injected server failed:
+    /// the executor stops the client and quotes the line.
     pub failed: Vec<String>,
 }
 

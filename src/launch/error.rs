@@ -81,6 +81,8 @@ pub enum PathField {
     PrConfig,
     /// The `log` of [`LaunchPlan::typed_prompt`](crate::clients::plan::LaunchPlan::typed_prompt).
     TypedPromptLog,
+    /// The `log` of [`LaunchPlan::servers_ready`](crate::clients::plan::LaunchPlan::servers_ready).
+    ServersReadyLog,
 }
 
 impl fmt::Display for PathField {
@@ -92,6 +94,7 @@ impl fmt::Display for PathField {
             PathField::Sandbox => "sandbox",
             PathField::PrConfig => "pr_config",
             PathField::TypedPromptLog => "typed_prompt.log",
+            PathField::ServersReadyLog => "servers_ready.log",
         })
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
-use crate::clients::plan::TypedPrompt;
+use crate::clients::plan::{ServersReady, TypedPrompt};
 
 /// How often the log is read while the gate waits, and the typing watched.
 pub(crate) const POLL: Duration = Duration::from_millis(50);
@@ -87,6 +87,21 @@ impl Gate {
             next_poll: now,
             typed: false,
         }
+    }
+
+    /// A gate with nothing to type for an ACP client's [`ServersReady`]: [`Next::Type`] (of
+    /// nothing) says that every `ready` text is in the log.
+    pub(crate) fn servers(ready: &ServersReady, launch_dir: &Path, bound: Duration) -> Gate {
+        Gate::new(
+            &TypedPrompt {
+                text: String::new(),
+                log: ready.log.clone(),
+                ready: ready.ready.clone(),
+                failed: ready.failed.clone(),
+            },
+            launch_dir,
+            bound,
+        )
     }
 
     /// The bytes that type `text`: one bracketed paste, line breaks as LF.

@@ -301,6 +301,7 @@ prop_compose! {
             pr_config: None,
             session_new: None,
             typed_prompt: None,
+            servers_ready: None,
             servers: vec![],
             // Set with the launch directory.
             sandbox: Sandbox::default(),
