@@ -433,8 +433,8 @@ impl fmt::Debug for DoorCredential {
 ///
 /// The executor (`launch::TerminalSession`, feature `launch`) reads [`TypedPrompt::log`] as
 /// it grows; once it holds every [`TypedPrompt::ready`] text (each starting the message of
-/// some line: the part after the line's first `] `, as in Claude Code's `<time> [<LEVEL>]
-/// <message>`; a line that only quotes a text says nothing), it types
+/// some line: the part after [`TypedPrompt::message_after`] `] `, the first in Claude Code's
+/// `<time> [<LEVEL>] <message>`; a line that only quotes a text says nothing), it types
 /// [`TypedPrompt::text`] as one bracketed paste (`ESC [200~` … `ESC [201~`, so line breaks
 /// do not send it early) and then Enter. A line holding a [`TypedPrompt::failed`] text
 /// first, or the handshake bound (`launch::Options::handshake_timeout`), stops the client
@@ -454,6 +454,10 @@ pub struct TypedPrompt {
     /// Texts any one of which, starting a line's message, says that an injected server never
     /// will: the executor stops the client and quotes the line.
     pub failed: Vec<String>,
+    /// Where a line's message starts, as data of the client's log format: after this many
+    /// `] ` (1 for Claude Code's `<time> [<LEVEL>] <message>`; 0: the whole line). A line
+    /// with fewer says nothing.
+    pub message_after: usize,
 }
 
 /// What an ACP client's log says about its MCP servers, for the executor to read before the
@@ -463,22 +467,27 @@ pub struct TypedPrompt {
 /// then goes out without that server's tools.
 ///
 /// The executor (`launch::AcpSession`, feature `launch`) reads [`ServersReady::log`] once
-/// `session/new` answered: a line holding a [`ServersReady::failed`] text, or the
+/// `session/new` answered: a line whose message (the part after
+/// [`ServersReady::message_after`] `] `) starts with a [`ServersReady::failed`] text, or the
 /// handshake bound (`launch::Options::handshake_timeout`, from the client's start) passing
-/// before every [`ServersReady::ready`] text is in some line, stops the client with an error
-/// naming the server, and no prompt is sent. The reviewer can write its own log: a forged
+/// before every [`ServersReady::ready`] text started some line's message, stops the client
+/// with an error naming the server, and no prompt is sent. A line that only quotes a text
+/// says nothing. The reviewer can write its own log: a forged
 /// line lets its own review start without a server, and harms nothing else.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServersReady {
     /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
     pub log: String,
-    /// Texts that must each be in some line of the log before the first prompt: each
+    /// Texts that must each start some line's message before the first prompt: each
     /// injected server is connected, and the client's session set up.
     pub ready: Vec<String>,
-    /// Texts any one of which, in a line of the log, says that an injected server failed:
-    /// the executor stops the client and quotes the line.
+    /// Texts any one of which, starting a line's message, says that an injected server
+    /// failed: the executor stops the client and quotes the line.
     pub failed: Vec<String>,
+    /// Where a line's message starts ([`TypedPrompt::message_after`]): 2 for Gemini CLI's
+    /// `[<time>] [<LEVEL>] <message>`.
+    pub message_after: usize,
 }
 
 /// One environment variable: `{"name": …, "value": …}` (the ACP shape too).

@@ -324,9 +324,11 @@ pub enum ExecError {
         unsent: usize,
     },
     /// A terminal client's typed prompt ([`TypedPrompt`](crate::clients::plan::TypedPrompt))
-    /// was never typed: its log said an injected MCP server never will list its tools, or
-    /// still lacked one at [`Options::handshake_timeout`](super::Options::handshake_timeout).
-    /// The client was stopped; the reviewer got no prompt.
+    /// was never typed, or an ACP client's first prompt never sent
+    /// ([`ServersReady`](crate::clients::plan::ServersReady)): its log said an injected MCP
+    /// server never will list its tools, or still lacked one at
+    /// [`Options::handshake_timeout`](super::Options::handshake_timeout). The client was
+    /// stopped; the reviewer got no prompt.
     ServersNotReady {
         /// The client's name.
         client: String,

@@ -14,8 +14,9 @@
 //! (`bundle/chunk-JDPZ4CE3.js`) appends every debug line there. The MCP client writes
 //! `Registering notification handlers for server '<name>'` once a server answered
 //! `initialize`, `[MCP error] Error during discovery for MCP server '<name>'` (an exit: `MCP
-//! error -32000: Connection closed`) or `Error connecting to MCP server '<name>'` when it
-//! failed (`McpClientManager.emitDiagnostic`, which ACP mode shows nowhere else), and
+//! error -32000: Connection closed`) or `[MCP error] Error connecting to MCP server
+//! '<name>'` when it failed (`McpClientManager.emitDiagnostic` logs `[MCP ${severity}]
+//! ${message}`, which ACP mode shows nowhere else), and
 //! `[STARTUP] StartupProfiler.flush() called` after `config.initialize()`, before
 //! `session/new` answers. So the plan turns that log on and has the executor read it after
 //! `session/new` ([`ServersReady`]).
@@ -31,9 +32,20 @@ pub const DEBUG_LOG_VAR: &str = "GEMINI_DEBUG_LOG_FILE";
 /// The line that says the session's setup, the servers' discovery in it, is over.
 pub const SESSION_READY: &str = "[STARTUP] StartupProfiler.flush() called";
 
+/// Where a line's message starts in that log: after the second `] ` of `[<time>]
+/// [<LEVEL>] <message>` (`DebugLogger.writeToFile`: `[${timestamp}] [${level}] ${message}`,
+/// the message `util.format` of its arguments). A message can span lines (an error's stack
+/// trace follows `Error during discovery …`, and with `--debug` an MCP server's standard
+/// error is logged as `[DEBUG] [MCP STDERR (<name>)]: <text>`): a text counts only where it
+/// starts a line's message, so neither a continuation line nor a quoted text says anything;
+/// nor does the `Deduplicated silent MCP diagnostic: error:[MCP error] …` line that may
+/// repeat a failure.
+pub const LOG_MESSAGE_AFTER: usize = 2;
+
 /// Turns the debug log on and sets [`LaunchPlan::servers_ready`]: each server's
 /// `Registering notification handlers for server '<name>'` and [`SESSION_READY`] ready;
-/// each server's discovery or connection error failed. Nothing without servers.
+/// each server's discovery or connection error failed, each at the start of a line's
+/// message ([`LOG_MESSAGE_AFTER`]). Nothing without servers.
 pub(super) fn wait_for_servers(plan: &mut LaunchPlan) {
     if plan.servers.is_empty() {
         return;
@@ -58,8 +70,14 @@ pub(super) fn wait_for_servers(plan: &mut LaunchPlan) {
         .iter()
         .flat_map(|s| {
             [
-                format!("Error during discovery for MCP server '{}'", s.wire_name),
-                format!("Error connecting to MCP server '{}'", s.wire_name),
+                format!(
+                    "[MCP error] Error during discovery for MCP server '{}'",
+                    s.wire_name
+                ),
+                format!(
+                    "[MCP error] Error connecting to MCP server '{}'",
+                    s.wire_name
+                ),
             ]
         })
         .collect();
@@ -67,5 +85,6 @@ pub(super) fn wait_for_servers(plan: &mut LaunchPlan) {
         log: DEBUG_LOG_FILE.to_owned(),
         ready,
         failed,
+        message_after: LOG_MESSAGE_AFTER,
     });
 }
