@@ -72,9 +72,12 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// Version 7 types a terminal client's prompt once its MCP servers are ready
 /// ([`LaunchPlan::typed_prompt`]): a version-6 executor would start the reviewer with no
 /// prompt at all.
+/// Version 8 holds an ACP client's first prompt until its log says every injected MCP
+/// server listed its tools ([`LaunchPlan::servers_ready`]): a version-7 executor would send
+/// it to a reviewer one of whose servers never started.
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
-pub const PLAN_VERSION: u32 = 7;
+pub const PLAN_VERSION: u32 = 8;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +145,11 @@ pub struct LaunchPlan {
     /// `session/prompt`).
     #[serde(default)]
     pub typed_prompt: Option<TypedPrompt>,
+    /// For an ACP client that answers `session/new` without saying that an injected server
+    /// failed: the log that says it ([`ServersReady`]), read by the executor after
+    /// `session/new` and before any prompt. `None`: nothing to wait for.
+    #[serde(default)]
+    pub servers_ready: Option<ServersReady>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
@@ -275,6 +283,7 @@ impl LaunchPlan {
             worktree_remove,
             session_new: None,
             typed_prompt: None,
+            servers_ready: None,
             servers: Vec::new(),
             sandbox,
             door: None,
@@ -424,8 +433,8 @@ impl fmt::Debug for DoorCredential {
 ///
 /// The executor (`launch::TerminalSession`, feature `launch`) reads [`TypedPrompt::log`] as
 /// it grows; once it holds every [`TypedPrompt::ready`] text (each starting the message of
-/// some line: the part after the line's first `] `, as in Claude Code's `<time> [<LEVEL>]
-/// <message>`; a line that only quotes a text says nothing), it types
+/// some line: the part after [`TypedPrompt::message_after`] `] `, the first in Claude Code's
+/// `<time> [<LEVEL>] <message>`; a line that only quotes a text says nothing), it types
 /// [`TypedPrompt::text`] as one bracketed paste (`ESC [200~` … `ESC [201~`, so line breaks
 /// do not send it early) and then Enter. A line holding a [`TypedPrompt::failed`] text
 /// first, or the handshake bound (`launch::Options::handshake_timeout`), stops the client
@@ -445,6 +454,40 @@ pub struct TypedPrompt {
     /// Texts any one of which, starting a line's message, says that an injected server never
     /// will: the executor stops the client and quotes the line.
     pub failed: Vec<String>,
+    /// Where a line's message starts, as data of the client's log format: after this many
+    /// `] ` (1 for Claude Code's `<time> [<LEVEL>] <message>`; 0: the whole line). A line
+    /// with fewer says nothing.
+    pub message_after: usize,
+}
+
+/// What an ACP client's log says about its MCP servers, for the executor to read before the
+/// first prompt: `{"log": …, "ready": […], "failed": […]}`. Over ACP a client answers
+/// `session/new` when it has tried to start its servers, and answers it the same when one of
+/// them exited or failed (Gemini CLI 0.61.0, measured: the room says how); its first turn
+/// then goes out without that server's tools.
+///
+/// The executor (`launch::AcpSession`, feature `launch`) reads [`ServersReady::log`] once
+/// `session/new` answered: a line whose message (the part after
+/// [`ServersReady::message_after`] `] `) starts with a [`ServersReady::failed`] text, or the
+/// handshake bound (`launch::Options::handshake_timeout`, from the client's start) passing
+/// before every [`ServersReady::ready`] text started some line's message, stops the client
+/// with an error naming the server, and no prompt is sent. A line that only quotes a text
+/// says nothing. The reviewer can write its own log: a forged
+/// line lets its own review start without a server, and harms nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServersReady {
+    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
+    pub log: String,
+    /// Texts that must each start some line's message before the first prompt: each
+    /// injected server is connected, and the client's session set up.
+    pub ready: Vec<String>,
+    /// Texts any one of which, starting a line's message, says that an injected server
+    /// failed: the executor stops the client and quotes the line.
+    pub failed: Vec<String>,
+    /// Where a line's message starts ([`TypedPrompt::message_after`]): 2 for Gemini CLI's
+    /// `[<time>] [<LEVEL>] <message>`.
+    pub message_after: usize,
 }
 
 /// One environment variable: `{"name": …, "value": …}` (the ACP shape too).

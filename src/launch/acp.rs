@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::Options;
 use super::error::{ExecError, Step};
+use super::gate::{Gate, Next, NotReady};
 use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue::{self, MAX_QUEUED_BYTES};
@@ -126,13 +127,16 @@ pub struct AcpSession {
 
 impl AcpSession {
     /// Takes the started client's pipes, runs `initialize` and `session/new` (each bounded
-    /// by [`Options::handshake_timeout`]) and checks their answers.
+    /// by [`Options::handshake_timeout`]) and checks their answers; then, with a `gate` (the
+    /// plan's [`ServersReady`](crate::clients::plan::ServersReady)), waits for its log to
+    /// say that every injected server is ready ([`AcpSession::servers_ready`]).
     pub(crate) fn open(
         mut process: Process,
         dir: LaunchDir,
         session_new: &SessionNew,
         note: Option<String>,
         options: &Options,
+        gate: Option<Gate>,
     ) -> Result<AcpSession, ExecError> {
         let (tx, rx) = queue::bounded(MAX_QUEUED_BYTES);
         let stdout = process.child.stdout.take().expect("stdout piped");
@@ -182,12 +186,75 @@ impl AcpSession {
             return Err(session.protocol(Step::Initialize, &init));
         }
         let params = serde_json::to_value(session_new).expect("session/new params serialize");
-        let new = session.request(Step::SessionNew, "session/new", params, timeout)?;
+        let answer = session.request(Step::SessionNew, "session/new", params, timeout);
+        let (new, gate) = match (answer, gate) {
+            (Ok(new), gate) => (new, gate),
+            // A client that waits for a server that never answers: its log names it.
+            // (The gate's bound, the same, ran from before `initialize`: it has passed.)
+            (Err(e @ ExecError::Timeout { .. }), Some(mut gate)) => {
+                return Err(match gate.poll(Instant::now()) {
+                    Err(why) => session.stopped(&gate, why),
+                    Ok(_) => e,
+                });
+            }
+            (Err(e), _) => return Err(e),
+        };
         match new.get("sessionId").and_then(Value::as_str) {
             Some(id) if !id.is_empty() => session.session_id = id.to_owned(),
             _ => return Err(session.protocol(Step::SessionNew, &new)),
         }
+        if let Some(gate) = gate {
+            session.servers_ready(gate)?;
+        }
         Ok(session)
+    }
+
+    /// Waits, after `session/new`, until `gate`'s log holds every `ready` text, keeping what
+    /// the client sends meanwhile for [`AcpSession::next_event`].
+    ///
+    /// # Errors
+    /// [`ExecError::ServersNotReady`] when a line of the log holds a `failed` text, or the
+    /// gate's bound passes first: the client is stopped, and no prompt was sent.
+    fn servers_ready(&mut self, mut gate: Gate) -> Result<(), ExecError> {
+        loop {
+            let until = match gate.poll(Instant::now()) {
+                Ok(Next::Type(_) | Next::Done) => return Ok(()),
+                Ok(Next::Wait(until)) => until,
+                Err(why) => return Err(self.stopped(&gate, why)),
+            };
+            if let Some(msg) = self.wait(Step::SessionNew, until)? {
+                if let Some(event) = self.event(msg, Step::SessionNew)? {
+                    self.backlog.push_back(event);
+                }
+            }
+            if self.hung_up {
+                let status = self.process.wait_exit(Duration::from_secs(1));
+                self.closed = true;
+                self.last_words();
+                return Err(ExecError::Exited {
+                    client: self.process.client.clone(),
+                    step: Step::SessionNew,
+                    status,
+                    stderr: self.stderr_tail(),
+                });
+            }
+        }
+    }
+
+    /// Stops the client for `why` ([`ExecError::ServersNotReady`]).
+    fn stopped(&mut self, gate: &Gate, why: NotReady) -> ExecError {
+        self.closed = true;
+        let _ = self.process.stop();
+        let (failed, missing) = match why {
+            NotReady::Failed(line) => (Some(line), Vec::new()),
+            NotReady::Missing(missing) => (None, missing),
+        };
+        ExecError::ServersNotReady {
+            client: self.process.client.clone(),
+            waited: gate.waited(),
+            failed,
+            missing,
+        }
     }
 
     /// The session id `session/new` answered.

@@ -81,6 +81,8 @@ pub enum PathField {
     PrConfig,
     /// The `log` of [`LaunchPlan::typed_prompt`](crate::clients::plan::LaunchPlan::typed_prompt).
     TypedPromptLog,
+    /// The `log` of [`LaunchPlan::servers_ready`](crate::clients::plan::LaunchPlan::servers_ready).
+    ServersReadyLog,
 }
 
 impl fmt::Display for PathField {
@@ -92,6 +94,7 @@ impl fmt::Display for PathField {
             PathField::Sandbox => "sandbox",
             PathField::PrConfig => "pr_config",
             PathField::TypedPromptLog => "typed_prompt.log",
+            PathField::ServersReadyLog => "servers_ready.log",
         })
     }
 }
@@ -321,9 +324,11 @@ pub enum ExecError {
         unsent: usize,
     },
     /// A terminal client's typed prompt ([`TypedPrompt`](crate::clients::plan::TypedPrompt))
-    /// was never typed: its log said an injected MCP server never will list its tools, or
-    /// still lacked one at [`Options::handshake_timeout`](super::Options::handshake_timeout).
-    /// The client was stopped; the reviewer got no prompt.
+    /// was never typed, or an ACP client's first prompt never sent
+    /// ([`ServersReady`](crate::clients::plan::ServersReady)): its log said an injected MCP
+    /// server never will list its tools, or still lacked one at
+    /// [`Options::handshake_timeout`](super::Options::handshake_timeout). The client was
+    /// stopped; the reviewer got no prompt.
     ServersNotReady {
         /// The client's name.
         client: String,

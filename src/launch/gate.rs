@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
-use crate::clients::plan::TypedPrompt;
+use crate::clients::plan::{ServersReady, TypedPrompt};
 
 /// How often the log is read while the gate waits, and the typing watched.
 pub(crate) const POLL: Duration = Duration::from_millis(50);
@@ -43,6 +43,8 @@ pub(crate) struct Gate {
     /// The `ready` texts no line has held yet.
     missing: Vec<String>,
     failed: Vec<String>,
+    /// How many `] ` come before a line's message.
+    message_after: usize,
     line: Vec<u8>,
     started: Instant,
     bound: Duration,
@@ -81,12 +83,29 @@ impl Gate {
             file: None,
             missing: prompt.ready.clone(),
             failed: prompt.failed.clone(),
+            message_after: prompt.message_after,
             line: Vec::new(),
             started: now,
             bound,
             next_poll: now,
             typed: false,
         }
+    }
+
+    /// A gate with nothing to type for an ACP client's [`ServersReady`]: [`Next::Type`] (of
+    /// nothing) says that every `ready` text is in the log.
+    pub(crate) fn servers(ready: &ServersReady, launch_dir: &Path, bound: Duration) -> Gate {
+        Gate::new(
+            &TypedPrompt {
+                text: String::new(),
+                log: ready.log.clone(),
+                ready: ready.ready.clone(),
+                failed: ready.failed.clone(),
+                message_after: ready.message_after,
+            },
+            launch_dir,
+            bound,
+        )
     }
 
     /// The bytes that type `text`: one bracketed paste, line breaks as LF.
@@ -155,7 +174,7 @@ impl Gate {
             }
             let line = String::from_utf8_lossy(&self.line).into_owned();
             self.line.clear();
-            let message = message(&line);
+            let message = message(&line, self.message_after);
             if self.failed.iter().any(|f| message.starts_with(f.as_str())) {
                 return Some(line);
             }
@@ -180,15 +199,19 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
         .then(|| std::fs::File::from(fd))
 }
 
-/// What a log line says: the part after its first `] ` (Claude Code's lines are `<time>
-/// [<LEVEL>] <message>`), where a text of the plan must start to count; empty without one.
-/// A line that only quotes a text does not say it: Claude Code logs an MCP server's standard
-/// error (`[ERROR] MCP server "x" Server stderr: …`) and the worktree's git remote URL (2.1.328:
-/// `[DEBUG] Git remote URL: …`) into the same log, and a quoted `Connection failed` there
-/// stopped a healthy launch (measured 2026-12-05 on 2.1.197 and 2.1.328,
-/// `first_turn::claude_a_quoted_failure_does_not_stop_the_launch`).
-fn message(line: &str) -> &str {
-    line.split_once("] ").map_or("", |(_, message)| message)
+/// What a log line says: the part after its `after`-th `] ` (the plan's
+/// `message_after`, each room's log format as data), where a text of the plan must start to
+/// count; empty when it has fewer. A line that only quotes a text does not say it (a
+/// server's standard error a client logs, a stack trace's continuation lines).
+fn message(line: &str, after: usize) -> &str {
+    let mut rest = line;
+    for _ in 0..after {
+        match rest.split_once("] ") {
+            Some((_, tail)) => rest = tail,
+            None => return "",
+        }
+    }
+    rest
 }
 
 /// Types `paste` into the terminal `master`, then Enter after [`PASTE_SETTLE`], on a thread
@@ -223,6 +246,7 @@ mod tests {
             log: "client.log".into(),
             ready: vec!["input ready".into(), "server a: listed".into()],
             failed: vec!["server a: failed".into()],
+            message_after: 1,
         }
     }
 
@@ -287,6 +311,56 @@ mod tests {
         let mut gate = Gate::new(&prompt(), dir.path(), Duration::from_secs(60));
         assert!(matches!(gate.poll(Instant::now()), Ok(Next::Wait(_))));
         assert_eq!(gate.missing, vec!["server a: listed".to_owned()]);
+    }
+
+    /// The servers' gate of an ACP client whose lines are `[<time>] [<LEVEL>] <message>`
+    /// (`message_after` 2; Gemini CLI 0.61.0's lines, as measured): a failed line stops it;
+    /// the same text in a stack trace's continuation, in a server's standard error the
+    /// client echoes, or quoted in a later debug line, does not.
+    #[test]
+    fn a_servers_gate_reads_its_own_line_format() {
+        let ready = ServersReady {
+            log: "client.log".into(),
+            ready: vec!["Registering server 'a'".into(), "[STARTUP] flush".into()],
+            failed: vec!["[MCP error] Error for server 'a'".into()],
+            message_after: 2,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("client.log");
+        let quoted = "[t] [DEBUG] [DEBUG] [MCP STDERR (a)]:  [MCP error] Error for server 'a'\n\
+                      [t] [DEBUG] Deduplicated silent MCP diagnostic: error:[MCP error] Error for server 'a'\n\
+                      t [LOG] [MCP error] Error for server 'a': one field only\n\
+                      \x20   at [MCP error] Error for server 'a' (x.js:1)\n\
+                      [MCP error] Error for server 'a': no prefix\n\
+                      [t] [LOG] Registering server 'a'. Capabilities: {}\n";
+        std::fs::write(&log, quoted).unwrap();
+        let mut gate = Gate::servers(&ready, dir.path(), Duration::from_secs(60));
+        assert!(matches!(gate.poll(Instant::now()), Ok(Next::Wait(_))));
+        assert_eq!(gate.missing, vec!["[STARTUP] flush".to_owned()]);
+        let failed = "[t] [LOG] [MCP error] Error for server 'a': Connection closed";
+        std::fs::write(&log, format!("{quoted}{failed}\n")).unwrap();
+        assert_eq!(
+            gate.poll(Instant::now() + POLL),
+            Err(NotReady::Failed(failed.into()))
+        );
+        std::fs::write(
+            &log,
+            format!("{quoted}[t] [DEBUG] [STARTUP] flush() called\n"),
+        )
+        .unwrap();
+        let mut gate = Gate::servers(&ready, dir.path(), Duration::from_secs(60));
+        assert_eq!(
+            gate.poll(Instant::now()),
+            Ok(Next::Type(b"\x1b[200~\x1b[201~".to_vec()))
+        );
+    }
+
+    #[test]
+    fn a_message_follows_its_prefix() {
+        assert_eq!(message("[t] [LOG] x] y", 2), "x] y");
+        assert_eq!(message("t [LOG] x", 1), "x");
+        assert_eq!(message("t [LOG] x", 2), "");
+        assert_eq!(message("Warning: x", 0), "Warning: x");
     }
 
     #[test]

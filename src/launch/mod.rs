@@ -413,7 +413,14 @@ pub fn launch_with_parent_env(
             let cgroup = cgroup.filter(|c| c.holds(child.id()));
             let mut process = process::Process::new(child, plan.client.name(), cgroup);
             process.door = door.map(door::Pending::open).transpose()?;
-            AcpSession::open(process, dir, session_new, note, options).map(Reviewer::Acp)
+            let gate = plan.servers_ready.as_ref().map(|ready| {
+                gate::Gate::servers(
+                    ready,
+                    Path::new(&plan.launch_dir),
+                    options.handshake_timeout,
+                )
+            });
+            AcpSession::open(process, dir, session_new, note, options, gate).map(Reviewer::Acp)
         }
         None => {
             let master = pty::attach(&mut cmd, options)

@@ -118,6 +118,10 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
             PathField::TypedPromptLog,
             plan.typed_prompt.iter().map(|t| &t.log).collect(),
         ),
+        (
+            PathField::ServersReadyLog,
+            plan.servers_ready.iter().map(|t| &t.log).collect(),
+        ),
     ];
     for (field, paths) in &fields {
         for path in paths {

@@ -298,6 +298,7 @@ mod tests {
             pr_config: None,
             session_new: None,
             typed_prompt: None,
+            servers_ready: None,
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
             door: None,

@@ -46,7 +46,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
 const DELAY: Duration = Duration::from_secs(5);
 
 /// How long one client run may take, from its start to its first request that offers tools.
-const BOUND: Duration = Duration::from_secs(90);
+pub(crate) const BOUND: Duration = Duration::from_secs(90);
 
 /// A tool of each injected server (the registry's), which the first turn must name.
 const TOOLS: &[&str] = &["submit_review_result", "get_pr_summary"];
@@ -271,7 +271,7 @@ fn anthropic(model: &str) -> Vec<u8> {
 }
 
 /// A Chat Completions turn that ends at once, to the completions path only.
-fn openai_chat(req: &Request) -> Vec<u8> {
+pub(crate) fn openai_chat(req: &Request) -> Vec<u8> {
     if !req.path.ends_with("/chat/completions") {
         return response("404 Not Found", "application/json", b"{}");
     }
@@ -284,10 +284,10 @@ fn openai_chat(req: &Request) -> Vec<u8> {
 
 /// One launch's world: a worktree and launch directory ([`Scene`]), the slow stand-in
 /// server as the kcap binary, and the stand-in model API.
-struct Bench {
-    scene: Scene,
-    kcap: PathBuf,
-    api: ModelApi,
+pub(crate) struct Bench {
+    pub(crate) scene: Scene,
+    pub(crate) kcap: PathBuf,
+    pub(crate) api: ModelApi,
     /// Copilot CLI's package cache (`KCAP_COPILOT_CACHE`), read and executed in place.
     cache: Option<PathBuf>,
 }
@@ -298,7 +298,7 @@ impl Bench {
     }
 
     /// [`Bench::new`] with `server` (an executable's source) as the kcap binary.
-    fn serving(
+    pub(crate) fn serving(
         answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static,
         server: String,
     ) -> Bench {
@@ -335,7 +335,12 @@ impl Bench {
 
     /// `client`'s reviewer plan (`Client::plan`, lenient policy) of [`Bench::context`],
     /// [`Bench::offline`].
-    fn plan(&self, client: Client, model: Option<&str>, credentials: Credentials) -> LaunchPlan {
+    pub(crate) fn plan(
+        &self,
+        client: Client,
+        model: Option<&str>,
+        credentials: Credentials,
+    ) -> LaunchPlan {
         let ctx = self.context(model, credentials);
         self.offline(
             client
@@ -346,7 +351,7 @@ impl Bench {
     }
 
     /// `plan` with a dead proxy for anything but the loopback interface.
-    fn offline(&self, mut plan: LaunchPlan) -> LaunchPlan {
+    pub(crate) fn offline(&self, mut plan: LaunchPlan) -> LaunchPlan {
         plan.env.extend([
             EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
             EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
@@ -395,7 +400,7 @@ impl Bench {
     /// Carries `plan` out with `bin` (one prompt: the plan's, or over ACP sent once after
     /// `session/new`) until the stand-in got a request that offers tools; that request's
     /// body, as text.
-    fn first_turn(&self, plan: &LaunchPlan, bin: &Path) -> String {
+    pub(crate) fn first_turn(&self, plan: &LaunchPlan, bin: &Path) -> String {
         let client = plan.client;
         let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
         let mut options = crate::common::carry::reach(
@@ -472,7 +477,7 @@ impl Bench {
 
     /// The body of the first request that offers any tool (`tools`, a non-empty array, in
     /// the Anthropic, OpenAI and Gemini APIs alike), as text.
-    fn recorded_first_turn(&self) -> Option<String> {
+    pub(crate) fn recorded_first_turn(&self) -> Option<String> {
         self.api
             .requests()
             .iter()

@@ -43,6 +43,8 @@ mod differential_qwen;
 mod door_https;
 #[cfg(feature = "launch")]
 mod first_turn;
+#[cfg(feature = "launch")]
+mod first_turn_failed;
 #[cfg(feature = "cli")]
 mod install_clients;
 #[cfg(feature = "launch")]
@@ -142,6 +144,8 @@ fn main() {
     trials.extend(sandbox_tools_openai::trials());
     #[cfg(feature = "launch")]
     trials.extend(first_turn::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(first_turn_failed::trials());
     #[cfg(feature = "launch")]
     trials.extend(pr_config_claude::trials());
     #[cfg(feature = "launch")]

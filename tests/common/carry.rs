@@ -500,6 +500,7 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
         pr_config: None,
         session_new: None,
         typed_prompt: None,
+        servers_ready: None,
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
         door: None,

@@ -14,14 +14,30 @@ use common::stand_in::sh_script;
 use common::{Run, bin, finish};
 use serde_json::Value;
 
+/// What a stand-in Gemini CLI writes to its debug log (`GEMINI_DEBUG_LOG_FILE`) before it
+/// answers `session/new`, as the real one does (`clients::gemini::ready`): each server of
+/// `--allowed-mcp-server-names` connected, then the end of the session's setup. The
+/// executor sends no prompt without these lines (`servers_ready`). Shell: defines
+/// `servers_ready`, to call before the answer.
+const GEMINI_READY: &str = r#"names=; prev=
+for a in "$@"; do [ "$prev" = --allowed-mcp-server-names ] && names="$a"; prev="$a"; done
+servers_ready() {
+  for n in $(printf '%s' "$names" | tr ',' ' '); do
+    printf "[t] [DEBUG] Registering notification handlers for server '%s'\n" "$n" >> "$GEMINI_DEBUG_LOG_FILE"
+  done
+  printf '[t] [DEBUG] [STARTUP] StartupProfiler.flush() called\n' >> "$GEMINI_DEBUG_LOG_FILE"
+}"#;
+
 /// A stand-in ACP client for `verify gemini`, in `/bin/sh`. It answers `--version`, then
 /// `initialize` and `session/new` by the ids they come with; at `session/new` it starts the
 /// two servers the direct launch injects as a client would (the recorder `verify` made, at
 /// `../../records/` from the worktree it runs in, with exactly their arguments and `KCAP_*`
-/// variables), asks each for its tools, and then does whatever `extra` says.
+/// variables), asks each for its tools, then does whatever `extra` says, and logs its
+/// servers ready ([`GEMINI_READY`]).
 fn stand_in(dir: &Path, extra: &str) -> PathBuf {
     let body = format!(
         r#"[ "$1" = --version ] && {{ echo "stand-in 1.0"; exit 0; }}
+{GEMINI_READY}
 rec="$(cd ../.. && pwd)/records/kcap-verify-recorder"
 list='{{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
 while IFS= read -r line; do
@@ -33,6 +49,7 @@ while IFS= read -r line; do
       printf '%s\n' "$list" | env KCAP_URL=http://127.0.0.1:9/kcap KCAP_FLOW_AGENT_ID=kcap-verify "$rec" mcp flow-result >/dev/null
       printf '%s\n' "$list" | env KCAP_URL=http://127.0.0.1:9/kcap "$rec" mcp review >/dev/null
       {extra}
+      servers_ready
       printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessionId":"s1"}}}}\n' "$id";;
   esac
 done"#
@@ -214,15 +231,19 @@ fn the_json_report_names_the_check_and_the_server() {
 #[test]
 fn a_client_that_starts_nothing_is_reported_as_not_run_after_the_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let body = r#"[ "$1" = --version ] && { echo "stand-in 1.0"; exit 0; }
+    // It logs its servers ready without starting them: `verify`'s own check finds it out.
+    let body = format!(
+        r#"[ "$1" = --version ] && {{ echo "stand-in 1.0"; exit 0; }}
+{GEMINI_READY}
 while IFS= read -r line; do
   id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
   case "$line" in
-    *'"method":"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1}}\n' "$id";;
-    *'"method":"session/new"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1"}}\n' "$id";;
+    *'"method":"initialize"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":1}}}}\n' "$id";;
+    *'"method":"session/new"'*) servers_ready; printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessionId":"s1"}}}}\n' "$id";;
   esac
-done"#;
-    let client = sh_script(dir.path(), "gemini", body);
+done"#
+    );
+    let client = sh_script(dir.path(), "gemini", &body);
     let run = verify(&client, &["--scenario", "direct", "--timeout", "2"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(

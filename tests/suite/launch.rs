@@ -301,6 +301,7 @@ prop_compose! {
             pr_config: None,
             session_new: None,
             typed_prompt: None,
+            servers_ready: None,
             servers: vec![],
             // Set with the launch directory.
             sandbox: Sandbox::default(),
@@ -688,7 +689,7 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
         r.stderr
-            .contains("the plan is version 2; this executor carries out version 7"),
+            .contains("the plan is version 2; this executor carries out version 8"),
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
@@ -1132,7 +1133,7 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&dry);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
-    assert!(r.stdout.contains("\n1. check the plan (version 7"), "{r:?}");
+    assert!(r.stdout.contains("\n1. check the plan (version 8"), "{r:?}");
     assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
     assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
 

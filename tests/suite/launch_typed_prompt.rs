@@ -83,6 +83,7 @@ impl World {
                 log: "client.log".into(),
                 ready: ready.iter().map(|s| (*s).to_owned()).collect(),
                 failed: vec!["server a: failed".into()],
+                message_after: 1,
             }),
             ..terminal_plan(Client::Claude, &launch_dir)
         }

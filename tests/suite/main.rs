@@ -58,6 +58,8 @@ mod launch_sandbox;
 #[cfg(feature = "launch")]
 mod launch_sandbox_reach;
 #[cfg(feature = "launch")]
+mod launch_servers_ready;
+#[cfg(feature = "launch")]
 mod launch_typed_prompt;
 mod layers;
 mod lookup;

@@ -24,6 +24,14 @@ use crate::clients::plan::{LaunchPlan, TypedPrompt};
 /// The file of the launch directory Claude Code writes its debug log to (`--debug-file`).
 pub const DEBUG_LOG_FILE: &str = "claude-debug.log";
 
+/// Where a line's message starts in that log: after the first `] ` of `<time> [<LEVEL>]
+/// <message>` (2.1.197 and 2.1.328). It also quotes an MCP server's standard error
+/// (`[ERROR] MCP server "x" Server stderr: …`) and the worktree's git remote URL (2.1.328:
+/// `[DEBUG] Git remote URL: …`), and a quoted `Connection failed` stopped a healthy launch
+/// when a text counted anywhere in a line
+/// (`first_turn::claude_a_quoted_failure_does_not_stop_the_launch`).
+pub const LOG_MESSAGE_AFTER: usize = 1;
+
 /// What typed input that starts with one of these characters does in Claude Code's
 /// terminal UI instead of being sent as a prompt (measured on 2.1.197, 2026-12-05,
 /// `first_turn::claude_a_typed_prompt_is_only_a_prompt`: `!touch F` typed ran `touch F` in
@@ -98,6 +106,7 @@ pub(super) fn type_when_ready(plan: &mut LaunchPlan) -> Result<(), RenderError> 
         log: DEBUG_LOG_FILE.to_owned(),
         ready,
         failed: each("Connection failed"),
+        message_after: LOG_MESSAGE_AFTER,
     });
     Ok(())
 }

@@ -88,6 +88,7 @@
 //!   keeps every tool of every server within 63 with any 16-hex launch id
 //!   ([`GEMINI_TOOL_NAMES`]), so no launch reaches the cut.
 
+pub mod ready;
 #[cfg(feature = "cli")]
 pub mod registration;
 
@@ -227,7 +228,9 @@ pub fn gemini_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)
+    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
+    ready::wait_for_servers(&mut plan);
+    Ok(plan)
 }
 
 /// Gemini CLI's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then

@@ -1,0 +1,143 @@
+//! Issue 35 item 1, on the real clients: an injected MCP server that fails before the first
+//! turn stops the launch. The kcap binary of the plan is a stand-in MCP server that lists the
+//! registry's tools at once when started as the result channel, and exits at once as
+//! `kcap-review`; a stand-in model API (`common::model_api`, 127.0.0.1) records each request.
+//! An ACP client that answers `session/new` as usual when a server failed has the plan's
+//! `servers_ready`, and the executor (`launch::launch_with_parent_env`, as a daemon calls it)
+//! returns `ExecError::ServersNotReady` naming the server before any request reaches the
+//! stand-in. The bite: without `servers_ready` the prompt goes out, and its first request
+//! lacks the failed server's tool. Offline: dummy keys, a dead proxy for the rest.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common::model_api::{Request, gemini_turn, response};
+use crate::common::peers::{inherited_path, peer};
+use crate::first_turn::{BOUND, Bench};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
+use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer};
+
+pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
+    real_client_tests![gemini_a_server_that_exits_stops_the_launch]
+}
+
+/// The stand-in server: `kcap-review` (started as `kcap mcp review`) exits at once, with a
+/// line on its standard error; the others list their tools at once.
+fn exiting_review_server() -> String {
+    crate::common::records::listing_server_source(Duration::ZERO).replacen(
+        '\n',
+        "\nif (process.argv[process.argv.length - 1] === \"review\") { \
+         process.stderr.write(\"review: gone\\n\"); process.exit(3); }\n",
+        1,
+    )
+}
+
+/// The wire name of `kcap-review` in `plan`.
+fn review_wire_name(plan: &LaunchPlan) -> String {
+    plan.servers
+        .iter()
+        .find(|s| s.id == "kcap-review")
+        .expect("kcap-review injected")
+        .wire_name
+        .clone()
+}
+
+/// Carries `plan` out with `bin` up to its first prompt: the executor's answer, and how long
+/// it took.
+fn open(bench: &Bench, plan: &LaunchPlan, bin: &Path) -> (Result<Reviewer, ExecError>, Duration) {
+    let options = crate::common::carry::reach(
+        Options::default()
+            .with_handshake_timeout(BOUND)
+            .with_die_with_parent(true),
+        &[&bench.kcap],
+        &[],
+    );
+    let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+    let started = Instant::now();
+    let opened = launch::launch_with_parent_env(plan, bin, &options, &daemon_env);
+    (opened, started.elapsed())
+}
+
+/// Asserts that the plan of `make` stops as `ExecError::ServersNotReady` with a failed line
+/// naming `kcap-review`'s wire name, before any model request; then the bite: the plan with
+/// `without` applied (on a fresh world) sends its prompt, and the first request offers the
+/// result channel's tool but not `kcap-review`'s.
+fn judge(
+    answer: fn(&Request) -> Vec<u8>,
+    make: impl Fn(&Bench) -> LaunchPlan,
+    bin: &Path,
+    without: impl FnOnce(&mut LaunchPlan),
+) {
+    let bench = Bench::serving(answer, exiting_review_server());
+    let plan = make(&bench);
+    let client = plan.client;
+    let wire = review_wire_name(&plan);
+    let (opened, took) = open(&bench, &plan, bin);
+    match opened {
+        Err(ExecError::ServersNotReady {
+            failed: Some(line), ..
+        }) => {
+            assert!(
+                line.contains(&wire),
+                "{client}: the line names {wire}: {line}"
+            );
+            eprintln!(
+                "{client}: stopped after {:.1} s: {line}",
+                took.as_secs_f64()
+            );
+        }
+        Err(e) => panic!(
+            "{client}: not ServersNotReady naming {wire}: {}",
+            kcap_mcp_registry::text::error_chain(&e)
+        ),
+        Ok(Reviewer::Acp(session)) => panic!(
+            "{client}: opened with {wire} gone; stderr:\n{}",
+            session.stderr_tail()
+        ),
+        Ok(Reviewer::Terminal(_)) => panic!("{client}: an ACP client"),
+    }
+    assert_eq!(
+        bench.api.requests().len(),
+        0,
+        "{client}: a request reached the model API before the launch stopped"
+    );
+    let bench = Bench::serving(answer, exiting_review_server());
+    let mut plan = make(&bench);
+    without(&mut plan);
+    let first = bench.first_turn(&plan, bin);
+    assert!(
+        first.contains("submit_review_result") && !first.contains("get_pr_summary"),
+        "{client}: the bite: without the check the first turn offers the result channel's \
+         tool only; it begins: {}",
+        first.chars().take(300).collect::<String>()
+    );
+}
+
+/// Gemini CLI 0.61.0 answers `session/new` as usual when a server exits at once; its debug
+/// log says `[MCP error] Error during discovery for MCP server '<wire>'` (`gemini::ready`).
+fn gemini_a_server_that_exits_stops_the_launch() {
+    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
+        return;
+    };
+    const MODEL: &str = "gemini-2.5-flash";
+    judge(
+        |_| response("200 OK", "text/event-stream", &gemini_turn(MODEL, None)),
+        |bench| {
+            bench.plan(
+                Client::Gemini,
+                Some(MODEL),
+                Credentials {
+                    env: vec![
+                        EnvVar::new("GEMINI_API_KEY", "dummy-gemini-key-0123456789"),
+                        EnvVar::new("GOOGLE_GEMINI_BASE_URL", &bench.api.url),
+                    ],
+                    files: Vec::new(),
+                },
+            )
+        },
+        &bin,
+        |plan| plan.servers_ready = None,
+    );
+}
