@@ -134,6 +134,8 @@ fn gemini_checks_name_the_servers_a_leaky_plan_starts() {
         &["GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH"],
     );
     plan.worktree_remove.clear();
+    // The injected servers do not start here (below): no wait for them before the prompt.
+    plan.servers_ready = None;
     let report = run(bench);
     // The worktree's servers run; its `mcp.allowed` (which names them, not the aliases)
     // keeps the injected servers and the other scopes' servers from starting.

@@ -138,11 +138,11 @@ pub fn js_tools(names: &[&str]) -> String {
     .unwrap()
 }
 
-/// A recorder ([`node_mcp_server`] with `records`) that answers `tools/list` with no tool,
-/// marking `<pid>.tools`, and `-32601` to any other request (Copilot's `server/discover`
-/// included).
+/// A recorder ([`node_mcp_server`] with `records`) that answers `tools/list` with one tool,
+/// `recorded` (a server that lists none is a failed one to Gemini CLI), marking
+/// `<pid>.tools`, and `-32601` to any other request (Copilot's `server/discover` included).
 pub fn recorder_source(records: &Path) -> String {
-    recorder_source_with_tools(records, &[])
+    recorder_source_with_tools(records, &["recorded"])
 }
 
 /// [`recorder_source`], with `tools/list` answering a tool for each of `tools`

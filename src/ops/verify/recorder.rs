@@ -6,8 +6,9 @@
 //! that it is to record from the name it was started by, and where to record from the
 //! directory that name is in. Each start writes `<pid>.json` there (its argv, environment
 //! and working directory) before it reads anything, then answers MCP over stdio: `initialize`
-//! (a server with tools), `tools/list` (no tools; it marks `<pid>.tools`, so `verify` knows
-//! the client got as far as asking), `ping`, and "method not found" to anything else.
+//! (a server with tools), `tools/list` (one tool, [`RECORDED_TOOL`]'s; it marks
+//! `<pid>.tools`, so `verify` knows the client got as far as asking), `ping`, and "method
+//! not found" to anything else.
 //! Notifications are ignored; it exits when its standard input closes.
 //!
 //! Before it records, it tries what [`ATTACKS_FILE`] in its directory lists (reading the
@@ -20,6 +21,12 @@ use std::collections::BTreeMap;
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The name of the one tool the recorder lists (no input, never called): a server that lists
+/// none is a failed one to Gemini CLI 0.61.0 ("No prompts, tools, or resources found on the server",
+/// logged as a discovery error, which stops the launch: `clients::gemini::ready`), and the
+/// kcap servers the recorder stands in for all have tools.
+pub const RECORDED_TOOL: &str = "recorded";
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -199,7 +206,11 @@ fn serve(dir: &Path) -> std::io::Result<()> {
             }}),
             Some("tools/list") => {
                 std::fs::write(dir.join(format!("{pid}.tools")), "")?;
-                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}})
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{
+                    "name": RECORDED_TOOL,
+                    "description": "kcap verify's recorder: it records its start",
+                    "inputSchema": {"type": "object", "properties": {}},
+                }]}})
             }
             Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
             _ => json!({"jsonrpc": "2.0", "id": id,
