@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::version::ClientVersion;
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
+use kcap_mcp_registry::ops::verify::{self, record};
 use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
 
 use super::render::{LaunchFor, render_plan, warn_gated};
@@ -219,6 +221,13 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     } else {
         SandboxPolicy::BestEffort
     });
+    let client = match client {
+        Some(mut c) if strict => {
+            c.0.client_version = Some(client_version(c.0.client, &client_bin)?);
+            Some(c)
+        }
+        c => c,
+    };
     let Planned {
         plan,
         launch_dir,
@@ -301,6 +310,36 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         );
     }
     result
+}
+
+/// The version of `bin` the strict policy checks (`<bin> --version`, bounded and offline:
+/// `verify::installed_version`), verified here when it is not one this crate's tests prove
+/// but `verify` recorded a pass for this very binary at this version (`verify::record`); a
+/// record that cannot be trusted is not used, with a warning.
+fn client_version(client: Client, bin: &Path) -> Result<ClientVersion, CliError> {
+    let line = verify::installed_version(bin).map_err(|e| {
+        CliError::found(format!(
+            "--client-bin {}: cannot read its version (`--version`), which the strict policy \
+             checks: {e}",
+            ShownPath(bin)
+        ))
+    })?;
+    let version = ClientVersion::new(line);
+    if client.is_proven(&version) {
+        return Ok(version);
+    }
+    let found = record::default_dir().and_then(|dir| {
+        let binary = record::Binary::identify(bin)?;
+        record::lookup(&dir, client, &binary, &version)
+    });
+    Ok(match found {
+        Ok(Some(_)) => version.verified_here(),
+        Ok(None) => version,
+        Err(e) => {
+            errln!("warning: verify's record is not used: {}", chain(&e));
+            version
+        }
+    })
 }
 
 /// Refuses a launch directory whose parent does not exist, naming both: the executor creates
