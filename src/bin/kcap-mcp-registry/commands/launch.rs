@@ -32,6 +32,10 @@ per ACP event (`update {…}`, `permission refused {…}`, `done end_turn`, `std
 line of a terminal client's output (`output …`), then stops the client's process group and
 removes the launch directory. An ACP run without a prompt stops once session/new answered.
 
+With --strict it first reads the client's version (`--client-bin --version`, offline, bounded)
+and refuses one this crate's tests do not prove unless `verify` recorded a pass for this very
+binary at that version (docs/cli-verify.md).
+
 --plan FILE carries out a saved plan instead (with --launch-dir, the directory it was
 rendered for, and --prompt for ACP clients). --dry-run prints the plan and the steps.
 
