@@ -400,11 +400,7 @@ impl fmt::Display for RenderError {
                  give the launch its review-context URL",
             ),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
-            RenderError::UnprovenVersion {
-                client,
-                version,
-                proven,
-            } => super::version::fmt_unproven(*client, version, proven, f),
+            RenderError::UnprovenVersion { .. } => super::version::fmt_unproven(self, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::Vetoed(vetoes) => super::veto::fmt_vetoes(vetoes, f),
             RenderError::CredentialNotAccepted { client, name, kind } => {

@@ -129,13 +129,16 @@ impl Client {
 }
 
 /// [`RenderError::UnprovenVersion`]'s message (the same words warn under the lenient
-/// policy, where the launch goes on).
-pub(super) fn fmt_unproven(
-    client: Client,
-    version: &str,
-    proven: &[&str],
-    f: &mut fmt::Formatter<'_>,
-) -> fmt::Result {
+/// policy, where the launch goes on); nothing for another error.
+pub(super) fn fmt_unproven(error: &RenderError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let RenderError::UnprovenVersion {
+        client,
+        version,
+        proven,
+    } = error
+    else {
+        return Ok(());
+    };
     write!(
         f,
         "{} {version} is not a version this crate's tests prove ({}) and `verify` has not \

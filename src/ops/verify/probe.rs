@@ -73,7 +73,7 @@ pub(super) fn client_version(
 /// The first line `<bin> --version` prints, offline and touching nothing of the user's: run
 /// from an environment of `PATH` only, with `HOME` and `TMPDIR` a new empty directory
 /// (removed afterwards) and every proxy at a dead local port, in its own process group,
-/// killed after [`VERSION_TIMEOUT`]. What `launch --strict` checks the client version with.
+/// killed after 60 s. What `launch --strict` checks the client version with.
 ///
 /// # Errors
 /// Why there is none, in words.

@@ -129,15 +129,20 @@ struct Planned {
     prompt: Option<String>,
 }
 
-/// The plan, its launch directory and the prompt: rendered, or read from --plan.
+/// The plan, its launch directory and the prompt: rendered (under the strict policy, for
+/// the version of `client_bin`), or read from --plan.
 fn plan_of(
     client: Option<LaunchFor>,
     file: Option<PathBuf>,
     launch_dir: Option<PathBuf>,
     prompt: Option<String>,
+    client_bin: &Path,
 ) -> Result<Planned, CliError> {
-    if let Some(client) = client {
-        let (plan, ctx, _) = render_plan(client.0)?;
+    if let Some(LaunchFor(mut client)) = client {
+        if client.common.strict {
+            client.client_version = Some(client_version(client.client, client_bin)?);
+        }
+        let (plan, ctx, _) = render_plan(client)?;
         warn_gated(&ctx);
         // Named as the flag it came from (the executor's check names the path only).
         if let Some(tree) = ctx.worktree.as_deref().filter(|t| !Path::new(t).is_dir()) {
@@ -225,18 +230,11 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     } else {
         SandboxPolicy::BestEffort
     });
-    let client = match client {
-        Some(mut c) if strict => {
-            c.0.client_version = Some(client_version(c.0.client, &client_bin)?);
-            Some(c)
-        }
-        c => c,
-    };
     let Planned {
         plan,
         launch_dir,
         prompt,
-    } = plan_of(client, plan, launch_dir, prompt)?;
+    } = plan_of(client, plan, launch_dir, prompt, &client_bin)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
