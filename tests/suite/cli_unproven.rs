@@ -188,7 +188,7 @@ fn a_record_others_may_write_is_not_used() {
         format!(
             "warning: verify's record is not used: verify's record {} is writable by its group \
              or others (mode 777), so another user could forge a pass; make it yours and not \
-             writable by group or others (chmod go-w), or remove it",
+             writable by its group or others, or remove it",
             record_dir(&state).display()
         )
     );

@@ -147,7 +147,7 @@ impl fmt::Display for RecordError {
             RecordError::Insecure { path, problem } => write!(
                 f,
                 "verify's record {} {problem}, so another user could forge a pass; make it \
-                 yours and not writable by group or others (chmod go-w), or remove it",
+                 yours and not writable by its group or others, or remove it",
                 ShownPath(path)
             ),
             RecordError::Io { path, .. } => write!(f, "verify's record {}", ShownPath(path)),
