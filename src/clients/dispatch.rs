@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::plan::{LaunchId, LaunchPlan, LaunchSecret};
+use super::version::ClientVersion;
 use super::{Client, LaunchContext, LaunchError, RenderError, non_blank, root};
 use crate::allowlist::Policy;
 
@@ -93,6 +94,13 @@ pub struct PlanInputs {
     /// Where the client's administrator files are looked for: `/` (default) on a real
     /// launch, a directory of a test's own otherwise.
     pub system_root: PathBuf,
+    /// The version of the client binary the launch starts, as the caller read it
+    /// (`<client> --version`), and whether `verify` passed for that binary here
+    /// ([`ClientVersion::verified_here`]). A version neither proven
+    /// ([`Client::proven_on`]) nor verified is refused under [`Policy::Strict`]
+    /// ([`RenderError::UnprovenVersion`]) and a warning under [`Policy::Lenient`]. `None`
+    /// (default): not checked.
+    pub client_version: Option<ClientVersion>,
 }
 
 impl PlanInputs {
@@ -128,13 +136,15 @@ impl PlanInputs {
             launch_secret: None,
             unverified_isolation: UnverifiedIsolation::Refuse,
             system_root: PathBuf::from("/"),
+            client_version: None,
         }
     }
 }
 
 /// A rendered launch: the plan to carry out, and the warnings to log with it (allowlist
-/// entries skipped under [`Policy::Lenient`], launch values the client cannot carry, an
-/// unverified isolation the caller accepted), each one line.
+/// entries skipped under [`Policy::Lenient`], launch values the client cannot carry, a client
+/// version neither proven nor verified, an unverified isolation the caller accepted), each
+/// one line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannedLaunch {
     /// The plan.
@@ -155,7 +165,9 @@ impl Client {
     /// [`LaunchError::Render`] with [`RenderError::Managed`] for an administrator file,
     /// [`RenderError::ParentEnvFile`] for a parent's environment file,
     /// [`RenderError::Unsupported`] for a model or effort the client has no setting for
-    /// (strict policy only), [`RenderError::DoorUnsupported`],
+    /// and [`RenderError::UnprovenVersion`] for a client version neither proven nor
+    /// verified here ([`PlanInputs::client_version`]; strict policy only),
+    /// [`RenderError::DoorUnsupported`],
     /// [`RenderError::DoorUpstream`] and [`RenderError::DoorCredential`] for a launch behind
     /// the door ([`LaunchContext::door`], [`super::door::through`]), and every error of the
     /// client's plan function; [`LaunchError::LaunchId`] when no launch id can be drawn.
@@ -217,6 +229,7 @@ impl Client {
         self.check_paths(ctx)?;
         self.preflight(ctx, &inputs.system_root)?;
         let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
+        warnings.extend(self.check_version(ctx, inputs.client_version.as_ref(), inputs.policy)?);
         // Behind the door the room plans the launch with the door's URLs and token.
         let behind;
         let (ctx, door) = match ctx.door {

@@ -245,6 +245,17 @@ pub enum RenderError {
         /// Why it is refused.
         problem: &'static str,
     },
+    /// The client version the caller read is not one this crate's tests prove
+    /// ([`Client::proven_on`]) and `verify` has not passed for it on this machine
+    /// ([`super::version`]): refused under [`Policy::Strict`].
+    UnprovenVersion {
+        /// The client.
+        client: Client,
+        /// The version number (or the line, when it holds none).
+        version: String,
+        /// The versions this crate's tests prove.
+        proven: &'static [&'static str],
+    },
 }
 
 impl RenderError {
@@ -389,8 +400,9 @@ impl fmt::Display for RenderError {
                  give the launch its review-context URL",
             ),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
+            RenderError::UnprovenVersion { .. } => super::version::fmt_unproven(self, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
-            RenderError::Vetoed(vetoes) => fmt_vetoes(vetoes, f),
+            RenderError::Vetoed(vetoes) => super::veto::fmt_vetoes(vetoes, f),
             RenderError::CredentialNotAccepted { client, name, kind } => {
                 fmt_credential_not_accepted(*client, name, *kind, f)
             }
@@ -599,29 +611,6 @@ fn fmt_needs_absolute(f: &mut fmt::Formatter<'_>, client: Client, field: &str) -
         f,
         "cannot render the {client} launch: it needs {what} as an absolute path; \
          give the launch its `{field}` ({flag} DIR)"
-    )
-}
-
-/// [`RenderError::Vetoed`]'s message: every veto, then what it means and how to fix it.
-fn fmt_vetoes(vetoes: &[super::veto::Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let result_channel = crate::model::RESULT_CHANNEL_ID;
-    for (i, veto) in vetoes.iter().enumerate() {
-        if i > 0 {
-            f.write_str("; ")?;
-        }
-        fmt::Display::fmt(veto, f)?;
-    }
-    if vetoes.iter().any(|v| v.server == result_channel) {
-        f.write_str(
-            "; without its result channel the reviewer could never report, so it is not \
-             launched",
-        )?;
-    } else {
-        f.write_str("; the strict policy launches no reviewer without them")?;
-    }
-    f.write_str(
-        "; remove those entries (or the file), or launch the reviewer with a HOME, \
-         CLAUDE_CONFIG_DIR and worktree that do not carry them",
     )
 }
 

@@ -91,6 +91,7 @@ pub mod registration;
 mod request;
 pub mod root;
 pub mod spec;
+pub mod version;
 pub mod veto;
 
 use spec::ClientSpec;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::dispatch::{PlanInputs, PlannedLaunch, UnverifiedIsolation};
 use super::plan::EnvVar;
 use super::root::CredentialFile;
+use super::version::ClientVersion;
 use super::{Client, LaunchContext, LaunchError, RenderError};
 use crate::allowlist::Policy;
 use crate::wire::LaunchCommand;
@@ -126,6 +127,15 @@ impl LaunchRequest {
     /// The allowlist policy (default [`Policy::Strict`]).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.inputs.policy = policy;
+        self
+    }
+
+    /// The version of the client binary the launch starts, as read from `<client>
+    /// --version` ([`ClientVersion::new`], [`ClientVersion::verified_here`] once a `verify`
+    /// record of this binary matched): under the strict policy a version neither proven nor
+    /// verified is refused ([`RenderError::UnprovenVersion`]). Not given: not checked.
+    pub fn client_version(mut self, version: ClientVersion) -> Self {
+        self.inputs.client_version = Some(version);
         self
     }
 

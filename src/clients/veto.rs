@@ -61,3 +61,26 @@ impl fmt::Display for Veto {
         )
     }
 }
+
+/// [`RenderError::Vetoed`]'s message: every veto, then what it means and how to fix it.
+pub(super) fn fmt_vetoes(vetoes: &[Veto], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let result_channel = crate::model::RESULT_CHANNEL_ID;
+    for (i, veto) in vetoes.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        fmt::Display::fmt(veto, f)?;
+    }
+    if vetoes.iter().any(|v| v.server == result_channel) {
+        f.write_str(
+            "; without its result channel the reviewer could never report, so it is not \
+             launched",
+        )?;
+    } else {
+        f.write_str("; the strict policy launches no reviewer without them")?;
+    }
+    f.write_str(
+        "; remove those entries (or the file), or launch the reviewer with a HOME, \
+         CLAUDE_CONFIG_DIR and worktree that do not carry them",
+    )
+}

@@ -24,6 +24,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         verify_codex_holds_on_both_pinned_clients,
         verify_claude_holds_on_both_pinned_clients,
         verify_qwen_holds_on_the_installed_client,
+        verify_codex_records_its_pass,
     ]
 }
 
@@ -179,4 +180,53 @@ fn verify_qwen_holds_on_the_installed_client() {
         return;
     };
     holds("qwen", &bin, &[], &CHECKS, "0.24.4");
+}
+
+/// `verify codex` on the newest pinned Codex CLI, every scenario (the default): it holds, and
+/// records the pass in `$XDG_STATE_HOME/kcap-mcp-registry/verified/codex.json` for the file
+/// `node_modules/.bin/codex` runs (the symlink followed: `@openai/codex/bin/codex.js`), which
+/// the library's lookup then finds for that binary and version, and not for another version.
+fn verify_codex_records_its_pass() {
+    use kcap_mcp_registry::clients::Client;
+    use kcap_mcp_registry::clients::version::ClientVersion;
+    use kcap_mcp_registry::ops::verify::record::{self, Binary};
+    let Some(bin) = peer("KCAP_CODEX_NEXT_BIN") else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kcap-mcp-registry"));
+    cmd.env("XDG_STATE_HOME", state.path())
+        .args(["verify", "codex", "--client-bin"])
+        .arg(&bin)
+        .args(["--timeout", "45"]);
+    let out = common::peers::run(cmd, "verify codex (every scenario)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", out.stderr);
+    assert_eq!(text.matches("  verdict: holds\n").count(), 2, "{text}");
+    let dir = state.path().join("kcap-mcp-registry/verified");
+    let binary = Binary::identify(&bin).unwrap();
+    assert!(
+        binary.path.ends_with("@openai/codex/bin/codex.js"),
+        "{binary:?}"
+    );
+    assert!(
+        out.stderr.starts_with(&format!(
+            "verify codex: recorded the pass of Codex CLI 0.171.0 ({}, sha256 {}) in {}",
+            binary.path.display(),
+            &binary.sha256[..16],
+            dir.join("codex.json").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("codex.json")).unwrap()).unwrap();
+    assert_eq!(file["client"], "codex");
+    assert_eq!(file["passes"][0]["version"], "0.171.0");
+    assert_eq!(file["passes"][0]["sha256"], binary.sha256.as_str());
+    let found = |line: &str| {
+        record::lookup(&dir, Client::Codex, &binary, &ClientVersion::new(line)).unwrap()
+    };
+    assert!(found("codex-cli 0.171.0").is_some());
+    assert_eq!(found("codex-cli 0.172.0"), None);
 }

@@ -297,10 +297,21 @@ fn the_sandbox_is_on_by_default() {
         for work in OWN_WORK {
             assert_eq!(cli.get(*work), Some(&true), "{work}: {cli:?}");
         }
+        // `--strict` reads the client's version first (a proven one here); the dry run starts
+        // nothing else.
+        std::fs::create_dir_all(world.at("versioned")).unwrap();
+        let versioned = sh_script(
+            &world.at("versioned"),
+            "codex-0.171.0",
+            r#"[ "$1" = --version ] && echo "codex-cli 0.171.0""#,
+        );
         let dry = |more: &[&str]| {
             let tree = world.at("tree").display().to_string();
             let dir = world.at("launches/dry").display().to_string();
-            let client = world.client().display().to_string();
+            let client = match more.contains(&"--strict") {
+                true => versioned.display().to_string(),
+                false => world.client().display().to_string(),
+            };
             let mut args = vec![
                 "launch",
                 "codex",

@@ -26,6 +26,8 @@ mod cli_io;
 mod cli_plan;
 mod cli_render;
 #[cfg(feature = "cli")]
+mod cli_unproven;
+#[cfg(feature = "cli")]
 mod cli_verify;
 #[cfg(feature = "cli")]
 mod client_list;

@@ -25,7 +25,11 @@
 //!    exactly its argv and `KCAP_*` variables; no server or hook of the user's, the project's
 //!    or the environment's configuration ran; no other start; no value of the daemon's
 //!    environment reached a server; the servers ran in the worktree (where the client does
-//!    that). The report names the client version (`<client> --version`).
+//!    that). The report names the client version (`<client> --version`) and whether this
+//!    crate's tests prove it ([`Client::proven_on`]).
+//!
+//! When every scenario holds, the CLI records the pass for the binary and version it ran
+//! ([`record`]), which lets the strict policy launch a version the tests do not prove.
 //!
 //! ```no_run
 //! use kcap_mcp_registry::clients::Client;
@@ -45,6 +49,7 @@
 mod error;
 mod hostile;
 mod probe;
+pub mod record;
 pub mod recorder;
 mod report;
 mod run;
@@ -55,6 +60,7 @@ use std::time::Duration;
 
 use crate::clients::hostile::{Source, VerifySpec};
 pub use error::VerifyError;
+pub use probe::installed_version;
 pub use recorder::{
     ATTACKS_FILE, Attack, AttackKind, RECORDER_NAME, Record, read_records, run_if_recorder,
 };

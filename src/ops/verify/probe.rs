@@ -66,10 +66,53 @@ pub(super) fn client_version(
         })
         .collect();
     let mut cmd = Command::new(bin);
+    cmd.env_clear().envs(env).current_dir(dir);
+    first_line(cmd, bin)
+}
+
+/// The first line `<bin> --version` prints, offline and touching nothing of the user's: run
+/// from an environment of `PATH` only, with `HOME` and `TMPDIR` a new empty directory
+/// (removed afterwards) and every proxy at a dead local port, in its own process group,
+/// killed after 60 s. What `launch --strict` checks the client version with.
+///
+/// # Errors
+/// Why there is none, in words.
+pub fn installed_version(bin: &Path) -> Result<String, String> {
+    let home = tempfile::Builder::new()
+        .prefix("kcap-version-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a directory to run it in: {e}"))?;
+    // Run from another directory: a relative path is this process's.
+    let bin = match bin.components().count() {
+        1 => bin.to_owned(),
+        _ => std::path::absolute(bin).map_err(|e| format!("{}: {e}", bin.display()))?,
+    };
+    let bin = bin.as_path();
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("HOME", home.path())
+        .env("TMPDIR", home.path())
+        .current_dir(home.path());
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    for name in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+    ] {
+        cmd.env(name, "http://127.0.0.1:9");
+    }
+    cmd.env("NO_PROXY", "127.0.0.1,localhost");
+    first_line(cmd, bin)
+}
+
+/// Runs `cmd` (`bin`, its environment and directory set) with `--version`, bounded, and
+/// returns the first line it printed.
+fn first_line(mut cmd: Command, bin: &Path) -> Result<String, String> {
     cmd.arg("--version")
-        .env_clear()
-        .envs(env)
-        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

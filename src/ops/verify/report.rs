@@ -12,6 +12,7 @@ use super::recorder::{Attack, Record};
 use crate::clients::Client;
 use crate::clients::hostile::{HOSTILE_ARG, Kind, Scope, Source};
 use crate::clients::plan::LaunchPlan;
+use crate::clients::version::ClientVersion;
 
 /// A server the launch injects, as its recorder should see it start.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -147,12 +148,7 @@ impl Report {
     /// ([`Client::proven_on`]): `Some(false)` when the version was read and is another.
     pub fn proven_version(&self) -> Option<bool> {
         let version = self.client_version.as_ref().ok()?;
-        Some(
-            self.client
-                .proven_on()
-                .iter()
-                .any(|v| version_words(version).any(|w| w == *v)),
-        )
+        Some(self.client.is_proven(&ClientVersion::new(version.as_str())))
     }
 
     /// The report as JSON (`verify --format json` prints an array of these).
@@ -235,14 +231,6 @@ impl Report {
         }
         out
     }
-}
-
-/// The words of a `--version` line, without surrounding punctuation (`GitHub Copilot CLI
-/// 1.0.102.` has `1.0.102`).
-fn version_words(line: &str) -> impl Iterator<Item = &str> {
-    line.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
-        .filter(|w| !w.is_empty())
 }
 
 /// How many lines of the client's output a failed run's human report shows.

@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
+use kcap_mcp_registry::clients::version::ClientVersion;
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
 };
+use kcap_mcp_registry::ops::verify::{self, record};
 use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
 
 use super::render::{LaunchFor, render_plan, warn_gated};
@@ -29,6 +31,10 @@ ACP clients sends initialize, session/new and (with --prompt) session/prompt. Pr
 per ACP event (`update {…}`, `permission refused {…}`, `done end_turn`, `stderr …`) or per
 line of a terminal client's output (`output …`), then stops the client's process group and
 removes the launch directory. An ACP run without a prompt stops once session/new answered.
+
+With --strict it first reads the client's version (`--client-bin --version`, offline, bounded)
+and refuses one this crate's tests do not prove unless `verify` recorded a pass for this very
+binary at that version (docs/cli-verify.md).
 
 --plan FILE carries out a saved plan instead (with --launch-dir, the directory it was
 rendered for, and --prompt for ACP clients). --dry-run prints the plan and the steps.
@@ -123,15 +129,20 @@ struct Planned {
     prompt: Option<String>,
 }
 
-/// The plan, its launch directory and the prompt: rendered, or read from --plan.
+/// The plan, its launch directory and the prompt: rendered (under the strict policy, for
+/// the version of `client_bin`), or read from --plan.
 fn plan_of(
     client: Option<LaunchFor>,
     file: Option<PathBuf>,
     launch_dir: Option<PathBuf>,
     prompt: Option<String>,
+    client_bin: &Path,
 ) -> Result<Planned, CliError> {
-    if let Some(client) = client {
-        let (plan, ctx, _) = render_plan(client.0)?;
+    if let Some(LaunchFor(mut client)) = client {
+        if client.common.strict {
+            client.client_version = Some(client_version(client.client, client_bin)?);
+        }
+        let (plan, ctx, _) = render_plan(client)?;
         warn_gated(&ctx);
         // Named as the flag it came from (the executor's check names the path only).
         if let Some(tree) = ctx.worktree.as_deref().filter(|t| !Path::new(t).is_dir()) {
@@ -223,7 +234,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         plan,
         launch_dir,
         prompt,
-    } = plan_of(client, plan, launch_dir, prompt)?;
+    } = plan_of(client, plan, launch_dir, prompt, &client_bin)?;
     let options = Options::default()
         .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
         .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
@@ -301,6 +312,36 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         );
     }
     result
+}
+
+/// The version of `bin` the strict policy checks (`<bin> --version`, bounded and offline:
+/// `verify::installed_version`), verified here when it is not one this crate's tests prove
+/// but `verify` recorded a pass for this very binary at this version (`verify::record`); a
+/// record that cannot be trusted is not used, with a warning.
+fn client_version(client: Client, bin: &Path) -> Result<ClientVersion, CliError> {
+    let line = verify::installed_version(bin).map_err(|e| {
+        CliError::found(format!(
+            "--client-bin {}: cannot read its version (`--version`), which the strict policy \
+             checks: {e}",
+            ShownPath(bin)
+        ))
+    })?;
+    let version = ClientVersion::new(line);
+    if client.is_proven(&version) {
+        return Ok(version);
+    }
+    let found = record::default_dir().and_then(|dir| {
+        let binary = record::Binary::identify(bin)?;
+        record::lookup(&dir, client, &binary, &version)
+    });
+    Ok(match found {
+        Ok(Some(_)) => version.verified_here(),
+        Ok(None) => version,
+        Err(e) => {
+            errln!("warning: verify's record is not used: {}", chain(&e));
+            version
+        }
+    })
 }
 
 /// Refuses a launch directory whose parent does not exist, naming both: the executor creates

@@ -13,6 +13,7 @@ use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
+use kcap_mcp_registry::clients::version::ClientVersion;
 use kcap_mcp_registry::ops;
 use kcap_mcp_registry::ops::render::{ArgvFormat, LaunchOverrides};
 use kcap_mcp_registry::{LaunchContext, LaunchError, RenderError};
@@ -35,10 +36,15 @@ pub(crate) struct RenderFor {
     allow_unverified_isolation: bool,
     /// The deprecated flags given, as `--name`.
     deprecated: Vec<String>,
+    /// The client version the launch runs on: `render --client-version V`, or what
+    /// `launch --strict` read from `--client-bin` (and whether `verify` passed for it).
+    pub(crate) client_version: Option<ClientVersion>,
 }
 
 /// `--launch-id`'s argument id.
 const LAUNCH_ID: &str = "launch_id";
+/// `--client-version`'s argument id (`render` only: `launch` reads it from the binary).
+const CLIENT_VERSION: &str = "client_version";
 /// `--allow-unverified-isolation`'s argument id.
 const ALLOW_UNVERIFIED: &str = "allow_unverified_isolation";
 
@@ -89,6 +95,18 @@ fn client_command(client: Client, cmd_name: &str) -> clap::Command {
                 .help(
                     "Fix the per-launch random suffix of server names (16 hex digits), for \
                      reproducible output; absent: drawn from the OS random source",
+                ),
+        );
+    }
+    if cmd_name == "render" {
+        cmd = cmd.arg(
+            Arg::new(CLIENT_VERSION)
+                .long("client-version")
+                .value_name("VERSION")
+                .help(
+                    "The client version the launch will run on (its `--version`): with \
+                     --strict, one this crate's tests do not prove is refused (`launch` reads \
+                     it from --client-bin, and accepts a version `verify` passed for there)",
                 ),
         );
     }
@@ -180,6 +198,11 @@ impl FromArgMatches for RenderFor {
             },
             allow_unverified_isolation: spec.unverified_isolation && sub.get_flag(ALLOW_UNVERIFIED),
             deprecated,
+            client_version: sub
+                .try_get_one::<String>(CLIENT_VERSION)
+                .ok()
+                .flatten()
+                .map(ClientVersion::new),
         })
     }
 
@@ -279,6 +302,7 @@ pub(crate) fn render_plan(
         launch_id: hex,
         allow_unverified_isolation,
         deprecated,
+        client_version,
     } = r;
     if !deprecated.is_empty() {
         errln!(
@@ -322,6 +346,7 @@ pub(crate) fn render_plan(
             LaunchId::from_hex(&hex).map_err(|e| CliError::usage(format!("--launch-id: {e}")))
         })
         .transpose()?;
+    inputs.client_version = client_version;
     inputs.unverified_isolation = if allow_unverified_isolation {
         UnverifiedIsolation::Allow
     } else {

@@ -9,9 +9,11 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::spec::Proof;
-use kcap_mcp_registry::ops::verify::{self, Report, Request, Scenario, Verdict};
+use kcap_mcp_registry::clients::version::ClientVersion;
+use kcap_mcp_registry::ops::verify::{self, Report, Request, Scenario, Verdict, record};
+use kcap_mcp_registry::text::ShownPath;
 
-use super::{CliError, SandboxPolicy};
+use super::{CliError, SandboxPolicy, chain};
 use crate::write_stdout;
 
 /// The subcommand's `--help` epilogue.
@@ -152,6 +154,9 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, CliError> {
         write_stdout(&format!("{text}\n"));
     }
     let verdicts: Vec<Verdict> = reports.iter().map(Report::verdict).collect();
+    if scenarios.len() == Scenario::ALL.len() && verdicts.iter().all(|v| *v == Verdict::Holds) {
+        record_pass(client, &args.client_bin, &reports);
+    }
     Ok(if verdicts.contains(&Verdict::Fails) {
         ExitCode::from(1)
     } else if verdicts.iter().any(|v| matches!(v, Verdict::Incomplete(_))) {
@@ -159,6 +164,34 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records that `verify` held in every scenario for the binary and version it ran
+/// (`ops::verify::record`), saying where; a record that cannot be written is a warning.
+fn record_pass(client: Client, bin: &std::path::Path, reports: &[Report]) {
+    let result = (|| {
+        let line = match reports.first().map(|r| &r.client_version) {
+            Some(Ok(line)) => line.clone(),
+            Some(Err(e)) => return Err(format!("its version could not be read: {e}")),
+            None => return Err("no run".to_owned()),
+        };
+        let version = ClientVersion::new(line);
+        let binary = record::Binary::identify(bin).map_err(|e| chain(&e))?;
+        let dir = record::default_dir().map_err(|e| chain(&e))?;
+        let file = record::record(&dir, client, &binary, &version).map_err(|e| chain(&e))?;
+        Ok((version, binary, file))
+    })();
+    match result {
+        Ok((version, binary, file)) => errln!(
+            "verify {client}: recorded the pass of {} {version} ({}, sha256 {}) in {}: \
+             `launch --strict` accepts this binary at this version",
+            client.display_name(),
+            ShownPath(&binary.path),
+            &binary.sha256[..16],
+            ShownPath(&file)
+        ),
+        Err(why) => errln!("warning: verify {client}: the pass is not recorded: {why}"),
+    }
 }
 
 /// An error before the client ran: exit 2, naming the client, the scenario and the step.
