@@ -68,6 +68,8 @@ mod launch_peers;
 #[cfg(feature = "launch")]
 mod pr_config_claude;
 #[cfg(feature = "launch")]
+mod quiet_claude;
+#[cfg(feature = "launch")]
 mod remote_settings_claude;
 #[cfg(feature = "launch")]
 mod sandbox_clients;
@@ -152,5 +154,7 @@ fn main() {
     trials.extend(door_https::trials());
     #[cfg(feature = "launch")]
     trials.extend(remote_settings_claude::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(quiet_claude::trials());
     common::peers::main(trials)
 }

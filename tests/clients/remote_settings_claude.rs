@@ -48,16 +48,16 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
 }
 
 /// The first-party host whose place the proxy takes.
-const HOST: &str = "api.anthropic.com";
+pub(crate) const HOST: &str = "api.anthropic.com";
 /// Where Claude Code fetches the remote managed settings, on [`HOST`].
 const SETTINGS_PATH: &str = "/api/claude_code/settings";
 /// The result channel's tool, which the served settings leave alone.
-const RESULT_TOOL: &str = "mcp__kcap-flow-result__submit_review_result";
+pub(crate) const RESULT_TOOL: &str = "mcp__kcap-flow-result__submit_review_result";
 /// What every tool of our `kcap-review` server is named after.
-const REVIEW_TOOLS: &str = "mcp__kcap-review__";
+pub(crate) const REVIEW_TOOLS: &str = "mcp__kcap-review__";
 /// Inside the client's network namespace: the proxy's port and the control's model API's.
 const PROXY_PORT: u16 = 41090;
-const API_PORT: u16 = 41091;
+pub(crate) const API_PORT: u16 = 41091;
 /// How long one launch may take to its first turn that offers our tools.
 const BOUND: Duration = Duration::from_secs(40);
 /// How long it keeps running after that turn, so that a late request shows.
@@ -163,8 +163,8 @@ fn check(var: &'static str) {
     assert_eq!(run.cached, None, "{version}: {}", run.summary());
 }
 
-/// One launch's stand-ins and directories.
-struct World {
+/// One launch's stand-ins and directories (also `quiet_claude.rs`'s).
+pub(crate) struct World {
     bin: PathBuf,
     version: String,
     dir: tempfile::TempDir,
@@ -175,7 +175,7 @@ struct World {
 }
 
 impl World {
-    fn new(bin: &Path, version: &str) -> World {
+    pub(crate) fn new(bin: &Path, version: &str) -> World {
         let ca = TestCa::new("kcap remote settings test CA");
         let (cert, key) = ca.leaf(&[HOST]);
         let w = World {
@@ -206,7 +206,7 @@ impl World {
 
     /// A reviewer launch holding `ANTHROPIC_API_KEY=dummy`, with `base` as
     /// `ANTHROPIC_BASE_URL` when given.
-    fn ctx(&self, base: Option<&str>) -> LaunchContext {
+    pub(crate) fn ctx(&self, base: Option<&str>) -> LaunchContext {
         let mut env = vec![
             EnvVar::new("ANTHROPIC_API_KEY", "dummy"),
             EnvVar::new("IS_SANDBOX", "1"),
@@ -232,6 +232,11 @@ impl World {
     /// own (module docs), the proxy and the test's CA added to its environment; until
     /// [`SETTLE`] after its first turn offering [`RESULT_TOOL`], or [`BOUND`].
     fn launch(&self, plan: &LaunchPlan) -> Run {
+        self.launch_settling(plan, SETTLE)
+    }
+
+    /// [`World::launch`], running until `settle` after its first turn.
+    pub(crate) fn launch_settling(&self, plan: &LaunchPlan, settle: Duration) -> Run {
         let mut plan = plan.clone();
         let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
         plan.env.extend([
@@ -277,7 +282,7 @@ impl World {
             if turned.is_none() && self.turn().is_some() {
                 turned = Some(Instant::now());
             }
-            if turned.is_some_and(|t| t.elapsed() >= SETTLE) || started.elapsed() >= BOUND {
+            if turned.is_some_and(|t| t.elapsed() >= settle) || started.elapsed() >= BOUND {
                 break;
             }
         }
@@ -335,15 +340,15 @@ fn answer(req: &Request) -> Vec<u8> {
 }
 
 /// What one launch showed.
-struct Run {
+pub(crate) struct Run {
     /// What the proxy was asked for (`CONNECT api.anthropic.com:443`, …).
-    targets: Vec<String>,
+    pub(crate) targets: Vec<String>,
     /// The requests in its tunnels to `api.anthropic.com`.
-    tunnel: Vec<Request>,
+    pub(crate) tunnel: Vec<Request>,
     /// The requests at the control's model API.
-    api: Vec<Request>,
+    pub(crate) api: Vec<Request>,
     /// The first turn offering our tools ([`World::turn`]).
-    turn: Option<String>,
+    pub(crate) turn: Option<String>,
     /// The launch's `$CLAUDE_CONFIG_DIR/remote-settings.json`, if it was written.
     cached: Option<serde_json::Value>,
     screen: String,
@@ -352,7 +357,7 @@ struct Run {
 impl Run {
     /// Every request, as `method path` (and ` (the key)` when a header carries it), at each
     /// stand-in.
-    fn requests(&self) -> String {
+    pub(crate) fn requests(&self) -> String {
         let list = |rs: &[Request]| -> Vec<String> {
             let keyed = |r: &Request| {
                 let key = ["x-api-key", "authorization"]
@@ -376,7 +381,7 @@ impl Run {
     }
 
     /// [`Run::requests`], the turn's MCP tools and the screen, for a failure.
-    fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let tools: std::collections::BTreeSet<String> = (self.turn.iter())
             .flat_map(|t| t.match_indices("mcp__").map(|(i, _)| &t[i..]))
             .map(|t| {

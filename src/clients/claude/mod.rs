@@ -495,15 +495,39 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
-/// What the reviewer's Claude Code does unasked at start and is told not to (measured by
+/// What the reviewer's Claude Code does unasked at start and is told not to.
+///
+/// `DISABLE_AUTOUPDATER`, `CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL` (measured by
 /// the red team on 2.1.328, 2026-12-01, with `strace -f -e execve,connect`): without them it
 /// ran `npm view @anthropic-ai/claude-code@latest` then `npm install -g` of a newer version
 /// (the auto-updater, from a per-launch config with no `autoUpdates`), and cloned the
 /// official plugin marketplace with git (through which a system git configuration ran a
 /// command); with them, no npm and no clone ran.
-pub const QUIET_ENV: [(&str, &str); 2] = [
+///
+/// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` (measured on 2.1.197, 2.1.328 and 2.1.332,
+/// 2026-12-05, `tests/clients/quiet_claude.rs`: offline, `api.anthropic.com` a stand-in behind
+/// a CONNECT proxy that records every tunnel it is asked for, `ANTHROPIC_BASE_URL` at a
+/// gateway's stand-in): without it every version called `api.anthropic.com` beside the
+/// gateway, `POST /api/eval/sdk-…` (feature flags) and `POST /api/event_logging/v2/batch`
+/// (events), 2.1.197 also `GET /api/claude_cli/bootstrap`, `/api/claude_code_penguin_mode`
+/// and `/api/claude_code/organizations/metrics_enabled`, each with the key in `x-api-key`, and
+/// every version asked for `raw.githubusercontent.com` (the changelog); with it the proxy
+/// was asked for nothing, and the review turn, offering `kcap-review`'s tools, reached the
+/// gateway. Read in the bundles: the variable alone selects the `essential-traffic` level
+/// (2.1.197 `qHs()`/`Ki()`, 2.1.328 `j$n()`/`bt()`, 2.1.332 `not()`/`yt()`), which skips
+/// the bootstrap (`[Bootstrap] Skipped: Nonessential traffic disabled`, all three) and the
+/// changelog (2.1.197 `i4o()`, 2.1.328 `pLs()`, 2.1.332 `zli()`); in 2.1.197 also the
+/// first-party API helper's calls (`iGe()`: `essential-traffic-only`) and the error reports
+/// (`Re()`), and, as `DISABLE_TELEMETRY` does, the feature flags (`LW()`/`Wj()`) and the
+/// metrics (`_Xa()`). `DISABLE_TELEMETRY` alone left the
+/// bootstrap and penguin calls (2.1.197) and the changelog (all three);
+/// `DISABLE_ERROR_REPORTING`, `DISABLE_BUG_COMMAND` and `CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY`
+/// each alone changed nothing. Claude Code passes its environment to every MCP server: this
+/// variable is read by Claude Code alone, and quiets a Claude Code started there too.
+pub const QUIET_ENV: [(&str, &str); 3] = [
     ("DISABLE_AUTOUPDATER", "1"),
     ("CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1"),
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
 ];
 
 /// The file of the launch directory that holds the reviewer's `--mcp-config` JSON (mode

@@ -23,7 +23,8 @@
 //! offered; both versions still called `api.anthropic.com` for other things
 //! (`/api/eval/sdk-…`, `/api/event_logging/v2/batch`; 2.1.197 also `/api/claude_cli/bootstrap`,
 //! `/api/claude_code_penguin_mode`, `/api/claude_code/organizations/metrics_enabled`, each
-//! with the key in `x-api-key`), which only the door keeps in.
+//! with the key in `x-api-key`). Those stop with `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`,
+//! which the plan now sets (measured on the three versions: [`super::QUIET_ENV`]).
 //!
 //! Read in 2.1.197's bundle (`ZJ()`, the eligibility, and `Eu()`/`vrt()`/`wrt()`): the
 //! settings are fetched for the first-party provider when `ANTHROPIC_BASE_URL` is unset or
