@@ -245,16 +245,7 @@ impl AcpSession {
     fn stopped(&mut self, gate: &Gate, why: NotReady) -> ExecError {
         self.closed = true;
         let _ = self.process.stop();
-        let (failed, missing) = match why {
-            NotReady::Failed(line) => (Some(line), Vec::new()),
-            NotReady::Missing(missing) => (None, missing),
-        };
-        ExecError::ServersNotReady {
-            client: self.process.client.clone(),
-            waited: gate.waited(),
-            failed,
-            missing,
-        }
+        gate.not_ready(self.process.client.clone(), why)
     }
 
     /// The session id `session/new` answered.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
+use super::error::ExecError;
 use crate::clients::plan::{ServersReady, TypedPrompt};
 
 /// How often the log is read while the gate waits, and the typing watched.
@@ -149,6 +150,21 @@ impl Gate {
     /// How long the gate has waited.
     pub(crate) fn waited(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// The error `why` is for `client`, this gate having waited [`Gate::waited`]:
+    /// [`ExecError::ServersNotReady`].
+    pub(crate) fn not_ready(&self, client: String, why: NotReady) -> ExecError {
+        let (failed, missing) = match why {
+            NotReady::Failed(line) => (Some(line), Vec::new()),
+            NotReady::Missing(texts) => (None, texts),
+        };
+        ExecError::ServersNotReady {
+            client,
+            waited: self.waited(),
+            failed,
+            missing,
+        }
     }
 
     /// Reads what the log gained since the last read (at most [`READ_CHUNK`]) and checks

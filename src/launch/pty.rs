@@ -16,7 +16,7 @@ use rustix::pty::OpenptFlags;
 
 use super::Options;
 use super::error::{ExecError, Step};
-use super::gate::{self, Gate, Next, NotReady};
+use super::gate::{self, Gate, Next};
 use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue;
@@ -431,18 +431,9 @@ impl TerminalSession {
                 });
                 Ok(Some(now))
             }
-            Err(not_ready) => {
-                let waited = gate.waited();
-                let (failed, missing) = match not_ready {
-                    NotReady::Failed(line) => (Some(line), Vec::new()),
-                    NotReady::Missing(texts) => (None, texts),
-                };
-                Err(self.stopped(ExecError::ServersNotReady {
-                    client: self.process.client.clone(),
-                    waited,
-                    failed,
-                    missing,
-                }))
+            Err(why) => {
+                let error = gate.not_ready(self.process.client.clone(), why);
+                Err(self.stopped(error))
             }
         }
     }
