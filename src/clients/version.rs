@@ -72,9 +72,21 @@ impl ClientVersion {
     }
 }
 
+/// The most characters of a version [`ClientVersion`]'s `Display` shows; a longer one is cut,
+/// with `…`.
+pub const MAX_SHOWN_VERSION: usize = 80;
+
+/// Its version number, or the line when it holds none, as a person is shown it: control and
+/// invisible characters escaped ([`printable`](crate::text::printable)), cut after
+/// [`MAX_SHOWN_VERSION`] characters. The line comes from the client binary or the command
+/// line: it must not drive the operator's terminal, nor fill it.
 impl fmt::Display for ClientVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.number().unwrap_or(&self.reported))
+        let shown = crate::text::printable(self.number().unwrap_or(&self.reported));
+        match shown.char_indices().nth(MAX_SHOWN_VERSION) {
+            Some((cut, _)) => write!(f, "{}…", &shown[..cut]),
+            None => f.write_str(&shown),
+        }
     }
 }
 
@@ -148,4 +160,23 @@ pub(super) fn fmt_unproven(error: &RenderError, f: &mut fmt::Formatter<'_>) -> f
         proven.join(", "),
         client.name()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_is_shown_escaped_and_bounded() {
+        assert_eq!(
+            ClientVersion::new("2.1.332 (Claude Code)").to_string(),
+            "2.1.332"
+        );
+        assert_eq!(
+            ClientVersion::new("garbage\u{1b}[2J").to_string(),
+            "garbage\\u{1b}[2J"
+        );
+        let long = ClientVersion::new("9".repeat(100_000)).to_string();
+        assert_eq!(long, format!("{}…", "9".repeat(MAX_SHOWN_VERSION)));
+    }
 }
