@@ -131,7 +131,7 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    /// A request, or bytes of one, went to the upstream.
+    /// A request, or bytes of one, is about to go to the upstream.
     pub(super) fn sent(&self) {
         if self.each_request || !self.answered.load(Ordering::SeqCst) {
             let mut since = self.since.lock().unwrap_or_else(PoisonError::into_inner);
@@ -309,11 +309,12 @@ pub(super) fn pipe(mut from: TcpStream, mut to: Up, watch: Option<&Watch>) -> st
         match from.read(&mut buf) {
             Ok(0) => break Ok(()),
             Ok(n) => {
-                if let Err(e) = to.write_all(&buf[..n]) {
-                    break Err(e);
-                }
+                // Noted before the bytes go, as in `http::requests`.
                 if let Some(w) = watch {
                     w.sent();
+                }
+                if let Err(e) = to.write_all(&buf[..n]) {
+                    break Err(e);
                 }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}

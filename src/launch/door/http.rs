@@ -315,7 +315,7 @@ impl Input {
 }
 
 /// Passes the client's requests on to `to`, each head with `credential` set (if any) and its
-/// `host` the upstream's `authority` ([`rewrite`]), each noted on `watch` once its head is
+/// `host` the upstream's `authority` ([`rewrite`]), each noted on `watch` before its head is
 /// passed, until the client closes (`Ok`), a request is refused, does not arrive whole
 /// within `bound` ([`Failure::Stalled`]) or the connection fails.
 pub(super) fn requests(
@@ -348,8 +348,12 @@ pub(super) fn requests(
         }
         input.buf.drain(..end);
         forwarded = true;
-        to.write_all(&head.bytes)?;
+        // Noted before its first byte goes: an upstream that answers and closes at once is
+        // otherwise read out (answered, closed) before the note, and its close taken for a
+        // request left unanswered (a `502` and a log line for an answered request, seen under
+        // load).
         watch.sent();
+        to.write_all(&head.bytes)?;
         match head.framing {
             Framing::None => {}
             Framing::Length(n) => input.pass(n, &mut to)?,
@@ -631,6 +635,53 @@ mod tests {
         assert!(matches!(result, Err(Failure::Stalled(true))), "{result:?}");
         assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
         assert!(passed.is_empty(), "{passed}");
+    }
+
+    /// A request is noted as awaiting its answer before any byte of it reaches the upstream.
+    /// Noted after, an upstream that answers at once and closes can be read out first, and its
+    /// close taken for a request left unanswered: a `502` and a log line for an answered
+    /// request (seen under load in `launch_door_tls`). The upstream's buffers are small and
+    /// the head large, so the head is still being written when its first byte arrives.
+    #[test]
+    fn a_request_is_noted_before_its_first_byte_reaches_the_upstream() {
+        use rustix::net::sockopt::{set_socket_recv_buffer_size, set_socket_send_buffer_size};
+        use std::net::TcpListener;
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        set_socket_recv_buffer_size(&upstream, 4096).unwrap();
+        let door = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
+        set_socket_send_buffer_size(&to, 4096).unwrap();
+        let (mut got, _) = upstream.accept().unwrap();
+        let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+        let (from, _) = door.accept().unwrap();
+        let pad = "a".repeat(1000);
+        let headers: String = (0..56).map(|i| format!("x-pad-{i}: {pad}\r\n")).collect();
+        let raw = format!("POST /v1 HTTP/1.1\r\ncontent-length: 0\r\n{headers}\r\n");
+        client.write_all(raw.as_bytes()).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        let watch = Watch::default();
+        let (noted, passed, result) = std::thread::scope(|s| {
+            let door = s.spawn(|| {
+                let bound = Duration::from_secs(10);
+                requests(from, Up::Plain(to), Some(&key()), "up:80", &watch, bound)
+            });
+            let mut passed = vec![0u8];
+            got.read_exact(&mut passed).unwrap();
+            let noted = watch.waiting();
+            got.read_to_end(&mut passed).unwrap();
+            (noted, passed, door.join().unwrap())
+        });
+        assert!(result.is_ok(), "{result:?}");
+        let passed = String::from_utf8(passed).unwrap();
+        assert!(
+            passed.len() > 56_000 && passed.ends_with("x-api-key: real-key\r\n\r\n"),
+            "{}",
+            passed.len()
+        );
+        assert!(
+            noted,
+            "the head's first byte reached the upstream before the request was noted"
+        );
     }
 
     #[test]
