@@ -75,9 +75,12 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// Version 8 holds an ACP client's first prompt until its log says every injected MCP
 /// server listed its tools ([`LaunchPlan::servers_ready`]): a version-7 executor would send
 /// it to a reviewer one of whose servers never started.
+/// Version 9 lets such a log be a directory, each regular file in it read (a `log` ending
+/// in `/`; Qwen Code's debug log, a file per session): a version-8 executor would wait for
+/// that directory to be a file and stop every such launch.
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
-pub const PLAN_VERSION: u32 = 8;
+pub const PLAN_VERSION: u32 = 9;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -446,7 +449,8 @@ impl fmt::Debug for DoorCredential {
 pub struct TypedPrompt {
     /// The prompt, UTF-8, as typed.
     pub text: String,
-    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
+    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`;
+    /// a directory when it ends in `/`, as [`ServersReady::log`]).
     pub log: String,
     /// Texts that must each start some line's message before the prompt is typed: the
     /// client takes input, and each injected server listed its tools.
@@ -477,7 +481,9 @@ pub struct TypedPrompt {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServersReady {
-    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`).
+    /// The client's log, relative to the launch directory (`/`-separated, no `.` or `..`);
+    /// ending in `/`, a directory: each regular file directly in it is read, up to 16 (a
+    /// client that names its log after its session), no link followed.
     pub log: String,
     /// Texts that must each start some line's message before the first prompt: each
     /// injected server is connected, and the client's session set up.

@@ -1,6 +1,8 @@
 //! The prompt a terminal client gets once its MCP servers are ready
 //! ([`TypedPrompt`](crate::clients::plan::TypedPrompt)): the client's log is read as it
-//! grows, and the prompt is typed when it holds every `ready` text.
+//! grows, and the prompt is typed when it holds every `ready` text. A log that is a
+//! directory (its plan path ends in `/`) is each regular file in it: a client that names
+//! its log after its session or process (Qwen Code's `debug/<session>.txt`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,11 @@ const READ_CHUNK: usize = 256 * 1024;
 /// The longest part of one log line kept (the texts are near a line's start).
 const LINE_KEPT: usize = 64 * 1024;
 
+/// The most files of a log directory read, and the most of its entries looked at in one
+/// poll (the reviewer can write there: a flood of files must not stall the executor).
+const MAX_LOG_FILES: usize = 16;
+const MAX_DIR_ENTRIES: usize = 1024;
+
 /// Bracketed paste's start and end (xterm's; the client turned it on).
 const PASTE_START: &[u8] = b"\x1b[200~";
 const PASTE_END: &[u8] = b"\x1b[201~";
@@ -38,19 +45,67 @@ const PASTE_END: &[u8] = b"\x1b[201~";
 pub(crate) struct Gate {
     text: String,
     log: PathBuf,
-    /// The log, once it was there as a regular file, read on from where the last read
-    /// stopped.
-    file: Option<std::fs::File>,
+    /// The log is a directory: each regular file in it is read.
+    dir: bool,
+    /// The files read: the log, or those found in its directory.
+    files: Vec<LogFile>,
     /// The `ready` texts no line has held yet.
     missing: Vec<String>,
     failed: Vec<String>,
     /// How many `] ` come before a line's message.
     message_after: usize,
-    line: Vec<u8>,
     started: Instant,
     bound: Duration,
     next_poll: Instant,
     typed: bool,
+}
+
+/// One file of the log, read on from where the last read stopped.
+#[derive(Debug)]
+struct LogFile {
+    path: PathBuf,
+    /// Once it was there as a regular file.
+    file: Option<std::fs::File>,
+    /// The part of a line read so far.
+    line: Vec<u8>,
+}
+
+impl LogFile {
+    fn new(path: PathBuf) -> LogFile {
+        LogFile {
+            path,
+            file: None,
+            line: Vec::new(),
+        }
+    }
+
+    /// The whole lines it gained since the last read (at most [`READ_CHUNK`] bytes). A
+    /// file that is not there yet, or not a regular file (the reviewer can write its launch
+    /// directory: a FIFO there must not block the executor), reads as nothing; once opened,
+    /// it stays open.
+    fn lines(&mut self) -> Vec<String> {
+        if self.file.is_none() {
+            self.file = open_regular(&self.path);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Vec::new();
+        };
+        let mut buf = Vec::new();
+        let n = Read::by_ref(file)
+            .take(READ_CHUNK as u64)
+            .read_to_end(&mut buf)
+            .unwrap_or(0);
+        let mut lines = Vec::new();
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                lines.push(String::from_utf8_lossy(&self.line).into_owned());
+                self.line.clear();
+            } else if self.line.len() < LINE_KEPT {
+                self.line.push(b);
+            }
+        }
+        lines
+    }
 }
 
 /// What the terminal session does next for the gate.
@@ -78,14 +133,21 @@ impl Gate {
     /// from now.
     pub(crate) fn new(prompt: &TypedPrompt, launch_dir: &Path, bound: Duration) -> Gate {
         let now = Instant::now();
+        // Without its `/`: a path ending in `/` resolves a link to a directory.
+        let dir = prompt.log.ends_with('/');
+        let log = launch_dir.join(prompt.log.trim_end_matches('/'));
         Gate {
             text: prompt.text.clone(),
-            log: launch_dir.join(&prompt.log),
-            file: None,
+            files: if dir {
+                Vec::new()
+            } else {
+                vec![LogFile::new(log.clone())]
+            },
+            log,
+            dir,
             missing: prompt.ready.clone(),
             failed: prompt.failed.clone(),
             message_after: prompt.message_after,
-            line: Vec::new(),
             started: now,
             bound,
             next_poll: now,
@@ -167,36 +229,55 @@ impl Gate {
         }
     }
 
-    /// Reads what the log gained since the last read (at most [`READ_CHUNK`]) and checks
-    /// each whole line's [`message`]: the first that starts with a `failed` text, if any. A log that is not
-    /// there yet, or not a regular file (the reviewer can write its launch directory: a FIFO
-    /// there must not block the executor), reads as nothing; once opened, it stays open.
+    /// Reads what each file of the log gained since the last read ([`LogFile::lines`]) and
+    /// checks each whole line's [`message`]: the first that starts with a `failed` text, if
+    /// any.
     fn read(&mut self) -> Option<String> {
-        if self.file.is_none() {
-            self.file = open_regular(&self.log);
+        if self.dir {
+            self.find_files();
         }
-        let file = self.file.as_mut()?;
-        let mut buf = Vec::new();
-        let n = Read::by_ref(file)
-            .take(READ_CHUNK as u64)
-            .read_to_end(&mut buf)
-            .unwrap_or(0);
-        for &b in &buf[..n] {
-            if b != b'\n' {
-                if self.line.len() < LINE_KEPT {
-                    self.line.push(b);
+        for file in &mut self.files {
+            for line in file.lines() {
+                let message = message(&line, self.message_after);
+                if self.failed.iter().any(|f| message.starts_with(f.as_str())) {
+                    return Some(line);
                 }
-                continue;
+                self.missing.retain(|r| !message.starts_with(r.as_str()));
             }
-            let line = String::from_utf8_lossy(&self.line).into_owned();
-            self.line.clear();
-            let message = message(&line, self.message_after);
-            if self.failed.iter().any(|f| message.starts_with(f.as_str())) {
-                return Some(line);
-            }
-            self.missing.retain(|r| !message.starts_with(r.as_str()));
         }
         None
+    }
+
+    /// Adds the regular files of the log directory not read yet, in name order, up to
+    /// [`MAX_LOG_FILES`]. A directory that is not there yet, or a link, holds nothing.
+    fn find_files(&mut self) {
+        if self.files.len() >= MAX_LOG_FILES
+            || !std::fs::symlink_metadata(&self.log).is_ok_and(|m| m.is_dir())
+        {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.log) else {
+            return;
+        };
+        let mut new: Vec<PathBuf> = entries
+            .take(MAX_DIR_ENTRIES)
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| !self.files.iter().any(|f| &f.path == p))
+            .collect();
+        new.sort();
+        for path in new {
+            if self.files.len() >= MAX_LOG_FILES {
+                break;
+            }
+            if let Some(file) = open_regular(&path) {
+                self.files.push(LogFile {
+                    path,
+                    file: Some(file),
+                    line: Vec::new(),
+                });
+            }
+        }
     }
 }
 
@@ -368,6 +449,56 @@ mod tests {
         assert_eq!(
             gate.poll(Instant::now()),
             Ok(Next::Type(b"\x1b[200~\x1b[201~".to_vec()))
+        );
+    }
+
+    /// A log that is a directory: each regular file in it counts, whatever its name
+    /// (Qwen Code 0.24.4 writes one per session); a link (its `latest`), a FIFO, or a
+    /// directory that is itself a link, says nothing.
+    #[test]
+    fn a_log_directory_is_each_regular_file_in_it() {
+        let ready = ServersReady {
+            log: "debug/".into(),
+            ready: vec!["server a: listed".into(), "server b: listed".into()],
+            failed: vec!["server a: failed".into()],
+            message_after: 1,
+        };
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside.txt");
+        std::fs::write(&outside, "t [E] server a: failed\nt [I] server b: listed\n").unwrap();
+        // The directory a link to one that holds every text: nothing.
+        std::os::unix::fs::symlink(root.path(), root.path().join("debug")).unwrap();
+        let mut gate = Gate::servers(&ready, root.path(), Duration::from_secs(60));
+        assert!(matches!(gate.poll(Instant::now()), Ok(Next::Wait(_))));
+        std::fs::remove_file(root.path().join("debug")).unwrap();
+        let dir = root.path().join("debug");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("latest")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        std::fs::write(dir.join("1f36.txt"), "t [I] server a: listed\n").unwrap();
+        let mut gate = Gate::servers(&ready, root.path(), Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))));
+        assert_eq!(gate.missing, vec!["server b: listed".to_owned()]);
+        // A file that comes later is found, and read from its start.
+        std::fs::write(dir.join("9aca.txt"), "t [I] server b: listed\n").unwrap();
+        assert_eq!(
+            gate.poll(t0 + POLL),
+            Ok(Next::Type(b"\x1b[200~\x1b[201~".to_vec()))
+        );
+        // A failed line in any of them stops the wait.
+        std::fs::write(dir.join("a.txt"), "t [E] server a: failed to start\n").unwrap();
+        let mut gate = Gate::servers(&ready, root.path(), Duration::from_secs(60));
+        assert_eq!(
+            gate.poll(Instant::now()),
+            Err(NotReady::Failed("t [E] server a: failed to start".into()))
         );
     }
 

@@ -125,7 +125,13 @@ fn check_paths(plan: &LaunchPlan) -> Result<(), ExecError> {
     ];
     for (field, paths) in &fields {
         for path in paths {
-            if let Some(problem) = path_problem(path) {
+            // A log may be a directory, written with a trailing `/` (`gate`).
+            let logs = [PathField::TypedPromptLog, PathField::ServersReadyLog];
+            let checked = match path.strip_suffix('/') {
+                Some(dir) if logs.contains(field) => dir,
+                _ => path,
+            };
+            if let Some(problem) = path_problem(checked) {
                 return Err(bad(*field, path, problem));
             }
         }

@@ -340,6 +340,8 @@ fn qwen_checks_name_the_servers_a_leaky_plan_starts() {
     );
     plan.argv.push("--auth-type=openai".into());
     plan.worktree_remove.clear();
+    // The injected servers do not start here (below): no wait for them before the prompt.
+    plan.servers_ready = None;
     let report = run(bench);
     // The `QWEN_HOME`, system, system-defaults and worktree settings are read: their own
     // servers and `SessionStart` hooks run (hooks switched back on by `disableAllHooks:

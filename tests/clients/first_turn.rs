@@ -255,14 +255,20 @@ fn qwen_offers_a_slow_server_in_its_first_turn() {
     };
     let with = Bench::new(openai_chat);
     with.judge(&qwen_plan(&with), &bin);
-    // The bite: without the switch that makes `session/new` wait for the servers.
+    // The bite: without the switch that makes `session/new` wait for the servers, and
+    // without the executor's wait on the debug log (`qwen::ready`).
     let without = Bench::new(openai_chat);
     let mut plan = qwen_plan(&without);
     let before = plan.env.len();
     plan.env
         .retain(|v| v.name != "QWEN_CODE_LEGACY_MCP_BLOCKING");
     assert_eq!(plan.env.len() + 1, before);
-    without.judge_without(&plan, &bin, "QWEN_CODE_LEGACY_MCP_BLOCKING=1");
+    assert!(plan.servers_ready.take().is_some());
+    without.judge_without(
+        &plan,
+        &bin,
+        "QWEN_CODE_LEGACY_MCP_BLOCKING=1 and servers_ready",
+    );
 }
 
 /// An Anthropic Messages API turn that ends at once.

@@ -20,7 +20,10 @@ use kcap_mcp_registry::clients::root::Credentials;
 use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
-    real_client_tests![gemini_a_server_that_exits_stops_the_launch]
+    real_client_tests![
+        gemini_a_server_that_exits_stops_the_launch,
+        qwen_a_server_that_exits_stops_the_launch,
+    ]
 }
 
 /// The stand-in server: `kcap-review` (started as `kcap mcp review`) exits at once, with a
@@ -132,6 +135,32 @@ fn gemini_a_server_that_exits_stops_the_launch() {
                     env: vec![
                         EnvVar::new("GEMINI_API_KEY", "dummy-gemini-key-0123456789"),
                         EnvVar::new("GOOGLE_GEMINI_BASE_URL", &bench.api.url),
+                    ],
+                    files: Vec::new(),
+                },
+            )
+        },
+        &bin,
+        |plan| plan.servers_ready = None,
+    );
+}
+
+/// Qwen Code 0.24.4 answers `session/new` as usual when a server exits at once; its debug
+/// log says `[McpPool] Failed to spawn pool entry for '<wire>'` (`qwen::ready`).
+fn qwen_a_server_that_exits_stops_the_launch() {
+    let Some(bin) = peer("KCAP_QWEN_BIN") else {
+        return;
+    };
+    judge(
+        crate::first_turn::openai_chat,
+        |bench| {
+            bench.plan(
+                Client::Qwen,
+                Some("gpt-4o"),
+                Credentials {
+                    env: vec![
+                        EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
+                        EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", bench.api.url)),
                     ],
                     files: Vec::new(),
                 },

@@ -688,8 +688,9 @@ fn a_version_2_plan_is_refused_by_its_version_before_its_shape() {
     let r = launch_plan(&file, &launch_dir, Path::new("/bin/true"), &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stderr
-            .contains("the plan is version 2; this executor carries out version 8"),
+        r.stderr.contains(&format!(
+            "the plan is version 2; this executor carries out version {PLAN_VERSION}"
+        )),
         "{r:?}"
     );
     assert_eq!(h.snapshot(), before);
@@ -1133,7 +1134,11 @@ fn launch_plan_carries_out_a_saved_antigravity_plan_in_a_terminal() {
     let r = common::run(&dry);
     assert_eq!(r.code, 0, "{r:?}");
     assert!(r.stdout.starts_with(&plan.to_json()), "{r:?}");
-    assert!(r.stdout.contains("\n1. check the plan (version 8"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains(&format!("\n1. check the plan (version {PLAN_VERSION}")),
+        "{r:?}"
+    );
     assert!(r.stdout.contains("in a pseudo-terminal"), "{r:?}");
     assert!(!launch_dir.exists() && !record_base.with_extension("json").exists());
 

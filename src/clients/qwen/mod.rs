@@ -21,7 +21,8 @@
 //!   tool calls); `yolo` runs the result tool without `session/request_permission`.
 //! - MCP discovery runs in the background: a prompt sent as soon as `session/new` answered
 //!   was offered no MCP tool. `QWEN_CODE_LEGACY_MCP_BLOCKING=1` makes `session/new` answer
-//!   only once the servers are discovered.
+//!   only once the servers are discovered. It answers the same when a server exited: the
+//!   plan's `servers_ready` has the executor read Qwen's debug log first ([`ready`]).
 //! - MCP tools are deferred behind `tool_search` by default: the model's first request listed
 //!   no `mcp__*` tool. `tools.toolSearch.enabled = false` ([`ROOT_SETTINGS`]) offers them.
 //! - Tool names reach the model as `mcp__<wire name>__<tool>` ([`qualified_tool_name`]); over
@@ -70,6 +71,8 @@ pub mod loader;
 
 #[cfg(feature = "cli")]
 pub mod hostile;
+
+pub mod ready;
 
 use std::path::Path;
 
@@ -191,7 +194,9 @@ pub fn qwen_plan(
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
 ) -> Result<LaunchPlan, RenderError> {
-    gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)
+    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
+    ready::wait_for_servers(&mut plan);
+    Ok(plan)
 }
 
 /// Qwen Code's launch in the family's shape ([`gemini_family::plan`]): `--acp`, then
