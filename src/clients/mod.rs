@@ -72,6 +72,7 @@ pub mod claude;
 pub mod codex;
 pub mod copilot;
 pub mod cursor;
+mod dialog;
 pub mod dispatch;
 pub mod door;
 mod error;

@@ -28,6 +28,7 @@ use crate::model::McpServer;
 pub use super::boundary::{
     SYSTEM_DEVICES, SYSTEM_PROC_READ, SYSTEM_READ_EXEC, SYSTEM_SECRETS, Sandbox,
 };
+pub use super::dialog::Dialog;
 pub use super::launch_id::{LaunchId, LaunchIdError, LaunchSecret};
 
 /// The most bytes one argument or one `NAME=value` of the environment may hold, its NUL
@@ -76,8 +77,12 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// server listed its tools ([`LaunchPlan::servers_ready`]): a version-7 executor would send
 /// it to a reviewer one of whose servers never started.
 /// Version 9 lets such a log be a directory, each regular file in it read (a `log` ending
-/// in `/`; Qwen Code's debug log, a file per session): a version-8 executor would wait for
-/// that directory to be a file and stop every such launch.
+/// in `/`; Qwen Code's and Copilot CLI's, a file per session or process), counts a `ready`
+/// text listed twice as two lines, and adds [`ServersReady::message_separator`] and
+/// [`ServersReady::settle_ms`], and names a terminal client's dialogs in the plan
+/// ([`LaunchPlan::dialogs`], the rooms' data, no longer the executor's): a version-8 executor
+/// would wait for a directory to be a file, or take one line for every server, and stop or
+/// start launches it should not.
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
 pub const PLAN_VERSION: u32 = 9;
@@ -153,6 +158,10 @@ pub struct LaunchPlan {
     /// `session/new` and before any prompt. `None`: nothing to wait for.
     #[serde(default)]
     pub servers_ready: Option<ServersReady>,
+    /// For a terminal client: the interactive dialogs it can stop at ([`Dialog`]), which the
+    /// executor stops it at with an error naming the dialog. Empty over ACP.
+    #[serde(default)]
+    pub dialogs: Vec<Dialog>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
@@ -287,6 +296,7 @@ impl LaunchPlan {
             session_new: None,
             typed_prompt: None,
             servers_ready: None,
+            dialogs: Vec::new(),
             servers: Vec::new(),
             sandbox,
             door: None,
@@ -472,7 +482,8 @@ pub struct TypedPrompt {
 ///
 /// The executor (`launch::AcpSession`, feature `launch`) reads [`ServersReady::log`] once
 /// `session/new` answered: a line whose message (the part after
-/// [`ServersReady::message_after`] `] `) starts with a [`ServersReady::failed`] text, or the
+/// [`ServersReady::message_after`] [`ServersReady::message_separator`]) starts with a
+/// [`ServersReady::failed`] text, or the
 /// handshake bound (`launch::Options::handshake_timeout`, from the client's start) passing
 /// before every [`ServersReady::ready`] text started some line's message, stops the client
 /// with an error naming the server, and no prompt is sent. A line that only quotes a text
@@ -486,14 +497,24 @@ pub struct ServersReady {
     /// client that names its log after its session), no link followed.
     pub log: String,
     /// Texts that must each start some line's message before the first prompt: each
-    /// injected server is connected, and the client's session set up.
+    /// injected server is connected, and the client's session set up. A text listed `n`
+    /// times needs `n` lines (a client whose line does not name the server).
     pub ready: Vec<String>,
     /// Texts any one of which, starting a line's message, says that an injected server
     /// failed: the executor stops the client and quotes the line.
     pub failed: Vec<String>,
-    /// Where a line's message starts ([`TypedPrompt::message_after`]): 2 for Gemini CLI's
-    /// `[<time>] [<LEVEL>] <message>`.
+    /// Where a line's message starts: after this many [`ServersReady::message_separator`]
+    /// (as [`TypedPrompt::message_after`]): 2 for Gemini CLI's `[<time>] [<LEVEL>]
+    /// <message>`.
     pub message_after: usize,
+    /// What ends each part before a line's message: `] ` for bracketed prefixes, ` message=`
+    /// for OpenCode's `key=value` lines.
+    pub message_separator: String,
+    /// Milliseconds the executor reads the log on for a `failed` line once every `ready`
+    /// text is in (or at once, with no `ready` texts): a client that writes no line when a
+    /// server is ready, only when one failed (OpenCode), and may write it after answering
+    /// `session/new`. 0: the first prompt goes as soon as the texts are in.
+    pub settle_ms: u64,
 }
 
 /// One environment variable: `{"name": …, "value": …}` (the ACP shape too).

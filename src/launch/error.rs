@@ -344,8 +344,9 @@ pub enum ExecError {
     Dialog {
         /// The client's name.
         client: String,
-        /// The dialog's name, e.g. `Codex's "Trust this folder?" dialog`.
-        dialog: &'static str,
+        /// The dialog's name (the plan's [`Dialog`](crate::clients::plan::Dialog)), e.g.
+        /// `Codex's "Trust this folder?" dialog`.
+        dialog: String,
         /// How long it showed no progress.
         after: Duration,
     },

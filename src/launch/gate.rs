@@ -49,11 +49,16 @@ pub(crate) struct Gate {
     dir: bool,
     /// The files read: the log, or those found in its directory.
     files: Vec<LogFile>,
-    /// The `ready` texts no line has held yet.
+    /// The `ready` texts no line has held yet (a text listed twice needs two lines).
     missing: Vec<String>,
     failed: Vec<String>,
-    /// How many `] ` come before a line's message.
+    /// How many `separator`s come before a line's message.
     message_after: usize,
+    separator: String,
+    /// How long the log is read on for a `failed` line once every `ready` text is in.
+    settle: Duration,
+    /// When every `ready` text was in.
+    all_in: Option<Instant>,
     started: Instant,
     bound: Duration,
     next_poll: Instant,
@@ -132,6 +137,18 @@ impl Gate {
     /// A gate for `prompt` of a plan carried out in `launch_dir`, waiting at most `bound`
     /// from now.
     pub(crate) fn new(prompt: &TypedPrompt, launch_dir: &Path, bound: Duration) -> Gate {
+        Gate::reading(prompt, "] ", Duration::ZERO, launch_dir, bound)
+    }
+
+    /// A gate for `prompt` whose log's lines have their message after `message_after`
+    /// `separator`s, typing `settle` after every `ready` text is in.
+    fn reading(
+        prompt: &TypedPrompt,
+        separator: &str,
+        settle: Duration,
+        launch_dir: &Path,
+        bound: Duration,
+    ) -> Gate {
         let now = Instant::now();
         // Without its `/`: a path ending in `/` resolves a link to a directory.
         let dir = prompt.log.ends_with('/');
@@ -148,6 +165,9 @@ impl Gate {
             missing: prompt.ready.clone(),
             failed: prompt.failed.clone(),
             message_after: prompt.message_after,
+            separator: separator.to_owned(),
+            settle,
+            all_in: None,
             started: now,
             bound,
             next_poll: now,
@@ -158,7 +178,7 @@ impl Gate {
     /// A gate with nothing to type for an ACP client's [`ServersReady`]: [`Next::Type`] (of
     /// nothing) says that every `ready` text is in the log.
     pub(crate) fn servers(ready: &ServersReady, launch_dir: &Path, bound: Duration) -> Gate {
-        Gate::new(
+        Gate::reading(
             &TypedPrompt {
                 text: String::new(),
                 log: ready.log.clone(),
@@ -166,6 +186,8 @@ impl Gate {
                 failed: ready.failed.clone(),
                 message_after: ready.message_after,
             },
+            &ready.message_separator,
+            Duration::from_millis(ready.settle_ms),
             launch_dir,
             bound,
         )
@@ -194,9 +216,16 @@ impl Gate {
                 return Err(NotReady::Failed(line));
             }
             if self.missing.is_empty() {
-                self.typed = true;
-                return Ok(Next::Type(self.paste()));
+                let all_in = *self.all_in.get_or_insert(now);
+                if now >= all_in + self.settle {
+                    self.typed = true;
+                    return Ok(Next::Type(self.paste()));
+                }
             }
+        }
+        if let Some(all_in) = self.all_in {
+            // Every server is ready: only the settle is left, whatever the bound.
+            return Ok(Next::Wait(self.next_poll.min(all_in + self.settle)));
         }
         if now >= self.started + self.bound {
             return Err(NotReady::Missing(self.missing.clone()));
@@ -238,11 +267,14 @@ impl Gate {
         }
         for file in &mut self.files {
             for line in file.lines() {
-                let message = message(&line, self.message_after);
+                let message = message(&line, &self.separator, self.message_after);
                 if self.failed.iter().any(|f| message.starts_with(f.as_str())) {
                     return Some(line);
                 }
-                self.missing.retain(|r| !message.starts_with(r.as_str()));
+                // One line stands for one listing of a text.
+                if let Some(i) = self.missing.iter().position(|r| message.starts_with(r)) {
+                    self.missing.remove(i);
+                }
             }
         }
         None
@@ -296,14 +328,15 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
         .then(|| std::fs::File::from(fd))
 }
 
-/// What a log line says: the part after its `after`-th `] ` (the plan's
-/// `message_after`, each room's log format as data), where a text of the plan must start to
-/// count; empty when it has fewer. A line that only quotes a text does not say it (a
-/// server's standard error a client logs, a stack trace's continuation lines).
-fn message(line: &str, after: usize) -> &str {
+/// What a log line says: the part after its `after`-th `separator` (the plan's
+/// `message_after` and `message_separator`, each room's log format as data), where a text of
+/// the plan must start to count; empty when it has fewer. A line that only quotes a text
+/// does not say it (a server's standard error a client logs, a stack trace's continuation
+/// lines).
+fn message<'a>(line: &'a str, separator: &str, after: usize) -> &'a str {
     let mut rest = line;
     for _ in 0..after {
-        match rest.split_once("] ") {
+        match rest.split_once(separator) {
             Some((_, tail)) => rest = tail,
             None => return "",
         }
@@ -421,6 +454,8 @@ mod tests {
             ready: vec!["Registering server 'a'".into(), "[STARTUP] flush".into()],
             failed: vec!["[MCP error] Error for server 'a'".into()],
             message_after: 2,
+            message_separator: "] ".into(),
+            settle_ms: 0,
         };
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("client.log");
@@ -462,6 +497,8 @@ mod tests {
             ready: vec!["server a: listed".into(), "server b: listed".into()],
             failed: vec!["server a: failed".into()],
             message_after: 1,
+            message_separator: "] ".into(),
+            settle_ms: 0,
         };
         let root = tempfile::tempdir().unwrap();
         let outside = root.path().join("outside.txt");
@@ -502,12 +539,87 @@ mod tests {
         );
     }
 
+    /// A text listed twice needs two lines (Copilot CLI 1.0.102 writes `Service initialized
+    /// as client` once a server, naming none); a line stands for one listing.
+    #[test]
+    fn a_text_listed_twice_needs_two_lines() {
+        let ready = ServersReady {
+            log: "client.log".into(),
+            ready: vec!["Service initialized".into(), "Service initialized".into()],
+            failed: vec!["connection failed {\"server_name\":\"b\"".into()],
+            message_after: 2,
+            message_separator: "] ".into(),
+            settle_ms: 0,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("client.log");
+        let one = "t [INFO] [rmcp] Service initialized as client {}\n";
+        std::fs::write(&log, one).unwrap();
+        let mut gate = Gate::servers(&ready, dir.path(), Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))));
+        assert_eq!(gate.missing, vec!["Service initialized".to_owned()]);
+        std::fs::write(&log, format!("{one}{one}")).unwrap();
+        assert!(matches!(gate.poll(t0 + POLL), Ok(Next::Type(_))));
+    }
+
+    /// With `settle_ms`, the log is read on for a `failed` line after every `ready` text is
+    /// in (at once with none): a line within it stops the launch; none, and the prompt goes
+    /// once it passed (OpenCode 1.18.33 writes only its failures). `key=value` lines have
+    /// their message after ` message=`.
+    #[test]
+    fn a_settle_reads_on_for_a_failed_line() {
+        let ready = ServersReady {
+            log: "client.log".into(),
+            ready: Vec::new(),
+            failed: vec!["\"server unavailable\" key=b ".into()],
+            message_after: 1,
+            message_separator: " message=".into(),
+            settle_ms: 500,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("client.log");
+        std::fs::write(&log, "t=1 level=INFO message=created id=s\n").unwrap();
+        let mut gate = Gate::servers(&ready, dir.path(), Duration::from_secs(1));
+        let t0 = Instant::now();
+        assert_eq!(gate.poll(t0), Ok(Next::Wait(t0 + POLL)));
+        let failed = "t=2 level=WARN message=\"server unavailable\" key=b type=local";
+        std::fs::write(
+            &log,
+            format!("t=1 level=INFO message=created id=s\n{failed}\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            gate.poll(t0 + Duration::from_millis(400)),
+            Err(NotReady::Failed(failed.into()))
+        );
+        // No failed line within the settle: the prompt goes, past the bound too.
+        std::fs::write(
+            &log,
+            "t=1 level=INFO message=\"server unavailable\" key=bb x\n",
+        )
+        .unwrap();
+        let mut gate = Gate::servers(&ready, dir.path(), Duration::from_millis(100));
+        let t0 = Instant::now();
+        assert!(matches!(gate.poll(t0), Ok(Next::Wait(_))));
+        let t = t0 + Duration::from_millis(300);
+        assert!(matches!(gate.poll(t), Ok(Next::Wait(_))));
+        assert!(matches!(
+            gate.poll(t0 + Duration::from_millis(500)),
+            Ok(Next::Type(_))
+        ));
+    }
+
     #[test]
     fn a_message_follows_its_prefix() {
-        assert_eq!(message("[t] [LOG] x] y", 2), "x] y");
-        assert_eq!(message("t [LOG] x", 1), "x");
-        assert_eq!(message("t [LOG] x", 2), "");
-        assert_eq!(message("Warning: x", 0), "Warning: x");
+        assert_eq!(message("[t] [LOG] x] y", "] ", 2), "x] y");
+        assert_eq!(message("t [LOG] x", "] ", 1), "x");
+        assert_eq!(message("t [LOG] x", "] ", 2), "");
+        assert_eq!(message("Warning: x", "] ", 0), "Warning: x");
+        assert_eq!(
+            message("level=WARN message=\"a message=b\" k=v", " message=", 1),
+            "\"a message=b\" k=v"
+        );
     }
 
     #[test]

@@ -37,7 +37,8 @@
 //!      checked; then [`AcpSession::prompt`] sends `session/prompt` and
 //!      [`AcpSession::next_event`] reads `session/update`s and refuses permission requests.
 //!    - The others (Claude Code, Codex, Antigravity): a pseudo-terminal of their own
-//!      ([`TerminalSession`]); a client that shows one of the known [`DIALOGS`] and then
+//!      ([`TerminalSession`]); a client that shows one of its plan's dialogs
+//!      ([`LaunchPlan::dialogs`](crate::clients::plan::LaunchPlan::dialogs)) and then
 //!      writes nothing for [`Options::dialog_quiet`] is stopped with
 //!      [`ExecError::Dialog`] naming the dialog.
 //! 5. **Stop** ([`Reviewer::stop`], or dropping it): `SIGTERM` to the client's whole process
@@ -122,7 +123,7 @@ pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};
 pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem, sweep};
 pub use process::{STOP_GRACE, client_env, client_env_from};
-pub use pty::{DIALOGS, Dialog, TerminalEvent, TerminalSession};
+pub use pty::{TerminalEvent, TerminalSession};
 pub use queue::MAX_QUEUED_BYTES;
 
 use crate::clients::plan::LaunchPlan;
@@ -440,7 +441,8 @@ pub fn launch_with_parent_env(
                     options.handshake_timeout,
                 )
             });
-            TerminalSession::open(process, dir, master, options, gate).map(Reviewer::Terminal)
+            TerminalSession::open(process, dir, master, options, gate, &plan.dialogs)
+                .map(Reviewer::Terminal)
         }
     }
 }

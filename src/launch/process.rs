@@ -299,6 +299,7 @@ mod tests {
             session_new: None,
             typed_prompt: None,
             servers_ready: None,
+            dialogs: Vec::new(),
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
             door: None,

@@ -1,6 +1,6 @@
-//! A client run in a pseudo-terminal (the plans without `session_new`: Claude Code, Codex,
-//! Antigravity): its output as [`TerminalEvent`]s, and the interactive dialogs it must not
-//! sit at ([`DIALOGS`]).
+//! A client run in a pseudo-terminal (the plans without `session_new`): its output as
+//! [`TerminalEvent`]s, and the interactive dialogs it must not sit at (the plan's
+//! [`Dialog`]s).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -20,66 +20,7 @@ use super::gate::{self, Gate, Next};
 use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue;
-
-/// An interactive dialog a client can stop at, waiting for a key nobody presses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dialog {
-    /// Its name in [`ExecError::Dialog`], e.g. `Codex's "Trust this folder?" dialog`.
-    pub name: &'static str,
-    /// Texts of it as the terminal shows them; any one identifies it (compared on letters
-    /// and digits only, case-insensitively, so line breaks and colours between words do not
-    /// matter).
-    pub texts: &'static [&'static str],
-}
-
-/// The dialogs measured in the pinned clients' own text (Codex CLI 0.169.0, Claude Code
-/// 2.1.197 and 2.1.328): trust, hooks review, onboarding and login screens. The first whose
-/// text the screen shows names the dialog.
-pub const DIALOGS: &[Dialog] = &[
-    // Before Codex's: Claude Code's "Yes, I trust this folder" holds Codex's "Trust this
-    // folder" (letters only), and the first match names the dialog.
-    Dialog {
-        name: "Claude Code's folder trust dialog",
-        texts: &["Quick safety check", "Yes, I trust this folder"],
-    },
-    Dialog {
-        name: "Codex's \"Trust this folder?\" dialog",
-        texts: &["Trust this folder?", "Trust and continue"],
-    },
-    Dialog {
-        name: "Codex's hooks review dialog",
-        texts: &[
-            "Hooks need review",
-            "review before it can run",
-            "review before they can run",
-            "Trust all and continue",
-        ],
-    },
-    Dialog {
-        name: "Claude Code's bypass-permissions confirmation",
-        texts: &["Yes, I accept"],
-    },
-    Dialog {
-        name: "Claude Code's theme choice (onboarding)",
-        texts: &["Choose the text style that looks best with your terminal"],
-    },
-    Dialog {
-        name: "Claude Code's login method choice",
-        texts: &["Select login method"],
-    },
-    Dialog {
-        name: "Claude Code's custom API key question",
-        texts: &["Detected a custom API key in your environment"],
-    },
-    Dialog {
-        name: "Codex's sign-in screen (no credentials it accepts)",
-        texts: &["Sign in with ChatGPT"],
-    },
-    Dialog {
-        name: "a \"Press Enter to continue\" prompt",
-        texts: &["Press Enter to continue"],
-    },
-];
+use crate::clients::plan::Dialog;
 
 /// How much of the normalized screen text is searched for a dialog.
 const SCREEN_TAIL: usize = 4096;
@@ -115,7 +56,7 @@ enum Chunk {
 /// A running reviewer in a pseudo-terminal.
 ///
 /// [`TerminalSession::next_event`] stops it with [`ExecError::Dialog`] when it shows one of
-/// the [`DIALOGS`] and writes nothing for [`Options::dialog_quiet`]. Dropping it stops the
+/// its plan's [`Dialog`]s and writes nothing for [`Options::dialog_quiet`]. Dropping it stops the
 /// client and its process group and removes the launch directory.
 #[derive(Debug)]
 pub struct TerminalSession {
@@ -126,11 +67,14 @@ pub struct TerminalSession {
     screen: Screen,
     last_output: Instant,
     dialog_quiet: Duration,
+    /// The plan's dialogs: each name, and its texts' letters and digits, lowercased.
+    dialogs: Vec<(String, Vec<String>)>,
     /// When every process closed the terminal: only the client's exit is left to wait for.
     hung_up: Option<Instant>,
     closed: bool,
     /// The plan's typed prompt, until it is typed.
-    gate: Option<Gate>,
+    /// Boxed: the session is one variant of [`super::Reviewer`], whose other is smaller.
+    gate: Option<Box<Gate>>,
     /// The prompt being typed ([`gate::type_prompt`]), and the bound of the typing.
     typing: Option<Typing>,
     bound: Duration,
@@ -243,6 +187,7 @@ impl TerminalSession {
         master: OwnedFd,
         options: &Options,
         gate: Option<Gate>,
+        dialogs: &[Dialog],
     ) -> Result<TerminalSession, ExecError> {
         let clone = |fd: &OwnedFd| {
             fd.try_clone()
@@ -265,9 +210,10 @@ impl TerminalSession {
             screen: Screen::default(),
             last_output: Instant::now(),
             dialog_quiet: options.dialog_quiet,
+            dialogs: kept(dialogs),
             hung_up: None,
             closed: false,
-            gate,
+            gate: gate.map(Box::new),
             typing: None,
             bound: options.handshake_timeout,
         })
@@ -301,7 +247,7 @@ impl TerminalSession {
     /// after [`TerminalEvent::Exited`].
     ///
     /// # Errors
-    /// [`ExecError::Dialog`] when the client shows one of the [`DIALOGS`] and wrote
+    /// [`ExecError::Dialog`] when the client shows one of its plan's dialogs and wrote
     /// nothing for [`Options::dialog_quiet`]: the client has been stopped.
     pub fn next_event(&mut self, timeout: Duration) -> Result<Option<TerminalEvent>, ExecError> {
         let deadline = Instant::now() + timeout;
@@ -339,12 +285,13 @@ impl TerminalSession {
             let prompt_at = self.type_prompt(now)?;
             let quiet_at = self.last_output + self.dialog_quiet;
             if now >= quiet_at {
-                if let Some(dialog) = self.screen.dialog() {
+                if let Some(dialog) = self.screen.dialog(&self.dialogs) {
+                    let dialog = dialog.to_owned();
                     let _ = self.process.stop();
                     self.closed = true;
                     return Err(ExecError::Dialog {
                         client: self.process.client.clone(),
-                        dialog: dialog.name,
+                        dialog,
                         after: self.dialog_quiet,
                     });
                 }
@@ -495,6 +442,18 @@ enum Escape {
     OscEsc,
 }
 
+/// `dialogs` as a session matches them: each name, and its texts' [`letters`]; a text with
+/// none is dropped (it would be found on every screen).
+fn kept(dialogs: &[Dialog]) -> Vec<(String, Vec<String>)> {
+    dialogs
+        .iter()
+        .map(|d| {
+            let texts = d.texts.iter().map(|t| letters(t));
+            (d.name.clone(), texts.filter(|t| !t.is_empty()).collect())
+        })
+        .collect()
+}
+
 fn letters(text: &str) -> String {
     text.chars()
         .filter(char::is_ascii_alphanumeric)
@@ -529,12 +488,15 @@ impl Screen {
         }
     }
 
-    fn dialog(&self) -> Option<&'static Dialog> {
+    /// The name of the first of `dialogs` (names, and texts as [`letters`]) one of whose
+    /// texts the end of the screen shows.
+    fn dialog<'a>(&self, dialogs: &'a [(String, Vec<String>)]) -> Option<&'a str> {
         let start = self.text.len().saturating_sub(SCREEN_TAIL);
         let tail = &self.text[start..];
-        DIALOGS
+        dialogs
             .iter()
-            .find(|d| d.texts.iter().any(|t| tail.contains(&letters(t))))
+            .find(|(_, texts)| texts.iter().any(|t| tail.contains(t.as_str())))
+            .map(|(name, _)| name.as_str())
     }
 }
 
@@ -544,38 +506,53 @@ mod tests {
 
     #[test]
     fn dialogs_are_found_through_colours_and_line_breaks() {
+        let codex = kept(&Dialog::all(crate::clients::codex::DIALOGS));
         let mut screen = Screen::default();
         screen.feed(b"\x1b[1;1H\x1b[38;5;2mTrust\x1b[0m this\r\n fol");
-        assert_eq!(screen.dialog(), None);
+        assert_eq!(screen.dialog(&codex), None);
         screen.feed(b"der?\x1b]0;title\x07 Codex can read");
         assert_eq!(
-            screen.dialog().unwrap().name,
+            screen.dialog(&codex).unwrap(),
             "Codex's \"Trust this folder?\" dialog"
         );
         let mut screen = Screen::default();
         screen.feed(b"2 hooks need review before they can run.");
-        assert_eq!(screen.dialog().unwrap().name, "Codex's hooks review dialog");
+        assert_eq!(
+            screen.dialog(&codex).unwrap(),
+            "Codex's hooks review dialog"
+        );
         let mut screen = Screen::default();
         screen.feed(b"1 hook needs review before it can run.");
-        assert_eq!(screen.dialog().unwrap().name, "Codex's hooks review dialog");
+        assert_eq!(
+            screen.dialog(&codex).unwrap(),
+            "Codex's hooks review dialog"
+        );
         let mut screen = Screen::default();
         screen.feed(b"Reviewing the diff...");
-        assert_eq!(screen.dialog(), None);
+        assert_eq!(screen.dialog(&codex), None);
     }
 
+    /// Each plan names its own client's dialogs: Claude Code's trust dialog (whose
+    /// "Yes, I trust this folder" holds Codex's "Trust this folder" in letters) is named as
+    /// Claude Code's; a screen with no text of the plan's dialogs names none.
     #[test]
-    fn claudes_trust_dialog_is_named_as_claudes_not_codexs() {
+    fn a_plans_own_dialogs_name_what_the_screen_shows() {
         // Claude Code 2.1.197's screen, as its terminal showed it (spaces dropped by cursor
         // moves).
+        let claude = kept(&Dialog::all(crate::clients::claude::state::DIALOGS));
         let mut screen = Screen::default();
         screen.feed(
             b"Accessingworkspace:\r\nQuicksafetycheck:Isthisaprojectyoucreatedoroneyoutrust?\r\n\
               \xe2\x9d\xaf1.Yes,Itrustthisfolder\r\n2.No,exit",
         );
         assert_eq!(
-            screen.dialog().unwrap().name,
+            screen.dialog(&claude).unwrap(),
             "Claude Code's folder trust dialog"
         );
+        assert_eq!(screen.dialog(&[]), None);
+        // A text with no letter or digit is dropped: it would be on every screen.
+        let empty = kept(&Dialog::all(&[("nothing", &[",", "..."])]));
+        assert_eq!(screen.dialog(&empty), None);
     }
 
     #[test]

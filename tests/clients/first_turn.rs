@@ -295,7 +295,7 @@ pub(crate) struct Bench {
     pub(crate) kcap: PathBuf,
     pub(crate) api: ModelApi,
     /// Copilot CLI's package cache (`KCAP_COPILOT_CACHE`), read and executed in place.
-    cache: Option<PathBuf>,
+    pub(crate) cache: Option<PathBuf>,
 }
 
 impl Bench {

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::model_api::{Request, gemini_turn, response};
+use crate::common::model_api::{Request, anthropic_turn, gemini_turn, response};
 use crate::common::peers::{inherited_path, peer};
 use crate::first_turn::{BOUND, Bench};
 use kcap_mcp_registry::clients::Client;
@@ -23,6 +23,8 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
         gemini_a_server_that_exits_stops_the_launch,
         qwen_a_server_that_exits_stops_the_launch,
+        copilot_a_server_that_exits_stops_the_launch,
+        opencode_a_server_that_exits_stops_the_launch,
     ]
 }
 
@@ -35,6 +37,14 @@ fn exiting_review_server() -> String {
          process.stderr.write(\"review: gone\\n\"); process.exit(3); }\n",
         1,
     )
+}
+
+/// A world whose `kcap-review` exits at once ([`exiting_review_server`]), with Copilot
+/// CLI's package cache when it is installed.
+fn world(answer: fn(&Request) -> Vec<u8>) -> Bench {
+    let mut bench = Bench::serving(answer, exiting_review_server());
+    bench.cache = std::env::var_os("KCAP_COPILOT_CACHE").map(std::path::PathBuf::from);
+    bench
 }
 
 /// The wire name of `kcap-review` in `plan`.
@@ -50,13 +60,16 @@ fn review_wire_name(plan: &LaunchPlan) -> String {
 /// Carries `plan` out with `bin` up to its first prompt: the executor's answer, and how long
 /// it took.
 fn open(bench: &Bench, plan: &LaunchPlan, bin: &Path) -> (Result<Reviewer, ExecError>, Duration) {
-    let options = crate::common::carry::reach(
+    let mut options = crate::common::carry::reach(
         Options::default()
             .with_handshake_timeout(BOUND)
             .with_die_with_parent(true),
         &[&bench.kcap],
         &[],
     );
+    if let Some(cache) = &bench.cache {
+        options = options.with_sandbox_read_exec(cache);
+    }
     let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
     let started = Instant::now();
     let opened = launch::launch_with_parent_env(plan, bin, &options, &daemon_env);
@@ -73,7 +86,7 @@ fn judge(
     bin: &Path,
     without: impl FnOnce(&mut LaunchPlan),
 ) {
-    let bench = Bench::serving(answer, exiting_review_server());
+    let bench = world(answer);
     let plan = make(&bench);
     let client = plan.client;
     let wire = review_wire_name(&plan);
@@ -106,7 +119,7 @@ fn judge(
         0,
         "{client}: a request reached the model API before the launch stopped"
     );
-    let bench = Bench::serving(answer, exiting_review_server());
+    let bench = world(answer);
     let mut plan = make(&bench);
     without(&mut plan);
     let first = bench.first_turn(&plan, bin);
@@ -161,6 +174,60 @@ fn qwen_a_server_that_exits_stops_the_launch() {
                     env: vec![
                         EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
                         EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", bench.api.url)),
+                    ],
+                    files: Vec::new(),
+                },
+            )
+        },
+        &bin,
+        |plan| plan.servers_ready = None,
+    );
+}
+
+/// Copilot CLI 1.0.102 starts its servers after `session/new` and drops one that exits at
+/// once; its log says `MCP server connection failed {"server_name":"<name>"` (`copilot::ready`).
+fn copilot_a_server_that_exits_stops_the_launch() {
+    let Some(bin) = peer("KCAP_COPILOT_BIN") else {
+        return;
+    };
+    judge(
+        crate::first_turn::openai_chat,
+        |bench| {
+            bench.plan(
+                Client::Copilot,
+                None,
+                Credentials {
+                    env: vec![
+                        EnvVar::new("COPILOT_OFFLINE", "true"),
+                        EnvVar::new("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", bench.api.url)),
+                        EnvVar::new("COPILOT_MODEL", "gpt-4o"),
+                    ],
+                    files: Vec::new(),
+                },
+            )
+        },
+        &bin,
+        |plan| plan.servers_ready = None,
+    );
+}
+
+/// OpenCode 1.18.33 answers `session/new` as usual when a server exits at once; its log says
+/// `message="server unavailable" key=<name>` (`opencode::ready`).
+fn opencode_a_server_that_exits_stops_the_launch() {
+    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
+        return;
+    };
+    const MODEL: &str = "anthropic/claude-haiku-4-5";
+    judge(
+        |_| response("200 OK", "text/event-stream", &anthropic_turn(MODEL, None)),
+        |bench| {
+            bench.plan(
+                Client::OpenCode,
+                Some(MODEL),
+                Credentials {
+                    env: vec![
+                        EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
+                        EnvVar::new("ANTHROPIC_BASE_URL", format!("{}/v1", bench.api.url)),
                     ],
                     files: Vec::new(),
                 },

@@ -193,7 +193,10 @@ fn copilot_refuses_administrator_files() {
         "overlay/u/github-copilot/managed-settings.json",
         json!({"deniedMcpServers": [{"serverName": "kcap-flow-result"}]}),
     );
-    let plan = setup.plan(&setup.context(&cache));
+    let mut plan = setup.plan(&setup.context(&cache));
+    // What the file does, seen: the executor's wait for every server (`copilot::ready`)
+    // would stop this launch instead, before its prompt.
+    plan.servers_ready = None;
     let review: BTreeSet<_> = injected(&plan)
         .into_iter()
         .filter(|(argv, _)| argv[1..] == ["mcp", "review"])

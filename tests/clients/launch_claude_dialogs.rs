@@ -112,7 +112,7 @@ fn edit_state(plan: &mut LaunchPlan, edit: impl FnOnce(Value) -> Option<Value>) 
 #[derive(Debug)]
 enum End {
     /// Stopped at this dialog.
-    Dialog(&'static str),
+    Dialog(String),
     /// Exited by itself, with this status code, showing this screen text.
     Exited(Option<i32>, String),
     /// Still running at the bound, no dialog seen: it got past every screen.

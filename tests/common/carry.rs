@@ -501,6 +501,7 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
         session_new: None,
         typed_prompt: None,
         servers_ready: None,
+        dialogs: Vec::new(),
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
         door: None,

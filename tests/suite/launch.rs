@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use common::carry::terminal_plan;
 use common::stand_in::{file_mode, sh_script, write_executable};
 use kcap_mcp_registry::clients::plan::{
-    EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox, pr_config_note,
+    Dialog, EnvVar, Isolation, LaunchPlan, PLAN_VERSION, PlanFile, Sandbox, pr_config_note,
 };
 use kcap_mcp_registry::launch::{
     self, AcpEvent, ExecError, Options, PathField, Reviewer, TerminalEvent,
@@ -302,6 +302,7 @@ prop_compose! {
             session_new: None,
             typed_prompt: None,
             servers_ready: None,
+            dialogs: Vec::new(),
             servers: vec![],
             // Set with the launch directory.
             sandbox: Sandbox::default(),
@@ -917,7 +918,9 @@ fn a_reviewer_at_a_trust_dialog_is_stopped_with_its_process_group_within_the_bou
             "dialog",
             &format!("sleep 60 &\nprintf '{text}\\n'\nwait"),
         );
-        let plan = bare_plan(Path::new("unused"), &launch_dir);
+        // The dialogs are the plan's: Codex's room names these (`codex::DIALOGS`).
+        let mut plan = bare_plan(Path::new("unused"), &launch_dir);
+        plan.dialogs = Dialog::all(kcap_mcp_registry::clients::codex::DIALOGS);
         let options = Options::default().with_dialog_quiet(Duration::from_secs(1));
         let started = Instant::now();
         let mut reviewer = launch::launch(&plan, &bin, &options).unwrap();
@@ -953,12 +956,14 @@ fn a_reviewer_at_a_trust_dialog_is_stopped_with_its_process_group_within_the_bou
 fn a_quiet_reviewer_without_a_dialog_is_not_stopped() {
     let tmp = TempDir::new().unwrap();
     let launch_dir = tmp.path().join("launch");
+    // Codex's trust text on a plan whose dialogs are Claude Code's: not one of its own.
     let bin = sh_script(
         tmp.path(),
         "quiet",
-        "printf 'Reviewing the diff\\n'\nsleep 3",
+        "printf 'Reviewing the diff\\n'\nprintf 'Trust this folder?\\n'\nsleep 3",
     );
-    let plan = bare_plan(Path::new("unused"), &launch_dir);
+    let mut plan = bare_plan(Path::new("unused"), &launch_dir);
+    plan.dialogs = Dialog::all(kcap_mcp_registry::clients::claude::state::DIALOGS);
     let options = Options::default().with_dialog_quiet(Duration::from_millis(300));
     let mut reviewer = launch::launch(&plan, &bin, &options).unwrap();
     let Reviewer::Terminal(session) = &mut reviewer else {

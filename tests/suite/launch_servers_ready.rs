@@ -70,6 +70,8 @@ impl World {
             ready: vec!["server 'a' ready".into(), "set up".into()],
             failed: vec!["[MCP error] server 'a'".into()],
             message_after: 2,
+            message_separator: "] ".into(),
+            settle_ms: 0,
         });
         plan
     }

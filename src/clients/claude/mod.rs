@@ -90,7 +90,7 @@ pub mod remote;
 pub mod state;
 
 use crate::allowlist::{Policy, Resolution};
-use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
+use crate::clients::plan::{Dialog, EnvVar, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialFileSpec, CredentialSpec, ManagedFile};
 use crate::clients::{Client, LaunchContext, RenderError, option_value, wire_servers};
 use crate::model::McpServer;
@@ -581,6 +581,7 @@ fn plan_of(
     plan.argv_value_to_file("--mcp-config", MCP_CONFIG_FILE, "");
     plan.servers = wire_servers(ctx, resolution);
     ready::type_when_ready(&mut plan)?;
+    plan.dialogs = Dialog::all(state::DIALOGS);
     Ok(plan)
 }
 

@@ -28,6 +28,35 @@
 
 use serde_json::{Map, Value, json};
 
+/// The dialogs interactive Claude Code can still stop at (2.1.197 and 2.1.328, measured: each
+/// shown by an empty or partial state file), by the text of each, for
+/// [`LaunchPlan::dialogs`](crate::clients::plan::LaunchPlan::dialogs): the state file answers
+/// them, and a launch where it does not (a worktree path that is not the one Claude Code
+/// sees, a credential it asks about) stops with an error naming the dialog instead of
+/// waiting for `--timeout`.
+pub const DIALOGS: &[(&str, &[&str])] = &[
+    (
+        "Claude Code's folder trust dialog",
+        &["Quick safety check", "Yes, I trust this folder"],
+    ),
+    (
+        "Claude Code's bypass-permissions confirmation",
+        &["Yes, I accept"],
+    ),
+    (
+        "Claude Code's theme choice (onboarding)",
+        &["Choose the text style that looks best with your terminal"],
+    ),
+    (
+        "Claude Code's login method choice",
+        &["Select login method"],
+    ),
+    (
+        "Claude Code's custom API key question",
+        &["Detected a custom API key in your environment"],
+    ),
+];
+
 use crate::clients::LaunchContext;
 
 /// The state file's path relative to the per-launch directory: `.claude.json` in

@@ -30,7 +30,7 @@
 //! a command appended to `$CODEX_HOME/config.toml`).
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{EnvVar, LaunchPlan, PlanFile};
+use crate::clients::plan::{Dialog, EnvVar, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, ManagedFile, Root};
 use crate::clients::{Client, LaunchContext, RenderError, non_blank};
 
@@ -289,5 +289,35 @@ pub fn codex_plan(
             mode: 0o600,
         },
     );
+    plan.dialogs = Dialog::all(DIALOGS);
     Ok(plan)
 }
+
+/// The dialogs Codex's terminal client can stop at (0.169.0, read in its binary's text and
+/// seen in the conformance and isolation runs), for
+/// [`LaunchPlan::dialogs`](crate::clients::plan::LaunchPlan::dialogs): the trust entry and
+/// `CODEX_HOME` of the plan keep them away, and a launch where they do not stops with an
+/// error naming the dialog instead of waiting for `--timeout`.
+pub const DIALOGS: &[(&str, &[&str])] = &[
+    (
+        "Codex's \"Trust this folder?\" dialog",
+        &["Trust this folder?", "Trust and continue"],
+    ),
+    (
+        "Codex's hooks review dialog",
+        &[
+            "Hooks need review",
+            "review before it can run",
+            "review before they can run",
+            "Trust all and continue",
+        ],
+    ),
+    (
+        "Codex's sign-in screen (no credentials it accepts)",
+        &["Sign in with ChatGPT"],
+    ),
+    (
+        "Codex's \"Press Enter to continue\" prompt",
+        &["Press Enter to continue"],
+    ),
+];

@@ -69,7 +69,7 @@ use crate::allowlist::Resolution;
 use crate::clients::{Client, LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 pub use launch::{
-    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
+    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
     codex_config_toml, codex_plan, keep_api_key,
 };
 

@@ -15,6 +15,9 @@
 //!   to a local model endpoint). With no `--available-tools` at all (or an empty one) every
 //!   tool is available, the built-in shell and file tools too, so a launch that admits no
 //!   tool names [`NO_TOOL`] instead.
+//! - Servers start after `session/new` answered, and one that exits is dropped without a
+//!   word over ACP: the plan's `servers_ready` has the executor read Copilot's log first
+//!   ([`ready`]).
 //! - Approval: `--allow-tool=<server>(<tool>)` (or `=<server>` for all its tools) runs the
 //!   tool without asking; without it Copilot asks the ACP client. The per-tool form approves
 //!   exactly what the policy admits.
@@ -74,6 +77,8 @@ pub mod hostile;
 
 #[cfg(feature = "cli")]
 pub mod loader;
+
+pub mod ready;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -368,6 +373,7 @@ pub fn copilot_plan(
         mcp_servers: Vec::new(),
     });
     plan.servers = servers;
+    ready::wait_for_servers(&mut plan);
     Ok(plan)
 }
 

@@ -86,5 +86,7 @@ pub(super) fn wait_for_servers(plan: &mut LaunchPlan) {
         ready,
         failed,
         message_after: LOG_MESSAGE_AFTER,
+        message_separator: "] ".to_owned(),
+        settle_ms: 0,
     });
 }

@@ -54,6 +54,9 @@
 //!   (an existing key keeps its place, and the last matching rule wins), so only the root's
 //!   configuration and the refused administrator files could override it.
 //! - No trust dialog, onboarding or first-run state: an empty root runs unattended.
+//! - `session/new` answers the same when a server exited at once, and the first turn lacks
+//!   its tools: the plan's `servers_ready` has the executor read OpenCode's log first
+//!   ([`ready`]).
 
 #[cfg(feature = "cli")]
 pub mod registration;
@@ -66,6 +69,8 @@ pub mod hostile;
 pub mod loader;
 
 pub mod auth;
+
+pub mod ready;
 
 use serde::Serialize;
 
@@ -342,6 +347,7 @@ pub fn opencode_plan(
         mcp_servers,
     });
     plan.servers = servers;
+    ready::wait_for_servers(&mut plan);
     Ok(plan)
 }
 
