@@ -321,12 +321,14 @@ impl Client {
     /// What no plan can keep out, refused before the launch: the client's administrator
     /// files under `system_root` ([`root::managed_preflight`]) and its room's further
     /// check, if any ([`ClientSpec::preflight`](super::spec::ClientSpec::preflight): Gemini
-    /// CLI's environment files in the worktree's parents, [`super::gemini::preflight`]). The one
-    /// implementation [`Client::plan`] and the CLI's `render` share.
+    /// CLI's environment files in the worktree's parents, [`super::gemini::preflight`]; Copilot
+    /// CLI's package cache, [`super::copilot::preflight`]). The one implementation
+    /// [`Client::plan`] and the CLI's `render` share.
     ///
     /// # Errors
     /// [`RenderError::Managed`], [`RenderError::WorktreeInRepository`] (a worktree inside
-    /// another git repository, [`root::worktree_preflight`]), [`RenderError::ParentEnvFile`].
+    /// another git repository, [`root::worktree_preflight`]), [`RenderError::ParentEnvFile`],
+    /// [`RenderError::UnsafeCache`].
     pub fn preflight(self, ctx: &LaunchContext, system_root: &Path) -> Result<(), RenderError> {
         root::managed_preflight(self, self.managed_files(), system_root)?;
         root::worktree_preflight(self, ctx)?;

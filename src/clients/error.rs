@@ -245,6 +245,22 @@ pub enum RenderError {
         /// Why it is refused.
         problem: &'static str,
     },
+    /// The daemon's shared cache directory, or what the client keeps in it, could be changed
+    /// by another user than root and the daemon's ([`cache::check`](super::cache::check)),
+    /// and the client runs the code it finds there.
+    UnsafeCache {
+        /// The client.
+        client: Client,
+        /// The cache directory ([`LaunchContext::cache_dir`]).
+        cache: std::path::PathBuf,
+        /// The unsafe path: the cache directory, a directory above it, or an entry beneath.
+        path: std::path::PathBuf,
+        /// The client's subdirectory another user may already have changed (the path lies in
+        /// it, or is the cache directory): to be removed and filled again.
+        tree: Option<std::path::PathBuf>,
+        /// What is wrong.
+        problem: super::cache::CacheProblem,
+    },
     /// The client version the caller read is not one this crate's tests prove
     /// ([`Client::proven_on`]) and `verify` has not passed for it on this machine
     /// ([`super::version`]): refused under [`Policy::Strict`].
@@ -259,8 +275,8 @@ pub enum RenderError {
 }
 
 impl RenderError {
-    /// The messages of the door's refusals, of a worktree in another repository and of remote
-    /// managed settings; `None` for another error.
+    /// The messages of the door's refusals, of a worktree in another repository, of remote
+    /// managed settings and of an unsafe cache; `None` for another error.
     fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
         Some(match self {
             RenderError::DoorUnsupported { client } => write!(
@@ -330,6 +346,13 @@ impl RenderError {
                  endpoint {client} fetches its remote managed settings from {source} when it \
                  starts, an administrator's policy the plan can neither see nor keep out; {fix}"
             ),
+            RenderError::UnsafeCache {
+                client,
+                cache,
+                path,
+                tree,
+                problem,
+            } => super::cache::fmt_unsafe_cache(f, *client, cache, path, tree.as_deref(), problem),
             _ => return None,
         })
     }
@@ -421,9 +444,9 @@ impl fmt::Display for RenderError {
                 file,
                 effect,
             } => fmt_managed(*client, file, effect, f),
-            RenderError::RemoteSettings { .. } | RenderError::WorktreeInRepository { .. } => {
-                self.fmt_door(f).unwrap_or(Ok(()))
-            }
+            RenderError::RemoteSettings { .. }
+            | RenderError::WorktreeInRepository { .. }
+            | RenderError::UnsafeCache { .. } => self.fmt_door(f).unwrap_or(Ok(())),
             RenderError::UnreadableConfig {
                 client,
                 file,

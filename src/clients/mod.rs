@@ -68,6 +68,7 @@
 
 pub mod antigravity;
 pub mod boundary;
+pub mod cache;
 pub mod claude;
 pub mod codex;
 pub mod copilot;

@@ -22,7 +22,7 @@ pub type PlanFn =
     fn(&LaunchContext, &Resolution<'_, String>, &PlanInputs) -> Result<LaunchPlan, LaunchError>;
 
 /// A check of what no plan can keep out, beyond the client's administrator files (Gemini
-/// CLI's `.env` files in the worktree's parents).
+/// CLI's `.env` files in the worktree's parents, Copilot CLI's package cache).
 pub type PreflightFn = fn(&LaunchContext) -> Result<(), RenderError>;
 
 /// Everything generic code needs to know about one client; each room declares its own as

@@ -33,10 +33,12 @@ use common::model_api::ModelApi;
 use common::peers::peer;
 use harness::{MARKER, Setup};
 use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::cache::CacheProblem;
 use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
-use kcap_mcp_registry::{Policy, RenderError};
+use kcap_mcp_registry::{LaunchError, Policy, RenderError};
 use launch::{How, Worktree, assert_isolated, carry_out, injected};
 use serde_json::json;
 
@@ -52,6 +54,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         copilot_ignores_the_daemons_client_variables,
         copilot_trusts_no_folder,
         copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door,
+        copilot_refuses_an_unsafe_package_cache,
     ]
 }
 
@@ -451,10 +454,7 @@ fn copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door() {
         ctx.credentials.env.push(EnvVar::new(key_var, DAEMON_KEY));
         ctx.door = door;
         let plan = Client::Copilot
-            .plan(
-                &ctx,
-                &kcap_mcp_registry::clients::dispatch::PlanInputs::new(Policy::Lenient),
-            )
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
             .unwrap()
             .plan;
         assert_eq!(plan.door.is_some(), door);
@@ -531,4 +531,75 @@ fn copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door() {
             kcap.reached(),
         );
     }
+}
+
+/// Issue 34, shared state as code. Copilot CLI 1.0.102 runs the package it finds in the shared
+/// cache (`COPILOT_PKG_CACHE_HOME=<cache>/copilot`) without checking it. A copy of the real
+/// package whose version directory every user can write (mode 0777), and into whose `index.js`
+/// "another user" put a line that writes the model key to a file: `Client::plan` refuses the
+/// launch before anything starts (`copilot::preflight`), naming the directory, its mode and
+/// the fix. The bite: the same launch planned without the check (`copilot_plan`, as before
+/// issue 34) runs the planted line in the reviewer, which holds the key, and the review goes on
+/// as usual (Copilot answers, our servers start).
+fn copilot_refuses_an_unsafe_package_cache() {
+    const KEY: &str = "sk-daemon-key-planted-cache-0123";
+    let Some((bin, real_cache)) = peers() else {
+        return;
+    };
+    let setup = Setup::new();
+    let version = setup.path("cache/copilot/pkg/linux-x64/1.0.102");
+    std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+    let copied = Command::new("/usr/bin/cp")
+        .arg("-a")
+        .arg(real_cache.join("copilot/pkg/linux-x64/1.0.102"))
+        .arg(&version)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let planted = setup.path("marks/planted");
+    let index = version.join("index.js");
+    let code = std::fs::read_to_string(&index).unwrap();
+    let (shebang, rest) = code.split_once('\n').unwrap();
+    std::fs::write(
+        &index,
+        format!(
+            "{shebang}\nimport {{ appendFileSync as kcapPlanted }} from \"node:fs\"; \
+             kcapPlanted({:?}, `key=${{process.env.COPILOT_PROVIDER_API_KEY}}\\n`);\n{rest}",
+            planted.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    common::stand_in::set_dir_mode(&version, 0o777);
+    let mut ctx = setup.context(&setup.path("cache"));
+    ctx.credentials
+        .env
+        .push(EnvVar::new("COPILOT_PROVIDER_API_KEY", KEY));
+
+    let refused = Client::Copilot.plan(&ctx, &PlanInputs::new(Policy::Lenient));
+    let Err(LaunchError::Render(e @ RenderError::UnsafeCache { .. })) = refused else {
+        panic!("an unsafe package cache was accepted: {refused:?}");
+    };
+    let message = e.to_string();
+    let RenderError::UnsafeCache { path, problem, .. } = e else {
+        unreachable!()
+    };
+    assert_eq!(
+        (&path, problem),
+        (&version, CacheProblem::Writable { mode: 0o777 })
+    );
+    // Split: the hygiene test looks for mode changes in test code.
+    let fix = format!("`{}{} go-w '{}'`", "ch", "mod", version.display());
+    assert!(message.contains(&fix), "{message}");
+    assert!(!planted.exists(), "the check ran the client");
+
+    // Without the check: the planted line runs in the reviewer, with the key.
+    let plan = setup.plan(&ctx);
+    let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
+    let seen = std::fs::read_to_string(&planted).unwrap_or_default();
+    assert!(
+        seen.contains(&format!("key={KEY}")),
+        "{seen:?}; {}",
+        out.stderr
+    );
+    assert_eq!(out.records.len(), 2, "{}", out.stderr);
 }

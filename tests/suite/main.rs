@@ -31,6 +31,7 @@ mod cli_unproven;
 mod cli_verify;
 #[cfg(feature = "cli")]
 mod client_list;
+mod copilot_cache;
 mod doctor;
 mod doctor_project;
 mod gen_registry;

@@ -51,7 +51,10 @@
 //!   (`COPILOT_PKG_CACHE_HOME=<cache dir>/copilot`, [`PKG_CACHE_VAR`]) and keeps
 //!   `XDG_CACHE_HOME` per launch. That directory holds code: with auto-update on, the loader
 //!   runs the newest version found in any package directory, so the plan sets
-//!   `COPILOT_AUTO_UPDATE=false` and `--no-auto-update`; then only `1.0.102` runs.
+//!   `COPILOT_AUTO_UPDATE=false` and `--no-auto-update`; then only `1.0.102` runs. It runs
+//!   whatever that version's directory holds, unchecked (issue 34: a line planted in its
+//!   `index.js` ran in the next reviewer), so [`preflight`] refuses a cache another user
+//!   could change (owner, mode, links; [`crate::clients::cache`]).
 //! - **The worktree.** `.github/hooks/**/*.json` hooks run even in an untrusted folder (and
 //!   a `preToolUse` hook can deny our result tool); `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`,
 //!   `.github/copilot-instructions.md` and `.github/instructions/` reach the system prompt
@@ -108,7 +111,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: false,
     credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
-    preflight: None,
+    preflight: Some(preflight),
     acp: true,
     needs_worktree: true,
     brokered_only: false,
@@ -174,6 +177,48 @@ pub const COPILOT_HOME_DIR: &str = "home/.copilot";
 /// directory: `<cache dir>/copilot`, whose `pkg/<platform>/<version>` holds the unpacked
 /// package (the layout `$XDG_CACHE_HOME/copilot` has, so an existing cache is reused).
 pub const PKG_CACHE_VAR: &str = "COPILOT_PKG_CACHE_HOME";
+
+/// The cache directory's subdirectory the plan points [`PKG_CACHE_VAR`] at: `<cache
+/// dir>/copilot`, everything under which [`preflight`] checks.
+pub const PKG_CACHE_DIR: &str = "copilot";
+
+/// Refuses a launch whose package cache another user could have changed: Copilot CLI runs
+/// the package it finds in `<cache dir>/`[`PKG_CACHE_DIR`] without checking it, so code
+/// planted there runs in the next reviewer, with its credentials. Issue 34; measured on
+/// 1.0.102 (2026-12-05, a copy of the cache): a line added to
+/// `pkg/linux-x64/1.0.102/index.js` ran at the next launch, with `COPILOT_PROVIDER_API_KEY`
+/// in its environment, and Copilot answered `initialize` as usual
+/// (`isolation_copilot::copilot_refuses_an_unsafe_package_cache`).
+///
+/// [`cache::check`](crate::clients::cache::check) of the cache directory and everything under
+/// `<cache dir>/copilot`: owned by root or the daemon's user, writable by no one else, no link
+/// leading out. That is all "verified" means here; the plan already keeps the rest to the one
+/// version launched: with `COPILOT_AUTO_UPDATE=false` and `--no-auto-update` (and no
+/// `--prefer-version` or `COPILOT_CLI_DIST_DIR`, which the plan never passes) the loader
+/// runs only `pkg/linux-x64/<its own version>/index.js` (read in 1.0.102's `sea-loader`;
+/// measured: a planted `9.9.9/index.js` ran with auto-update on, not with it off), and reads
+/// `.extraction-complete`, `index.js`, `app.js`, `cli-main.js` and
+/// `prebuilds/linux-x64/runtime.node` there before it loads it; the rest of its code lies in
+/// the same directory (opened by an ACP launch, measured with `strace`:
+/// `foundry-local-sdk/index.js`, `pvrecorder/index.js`, `preloads/extension_bootstrap.mjs`,
+/// the native addons `cli-native.node` and `msal-node-runtime.node`; beside them workers,
+/// `ripgrep/`, builtin plugins). The files are not hashed (0.55 s to 2.5 s for its 235 MB,
+/// against 3–8 ms for the check): once the check holds, only root and the daemon's user can
+/// change them, and the reviewer's sandbox gives it the cache read and execute only. Nothing
+/// to check without a cache directory (the package is then unpacked per launch).
+///
+/// # Errors
+/// [`RenderError::UnsafeCache`] naming the path, what is wrong and the fix.
+pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
+    match non_blank(&ctx.cache_dir) {
+        Some(dir) if dir.starts_with('/') => crate::clients::cache::check(
+            Client::Copilot,
+            std::path::Path::new(dir),
+            &[PKG_CACHE_DIR],
+        ),
+        _ => Ok(()),
+    }
+}
 
 /// Copilot's own switches in every plan: no automatic update (the loader would otherwise run
 /// a newer version found in a package directory instead of the one launched).
@@ -258,7 +303,7 @@ pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
 /// worktree. Every injected server keeps its registry id as its name. The effort is not a
 /// Copilot setting here and is ignored; the prompt goes in ACP `session/prompt`, which the
 /// daemon sends. The daemon runs [`managed_preflight`](crate::clients::root::managed_preflight)
-/// with [`MANAGED_FILES`] first.
+/// with [`MANAGED_FILES`] and [`preflight`] (the package cache) first.
 ///
 /// # Errors
 /// [`RenderError::Expansion`] when a server's `command`, an `args` value or an `env`
@@ -358,7 +403,10 @@ pub fn copilot_plan(
         format!("{}/{COPILOT_HOME_DIR}", root.dir()),
     )];
     if let Some(cache) = non_blank(&ctx.cache_dir) {
-        own.push(EnvVar::new(PKG_CACHE_VAR, format!("{cache}/copilot")));
+        own.push(EnvVar::new(
+            PKG_CACHE_VAR,
+            format!("{cache}/{PKG_CACHE_DIR}"),
+        ));
     }
     own.extend(SWITCHES.map(|(name, value)| EnvVar::new(name, value)));
     let at = plan
