@@ -123,6 +123,17 @@ pub enum RenderError {
         /// The file, absolute.
         file: std::path::PathBuf,
     },
+    /// A parent directory of the worktree lies in a path of the plan's sandbox, so an
+    /// environment file written there after [`RenderError::ParentEnvFile`]'s check would
+    /// still reach the client (Gemini CLI, Qwen Code: `gemini_family::readable_parent`).
+    ParentInSandbox {
+        /// The client.
+        client: Client,
+        /// The parent directory, absolute.
+        dir: std::path::PathBuf,
+        /// The sandbox path it lies in.
+        path: String,
+    },
     /// The client needs this [`LaunchContext`] field as an absolute path, and it is unset,
     /// blank or relative.
     NeedsAbsolute {
@@ -259,10 +270,29 @@ pub enum RenderError {
 }
 
 impl RenderError {
-    /// The messages of the door's refusals, of a worktree in another repository and of remote
-    /// managed settings; `None` for another error.
+    /// The messages of the door's refusals, of a worktree in another repository or with a
+    /// parent that holds or may hold an environment file, and of remote managed settings;
+    /// `None` for another error.
     fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
         Some(match self {
+            RenderError::ParentEnvFile { client, file } => write!(
+                f,
+                "cannot isolate the {client} reviewer: {} exists in a parent directory of the \
+                 worktree, and {client} loads the first environment file it finds from the \
+                 worktree up into its own environment and every MCP server's, adding variables \
+                 the launch plan did not set; remove it, or put the worktree where no parent \
+                 directory has one",
+                crate::text::ShownPath(file)
+            ),
+            RenderError::ParentInSandbox { client, dir, path } => write!(
+                f,
+                "cannot isolate the {client} reviewer: the worktree's parent directory {} lies \
+                 in {path:?}, which the reviewer's sandbox lets it read, so an environment \
+                 file written there after this check would reach its MCP servers; put the \
+                 worktree outside the sandbox's paths (the system's directories, the launch \
+                 and cache directories)",
+                crate::text::ShownPath(dir)
+            ),
             RenderError::DoorUnsupported { client } => write!(
                 f,
                 "cannot put the {} reviewer behind the door: how its model API goes through \
@@ -364,7 +394,9 @@ impl fmt::Display for RenderError {
             }
             RenderError::DoorUnsupported { .. }
             | RenderError::DoorUpstream { .. }
-            | RenderError::DoorCredential { .. } => self.fmt_door(f).unwrap_or(Ok(())),
+            | RenderError::DoorCredential { .. }
+            | RenderError::ParentEnvFile { .. }
+            | RenderError::ParentInSandbox { .. } => self.fmt_door(f).unwrap_or(Ok(())),
             RenderError::NotUtf8 { field } => write!(
                 f,
                 "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \
@@ -379,15 +411,6 @@ impl fmt::Display for RenderError {
                 f,
                 "the reviewer's `{field}` starts with `-`, so the client would read it as an \
                  option; use a value that does not start with `-`"
-            ),
-            RenderError::ParentEnvFile { client, file } => write!(
-                f,
-                "cannot isolate the {client} reviewer: {} exists in a parent directory of the \
-                 worktree, and {client} loads the first environment file it finds from the \
-                 worktree up into its own environment and every MCP server's, adding variables \
-                 the launch plan did not set; remove it, or put the worktree where no parent \
-                 directory has one",
-                crate::text::ShownPath(file)
             ),
             RenderError::NeedsAbsolute { client, field } => fmt_needs_absolute(f, *client, field),
             RenderError::BlankCapabilityUrl => f.write_str(
