@@ -14,9 +14,12 @@
 //! is one the check would have caught), then carries the plan out with the executor
 //! (`launch::launch_with_parent_env`), the kcap binary a recorder MCP server
 //! (`common::records`), until every injected server listed its tools. The judge: no planted
-//! value is in any server's environment. The bite: the same with `Confinement::Off`, where
-//! the marker reaches every server (both clients swallow the sandbox's `EACCES` on the file:
-//! the confined launch runs as usual).
+//! value is in any server's environment (both clients swallow the sandbox's `EACCES` on the
+//! file: the confined launch runs as usual). The bites, each in a world of its own: with
+//! `Confinement::Off`, and in the sandbox with the parent added to its paths (as a daemon's
+//! `--sandbox-exec` holding its worktrees would), the marker reaches every server; the
+//! second is why the plan refuses a worktree with a parent in its sandbox
+//! (`gemini_family::readable_parent`).
 //! Offline: dummy keys, the model APIs at a dead local port, a dead proxy for the rest; no
 //! prompt is sent.
 
