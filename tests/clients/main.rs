@@ -42,6 +42,8 @@ mod differential_qwen;
 #[cfg(feature = "launch")]
 mod door_https;
 #[cfg(feature = "launch")]
+mod env_race;
+#[cfg(feature = "launch")]
 mod first_turn;
 #[cfg(feature = "launch")]
 mod first_turn_failed;
@@ -156,5 +158,7 @@ fn main() {
     trials.extend(remote_settings_claude::trials());
     #[cfg(feature = "launch")]
     trials.extend(quiet_claude::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(env_race::trials());
     common::peers::main(trials)
 }

@@ -44,6 +44,8 @@ impl World {
             std::fs::create_dir(at(dir)).unwrap();
         }
         std::fs::write(at("daemon-home/.env"), "ANTHROPIC_API_KEY=daemon-secret\n").unwrap();
+        // In the worktree's parent: where Gemini CLI and Qwen Code look for one.
+        std::fs::write(at(".env"), "KCAP_FLOW_AGENT_ID=planted\n").unwrap();
         std::fs::write(
             at("other-launch/.credentials.json"),
             "other-reviewer-secret",
@@ -82,6 +84,10 @@ impl World {
         let body = format!(
             r#"probe() {{ name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=yes"; else echo "$name=no"; fi; }}
 probe daemon_home cat {home}/.env
+probe worktree_parent cat {root}/.env
+probe worktree_parent_seen test -e {root}/.env
+probe root_dir ls /
+probe tmp_dir ls /tmp
 probe other_launch_dir cat {other}/.credentials.json
 probe list_launches ls {launches}
 probe other_environ grep -q concurrent-reviewer-key /proc/{pid}/environ
@@ -175,6 +181,9 @@ fn abstract_listener(name: &str) -> UnixListener {
 
 const ATTACKS: &[&str] = &[
     "daemon_home",
+    "worktree_parent",
+    "root_dir",
+    "tmp_dir",
     "other_launch_dir",
     "list_launches",
     "other_environ",
@@ -256,6 +265,14 @@ fn every_attack_is_denied_in_the_sandbox_and_succeeds_without_it() {
             "{work} without the sandbox: {open:?}"
         );
     }
+    // The sandbox refuses opening a file outside it, not seeing that it exists: a client
+    // that looks for `.env` in the worktree's parents (Gemini CLI, Qwen Code) finds the
+    // parent's and cannot read it (`tests/clients/env_race.rs`).
+    assert_eq!(
+        confined.get("worktree_parent_seen"),
+        Some(&true),
+        "{confined:?}"
+    );
     // Nothing was planted where the sandbox denied it.
     assert!(!world.at("planted").exists());
     assert!(!world.at("tree/planted").exists());

@@ -20,8 +20,8 @@ use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::clients::root;
 use kcap_mcp_registry::{
-    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, Policy, QWEN_TOOL_NAMES, RESULT_CHANNEL_ID,
-    ResultDelivery, Snapshot, lookup, servers,
+    ALIASING_CLIENTS, GEMINI_TOOL_NAMES, LaunchContext, LaunchError, Policy, QWEN_TOOL_NAMES,
+    RESULT_CHANNEL_ID, RenderError, ResultDelivery, Snapshot, lookup, servers,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -669,6 +669,47 @@ fn every_plan_names_its_sandbox() {
         let mut gated_exec = owned(SYSTEM_READ_EXEC);
         gated_exec.push("/var/cache/kcap".into());
         assert_eq!(g.read_exec, gated_exec, "{client} gated");
+    }
+}
+
+/// Gemini CLI and Qwen Code load the first `.env` they find in the worktree's parents; the
+/// sandbox keeps one written after the preflight out only where the parent lies outside it
+/// (`tests/clients/env_race.rs`), so a worktree with a parent in the plan's sandbox (here the
+/// daemon's cache, which every reviewer reads) is refused, naming the nearest parent.
+#[test]
+fn a_gemini_family_worktree_with_a_parent_in_the_sandbox_is_refused() {
+    use kcap_mcp_registry::clients::dispatch::PlanInputs;
+    let ctx = LaunchContext {
+        server_url: Some("http://127.0.0.1:5100".into()),
+        kcap_bin: Some("/opt/kcap/bin/kcap".into()),
+        agent_id: "a1".into(),
+        worktree: Some("/var/cache/kcap/trees/wt".into()),
+        launch_dir: Some("/run/kcap/l1".into()),
+        cache_dir: Some("/var/cache/kcap".into()),
+        ..LaunchContext::default()
+    };
+    for client in [Client::Gemini, Client::Qwen] {
+        let err = client
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                LaunchError::Render(RenderError::ParentInSandbox { client: c, dir, path })
+                    if *c == client
+                        && dir == std::path::Path::new("/var/cache/kcap/trees")
+                        && path == "/var/cache/kcap"
+            ),
+            "{client}: {err:?}"
+        );
+        assert!(err.to_string().contains("lets it read"), "{err}");
+        let mut beside = ctx.clone();
+        beside.worktree = Some("/var/lib/kcap/trees/wt".into());
+        assert!(
+            client
+                .plan(&beside, &PlanInputs::new(Policy::Lenient))
+                .is_ok()
+        );
     }
 }
 

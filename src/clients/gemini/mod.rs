@@ -53,7 +53,13 @@
 //!   it finds from the worktree up to `/` into its environment, and so every server's: with
 //!   the worktree under the user's home, the user's own `~/.gemini/.env` reached the servers
 //!   despite the per-launch home. The plan cannot remove those files:
-//!   [`env_file_preflight`] refuses the launch while one exists.
+//!   [`env_file_preflight`] refuses the launch while one exists. One written after that
+//!   check, before Gemini reads it (issue 34), is out of reach in the reviewer's sandbox (on
+//!   by default), which lets it read no parent of the worktree: Gemini stats the file, its
+//!   read fails, its empty `catch` loads nothing (measured:
+//!   `tests/clients/env_race.rs`; with the sandbox off, or the parent allowed, it reached
+//!   both servers). A worktree with a parent inside the sandbox's paths is refused
+//!   (`gemini_family::readable_parent`).
 //! - **Trust**: `--skip-trust` alone trusts the workspace only after Gemini's first settings
 //!   load, and settings are cached for 10 s: a `session/new` sent later re-read the
 //!   worktree's settings as trusted, one sent sooner did not. `GEMINI_CLI_TRUST_WORKSPACE=true`
@@ -197,6 +203,8 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// # Errors
 /// [`RenderError::Expansion`] when a server's env value contains `${`;
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::ParentInSandbox`] for a worktree with a parent in the plan's sandbox
+/// (`gemini_family::readable_parent`);
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
 /// with `-`; [`RenderError::CredentialNotAccepted`] for a credential [`CREDENTIALS`] does not
@@ -333,7 +341,8 @@ pub const MANAGED_FILES: [ManagedFile; 1] = [ManagedFile {
 /// the per-launch home). Both the path as given (the ACP session's `cwd`) and its canonical
 /// form (Gemini's own working directory) are walked; the worktree itself is not checked. A
 /// dangling link or a directory of that name stops Gemini's search as much as a file does,
-/// and is refused too (`gemini_family::parent_env_file`).
+/// and is refused too (`gemini_family::parent_env_file`). A file written after this check
+/// is kept out by the sandbox, not by this check (`gemini_family::readable_parent`).
 ///
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.

@@ -28,7 +28,9 @@ pub mod registration;
 use std::path::{Component, Path, PathBuf};
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{AcpServer, EnvVar, LaunchId, LaunchPlan, PlanFile, SessionNew};
+use crate::clients::plan::{
+    AcpServer, EnvVar, LaunchId, LaunchPlan, PlanFile, Sandbox, SessionNew,
+};
 use crate::clients::root::{HOME_DIR, Root};
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers, option_value};
 
@@ -95,6 +97,8 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// # Errors
 /// [`RenderError::Expansion`] when the client expands `env` values and one contains `${`;
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::ParentInSandbox`] for a worktree with a parent in the sandbox
+/// ([`readable_parent`]);
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
 /// with `-`; [`RenderError::CredentialNotAccepted`] for a credential the client does not
@@ -126,6 +130,9 @@ pub fn plan(
     }
     let root = Root::of(client, ctx)?;
     let mut plan = LaunchPlan::rooted(client, ctx, launch.worktree_config, argv)?;
+    if let Some(cwd) = plan.cwd.as_deref() {
+        readable_parent(client, Path::new(cwd), &plan.sandbox)?;
+    }
     plan.session_new = Some(SessionNew {
         cwd: cwd.into(),
         mcp_servers,
@@ -233,13 +240,7 @@ pub fn parent_env_file(
     env_files: [&str; 2],
     worktree: &Path,
 ) -> Result<(), RenderError> {
-    let lexical = normalize(worktree);
-    let mut starts = vec![lexical.clone()];
-    match std::fs::canonicalize(worktree) {
-        Ok(real) if real != lexical => starts.push(real),
-        _ => {}
-    }
-    for start in &starts {
+    for start in &forms(worktree) {
         for dir in start.ancestors().skip(1) {
             for rel in env_files {
                 let file = dir.join(rel);
@@ -250,6 +251,54 @@ pub fn parent_env_file(
         }
     }
     Ok(())
+}
+
+/// Refuses the plan of `client` while a parent directory of its worktree lies in a path of
+/// its `sandbox` ([`LaunchPlan::sandbox`]): a system directory, the launch or the cache
+/// directory. [`parent_env_file`] checks before the start; what keeps a parent's
+/// environment file written after that check out of the client is the sandbox, which lets
+/// the client read no parent outside its paths (Gemini CLI 0.61.0 and Qwen Code 0.24.4 stat
+/// the file, cannot open it, and load nothing: `tests/clients/env_race.rs`), and the same
+/// file in a parent the sandbox allows reached every server there. Paths the executor adds
+/// (the client's installation, `launch::Options::with_sandbox_read_exec`) are the daemon's
+/// to keep away from its worktrees. Both the worktree as given and its canonical form are
+/// walked, nearest parent first, against each sandbox path as written and canonical.
+///
+/// # Errors
+/// [`RenderError::ParentInSandbox`] naming the nearest such parent and its sandbox path.
+pub fn readable_parent(
+    client: Client,
+    worktree: &Path,
+    sandbox: &Sandbox,
+) -> Result<(), RenderError> {
+    let allowed: Vec<(PathBuf, &str)> = sandbox
+        .paths()
+        .flat_map(|(_, p)| forms(Path::new(p)).into_iter().map(move |f| (f, p)))
+        .collect();
+    for start in &forms(worktree) {
+        for dir in start.ancestors().skip(1) {
+            if let Some((_, path)) = allowed.iter().find(|(a, _)| dir.starts_with(a)) {
+                return Err(RenderError::ParentInSandbox {
+                    client,
+                    dir: dir.to_owned(),
+                    path: (*path).to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `path` with `.` and `..` resolved as Node's `path.resolve` does, then its canonical form
+/// when that exists and differs.
+fn forms(path: &Path) -> Vec<PathBuf> {
+    let lexical = normalize(path);
+    let mut forms = vec![lexical.clone()];
+    match std::fs::canonicalize(path) {
+        Ok(real) if real != lexical => forms.push(real),
+        _ => {}
+    }
+    forms
 }
 
 /// `check` on `ctx`'s worktree; nothing to check without an absolute one (the plan refuses
@@ -318,6 +367,53 @@ mod tests {
                 file: t.path().join("a/.gemini/.env")
             })
         );
+    }
+
+    #[test]
+    fn a_worktree_with_a_parent_in_the_sandbox_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let at = |p: &str| root.join(p).display().to_string();
+        // The plan's sandbox, with the cache directory `<root>/cache` when `cache`.
+        let sandbox = |worktree: &str, cache: bool| {
+            let mut sandbox = Sandbox::new(&at("launch"), Some(worktree));
+            sandbox.read_exec.extend(cache.then(|| at("cache")));
+            sandbox
+        };
+        let check = |worktree: &str, cache| {
+            readable_parent(
+                Client::Gemini,
+                Path::new(worktree),
+                &sandbox(worktree, cache),
+            )
+        };
+        let refused = |worktree: &str, cache, dir: &str, allowed: &str| {
+            assert_eq!(
+                check(worktree, cache),
+                Err(RenderError::ParentInSandbox {
+                    client: Client::Gemini,
+                    dir: PathBuf::from(dir),
+                    path: allowed.to_owned(),
+                }),
+                "{worktree}"
+            );
+        };
+        // Beside the launch directory, in a directory of its own: nothing to refuse.
+        assert_eq!(check(&at("wt"), true), Ok(()));
+        // A system directory, the nearest parent named.
+        refused("/usr/src/repo/wt", false, "/usr/src/repo", "/usr");
+        // The cache directory every reviewer reads, and the launch directory.
+        refused(
+            &at("cache/trees/wt"),
+            true,
+            &at("cache/trees"),
+            &at("cache"),
+        );
+        refused(&at("launch/wt"), false, &at("launch"), &at("launch"));
+        // Through a link: the canonical path is walked too.
+        std::fs::create_dir_all(root.join("cache/trees/wt")).unwrap();
+        std::os::unix::fs::symlink(root.join("cache/trees"), root.join("trees")).unwrap();
+        refused(&at("trees/wt"), true, &at("cache/trees"), &at("cache"));
     }
 
     #[test]

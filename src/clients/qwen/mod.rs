@@ -52,7 +52,11 @@
 //! - **Parent directories**: Qwen loads the first `.qwen/.env` or `.env` it finds from the
 //!   worktree (canonical) up to `/` into its environment and every server's:
 //!   [`env_file_preflight`] refuses the launch while a parent holds one (as Gemini CLI's
-//!   room does). The alternative, an empty `.env` written into the worktree to stop the
+//!   room does). One written after that check is out of reach in the reviewer's sandbox,
+//!   which lets it read no parent of the worktree: Qwen stats it, notes the failed read and
+//!   goes on (measured: `tests/clients/env_race.rs`; with the sandbox off, or the parent
+//!   allowed, it reached both servers); a worktree with a parent inside the sandbox's paths
+//!   is refused (`gemini_family::readable_parent`). The alternative, an empty `.env` written into the worktree to stop the
 //!   search there, would need the plan to write into the reviewed checkout, which no plan
 //!   does (its files go under the per-launch directory only).
 //! - **Trust**: `security.folderTrust.enabled` defaults to false, so every folder is trusted;
@@ -163,6 +167,8 @@ pub use crate::clients::gemini_family::deny_all_name;
 ///
 /// # Errors
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
+/// [`RenderError::ParentInSandbox`] for a worktree with a parent in the plan's sandbox
+/// (`gemini_family::readable_parent`);
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
 /// with `-`; [`RenderError::CredentialNotAccepted`] for a credential [`CREDENTIALS`] does not
@@ -310,7 +316,9 @@ pub const WORKTREE_CONFIG: [&str; 4] = [".qwen", ".env", ".mcp.json", ".agents"]
 /// servers, measured). The plan removes the worktree's own ([`WORKTREE_CONFIG`]); the
 /// parents' are out of its reach. The lexical path and the canonical one are both walked;
 /// the worktree itself is not checked. `existsSync` follows links; a dangling one is refused
-/// too, to keep the rule simple (`gemini_family::parent_env_file`).
+/// too, to keep the rule simple (`gemini_family::parent_env_file`). A file written after
+/// this check is kept out by the sandbox, not by this check
+/// (`gemini_family::readable_parent`).
 ///
 /// # Errors
 /// [`RenderError::ParentEnvFile`] naming the nearest such file.
