@@ -18,6 +18,7 @@ use crate::common::model_api::{
     response,
 };
 use crate::common::peers::{inherited_path, peer};
+use crate::common::records::listing_server_source;
 use crate::common::tool_attacks::Scene;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
@@ -169,96 +170,38 @@ fn codex(var: &'static str) {
 
 /// Gemini CLI over ACP (Gemini API, `streamGenerateContent`).
 fn gemini_offers_a_slow_server_in_its_first_turn() {
-    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
-        return;
-    };
-    const MODEL: &str = "gemini-2.5-flash";
-    let bench = Bench::new(|_| response("200 OK", "text/event-stream", &gemini_turn(MODEL, None)));
-    let plan = bench.plan(
-        Client::Gemini,
-        Some(MODEL),
-        Credentials {
-            env: vec![
-                EnvVar::new("GEMINI_API_KEY", "dummy-gemini-key-0123456789"),
-                EnvVar::new("GOOGLE_GEMINI_BASE_URL", &bench.api.url),
-            ],
-            files: Vec::new(),
-        },
-    );
-    bench.judge(&plan, &bin);
+    acp_offers_a_slow_server(Client::Gemini, "KCAP_GEMINI_BIN");
 }
 
 /// OpenCode over ACP (its Anthropic provider).
 fn opencode_offers_a_slow_server_in_its_first_turn() {
-    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
-        return;
-    };
-    const MODEL: &str = "anthropic/claude-haiku-4-5";
-    let bench = Bench::new(|_| anthropic(MODEL));
-    let plan = bench.plan(
-        Client::OpenCode,
-        Some(MODEL),
-        Credentials {
-            env: vec![
-                EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
-                EnvVar::new("ANTHROPIC_BASE_URL", format!("{}/v1", bench.api.url)),
-            ],
-            files: Vec::new(),
-        },
-    );
-    bench.judge(&plan, &bin);
+    acp_offers_a_slow_server(Client::OpenCode, "KCAP_OPENCODE_BIN");
 }
 
 /// Copilot CLI over ACP (its OpenAI-compatible provider, offline).
 fn copilot_offers_a_slow_server_in_its_first_turn() {
-    let Some(bin) = peer("KCAP_COPILOT_BIN") else {
+    acp_offers_a_slow_server(Client::Copilot, "KCAP_COPILOT_BIN");
+}
+
+/// The ACP client `client` (its binary in `var`) offers the slow servers in its first turn.
+fn acp_offers_a_slow_server(client: Client, var: &'static str) {
+    let Some(bin) = peer(var) else {
         return;
     };
-    let cache = PathBuf::from(
-        std::env::var_os("KCAP_COPILOT_CACHE").expect("KCAP_COPILOT_CACHE with KCAP_COPILOT_BIN"),
-    );
-    let bench = Bench::new(openai_chat);
-    let mut bench = bench;
-    bench.cache = Some(cache);
-    let plan = bench.plan(
-        Client::Copilot,
-        None,
-        Credentials {
-            env: vec![
-                EnvVar::new("COPILOT_OFFLINE", "true"),
-                EnvVar::new("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", bench.api.url)),
-                EnvVar::new("COPILOT_MODEL", "gpt-4o"),
-            ],
-            files: Vec::new(),
-        },
-    );
-    bench.judge(&plan, &bin);
+    let bench = Bench::for_client(client, listing_server_source(DELAY));
+    bench.judge(&bench.acp_plan(client), &bin);
 }
 
 /// Qwen Code over ACP (its OpenAI-compatible provider).
 fn qwen_offers_a_slow_server_in_its_first_turn() {
+    acp_offers_a_slow_server(Client::Qwen, "KCAP_QWEN_BIN");
     let Some(bin) = peer("KCAP_QWEN_BIN") else {
         return;
     };
-    let qwen_plan = |bench: &Bench| {
-        bench.plan(
-            Client::Qwen,
-            Some("gpt-4o"),
-            Credentials {
-                env: vec![
-                    EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
-                    EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", bench.api.url)),
-                ],
-                files: Vec::new(),
-            },
-        )
-    };
-    let with = Bench::new(openai_chat);
-    with.judge(&qwen_plan(&with), &bin);
     // The bite: without the switch that makes `session/new` wait for the servers, and
     // without the executor's wait on the debug log (`qwen::ready`).
-    let without = Bench::new(openai_chat);
-    let mut plan = qwen_plan(&without);
+    let without = Bench::for_client(Client::Qwen, listing_server_source(DELAY));
+    let mut plan = without.acp_plan(Client::Qwen);
     let before = plan.env.len();
     plan.env
         .retain(|v| v.name != "QWEN_CODE_LEGACY_MCP_BLOCKING");
@@ -274,6 +217,28 @@ fn qwen_offers_a_slow_server_in_its_first_turn() {
 /// An Anthropic Messages API turn that ends at once.
 fn anthropic(model: &str) -> Vec<u8> {
     response("200 OK", "text/event-stream", &anthropic_turn(model, None))
+}
+
+/// The model of the Gemini CLI stand-in turns.
+const GEMINI_MODEL: &str = "gemini-2.5-flash";
+
+/// The model of the OpenCode stand-in turns (its Anthropic provider).
+const OPENCODE_MODEL: &str = "anthropic/claude-haiku-4-5";
+
+/// The stand-in model API's answer to an ACP client (Gemini CLI, OpenCode, Copilot CLI,
+/// Qwen Code): a turn that ends at once, in its API's shape.
+fn acp_answer(client: Client) -> fn(&Request) -> Vec<u8> {
+    match client {
+        Client::Gemini => |_| {
+            response(
+                "200 OK",
+                "text/event-stream",
+                &gemini_turn(GEMINI_MODEL, None),
+            )
+        },
+        Client::OpenCode => |_| anthropic(OPENCODE_MODEL),
+        _ => openai_chat,
+    }
 }
 
 /// A Chat Completions turn that ends at once, to the completions path only.
@@ -300,7 +265,62 @@ pub(crate) struct Bench {
 
 impl Bench {
     fn new(answer: impl Fn(&Request) -> Vec<u8> + Send + Sync + 'static) -> Bench {
-        Bench::serving(answer, crate::common::records::listing_server_source(DELAY))
+        Bench::serving(answer, listing_server_source(DELAY))
+    }
+
+    /// A world for the ACP client `client` ([`acp_answer`]) with `server` (an executable's
+    /// source) as the kcap binary, and Copilot CLI's package cache (`KCAP_COPILOT_CACHE`)
+    /// for Copilot CLI.
+    pub(crate) fn for_client(client: Client, server: String) -> Bench {
+        let mut bench = Bench::serving(acp_answer(client), server);
+        if client == Client::Copilot {
+            bench.cache = Some(PathBuf::from(
+                std::env::var_os("KCAP_COPILOT_CACHE")
+                    .expect("KCAP_COPILOT_CACHE with KCAP_COPILOT_BIN"),
+            ));
+        }
+        bench
+    }
+
+    /// The ACP client `client`'s plan ([`Bench::plan`]) with dummy credentials for the
+    /// stand-in model API: Gemini API key and base URL (Gemini CLI), Anthropic's (OpenCode),
+    /// Copilot CLI's offline provider, OpenAI's (Qwen Code).
+    pub(crate) fn acp_plan(&self, client: Client) -> LaunchPlan {
+        let url = &self.api.url;
+        let (model, env) = match client {
+            Client::Gemini => (
+                Some(GEMINI_MODEL),
+                vec![
+                    EnvVar::new("GEMINI_API_KEY", "dummy-gemini-key-0123456789"),
+                    EnvVar::new("GOOGLE_GEMINI_BASE_URL", url),
+                ],
+            ),
+            Client::OpenCode => (
+                Some(OPENCODE_MODEL),
+                vec![
+                    EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
+                    EnvVar::new("ANTHROPIC_BASE_URL", format!("{url}/v1")),
+                ],
+            ),
+            Client::Copilot => (
+                None,
+                vec![
+                    EnvVar::new("COPILOT_OFFLINE", "true"),
+                    EnvVar::new("COPILOT_PROVIDER_BASE_URL", format!("{url}/v1")),
+                    EnvVar::new("COPILOT_MODEL", "gpt-4o"),
+                ],
+            ),
+            Client::Qwen => (
+                Some("gpt-4o"),
+                vec![
+                    EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
+                    EnvVar::new("OPENAI_BASE_URL", format!("{url}/v1")),
+                ],
+            ),
+            other => panic!("{other}: not an ACP client of these tests"),
+        };
+        let files = Vec::new();
+        self.plan(client, model, Credentials { env, files })
     }
 
     /// [`Bench::new`] with `server` (an executable's source) as the kcap binary.

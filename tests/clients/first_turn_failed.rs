@@ -11,12 +11,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::model_api::{Request, anthropic_turn, gemini_turn, response};
 use crate::common::peers::{inherited_path, peer};
 use crate::first_turn::{BOUND, Bench};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
-use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::clients::plan::LaunchPlan;
 use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -37,14 +35,6 @@ fn exiting_review_server() -> String {
          process.stderr.write(\"review: gone\\n\"); process.exit(3); }\n",
         1,
     )
-}
-
-/// A world whose `kcap-review` exits at once ([`exiting_review_server`]), with Copilot
-/// CLI's package cache when it is installed.
-fn world(answer: fn(&Request) -> Vec<u8>) -> Bench {
-    let mut bench = Bench::serving(answer, exiting_review_server());
-    bench.cache = std::env::var_os("KCAP_COPILOT_CACHE").map(std::path::PathBuf::from);
-    bench
 }
 
 /// The wire name of `kcap-review` in `plan`.
@@ -76,19 +66,18 @@ fn open(bench: &Bench, plan: &LaunchPlan, bin: &Path) -> (Result<Reviewer, ExecE
     (opened, started.elapsed())
 }
 
-/// Asserts that the plan of `make` stops as `ExecError::ServersNotReady` with a failed line
-/// naming `kcap-review`'s wire name, before any model request; then the bite: the plan with
-/// `without` applied (on a fresh world) sends its prompt, and the first request offers the
-/// result channel's tool but not `kcap-review`'s.
-fn judge(
-    answer: fn(&Request) -> Vec<u8>,
-    make: impl Fn(&Bench) -> LaunchPlan,
-    bin: &Path,
-    without: impl FnOnce(&mut LaunchPlan),
-) {
-    let bench = world(answer);
-    let plan = make(&bench);
-    let client = plan.client;
+/// Asserts that the ACP client `client`'s plan (its binary in `var`) stops as
+/// `ExecError::ServersNotReady` with a failed line naming `kcap-review`'s wire name, before
+/// any model request; then the bite: the plan without `servers_ready` (on a fresh world)
+/// sends its prompt, and the first request offers the result channel's tool but not
+/// `kcap-review`'s.
+fn judge(client: Client, var: &'static str) {
+    let Some(bin) = peer(var) else {
+        return;
+    };
+    let bin = bin.as_path();
+    let bench = Bench::for_client(client, exiting_review_server());
+    let plan = bench.acp_plan(client);
     let wire = review_wire_name(&plan);
     let (opened, took) = open(&bench, &plan, bin);
     match opened {
@@ -119,9 +108,9 @@ fn judge(
         0,
         "{client}: a request reached the model API before the launch stopped"
     );
-    let bench = world(answer);
-    let mut plan = make(&bench);
-    without(&mut plan);
+    let bench = Bench::for_client(client, exiting_review_server());
+    let mut plan = bench.acp_plan(client);
+    plan.servers_ready = None;
     let first = bench.first_turn(&plan, bin);
     assert!(
         first.contains("submit_review_result") && !first.contains("get_pr_summary"),
@@ -134,106 +123,23 @@ fn judge(
 /// Gemini CLI 0.61.0 answers `session/new` as usual when a server exits at once; its debug
 /// log says `[MCP error] Error during discovery for MCP server '<wire>'` (`gemini::ready`).
 fn gemini_a_server_that_exits_stops_the_launch() {
-    let Some(bin) = peer("KCAP_GEMINI_BIN") else {
-        return;
-    };
-    const MODEL: &str = "gemini-2.5-flash";
-    judge(
-        |_| response("200 OK", "text/event-stream", &gemini_turn(MODEL, None)),
-        |bench| {
-            bench.plan(
-                Client::Gemini,
-                Some(MODEL),
-                Credentials {
-                    env: vec![
-                        EnvVar::new("GEMINI_API_KEY", "dummy-gemini-key-0123456789"),
-                        EnvVar::new("GOOGLE_GEMINI_BASE_URL", &bench.api.url),
-                    ],
-                    files: Vec::new(),
-                },
-            )
-        },
-        &bin,
-        |plan| plan.servers_ready = None,
-    );
+    judge(Client::Gemini, "KCAP_GEMINI_BIN");
 }
 
 /// Qwen Code 0.24.4 answers `session/new` as usual when a server exits at once; its debug
 /// log says `[McpPool] Failed to spawn pool entry for '<wire>'` (`qwen::ready`).
 fn qwen_a_server_that_exits_stops_the_launch() {
-    let Some(bin) = peer("KCAP_QWEN_BIN") else {
-        return;
-    };
-    judge(
-        crate::first_turn::openai_chat,
-        |bench| {
-            bench.plan(
-                Client::Qwen,
-                Some("gpt-4o"),
-                Credentials {
-                    env: vec![
-                        EnvVar::new("OPENAI_API_KEY", "sk-dummy-0123456789abcdefghij"),
-                        EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", bench.api.url)),
-                    ],
-                    files: Vec::new(),
-                },
-            )
-        },
-        &bin,
-        |plan| plan.servers_ready = None,
-    );
+    judge(Client::Qwen, "KCAP_QWEN_BIN");
 }
 
 /// Copilot CLI 1.0.102 starts its servers after `session/new` and drops one that exits at
 /// once; its log says `MCP server connection failed {"server_name":"<name>"` (`copilot::ready`).
 fn copilot_a_server_that_exits_stops_the_launch() {
-    let Some(bin) = peer("KCAP_COPILOT_BIN") else {
-        return;
-    };
-    judge(
-        crate::first_turn::openai_chat,
-        |bench| {
-            bench.plan(
-                Client::Copilot,
-                None,
-                Credentials {
-                    env: vec![
-                        EnvVar::new("COPILOT_OFFLINE", "true"),
-                        EnvVar::new("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", bench.api.url)),
-                        EnvVar::new("COPILOT_MODEL", "gpt-4o"),
-                    ],
-                    files: Vec::new(),
-                },
-            )
-        },
-        &bin,
-        |plan| plan.servers_ready = None,
-    );
+    judge(Client::Copilot, "KCAP_COPILOT_BIN");
 }
 
 /// OpenCode 1.18.33 answers `session/new` as usual when a server exits at once; its log says
 /// `message="server unavailable" key=<name>` (`opencode::ready`).
 fn opencode_a_server_that_exits_stops_the_launch() {
-    let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
-        return;
-    };
-    const MODEL: &str = "anthropic/claude-haiku-4-5";
-    judge(
-        |_| response("200 OK", "text/event-stream", &anthropic_turn(MODEL, None)),
-        |bench| {
-            bench.plan(
-                Client::OpenCode,
-                Some(MODEL),
-                Credentials {
-                    env: vec![
-                        EnvVar::new("ANTHROPIC_API_KEY", "sk-ant-dummy-0123456789abcdefghij"),
-                        EnvVar::new("ANTHROPIC_BASE_URL", format!("{}/v1", bench.api.url)),
-                    ],
-                    files: Vec::new(),
-                },
-            )
-        },
-        &bin,
-        |plan| plan.servers_ready = None,
-    );
+    judge(Client::OpenCode, "KCAP_OPENCODE_BIN");
 }
