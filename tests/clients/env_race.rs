@@ -208,17 +208,7 @@ impl World {
     /// `client`'s plan (`Client::plan`, lenient; its preflight passes), with a dead proxy
     /// for anything but the loopback interface.
     fn plan(&self, client: Client, model: Option<&str>, credentials: Vec<EnvVar>) -> LaunchPlan {
-        let ctx = self.context(model, credentials);
-        let mut plan = client
-            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-            .unwrap_or_else(|e| panic!("{client}: {e}"))
-            .plan;
-        plan.env.extend([
-            EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),
-            EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
-            EnvVar::new("NO_PROXY", "127.0.0.1,localhost"),
-        ]);
-        plan
+        crate::common::tool_attacks::offline_plan(client, &self.context(model, credentials))
     }
 
     /// Writes [`PLANTED`] as `.env` in the worktree's parent, after the plan's check; asserts
