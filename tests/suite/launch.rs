@@ -1069,6 +1069,7 @@ fn launch_streams_a_kiro_reviewers_acp_events() {
     let r = common::run(&[
         "launch",
         "kiro",
+        "--allow-unverified-isolation",
         "--agent-id",
         "agent-7",
         "--allowlist",

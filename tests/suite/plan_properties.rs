@@ -231,8 +231,11 @@ proptest! {
                 continue;
             }
             let plan = plan_with(client, &ctx, &id).unwrap();
-            // Only Cursor's isolation is unverified.
-            prop_assert_eq!(plan.isolation.is_verified(), client != Client::Cursor);
+            // Only Cursor's and Kiro's isolation is unverified.
+            prop_assert_eq!(
+                plan.isolation.is_verified(),
+                !matches!(client, Client::Cursor | Client::Kiro)
+            );
             // The JSON form parses back into the same plan.
             let back: LaunchPlan = serde_json::from_str(&plan.to_json()).unwrap();
             prop_assert_eq!(&back, &plan);

@@ -2,8 +2,11 @@
 //! 2.15.2/2.16.0): the reviewer launch over ACP ([`kiro_plan`]) and, with the `cli` feature,
 //! its registration file (`registration`) and loader model (`loader`).
 //!
-//! **Nothing here was measured in this project**: Kiro cannot be installed here. What the
-//! original system measured on Kiro 2.15.2 and 2.16.0 (facts "Kiro", \[K\]):
+//! **Nothing here was measured in this project**: Kiro cannot be installed here, so its plan
+//! is [`Isolation::Unverified`] and `Client::plan` refuses it unless the caller opts in
+//! (`UnverifiedIsolation::Allow`, `--allow-unverified-isolation`; issue 34: refused until
+//! measured). What the original system measured on Kiro 2.15.2 and 2.16.0 (facts "Kiro",
+//! \[K\]):
 //! - `acp` speaks the Agent Client Protocol; the servers come in the ACP `session/new`
 //!   params.
 //! - The user's `~/.kiro/settings/mcp.json` is read unless `KIRO_HOME` points elsewhere:
@@ -33,7 +36,8 @@ pub mod registration;
 pub mod loader;
 
 use crate::allowlist::Resolution;
-use crate::clients::plan::{Admitted, EnvVar, LaunchId, LaunchPlan, SessionNew};
+use crate::clients::dispatch::UnverifiedIsolation;
+use crate::clients::plan::{Admitted, EnvVar, Isolation, LaunchId, LaunchPlan, SessionNew};
 use crate::clients::root::CredentialSpec;
 use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, launch_dir, refuse_unknown_expansion,
@@ -56,9 +60,17 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     needs_worktree: true,
     brokered_only: false,
     uses_launch_id: true,
-    unverified_isolation: false,
+    unverified_isolation: true,
     door: &[],
-    plan: |ctx, r, inputs| Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?),
+    plan: |ctx, r, inputs| {
+        if inputs.unverified_isolation == UnverifiedIsolation::Refuse {
+            return Err(RenderError::UnverifiedIsolation {
+                client: Client::Kiro,
+            }
+            .into());
+        }
+        Ok(kiro_plan(ctx, r, &inputs.launch_id()?)?)
+    },
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
@@ -74,8 +86,12 @@ pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
     render_about: "Kiro over ACP (facts only, not measured): servers in `session/new` under per-launch aliased names, an empty KIRO_HOME, --trust-tools for the admitted tools",
     render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --worktree <DIR> --launch-dir <DIR> [OPTIONS]",
     render_after_help: "\
+Kiro is not installable here, so its launch was never measured in this project: the plan
+says \"isolation\": {\"status\": \"unverified\"}, and it is refused under either policy unless
+--allow-unverified-isolation is given (then a warning is printed).
+
 Example:
-  kcap-mcp-registry render kiro --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
+  kcap-mcp-registry render kiro --allow-unverified-isolation --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --allowlist kcap-review --server-url URL --kcap-bin PATH --format plan",
     deprecated_flags: &[],
     deprecated_because: "",
     export_about: "Kiro: `mcpServers` for $KIRO_HOME/settings/mcp.json",
@@ -129,6 +145,11 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 /// `inject` servers by their condition, then the allowlisted ones, with this launch's result
 /// delivery and snapshot) in `session/new` under its aliased [`wire_name`].
 ///
+/// The plan's isolation is [`Isolation::Unverified`] ([`ISOLATION_REASON`]): nothing of it
+/// was measured in this project, so `Client::plan` refuses it under either policy unless the
+/// caller passes [`UnverifiedIsolation::Allow`] (issue 34: Kiro's plans are refused until
+/// measured), and a caller that carries it out should warn.
+///
 /// # Errors
 /// [`RenderError::Expansion`] for a value holding `${`; [`RenderError::NeedsAbsolute`]
 /// without an absolute worktree or launch directory; [`RenderError::BlankAgentId`],
@@ -150,6 +171,7 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 /// let plan = kiro_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
 /// assert_eq!(plan.env_value("KIRO_HOME"), Some("/run/kcap/l1/kiro-home"));
 /// assert_eq!(plan.servers[0].wire_name, "kcap-flow-result-0123456789abcdef");
+/// assert!(!plan.isolation.is_verified());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn kiro_plan(
@@ -181,8 +203,16 @@ pub fn kiro_plan(
         mcp_servers,
     });
     plan.servers = servers;
+    plan.isolation = Isolation::Unverified {
+        reason: ISOLATION_REASON.into(),
+    };
     Ok(plan)
 }
+
+/// Why a Kiro plan is [`Isolation::Unverified`].
+pub const ISOLATION_REASON: &str = "nothing of Kiro's launch was measured in this project \
+    (Kiro is not installable here; facts [K] from another system, on 2.15.2 and 2.16.0): \
+    whether it starts only the injected MCP servers is not established";
 
 /// The reviewed worktree's files Kiro reads as configuration (facts "Reserved servers",
 /// \[K\]): the workspace `.kiro/` folder (`settings/mcp.json`).
