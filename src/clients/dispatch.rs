@@ -62,7 +62,7 @@ fn check_values(ctx: &LaunchContext) -> Result<(), RenderError> {
 }
 
 /// The caller's answer to a launch whose isolation is not verified
-/// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor and Kiro), under either
+/// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor, Kiro, Antigravity), under either
 /// policy. [`PlanInputs`] defaults to [`UnverifiedIsolation::Refuse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnverifiedIsolation {

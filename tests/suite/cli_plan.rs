@@ -28,11 +28,20 @@ const UNVERIFIED_WARNING: &str = "warning: agent \"agent-7\": the cursor launch'
     registration fills, kcap-flows included) beside the injected ones was never established \
     (facts [K] only; Cursor is not installable here)\n";
 
-/// What `render kiro` prints on stderr whenever it renders.
-const KIRO_UNVERIFIED_WARNING: &str = "warning: agent \"agent-7\": the kiro launch's isolation is \
-    not verified: nothing of Kiro's launch was measured in this project (Kiro is not \
-    installable here; facts [K] from another system, on 2.15.2 and 2.16.0): whether it starts \
-    only the injected MCP servers is not established\n";
+/// What `render <client>` prints on stderr whenever it renders a facts-only client's plan
+/// (its isolation unverified, the opt-in given): the room's reason.
+fn unverified_warning(client: &str) -> String {
+    use kcap_mcp_registry::clients::{antigravity, cursor, kiro};
+    let reason = match client {
+        "cursor" => cursor::ISOLATION_REASON,
+        "kiro" => kiro::ISOLATION_REASON,
+        "antigravity" => antigravity::ISOLATION_REASON,
+        _ => return String::new(),
+    };
+    format!(
+        "warning: agent \"agent-7\": the {client} launch's isolation is not verified: {reason}\n"
+    )
+}
 
 fn golden(name: &str) -> String {
     std::fs::read_to_string(format!("tests/fixtures/plans/{name}.json")).unwrap()
@@ -59,6 +68,7 @@ fn render_prints_the_golden_plans() {
             &[
                 "--result-capability-url",
                 "http://127.0.0.1:41234/c4p4b1l1ty",
+                "--allow-unverified-isolation",
             ],
         ),
     ];
@@ -75,12 +85,12 @@ fn render_prints_the_golden_plans() {
         });
         args.extend(["--strict", "--prompt", "Review PR 42", "--format", "plan"]);
         let r = run(&args);
-        let stderr = match client {
-            "cursor" => UNVERIFIED_WARNING,
-            "kiro" => KIRO_UNVERIFIED_WARNING,
-            _ => "",
-        };
-        assert_eq!((r.code, r.stderr.as_str()), (0, stderr), "{client}");
+        let stderr = unverified_warning(client);
+        assert_eq!(
+            (r.code, r.stderr.as_str()),
+            (0, stderr.as_str()),
+            "{client}"
+        );
         // OpenCode's server password is fresh per launch (32 hex digits); the rest is the
         // golden plan.
         let mut plan: LaunchPlan = serde_json::from_str(&r.stdout).unwrap();
@@ -224,7 +234,7 @@ fn render_copilot_needs_no_inventory() {
 
 #[test]
 fn antigravity_without_a_capability_url_is_refused() {
-    let mut args = vec!["render", "antigravity"];
+    let mut args = vec!["render", "antigravity", "--allow-unverified-isolation"];
     args.extend(COMMON);
     let r = run(&args);
     assert_eq!(

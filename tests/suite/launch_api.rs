@@ -69,8 +69,8 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
                 .push(EnvVar::new(opencode::SERVER_PASSWORD_VAR, "07".repeat(16)));
         }
         assert_eq!(launch.plan, typed, "{client}");
-        // The skipped flow-starting entry is a warning; Cursor's and Kiro's unverified
-        // isolation too.
+        // The skipped flow-starting entry is a warning; a facts-only client's unverified
+        // isolation too (Cursor, Kiro, Antigravity).
         assert!(
             launch.warnings[0].contains("\"kcap-flows\" skipped"),
             "{client}: {:?}",
@@ -78,7 +78,7 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
         );
         assert_eq!(
             launch.warnings.len(),
-            if matches!(client, Client::Cursor | Client::Kiro) {
+            if client.spec().unverified_isolation {
                 2
             } else {
                 1
@@ -156,8 +156,8 @@ fn a_model_or_effort_a_client_cannot_carry_is_refused_or_warned() {
             }
         }
         let mut warnings = client.plan(&c, &lenient).unwrap().warnings;
-        // Kiro's unverified isolation is a warning of its own, last.
-        if client == Client::Kiro {
+        // A facts-only client's unverified isolation is a warning of its own, last.
+        if client.spec().unverified_isolation {
             let last = warnings.pop().unwrap_or_default();
             assert!(last.contains("isolation is not verified"), "{last}");
         }
@@ -364,11 +364,11 @@ fn a_launch_request_builds_the_context_a_daemon_would_and_plans_it_strictly() {
         let e = request(client).plan().unwrap_err();
         assert!(matches!(e, LaunchError::Rejected(_)), "{client}: {e}");
     }
-    // Lenient: skipped with a warning, and every client plans (Cursor and Kiro only when
-    // allowed).
+    // Lenient: skipped with a warning, and every client plans (the facts-only clients only
+    // when allowed).
     for client in Client::ALL {
         let r = request(client).policy(Policy::Lenient);
-        let r = if matches!(client, Client::Cursor | Client::Kiro) {
+        let r = if client.spec().unverified_isolation {
             assert!(r.clone().plan().is_err());
             r.allow_unverified_isolation()
         } else {

@@ -492,13 +492,13 @@ fn launch_ids_are_random_and_checked() {
 }
 
 #[test]
-fn only_cursor_and_kiro_are_unverified_and_strict_refuses_cursor_without_the_opt_in() {
+fn only_the_facts_only_clients_are_unverified_and_strict_refuses_cursor_without_the_opt_in() {
     let c = ctx(Some(&["kcap-review"]));
     for client in CLIENTS {
         let p = plan(client, &c, Policy::Lenient).unwrap();
         assert_eq!(
             p.isolation.is_verified(),
-            !matches!(client, Client::Cursor | Client::Kiro),
+            !client.spec().unverified_isolation,
             "{client}"
         );
     }

@@ -231,10 +231,11 @@ proptest! {
                 continue;
             }
             let plan = plan_with(client, &ctx, &id).unwrap();
-            // Only Cursor's and Kiro's isolation is unverified.
+            // Only the facts-only clients' isolation is unverified (Cursor, Kiro,
+            // Antigravity: not installable here).
             prop_assert_eq!(
                 plan.isolation.is_verified(),
-                !matches!(client, Client::Cursor | Client::Kiro)
+                !client.spec().unverified_isolation
             );
             // The JSON form parses back into the same plan.
             let back: LaunchPlan = serde_json::from_str(&plan.to_json()).unwrap();

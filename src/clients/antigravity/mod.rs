@@ -2,8 +2,11 @@
 //! there on 1.1.10/1.1.13): the reviewer launch ([`antigravity_plan`]) and, with the `cli`
 //! feature, its registration file (`registration`) and loader model (`loader`).
 //!
-//! **Nothing here was measured in this project**: `agy` cannot be installed here. What the
-//! original system did and measured on 1.1.10 and 1.1.13 (facts "Antigravity", \[K\]):
+//! **Nothing here was measured in this project**: `agy` cannot be installed here, so its plan
+//! is [`Isolation::Unverified`] and `Client::plan` refuses it unless the caller opts in
+//! (`UnverifiedIsolation::Allow`, `--allow-unverified-isolation`): neither its isolation nor
+//! whether its `-p` prompt waits for its MCP servers (issue 35) was established here. What
+//! the original system did and measured on 1.1.10 and 1.1.13 (facts "Antigravity", \[K\]):
 //! - Antigravity reads its MCP servers from `~/.gemini/config/mcp_config.json`
 //!   (`{"mcpServers":{name:{command,args,env}}}`) and its tool permissions from
 //!   `~/.gemini/antigravity-cli/settings.json` (`{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`);
@@ -37,7 +40,8 @@ use serde::Serialize;
 
 use crate::allowlist::Resolution;
 use crate::clients::claude::Ordered;
-use crate::clients::plan::{AcpServer, Admitted, LaunchPlan, PlanFile};
+use crate::clients::dispatch::UnverifiedIsolation;
+use crate::clients::plan::{AcpServer, Admitted, Isolation, LaunchPlan, PlanFile};
 use crate::clients::root::{CredentialSpec, HOME_DIR};
 use crate::clients::{
     Client, LaunchContext, RenderError, ResultDelivery, acp_cwd, acp_servers, option_value,
@@ -62,9 +66,17 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     needs_worktree: true,
     brokered_only: true,
     uses_launch_id: false,
-    unverified_isolation: false,
+    unverified_isolation: true,
     door: &[],
-    plan: |ctx, r, _inputs| Ok(antigravity_plan(ctx, r)?),
+    plan: |ctx, r, inputs| {
+        if inputs.unverified_isolation == UnverifiedIsolation::Refuse {
+            return Err(RenderError::UnverifiedIsolation {
+                client: Client::Antigravity,
+            }
+            .into());
+        }
+        Ok(antigravity_plan(ctx, r)?)
+    },
     proof: crate::clients::spec::Proof::FactsOnly,
     #[cfg(feature = "cli")]
     registration: &registration::FORMAT,
@@ -80,8 +92,12 @@ pub const CLI: crate::clients::spec::CliSpec = crate::clients::spec::CliSpec {
     render_about: "Antigravity (facts only, not measured): a per-launch HOME holding its servers and permissions files; brokered result delivery required",
     render_usage: "{cmd} <--agent-id <ID>|--launch-json <FILE|->> --worktree <DIR> --launch-dir <DIR> --result-capability-url <URL> [OPTIONS]",
     render_after_help: "\
+Antigravity is not installable here, so its launch was never measured in this project: the
+plan says \"isolation\": {\"status\": \"unverified\"}, and it is refused under either policy
+unless --allow-unverified-isolation is given (then a warning is printed).
+
 Example:
-  kcap-mcp-registry render antigravity --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --result-capability-url http://127.0.0.1:4100/TOKEN --server-url URL --kcap-bin PATH --format plan",
+  kcap-mcp-registry render antigravity --allow-unverified-isolation --agent-id a1 --worktree /work/tree --launch-dir /run/kcap/l1 --result-capability-url http://127.0.0.1:4100/TOKEN --server-url URL --kcap-bin PATH --format plan",
     deprecated_flags: &[],
     deprecated_because: "",
     export_about: "Antigravity: `mcpServers` for ~/.gemini/config/mcp_config.json",
@@ -161,6 +177,9 @@ pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
 /// and snapshot) and [`SETTINGS`] ([`permissions_json`]) under the home, mode 0o600; no
 /// `session/new`.
 ///
+/// The plan's isolation is [`Isolation::Unverified`] ([`ISOLATION_REASON`]): `Client::plan`
+/// refuses it under either policy unless the caller passes [`UnverifiedIsolation::Allow`].
+///
 /// # Errors
 /// [`RenderError::NeedsBrokeredDelivery`] when the launch is not gated and its result
 /// delivery is [`ResultDelivery::Direct`]; [`RenderError::Expansion`] for a value
@@ -228,8 +247,17 @@ pub fn antigravity_plan(
         },
     ]);
     plan.servers = servers;
+    plan.isolation = Isolation::Unverified {
+        reason: ISOLATION_REASON.into(),
+    };
     Ok(plan)
 }
+
+/// Why an Antigravity plan is [`Isolation::Unverified`].
+pub const ISOLATION_REASON: &str = "nothing of Antigravity's launch was measured in this \
+    project (`agy` is not installable here; facts [K] from another system, on 1.1.10 and \
+    1.1.13): whether it starts only the injected MCP servers, and whether its prompt waits \
+    for them, is not established";
 
 /// The reviewed worktree's files Antigravity reads as configuration (facts, reported
 /// upstream): the project-level `.agents/` folder (`mcp_config.json`).
