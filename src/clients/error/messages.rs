@@ -7,10 +7,9 @@ use super::RenderError;
 use crate::clients::{Client, plan, root};
 
 impl RenderError {
-    /// The messages of the door's refusals, of a worktree in another repository or with a
-    /// parent that holds or may hold an environment file, of remote managed settings and of
-    /// an unsafe cache; `None` for another error.
-    fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+    /// The messages of a worktree with a parent that holds or may hold an environment file;
+    /// `None` for another error.
+    fn fmt_parent(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
         Some(match self {
             RenderError::ParentEnvFile { client, file } => write!(
                 f,
@@ -30,6 +29,14 @@ impl RenderError {
                  and cache directories)",
                 crate::text::ShownPath(dir)
             ),
+            _ => return None,
+        })
+    }
+
+    /// The messages of the door's refusals, of a worktree in another repository, of remote
+    /// managed settings and of an unsafe cache; `None` for another error.
+    fn fmt_door(&self, f: &mut fmt::Formatter<'_>) -> Option<fmt::Result> {
+        Some(match self {
             RenderError::DoorUnsupported { client } => write!(
                 f,
                 "cannot put the {} reviewer behind the door: how its model API goes through \
@@ -145,9 +152,10 @@ impl fmt::Display for RenderError {
             }
             RenderError::DoorUnsupported { .. }
             | RenderError::DoorUpstream { .. }
-            | RenderError::DoorCredential { .. }
-            | RenderError::ParentEnvFile { .. }
-            | RenderError::ParentInSandbox { .. } => self.fmt_door(f).unwrap_or(Ok(())),
+            | RenderError::DoorCredential { .. } => self.fmt_door(f).unwrap_or(Ok(())),
+            RenderError::ParentEnvFile { .. } | RenderError::ParentInSandbox { .. } => {
+                self.fmt_parent(f).unwrap_or(Ok(()))
+            }
             RenderError::NotUtf8 { field } => write!(
                 f,
                 "the reviewer's `{field}` is not UTF-8, and the client reads it as text; use a \
