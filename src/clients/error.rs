@@ -218,6 +218,9 @@ pub enum RenderError {
         /// The other repository's `.git`.
         git: std::path::PathBuf,
     },
+    /// The worktree's git configuration sets a key whose value git runs as a command and
+    /// that no override switches off, or cannot be read ([`super::git::preflight`]).
+    GitConfig(Box<super::git::GitRefusal>),
     /// The launch asks for a door ([`LaunchContext::door`]) and the client's room has no
     /// [`DoorSpec`](super::door::DoorSpec): how its model API goes through the door is not
     /// measured.
@@ -403,6 +406,7 @@ impl fmt::Display for RenderError {
             RenderError::UnprovenVersion { .. } => super::version::fmt_unproven(self, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::Vetoed(vetoes) => super::veto::fmt_vetoes(vetoes, f),
+            RenderError::GitConfig(refusal) => refusal.fmt(f),
             RenderError::CredentialNotAccepted { client, name, kind } => {
                 fmt_credential_not_accepted(*client, name, *kind, f)
             }

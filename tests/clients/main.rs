@@ -45,6 +45,8 @@ mod door_https;
 mod first_turn;
 #[cfg(feature = "launch")]
 mod first_turn_failed;
+#[cfg(feature = "launch")]
+mod git_start;
 #[cfg(feature = "cli")]
 mod install_clients;
 #[cfg(feature = "launch")]
@@ -156,5 +158,7 @@ fn main() {
     trials.extend(remote_settings_claude::trials());
     #[cfg(feature = "launch")]
     trials.extend(quiet_claude::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(git_start::trials());
     common::peers::main(trials)
 }

@@ -34,6 +34,7 @@ mod client_list;
 mod doctor;
 mod doctor_project;
 mod gen_registry;
+mod git_config;
 mod hostile_paths;
 mod hygiene;
 mod install;
