@@ -19,10 +19,11 @@
 //! ([`crate::clients::codex::GIT_AT_START`], [`crate::clients::claude::GIT_AT_START`]),
 //! shown in the refusal; the tests are `tests/clients/git_start.rs`. Each key's command
 //! runs also inside the reviewer's sandbox: `/bin/sh` is the system's, and Landlock does
-//! not look at what git passes it. The sandbox stopped only what needs an executable file
-//! of the repository's (a hook, a `gpg.program` in the worktree: read, never executed) or
-//! a linked worktree's common directory, which it does not let the reviewer read at all
-//! (git then fails there; measured on the four versions of `GIT_AT_START`).
+//! not look at what git passes it. The sandbox stopped only a program outside the system's
+//! directories (a `gpg.program`: the sandbox executes nothing there, the worktree included)
+//! and a linked worktree's common directory, which it does not let the reviewer read at all
+//! (git then fails there; measured on the four versions of `GIT_AT_START`). No hook ran at
+//! start on any of them, in the sandbox or without it.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
