@@ -79,6 +79,7 @@ pub mod door;
 mod error;
 pub mod gemini;
 mod gemini_family;
+pub mod git;
 #[cfg(feature = "cli")]
 pub mod hostile;
 pub mod kiro;

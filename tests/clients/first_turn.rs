@@ -343,7 +343,7 @@ impl Bench {
 
     /// A launch with the result channel and `kcap-review`, the stand-in as the kcap binary,
     /// the prompt `Review the change.`, the scene's worktree and launch directory.
-    fn context(&self, model: Option<&str>, credentials: Credentials) -> LaunchContext {
+    pub(crate) fn context(&self, model: Option<&str>, credentials: Credentials) -> LaunchContext {
         LaunchContext {
             agent_id: "a1".into(),
             server_url: Some("http://127.0.0.1:9".into()),

@@ -47,6 +47,8 @@ mod env_race;
 mod first_turn;
 #[cfg(feature = "launch")]
 mod first_turn_failed;
+#[cfg(feature = "launch")]
+mod git_start;
 #[cfg(feature = "cli")]
 mod install_clients;
 #[cfg(feature = "launch")]
@@ -160,5 +162,7 @@ fn main() {
     trials.extend(quiet_claude::trials());
     #[cfg(feature = "launch")]
     trials.extend(env_race::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(git_start::trials());
     common::peers::main(trials)
 }

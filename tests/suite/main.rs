@@ -35,6 +35,7 @@ mod copilot_cache;
 mod doctor;
 mod doctor_project;
 mod gen_registry;
+mod git_config;
 mod hostile_paths;
 mod hygiene;
 mod install;

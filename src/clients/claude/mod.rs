@@ -34,6 +34,7 @@
 //! | daemon variables (`CLAUDE_CONFIG_DIR`, `MCP_TIMEOUT`, `CLAUDE_CODE_SAFE_MODE`, …) | moved the config, offered no MCP tool (`MCP_TIMEOUT=1`), started no server (`CLAUDE_CODE_SAFE_MODE=1`) | the environment is built, not filtered |
 //! | `.credentials.json` `enterpriseGateway` + `gatewayTrust` | fetched `<url>/managed/settings` and applied it as policy (env, hooks, deny) | [`CREDENTIALS`] keeps only `claudeAiOauth`'s token fields |
 //! | `~/.gitconfig` (Claude Code runs git) | `core.fsmonitor` ran (2.1.197) | `HOME` in the root |
+//! | the worktree's `.git/config` (its includes, a linked worktree's, a submodule's) | `core.fsmonitor`, filters, `gpg.program` ran (2.1.197: [`GIT_AT_START`]) | overrides in the environment ([`crate::clients::git::OVERRIDES`]); a driver refused ([`start_preflight`]) |
 //! | `/etc/claude-code/…` | env, hooks, `apiKeyHelper`, `policyHelper`, deny/ask rules, `disableBypassPermissionsMode`, `managed-mcp.json` (exit 1 with `--strict-mcp-config`) | cannot be kept out: [`MANAGED_FILES`] refuse the launch |
 //!
 //! Remote managed settings: with a credential and the default API endpoint Claude Code fetches
@@ -106,7 +107,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
-    preflight: Some(remote::preflight),
+    preflight: Some(start_preflight),
     acp: false,
     needs_worktree: false,
     brokered_only: false,
@@ -121,6 +122,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "isolation_claude",
             "conformance_claude_launch",
             "launch_claude_dialogs",
+            "git_start",
             "verify_clients",
         ],
         versions: &["2.1.197", "2.1.332"],
@@ -530,6 +532,51 @@ pub const QUIET_ENV: [(&str, &str); 3] = [
     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
 ];
 
+/// What Claude Code runs of the worktree's git configuration when it starts
+/// ([`crate::clients::git`]), measured through the executor, offline, in the reviewer's
+/// sandbox and without it (2026-12-05; `tests/clients/git_start.rs`).
+///
+/// 2.1.197 runs `git status --short`, `git log --oneline -n 5`, `git ls-files
+/// --recurse-submodules` and `git log -n 1000 --name-only` in the worktree with no `-c` of
+/// its own. Before its first turn `core.fsmonitor` ran three times (from `.git/config`, an
+/// included file, an `includeIf`; with the sandbox off also from a linked worktree's
+/// `config.worktree`: in it git cannot read a linked worktree's common directory at all,
+/// and fails there), a clean filter
+/// twice, a `filter.<driver>.process` once, a submodule's own `core.fsmonitor` and clean
+/// filter twice each (through `git status`), and `gpg.program` once on a signed commit
+/// (`log.showSignature`; only with the sandbox off, since in it a program of the
+/// repository's is not executable). The overrides ([`crate::clients::git::OVERRIDES`])
+/// stop all but the filters, which are refused ([`crate::clients::git::preflight`]).
+///
+/// 2.1.332 runs git with `-c` overrides of its own (`core.fsmonitor=`,
+/// `core.hooksPath=/dev/null`, `log.showSignature=false`, `diff.autoRefreshIndex=false`,
+/// every `hook.<name>.enabled=false`, …), reads `git config --local --includes -z --list` and
+/// `--worktree` first and passes `-c filter.<driver>.clean= -c …smudge= -c …process= -c
+/// …required=false` for each driver it finds, and `git status --ignore-submodules=dirty`;
+/// nothing of the configuration ran (with a driver named `a=b`, which no `-c` can name, it
+/// ran no `git status` at all).
+///
+/// Neither version ran a hook (`.git/hooks` or `core.hooksPath`), a diff or merge driver,
+/// `diff.external`, a pager, `core.sshCommand`, `core.askPass`, `credential.helper` or an
+/// editor at start.
+pub static GIT_AT_START: crate::clients::git::StartFacts = crate::clients::git::StartFacts {
+    client: Client::Claude,
+    runs: "runs `git status` in the worktree when it starts (2.1.197: with no `-c` of its own)",
+    ran: "the repository's `clean` and `process` filters (2.1.197; 2.1.332 overrides each \
+          driver it finds)",
+};
+
+/// Claude Code's checks before a launch: its remote managed settings ([`remote::preflight`])
+/// and the worktree's git configuration ([`crate::clients::git::preflight`] with
+/// [`GIT_AT_START`]).
+///
+/// # Errors
+/// [`RenderError::RemoteSettings`], [`RenderError::GitConfig`].
+pub fn start_preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
+    remote::preflight(ctx)?;
+    crate::clients::git::preflight(ctx, &GIT_AT_START)
+}
+
 /// The file of the launch directory that holds the reviewer's `--mcp-config` JSON (mode
 /// 0600): Claude Code 2.1.197 and 2.1.328 read a path there as a file ("Load MCP servers from
 /// JSON files or strings", `claude --help`), so the servers' secrets are in no argv.
@@ -571,6 +618,7 @@ fn plan_of(
     ));
     plan.env
         .extend(QUIET_ENV.map(|(name, value)| EnvVar::new(name, value)));
+    plan.env.extend(crate::clients::git::override_env());
     plan.dirs
         .push(format!("{}/{CONFIG_DIR}", crate::clients::root::HOME_DIR));
     plan.files.push(PlanFile {

@@ -15,6 +15,7 @@
 //! | `$XDG_RUNTIME_DIR/bus` (the TUI connects to the session D-Bus) | the user session's keyring and services | `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`] |
 //! | the worktree's `.codex/` (and each ancestor's up to the project root), loaded when the folder is trusted | servers, hooks, env, exec rules | only the plan's `config.toml` decides trust; [`WORKTREE_CONFIG`] removed |
 //! | `.agents/skills` of the worktree and of each ancestor up to the repository root (loaded even untrusted) | skills in the prompt | [`WORKTREE_CONFIG`] removed; `skills.include_instructions = false` |
+//! | the worktree's git configuration (`.git/config`, its includes, a linked worktree's common `config` and `config.worktree`), read by the `git status` Codex runs at start | its filters ran (0.169.0, 0.171.0; [`GIT_AT_START`]) | the other command keys neutralized in the environment ([`crate::clients::git::OVERRIDES`]), a filter or diff or merge driver refused ([`preflight`]) |
 //! | `/etc/codex/…` ([`MANAGED_FILES`]) | servers, hooks run without trust, overrides above `-c`, vetoes, feature pins | refused ([`crate::clients::root::managed_preflight`]) |
 //! | the cloud config bundle (`GET <chatgpt_base_url>/wham/config/bundle`, with ChatGPT sign-in tokens of a workspace plan) | servers and hooks from a URL | only an API key is kept from `auth.json` ([`CREDENTIALS`]) |
 //! | its environment (`CODEX_*`, `OPENAI_*`, proxies, `SSL_CERT_FILE`, …) | state and credentials elsewhere, other endpoints | the environment is built, not inherited |
@@ -120,6 +121,35 @@ pub const MANAGED_FILES: [ManagedFile; 5] = [
                  included, over a subagent's",
     },
 ];
+
+/// What Codex CLI runs of the worktree's git configuration when it starts
+/// ([`crate::clients::git`]), measured through the executor, offline, in the reviewer's
+/// sandbox and without it (0.169.0 and 0.171.0, 2026-12-05;
+/// `git_start::codex_a_repository_filter_is_refused` and its `codex_next_…` twin): it runs
+/// `git status --porcelain` in the worktree (0.171.0: `--porcelain=v2 --branch`), beside
+/// `rev-parse`, `remote` and `config --get` calls, each with `-c core.hooksPath=/dev/null -c
+/// core.fsmonitor=false` of its own. A clean filter of `.git/config` (or of a file it
+/// includes; with the sandbox off, of a linked worktree's common `config`, which the sandbox
+/// does not let git read) ran twice on 0.169.0 and four times
+/// on 0.171.0 before the first turn, a `filter.<driver>.process` once and twice; so the
+/// launch is refused ([`crate::clients::git::preflight`]). Nothing else of the
+/// configuration ran: not `core.fsmonitor` (its own `-c`), no hook, no diff driver, pager,
+/// `core.sshCommand`, `credential.helper` or `gpg.program`, nor a submodule's configuration
+/// (`--ignore-submodules=dirty`).
+pub static GIT_AT_START: crate::clients::git::StartFacts = crate::clients::git::StartFacts {
+    client: Client::Codex,
+    runs: "runs `git status --porcelain` in the worktree when it starts",
+    ran: "the repository's `clean` and `process` filters (0.169.0, 0.171.0)",
+};
+
+/// Codex CLI's check before a launch: the worktree's git configuration
+/// ([`crate::clients::git::preflight`] with [`GIT_AT_START`]).
+///
+/// # Errors
+/// [`RenderError::GitConfig`].
+pub fn preflight(ctx: &LaunchContext) -> Result<(), RenderError> {
+    crate::clients::git::preflight(ctx, &GIT_AT_START)
+}
 
 /// Keeps only the API key of a Codex `auth.json`: `{"OPENAI_API_KEY": "<key>"}`.
 ///
@@ -272,6 +302,7 @@ pub fn codex_plan(
         EnvVar::new("CODEX_HOME", root.in_home(CODEX_HOME)),
         EnvVar::new("XDG_RUNTIME_DIR", format!("{}/{RUNTIME_DIR}", root.dir())),
     ]);
+    plan.env.extend(crate::clients::git::override_env());
     plan.dirs
         .extend([format!("{HOME_DIR}/{CODEX_HOME}"), RUNTIME_DIR.to_owned()]);
     plan.servers = crate::clients::wire_servers(ctx, resolution);

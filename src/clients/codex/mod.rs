@@ -69,8 +69,8 @@ use crate::allowlist::Resolution;
 use crate::clients::{Client, LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
 pub use launch::{
-    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, MANAGED_FILES, RUNTIME_DIR, WORKTREE_CONFIG,
-    codex_config_toml, codex_plan, keep_api_key,
+    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, GIT_AT_START, MANAGED_FILES, RUNTIME_DIR,
+    WORKTREE_CONFIG, codex_config_toml, codex_plan, keep_api_key, preflight,
 };
 
 /// What generic code knows about Codex CLI ([`crate::clients::spec`]).
@@ -84,7 +84,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     carries_effort: true,
     credentials: CREDENTIALS,
     managed_files: &MANAGED_FILES,
-    preflight: None,
+    preflight: Some(preflight),
     acp: false,
     needs_worktree: false,
     brokered_only: false,
@@ -97,6 +97,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
             "conformance",
             "conformance_codex_config",
             "isolation_codex",
+            "git_start",
             "conformance_codex_launch",
             "verify_clients",
         ],

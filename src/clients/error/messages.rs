@@ -185,6 +185,7 @@ impl fmt::Display for RenderError {
             RenderError::UnprovenVersion { .. } => crate::clients::version::fmt_unproven(self, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::Vetoed(vetoes) => crate::clients::veto::fmt_vetoes(vetoes, f),
+            RenderError::GitConfig(refusal) => refusal.fmt(f),
             RenderError::CredentialNotAccepted { client, name, kind } => {
                 fmt_credential_not_accepted(*client, name, *kind, f)
             }

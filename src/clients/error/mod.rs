@@ -231,6 +231,9 @@ pub enum RenderError {
         /// The other repository's `.git`.
         git: std::path::PathBuf,
     },
+    /// The worktree's git configuration sets a key whose value git runs as a command and
+    /// that no override switches off, or cannot be read ([`super::git::preflight`]).
+    GitConfig(Box<super::git::GitRefusal>),
     /// The launch asks for a door ([`LaunchContext::door`]) and the client's room has no
     /// [`DoorSpec`](super::door::DoorSpec): how its model API goes through the door is not
     /// measured.
