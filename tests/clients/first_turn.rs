@@ -24,7 +24,7 @@ use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
-use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -470,26 +470,13 @@ impl Bench {
                 first
             }
             Reviewer::Terminal(mut session) => {
-                let mut screen = Vec::new();
-                let first = loop {
-                    if let Some(first) = self.recorded_first_turn() {
-                        break first;
-                    }
-                    assert!(
-                        started.elapsed() < BOUND,
-                        "{client}: no request offered tools; terminal:\n{}",
-                        String::from_utf8_lossy(&screen)
-                    );
-                    match session.next_event(Duration::from_millis(200)) {
-                        Ok(Some(TerminalEvent::Output(bytes))) => screen.extend(bytes),
-                        Ok(Some(TerminalEvent::Exited(status))) => panic!(
-                            "{client} exited: {status:?}\n{}",
-                            String::from_utf8_lossy(&screen)
-                        ),
-                        Ok(_) => {}
-                        Err(e) => panic!("{client}: {e}"),
-                    }
-                };
+                let first = crate::common::carry::drive_terminal(
+                    &mut session,
+                    client,
+                    (started, BOUND),
+                    "no request offered tools",
+                    || self.recorded_first_turn(),
+                );
                 session.stop().unwrap();
                 first
             }

@@ -37,7 +37,7 @@ use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::clients::{Client, LaunchError, RenderError};
 use kcap_mcp_registry::launch::sandbox::Confinement;
-use kcap_mcp_registry::launch::{self, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, Options, Reviewer};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -431,28 +431,20 @@ impl World {
         let Reviewer::Terminal(mut session) = reviewer else {
             panic!("{client} runs in a terminal")
         };
-        let started = Instant::now();
-        let mut screen = Vec::new();
+        // Until SETTLE after the first model request.
         let mut turned: Option<Instant> = None;
-        while turned.is_none_or(|t| t.elapsed() < SETTLE) {
-            if turned.is_none() && self.bench.api.requests().len() > requests {
-                turned = Some(Instant::now());
-            }
-            assert!(
-                started.elapsed() < BOUND,
-                "{client}: no model request; terminal:\n{}",
-                String::from_utf8_lossy(&screen)
-            );
-            match session.next_event(Duration::from_millis(200)) {
-                Ok(Some(TerminalEvent::Output(bytes))) => screen.extend(bytes),
-                Ok(Some(TerminalEvent::Exited(status))) => panic!(
-                    "{client} exited: {status:?}\n{}",
-                    String::from_utf8_lossy(&screen)
-                ),
-                Ok(_) => {}
-                Err(e) => panic!("{client}: {e}"),
-            }
-        }
+        crate::common::carry::drive_terminal(
+            &mut session,
+            client,
+            (Instant::now(), BOUND),
+            "no model request",
+            || {
+                if turned.is_none() && self.bench.api.requests().len() > requests {
+                    turned = Some(Instant::now());
+                }
+                turned.filter(|t| t.elapsed() >= SETTLE).map(|_| ())
+            },
+        );
         session.stop().unwrap();
         self.take_marks()
     }

@@ -477,6 +477,38 @@ pub fn until_exit(
     }
 }
 
+/// Reads the terminal reviewer `session`'s events until `done` (asked before each read)
+/// gives a value, keeping what it printed; panics naming `client` and the screen when it
+/// exits, fails, or `bound` passes from `started` first (`waiting_for` says what for).
+pub fn drive_terminal<T>(
+    session: &mut TerminalSession,
+    client: Client,
+    (started, bound): (Instant, Duration),
+    waiting_for: &str,
+    mut done: impl FnMut() -> Option<T>,
+) -> T {
+    let mut screen = Vec::new();
+    loop {
+        if let Some(value) = done() {
+            return value;
+        }
+        assert!(
+            started.elapsed() < bound,
+            "{client}: {waiting_for}; terminal:\n{}",
+            String::from_utf8_lossy(&screen)
+        );
+        match session.next_event(Duration::from_millis(200)) {
+            Ok(Some(TerminalEvent::Output(bytes))) => screen.extend(bytes),
+            Ok(Some(TerminalEvent::Exited(status))) => panic!(
+                "{client} exited: {status:?}\n{}",
+                String::from_utf8_lossy(&screen)
+            ),
+            Ok(_) => {}
+            Err(e) => panic!("{client}: {e}"),
+        }
+    }
+}
+
 /// A terminal plan (no `session/new`, no MCP server) for a stand-in client in `launch_dir`,
 /// as `client`'s plan (the client only names the reviewer in messages): `HOME` the launch
 /// directory's `home`, the one directory made, no worktree, nothing inherited, no file, the
