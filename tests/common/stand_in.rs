@@ -127,3 +127,28 @@ pub fn file_mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
 }
+
+/// A temporary directory (its canonical path, `root`) holding `client`, an executable
+/// stand-in client written from a source ([`write_executable`]); removed when dropped.
+pub struct ClientDir {
+    _tmp: tempfile::TempDir,
+    /// The directory, links resolved.
+    pub root: std::path::PathBuf,
+    /// `<root>/client`.
+    pub client: std::path::PathBuf,
+}
+
+impl ClientDir {
+    /// A new directory with `source` as its `client`.
+    pub fn new(source: &str) -> ClientDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let client = root.join("client");
+        write_executable(&client, source);
+        ClientDir {
+            _tmp: tmp,
+            root,
+            client,
+        }
+    }
+}

@@ -7,7 +7,6 @@
 
 use crate::common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use kcap_mcp_registry::clients::plan::{LaunchPlan, ServersReady};
@@ -38,23 +37,19 @@ for line in sys.stdin:
     pass
 "#;
 
-struct World {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    client: PathBuf,
+/// The stand-in client in a directory of its own.
+struct World(common::stand_in::ClientDir);
+
+impl std::ops::Deref for World {
+    type Target = common::stand_in::ClientDir;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl World {
     fn new() -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        let client = root.join("client");
-        common::stand_in::write_executable(&client, CLIENT);
-        World {
-            _tmp: tmp,
-            root,
-            client,
-        }
+        World(common::stand_in::ClientDir::new(CLIENT))
     }
 
     /// An ACP plan whose client takes `steps`, waiting for `server 'a' ready` and `set up`

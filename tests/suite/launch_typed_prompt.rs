@@ -43,23 +43,19 @@ with open(record, "w") as f:
     json.dump({"early": early, "typed": typed.decode("utf-8", "replace")}, f)
 "#;
 
-struct World {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    client: PathBuf,
+/// The stand-in client in a directory of its own.
+struct World(common::stand_in::ClientDir);
+
+impl std::ops::Deref for World {
+    type Target = common::stand_in::ClientDir;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl World {
     fn new() -> World {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        let client = root.join("client");
-        common::stand_in::write_executable(&client, CLIENT);
-        World {
-            _tmp: tmp,
-            root,
-            client,
-        }
+        World(common::stand_in::ClientDir::new(CLIENT))
     }
 
     fn record(&self) -> PathBuf {
