@@ -171,13 +171,13 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
 }
 
 /// The paths of `client_bin`'s installation, each canonical: for a file inside a
-/// `node_modules` tree, the directory holding the outermost `node_modules` (a package reads
-/// its `package.json`s up to there); otherwise the file itself, not its directory (a client
-/// in a directory it shares with other files, `~/bin/claude`, `~/.local/bin/x`, would
-/// otherwise open all of them to the reviewer; a native single-file install,
-/// `~/.local/share/claude/versions/<v>` behind the link `~/.local/bin/claude`, is that
-/// file). `client_bin` is resolved through its links first (`node_modules/.bin/x` links
-/// into the package). A `#!` interpreter's installation is added the same way
+/// `node_modules` tree, that outermost `node_modules` directory itself (the package and
+/// every dependency it loads lie beneath it), not the directory holding it; otherwise the
+/// file itself, not its directory (a client in a directory it shares with other files,
+/// `~/bin/claude`, `~/.local/bin/x`, would otherwise open all of them to the reviewer; a
+/// native single-file install, `~/.local/share/claude/versions/<v>` behind the link
+/// `~/.local/bin/claude`, is that file). `client_bin` is resolved through its links first
+/// (`node_modules/.bin/x` links into the package). A `#!` interpreter's installation is added the same way
 /// (`#!/usr/bin/env node` looks `node` up in `path`). What a file outside `node_modules`
 /// loads from beside it (a wrapper's sibling script, a shared library found through its
 /// `RPATH`) is not found here: [`Options::sandbox_read_exec`] adds it.
@@ -186,6 +186,18 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
 /// those of [`AccessFs::from_file`],
 /// <https://docs.rs/landlock/0.4.8/landlock/enum.AccessFs.html#method.from_file>; the
 /// kernel refuses a directory's on a file): here read and execute, what running it takes.
+///
+/// Not the directory holding `node_modules`: for a local `npm install` in the daemon's
+/// `HOME` (`~/node_modules/.bin/claude`) that is `HOME` itself, its keys and `.env` opened to
+/// the reviewer (the red team of issue 31); for one at `/node_modules`, all of `/`. Measured
+/// with the boundary holding `node_modules` only (`tests/clients/sandbox_*.rs`,
+/// `launch_peers`, `first_turn`, `verify_clients`; `strace` of every open outside it): Claude
+/// Code 2.1.197 and 2.1.332, Codex CLI 0.169.0 and 0.171.0, OpenCode 1.18.33 and Copilot CLI
+/// 1.0.102 open nothing of the directory holding it; Gemini CLI 0.61.0 and Qwen Code 0.24.4
+/// list it and read its `package.json` (yargs' version guess, which starts above the first
+/// `node_modules` of its own path), are refused, and start, answer and run their servers as
+/// before (yargs catches the error; both print their own version). docs/sandbox.md has the
+/// table.
 pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(bin) = std::fs::canonicalize(client_bin) else {
@@ -203,12 +215,11 @@ pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<Pa
     found
 }
 
-/// The directory holding the outermost `node_modules` above `file`, or else `file`.
+/// The outermost `node_modules` directory above `file`, or else `file`.
 fn root_of(file: &Path) -> PathBuf {
     file.ancestors()
         .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
         .last()
-        .and_then(Path::parent)
         .unwrap_or(file)
         .to_owned()
 }
