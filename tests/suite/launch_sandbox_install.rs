@@ -2,7 +2,8 @@
 //! client inside a `node_modules` tree reaches that `node_modules` directory, not the
 //! directory holding it. A local `npm install` in the daemon's `HOME`
 //! (`~/node_modules/.bin/x`) gave the reviewer the whole `HOME` before (the red team of
-//! issue 31).
+//! issue 31). And an installation that would hold the daemon's `HOME`, the launch directory
+//! or the worktree's parent is refused before anything is created, and never allowed.
 
 use crate::common;
 
@@ -15,8 +16,8 @@ use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::LaunchPlan;
-use kcap_mcp_registry::launch::sandbox::{self, Confinement};
-use kcap_mcp_registry::launch::{self, Options};
+use kcap_mcp_registry::launch::sandbox::{self, Boundary, Confinement};
+use kcap_mcp_registry::launch::{self, ExecError, Options};
 
 /// `<root>/home/node_modules/.bin/x`, linked (as npm links it) to the package's script
 /// `<root>/home/node_modules/x-cli/cli.sh`, whose body is `body`; the package's
@@ -93,7 +94,8 @@ fn the_installation_of_a_local_npm_install_in_home_is_its_node_modules() {
 /// command reads neither the secret, nor the directory's listing, nor the install's own
 /// `package.json` beside `node_modules`; without the sandbox it reads all three (the bite).
 /// With the installation as the directory holding `node_modules` (the rule this replaced)
-/// the confined reviewer read all three.
+/// the confined reviewer read all three where `HOME` is elsewhere, and the launch in `HOME`
+/// is refused ([`ExecError::InstallationHolds`]).
 #[test]
 fn a_client_installed_in_home_node_modules_does_not_open_home() {
     if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
@@ -149,5 +151,75 @@ echo probes-done"#,
             );
             assert_eq!(open.get(read), Some(&true), "{read} without it: {open:?}");
         }
+    }
+}
+
+/// A `node_modules` that holds the daemon's `HOME`, the launch directory or the worktree's
+/// parent (a cache kept under `node_modules/.cache`) is refused before anything is created,
+/// naming what it holds, and left out of the boundary; without the sandbox there is nothing
+/// to grant and the launch goes on.
+#[test]
+fn an_installation_holding_the_reviewers_own_directories_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let client = install_in(root.path(), "echo probes-done");
+    let modules = std::fs::canonicalize(root.path().join("home/node_modules")).unwrap();
+    let cache = root.path().join("home/node_modules/.cache");
+    let outside = root.path().join("outside");
+    for dir in [
+        cache.join("tree"),
+        outside.join("tree"),
+        outside.join("home"),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    for (what, tree, launch_dir, home) in [
+        (
+            "the worktree's parent",
+            cache.join("tree"),
+            outside.join("l1"),
+            outside.join("home"),
+        ),
+        (
+            "the launch directory",
+            outside.join("tree"),
+            cache.join("l2"),
+            outside.join("home"),
+        ),
+        (
+            "the daemon's HOME",
+            outside.join("tree"),
+            outside.join("l3"),
+            cache.join("home"),
+        ),
+    ] {
+        let plan = worktree_plan(Client::Codex, &tree, &launch_dir, "/usr/bin:/bin");
+        let options = Options::default();
+        let err = launch::launch_with_parent_env(&plan, &client, &options, &daemon(&home))
+            .map(|_| ())
+            .unwrap_err();
+        let ExecError::InstallationHolds {
+            installation,
+            what: held,
+            ..
+        } = &err
+        else {
+            panic!("{what}: {err}");
+        };
+        assert_eq!((installation, *held), (&modules, what), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("npm install --prefix"), "{text}");
+        assert!(!launch_dir.exists(), "{what}: {}", launch_dir.display());
+        if what != "the daemon's HOME" {
+            let b = Boundary::of(&plan, &client, None, &options);
+            assert!(
+                !b.read_exec.iter().any(|p| p.starts_with(&modules)),
+                "{what}: {b:?}"
+            );
+        }
+        let off = options.with_confinement(Confinement::Off);
+        let mut reviewer =
+            launch::launch_with_parent_env(&plan, &client, &off, &daemon(&home)).unwrap();
+        until_exit(&mut reviewer, Duration::from_secs(30));
+        reviewer.stop().unwrap();
     }
 }
