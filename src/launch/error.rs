@@ -172,6 +172,19 @@ pub enum ExecError {
         /// The daemon's `HOME`.
         home: PathBuf,
     },
+    /// The client's installation ([`sandbox::installation`](super::sandbox::installation)),
+    /// which a confined reviewer may read and execute, is or holds `/`, the daemon's `HOME`,
+    /// the launch directory or the worktree's parent.
+    InstallationHolds {
+        /// The client's name.
+        client: String,
+        /// The installation path (a `node_modules` directory).
+        installation: PathBuf,
+        /// What it holds: "the daemon's HOME", "the launch directory", ….
+        what: &'static str,
+        /// That path, as the kernel resolves it.
+        path: PathBuf,
+    },
     /// The launch asks for [`Confinement::Required`](super::sandbox::Confinement::Required)
     /// and this kernel lacks part of the [sandbox](super::sandbox).
     NoSandbox {
@@ -405,6 +418,7 @@ impl fmt::Display for ExecError {
             | ExecError::NoWorktree
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
+            | ExecError::InstallationHolds { .. }
             | ExecError::LaunchDirNotEmpty { .. }
             | ExecError::LaunchDirBusy { .. }
             | ExecError::LaunchDirNotOwned { .. }
@@ -502,6 +516,21 @@ impl ExecError {
                 Step::Check,
                 worktree.display(),
                 home.display()
+            ),
+            ExecError::InstallationHolds {
+                client,
+                installation,
+                what,
+                path,
+            } => write!(
+                f,
+                "{}: {client}'s installation {} is or holds {what} ({}), and the reviewer's sandbox \
+                 would let it read all of it; install {client} in a directory of its own (`npm \
+                 install --prefix /opt/kcap/{client}`), or keep the launch and worktree \
+                 directories out of that node_modules",
+                Step::Check,
+                ShownPath(installation),
+                ShownPath(path)
             ),
             _ => self.fmt_launch_dir(f),
         }

@@ -17,7 +17,9 @@
 //!    repository's `node`) or world-writable entry, and the worktree is not the daemon's
 //!    `HOME` nor holds it (removing `worktree_remove` there would delete the user's
 //!    configuration); both judged on the paths as written and as the kernel resolves them
-//!    (links and `..` followed).
+//!    (links and `..` followed). Under a sandbox, the client's installation (the outermost
+//!    `node_modules` directory it lies in, [`sandbox::installation`]) is not `/` and holds
+//!    neither the daemon's `HOME`, the launch directory nor the worktree's parent.
 //! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
 //!    with their modes: each component opened relative to its parent without following
 //!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch
@@ -353,6 +355,15 @@ pub fn launch_with_parent_env(
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
     sandbox::preflight(options.confinement)?;
+    let path = plan
+        .env_inherit
+        .iter()
+        .any(|n| n == "PATH")
+        .then(|| parent("PATH"))
+        .flatten();
+    if options.confinement != sandbox::Confinement::Off {
+        sandbox::check_installation(plan, client_bin, path.as_deref(), parent("HOME").as_deref())?;
+    }
     // Before anything is created: a required cgroup that cannot be made refuses the launch.
     let cgroup = cgroup::LaunchCgroup::new(options.cgroup)?;
     let network = door::of_plan(plan, options)?;
@@ -383,12 +394,6 @@ pub fn launch_with_parent_env(
     if options.die_with_parent {
         process::die_with_parent(&mut cmd);
     }
-    let path = plan
-        .env_inherit
-        .iter()
-        .any(|n| n == "PATH")
-        .then(|| parent("PATH"))
-        .flatten();
     // The namespace is entered before the sandbox is installed: the child writes its own
     // `/proc/self/uid_map`, which the sandbox does not allow.
     let door = door::install(&mut cmd, &network, &options.door)?;

@@ -116,7 +116,10 @@ impl Boundary {
     /// The boundary of `plan` carried out with `client_bin` under `options`: the plan's
     /// [`sandbox`](LaunchPlan::sandbox), the client's installation ([`installation`]) added
     /// to what it may read and execute, and what `options` add. `path` is the `PATH` the
-    /// client starts with (to find a `#!/usr/bin/env` interpreter).
+    /// client starts with (to find a `#!/usr/bin/env` interpreter). An installation path
+    /// that is or holds `/`, this process's `HOME`, the launch directory or the worktree's
+    /// parent is never added (the executor refuses such a launch before it starts:
+    /// [`ExecError::InstallationHolds`]).
     pub fn of(
         plan: &LaunchPlan,
         client_bin: &Path,
@@ -125,7 +128,12 @@ impl Boundary {
     ) -> Boundary {
         let paths = |list: &[String]| list.iter().map(PathBuf::from).collect::<Vec<_>>();
         let mut read_exec = paths(&plan.sandbox.read_exec);
-        read_exec.extend(installation(client_bin, path));
+        let kept = kept_out(plan, std::env::var_os("HOME").as_deref());
+        read_exec.extend(
+            installation(client_bin, path)
+                .into_iter()
+                .filter(|dir| held(dir, &kept).is_none()),
+        );
         read_exec.extend(options.sandbox_read_exec.iter().cloned());
         let mut read_write = paths(&plan.sandbox.read_write);
         read_write.extend(options.sandbox_read_write.iter().cloned());
@@ -171,13 +179,13 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
 }
 
 /// The paths of `client_bin`'s installation, each canonical: for a file inside a
-/// `node_modules` tree, the directory holding the outermost `node_modules` (a package reads
-/// its `package.json`s up to there); otherwise the file itself, not its directory (a client
-/// in a directory it shares with other files, `~/bin/claude`, `~/.local/bin/x`, would
-/// otherwise open all of them to the reviewer; a native single-file install,
-/// `~/.local/share/claude/versions/<v>` behind the link `~/.local/bin/claude`, is that
-/// file). `client_bin` is resolved through its links first (`node_modules/.bin/x` links
-/// into the package). A `#!` interpreter's installation is added the same way
+/// `node_modules` tree, that outermost `node_modules` directory itself (the package and
+/// every dependency it loads lie beneath it), not the directory holding it; otherwise the
+/// file itself, not its directory (a client in a directory it shares with other files,
+/// `~/bin/claude`, `~/.local/bin/x`, would otherwise open all of them to the reviewer; a
+/// native single-file install, `~/.local/share/claude/versions/<v>` behind the link
+/// `~/.local/bin/claude`, is that file). `client_bin` is resolved through its links first
+/// (`node_modules/.bin/x` links into the package). A `#!` interpreter's installation is added the same way
 /// (`#!/usr/bin/env node` looks `node` up in `path`). What a file outside `node_modules`
 /// loads from beside it (a wrapper's sibling script, a shared library found through its
 /// `RPATH`) is not found here: [`Options::sandbox_read_exec`] adds it.
@@ -186,6 +194,18 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
 /// those of [`AccessFs::from_file`],
 /// <https://docs.rs/landlock/0.4.8/landlock/enum.AccessFs.html#method.from_file>; the
 /// kernel refuses a directory's on a file): here read and execute, what running it takes.
+///
+/// Not the directory holding `node_modules`: for a local `npm install` in the daemon's
+/// `HOME` (`~/node_modules/.bin/claude`) that is `HOME` itself, its keys and `.env` opened to
+/// the reviewer (the red team of issue 31); for one at `/node_modules`, all of `/`. Measured
+/// with the boundary holding `node_modules` only (`tests/clients/sandbox_*.rs`,
+/// `launch_peers`, `first_turn`, `verify_clients`; `strace` of every open outside it): Claude
+/// Code 2.1.197 and 2.1.332, Codex CLI 0.169.0 and 0.171.0, OpenCode 1.18.33 and Copilot CLI
+/// 1.0.102 open nothing of the directory holding it; Gemini CLI 0.61.0 and Qwen Code 0.24.4
+/// list it and read its `package.json` (yargs' version guess, which starts above the first
+/// `node_modules` of its own path), are refused, and start, answer and run their servers as
+/// before (yargs catches the error; both print their own version). docs/sandbox.md has the
+/// table.
 pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(bin) = std::fs::canonicalize(client_bin) else {
@@ -203,14 +223,81 @@ pub fn installation(client_bin: &Path, path: Option<&std::ffi::OsStr>) -> Vec<Pa
     found
 }
 
-/// The directory holding the outermost `node_modules` above `file`, or else `file`.
+/// The outermost `node_modules` directory above `file`, or else `file`.
 fn root_of(file: &Path) -> PathBuf {
     file.ancestors()
         .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
         .last()
-        .and_then(Path::parent)
         .unwrap_or(file)
         .to_owned()
+}
+
+/// What no installation path may be or hold, each named and as the kernel resolves it: the
+/// daemon's `HOME` (`home`), the launch directory and the worktree's parent (`/` holds the
+/// launch directory). Allowing one of them would give the reviewer the daemon's keys, the
+/// other reviewers' launch directories, or the worktree's siblings and a `.env` in its
+/// parent (issue 34).
+fn kept_out(plan: &LaunchPlan, home: Option<&std::ffi::OsStr>) -> Vec<(&'static str, PathBuf)> {
+    let mut kept = Vec::new();
+    if let Some(home) = home.filter(|h| !h.is_empty()) {
+        kept.push(("the daemon's HOME", resolved(Path::new(home))));
+    }
+    kept.push((
+        "the launch directory",
+        resolved(Path::new(&plan.launch_dir)),
+    ));
+    if let Some(parent) = plan.cwd.as_deref().and_then(|c| Path::new(c).parent()) {
+        kept.push(("the worktree's parent", resolved(parent)));
+    }
+    kept
+}
+
+/// The first of `kept` that `dir` is or holds.
+fn held<'a>(
+    dir: &Path,
+    kept: &'a [(&'static str, PathBuf)],
+) -> Option<&'a (&'static str, PathBuf)> {
+    kept.iter().find(|(_, path)| path.starts_with(dir))
+}
+
+/// `path` as the kernel resolves it: canonical where it exists, else its nearest existing
+/// ancestor's canonical path joined with the rest (a launch directory not created yet).
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => resolved(parent).join(name),
+        _ => path.to_owned(),
+    }
+}
+
+/// Refuses, before anything is created, a confined launch whose client installation
+/// ([`installation`]) would be or hold `/`, the daemon's `HOME` (`home`: the environment's
+/// the plan is carried out from), the launch directory or the worktree's parent: a
+/// `node_modules` directory with the reviewer's own directories inside it. Refused rather
+/// than left out of the boundary, where the client would fail at its first file.
+///
+/// # Errors
+/// [`ExecError::InstallationHolds`], naming the installation, what it holds and the fix.
+pub(crate) fn check_installation(
+    plan: &LaunchPlan,
+    client_bin: &Path,
+    path: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Result<(), ExecError> {
+    let kept = kept_out(plan, home);
+    for dir in installation(client_bin, path) {
+        if let Some((what, inside)) = held(&dir, &kept) {
+            return Err(ExecError::InstallationHolds {
+                client: plan.client.name().to_owned(),
+                installation: dir,
+                what,
+                path: inside.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The program of `bin`'s `#!` line: its first word, or for `/usr/bin/env` the next word

@@ -409,14 +409,14 @@ fn the_boundary_names_the_clients_installation_and_the_launch_directory() {
     read.extend(sandbox::SYSTEM_PROC_READ.iter().map(PathBuf::from));
     assert_eq!(b.read, read);
     assert_eq!(b.read_write[0], launch_dir);
-    // A node package: the directory holding the outermost node_modules.
+    // A node package: the outermost node_modules, not the directory holding it.
     let pkg = world.at("prefix/node_modules/@x/cli/node_modules/dep");
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(pkg.join("main.js"), "").unwrap();
     let found = sandbox::installation(&pkg.join("main.js"), None);
     assert_eq!(
         found,
-        vec![std::fs::canonicalize(world.at("prefix")).unwrap()]
+        vec![std::fs::canonicalize(world.at("prefix/node_modules")).unwrap()]
     );
     let mut head = String::new();
     std::fs::File::open(&client)

@@ -60,6 +60,8 @@ mod launch_pr_config;
 #[cfg(feature = "launch")]
 mod launch_sandbox;
 #[cfg(feature = "launch")]
+mod launch_sandbox_install;
+#[cfg(feature = "launch")]
 mod launch_sandbox_reach;
 #[cfg(feature = "launch")]
 mod launch_servers_ready;

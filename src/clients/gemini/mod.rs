@@ -60,6 +60,14 @@
 //!   `tests/clients/env_race.rs`; with the sandbox off, or the parent allowed, it reached
 //!   both servers). A worktree with a parent inside the sandbox's paths is refused
 //!   (`gemini_family::readable_parent`).
+//! - **Its installation**: the sandbox allows the outermost `node_modules` of the package
+//!   (`launch::sandbox::installation`), not the directory holding it. Gemini CLI 0.61.0
+//!   lists that directory and reads its `package.json` at start: yargs' version guess (its
+//!   shim starts at the part of its own path before `node_modules`, `findUp` for a
+//!   `package.json`). Refused in the sandbox, yargs catches it and goes on: `--version`
+//!   prints 0.61.0, the review turn completes and the servers run (measured with `strace`
+//!   of `tests/clients/sandbox_clients.rs`, `sandbox_tools_gemini.rs`, `first_turn.rs`,
+//!   `launch_peers.rs`, `verify_clients.rs`: the only refused opens of the install prefix).
 //! - **Trust**: `--skip-trust` alone trusts the workspace only after Gemini's first settings
 //!   load, and settings are cached for 10 s: a `session/new` sent later re-read the
 //!   worktree's settings as trusted, one sent sooner did not. `GEMINI_CLI_TRUST_WORKSPACE=true`

@@ -259,9 +259,10 @@ pub fn parent_env_file(
 /// environment file written after that check out of the client is the sandbox, which lets
 /// the client read no parent outside its paths (Gemini CLI 0.61.0 and Qwen Code 0.24.4 stat
 /// the file, cannot open it, and load nothing: `tests/clients/env_race.rs`), and the same
-/// file in a parent the sandbox allows reached every server there. Paths the executor adds
-/// (the client's installation, `launch::Options::with_sandbox_read_exec`) are the daemon's
-/// to keep away from its worktrees. Both the worktree as given and its canonical form are
+/// file in a parent the sandbox allows reached every server there. Paths the executor adds:
+/// the client's installation it refuses when it holds the worktree's parent
+/// (`launch::ExecError::InstallationHolds`); `launch::Options::with_sandbox_read_exec` is the
+/// daemon's to keep away from its worktrees. Both the worktree as given and its canonical form are
 /// walked, nearest parent first, against each sandbox path as written and canonical.
 ///
 /// # Errors

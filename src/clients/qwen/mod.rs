@@ -59,6 +59,13 @@
 //!   is refused (`gemini_family::readable_parent`). The alternative, an empty `.env` written into the worktree to stop the
 //!   search there, would need the plan to write into the reviewed checkout, which no plan
 //!   does (its files go under the per-launch directory only).
+//! - **Its installation**: the sandbox allows the outermost `node_modules` of the package
+//!   (`launch::sandbox::installation`), not the directory holding it. Qwen Code 0.24.4 lists
+//!   that directory and reads its `package.json` at start (yargs' version guess, as Gemini
+//!   CLI's room says); refused in the sandbox, yargs catches it and goes on: `--version`,
+//!   the review turn and the servers work (measured with `strace` of
+//!   `tests/clients/sandbox_clients.rs`, `sandbox_tools_acp.rs`, `sandbox_reach_qwen.rs`,
+//!   `first_turn.rs`, `verify_clients.rs`: the only refused opens of the install prefix).
 //! - **Trust**: `security.folderTrust.enabled` defaults to false, so every folder is trusted;
 //!   no trust flag or variable is needed (nor exists).
 //! - **Hooks**: `disableAllHooks: true` in [`ROOT_SETTINGS`], a second lock (the removal and
