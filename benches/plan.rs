@@ -49,11 +49,13 @@ enum Delivery {
 /// Every benchmarked client with its plan renderer, one line each.
 const PLANS: &[(Client, Delivery, Render)] = &[
     (Client::Claude, Delivery::Any, |ctx, r, _| {
-        claude_plan(ctx, r)
+        claude_plan(ctx, r, kcap_mcp_registry::Policy::Lenient)
     }),
-    (Client::Codex, Delivery::Any, |ctx, r, _| codex_plan(ctx, r)),
+    (Client::Codex, Delivery::Any, |ctx, r, _| {
+        codex_plan(ctx, r, kcap_mcp_registry::Policy::Lenient)
+    }),
     (Client::Gemini, Delivery::Any, |ctx, r, id| {
-        gemini_plan(ctx, r, id)
+        gemini_plan(ctx, r, id, kcap_mcp_registry::Policy::Lenient)
     }),
     (Client::OpenCode, Delivery::Any, |ctx, r, _| {
         opencode_plan(ctx, r)

@@ -242,6 +242,7 @@ impl Client {
             false => (ctx, None),
         };
         let mut plan = self.room_plan(ctx, resolution, inputs)?;
+        plan.unasked = super::tools::unasked(self, inputs.policy)?;
         plan.door = door;
         self.check_argv(ctx, &plan)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {

@@ -94,6 +94,7 @@ pub mod registration;
 mod request;
 pub mod root;
 pub mod spec;
+pub mod tools;
 pub mod version;
 pub mod veto;
 

@@ -83,9 +83,11 @@ pub fn pr_config_note(removed: &[String], dir: &str) -> String {
 /// ([`LaunchPlan::dialogs`], the rooms' data, no longer the executor's): a version-8 executor
 /// would wait for a directory to be a file, or take one line for every server, and stop or
 /// start launches it should not.
+/// Version 10 names the client's built-in tools that run unasked
+/// ([`LaunchPlan::unasked`]).
 /// ([`DoorEndpoint::scheme`] is in the JSON only when `https`: a reader without it refuses
 /// such a plan, `deny_unknown_fields`.)
-pub const PLAN_VERSION: u32 = 9;
+pub const PLAN_VERSION: u32 = 10;
 
 /// Everything the daemon does to launch one reviewer on one client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -162,6 +164,11 @@ pub struct LaunchPlan {
     /// executor stops it at with an error naming the dialog. Empty over ACP.
     #[serde(default)]
     pub dialogs: Vec<Dialog>,
+    /// The client's built-in tools that run unasked in this launch, in the order its model
+    /// is offered them ([`super::tools`]): what the reviewer can do without a question
+    /// besides the injected servers' admitted tools. Under
+    /// [`Policy::Strict`](crate::Policy::Strict) none has effects.
+    pub unasked: Vec<super::tools::UnaskedTool>,
     /// Every injected server, in injection order, with the name it has on the wire.
     pub servers: Vec<WireServer>,
     /// What the reviewer may reach in its sandbox ([`Sandbox`]): the executor confines the
@@ -297,6 +304,9 @@ impl LaunchPlan {
             typed_prompt: None,
             servers_ready: None,
             dialogs: Vec::new(),
+            // The lenient policy's list, which hides nothing; `Client::plan` sets the list
+            // of the caller's policy.
+            unasked: super::tools::unasked(client, crate::Policy::Lenient)?,
             servers: Vec::new(),
             sandbox,
             door: None,

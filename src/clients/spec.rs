@@ -71,6 +71,15 @@ pub struct ClientSpec {
     /// ([`PlanInputs::unverified_isolation`]). `render` takes `--allow-unverified-isolation`
     /// for this client only.
     pub unverified_isolation: bool,
+    /// The client's built-in tools that run unasked in its reviewer, in the order its
+    /// model is offered them, each with what it does ([`super::tools`]); measured on the
+    /// real client from its first model request, or taken from its documentation for a
+    /// client not installable here.
+    pub builtins: &'static [super::tools::Builtin],
+    /// Under [`Policy::Strict`](crate::Policy::Strict) the room hides each of
+    /// [`ClientSpec::builtins`] with effects from the model; otherwise the strict policy
+    /// refuses a client that has any ([`RenderError::UnaskedTools`]).
+    pub hides_builtins: bool,
     /// How the client's model APIs go through the reviewer's door ([`LaunchContext::door`]):
     /// one [`DoorSpec`](super::door::DoorSpec) per base-URL variable it can be pointed at (a
     /// launch hands over one). Empty where that is not measured, and a launch with a door

@@ -300,6 +300,7 @@ mod tests {
             typed_prompt: None,
             servers_ready: None,
             dialogs: Vec::new(),
+            unasked: Vec::new(),
             servers: Vec::new(),
             sandbox: crate::clients::plan::Sandbox::new("/run/kcap/l1", cwd),
             door: None,

@@ -161,8 +161,12 @@ impl Codex {
         if ctx.worktree.is_none() {
             ctx.worktree = Some(self.cwd.path().to_str().unwrap().into());
         }
-        let plan = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap())
-            .unwrap_or_else(|e| panic!("codex_plan: {e}"));
+        let plan = codex_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            Policy::Lenient,
+        )
+        .unwrap_or_else(|e| panic!("codex_plan: {e}"));
         let daemon: BTreeMap<String, String> = [
             ("PATH", inherited_path()),
             ("HOME", self.home.path().into()),

@@ -132,7 +132,7 @@ impl Setup {
         let mut c = c.clone();
         c.worktree = Some(self.cwd.path().to_str().unwrap().into());
         c.launch_dir = Some(self.launch.path().to_str().unwrap().into());
-        let plan = codex_plan(&c, &c.resolve(Policy::Lenient).unwrap())
+        let plan = codex_plan(&c, &c.resolve(Policy::Lenient).unwrap(), Policy::Lenient)
             .unwrap_or_else(|e| panic!("render: {e}"));
         let out = self.scratch.path().join("answers.jsonl");
         let messages: Vec<String> = MESSAGES

@@ -66,9 +66,8 @@ fn claude_next_offers_a_slow_server_in_its_first_turn() {
 /// prompt back in the argv, where Claude Code sends it at once.
 fn claude(var: &'static str) {
     let Some(bin) = peer(var) else { return };
-    let claude_plan = |bench: &Bench| bench.plan(Client::Claude, None, claude_credentials(bench));
-    let bench = Bench::new(|_| anthropic("claude-stand-in"));
-    let plan = claude_plan(&bench);
+    let bench = Bench::for_any(Client::Claude, listing_server_source(DELAY));
+    let plan = bench.any_plan(Client::Claude);
     let typed = plan
         .typed_prompt
         .clone()
@@ -88,8 +87,8 @@ fn claude(var: &'static str) {
         "{var}: the typed prompt arrived changed"
     );
 
-    let bench = Bench::new(|_| anthropic("claude-stand-in"));
-    let mut plan = claude_plan(&bench);
+    let bench = Bench::for_any(Client::Claude, listing_server_source(DELAY));
+    let mut plan = bench.any_plan(Client::Claude);
     let typed = plan.typed_prompt.take().unwrap();
     let log = plan.argv.iter().position(|a| a == "--debug-file").unwrap();
     plan.argv.truncate(log);
@@ -122,38 +121,11 @@ fn codex(var: &'static str) {
     let Some(bin) = peer(var) else {
         return;
     };
-    let bench = || {
-        Bench::new(|req| {
-            if !req.header("upgrade").is_empty() {
-                return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
-            }
-            if !(req.method == "POST" && req.path.ends_with("/responses")) {
-                return response("404 Not Found", "application/json", b"{}");
-            }
-            response("200 OK", "text/event-stream", &openai_responses_turn(None))
-        })
-    };
-    let codex_plan = |bench: &Bench| {
-        bench.plan(
-            Client::Codex,
-            Some("gpt-5"),
-            Credentials {
-                env: vec![EnvVar::new(
-                    "OPENAI_BASE_URL",
-                    format!("{}/v1", bench.api.url),
-                )],
-                files: vec![CredentialFile {
-                    name: "auth.json".into(),
-                    contents: r#"{"OPENAI_API_KEY":"sk-kcap-dummy"}"#.into(),
-                }],
-            },
-        )
-    };
-    let with = bench();
-    with.judge(&codex_plan(&with), &bin);
+    let with = Bench::for_any(Client::Codex, listing_server_source(DELAY));
+    with.judge(&with.any_plan(Client::Codex), &bin);
     // The bite: the servers not `required` in the plan's `config.toml`.
-    let without = bench();
-    let mut plan = codex_plan(&without);
+    let without = Bench::for_any(Client::Codex, listing_server_source(DELAY));
+    let mut plan = without.any_plan(Client::Codex);
     let config = plan
         .files
         .iter_mut()
@@ -219,6 +191,18 @@ fn anthropic(model: &str) -> Vec<u8> {
     response("200 OK", "text/event-stream", &anthropic_turn(model, None))
 }
 
+/// Codex CLI's stand-in turn: its WebSocket upgrade refused (`426`), so it falls back to the
+/// Responses API over HTTP; a turn that ends at once to `POST …/responses`.
+fn codex_answer(req: &Request) -> Vec<u8> {
+    if !req.header("upgrade").is_empty() {
+        return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
+    }
+    if !(req.method == "POST" && req.path.ends_with("/responses")) {
+        return response("404 Not Found", "application/json", b"{}");
+    }
+    response("200 OK", "text/event-stream", &openai_responses_turn(None))
+}
+
 /// The model of the Gemini CLI stand-in turns.
 const GEMINI_MODEL: &str = "gemini-2.5-flash";
 
@@ -282,10 +266,68 @@ impl Bench {
         bench
     }
 
+    /// A world for any client of these tests with `server` (an executable's source) as the
+    /// kcap binary: [`Bench::for_client`] for an ACP client; for Claude Code an Anthropic
+    /// turn, for Codex CLI a Responses API turn over HTTP (its WebSocket upgrade refused).
+    pub(crate) fn for_any(client: Client, server: String) -> Bench {
+        match client {
+            Client::Claude => Bench::serving(|_| anthropic("claude-stand-in"), server),
+            Client::Codex => Bench::serving(codex_answer, server),
+            acp => Bench::for_client(acp, server),
+        }
+    }
+
+    /// `client`'s plan ([`Bench::plan`]) with dummy credentials for the stand-in model API:
+    /// [`Bench::acp_plan`] for an ACP client, an Anthropic key and base URL for Claude Code,
+    /// an `auth.json` and `OPENAI_BASE_URL` for Codex CLI (model `gpt-5`).
+    pub(crate) fn any_plan(&self, client: Client) -> LaunchPlan {
+        self.any_plan_under(client, Policy::Lenient)
+    }
+
+    /// [`Bench::any_plan`] with its allowlist resolved under `policy`.
+    pub(crate) fn any_plan_under(&self, client: Client, policy: Policy) -> LaunchPlan {
+        let plan = |client: Client, model: Option<&str>, credentials| {
+            let ctx = self.context(model, credentials);
+            self.offline(
+                client
+                    .plan(&ctx, &PlanInputs::new(policy))
+                    .unwrap_or_else(|e| panic!("{client}: {e}"))
+                    .plan,
+            )
+        };
+        match client {
+            Client::Claude => plan(Client::Claude, None, claude_credentials(self)),
+            Client::Codex => plan(
+                Client::Codex,
+                Some("gpt-5"),
+                Credentials {
+                    env: vec![EnvVar::new(
+                        "OPENAI_BASE_URL",
+                        format!("{}/v1", self.api.url),
+                    )],
+                    files: vec![CredentialFile {
+                        name: "auth.json".into(),
+                        contents: r#"{"OPENAI_API_KEY":"sk-kcap-dummy"}"#.into(),
+                    }],
+                },
+            ),
+            acp => {
+                let (model, credentials) = self.acp_credentials(acp);
+                plan(acp, model, credentials)
+            }
+        }
+    }
+
     /// The ACP client `client`'s plan ([`Bench::plan`]) with dummy credentials for the
     /// stand-in model API: Gemini API key and base URL (Gemini CLI), Anthropic's (OpenCode),
     /// Copilot CLI's offline provider, OpenAI's (Qwen Code).
     pub(crate) fn acp_plan(&self, client: Client) -> LaunchPlan {
+        let (model, credentials) = self.acp_credentials(client);
+        self.plan(client, model, credentials)
+    }
+
+    /// The model and dummy credentials of [`Bench::acp_plan`].
+    fn acp_credentials(&self, client: Client) -> (Option<&'static str>, Credentials) {
         let url = &self.api.url;
         let (model, env) = match client {
             Client::Gemini => (
@@ -320,7 +362,7 @@ impl Bench {
             other => panic!("{other}: not an ACP client of these tests"),
         };
         let files = Vec::new();
-        self.plan(client, model, Credentials { env, files })
+        (model, Credentials { env, files })
     }
 
     /// [`Bench::new`] with `server` (an executable's source) as the kcap binary.

@@ -235,7 +235,7 @@ impl World {
     }
 
     fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
-        claude_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
+        claude_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap(), Policy::Lenient).unwrap()
     }
 
     /// Carries the plan out as a daemon does, through the library's executor

@@ -297,7 +297,12 @@ fn client_variables_do_not_reach_the_client() {
     for name in ["CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_ACCESS_TOKEN"] {
         let mut ctx = w.ctx();
         ctx.credentials.env.push(EnvVar::new(name, "k"));
-        let err = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        let err = codex_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            Policy::Lenient,
+        )
+        .unwrap_err();
         assert!(
             matches!(err, RenderError::CredentialNotAccepted { .. }),
             "{name}: {err:?}"
@@ -469,7 +474,12 @@ fn a_prompt_is_only_a_prompt() {
     for prompt in [bang.clone(), format!(" \n{bang}")] {
         let mut ctx = w.ctx();
         ctx.prompt = Some(prompt);
-        let refused = codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        let refused = codex_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            Policy::Lenient,
+        )
+        .unwrap_err();
         assert!(
             matches!(refused, RenderError::PromptIsCommand { prefix: '!', .. }),
             "{refused:?}"

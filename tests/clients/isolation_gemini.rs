@@ -309,7 +309,12 @@ fn no_remote_configuration_is_fetched() {
         .push(EnvVar::new("GOOGLE_GENAI_USE_GCA", "true"));
     let id = LaunchId::random().unwrap();
     assert!(matches!(
-        gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id),
+        gemini_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            &id,
+            Policy::Lenient
+        ),
         Err(RenderError::CredentialNotAccepted { .. })
     ));
     let plan = m.plan();

@@ -85,7 +85,12 @@ fn plan(dir: &Path) -> LaunchPlan {
         EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
         EnvVar::new("IS_SANDBOX", "1"),
     ];
-    let mut plan = claude_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let mut plan = claude_plan(
+        &ctx,
+        &ctx.resolve(Policy::Lenient).unwrap(),
+        Policy::Lenient,
+    )
+    .unwrap();
     plan.env.extend([
         EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
         EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),

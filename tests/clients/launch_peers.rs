@@ -64,7 +64,7 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
         EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
     ];
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    let plan = gemini_plan(&ctx, &resolution, &id).unwrap();
+    let plan = gemini_plan(&ctx, &resolution, &id, kcap_mcp_registry::Policy::Lenient).unwrap();
     assert!(plan.worktree_remove.contains(&".gemini".to_string()));
 
     // The reviewed repository's own servers: one named like the injected server.
@@ -195,7 +195,7 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
             contents: r#"{"OPENAI_API_KEY":"dummy"}"#.into(),
         }];
         let resolution = ctx.resolve(Policy::Lenient).unwrap();
-        let plan = codex_plan(&ctx, &resolution).unwrap();
+        let plan = codex_plan(&ctx, &resolution, kcap_mcp_registry::Policy::Lenient).unwrap();
         let options = Options::default().with_dialog_quiet(Duration::from_secs(3));
         let started = Instant::now();
         let mut reviewer =

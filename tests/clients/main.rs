@@ -85,6 +85,8 @@ mod sandbox_tools_acp;
 mod sandbox_tools_gemini;
 #[cfg(feature = "launch")]
 mod sandbox_tools_openai;
+#[cfg(feature = "launch")]
+mod unasked_tools;
 #[cfg(feature = "cli")]
 mod verify_clients;
 
@@ -152,6 +154,7 @@ fn main() {
     trials.extend(first_turn::trials());
     #[cfg(feature = "launch")]
     trials.extend(first_turn_failed::trials());
+    trials.extend(unasked_tools::trials());
     #[cfg(feature = "launch")]
     trials.extend(pr_config_claude::trials());
     #[cfg(feature = "launch")]

@@ -105,7 +105,12 @@ fn check(var: &'static str) {
     }
 
     // 2. The bite: the room's plan of the same context, without the refusal, carried out.
-    let plan = claude_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap();
+    let plan = claude_plan(
+        &ctx,
+        &ctx.resolve(Policy::Lenient).unwrap(),
+        Policy::Lenient,
+    )
+    .unwrap();
     assert!(
         !plan.env.iter().any(|v| v.name == "ANTHROPIC_BASE_URL"),
         "{version}: {:?}",

@@ -534,6 +534,7 @@ pub fn terminal_plan(client: Client, launch_dir: &Path) -> LaunchPlan {
         typed_prompt: None,
         servers_ready: None,
         dialogs: Vec::new(),
+        unasked: Vec::new(),
         servers: vec![],
         sandbox: Sandbox::new(&dir.to_string(), None),
         door: None,

@@ -815,11 +815,19 @@ fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_
                 .to_string()
         )
     );
-    // Nor does a disabled allowlisted server refuse the strict policy.
+    // Nor does a disabled allowlisted server refuse the strict policy (whose argv also hides
+    // the built-in tools with effects: `clients::tools`).
     s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-review"]}"#);
+    let strict = expected.replacen(
+        "\"Agent\"",
+        "\"Agent,Bash,Edit,EnterWorktree,ExitWorktree,Monitor,NotebookEdit,SendMessage,\
+         TaskOutput,TaskStop,WebFetch,WebSearch,Workflow,Write\"",
+        1,
+    );
+    assert_ne!(strict, expected);
     assert_eq!(
         render(&["--worktree", wt_arg, "--strict"]),
-        (Some(0), expected, String::new())
+        (Some(0), strict, String::new())
     );
 }
 

@@ -85,6 +85,20 @@ fn render_prints_the_golden_plans() {
         });
         args.extend(["--strict", "--prompt", "Review PR 42", "--format", "plan"]);
         let r = run(&args);
+        if client == "cursor" {
+            // Cursor runs every built-in tool unasked (`--force`) and cannot hide one: the
+            // strict policy refuses it (`clients::tools`).
+            assert_eq!(r.code, 1, "{}", r.stderr);
+            assert!(
+                r.stderr.contains(
+                    "error: the strict policy refuses the cursor launch: cursor runs its \
+                     built-in tools * unasked"
+                ),
+                "{}",
+                r.stderr
+            );
+            continue;
+        }
         let stderr = unverified_warning(client);
         assert_eq!(
             (r.code, r.stderr.as_str()),

@@ -303,6 +303,7 @@ prop_compose! {
             typed_prompt: None,
             servers_ready: None,
             dialogs: Vec::new(),
+            unasked: Vec::new(),
             servers: vec![],
             // Set with the launch directory.
             sandbox: Sandbox::default(),

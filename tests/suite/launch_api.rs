@@ -45,9 +45,9 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
     for client in Client::ALL {
         let launch = client.plan(&c, &inputs(Policy::Lenient)).unwrap();
         let typed = match client {
-            Client::Claude => claude::claude_plan(&c, &r),
-            Client::Codex => codex::codex_plan(&c, &r),
-            Client::Gemini => gemini::gemini_plan(&c, &r, &id),
+            Client::Claude => claude::claude_plan(&c, &r, Policy::Lenient),
+            Client::Codex => codex::codex_plan(&c, &r, Policy::Lenient),
+            Client::Gemini => gemini::gemini_plan(&c, &r, &id, Policy::Lenient),
             Client::OpenCode => opencode::opencode_plan(&c, &r),
             Client::Copilot => copilot::copilot_plan(&c, &r),
             Client::Cursor => cursor::cursor_plan(
@@ -57,7 +57,9 @@ fn every_client_renders_its_own_plan_through_the_one_call() {
             ),
             Client::Kiro => kiro::kiro_plan(&c, &r, &id),
             Client::Antigravity => antigravity::antigravity_plan(&c, &r),
-            Client::Qwen => kcap_mcp_registry::clients::qwen::qwen_plan(&c, &r, &id),
+            Client::Qwen => {
+                kcap_mcp_registry::clients::qwen::qwen_plan(&c, &r, &id, Policy::Lenient)
+            }
             _ => unreachable!("a client without a typed plan function"),
         }
         .unwrap();

@@ -18,7 +18,7 @@ use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
 use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
 use kcap_mcp_registry::clients::copilot::copilot_plan;
 use kcap_mcp_registry::clients::cursor::cursor_plan;
-use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
+use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
 use kcap_mcp_registry::clients::gemini::gemini_plan;
 use kcap_mcp_registry::clients::kiro::kiro_plan;
 use kcap_mcp_registry::clients::opencode::opencode_plan;
@@ -85,14 +85,14 @@ fn exact_plan(
     let id = LaunchId::from_hex(LAUNCH_ID).unwrap();
     let r = &ctx.resolve(policy)?;
     Ok(match client {
-        Client::Claude => claude_plan(ctx, r),
-        Client::Codex => codex_plan(ctx, r),
-        Client::Gemini => gemini_plan(ctx, r, &id),
+        Client::Claude => claude_plan(ctx, r, policy),
+        Client::Codex => codex_plan(ctx, r, policy),
+        Client::Gemini => gemini_plan(ctx, r, &id, policy),
         Client::OpenCode => opencode_plan(ctx, r),
         Client::Copilot => copilot_plan(ctx, r),
         Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow),
         Client::Kiro => kiro_plan(ctx, r, &id),
-        Client::Qwen => qwen_plan(ctx, r, &id),
+        Client::Qwen => qwen_plan(ctx, r, &id, policy),
         Client::Antigravity => antigravity_plan(ctx, r),
         other => panic!("{other}: no plan renderer"),
     }?)
@@ -172,6 +172,27 @@ fn lenient_plans_with_every_kind_of_entry() {
 fn strict_plans_with_read_only_servers() {
     let c = ctx(Some(&["kcap-review", "kcap-sessions"]));
     for client in CLIENTS {
+        if client == Client::Cursor {
+            // Cursor cannot hide its built-in tools (`--force` runs every one unasked): its
+            // room renders the plan (the golden), and the one call refuses it under the
+            // strict policy (`clients::tools`).
+            let mut inputs = PlanInputs::new(Policy::Strict);
+            inputs.unverified_isolation = UnverifiedIsolation::Allow;
+            let c = LaunchContext {
+                model: None,
+                effort: None,
+                ..c.clone()
+            };
+            let err = client.plan(&c, &inputs).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    LaunchError::Render(RenderError::UnaskedTools { client: Client::Cursor, tools })
+                        if tools == &["*"]
+                ),
+                "{err}"
+            );
+        }
         let p = plan(client, &c, Policy::Strict).unwrap();
         golden(&format!("{client}-strict"), &p.to_json());
     }
@@ -245,7 +266,11 @@ fn empty_allowlist_is_byte_identical_to_none() {
             let none = plan(client, &ctx(None), policy).unwrap().to_json();
             let empty = plan(client, &ctx(Some(&[])), policy).unwrap().to_json();
             assert_eq!(empty, none, "{client} {policy:?}");
-            golden(&format!("{client}-baseline"), &none);
+            // The strict plan hides the client's built-in tools with effects
+            // (`clients::tools`), so the goldens are the lenient plans.
+            if policy == Policy::Lenient {
+                golden(&format!("{client}-baseline"), &none);
+            }
         }
     }
 }
@@ -258,7 +283,7 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
     let r = c.resolve(Policy::Lenient).unwrap();
     // Claude Code's: the `--mcp-config` JSON moved into a file of the launch directory
     // (mode 0600), which the argv names; the rest unchanged.
-    let plan = claude_plan(&c, &r).unwrap();
+    let plan = claude_plan(&c, &r, Policy::Lenient).unwrap();
     let mut args = claude_reviewer_args(&c, &r).unwrap();
     let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
     let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
@@ -283,7 +308,7 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
         .unwrap();
     assert_eq!((file.contents.as_str(), file.mode), (json.as_str(), 0o600));
     // Codex's: the servers' `env` overrides moved into its `config.toml` (mode 0600).
-    let plan = codex_plan(&c, &r).unwrap();
+    let plan = codex_plan(&c, &r, Policy::Lenient).unwrap();
     let mut args = codex_reviewer_args(&c, &r).unwrap();
     let mut moved = Vec::new();
     while let Some(i) = args

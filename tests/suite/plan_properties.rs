@@ -45,9 +45,9 @@ fn plan_with(client: Client, ctx: &LaunchContext, id: &LaunchId) -> Option<Launc
     let resolution = ctx.resolve(Policy::Lenient).ok()?;
     let r = &resolution;
     match client {
-        Client::Claude => claude_plan(ctx, r).ok(),
-        Client::Codex => codex_plan(ctx, r).ok(),
-        Client::Gemini => gemini_plan(ctx, r, id).ok(),
+        Client::Claude => claude_plan(ctx, r, Policy::Lenient).ok(),
+        Client::Codex => codex_plan(ctx, r, Policy::Lenient).ok(),
+        Client::Gemini => gemini_plan(ctx, r, id, Policy::Lenient).ok(),
         Client::OpenCode => opencode_plan(ctx, r).ok(),
         Client::Copilot => copilot_plan(ctx, r).ok(),
         Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow).ok(),
@@ -567,7 +567,7 @@ proptest! {
             snapshot: Snapshot::from_launch(false, Some("http://127.0.0.1:9/rc".into())),
             ..LaunchContext::default()
         };
-        let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id).unwrap();
+        let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id, Policy::Lenient).unwrap();
         prop_assert!(plan.servers.iter().any(|s| s.id == REVIEW_CONTEXT_ID));
         let session = plan.session_new.as_ref().unwrap();
         let mut names = Vec::new();

@@ -67,6 +67,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: true,
     uses_launch_id: false,
     unverified_isolation: true,
+    builtins: &[],
+    hides_builtins: false,
     door: &[],
     plan: |ctx, r, inputs| {
         if inputs.unverified_isolation == UnverifiedIsolation::Refuse {

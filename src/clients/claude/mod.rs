@@ -77,6 +77,7 @@
 pub mod loader;
 #[cfg(feature = "cli")]
 pub mod registration;
+pub mod tools;
 
 /// `verify`: the hostile configuration of this client.
 #[cfg(feature = "cli")]
@@ -113,8 +114,10 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    builtins: tools::BUILTINS,
+    hides_builtins: true,
     door: &[DOOR],
-    plan: |ctx, r, _inputs| Ok(claude_plan(ctx, r)?),
+    plan: |ctx, r, inputs| Ok(claude_plan(ctx, r, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance",
@@ -593,15 +596,23 @@ pub const MCP_CONFIG_FILE: &str = "mcp-config.json";
 /// accepted), [`WORKTREE_CONFIG`] to remove from the worktree, the injected servers under
 /// their registry ids; no ACP session.
 ///
+/// Under `policy` [`Policy::Strict`] the plan hides the client's
+/// built-in tools with effects from its model ([`tools`](crate::clients::tools)), and
+/// [`LaunchPlan::unasked`] lists the rest.
+///
 /// # Errors
 /// As [`claude_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
 /// directory; the credential errors of [`CREDENTIALS`].
 pub fn claude_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
+    policy: Policy,
 ) -> Result<LaunchPlan, RenderError> {
-    let argv = claude_reviewer_args(ctx, resolution)?;
-    plan_of(ctx, resolution, argv)
+    let mut argv = claude_reviewer_args(ctx, resolution)?;
+    tools::hide(&mut argv, policy);
+    let mut plan = plan_of(ctx, resolution, argv)?;
+    plan.unasked = crate::clients::tools::unasked(Client::Claude, policy)?;
+    Ok(plan)
 }
 
 fn plan_of(
@@ -644,8 +655,11 @@ pub fn claude_plan_preflighted(
     policy: Policy,
     sources: &preflight::ClaudeConfigSources,
 ) -> Result<(LaunchPlan, Vec<crate::clients::veto::Veto>), RenderError> {
-    let (argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
-    Ok((plan_of(ctx, resolution, argv)?, vetoes))
+    let (mut argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
+    tools::hide(&mut argv, policy);
+    let mut plan = plan_of(ctx, resolution, argv)?;
+    plan.unasked = crate::clients::tools::unasked(Client::Claude, policy)?;
+    Ok((plan, vetoes))
 }
 
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as

@@ -281,16 +281,23 @@ fn take_env_overrides(argv: &mut Vec<String>) -> Vec<(String, String)> {
 /// starts exactly the injected servers (measured under a hostile user, plugin, repository
 /// and ancestor configuration, `tests/clients/isolation_codex.rs`), so there is nothing to disable.
 ///
+/// Under `policy` [`Policy::Strict`](crate::Policy::Strict) the plan hides the client's
+/// built-in tools with effects from its model ([`tools`](crate::clients::tools)), and
+/// [`LaunchPlan::unasked`] lists the rest.
+///
 /// # Errors
 /// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
 /// directory; the credential errors of [`CREDENTIALS`].
 pub fn codex_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
+    policy: crate::Policy,
 ) -> Result<LaunchPlan, RenderError> {
     let mut argv = codex_reviewer_args(ctx, resolution)?;
+    super::tools::hide(&mut argv, policy);
     let envs = take_env_overrides(&mut argv);
     let mut plan = LaunchPlan::rooted(Client::Codex, ctx, &WORKTREE_CONFIG, argv)?;
+    plan.unasked = crate::clients::tools::unasked(Client::Codex, policy)?;
     plan.note_pr_config("--");
     let base_url = plan
         .env

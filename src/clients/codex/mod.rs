@@ -53,6 +53,7 @@
 //! [`CLOSED_FEATURES`].
 
 mod launch;
+pub mod tools;
 
 #[cfg(feature = "cli")]
 pub mod loader;
@@ -90,8 +91,10 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    builtins: tools::BUILTINS,
+    hides_builtins: true,
     door: &[launch::DOOR],
-    plan: |ctx, r, _inputs| Ok(codex_plan(ctx, r)?),
+    plan: |ctx, r, inputs| Ok(codex_plan(ctx, r, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance",

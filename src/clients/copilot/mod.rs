@@ -117,6 +117,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    builtins: &[],
+    hides_builtins: false,
     door: &[DOOR],
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {

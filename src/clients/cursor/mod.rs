@@ -43,6 +43,14 @@ use crate::clients::{
     Client, LaunchContext, RenderError, acp_cwd, acp_servers, refuse_unknown_expansion,
 };
 
+/// Cursor's built-in tools that run unasked in its reviewer: under `--force` every tool runs
+/// without a question, its own ones too (facts only: its documentation of `--force`; the
+/// tools are not listed here, so `*`), and nothing hides them.
+pub const BUILTINS: &[crate::clients::tools::Builtin] = &[crate::clients::tools::Builtin::new(
+    "*",
+    crate::clients::tools::ToolKind::Run,
+)];
+
 /// What generic code knows about Cursor ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
     name: "cursor",
@@ -60,6 +68,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: true,
+    builtins: BUILTINS,
+    hides_builtins: false,
     door: &[],
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
     proof: crate::clients::spec::Proof::FactsOnly,

@@ -182,6 +182,7 @@ impl fmt::Display for RenderError {
                  give the launch its review-context URL",
             ),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
+            RenderError::UnaskedTools { client, tools } => fmt_unasked(*client, tools, f),
             RenderError::UnprovenVersion { .. } => crate::clients::version::fmt_unproven(self, f),
             RenderError::NeedsBrokeredDelivery { client } => fmt_needs_brokered(*client, f),
             RenderError::Vetoed(vetoes) => crate::clients::veto::fmt_vetoes(vetoes, f),
@@ -293,6 +294,19 @@ fn fmt_forbidden_char(
         "the reviewer's `{field}` `{}` contains {}; give it without one",
         value.escape_debug(),
         crate::text::char_name(found)
+    )
+}
+
+/// [`RenderError::UnaskedTools`]'s message.
+fn fmt_unasked(client: Client, tools: &[String], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "the strict policy refuses the {client} launch: {client} runs its built-in tools {} \
+         unasked (they write files, run commands, reach the web or start agents) and cannot \
+         hide them from the reviewer's model; launch it under the lenient policy if the flow \
+         allows them, or use a client that hides them (docs/launch-plan.md, \"Built-in tools \
+         that run unasked\")",
+        tools.join(", ")
     )
 }
 

@@ -288,6 +288,16 @@ pub enum RenderError {
         /// The versions this crate's tests prove.
         proven: &'static [&'static str],
     },
+    /// Under [`Policy::Strict`] the client would run built-in tools with effects unasked
+    /// (writing files, running commands, the web, other agents: [`ToolKind::has_effects`](
+    /// super::tools::ToolKind::has_effects)) and cannot hide them from the model
+    /// ([`super::tools`]).
+    UnaskedTools {
+        /// The client.
+        client: Client,
+        /// The tools' names, in the room's order (`*`: every built-in tool).
+        tools: Vec<String>,
+    },
 }
 
 impl std::error::Error for RenderError {}

@@ -105,6 +105,7 @@
 pub mod ready;
 #[cfg(feature = "cli")]
 pub mod registration;
+pub mod tools;
 
 /// `verify`: the hostile configuration of this client.
 #[cfg(feature = "cli")]
@@ -144,8 +145,10 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
+    builtins: tools::BUILTINS,
+    hides_builtins: true,
     door: &[DOOR],
-    plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?)?),
+    plan: |ctx, r, inputs| Ok(gemini_plan(ctx, r, &inputs.launch_id()?, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_acp",
@@ -208,6 +211,10 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// daemon runs [`env_file_preflight`] on the worktree and
 /// [`managed_preflight`](crate::clients::root::managed_preflight) on [`MANAGED_FILES`].
 ///
+/// Under `policy` [`Policy::Strict`](crate::Policy::Strict) the plan hides the client's
+/// built-in tools with effects from its model ([`tools`](crate::clients::tools)), and
+/// [`LaunchPlan::unasked`] lists the rest.
+///
 /// # Errors
 /// [`RenderError::Expansion`] when a server's env value contains `${`;
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
@@ -231,7 +238,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 ///     ..LaunchContext::default()
 /// };
 /// let id = LaunchId::from_hex("0123456789abcdef")?;
-/// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id, Policy::Strict)?;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
 /// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents"]);
@@ -243,8 +250,9 @@ pub fn gemini_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
+    policy: crate::Policy,
 ) -> Result<LaunchPlan, RenderError> {
-    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
+    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id, policy)?;
     ready::wait_for_servers(&mut plan);
     Ok(plan)
 }

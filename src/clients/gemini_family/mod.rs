@@ -108,8 +108,10 @@ pub fn plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
+    policy: crate::Policy,
 ) -> Result<LaunchPlan, RenderError> {
     let client = launch.client;
+    let hidden: Vec<&str> = crate::clients::tools::hidden(client.spec(), policy).collect();
     ctx.require_launch_values()?;
     let cwd = acp_cwd(client, ctx)?;
     let model = option_value("model", &ctx.model)?;
@@ -130,6 +132,7 @@ pub fn plan(
     }
     let root = Root::of(client, ctx)?;
     let mut plan = LaunchPlan::rooted(client, ctx, launch.worktree_config, argv)?;
+    plan.unasked = crate::clients::tools::unasked(client, policy)?;
     if let Some(cwd) = plan.cwd.as_deref() {
         readable_parent(client, Path::new(cwd), &plan.sandbox)?;
     }
@@ -164,9 +167,24 @@ pub fn plan(
             .iter()
             .map(|&(name, value)| EnvVar::new(name, value)),
     );
-    plan.files
-        .push(home_settings(launch.settings_file, contents));
+    plan.files.push(home_settings(
+        launch.settings_file,
+        exclude(contents, &hidden),
+    ));
     Ok(plan)
+}
+
+/// `settings` (a JSON object) with `tools.exclude` set to `hidden`, the built-in tools the
+/// client then does not offer its model (measured on Gemini CLI 0.61.0 and Qwen Code 0.24.4:
+/// `tests/clients/unasked_tools.rs`); `settings` unchanged when `hidden` is empty.
+fn exclude(settings: String, hidden: &[&str]) -> String {
+    if hidden.is_empty() {
+        return settings;
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_str(&settings).expect("the family's settings are JSON (a unit test)");
+    value["tools"]["exclude"] = hidden.into();
+    value.to_string()
 }
 
 /// [`RenderError::Expansion`] for the first server `env` value holding `${`.

@@ -44,6 +44,14 @@ use crate::clients::{
 };
 use crate::model::McpServer;
 
+/// Kiro's built-in tools that run unasked in its reviewer: the ones `--trust-tools` names
+/// (facts only: its documentation of `--trust-tools`); every other tool asks, and no one
+/// answers.
+pub const BUILTINS: &[crate::clients::tools::Builtin] = &[
+    crate::clients::tools::Builtin::new("fs_read", crate::clients::tools::ToolKind::Read),
+    crate::clients::tools::Builtin::new("thinking", crate::clients::tools::ToolKind::Other),
+];
+
 /// What generic code knows about Kiro ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
     name: "kiro",
@@ -61,6 +69,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: true,
+    builtins: BUILTINS,
+    hides_builtins: false,
     door: &[],
     plan: |ctx, r, inputs| {
         if inputs.unverified_isolation == UnverifiedIsolation::Refuse {

@@ -81,6 +81,16 @@ use crate::clients::root::{CredentialFileSpec, CredentialSpec, HOME_DIR, Managed
 use crate::clients::{Client, LaunchContext, RenderError, acp_cwd, acp_servers};
 use crate::model::McpServer;
 
+/// OpenCode's built-in tools that run unasked in its reviewer: the ones its
+/// `OPENCODE_PERMISSION` allows (every other built-in is denied and leaves the model's
+/// toolset). Measured on 1.18.33 (2026-12-05, `tests/clients/unasked_tools.rs`): the tools of
+/// the reviewer's first model request, less the injected servers' `<wire>_<tool>` ones.
+pub const BUILTINS: &[crate::clients::tools::Builtin] = &[
+    crate::clients::tools::Builtin::new("glob", crate::clients::tools::ToolKind::Read),
+    crate::clients::tools::Builtin::new("grep", crate::clients::tools::ToolKind::Read),
+    crate::clients::tools::Builtin::new("read", crate::clients::tools::ToolKind::Read),
+];
+
 /// What generic code knows about OpenCode ([`crate::clients::spec`]).
 pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientSpec {
     name: "opencode",
@@ -99,6 +109,8 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: false,
     unverified_isolation: false,
+    builtins: BUILTINS,
+    hides_builtins: false,
     door: &[DOOR, DOOR_OPENAI],
     plan: |ctx, r, inputs| {
         let mut plan = opencode_plan(ctx, r)?;

@@ -76,6 +76,7 @@
 
 #[cfg(feature = "cli")]
 pub mod registration;
+pub mod tools;
 
 #[cfg(feature = "cli")]
 pub mod loader;
@@ -113,8 +114,10 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     brokered_only: false,
     uses_launch_id: true,
     unverified_isolation: false,
+    builtins: tools::BUILTINS,
+    hides_builtins: true,
     door: &[DOOR],
-    plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?)?),
+    plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {
         tests: &[
             "conformance_acp",
@@ -172,6 +175,10 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// [`WORKTREE_CONFIG`] removed. Before carrying it out the daemon runs
 /// [`env_file_preflight`] on the worktree.
 ///
+/// Under `policy` [`Policy::Strict`](crate::Policy::Strict) the plan hides the client's
+/// built-in tools with effects from its model ([`tools`](crate::clients::tools)), and
+/// [`LaunchPlan::unasked`] lists the rest.
+///
 /// # Errors
 /// [`RenderError::NeedsAbsolute`] without an absolute worktree or launch directory;
 /// [`RenderError::ParentInSandbox`] for a worktree with a parent in the plan's sandbox
@@ -194,7 +201,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 ///     ..LaunchContext::default()
 /// };
 /// let id = LaunchId::from_hex("0123456789abcdef")?;
-/// let plan = qwen_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// let plan = qwen_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id, Policy::Strict)?;
 /// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
 /// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
@@ -206,8 +213,9 @@ pub fn qwen_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
+    policy: crate::Policy,
 ) -> Result<LaunchPlan, RenderError> {
-    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id)?;
+    let mut plan = gemini_family::plan(&LAUNCH, ctx, resolution, launch_id, policy)?;
     ready::wait_for_servers(&mut plan);
     Ok(plan)
 }
@@ -366,7 +374,7 @@ mod tests {
         };
         let id = LaunchId::from_hex("0123456789abcdef").unwrap();
         let r = ctx.resolve(crate::Policy::Strict).unwrap();
-        let plan = qwen_plan(&ctx, &r, &id).unwrap();
+        let plan = qwen_plan(&ctx, &r, &id, crate::Policy::Lenient).unwrap();
         assert_eq!(plan.env_value("OPENAI_API_KEY"), None);
         assert_eq!(plan.env_value("OPENAI_BASE_URL"), None);
         let file = &plan.files[0];
@@ -384,7 +392,7 @@ mod tests {
             credentials: Credentials::default(),
             ..ctx.clone()
         };
-        let plan = qwen_plan(&bare, &r, &id).unwrap();
+        let plan = qwen_plan(&bare, &r, &id, crate::Policy::Lenient).unwrap();
         assert_eq!(plan.files[0].contents, format!("{ROOT_SETTINGS}\n"));
     }
 

@@ -110,7 +110,13 @@ impl Machine {
     pub fn plan(&self) -> LaunchPlan {
         let ctx = self.context();
         let id = LaunchId::random().unwrap();
-        let mut plan = gemini_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap(), &id).unwrap();
+        let mut plan = gemini_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            &id,
+            Policy::Lenient,
+        )
+        .unwrap();
         plan.env
             .extend(OFFLINE.iter().map(|(n, v)| EnvVar::new(*n, *v)));
         plan

@@ -260,7 +260,12 @@ impl World {
 
     pub fn plan(&self) -> LaunchPlan {
         let ctx = self.ctx();
-        codex_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()
+        codex_plan(
+            &ctx,
+            &ctx.resolve(Policy::Lenient).unwrap(),
+            Policy::Lenient,
+        )
+        .unwrap()
     }
 
     /// The executor's client binary: Codex, or a wrapper that runs it in a private mount

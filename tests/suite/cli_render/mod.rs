@@ -57,7 +57,9 @@ pub(super) fn claude_argv(ctx: &LaunchContext) -> Vec<String> {
     let mut ctx = ctx.clone();
     ctx.launch_dir = Some("/run/kcap/l1".into());
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    claude_plan(&ctx, &resolution).unwrap().argv
+    claude_plan(&ctx, &resolution, Policy::Lenient)
+        .unwrap()
+        .argv
 }
 
 /// The argv of Codex CLI's plan for `ctx` in the launch directory `/run/kcap/l1`: what
@@ -66,7 +68,7 @@ pub(super) fn codex_argv(ctx: &LaunchContext) -> Vec<String> {
     let mut ctx = ctx.clone();
     ctx.launch_dir = Some("/run/kcap/l1".into());
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    codex_plan(&ctx, &resolution).unwrap().argv
+    codex_plan(&ctx, &resolution, Policy::Lenient).unwrap().argv
 }
 
 /// The `--mcp-config` JSON of a `render claude … --format plan` output.
