@@ -193,7 +193,7 @@ fn anthropic(model: &str) -> Vec<u8> {
 
 /// Codex CLI's stand-in turn: its WebSocket upgrade refused (`426`), so it falls back to the
 /// Responses API over HTTP; a turn that ends at once to `POST …/responses`.
-fn codex_answer(req: &Request) -> Vec<u8> {
+pub(crate) fn codex_answer(req: &Request) -> Vec<u8> {
     if !req.header("upgrade").is_empty() {
         return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
     }

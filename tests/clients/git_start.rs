@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::model_api::{Request, anthropic_turn, openai_responses_turn, response};
+use crate::common::model_api::{Request, anthropic_turn, response};
 use crate::common::peers::{inherited_path, peer};
-use crate::first_turn::{BOUND, Bench};
+use crate::first_turn::{BOUND, Bench, codex_answer};
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::git::GitRefusal;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
@@ -457,16 +457,4 @@ fn claude_answer(_: &Request) -> Vec<u8> {
         "text/event-stream",
         &anthropic_turn("claude-stand-in", None),
     )
-}
-
-/// Codex CLI's Responses API over HTTP (its WebSocket upgrade refused): every turn ends at
-/// once.
-fn codex_answer(req: &Request) -> Vec<u8> {
-    if !req.header("upgrade").is_empty() {
-        return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
-    }
-    if !(req.method == "POST" && req.path.ends_with("/responses")) {
-        return response("404 Not Found", "application/json", b"{}");
-    }
-    response("200 OK", "text/event-stream", &openai_responses_turn(None))
 }
