@@ -154,6 +154,7 @@ fn main() {
     trials.extend(first_turn::trials());
     #[cfg(feature = "launch")]
     trials.extend(first_turn_failed::trials());
+    #[cfg(feature = "launch")]
     trials.extend(unasked_tools::trials());
     #[cfg(feature = "launch")]
     trials.extend(pr_config_claude::trials());
