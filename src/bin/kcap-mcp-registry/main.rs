@@ -9,6 +9,9 @@
 //! security-relevant diff with `--fail-on security`, a strict rejection, a render refusal);
 //! 2 usage errors and inputs that cannot be read or understood ([`CliError`]).
 
+// Issue 16: functions stay short, or say why in an `#[allow(…, reason)]`.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use std::io::Write as _;
 use std::process::ExitCode;
 
