@@ -86,6 +86,8 @@ mod sandbox_tools_gemini;
 #[cfg(feature = "launch")]
 mod sandbox_tools_openai;
 #[cfg(feature = "launch")]
+mod strict_attacks;
+#[cfg(feature = "launch")]
 mod unasked_tools;
 #[cfg(feature = "cli")]
 mod verify_clients;
@@ -154,6 +156,8 @@ fn main() {
     trials.extend(first_turn::trials());
     #[cfg(feature = "launch")]
     trials.extend(first_turn_failed::trials());
+    #[cfg(feature = "launch")]
+    trials.extend(strict_attacks::trials());
     #[cfg(feature = "launch")]
     trials.extend(unasked_tools::trials());
     #[cfg(feature = "launch")]

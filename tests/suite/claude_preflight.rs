@@ -820,7 +820,7 @@ fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_
     s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-review"]}"#);
     let strict = expected.replacen(
         "\"Agent\"",
-        "\"Agent,Bash,Edit,EnterWorktree,ExitWorktree,Monitor,NotebookEdit,SendMessage,\
+        "\"Agent,Bash,CronCreate,Edit,EnterWorktree,ExitWorktree,Monitor,NotebookEdit,SendMessage,\
          TaskOutput,TaskStop,WebFetch,WebSearch,Workflow,Write\"",
         1,
     );

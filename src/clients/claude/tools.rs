@@ -11,6 +11,13 @@
 //! Under the strict policy `hide` adds the tools with effects to `--disallowedTools`
 //! (comma-separated): measured on both versions, none of them is offered then, and `Glob`
 //! and `Grep` are (Claude Code offers them only when `Bash` is not).
+//!
+//! `CronCreate` writes: called with `durable: true` it makes `<worktree>/.claude/` and
+//! writes `scheduled_tasks.json` there ("Persisted to .claude/scheduled_tasks.json"),
+//! measured on 2.1.197 and 2.1.332 (2026-12-05, `tests/clients/strict_attacks.rs`; the
+//! reviewer's sandbox denies it, `EACCES`, but without the sandbox the file is made). So it
+//! is a `Write` tool, hidden under the strict policy. `CronDelete` and `CronList` only read
+//! or drop what `CronCreate` made.
 
 use crate::clients::tools::Builtin;
 use crate::clients::tools::ToolKind::{Agent, Other, Read, Run, Web, Write};
@@ -19,7 +26,7 @@ use crate::clients::tools::ToolKind::{Agent, Other, Read, Run, Web, Write};
 pub const BUILTINS: &[Builtin] = &[
     Builtin::new("AskUserQuestion", Other),
     Builtin::new("Bash", Run),
-    Builtin::new("CronCreate", Other),
+    Builtin::new("CronCreate", Write),
     Builtin::new("CronDelete", Other),
     Builtin::new("CronList", Other),
     Builtin::new("DeferredToolPlaceholder", Other),
