@@ -12,7 +12,7 @@
 //! process group is stopped. The recorders' logs must show exactly the injected servers,
 //! each with exactly its argv and `KCAP_*` environment, in the worktree. A negative control
 //! undoes part of the isolation and expects the checks to name what ran.
-//! `tests/clients/conformance.rs` judges the `-c` overrides by `codex mcp list`, and
+//! `tests/clients/conformance/codex.rs` judges the `-c` overrides by `codex mcp list`, and
 //! `tests/clients/isolation_codex.rs` every class of issue 22.
 //!
 //! Offline: the key is a dummy, the model API and proxies at a dead local port. A missing

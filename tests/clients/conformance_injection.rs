@@ -4,7 +4,7 @@
 //! starts exactly three servers, the result channel, `kcap-review` and
 //! `kcap-review-context`, each with exactly its env; `KCAP_URL` reaches `kcap-review` only.
 //!
-//! Oracles, offline (no login, no model, no network), as in `tests/clients/conformance.rs`:
+//! Oracles, offline (no login, no model, no network), as in `tests/clients/conformance/`:
 //! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
 //!   and the API at a dead local port starts every `--mcp-config` server; once the recorders
 //!   have settled the oracle kills it (`tests/clients/claude_oracle`: without a prompt

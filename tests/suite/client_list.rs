@@ -105,9 +105,19 @@ fn every_client_has_real_client_tests_or_is_marked_facts_only() {
                 assert!(!versions.is_empty(), "{client}: no client version named");
                 assert!(!tests.is_empty(), "{client}: no real-client test named");
                 for test in tests {
+                    // A module is `<test>.rs`, or a directory `<test>/` (its files read as one).
                     let file = root().join(format!("tests/clients/{test}.rs"));
-                    let text = std::fs::read_to_string(&file)
-                        .unwrap_or_else(|e| panic!("{client}: {}: {e}", file.display()));
+                    let dir = root().join(format!("tests/clients/{test}"));
+                    let text = if dir.join("mod.rs").is_file() {
+                        let mut text = String::new();
+                        for entry in std::fs::read_dir(&dir).unwrap() {
+                            text += &std::fs::read_to_string(entry.unwrap().path()).unwrap();
+                        }
+                        text
+                    } else {
+                        std::fs::read_to_string(&file)
+                            .unwrap_or_else(|e| panic!("{client}: {}: {e}", file.display()))
+                    };
                     assert!(
                         binary
                             .lines()

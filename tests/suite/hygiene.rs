@@ -121,7 +121,7 @@ fn harness_false_test_files_have_no_test_attribute() {
     assert_eq!(custom, ["tests/clients/main.rs"]);
     let files = rust_files(&Path::new(ROOT).join("tests/clients"));
     assert!(
-        files.iter().any(|f| f.ends_with("conformance.rs")),
+        files.iter().any(|f| f.ends_with("conformance/mod.rs")),
         "{files:?}"
     );
     for file in files {

@@ -4,6 +4,7 @@
 //! argv), only in the door's credential. What would enter the reviewer anyway is refused,
 //! naming it.
 
+#[cfg(feature = "cli")]
 use crate::common;
 
 use kcap_mcp_registry::clients::Client;

@@ -381,7 +381,7 @@ pub fn claude_mcp_config(
 }
 
 /// What Claude Code does with `${` in a server's `command`, `args` and `env`
-/// ([`RenderError::Expansion`]; measured on 2.1.197, `tests/clients/conformance.rs`).
+/// ([`RenderError::Expansion`]; measured on 2.1.197, `tests/clients/conformance/`).
 pub const EXPANDS: &str = "which Claude Code expands as a variable reference and cannot escape";
 
 /// Refuses `value` when it contains `${`; `field` names it in the error (built only then).

@@ -1,4 +1,4 @@
-//! The Claude Code oracle shared by `tests/clients/conformance.rs` and `tests/clients/conformance_claude.rs`:
+//! The Claude Code oracle shared by `tests/clients/conformance/` and `tests/clients/conformance_claude.rs`:
 //! run a reviewer launch until the MCP servers it starts have been recorded, then stop it.
 //!
 //! Works on both Claude Code versions the suite runs (measured 2026-11-30):
