@@ -14,7 +14,9 @@
 //! with a log line, and no request reaches the stand-in.
 //! Clients: Claude Code in its terminal (the turn read from its transcript: its terminal
 //! redraws only changed cells, so the text can arrive cut), and over ACP Qwen Code, Gemini
-//! CLI, OpenCode and Copilot CLI (the prompt's stop reason, `end_turn`). Not Codex CLI yet.
+//! CLI, OpenCode and Copilot CLI (the prompt's stop reason, `end_turn`), and Codex CLI in its
+//! terminal (the Responses API over HTTP once its WebSocket upgrade is answered `426`; its
+//! key in `auth.json`, the turn read from its session rollout).
 //! Offline: the stand-ins on the loopback interface, dummy keys, a dead proxy for the rest.
 
 use std::path::{Path, PathBuf};
@@ -22,13 +24,14 @@ use std::time::{Duration, Instant};
 
 use crate::common::door::{TestCa, files_holding, tls_server};
 use crate::common::model_api::{
-    ModelApi, Request, anthropic_turn, gemini_turn, openai_chat_turn, response,
+    ModelApi, Request, anthropic_turn, gemini_turn, openai_chat_turn, openai_responses_turn,
+    response,
 };
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{DoorScheme, EnvVar, LaunchPlan};
-use kcap_mcp_registry::clients::root::Credentials;
+use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, Options, Reviewer, TerminalEvent, TerminalSession,
 };
@@ -41,6 +44,7 @@ pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
         gemini_completes_a_turn_through_the_door_to_an_https_model_api,
         opencode_completes_a_turn_through_the_door_to_an_https_model_api,
         copilot_completes_a_turn_through_the_door_to_an_https_model_api,
+        codex_completes_a_turn_through_the_door_to_an_https_model_api,
     ]
 }
 
@@ -60,6 +64,8 @@ struct Spec {
     model: Option<&'static str>,
     key: &'static str,
     credentials: fn(&str, &str) -> Vec<EnvVar>,
+    /// The credential files for the daemon's key (Codex CLI's `auth.json`), if any.
+    files: fn(&str) -> Vec<CredentialFile>,
     header: &'static str,
     prefix: &'static str,
     answer: fn(&Request) -> Vec<u8>,
@@ -85,6 +91,7 @@ fn claude_completes_a_turn_through_the_door_to_an_https_model_api() {
         header: "x-api-key",
         prefix: "",
         answer: |_| streamed(&anthropic_turn("claude-stand-in", None)),
+        files: |_| Vec::new(),
         cache_var: None,
     });
 }
@@ -105,6 +112,7 @@ fn qwen_completes_a_turn_through_the_door_to_an_https_model_api() {
         header: "authorization",
         prefix: "Bearer ",
         answer: openai_chat,
+        files: |_| Vec::new(),
         cache_var: None,
     });
 }
@@ -125,6 +133,7 @@ fn gemini_completes_a_turn_through_the_door_to_an_https_model_api() {
         header: "x-goog-api-key",
         prefix: "",
         answer: |_| streamed(&gemini_turn("gemini-2.5-flash", None)),
+        files: |_| Vec::new(),
         cache_var: None,
     });
 }
@@ -146,6 +155,7 @@ fn opencode_completes_a_turn_through_the_door_to_an_https_model_api() {
         header: "x-api-key",
         prefix: "",
         answer: |_| streamed(&anthropic_turn(MODEL, None)),
+        files: |_| Vec::new(),
         cache_var: None,
     });
 }
@@ -168,7 +178,38 @@ fn copilot_completes_a_turn_through_the_door_to_an_https_model_api() {
         header: "authorization",
         prefix: "Bearer ",
         answer: openai_chat,
+        files: |_| Vec::new(),
         cache_var: Some("KCAP_COPILOT_CACHE"),
+    });
+}
+
+/// Codex CLI in its terminal (the Responses API, `authorization: Bearer`; its key only in
+/// `auth.json`, its base URL in `OPENAI_BASE_URL`).
+fn codex_completes_a_turn_through_the_door_to_an_https_model_api() {
+    check(&Spec {
+        client: Client::Codex,
+        bin_var: "KCAP_CODEX_BIN",
+        model: Some("gpt-5"),
+        key: "sk-daemon-key-door-https-codex-0123456",
+        credentials: |url, _| vec![EnvVar::new("OPENAI_BASE_URL", format!("{url}/v1"))],
+        header: "authorization",
+        prefix: "Bearer ",
+        answer: |req| {
+            if !req.header("upgrade").is_empty() {
+                return b"HTTP/1.1 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n".to_vec();
+            }
+            if !(req.method == "POST" && req.path.ends_with("/responses")) {
+                return response("404 Not Found", "application/json", b"{}");
+            }
+            streamed(&openai_responses_turn(None))
+        },
+        files: |key| {
+            vec![CredentialFile {
+                name: "auth.json".into(),
+                contents: format!(r#"{{"OPENAI_API_KEY":"{key}"}}"#),
+            }]
+        },
+        cache_var: None,
     });
 }
 
@@ -448,7 +489,7 @@ fn plan(spec: &Spec, dir: &Path, api_url: &str, kcap: &Path, cache: Option<&Path
         launch_dir: Some(s(&launch_dir)),
         credentials: Credentials {
             env: (spec.credentials)(api_url, spec.key),
-            files: Vec::new(),
+            files: (spec.files)(spec.key),
         },
         cache_dir: cache.map(s),
         door: true,
@@ -518,7 +559,11 @@ fn terminal_turn(
     let turn = loop {
         if looked.elapsed() > Duration::from_millis(200) {
             looked = Instant::now();
-            if let Some(turn) = transcript_turn(launch_dir) {
+            let turn = match client {
+                Client::Codex => rollout_turn(launch_dir),
+                _ => transcript_turn(launch_dir),
+            };
+            if let Some(turn) = turn {
                 break Some(turn);
             }
         }
@@ -568,6 +613,51 @@ fn transcript_turn(launch_dir: &Path) -> Option<String> {
             format!("{text}\nstop reason: {stop}")
         })
     })
+}
+
+/// Codex CLI's first turn as its session rollout holds it: the text of an assistant message
+/// holding [`MARKER`] once a later line says the turn is complete, with the stop reason
+/// `end_turn` (the ACP clients' word for it). The rollout is
+/// `$CODEX_HOME/sessions/<yyyy>/<mm>/<dd>/rollout-….jsonl` under the launch directory's
+/// `home`, one JSON object a line: `{"type": "response_item", "payload": {"type":
+/// "message", "role": "assistant", "content": [{"type": "output_text", "text"}]}}`, then
+/// `{"type": "event_msg", "payload": {"type": "task_complete"}}` (measured on Codex CLI
+/// 0.169.0).
+fn rollout_turn(launch_dir: &Path) -> Option<String> {
+    fn rollouts(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                rollouts(&path, out);
+            } else if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rollouts(&launch_dir.join("home"), &mut files);
+    let lines: Vec<serde_json::Value> = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let at = lines.iter().position(|entry| {
+        let payload = &entry["payload"];
+        entry["type"] == "response_item"
+            && payload["role"] == "assistant"
+            && payload.to_string().contains(MARKER)
+    })?;
+    lines[at..]
+        .iter()
+        .any(|e| e["type"] == "event_msg" && e["payload"]["type"] == "task_complete")
+        .then(|| format!("{MARKER}\nstop reason: end_turn"))
 }
 
 /// The per-launch token in the plan the client gets (`kcap-door-…`).
