@@ -164,8 +164,8 @@ pub struct LaunchPlan {
     /// executor stops it at with an error naming the dialog. Empty over ACP.
     #[serde(default)]
     pub dialogs: Vec<Dialog>,
-    /// The client's built-in tools that run unasked in this launch, in the order its model
-    /// is offered them ([`super::tools`]): what the reviewer can do without a question
+    /// The client's built-in tools that run unasked in this launch, by name in ASCII order
+    /// ([`super::tools`]): what the reviewer can do without a question
     /// besides the injected servers' admitted tools. Under
     /// [`Policy::Strict`](crate::Policy::Strict) none has effects.
     pub unasked: Vec<super::tools::UnaskedTool>,

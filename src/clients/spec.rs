@@ -71,8 +71,8 @@ pub struct ClientSpec {
     /// ([`PlanInputs::unverified_isolation`]). `render` takes `--allow-unverified-isolation`
     /// for this client only.
     pub unverified_isolation: bool,
-    /// The client's built-in tools that run unasked in its reviewer, in the order its
-    /// model is offered them, each with what it does ([`super::tools`]); measured on the
+    /// The client's built-in tools that run unasked in its reviewer, by name in ASCII order
+    /// (each once), each with what it does ([`super::tools`]); measured on the
     /// real client from its first model request, or taken from its documentation for a
     /// client not installable here.
     pub builtins: &'static [super::tools::Builtin],

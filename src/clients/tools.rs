@@ -77,7 +77,7 @@ pub struct UnaskedTool {
 }
 
 /// The built-in tools of `spec` a room hides from the model under `policy`: under
-/// [`Policy::Strict`] those with effects ([`ToolKind::has_effects`]), in the room's order;
+/// [`Policy::Strict`] those with effects ([`ToolKind::has_effects`]), by name;
 /// none under [`Policy::Lenient`].
 pub fn hidden(spec: &ClientSpec, policy: Policy) -> impl Iterator<Item = &'static str> {
     let builtins: &'static [Builtin] = spec.builtins;
@@ -88,7 +88,7 @@ pub fn hidden(spec: &ClientSpec, policy: Policy) -> impl Iterator<Item = &'stati
 }
 
 /// The plan's [`LaunchPlan::unasked`](super::plan::LaunchPlan::unasked) for `client` under
-/// `policy`: its built-in tools, in the room's order, without those it hides
+/// `policy`: its built-in tools, by name, without those it hides
 /// ([`hidden`]).
 ///
 /// # Errors
@@ -163,6 +163,17 @@ mod tests {
                 }
                 Err(other) => panic!("{client}: {other}"),
             }
+        }
+    }
+
+    #[test]
+    fn every_room_lists_its_builtins_once_each_in_ascii_order() {
+        for client in Client::ALL {
+            let names: Vec<&str> = client.spec().builtins.iter().map(|b| b.name).collect();
+            let mut sorted = names.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(names, sorted, "{client}");
         }
     }
 

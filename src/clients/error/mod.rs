@@ -295,7 +295,7 @@ pub enum RenderError {
     UnaskedTools {
         /// The client.
         client: Client,
-        /// The tools' names, in the room's order (`*`: every built-in tool).
+        /// The tools' names, by name (`*`: every built-in tool).
         tools: Vec<String>,
     },
 }

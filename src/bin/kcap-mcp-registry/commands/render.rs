@@ -454,7 +454,10 @@ pub(crate) struct RenderArgs {
     /// ignored), `-` for stdin. Flags given as well override its fields.
     #[arg(long, value_name = "FILE|-")]
     pub(crate) launch_json: Option<PathBuf>,
-    /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries.
+    /// Use the strict policy: refuse unknown, flow-starting and non-read-only entries, and
+    /// hide the client's built-in tools that write, run commands, reach the web or start
+    /// agents (or refuse a client that cannot). Without it the command line is lenient; the
+    /// library's `LaunchRequest` is strict by default.
     #[arg(long)]
     pub(crate) strict: bool,
     /// Model name.
