@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::model_api::{Request, anthropic_turn, gemini_turn, openai_chat_turn, response};
+use crate::common::model_api::{
+    Request, anthropic_turn, gemini_turn, openai_chat_turn, openai_responses_item_turn, response,
+};
 use crate::common::peers::{inherited_path, peer};
 use crate::common::records::listing_server_source;
 use crate::first_turn::Bench;
@@ -165,26 +167,6 @@ fn offers_tools(body: &Value) -> bool {
     body["tools"].as_array().is_some_and(|t| !t.is_empty())
 }
 
-/// One Responses API turn whose one output item is `item`.
-fn responses_turn(item: &Value) -> Vec<u8> {
-    let usage = json!({"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2});
-    let events = [
-        json!({"type": "response.created", "sequence_number": 0,
-            "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
-        json!({"type": "response.output_item.done", "sequence_number": 1, "output_index": 0,
-            "item": item}),
-        json!({"type": "response.completed", "sequence_number": 2,
-            "response": {"id": "resp_1", "object": "response", "status": "completed",
-                "output": [item], "usage": usage}}),
-    ];
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect::<String>()
-        .into_bytes()
-}
-
 /// The stand-in's answer in `api`'s shape: call `n` of `script` (ids made unique by `n`), or a
 /// turn that ends.
 fn turn(api: Api, n: usize, attack: Option<&Attack>) -> Vec<u8> {
@@ -214,7 +196,7 @@ fn turn(api: Api, n: usize, attack: Option<&Attack>) -> Vec<u8> {
                         "arguments": a.input.to_string(), "status": "completed"}),
                 },
             };
-            String::from_utf8(responses_turn(&item)).unwrap()
+            String::from_utf8(openai_responses_item_turn(&item)).unwrap()
         }
     };
     response("200 OK", "text/event-stream", body.as_bytes())

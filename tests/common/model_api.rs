@@ -493,6 +493,13 @@ pub fn openai_responses_turn(tool: Option<(&str, &Value)>) -> Vec<u8> {
             "content": [{"type": "output_text", "text": "done", "annotations": []}]})
         }
     };
+    openai_responses_item_turn(&item)
+}
+
+/// One Responses API turn (server-sent events) whose one output item is `item`: any item
+/// type (a message, a function call, a custom tool call, a local shell call).
+pub fn openai_responses_item_turn(item: &Value) -> Vec<u8> {
+    use serde_json::json;
     let usage = json!({"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2});
     let events = [
