@@ -28,6 +28,18 @@
 //!   registry's env names are removed from it, as for every client that might.
 //! - The model and effort are not Cursor flags in the facts, and are ignored; the prompt goes
 //!   in ACP `session/prompt`, which the daemon sends.
+//!
+//! Public reports contradict the delivery the plan relies on, and are why it stays refused
+//! until measured (leads, not measured here):
+//! - <https://github.com/repoprompt/repoprompt-ce/issues/158> (cursor-agent 2026.06.04):
+//!   `cursor-agent --approve-mcps acp` ignores the servers of ACP `session/new`
+//!   `mcpServers`, stdio and HTTP alike.
+//! - <https://github.com/paperclipai/paperclip/pull/11106>: Cursor CLI loads the user's
+//!   servers from `$HOME/.cursor/mcp.json` (not `CURSOR_CONFIG_DIR`); a per-launch `HOME`
+//!   holding that file, with `--approve-mcps`, is how that project delivers them.
+//! - <https://github.com/receptron/mulmoterminal/issues/2066>: Cursor reads MCP servers from
+//!   `~/.cursor/mcp.json` or the working directory's `.cursor/mcp.json` only, with no
+//!   per-spawn flag.
 
 #[cfg(feature = "cli")]
 pub mod registration;

@@ -28,6 +28,17 @@
 //!   names are removed from it.
 //! - The model and effort are not Kiro flags in the facts, and are ignored; the prompt goes in
 //!   ACP `session/prompt`, which the daemon sends.
+//!
+//! Public reports contradict the delivery the plan relies on, and are why it stays refused
+//! until measured (leads, not measured here):
+//! - <https://github.com/kirodotdev/Kiro/issues/7349> (kiro-cli 1.28.3 to 1.29.6): servers in
+//!   ACP `session/new` `mcpServers` are silently ignored, and with none given the user's and
+//!   the workspace's `mcp.json` are not read either.
+//! - <https://github.com/catatafishen/agentbridge/pull/949> (Kiro 2.14.1): Kiro advertises
+//!   `mcpCapabilities: {http: true}` only and ignores a stdio server over ACP (the plan's are
+//!   stdio); an HTTP server entry without a `headers` array makes it exit at `session/new`.
+//! - <https://github.com/omnigent-ai/omnigent/pull/1709>: kiro-cli has no launch-time MCP
+//!   configuration flag; the workspace's `.kiro/settings/mcp.json` is what it reads.
 
 #[cfg(feature = "cli")]
 pub mod registration;
