@@ -100,10 +100,25 @@ pub fn outcome(test: impl FnOnce()) -> Completion {
 
 /// One test function of a real-client test module, named by its path in the binary
 /// (`module_path!()::function`) without the crate's name: `conformance::codex_gated_enables_no_server`.
+/// With `KCAP_TEST_TIMES=<file>` set, each test's wall time is appended to that file, a line
+/// `<seconds>\t<name>` (libtest-mimic prints none), for finding where a run's time goes.
 pub fn trial(path: &'static str, test: fn()) -> Trial {
     let name = path.split_once("::").map_or(path, |(_, rest)| rest);
     Trial::ignorable_test(name, move || -> Result<Completion, Failed> {
-        Ok(outcome(test))
+        let started = std::time::Instant::now();
+        let done = outcome(test);
+        if let Some(file) = std::env::var_os("KCAP_TEST_TIMES") {
+            use std::io::Write as _;
+            let line = format!("{:.1}\t{name}\n", started.elapsed().as_secs_f64());
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .expect("KCAP_TEST_TIMES names a file this test can append to");
+            f.write_all(line.as_bytes())
+                .expect("KCAP_TEST_TIMES: a write");
+        }
+        Ok(done)
     })
 }
 
