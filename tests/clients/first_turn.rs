@@ -465,24 +465,33 @@ impl Bench {
         );
     }
 
-    /// Carries `plan` out with `bin` (one prompt: the plan's, or over ACP sent once after
-    /// `session/new`) until the stand-in got a request that offers tools; that request's
-    /// body, as text.
-    pub(crate) fn first_turn(&self, plan: &LaunchPlan, bin: &Path) -> String {
-        let client = plan.client;
-        let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+    /// The executor's options for a launch in this world: the handshake bounded by [`BOUND`],
+    /// dialogs after 5 s quiet, the client dying with this process, a 48×160 terminal; the
+    /// kcap binary (and Copilot CLI's package cache) executable and each of `write` writable
+    /// in the reviewer's sandbox.
+    pub(crate) fn options(&self, write: &[&Path]) -> Options {
         let mut options = crate::common::carry::reach(
             Options::default()
                 .with_handshake_timeout(BOUND)
                 .with_dialog_quiet(Duration::from_secs(5))
                 .with_die_with_parent(true),
             &[&self.kcap],
-            &[],
+            write,
         );
         if let Some(cache) = &self.cache {
             options = options.with_sandbox_read_exec(cache);
         }
         options.terminal_size = (48, 160);
+        options
+    }
+
+    /// Carries `plan` out with `bin` (one prompt: the plan's, or over ACP sent once after
+    /// `session/new`) until the stand-in got a request that offers tools; that request's
+    /// body, as text.
+    pub(crate) fn first_turn(&self, plan: &LaunchPlan, bin: &Path) -> String {
+        let client = plan.client;
+        let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
+        let options = self.options(&[]);
         let started = Instant::now();
         let reviewer = launch::launch_with_parent_env(plan, bin, &options, &daemon_env)
             .unwrap_or_else(|e| panic!("{client}: {}", kcap_mcp_registry::text::error_chain(&e)));

@@ -37,7 +37,7 @@ use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::clients::{Client, LaunchError, RenderError};
 use kcap_mcp_registry::launch::sandbox::Confinement;
-use kcap_mcp_registry::launch::{self, Options, Reviewer};
+use kcap_mcp_registry::launch::{self, Reviewer};
 use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -408,16 +408,7 @@ impl World {
     fn run(&self, plan: &LaunchPlan, bin: &Path, confinement: Confinement) -> Vec<String> {
         let client = plan.client;
         let marks = self.marks();
-        let mut options = crate::common::carry::reach(
-            Options::default()
-                .with_handshake_timeout(BOUND)
-                .with_dialog_quiet(Duration::from_secs(5))
-                .with_die_with_parent(true)
-                .with_confinement(confinement),
-            &[&self.bench.kcap],
-            &[&marks],
-        );
-        options.terminal_size = (48, 160);
+        let options = self.bench.options(&[&marks]).with_confinement(confinement);
         let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
         let requests = self.bench.api.requests().len();
         let before = self.take_marks();

@@ -31,7 +31,7 @@ use crate::first_turn::Bench;
 use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::launch::sandbox::Confinement;
-use kcap_mcp_registry::launch::{self, AcpEvent, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, AcpEvent, Reviewer, TerminalEvent};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -266,16 +266,10 @@ fn run(
     );
     let plan = bench.any_plan_under(client, policy);
     let daemon_env = |name: &str| (name == "PATH").then(inherited_path);
-    let mut options = crate::common::carry::reach(
-        Options::default()
-            .with_handshake_timeout(BOUND)
-            .with_dialog_quiet(Duration::from_secs(5))
-            .with_die_with_parent(true)
-            .with_confinement(confinement),
-        &[&bench.kcap],
-        &[&marker],
-    );
-    options.terminal_size = (48, 160);
+    let options = bench
+        .options(&[&marker])
+        .with_handshake_timeout(BOUND)
+        .with_confinement(confinement);
     let started = Instant::now();
     let mut reviewer = launch::launch_with_parent_env(&plan, bin, &options, &daemon_env)
         .unwrap_or_else(|e| panic!("{client}: {}", kcap_mcp_registry::text::error_chain(&e)));
