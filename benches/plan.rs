@@ -11,7 +11,9 @@
 //! - `plan_json/<client>/full_registry`: the first, then [`LaunchPlan::to_json`], what
 //!   `render <client> --format plan` prints.
 //!
-//! The resolution is done once, outside the timed code (`benches/render.rs` times it). Codex
+//! Each plan is what [`Client::plan_resolved`] renders (its checks, and the administrator
+//! files looked for under `/`, included). The resolution is done once, outside the timed
+//! code (`benches/render.rs` times it). Codex
 //! is rendered without an inventory of inherited servers (Copilot takes none); Cursor with the
 //! lenient policy (its isolation is unverified). Every plan is checked before anything is
 //! timed.
@@ -21,23 +23,11 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::antigravity::antigravity_plan;
-use kcap_mcp_registry::clients::claude::claude_plan;
-use kcap_mcp_registry::clients::codex::codex_plan;
-use kcap_mcp_registry::clients::copilot::copilot_plan;
-use kcap_mcp_registry::clients::cursor::cursor_plan;
-use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
-use kcap_mcp_registry::clients::gemini::gemini_plan;
-use kcap_mcp_registry::clients::kiro::kiro_plan;
-use kcap_mcp_registry::clients::opencode::opencode_plan;
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchPlan, LaunchSecret};
 use kcap_mcp_registry::{
-    LaunchContext, Policy, RenderError, Resolution, ResultDelivery, Snapshot, servers,
+    LaunchContext, LaunchError, Policy, Resolution, ResultDelivery, Snapshot, servers,
 };
-
-/// A plan renderer: the context, its resolution, and the launch id (for aliasing clients).
-type Render =
-    fn(&LaunchContext, &Resolution<'_, String>, &LaunchId) -> Result<LaunchPlan, RenderError>;
 
 /// Whether a client's plan takes direct result delivery, or needs it brokered.
 #[derive(Clone, Copy, PartialEq)]
@@ -46,33 +36,28 @@ enum Delivery {
     Brokered,
 }
 
-/// Every benchmarked client with its plan renderer, one line each.
-const PLANS: &[(Client, Delivery, Render)] = &[
-    (Client::Claude, Delivery::Any, |ctx, r, _| {
-        claude_plan(ctx, r, kcap_mcp_registry::Policy::Lenient)
-    }),
-    (Client::Codex, Delivery::Any, |ctx, r, _| {
-        codex_plan(ctx, r, kcap_mcp_registry::Policy::Lenient)
-    }),
-    (Client::Gemini, Delivery::Any, |ctx, r, id| {
-        gemini_plan(ctx, r, id, kcap_mcp_registry::Policy::Lenient)
-    }),
-    (Client::OpenCode, Delivery::Any, |ctx, r, _| {
-        opencode_plan(ctx, r)
-    }),
-    (Client::Copilot, Delivery::Any, |ctx, r, _| {
-        copilot_plan(ctx, r)
-    }),
-    (Client::Cursor, Delivery::Any, |ctx, r, _| {
-        cursor_plan(ctx, r, UnverifiedIsolation::Allow)
-    }),
-    (Client::Kiro, Delivery::Any, |ctx, r, id| {
-        kiro_plan(ctx, r, id)
-    }),
-    (Client::Antigravity, Delivery::Brokered, |ctx, r, _| {
-        antigravity_plan(ctx, r)
-    }),
+/// Every benchmarked client with the result delivery its plan takes, one line each.
+const PLANS: &[(Client, Delivery)] = &[
+    (Client::Claude, Delivery::Any),
+    (Client::Codex, Delivery::Any),
+    (Client::Gemini, Delivery::Any),
+    (Client::OpenCode, Delivery::Any),
+    (Client::Copilot, Delivery::Any),
+    (Client::Cursor, Delivery::Any),
+    (Client::Kiro, Delivery::Any),
+    (Client::Antigravity, Delivery::Brokered),
 ];
+
+/// `client`'s plan of `ctx`, its allowlist resolved: [`Client::plan_resolved`] with a fixed
+/// launch id and secret, the lenient policy, Cursor's unverified isolation accepted.
+fn render(
+    client: Client,
+    ctx: &LaunchContext,
+    resolution: &Resolution<'_, String>,
+    inputs: &PlanInputs,
+) -> Result<LaunchPlan, LaunchError> {
+    Ok(client.plan_resolved(ctx, resolution, inputs)?.plan)
+}
 
 fn context(brokered: bool, borrowed: bool) -> LaunchContext {
     let allowlist = servers()
@@ -108,7 +93,10 @@ fn context(brokered: bool, borrowed: bool) -> LaunchContext {
 }
 
 fn bench_plans(c: &mut Criterion) {
-    let id = LaunchId::from_hex("0123456789abcdef").expect("16 hex digits");
+    let mut inputs = PlanInputs::new(Policy::Lenient);
+    inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef").expect("16 hex digits"));
+    inputs.launch_secret = Some(LaunchSecret::from_bytes([7; 16]));
+    inputs.unverified_isolation = UnverifiedIsolation::Allow;
     // Direct, brokered (for clients that need it) and brokered + borrowed launches.
     let contexts = [
         context(false, false),
@@ -130,9 +118,9 @@ fn bench_plans(c: &mut Criterion) {
         .iter()
         .filter(|s| s.allowlistable && !s.starts_flows)
         .count();
-    for &(client, delivery, render) in PLANS {
+    for &(client, delivery) in PLANS {
         for (name, i) in cases(delivery) {
-            let plan = render(&contexts[i], &resolutions[i], &id).expect("renders");
+            let plan = render(client, &contexts[i], &resolutions[i], &inputs).expect("renders");
             assert_eq!(plan.client, client);
             let borrowed = name == "brokered_borrowed";
             assert_eq!(
@@ -149,25 +137,37 @@ fn bench_plans(c: &mut Criterion) {
     }
 
     let mut group = c.benchmark_group("plan");
-    for &(client, delivery, render) in PLANS {
+    for &(client, delivery) in PLANS {
         for (name, i) in cases(delivery) {
             let (ctx, resolution) = (&contexts[i], &resolutions[i]);
             group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
-                b.iter(|| render(black_box(ctx), black_box(resolution), black_box(&id)))
+                b.iter(|| {
+                    render(
+                        client,
+                        black_box(ctx),
+                        black_box(resolution),
+                        black_box(&inputs),
+                    )
+                })
             });
         }
     }
     group.finish();
 
     let mut group = c.benchmark_group("plan_json");
-    for &(client, delivery, render) in PLANS {
+    for &(client, delivery) in PLANS {
         let (name, i) = cases(delivery)[0];
         let (ctx, resolution) = (&contexts[i], &resolutions[i]);
         group.bench_with_input(BenchmarkId::new(client.name(), name), ctx, |b, ctx| {
             b.iter(|| {
-                render(black_box(ctx), black_box(resolution), black_box(&id))
-                    .expect("renders")
-                    .to_json()
+                render(
+                    client,
+                    black_box(ctx),
+                    black_box(resolution),
+                    black_box(&inputs),
+                )
+                .expect("renders")
+                .to_json()
             })
         });
     }

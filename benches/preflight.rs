@@ -8,10 +8,10 @@
 //!   of the worktree), the plan rendered. The allowlist names every allowlistable server that
 //!   cannot start flows; the worktree and launch directory are real directories of a temp
 //!   dir; Antigravity's result delivery is brokered (it refuses direct delivery).
-//! - `previous/claude_file_preflight`: what `render claude --worktree` ran before a launch
-//!   (and still runs unless `--no-preflight`): `claude_plan_preflighted` reading the Claude
-//!   Code configuration of a throwaway home (a `~/.claude.json` of 50 projects, each with a
-//!   server, a `settings.json`) and of the worktree.
+//! - `previous/claude_file_preflight`: what the previous design ran before a Claude Code
+//!   launch: `claude::preflight::claude_preflight` reading the Claude Code configuration of a
+//!   throwaway home (a `~/.claude.json` of 50 projects, each with a server, a
+//!   `settings.json`) and of the worktree for the settings that would veto a server.
 //!
 //! The listings the previous design ran for Codex and Copilot CLI (`<client> mcp list
 //! --json`) are processes, timed beside this by `scripts/bench-preflight.sh` with hyperfine
@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::claude::claude_plan_preflighted;
-use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, MANAGED_DIR};
+use kcap_mcp_registry::clients::claude::preflight::{
+    ClaudeConfigSources, MANAGED_DIR, claude_preflight,
+};
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, servers};
@@ -134,19 +135,11 @@ fn bench_preflight(c: &mut Criterion) {
     };
     let ctx = context(&dir, Client::Claude);
     let resolution = ctx.resolve(Policy::Lenient).expect("resolves");
-    let (plan, vetoes) =
-        claude_plan_preflighted(&ctx, &resolution, Policy::Lenient, &sources).expect("renders");
-    assert_eq!((plan.servers.len(), vetoes.len()), (1 + allowlisted, 0));
+    let vetoes = claude_preflight(&ctx, &resolution, &sources).expect("reads");
+    assert_eq!(vetoes.len(), 0);
     let mut group = c.benchmark_group("previous");
     group.bench_function("claude_file_preflight", |b| {
-        b.iter(|| {
-            claude_plan_preflighted(
-                black_box(&ctx),
-                black_box(&resolution),
-                Policy::Lenient,
-                black_box(&sources),
-            )
-        })
+        b.iter(|| claude_preflight(black_box(&ctx), black_box(&resolution), black_box(&sources)))
     });
     group.finish();
 }

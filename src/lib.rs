@@ -21,28 +21,26 @@
 //! # Quick start
 //!
 //! ```
-//! use kcap_mcp_registry::clients::{claude::claude_reviewer_args, codex::codex_reviewer_args};
-//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, Policy, SkipKind};
+//! use kcap_mcp_registry::{Client, LaunchCommand, LaunchRequest, Policy};
 //!
 //! // The launch command as the daemon receives it.
 //! let cmd: LaunchCommand = serde_json::from_str(
 //!     r#"{"agent_id":"a1","mcp_allowlist":["KCAP-Review","kcap-flows"],"prompt":"Review PR 7"}"#,
 //! )?;
-//! let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/local/bin/kcap");
-//! // kcap-flows can start flows: the recursion guard strips it (log the skip).
-//! let resolution = ctx.resolve(Policy::Lenient)?;
-//! let skipped: Vec<SkipKind> = resolution.skipped().map(|s| s.kind).collect();
-//! assert_eq!(skipped, [SkipKind::StartsFlows]);
-//!
-//! let claude = claude_reviewer_args(&ctx, &resolution)?;
-//! assert_eq!(claude[2..4], ["--strict-mcp-config", "--mcp-config"]);
-//! assert!(claude[4].contains(r#""kcap-review":{"command":"/usr/local/bin/kcap""#));
-//! assert!(!claude[4].contains("kcap-flows"));
-//!
-//! // Codex's argv; `clients::codex::codex_plan` (or `Client::plan`) gives the launch that
-//! // isolates it.
-//! let codex = codex_reviewer_args(&ctx, &resolution)?;
-//! assert!(codex.contains(&"mcp_servers.kcap-review.enabled=true".to_string()));
+//! // One request for any client; the policy is strict unless told otherwise.
+//! let launch = LaunchRequest::new(Client::Codex, cmd)
+//!     .server("http://127.0.0.1:5100", "/usr/local/bin/kcap")
+//!     .worktree("/srv/kcap/worktrees/review-7")
+//!     .launch_dir("/srv/kcap/launches/a1")
+//!     .policy(Policy::Lenient)
+//!     .plan()?;
+//! // kcap-flows can start flows: the recursion guard skips it, with a warning to log.
+//! assert!(launch.warnings[0].contains(r#""kcap-flows" skipped"#));
+//! // The result channel first, then the allowlisted server under its canonical id.
+//! let ids: Vec<&str> = launch.plan.servers.iter().map(|s| s.id.as_str()).collect();
+//! assert_eq!(ids, ["kcap-flow-result", "kcap-review"]);
+//! // The reviewer's HOME is its launch directory's, never the daemon's.
+//! assert_eq!(launch.plan.env_value("HOME"), Some("/srv/kcap/launches/a1/home"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -75,6 +73,7 @@
 mod allowlist;
 pub mod clients;
 pub mod decode;
+mod error;
 #[cfg(feature = "launch")]
 #[cfg_attr(docsrs, doc(cfg(feature = "launch")))]
 pub mod launch;
@@ -100,6 +99,7 @@ pub use clients::plan::LaunchPlan;
 pub use clients::{
     Client, LaunchContext, LaunchError, LaunchRequest, RenderError, ResultDelivery, Snapshot,
 };
+pub use error::Error;
 pub use model::{
     ALIASING_CLIENTS, AliasedToolNames, EnvSource, GEMINI_TOOL_NAMES, Inject, LAUNCH_ID_HEX_LEN,
     MAX_ID_LEN, McpServer, QWEN_TOOL_NAMES, RESULT_CHANNEL_ID, Tool,

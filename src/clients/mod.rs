@@ -31,19 +31,21 @@
 //! What two rooms share because one client is a fork of the other is written once beside
 //! them: `gemini_family/` for Gemini CLI and Qwen Code.
 //!
-//! A launch in three steps, each failing into [`LaunchError`]:
+//! A launch is one call, [`Client::plan`] (or the [`LaunchRequest`] that builds its inputs),
+//! failing into [`LaunchError`]; the rooms' own functions are the crate's:
 //!
 //! ```
-//! use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-//! use kcap_mcp_registry::{LaunchCommand, LaunchContext, LaunchError, Policy};
+//! use kcap_mcp_registry::clients::dispatch::PlanInputs;
+//! use kcap_mcp_registry::{Client, LaunchCommand, LaunchContext, LaunchError, Policy};
 //!
 //! fn reviewer_argv(cmd: LaunchCommand) -> Result<Vec<String>, LaunchError> {
-//!     let ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
-//!     let resolution = ctx.resolve(Policy::Strict)?; // a Rejection
-//!     for skipped in resolution.skipped() {
-//!         eprintln!("warning: {skipped}");
+//!     let mut ctx = LaunchContext::from_command(cmd, "http://127.0.0.1:5100", "/usr/bin/kcap");
+//!     ctx.launch_dir = Some("/run/kcap/a1".into());
+//!     let launch = Client::Claude.plan(&ctx, &PlanInputs::new(Policy::Strict))?;
+//!     for warning in &launch.warnings {
+//!         eprintln!("warning: {warning}");
 //!     }
-//!     Ok(claude_reviewer_args(&ctx, &resolution)?) // a RenderError
+//!     Ok(launch.plan.argv)
 //! }
 //!
 //! let cmd = LaunchCommand { agent_id: "a1".into(), ..LaunchCommand::default() };

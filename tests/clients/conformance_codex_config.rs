@@ -13,6 +13,7 @@
 //! harness). Every Codex run is bounded (30 s) and its process group killed.
 
 use crate::common;
+use kcap_mcp_registry::Client;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_plan};
+use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
 use kcap_mcp_registry::{LaunchContext, Policy, lookup};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -123,7 +124,7 @@ impl Setup {
         .collect()
     }
 
-    /// `c` (with this setup's worktree and launch directory) rendered by [`codex_plan`] and
+    /// `c` (with this setup's worktree and launch directory) rendered by `Client::plan` and
     /// carried out by the executor, with a wrapper as its client binary that runs Codex as
     /// the plan starts it (exactly the plan's environment, in its cwd) but as `codex <the
     /// plan's -c/--disable pairs> app-server`, and asks it `config/read` ([`config_read`]'s
@@ -132,8 +133,7 @@ impl Setup {
         let mut c = c.clone();
         c.worktree = Some(self.cwd.path().to_str().unwrap().into());
         c.launch_dir = Some(self.launch.path().to_str().unwrap().into());
-        let plan = codex_plan(&c, &c.resolve(Policy::Lenient).unwrap(), Policy::Lenient)
-            .unwrap_or_else(|e| panic!("render: {e}"));
+        let plan = crate::common::plan::lenient(Client::Codex, &c);
         let out = self.scratch.path().join("answers.jsonl");
         let messages: Vec<String> = MESSAGES
             .iter()

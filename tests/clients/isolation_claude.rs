@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use common::etc::Etc;
 use common::model_api::ModelApi;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::{CredentialFile, Credentials, managed_preflight};
 use kcap_mcp_registry::launch::{self, Options, Reviewer, TerminalEvent};
@@ -235,7 +234,7 @@ impl World {
     }
 
     fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
-        claude_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap(), Policy::Lenient).unwrap()
+        crate::common::plan::lenient(Client::Claude, ctx)
     }
 
     /// Carries the plan out as a daemon does, through the library's executor

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use common::records::plan_env;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::codex::{MANAGED_FILES, codex_plan, keep_api_key};
+use kcap_mcp_registry::clients::codex::{MANAGED_FILES, keep_api_key};
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::managed_preflight;
 use kcap_mcp_registry::{Policy, RenderError};
@@ -297,12 +297,7 @@ fn client_variables_do_not_reach_the_client() {
     for name in ["CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_ACCESS_TOKEN"] {
         let mut ctx = w.ctx();
         ctx.credentials.env.push(EnvVar::new(name, "k"));
-        let err = codex_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            Policy::Lenient,
-        )
-        .unwrap_err();
+        let err = crate::common::plan::refusal(Client::Codex, &ctx, Policy::Lenient);
         assert!(
             matches!(err, RenderError::CredentialNotAccepted { .. }),
             "{name}: {err:?}"
@@ -474,12 +469,7 @@ fn a_prompt_is_only_a_prompt() {
     for prompt in [bang.clone(), format!(" \n{bang}")] {
         let mut ctx = w.ctx();
         ctx.prompt = Some(prompt);
-        let refused = codex_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            Policy::Lenient,
-        )
-        .unwrap_err();
+        let refused = crate::common::plan::refusal(Client::Codex, &ctx, Policy::Lenient);
         assert!(
             matches!(refused, RenderError::PromptIsCommand { prefix: '!', .. }),
             "{refused:?}"

@@ -34,7 +34,6 @@ use common::peers::peer;
 use harness::{MARKER, Setup};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::cache::CacheProblem;
-use kcap_mcp_registry::clients::copilot::copilot_plan;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
@@ -333,7 +332,7 @@ fn copilot_fetches_no_remote_configuration() {
     ] {
         let mut c = ctx.clone();
         c.credentials.env.push(EnvVar::new(name, "x"));
-        let e = copilot_plan(&c, &resolution).unwrap_err();
+        let e = crate::common::plan::refusal(Client::Copilot, &c, Policy::Lenient);
         assert!(
             matches!(&e, RenderError::CredentialNotAccepted { name: n, .. } if n == name),
             "{e}"
@@ -344,7 +343,9 @@ fn copilot_fetches_no_remote_configuration() {
         name: "config.json".into(),
         contents: "{}".into(),
     });
-    assert!(copilot_plan(&c, &resolution).is_err());
+    assert!(
+        crate::common::plan::resolved(Client::Copilot, &c, &resolution, Policy::Lenient).is_err()
+    );
 }
 
 /// Class 8. Variables Copilot CLI reads as configuration, set in the daemon's environment:

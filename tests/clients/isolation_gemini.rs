@@ -34,8 +34,8 @@ use std::time::Duration;
 use common::records::{Known, Record};
 use gemini_machine::{Machine, TOOLS, client, injected};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::gemini::{self, gemini_plan};
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId};
+use kcap_mcp_registry::clients::gemini;
+use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::managed_preflight;
 use kcap_mcp_registry::{Policy, RenderError};
 use serde_json::{Value, json};
@@ -307,15 +307,9 @@ fn no_remote_configuration_is_fetched() {
     ctx.credentials
         .env
         .push(EnvVar::new("GOOGLE_GENAI_USE_GCA", "true"));
-    let id = LaunchId::random().unwrap();
     assert!(matches!(
-        gemini_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            &id,
-            Policy::Lenient
-        ),
-        Err(RenderError::CredentialNotAccepted { .. })
+        crate::common::plan::refusal(Client::Gemini, &ctx, Policy::Lenient),
+        RenderError::CredentialNotAccepted { .. }
     ));
     let plan = m.plan();
     m.hostile_user_and_repo(

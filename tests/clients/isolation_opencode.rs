@@ -28,7 +28,7 @@ use kcap_mcp_registry::Policy;
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::opencode::{MANAGED_FILES, WORKTREE_CONFIG};
-use kcap_mcp_registry::clients::opencode::{SERVER_PASSWORD_VAR, config_json, opencode_plan};
+use kcap_mcp_registry::clients::opencode::{SERVER_PASSWORD_VAR, config_json};
 use kcap_mcp_registry::clients::root::{CredentialFile, managed_preflight};
 use lab::{Lab, RESULT_TOOL, hostile_config, plugin_source, write};
 use serde_json::json;
@@ -592,7 +592,7 @@ fn a_launch_value_is_never_expanded() {
     ] {
         let mut ctx = lab.context();
         ctx.model = Some(model.clone());
-        let refused = opencode_plan(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        let refused = crate::common::plan::refusal(Client::OpenCode, &ctx, Policy::Lenient);
         assert!(
             matches!(
                 refused,

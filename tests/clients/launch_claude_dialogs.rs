@@ -20,17 +20,17 @@
 //! reported as ignored (or fails under `KCAP_REQUIRE_PEERS=1`).
 
 use crate::common;
+use kcap_mcp_registry::Client;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::peers::peer;
-use kcap_mcp_registry::clients::claude::claude_plan;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::claude::state::STATE_FILE;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer, TerminalEvent};
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::Value;
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
@@ -85,12 +85,7 @@ fn plan(dir: &Path) -> LaunchPlan {
         EnvVar::new("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
         EnvVar::new("IS_SANDBOX", "1"),
     ];
-    let mut plan = claude_plan(
-        &ctx,
-        &ctx.resolve(Policy::Lenient).unwrap(),
-        Policy::Lenient,
-    )
-    .unwrap();
+    let mut plan = crate::common::plan::lenient(Client::Claude, &ctx);
     plan.env.extend([
         EnvVar::new("HTTPS_PROXY", "http://127.0.0.1:9"),
         EnvVar::new("HTTP_PROXY", "http://127.0.0.1:9"),

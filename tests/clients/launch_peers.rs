@@ -16,6 +16,7 @@
 //! Offline: dummy keys, the model APIs at a dead local port; no Gemini prompt is sent.
 
 use crate::common;
+use kcap_mcp_registry::Client;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -23,9 +24,7 @@ use std::time::{Duration, Instant};
 use common::peers::peer;
 use common::records::{Known, read_records, recorder_source};
 use common::stand_in::write_executable;
-use kcap_mcp_registry::clients::codex::codex_plan;
-use kcap_mcp_registry::clients::gemini::gemini_plan;
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId};
+use kcap_mcp_registry::clients::plan::EnvVar;
 use kcap_mcp_registry::clients::root::CredentialFile;
 use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer, TerminalEvent};
 use kcap_mcp_registry::{LaunchContext, Policy};
@@ -49,7 +48,6 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
     }
     let recorder = path("bin/kcap");
     write_executable(&recorder, recorder_source(&path("records")));
-    let id = LaunchId::from_hex("0123456789abcdef").unwrap();
     let mut ctx = LaunchContext {
         server_url: Some("http://127.0.0.1:9/kcap".into()),
         kcap_bin: Some(recorder.display().to_string()),
@@ -64,7 +62,13 @@ fn gemini_plan_carried_out_by_the_executor_starts_exactly_the_injected_servers()
         EnvVar::new("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9"),
     ];
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    let plan = gemini_plan(&ctx, &resolution, &id, kcap_mcp_registry::Policy::Lenient).unwrap();
+    let plan = crate::common::plan::resolved(
+        Client::Gemini,
+        &ctx,
+        &resolution,
+        kcap_mcp_registry::Policy::Lenient,
+    )
+    .unwrap();
     assert!(plan.worktree_remove.contains(&".gemini".to_string()));
 
     // The reviewed repository's own servers: one named like the injected server.
@@ -195,7 +199,13 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
             contents: r#"{"OPENAI_API_KEY":"dummy"}"#.into(),
         }];
         let resolution = ctx.resolve(Policy::Lenient).unwrap();
-        let plan = codex_plan(&ctx, &resolution, kcap_mcp_registry::Policy::Lenient).unwrap();
+        let plan = crate::common::plan::resolved(
+            Client::Codex,
+            &ctx,
+            &resolution,
+            kcap_mcp_registry::Policy::Lenient,
+        )
+        .unwrap();
         let options = Options::default().with_dialog_quiet(Duration::from_secs(3));
         let started = Instant::now();
         let mut reviewer =

@@ -4,8 +4,8 @@
 //!
 //! 1. The protection: `Client::plan` refuses a launch that hands over `ANTHROPIC_API_KEY`
 //!    and no `ANTHROPIC_BASE_URL` ([`RenderError::RemoteSettings`]).
-//! 2. The bite: the same context planned by the room alone (`claude_plan`, the plan
-//!    `Client::plan` renders once its checks pass, with no `ANTHROPIC_BASE_URL`) and carried
+//! 2. The bite: the same launch without the refusal (the plan `Client::plan` renders for a
+//!    base URL it accepts, that `ANTHROPIC_BASE_URL` then taken out of it) and carried
 //!    out by the executor fetches `GET /api/claude_code/settings` from the default endpoint
 //!    before its first turn and applies what it got: a deny rule `mcp__kcap-review` in the
 //!    served settings hides every tool of our `kcap-review` server from that turn (the
@@ -32,7 +32,6 @@ use crate::common::door::{TestCa, tls_server};
 use crate::common::model_api::{ConnectProxy, ModelApi, Request, anthropic_turn, response};
 use crate::common::peers::{inherited_path, peer, skip};
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::claude::claude_plan;
 use kcap_mcp_registry::clients::dispatch::PlanInputs;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::Credentials;
@@ -104,13 +103,13 @@ fn check(var: &'static str) {
         ),
     }
 
-    // 2. The bite: the room's plan of the same context, without the refusal, carried out.
-    let plan = claude_plan(
-        &ctx,
-        &ctx.resolve(Policy::Lenient).unwrap(),
-        Policy::Lenient,
-    )
-    .unwrap();
+    // 2. The bite: the same launch without the refusal, carried out: planned with a base
+    // URL the check accepts, which is then taken out of the plan's environment.
+    let mut plan = Client::Claude
+        .plan(&world.ctx(Some("http://127.0.0.1:9")), &inputs)
+        .unwrap()
+        .plan;
+    plan.env.retain(|v| v.name != "ANTHROPIC_BASE_URL");
     assert!(
         !plan.env.iter().any(|v| v.name == "ANTHROPIC_BASE_URL"),
         "{version}: {:?}",

@@ -13,6 +13,7 @@ pub mod etc;
 pub mod model_api;
 #[cfg(feature = "launch")]
 pub mod outside;
+pub mod plan;
 #[macro_use]
 pub mod peers;
 pub mod records;

@@ -15,7 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("rules", &["schema", "diagnostic"]),
     ("resolution", &["registry", "report", "allowlist"]),
     ("rooms", &["clients"]),
-    ("executor", &["launch"]),
+    ("executor", &["launch", "error"]),
     ("operations", &["ops"]),
 ];
 

@@ -13,18 +13,11 @@
 use std::path::PathBuf;
 
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::antigravity::antigravity_plan;
-use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::{codex_plan, codex_reviewer_args};
-use kcap_mcp_registry::clients::copilot::copilot_plan;
-use kcap_mcp_registry::clients::cursor::cursor_plan;
+use kcap_mcp_registry::clients::claude::claude_reviewer_args;
+use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
-use kcap_mcp_registry::clients::gemini::gemini_plan;
-use kcap_mcp_registry::clients::kiro::kiro_plan;
-use kcap_mcp_registry::clients::opencode::opencode_plan;
 use kcap_mcp_registry::clients::plan::pr_config_note;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
-use kcap_mcp_registry::clients::qwen::qwen_plan;
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
 };
@@ -82,20 +75,15 @@ fn exact_plan(
     ctx: &LaunchContext,
     policy: Policy,
 ) -> Result<LaunchPlan, LaunchError> {
-    let id = LaunchId::from_hex(LAUNCH_ID).unwrap();
-    let r = &ctx.resolve(policy)?;
-    Ok(match client {
-        Client::Claude => claude_plan(ctx, r, policy),
-        Client::Codex => codex_plan(ctx, r, policy),
-        Client::Gemini => gemini_plan(ctx, r, &id, policy),
-        Client::OpenCode => opencode_plan(ctx, r),
-        Client::Copilot => copilot_plan(ctx, r),
-        Client::Cursor => cursor_plan(ctx, r, UnverifiedIsolation::Allow),
-        Client::Kiro => kiro_plan(ctx, r, &id),
-        Client::Qwen => qwen_plan(ctx, r, &id, policy),
-        Client::Antigravity => antigravity_plan(ctx, r),
-        other => panic!("{other}: no plan renderer"),
-    }?)
+    // The strict policy refuses a model or effort the client has no setting for (tested in
+    // `launch_api.rs`): these plans leave such a value out, as the lenient plan does.
+    let mut ctx = ctx.clone();
+    if policy == Policy::Strict {
+        let spec = client.spec();
+        ctx.model = ctx.model.filter(|_| spec.carries_model);
+        ctx.effort = ctx.effort.filter(|_| spec.carries_effort);
+    }
+    crate::common::plan::of(client, &ctx, policy)
 }
 
 /// The render error `client`'s plan for `ctx` fails with (panics on any other outcome).
@@ -173,9 +161,8 @@ fn strict_plans_with_read_only_servers() {
     let c = ctx(Some(&["kcap-review", "kcap-sessions"]));
     for client in CLIENTS {
         if client == Client::Cursor {
-            // Cursor cannot hide its built-in tools (`--force` runs every one unasked): its
-            // room renders the plan (the golden), and the one call refuses it under the
-            // strict policy (`clients::tools`).
+            // Cursor cannot hide its built-in tools (`--force` runs every one unasked): the
+            // one call refuses it under the strict policy (`clients::tools`).
             let mut inputs = PlanInputs::new(Policy::Strict);
             inputs.unverified_isolation = UnverifiedIsolation::Allow;
             let c = LaunchContext {
@@ -192,6 +179,7 @@ fn strict_plans_with_read_only_servers() {
                 ),
                 "{err}"
             );
+            continue;
         }
         let p = plan(client, &c, Policy::Strict).unwrap();
         golden(&format!("{client}-strict"), &p.to_json());
@@ -213,7 +201,8 @@ fn gated_plans_inject_nothing() {
 fn brokered_and_borrowed_plans_inject_by_the_registry_data() {
     // Brokered: the result channel carries KCAP_FLOW_CAPABILITY_URL instead of KCAP_URL.
     // Borrowed: kcap-review-context comes last, with its review-context URL and mode. Gemini
-    // aliases every injected server, the reserved ones too.
+    // aliases every injected server, the reserved ones too. Strict plans, but Cursor's, which
+    // the strict policy refuses (above): its plans are lenient.
     for (name, delivery, snapshot) in [
         ("brokered", brokered(), Snapshot::Own),
         ("borrowed", ResultDelivery::Direct, borrowed()),
@@ -223,7 +212,11 @@ fn brokered_and_borrowed_plans_inject_by_the_registry_data() {
         c.result_delivery = delivery;
         c.snapshot = snapshot;
         for client in CLIENTS {
-            let p = plan(client, &c, Policy::Strict).unwrap();
+            let policy = match client {
+                Client::Cursor => Policy::Lenient,
+                _ => Policy::Strict,
+            };
+            let p = plan(client, &c, policy).unwrap();
             let ids: Vec<&str> = p.servers.iter().map(|s| s.id.as_str()).collect();
             let expected: &[&str] = match name {
                 "brokered" => &["kcap-flow-result", "kcap-review"],
@@ -263,6 +256,14 @@ fn brokered_and_borrowed_refusals_reach_every_client() {
 fn empty_allowlist_is_byte_identical_to_none() {
     for client in CLIENTS {
         for policy in [Policy::Lenient, Policy::Strict] {
+            if client == Client::Cursor && policy == Policy::Strict {
+                // Refused alike (above).
+                assert_eq!(
+                    refusal(client, &ctx(None), policy),
+                    refusal(client, &ctx(Some(&[])), policy)
+                );
+                continue;
+            }
             let none = plan(client, &ctx(None), policy).unwrap().to_json();
             let empty = plan(client, &ctx(Some(&[])), policy).unwrap().to_json();
             assert_eq!(empty, none, "{client} {policy:?}");
@@ -283,7 +284,7 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
     let r = c.resolve(Policy::Lenient).unwrap();
     // Claude Code's: the `--mcp-config` JSON moved into a file of the launch directory
     // (mode 0600), which the argv names; the rest unchanged.
-    let plan = claude_plan(&c, &r, Policy::Lenient).unwrap();
+    let plan = crate::common::plan::resolved(Client::Claude, &c, &r, Policy::Lenient).unwrap();
     let mut args = claude_reviewer_args(&c, &r).unwrap();
     let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
     let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
@@ -308,7 +309,7 @@ fn claude_and_codex_plans_carry_their_argv_unchanged() {
         .unwrap();
     assert_eq!((file.contents.as_str(), file.mode), (json.as_str(), 0o600));
     // Codex's: the servers' `env` overrides moved into its `config.toml` (mode 0600).
-    let plan = codex_plan(&c, &r, Policy::Lenient).unwrap();
+    let plan = crate::common::plan::resolved(Client::Codex, &c, &r, Policy::Lenient).unwrap();
     let mut args = codex_reviewer_args(&c, &r).unwrap();
     let mut moved = Vec::new();
     while let Some(i) = args
@@ -527,8 +528,22 @@ fn only_the_facts_only_clients_are_unverified_and_strict_refuses_cursor_without_
             "{client}"
         );
     }
-    let r = c.resolve(Policy::Strict).unwrap();
-    let err = cursor_plan(&c, &r, UnverifiedIsolation::Refuse).unwrap_err();
+    // Without the model and effort Cursor has no setting for, which the strict policy
+    // refuses first.
+    let refused = |c: &LaunchContext, policy: Policy| {
+        let mut inputs = crate::common::plan::inputs(policy);
+        inputs.unverified_isolation = UnverifiedIsolation::Refuse;
+        let c = LaunchContext {
+            model: None,
+            effort: None,
+            ..c.clone()
+        };
+        Client::Cursor.plan(&c, &inputs)
+    };
+    let err = match refused(&c, Policy::Strict) {
+        Err(LaunchError::Render(e)) => e,
+        other => panic!("cursor: {other:?}"),
+    };
     assert_eq!(
         err,
         RenderError::UnverifiedIsolation {
@@ -543,16 +558,14 @@ fn only_the_facts_only_clients_are_unverified_and_strict_refuses_cursor_without_
          = UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
     );
     // Refused under the lenient policy too.
-    let r = c.resolve(Policy::Lenient).unwrap();
-    assert!(cursor_plan(&c, &r, UnverifiedIsolation::Refuse).is_err());
+    assert!(refused(&c, Policy::Lenient).is_err());
     // Gated too: the user's own servers do not depend on ours.
     let mut gated = c.clone();
     gated.kcap_bin = None;
-    let r = gated.resolve(Policy::Strict).unwrap();
-    assert!(cursor_plan(&gated, &r, UnverifiedIsolation::Refuse).is_err());
-    // The opt-in renders it, marked unverified.
-    let r = c.resolve(Policy::Strict).unwrap();
-    let allowed = cursor_plan(&c, &r, UnverifiedIsolation::Allow).unwrap();
+    assert!(refused(&gated, Policy::Strict).is_err());
+    // The opt-in renders it, marked unverified (lenient: under the strict policy Cursor's
+    // tools that run unasked refuse it, `clients::tools`).
+    let allowed = crate::common::plan::lenient(Client::Cursor, &c);
     match allowed.isolation {
         Isolation::Unverified { reason } => assert!(reason.contains("~/.cursor/mcp.json")),
         Isolation::Verified { .. } => panic!("cursor verified"),

@@ -1,5 +1,5 @@
 //! Antigravity, `agy` (not installable here; facts from the original system \[K\], measured
-//! there on 1.1.10/1.1.13): the reviewer launch ([`antigravity_plan`]) and, with the `cli`
+//! there on 1.1.10/1.1.13): the reviewer launch (`antigravity_plan`) and, with the `cli`
 //! feature, its registration file (`registration`) and loader model (`loader`).
 //!
 //! **Nothing here was measured in this project**: `agy` cannot be installed here, so its plan
@@ -191,8 +191,8 @@ pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
 /// [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy, RenderError, ResultDelivery};
-/// use kcap_mcp_registry::clients::antigravity::antigravity_plan;
+/// use kcap_mcp_registry::{Client, LaunchContext, LaunchError, Policy, RenderError, ResultDelivery};
+/// use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
 ///
 /// let mut ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -202,15 +202,17 @@ pub fn permissions_json(servers: &[(&McpServer, &str)]) -> String {
 ///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let r = ctx.resolve(Policy::Strict)?;
-/// assert!(matches!(antigravity_plan(&ctx, &r), Err(RenderError::NeedsBrokeredDelivery { .. })));
+/// let mut inputs = PlanInputs::new(Policy::Strict);
+/// inputs.unverified_isolation = UnverifiedIsolation::Allow;
+/// let refused = Client::Antigravity.plan(&ctx, &inputs);
+/// assert!(matches!(refused, Err(LaunchError::Render(RenderError::NeedsBrokeredDelivery { .. }))));
 /// ctx.result_delivery = ResultDelivery::Brokered { capability_url: "http://127.0.0.1:4100/t".into() };
-/// let plan = antigravity_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
+/// let plan = Client::Antigravity.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.files[0].path, "home/.gemini/config/mcp_config.json");
 /// assert_eq!(plan.env_value("HOME"), Some("/run/kcap/l1/home"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn antigravity_plan(
+pub(crate) fn antigravity_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<LaunchPlan, RenderError> {

@@ -1,5 +1,5 @@
 //! Claude Code: the `--mcp-config` JSON (inline in [`claude_reviewer_args`], a file of the
-//! launch directory in [`claude_plan`]: [`MCP_CONFIG_FILE`]), the reviewer argv, and the
+//! launch directory in `claude_plan`: [`MCP_CONFIG_FILE`]), the reviewer argv, and the
 //! per-launch root.
 //!
 //! Format: Claude Code's MCP configuration, `{"mcpServers":{<name>:{"command":…,"args":[…],
@@ -11,7 +11,7 @@
 //! # Isolation by construction (issue 22; measured on 2.1.197 and 2.1.328, 2026-12-01)
 //!
 //! The reviewer's Claude Code starts from an empty environment plus the plan's
-//! ([`claude_plan`]): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
+//! (`claude_plan`): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
 //! `CLAUDE_CONFIG_DIR=<launch dir>/home/.claude`, where Claude Code keeps its global config
 //! (`.claude.json`), its user settings (`settings.json`) and its credentials
 //! (`.credentials.json`). The plan writes one file there, the first-run state
@@ -603,7 +603,7 @@ pub const MCP_CONFIG_FILE: &str = "mcp-config.json";
 /// # Errors
 /// As [`claude_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
 /// directory; the credential errors of [`CREDENTIALS`].
-pub fn claude_plan(
+pub(crate) fn claude_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     policy: Policy,
@@ -642,24 +642,6 @@ fn plan_of(
     ready::type_when_ready(&mut plan)?;
     plan.dialogs = Dialog::all(state::DIALOGS);
     Ok(plan)
-}
-
-/// [`claude_plan`] after the [`preflight`]: the plan of [`claude_reviewer_args_preflighted`]'s
-/// argv, and the vetoes to report as warnings.
-///
-/// # Errors
-/// As [`claude_reviewer_args_preflighted`] and [`claude_plan`].
-pub fn claude_plan_preflighted(
-    ctx: &LaunchContext,
-    resolution: &Resolution<'_, String>,
-    policy: Policy,
-    sources: &preflight::ClaudeConfigSources,
-) -> Result<(LaunchPlan, Vec<crate::clients::veto::Veto>), RenderError> {
-    let (mut argv, vetoes) = claude_reviewer_args_preflighted(ctx, resolution, policy, sources)?;
-    tools::hide(&mut argv, policy);
-    let mut plan = plan_of(ctx, resolution, argv)?;
-    plan.unasked = crate::clients::tools::unasked(Client::Claude, policy)?;
-    Ok((plan, vetoes))
 }
 
 /// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as

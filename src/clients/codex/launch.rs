@@ -288,7 +288,7 @@ fn take_env_overrides(argv: &mut Vec<String>) -> Vec<(String, String)> {
 /// # Errors
 /// As [`codex_reviewer_args`]; [`RenderError::NeedsAbsolute`] without an absolute launch
 /// directory; the credential errors of [`CREDENTIALS`].
-pub fn codex_plan(
+pub(crate) fn codex_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     policy: crate::Policy,

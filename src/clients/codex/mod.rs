@@ -1,6 +1,6 @@
 //! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv, and (module `launch`,
 //! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
-//! ([`codex_plan`]). Under that plan Codex reads no user, plugin or repository configuration
+//! (`codex_plan`). Under that plan Codex reads no user, plugin or repository configuration
 //! (measured on 0.169.0: its own `codex mcp list --json`, taken with the plan carried out,
 //! lists exactly the injected servers, `tests/clients/isolation_codex.rs`), so there is no inherited
 //! server to disable and no inventory to take.
@@ -21,7 +21,7 @@
 //! `isolation_codex::no_inventory_is_needed_codex_lists_only_the_injected_servers` passes
 //! on either version.
 //!
-//! The plan ([`codex_plan`]) moves each server's `env` override out of the argv into its
+//! The plan (`codex_plan`) moves each server's `env` override out of the argv into its
 //! `config.toml` (the variables hold the agent id and the capability URL; every local user
 //! reads an argv); [`codex_mcp_overrides`] and [`codex_reviewer_args`] still render it.
 //!
@@ -69,9 +69,10 @@ use std::fmt::Write as _;
 use crate::allowlist::Resolution;
 use crate::clients::{Client, LaunchContext, RenderError, non_blank, option_value};
 use crate::model::McpServer;
+pub(crate) use launch::codex_plan;
 pub use launch::{
     BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, GIT_AT_START, MANAGED_FILES, RUNTIME_DIR,
-    WORKTREE_CONFIG, codex_config_toml, codex_plan, keep_api_key, preflight,
+    WORKTREE_CONFIG, codex_config_toml, keep_api_key, preflight,
 };
 
 /// What generic code knows about Codex CLI ([`crate::clients::spec`]).
@@ -354,7 +355,7 @@ pub const PROMPT_SHELL_PREFIX: char = '!';
 ///
 /// `resolution` is `ctx`'s allowlist resolved ([`LaunchContext::resolve`]), whose
 /// [`skipped`](Resolution::skipped) entries the caller logs. The argv isolates nothing by
-/// itself: run it as [`codex_plan`] says.
+/// itself: run it as `codex_plan` says.
 ///
 /// # Errors
 /// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree

@@ -1,5 +1,5 @@
 //! GitHub Copilot CLI (pinned `@github/copilot@1.0.102`): the reviewer launch over ACP
-//! ([`copilot_plan`]), isolated by construction in a per-launch client root, and, with the
+//! (`copilot_plan`), isolated by construction in a per-launch client root, and, with the
 //! `cli` feature, its registration file (`registration`) and loader model (`loader`).
 //!
 //! How Copilot CLI 1.0.102 receives MCP servers (measured offline on 1.0.102: the facts
@@ -316,8 +316,8 @@ pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
 /// ([`RenderError::CredentialNotAccepted`]).
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy};
-/// use kcap_mcp_registry::clients::copilot::copilot_plan;
+/// use kcap_mcp_registry::{Client, LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::dispatch::PlanInputs;
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -328,7 +328,7 @@ pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
 ///     cache_dir: Some("/var/cache/kcap".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let plan = copilot_plan(&ctx, &ctx.resolve(Policy::Strict)?)?;
+/// let plan = Client::Copilot.plan(&ctx, &PlanInputs::new(Policy::Strict))?.plan;
 /// assert_eq!(plan.env_value("COPILOT_HOME"), Some("/run/kcap/l1/home/.copilot"));
 /// assert_eq!(plan.env_value("XDG_CACHE_HOME"), Some("/run/kcap/l1/home/.cache"));
 /// assert_eq!(plan.env_value("COPILOT_PKG_CACHE_HOME"), Some("/var/cache/kcap/copilot"));
@@ -336,7 +336,7 @@ pub const MCP_CONFIG_FILE: &str = "additional-mcp-config.json";
 /// assert!(!plan.argv.iter().any(|a| a.starts_with("--disable-mcp-server")));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn copilot_plan(
+pub(crate) fn copilot_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<LaunchPlan, RenderError> {

@@ -1,5 +1,5 @@
 //! Cursor (not installable here; facts from the original system \[K\] only): the reviewer
-//! launch over ACP ([`cursor_plan`]) and, with the `cli` feature, its registration file
+//! launch over ACP (`cursor_plan`) and, with the `cli` feature, its registration file
 //! (`registration`) and loader model (`loader`).
 //!
 //! **Nothing here was measured**: Cursor cannot be installed in this project's environment,
@@ -14,7 +14,7 @@
 //!   registration fills, the flow-starting `kcap-flows` included, and the project's
 //!   `.cursor/mcp.json`. Whether those servers start beside the injected ones was never
 //!   established. So every Cursor plan says [`Isolation::Unverified`] ([`ISOLATION_REASON`]),
-//!   and [`cursor_plan`] refuses, under either policy, unless the caller opts in with
+//!   and `cursor_plan` refuses, under either policy, unless the caller opts in with
 //!   [`UnverifiedIsolation::Allow`]. The daemon's worktree hygiene (facts "Reserved servers":
 //!   `.cursor/mcp.json` is among the paths a reviewer worktree must not carry) covers the
 //!   project file; nothing covers the user's.
@@ -135,9 +135,8 @@ pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the
 /// [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
-/// use kcap_mcp_registry::clients::cursor::cursor_plan;
-/// use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
+/// use kcap_mcp_registry::{Client, LaunchContext, LaunchError, Policy, RenderError};
+/// use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -147,15 +146,16 @@ pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the
 ///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let r = ctx.resolve(Policy::Strict)?;
-/// let refused = cursor_plan(&ctx, &r, UnverifiedIsolation::Refuse);
-/// assert!(matches!(refused, Err(RenderError::UnverifiedIsolation { .. })));
-/// let plan = cursor_plan(&ctx, &r, UnverifiedIsolation::Allow)?;
+/// let mut inputs = PlanInputs::new(Policy::Lenient);
+/// let refused = Client::Cursor.plan(&ctx, &inputs);
+/// assert!(matches!(refused, Err(LaunchError::Render(RenderError::UnverifiedIsolation { .. }))));
+/// inputs.unverified_isolation = UnverifiedIsolation::Allow;
+/// let plan = Client::Cursor.plan(&ctx, &inputs)?.plan;
 /// assert!(!plan.isolation.is_verified());
 /// assert_eq!(plan.argv, ["acp", "--force", "--approve-mcps", "--trust"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn cursor_plan(
+pub(crate) fn cursor_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     unverified: UnverifiedIsolation,

@@ -1,5 +1,5 @@
 //! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP
-//! ([`gemini_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
+//! (`gemini_plan`) and, with the `cli` feature, its registration file (`registration`) and loader model
 //! (`loader`).
 //!
 //! What Qwen Code, its fork, does alike is written once for both rooms in
@@ -226,8 +226,8 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// list.
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy};
-/// use kcap_mcp_registry::clients::{gemini::gemini_plan, plan::LaunchId};
+/// use kcap_mcp_registry::{Client, LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::{dispatch::PlanInputs, plan::LaunchId};
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -237,8 +237,9 @@ pub use crate::clients::gemini_family::deny_all_name;
 ///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let id = LaunchId::from_hex("0123456789abcdef")?;
-/// let plan = gemini_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id, Policy::Strict)?;
+/// let mut inputs = PlanInputs::new(Policy::Strict);
+/// inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef")?);
+/// let plan = Client::Gemini.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
 /// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents"]);
@@ -246,7 +247,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn gemini_plan(
+pub(crate) fn gemini_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
@@ -367,7 +368,7 @@ pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
-/// ([`gemini_plan`] refuses that launch anyway).
+/// (`gemini_plan` refuses that launch anyway).
 ///
 /// # Errors
 /// As [`env_file_preflight`].

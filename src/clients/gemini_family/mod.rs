@@ -103,7 +103,7 @@ pub fn deny_all_name(launch_id: &LaunchId) -> String {
 /// [`RenderError::MissingReviewContextUrl`]; [`RenderError::OptionLike`] for a model starting
 /// with `-`; [`RenderError::CredentialNotAccepted`] for a credential the client does not
 /// accept.
-pub fn plan(
+pub(crate) fn plan(
     launch: &AcpLaunch,
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,

@@ -1,5 +1,5 @@
 //! Kiro (not installable here; facts from the original system \[K\], measured there on
-//! 2.15.2/2.16.0): the reviewer launch over ACP ([`kiro_plan`]) and, with the `cli` feature,
+//! 2.15.2/2.16.0): the reviewer launch over ACP (`kiro_plan`) and, with the `cli` feature,
 //! its registration file (`registration`) and loader model (`loader`).
 //!
 //! **Nothing here was measured in this project**: Kiro cannot be installed here, so its plan
@@ -177,8 +177,9 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 /// [`RenderError::BlankCapabilityUrl`], [`RenderError::MissingReviewContextUrl`].
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy};
-/// use kcap_mcp_registry::clients::{kiro::kiro_plan, plan::LaunchId};
+/// use kcap_mcp_registry::{Client, LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
+/// use kcap_mcp_registry::clients::plan::LaunchId;
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -188,14 +189,16 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 ///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let id = LaunchId::from_hex("0123456789abcdef")?;
-/// let plan = kiro_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id)?;
+/// let mut inputs = PlanInputs::new(Policy::Strict);
+/// inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef")?);
+/// inputs.unverified_isolation = UnverifiedIsolation::Allow;
+/// let plan = Client::Kiro.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.env_value("KIRO_HOME"), Some("/run/kcap/l1/kiro-home"));
 /// assert_eq!(plan.servers[0].wire_name, "kcap-flow-result-0123456789abcdef");
 /// assert!(!plan.isolation.is_verified());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn kiro_plan(
+pub(crate) fn kiro_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,

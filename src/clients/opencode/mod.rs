@@ -1,5 +1,5 @@
 //! OpenCode (pinned `opencode-ai@1.18.33`): the reviewer launch over ACP
-//! ([`opencode_plan`]) and, with the `cli` feature, its registration file (`registration`) and loader model
+//! (`opencode_plan`) and, with the `cli` feature, its registration file (`registration`) and loader model
 //! (`loader`).
 //!
 //! Isolated by construction (issue 22): the reviewer's OpenCode reads its user-level
@@ -278,7 +278,7 @@ fn to_json(value: &impl Serialize) -> String {
 /// file's contents, in the file's text before it is parsed (measured on 1.18.33 with
 /// `opencode debug config`: a model of `{file:<secret>}` resolved to the file's contents,
 /// which the model request then carries; `isolation_opencode::a_launch_value_is_never_expanded`
-/// shows it again on every run). No model name has a `{`, so [`opencode_plan`] refuses any.
+/// shows it again on every run). No model name has a `{`, so `opencode_plan` refuses any.
 pub const EXPANDS: &str = "which OpenCode expands in its configuration (`{env:NAME}` to a \
                            variable, `{file:PATH}` to a file's contents)";
 
@@ -304,7 +304,7 @@ pub const SERVER_PASSWORD_VAR: &str = "OPENCODE_SERVER_PASSWORD";
 /// [`RenderError::BlankAgentId`], [`RenderError::BlankCapabilityUrl`],
 /// [`RenderError::MissingReviewContextUrl`]; the credential errors of [`CREDENTIALS`];
 /// [`RenderError::LaunchValueExpands`] for a model holding `{` ([`EXPANDS`]).
-pub fn opencode_plan(
+pub(crate) fn opencode_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<LaunchPlan, RenderError> {

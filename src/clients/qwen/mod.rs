@@ -1,5 +1,5 @@
 //! Qwen Code (pinned `@qwen-code/qwen-code@0.24.4`, a Gemini CLI derivative): the reviewer
-//! launch over ACP ([`qwen_plan`]) and, with the `cli` feature, its registration file
+//! launch over ACP (`qwen_plan`) and, with the `cli` feature, its registration file
 //! (`registration`) and loader model (`loader`).
 //!
 //! What it does as Gemini CLI does is written once for both rooms in
@@ -189,8 +189,8 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// list.
 ///
 /// ```
-/// use kcap_mcp_registry::{LaunchContext, Policy};
-/// use kcap_mcp_registry::clients::{qwen::qwen_plan, plan::LaunchId};
+/// use kcap_mcp_registry::{Client, LaunchContext, Policy};
+/// use kcap_mcp_registry::clients::{dispatch::PlanInputs, plan::LaunchId};
 ///
 /// let ctx = LaunchContext {
 ///     server_url: Some("http://127.0.0.1:5100".into()),
@@ -200,8 +200,9 @@ pub use crate::clients::gemini_family::deny_all_name;
 ///     launch_dir: Some("/run/kcap/l1".into()),
 ///     ..LaunchContext::default()
 /// };
-/// let id = LaunchId::from_hex("0123456789abcdef")?;
-/// let plan = qwen_plan(&ctx, &ctx.resolve(Policy::Strict)?, &id, Policy::Strict)?;
+/// let mut inputs = PlanInputs::new(Policy::Strict);
+/// inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef")?);
+/// let plan = Client::Qwen.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
 /// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
@@ -209,7 +210,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn qwen_plan(
+pub(crate) fn qwen_plan(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
     launch_id: &LaunchId,
@@ -255,7 +256,7 @@ pub const SYSTEM_DIR: &str = "qwen-system";
 /// The user settings file the plan writes, relative to the per-launch home.
 pub const SETTINGS_FILE: &str = ".qwen/settings.json";
 
-/// The user settings the plan writes (before the credentials, [`qwen_plan`]):
+/// The user settings the plan writes (before the credentials, `qwen_plan`):
 /// `$version: 4` (Qwen rewrites a file without it), `disableAllHooks` (a second lock on
 /// hooks), `tools.toolSearch.enabled = false` (MCP tools offered to the model directly, not
 /// behind `tool_search`), and `general.enableAutoUpdate = false` and
@@ -342,7 +343,7 @@ pub fn env_file_preflight(worktree: &Path) -> Result<(), RenderError> {
 }
 
 /// [`env_file_preflight`] for `ctx`'s worktree; nothing to check without an absolute one
-/// ([`qwen_plan`] refuses that launch anyway).
+/// (`qwen_plan` refuses that launch anyway).
 ///
 /// # Errors
 /// As [`env_file_preflight`].

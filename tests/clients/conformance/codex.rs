@@ -1,6 +1,7 @@
 //! Codex CLI: the effective MCP server table (`codex mcp list --json`) after the reviewer argv and the plan.
 
 use super::*;
+use kcap_mcp_registry::Client;
 
 pub(super) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -74,12 +75,7 @@ impl Codex {
         if ctx.worktree.is_none() {
             ctx.worktree = Some(self.cwd.path().to_str().unwrap().into());
         }
-        let plan = codex_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            Policy::Lenient,
-        )
-        .unwrap_or_else(|e| panic!("codex_plan: {e}"));
+        let plan = crate::common::plan::lenient(Client::Codex, &ctx);
         let daemon: BTreeMap<String, String> = [
             ("PATH", inherited_path()),
             ("HOME", self.home.path().into()),

@@ -36,7 +36,7 @@ use crate::claude_oracle;
 use common::peers::{inherited_path, peer, run};
 use common::stand_in::write_executable;
 use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_plan, codex_reviewer_args};
+use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;

@@ -14,11 +14,11 @@ use crate::common::model_api::{ModelApi, Request};
 use crate::common::peers::{inherited_path, peer};
 use crate::common::records::{Known, Record, plan_env};
 use crate::common::stand_in::write_executable;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::gemini::{self, MANAGED_FILES, gemini_plan};
-use kcap_mcp_registry::clients::plan::{EnvVar, LaunchId, LaunchPlan};
+use kcap_mcp_registry::clients::gemini::{self, MANAGED_FILES};
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::managed_preflight;
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -109,14 +109,7 @@ impl Machine {
     /// The plan of [`Machine::context`], plus [`OFFLINE`].
     pub fn plan(&self) -> LaunchPlan {
         let ctx = self.context();
-        let id = LaunchId::random().unwrap();
-        let mut plan = gemini_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            &id,
-            Policy::Lenient,
-        )
-        .unwrap();
+        let mut plan = crate::common::plan::lenient(Client::Gemini, &ctx);
         plan.env
             .extend(OFFLINE.iter().map(|(n, v)| EnvVar::new(*n, *v)));
         plan

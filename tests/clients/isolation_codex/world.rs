@@ -2,6 +2,7 @@
 //! environment, the worktree, administrator files under a mount namespace), a reviewer
 //! launch carried out as the plan says, and what it produced.
 
+use kcap_mcp_registry::Client;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,8 +15,6 @@ use crate::common::model_api::ModelApi;
 use crate::common::peers::peer;
 use crate::common::records::{Record, read_records};
 use kcap_mcp_registry::LaunchContext;
-use kcap_mcp_registry::Policy;
-use kcap_mcp_registry::clients::codex::codex_plan;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::CredentialFile;
 use kcap_mcp_registry::launch::Options;
@@ -260,12 +259,7 @@ impl World {
 
     pub fn plan(&self) -> LaunchPlan {
         let ctx = self.ctx();
-        codex_plan(
-            &ctx,
-            &ctx.resolve(Policy::Lenient).unwrap(),
-            Policy::Lenient,
-        )
-        .unwrap()
+        crate::common::plan::lenient(Client::Codex, &ctx)
     }
 
     /// The executor's client binary: Codex, or a wrapper that runs it in a private mount

@@ -2,6 +2,7 @@
 //! configuration and environment, a worktree, recorder MCP servers, hook marker stand-ins
 //! and a stand-in model API; `launch.rs` carries the plan out and judges it.
 
+use kcap_mcp_registry::Client;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,10 +11,9 @@ use std::time::Duration;
 use super::model::ToolModel;
 use crate::common::peers::inherited_path;
 use crate::common::stand_in::write_executable;
-use kcap_mcp_registry::clients::copilot::copilot_plan;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
 use kcap_mcp_registry::clients::root::Credentials;
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -299,7 +299,7 @@ impl Setup {
     /// The plan of `ctx` (lenient policy), and the recorder written to offer every tool the
     /// plan admits.
     pub fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
-        self.with_recorder(copilot_plan(ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap())
+        self.with_recorder(crate::common::plan::lenient(Client::Copilot, ctx))
     }
 
     /// `plan`, and the recorder written to offer every tool it admits.

@@ -3,6 +3,7 @@
 //! servers on 127.0.0.1 (a model API that calls our result tool, a recording proxy, a
 //! remote-configuration server), and the plan carried out as the daemon would.
 
+use kcap_mcp_registry::Client;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,9 +15,8 @@ use crate::common::etc::{self, Etc};
 use crate::common::peers::inherited_path;
 use crate::common::records::{Known, Record, plan_env};
 use crate::common::stand_in::write_executable;
-use kcap_mcp_registry::clients::opencode::opencode_plan;
+use kcap_mcp_registry::LaunchContext;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan};
-use kcap_mcp_registry::{LaunchContext, Policy};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -204,8 +204,7 @@ impl Lab {
     }
 
     pub fn plan(&self, ctx: &LaunchContext) -> LaunchPlan {
-        let resolution = ctx.resolve(Policy::Lenient).unwrap();
-        opencode_plan(ctx, &resolution).unwrap()
+        crate::common::plan::lenient(Client::OpenCode, ctx)
     }
 
     /// Carries `plan` out under `daemon` with the executor and, with a prompt, runs one

@@ -8,9 +8,9 @@ mod values;
 pub(super) use crate::common;
 
 pub(super) use common::{Run, bin, finish, run};
-pub(super) use kcap_mcp_registry::clients::claude::{claude_plan, claude_reviewer_args};
+pub(super) use kcap_mcp_registry::clients::Client;
+pub(super) use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 pub(super) use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
-pub(super) use kcap_mcp_registry::clients::codex::codex_plan;
 pub(super) use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(super) const URL: &str = "http://127.0.0.1:5100";
@@ -57,7 +57,7 @@ pub(super) fn claude_argv(ctx: &LaunchContext) -> Vec<String> {
     let mut ctx = ctx.clone();
     ctx.launch_dir = Some("/run/kcap/l1".into());
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    claude_plan(&ctx, &resolution, Policy::Lenient)
+    crate::common::plan::resolved(Client::Claude, &ctx, &resolution, Policy::Lenient)
         .unwrap()
         .argv
 }
@@ -68,7 +68,9 @@ pub(super) fn codex_argv(ctx: &LaunchContext) -> Vec<String> {
     let mut ctx = ctx.clone();
     ctx.launch_dir = Some("/run/kcap/l1".into());
     let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    codex_plan(&ctx, &resolution, Policy::Lenient).unwrap().argv
+    crate::common::plan::resolved(Client::Codex, &ctx, &resolution, Policy::Lenient)
+        .unwrap()
+        .argv
 }
 
 /// The `--mcp-config` JSON of a `render claude … --format plan` output.

@@ -4,12 +4,8 @@ use super::*;
 
 pub(super) mod facts_only {
     use super::*;
-    use kcap_mcp_registry::clients::antigravity::antigravity_plan;
-    use kcap_mcp_registry::clients::cursor::cursor_plan;
-    use kcap_mcp_registry::clients::dispatch::UnverifiedIsolation;
-    use kcap_mcp_registry::clients::kiro::kiro_plan;
-    use kcap_mcp_registry::clients::plan::LaunchId;
-    use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery};
+    use kcap_mcp_registry::clients::Client;
+    use kcap_mcp_registry::{LaunchContext, ResultDelivery};
 
     pub const PROMPT: &str = "Review PR 42";
 
@@ -32,15 +28,8 @@ pub(super) mod facts_only {
     }
 
     pub fn plan(client: &str, ctx: &LaunchContext) -> LaunchPlan {
-        let r = ctx.resolve(Policy::Lenient).unwrap();
-        let id = LaunchId::from_hex("0123456789abcdef").unwrap();
-        match client {
-            "cursor" => cursor_plan(ctx, &r, UnverifiedIsolation::Allow),
-            "kiro" => kiro_plan(ctx, &r, &id),
-            "antigravity" => antigravity_plan(ctx, &r),
-            _ => unreachable!(),
-        }
-        .unwrap()
+        let client = Client::from_name(client).unwrap();
+        crate::common::plan::lenient(client, ctx)
     }
 }
 
