@@ -1,5 +1,5 @@
 //! Issue 22 on Claude Code 2.1.197 (`KCAP_CLAUDE_BIN`) and 2.1.332 (`KCAP_CLAUDE_NEXT_BIN`):
-//! one test per class, each carrying out the rooted plan (`claude_plan`) through the
+//! one test per class, each carrying out the rooted plan (`Client::plan`) through the
 //! library's executor, as a daemon does (`launch::launch_with_parent_env`: `dirs` and
 //! `files` written, the interactive client in a pseudo-terminal, in `cwd`, with exactly the
 //! plan's `env` plus the daemon's values of `env_inherit`; a reviewer that sits at a dialog

@@ -1,5 +1,5 @@
 //! Issue 22 on the real Codex CLI (0.169.0): one test per class, each a reviewer launch
-//! carried out exactly as `codex_plan` says: the client starts from an empty environment plus
+//! carried out exactly as its plan (`Client::plan`) says: the client starts from an empty environment plus
 //! `plan.env` plus the daemon's values of `plan.env_inherit`, after `plan.dirs` and
 //! `plan.files` are written under the launch directory and `plan.worktree_remove` is removed
 //! from the worktree, with `plan.argv` in `plan.cwd`. The argv runs Codex's interactive TUI,

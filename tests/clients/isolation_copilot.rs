@@ -539,8 +539,8 @@ fn copilot_behind_the_door_keeps_the_key_outside_and_reaches_only_the_door() {
 /// package whose version directory every user can write (mode 0777), and into whose `index.js`
 /// "another user" put a line that writes the model key to a file: `Client::plan` refuses the
 /// launch before anything starts (`copilot::preflight`), naming the directory, its mode and
-/// the fix. The bite: the same launch planned without the check (`copilot_plan`, as before
-/// issue 34) runs the planted line in the reviewer, which holds the key, and the review goes on
+/// the fix. The bite: the same launch planned without the check (planned while the directory
+/// was not writable, then made writable again, as before issue 34) runs the planted line in the reviewer, which holds the key, and the review goes on
 /// as usual (Copilot answers, our servers start).
 fn copilot_refuses_an_unsafe_package_cache() {
     const KEY: &str = "sk-daemon-key-planted-cache-0123";
@@ -593,8 +593,11 @@ fn copilot_refuses_an_unsafe_package_cache() {
     assert!(message.contains(&fix), "{message}");
     assert!(!planted.exists(), "the check ran the client");
 
-    // Without the check: the planted line runs in the reviewer, with the key.
+    // Without the check: planned while the directory was safe, then made writable again, the
+    // planted line runs in the reviewer, with the key.
+    common::stand_in::set_dir_mode(&version, 0o755);
     let plan = setup.plan(&ctx);
+    common::stand_in::set_dir_mode(&version, 0o777);
     let out = carry_out(&setup, &bin, &plan, &setup.daemon_env(), &How::plan());
     let seen = std::fs::read_to_string(&planted).unwrap_or_default();
     assert!(

@@ -1,5 +1,5 @@
 //! Issue 22 on the real OpenCode 1.18.33: one test per class of "isolation by construction",
-//! each carrying out `opencode_plan` as the daemon would (the plan's `dirs` and `files`
+//! each carrying out its plan (`Client::plan`) as the daemon would (the plan's `dirs` and `files`
 //! written under the per-launch directory, `worktree_remove` applied, the client started from
 //! an empty environment plus `env` and the daemon's values of `env_inherit`, in `cwd` with
 //! `argv`, then ACP `initialize`, `session/new` and, where a class needs the model loop,
@@ -480,8 +480,8 @@ fn parent_folders_and_the_main_checkout_are_not_read() {
 /// next free port), which runs commands (`POST /pty`) as the daemon's user. With the plan of
 /// `Client::plan`, which sets `OPENCODE_SERVER_PASSWORD` to a fresh secret, another local
 /// user (`nobody`, through `setpriv`) gets 401 from `GET /config` while the reviewer runs,
-/// and the password gets 200; with `opencode_plan` alone (no password) that user gets 200, so
-/// the test bites.
+/// and the password gets 200; with the same plan without the password, that user gets 200,
+/// so the test bites.
 fn its_own_server_answers_no_other_local_user() {
     let Some(bin) = peer("KCAP_OPENCODE_BIN") else {
         return;
@@ -489,14 +489,13 @@ fn its_own_server_answers_no_other_local_user() {
     for with_password in [true, false] {
         let lab = Lab::new();
         let ctx = lab.context();
-        let plan = if with_password {
-            Client::OpenCode
-                .plan(&ctx, &PlanInputs::new(Policy::Lenient))
-                .unwrap()
-                .plan
-        } else {
-            lab.plan(&ctx)
-        };
+        let mut plan = Client::OpenCode
+            .plan(&ctx, &PlanInputs::new(Policy::Lenient))
+            .unwrap()
+            .plan;
+        if !with_password {
+            plan.env.retain(|v| v.name != SERVER_PASSWORD_VAR);
+        }
         let password = plan.env_value(SERVER_PASSWORD_VAR).map(str::to_owned);
         assert_eq!(password.is_some(), with_password);
         let launch = lab.path("launch");

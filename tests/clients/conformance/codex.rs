@@ -63,7 +63,7 @@ impl Codex {
     }
 
     /// `codex <plan argv> <tail…>` as the daemon launches the reviewer: `ctx` (with this
-    /// setup's launch directory) rendered by [`codex_plan`] and carried out by the library's
+    /// setup's launch directory) rendered by `Client::plan` and carried out by the library's
     /// executor (`common::carry`), Codex run with exactly the plan's environment built from
     /// this setup's (the daemon's `HOME`, `CODEX_HOME` and `PATH`), in the plan's cwd (this
     /// setup's when `ctx` names no worktree).

@@ -8,7 +8,7 @@
 //! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
 //!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
 //!   onto `$CODEX_HOME/config.toml`: an empty one for the argv's own values, and, for the
-//!   isolation, the plan's (`codex_plan` carried out, the daemon's `$CODEX_HOME` a hostile
+//!   isolation, the plan's (`Client::plan` carried out, the daemon's `$CODEX_HOME` a hostile
 //!   user's).
 //! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
 //!   and the API at a dead local port starts every configured MCP server; once the
