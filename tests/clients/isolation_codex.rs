@@ -446,7 +446,8 @@ fn no_inventory_is_needed_codex_lists_only_the_injected_servers() {
 /// Codex 0.169.0 reads the `.codex/config.toml` of every folder from its cwd up to the
 /// project root (the repository's), and a read the sandbox denies ends it: `Failed to read
 /// project config file <repo>/.codex/config.toml: Permission denied`. The planner refuses
-/// such a worktree (`worktree_preflight`); these tests carry its plan out anyway to show
+/// such a worktree (`worktree_preflight`); these tests carry its plan out anyway
+/// ([`World::plan`] plans it as if the repository appeared after the check) to show
 /// the enclosing repository's configuration does not reach the reviewer, so Codex must see
 /// it. (Before the client's installation outside `node_modules` was narrowed to its file,
 /// the recorder's directory, this test's whole root, was in the boundary and hid this.)

@@ -374,14 +374,8 @@ fn copilot_ignores_the_daemons_client_variables() {
         "instructions/.github/copilot-instructions.md",
         format!("{MARKER} env dir\n"),
     );
-    // The shared cache: the real package, and a "newer" one that only leaves a mark.
+    // The shared cache: a "newer" package that only leaves a mark, and the real package.
     let versions = setup.path("cache/copilot/pkg/linux-x64");
-    std::fs::create_dir_all(&versions).unwrap();
-    std::os::unix::fs::symlink(
-        real_cache.join("copilot/pkg/linux-x64/1.0.102"),
-        versions.join("1.0.102"),
-    )
-    .unwrap();
     setup.write("cache/copilot/pkg/linux-x64/9.9.9/index.js", touch("newer"));
     let mut daemon = setup.daemon_env();
     let path = |rel: &str| setup.path(rel).to_str().unwrap().to_owned();
@@ -403,6 +397,14 @@ fn copilot_ignores_the_daemons_client_variables() {
         daemon.insert(k.into(), v);
     }
     let plan = setup.plan(&setup.context(&setup.path("cache")));
+    // The real package is linked in after the plan: the planner refuses a cache with a link
+    // leading out of it (`RenderError::UnsafeCache`, `copilot_refuses_an_unsafe_package_cache`),
+    // and a copy would take 235 MB.
+    std::os::unix::fs::symlink(
+        real_cache.join("copilot/pkg/linux-x64/1.0.102"),
+        versions.join("1.0.102"),
+    )
+    .unwrap();
     let out = carry_out(&setup, &bin, &plan, &daemon, &How::plan());
     assert_isolated(&setup, &plan, &out);
 }

@@ -257,9 +257,25 @@ impl World {
         ctx
     }
 
+    /// Codex's plan of this world. The planner refuses a worktree inside another repository
+    /// (`RenderError::WorktreeInRepository`); the tests that carry such a plan out anyway, to
+    /// show the enclosing repository's configuration does not reach the reviewer, get it
+    /// planned while each enclosing `.git` of this world is moved aside: as if the repository
+    /// appeared after the check.
     pub fn plan(&self) -> LaunchPlan {
-        let ctx = self.ctx();
-        crate::common::plan::lenient(Client::Codex, &ctx)
+        let aside: Vec<(PathBuf, PathBuf)> = (self.worktree.ancestors().skip(1))
+            .take_while(|dir| dir.starts_with(self.root.path()))
+            .map(|dir| (dir.join(".git"), dir.join(".git-after-the-plan")))
+            .filter(|(git, _)| git.exists())
+            .collect();
+        for (git, moved) in &aside {
+            std::fs::rename(git, moved).unwrap();
+        }
+        let plan = crate::common::plan::lenient(Client::Codex, &self.ctx());
+        for (git, moved) in &aside {
+            std::fs::rename(moved, git).unwrap();
+        }
+        plan
     }
 
     /// The executor's client binary: Codex, or a wrapper that runs it in a private mount
