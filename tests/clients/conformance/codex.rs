@@ -474,7 +474,8 @@ fn codex_gated_enables_no_server() {
     gated.server_url = None;
     assert_eq!(codex.list(&codex_args(&gated)), json!([]));
 
-    // A user config with servers, and a blank kcap path: the planned reviewer has none.
+    // A user config with servers, and a blank kcap path (spaces: a tab is refused,
+    // `RenderError::ForbiddenChar`): the planned reviewer has none.
     let codex = Codex::new(bin);
     codex.user_config(
         "[mcp_servers.kcap-review]\ncommand = \"/opt/user/kcap\"\nargs = [\"mcp\", \"review\"]\n\n\
@@ -483,7 +484,7 @@ fn codex_gated_enables_no_server() {
     );
     let mut gated = ctx(
         "http://127.0.0.1:5100",
-        " \t",
+        "  ",
         "agent-5",
         Some(vec![Some("kcap-review")]),
     );
