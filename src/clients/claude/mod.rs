@@ -439,35 +439,13 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
-/// What the reviewer's Claude Code does unasked at start and is told not to.
-///
-/// `DISABLE_AUTOUPDATER`, `CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL` (measured by
-/// the red team on 2.1.328, 2026-12-01, with `strace -f -e execve,connect`): without them it
-/// ran `npm view @anthropic-ai/claude-code@latest` then `npm install -g` of a newer version
-/// (the auto-updater, from a per-launch config with no `autoUpdates`), and cloned the
-/// official plugin marketplace with git (through which a system git configuration ran a
-/// command); with them, no npm and no clone ran.
-///
-/// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` (measured on 2.1.197, 2.1.328 and 2.1.332,
-/// 2026-12-05, `tests/clients/quiet_claude.rs`: offline, `api.anthropic.com` a stand-in behind
-/// a CONNECT proxy that records every tunnel it is asked for, `ANTHROPIC_BASE_URL` at a
-/// gateway's stand-in): without it every version called `api.anthropic.com` beside the
-/// gateway, `POST /api/eval/sdk-…` (feature flags) and `POST /api/event_logging/v2/batch`
-/// (events), 2.1.197 also `GET /api/claude_cli/bootstrap`, `/api/claude_code_penguin_mode`
-/// and `/api/claude_code/organizations/metrics_enabled`, each with the key in `x-api-key`, and
-/// every version asked for `raw.githubusercontent.com` (the changelog); with it the proxy
-/// was asked for nothing, and the review turn, offering `kcap-review`'s tools, reached the
-/// gateway. Read in the bundles: the variable alone selects the `essential-traffic` level
-/// (2.1.197 `qHs()`/`Ki()`, 2.1.328 `j$n()`/`bt()`, 2.1.332 `not()`/`yt()`), which skips
-/// the bootstrap (`[Bootstrap] Skipped: Nonessential traffic disabled`, all three) and the
-/// changelog (2.1.197 `i4o()`, 2.1.328 `pLs()`, 2.1.332 `zli()`); in 2.1.197 also the
-/// first-party API helper's calls (`iGe()`: `essential-traffic-only`) and the error reports
-/// (`Re()`), and, as `DISABLE_TELEMETRY` does, the feature flags (`LW()`/`Wj()`) and the
-/// metrics (`_Xa()`). `DISABLE_TELEMETRY` alone left the
-/// bootstrap and penguin calls (2.1.197) and the changelog (all three);
-/// `DISABLE_ERROR_REPORTING`, `DISABLE_BUG_COMMAND` and `CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY`
-/// each alone changed nothing. Claude Code passes its environment to every MCP server: this
-/// variable is read by Claude Code alone, and quiets a Claude Code started there too.
+/// What the reviewer's Claude Code does unasked at start and is told not to: the
+/// auto-updater's `npm install -g` and the official plugin marketplace's clone
+/// (`DISABLE_AUTOUPDATER`, `CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL`), and its
+/// calls to `api.anthropic.com` and `raw.githubusercontent.com` beside a gateway
+/// (`CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`; `tests/clients/quiet_claude.rs`). What each
+/// variable stopped, on which version: `docs/isolation/claude.md`, "Calls beside the model
+/// API".
 pub const QUIET_ENV: [(&str, &str); 3] = [
     ("DISABLE_AUTOUPDATER", "1"),
     ("CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1"),
@@ -475,32 +453,12 @@ pub const QUIET_ENV: [(&str, &str); 3] = [
 ];
 
 /// What Claude Code runs of the worktree's git configuration when it starts
-/// ([`crate::clients::git`]), measured through the executor, offline, in the reviewer's
-/// sandbox and without it (2026-12-05; `tests/clients/git_start.rs`).
-///
-/// 2.1.197 runs `git status --short`, `git log --oneline -n 5`, `git ls-files
-/// --recurse-submodules` and `git log -n 1000 --name-only` in the worktree with no `-c` of
-/// its own. Before its first turn `core.fsmonitor` ran three times (from `.git/config`, an
-/// included file, an `includeIf`; with the sandbox off also from a linked worktree's
-/// `config.worktree`: in it git cannot read a linked worktree's common directory at all,
-/// and fails there), a clean filter
-/// twice, a `filter.<driver>.process` once, a submodule's own `core.fsmonitor` and clean
-/// filter twice each (through `git status`), and `gpg.program` once on a signed commit
-/// (`log.showSignature`; only with the sandbox off, since in it a program of the
-/// repository's is not executable). The overrides ([`crate::clients::git::OVERRIDES`])
-/// stop all but the filters, which are refused ([`crate::clients::git::preflight`]).
-///
-/// 2.1.332 runs git with `-c` overrides of its own (`core.fsmonitor=`,
-/// `core.hooksPath=/dev/null`, `log.showSignature=false`, `diff.autoRefreshIndex=false`,
-/// every `hook.<name>.enabled=false`, …), reads `git config --local --includes -z --list` and
-/// `--worktree` first and passes `-c filter.<driver>.clean= -c …smudge= -c …process= -c
-/// …required=false` for each driver it finds, and `git status --ignore-submodules=dirty`;
-/// nothing of the configuration ran (with a driver named `a=b`, which no `-c` can name, it
-/// ran no `git status` at all).
-///
-/// Neither version ran a hook (`.git/hooks` or `core.hooksPath`), a diff or merge driver,
-/// `diff.external`, a pager, `core.sshCommand`, `core.askPass`, `credential.helper` or an
-/// editor at start.
+/// ([`crate::clients::git`]): on 2.1.197 `core.fsmonitor`, the filters, a submodule's
+/// configuration and `gpg.program` ran; 2.1.332 overrides them itself. The overrides
+/// ([`crate::clients::git::OVERRIDES`]) stop all but the filters, which are refused
+/// ([`crate::clients::git::preflight`]). Measured through the executor, offline, in the
+/// reviewer's sandbox and without it (2026-12-05; `tests/clients/git_start.rs`): every call
+/// and what ran, per version, in `docs/isolation/claude.md`, "Git at start".
 pub static GIT_AT_START: crate::clients::git::StartFacts = crate::clients::git::StartFacts {
     client: Client::Claude,
     runs: "runs `git status` in the worktree when it starts (2.1.197: with no `-c` of its own)",

@@ -126,28 +126,13 @@ pub const PKG_CACHE_DIR: &str = "copilot";
 
 /// Refuses a launch whose package cache another user could have changed: Copilot CLI runs
 /// the package it finds in `<cache dir>/`[`PKG_CACHE_DIR`] without checking it, so code
-/// planted there runs in the next reviewer, with its credentials. Issue 34; measured on
-/// 1.0.102 (2026-12-05, a copy of the cache): a line added to
-/// `pkg/linux-x64/1.0.102/index.js` ran at the next launch, with `COPILOT_PROVIDER_API_KEY`
-/// in its environment, and Copilot answered `initialize` as usual
-/// (`isolation_copilot::copilot_refuses_an_unsafe_package_cache`).
-///
+/// planted there runs in the next reviewer, with its credentials (issue 34; measured on
+/// 1.0.102, `isolation_copilot::copilot_refuses_an_unsafe_package_cache`). The check is
 /// [`cache::check`](crate::clients::cache::check) of the cache directory and everything under
 /// `<cache dir>/copilot`: owned by root or the daemon's user, writable by no one else, no link
-/// leading out. That is all "verified" means here; the plan already keeps the rest to the one
-/// version launched: with `COPILOT_AUTO_UPDATE=false` and `--no-auto-update` (and no
-/// `--prefer-version` or `COPILOT_CLI_DIST_DIR`, which the plan never passes) the loader
-/// runs only `pkg/linux-x64/<its own version>/index.js` (read in 1.0.102's `sea-loader`;
-/// measured: a planted `9.9.9/index.js` ran with auto-update on, not with it off), and reads
-/// `.extraction-complete`, `index.js`, `app.js`, `cli-main.js` and
-/// `prebuilds/linux-x64/runtime.node` there before it loads it; the rest of its code lies in
-/// the same directory (opened by an ACP launch, measured with `strace`:
-/// `foundry-local-sdk/index.js`, `pvrecorder/index.js`, `preloads/extension_bootstrap.mjs`,
-/// the native addons `cli-native.node` and `msal-node-runtime.node`; beside them workers,
-/// `ripgrep/`, builtin plugins). The files are not hashed (0.55 s to 2.5 s for its 235 MB,
-/// against 3–8 ms for the check): once the check holds, only root and the daemon's user can
-/// change them, and the reviewer's sandbox gives it the cache read and execute only. Nothing
-/// to check without a cache directory (the package is then unpacked per launch).
+/// leading out; nothing to check without a cache directory. What Copilot loads from there,
+/// why that is enough and why the files are not hashed: `docs/isolation/copilot.md`, "The
+/// package cache, checked before use".
 ///
 /// # Errors
 /// [`RenderError::UnsafeCache`] naming the path, what is wrong and the fix.
