@@ -1,13 +1,18 @@
-//! One call from a launch to a plan, for any client: [`Client::plan`].
+//! One call from a launch to a plan, for any client: [`Client::plan`], or
+//! [`Client::plan_resolved`] for a caller that resolved the allowlist itself.
 //!
-//! A daemon that launches reviewers on several clients makes one call per launch, whatever
-//! the client: the allowlist is resolved under the caller's policy, the administrator files
-//! the client would read are checked ([`managed_preflight`](super::root::managed_preflight)),
-//! a fresh [`LaunchId`] is drawn for the clients that alias server names, and the client's
-//! room renders the plan. What some clients need beyond the [`LaunchContext`] comes in
-//! [`PlanInputs`]; a launch value the client cannot carry (a model or effort it has no
-//! setting for) is refused under [`Policy::Strict`] and a warning under
-//! [`Policy::Lenient`], never dropped in silence.
+//! Its callers: [`LaunchRequest::plan`](super::LaunchRequest::plan), a daemon's way in, which
+//! builds the [`LaunchContext`] and [`PlanInputs`] step by step; the CLI's `render` and `launch`
+//! (`plan_resolved`, against the registry they name); `verify` (`ops::verify`); `doctor
+//! --project` reads a room's plan without these checks (`room_plan`). Each call
+//! resolves the allowlist under the caller's policy, checks the administrator files the client
+//! would read ([`managed_preflight`](super::root::managed_preflight)), draws a fresh
+//! [`LaunchId`] for the clients that alias server names, and has the client's room render the
+//! plan. A launch value the client cannot carry (a model or effort it has no setting for) is
+//! refused under [`Policy::Strict`] and a warning under [`Policy::Lenient`], never dropped in
+//! silence; a client whose isolation is not verified (Cursor, Kiro, Antigravity) is refused
+//! under either policy unless the caller opts in ([`UnverifiedIsolation::Allow`]), and its plan
+//! then carries a warning.
 
 use std::path::{Path, PathBuf};
 
@@ -62,14 +67,16 @@ fn check_values(ctx: &LaunchContext) -> Result<(), RenderError> {
 }
 
 /// The caller's answer to a launch whose isolation is not verified
-/// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor, Kiro, Antigravity), under either
-/// policy. [`PlanInputs`] defaults to [`UnverifiedIsolation::Refuse`].
+/// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor, Kiro, Antigravity,
+/// the clients whose spec says `unverified_isolation`), under either policy. [`PlanInputs`]
+/// defaults to [`UnverifiedIsolation::Refuse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnverifiedIsolation {
     /// Refuse the launch, under either policy ([`RenderError::UnverifiedIsolation`]).
     Refuse,
-    /// Render it anyway: the caller accepts that servers of the user's Cursor configuration
-    /// may start beside the injected ones (`render cursor --allow-unverified-isolation`).
+    /// Render it anyway, with a warning: the caller accepts that servers of the user's or
+    /// the repository's configuration may start beside the injected ones
+    /// (`render <client> --allow-unverified-isolation`).
     Allow,
 }
 
@@ -88,8 +95,8 @@ pub struct PlanInputs {
     /// The password of a client's own local server (OpenCode). `None` (default): drawn from
     /// the operating system's CSPRNG for this launch. Set it only for reproducible output.
     pub launch_secret: Option<LaunchSecret>,
-    /// The answer to a client whose isolation is not verified (Cursor). Default
-    /// [`UnverifiedIsolation::Refuse`]: refused under every policy.
+    /// The answer to a client whose isolation is not verified (Cursor, Kiro, Antigravity).
+    /// Default [`UnverifiedIsolation::Refuse`]: refused under every policy.
     pub unverified_isolation: UnverifiedIsolation,
     /// Where the client's administrator files are looked for: `/` (default) on a real
     /// launch, a directory of a test's own otherwise.
@@ -156,9 +163,9 @@ pub struct PlannedLaunch {
 impl Client {
     /// Renders the reviewer launch of `ctx` on this client: resolves its allowlist under
     /// `inputs.policy` against the compiled-in registry, refuses a launch the client's
-    /// administrator files would reconfigure (and, for Gemini CLI, one whose worktree's
-    /// parents hold an environment file it would load), and returns the plan with its
-    /// warnings.
+    /// administrator files would reconfigure (and, for Gemini CLI and Qwen Code, one whose
+    /// worktree's parents hold an environment file it would load), and returns the plan with
+    /// its warnings.
     ///
     /// # Errors
     /// [`LaunchError::Rejected`] when the strict policy refuses an allowlist entry;
@@ -169,7 +176,9 @@ impl Client {
     /// verified here ([`PlanInputs::client_version`]; strict policy only),
     /// [`RenderError::DoorUnsupported`],
     /// [`RenderError::DoorUpstream`] and [`RenderError::DoorCredential`] for a launch behind
-    /// the door ([`LaunchContext::door`], [`super::door::through`]), and every error of the
+    /// the door ([`LaunchContext::door`], [`super::door::through`]),
+    /// [`RenderError::UnverifiedIsolation`] for a client whose isolation is not verified
+    /// unless [`PlanInputs::unverified_isolation`] allows it, and every error of the
     /// client's plan function; [`LaunchError::LaunchId`] when no launch id can be drawn.
     ///
     /// ```

@@ -1,7 +1,11 @@
-//! What a client's loader model says about a registration file: the vocabulary shared by
-//! [`crate::clients::claude::loader`] and [`crate::clients::codex::loader`], and a small
-//! span-carrying value tree both build (from JSON with `jsonc-parser`, from TOML with
-//! `toml`'s spanned document parser) so each loader reads fields the same way.
+//! What a client's loader model says about a registration file: the vocabulary every room's
+//! `loader` returns ([`Loaded`], with its [`Started`], [`Remote`], [`Skipped`] and [`Rejected`]
+//! servers), and a small span-carrying value tree the loaders build (from JSON and JSONC with
+//! `jsonc-parser`, from TOML with `toml`'s spanned document parser) so each reads fields the
+//! same way. Beside them: the reader of the facts-only clients (`load_from_facts`: Cursor, Kiro,
+//! Antigravity) and JavaScript's truthiness and `String()` (`js`: Gemini CLI, Qwen Code).
+//! Outside the rooms, `clients::registration` (`export`, `install`) and the operations `check`
+//! and `doctor` (`ops::check`, `ops::doctor`) read verdicts and spans from here.
 //!
 //! Spans are byte ranges into one of [`Loaded::sources`] (the decoded text, without its
 //! byte order mark), so every verdict can be shown at `line:column`.

@@ -1,9 +1,10 @@
 //! The coding-agent clients kcap launches reviewers on, one room per client.
 //!
-//! Each client's room holds everything this crate knows about that client, written once with
-//! the client version and the evidence: how its reviewer is launched, how the MCP servers it
-//! would inherit from the user or the reviewed repository are found and neutralized, and how
-//! its tools are trusted.
+//! Each client's room holds what this crate does with that client, as code and data: how its
+//! reviewer is launched, how the MCP servers it would inherit from the user or the reviewed
+//! repository are kept out, and how its tools are trusted. What the client does, measured on
+//! which version and shown by which test (or, for a client not installable here, reported
+//! where), is written once in `docs/isolation/<client>.md`, which the room's docs link.
 //!
 //! - [`claude`]: Claude Code (pinned 2.1.197 and 2.1.332): the inline `--mcp-config`
 //!   JSON, the argv, and the [preflight](claude::preflight) for settings that veto our servers.
@@ -18,7 +19,8 @@
 //!   per-launch `QWEN_HOME`.
 //! - [`cursor`], [`kiro`], [`antigravity`]: Cursor, Kiro (\[K\] 2.15.2/2.16.0) and
 //!   Antigravity (\[K\] 1.1.10/1.1.13), not installable here: their plans follow the original
-//!   system's facts only. Cursor's isolation is unverified.
+//!   system's facts only: their isolation is unverified, and their plans are refused unless
+//!   the caller opts in ([`dispatch::UnverifiedIsolation`]).
 //!
 //! - [`gemini`], [`copilot`], [`opencode`], [`cursor`], [`kiro`], [`antigravity`], [`qwen`]: each
 //!   client's registration file (the servers a person registers for interactive sessions),

@@ -334,23 +334,21 @@ impl LaunchPlan {
 /// repository configured: JSON `{"status": "verified", "proven_on": ["0.61.0"]}` or
 /// `{"status": "unverified", "reason": "…"}`.
 ///
-/// `Verified` means the mechanism the plan uses was established by measurement, on the
+/// `Verified` means the mechanism the plan uses was established by measurement here, on the
 /// pinned client versions it names (the room's
 /// [`Proof::RealClient`](super::spec::Proof::RealClient), which the real-client tests run
-/// on) or, with none named, for clients not installable here (Kiro, Antigravity), by the
-/// original system's probes (facts file, \[K\]). `Unverified` means nobody established it
-/// (Cursor): servers of the user's or the repository's configuration may start beside the
-/// injected ones, a flow-starting one included. [`Policy::Strict`](crate::Policy::Strict)
-/// refuses such a plan unless the caller opts in
-/// ([`UnverifiedIsolation`](crate::clients::dispatch::UnverifiedIsolation)); a caller that
-/// carries one out should say so (the CLI warns).
+/// on). `Unverified` means it was not (Cursor, Kiro, Antigravity, which are not installable
+/// here: `docs/isolation/<client>.md`): servers of the user's or the repository's
+/// configuration may start beside the injected ones, a flow-starting one included.
+/// [`Client::plan`](super::Client::plan) refuses such a plan under either policy unless the
+/// caller opts in ([`UnverifiedIsolation`](crate::clients::dispatch::UnverifiedIsolation)),
+/// and then adds a warning; a caller that carries one out should say so (the CLI warns).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Isolation {
     /// Established by measurement.
     Verified {
-        /// The client versions it was measured on here (`["2.1.197", "2.1.332"]`); empty
-        /// when only the original system's probes established it (facts \[K\]).
+        /// The client versions it was measured on here (`["2.1.197", "2.1.332"]`).
         proven_on: Vec<String>,
     },
     /// Not established.

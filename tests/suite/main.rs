@@ -29,6 +29,7 @@ mod cli_render;
 mod cli_unproven;
 #[cfg(feature = "cli")]
 mod cli_verify;
+mod client_docs;
 #[cfg(feature = "cli")]
 mod client_list;
 mod copilot_cache;

@@ -1,34 +1,15 @@
-//! Antigravity, `agy` (not installable here; facts from the original system \[K\], measured
-//! there on 1.1.10/1.1.13): the reviewer launch (`antigravity_plan`) and, with the `cli`
-//! feature, its registration file (`registration`) and loader model (`loader`).
+//! Antigravity's (`agy`) room: the reviewer launch in print mode (`antigravity_plan`: the
+//! per-launch home holding [`MCP_CONFIG`] ([`mcp_config_json`]) and [`SETTINGS`]
+//! ([`permissions_json`])) and what generic code knows about the client ([`SPEC`],
+//! [`WORKTREE_CONFIG`]). `agy` is not installable here: nothing of it was measured in this
+//! project, so every plan is unverified ([`ISOLATION_REASON`]) and refused unless the caller
+//! opts in (`UnverifiedIsolation::Allow`).
 //!
-//! **Nothing here was measured in this project**: `agy` cannot be installed here, so its plan
-//! is [`Isolation::Unverified`] and `Client::plan` refuses it unless the caller opts in
-//! (`UnverifiedIsolation::Allow`, `--allow-unverified-isolation`): neither its isolation nor
-//! whether its `-p` prompt waits for its MCP servers (issue 35) was established here. What
-//! the original system did and measured on 1.1.10 and 1.1.13 (facts "Antigravity", \[K\]):
-//! - Antigravity reads its MCP servers from `~/.gemini/config/mcp_config.json`
-//!   (`{"mcpServers":{name:{command,args,env}}}`) and its tool permissions from
-//!   `~/.gemini/antigravity-cli/settings.json` (`{"permissions":{"allow":["mcp(<server>/<tool>)",…]}}`);
-//!   in print mode an MCP tool without an allow rule is denied.
-//! - So each launch gets the per-launch root of every client ([`crate::clients::root`]:
-//!   `HOME`, the XDG directories, `TMPDIR`), its home holding exactly those two files
-//!   ([`MCP_CONFIG`], [`SETTINGS`]): the user's servers and permissions are not read.
-//! - Because `HOME` moves, the result channel cannot use the daemon user's direct route: the
-//!   launch needs brokered result delivery ([`ResultDelivery::Brokered`], the capability
-//!   URL), and is refused without it ([`RenderError::NeedsBrokeredDelivery`]).
-//! - The permission file allows exactly the admitted tools ([`Admitted`]), `mcp(<id>/<tool>)`
-//!   each ([`permissions_json`]); a server without a catalog gets no rule (the facts give only
-//!   the per-tool form), so its tools are denied.
-//! - Whether Antigravity expands `${…}` in `mcp_config.json` is not established: a `command`,
-//!   `args` or `env` value holding `${` is refused ([`RenderError::Expansion`]), as its
-//!   registration file does. Whether it passes its environment on to servers is not
-//!   established either: the registry's env names are removed from it.
-//! - Print mode: the facts name it, not its flag. The plan uses `-p <prompt>`, the spelling
-//!   of `agy`'s public documentation (not \[K\], unverified here); a prompt starting with `-`
-//!   is refused ([`RenderError::OptionLike`]). Without a prompt the value is empty (the same
-//!   documentation: `agy` then reads the prompt from stdin). The model and effort are
-//!   ignored.
+//! Files: with the `cli` feature, `registration` (the file a person registers servers in) and
+//! `loader` (how Antigravity loads it, from the original system's facts).
+//!
+//! What the original system measured on 1.1.10 and 1.1.13, and why it stays refused (leads, not
+//! measured here): `docs/isolation/antigravity.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;

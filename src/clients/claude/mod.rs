@@ -1,77 +1,16 @@
-//! Claude Code: the `--mcp-config` JSON (inline in [`claude_reviewer_args`], a file of the
-//! launch directory in `claude_plan`: [`MCP_CONFIG_FILE`]), the reviewer argv, and the
-//! per-launch root.
+//! Claude Code's room: the reviewer launch (`claude_plan`: the argv, the `--mcp-config` file
+//! [`MCP_CONFIG_FILE`], the per-launch root and its first-run state) and what generic code
+//! knows about the client ([`SPEC`], [`CREDENTIALS`], [`MANAGED_FILES`], [`GIT_AT_START`]).
 //!
-//! Format: Claude Code's MCP configuration, `{"mcpServers":{<name>:{"command":…,"args":[…],
-//! "env":{…}}}}` (stdio servers; `type` defaults to `stdio`). With `--strict-mcp-config`
-//! Claude Code uses only the servers of `--mcp-config`, ignoring user and project ones.
-//! Claude Code expands `${NAME}` and `${NAME:-default}` in `command`, `args` and `env`, with
-//! no escape, so a value holding `${` is refused ([`RenderError::Expansion`]).
+//! Files: [`state`] writes the first-run state, [`preflight`] refuses the settings that veto a
+//! reviewer's servers, [`remote`] the launches that would fetch remote managed settings,
+//! [`ready`] says when the first prompt is typed, [`tools`] lists the built-in tools that run
+//! unasked; with the `cli` feature, `registration` (the file a person registers servers in),
+//! `loader` (how Claude Code loads it) and `hostile` (`verify`'s hostile configuration).
 //!
-//! # Isolation by construction (issue 22; measured on 2.1.197 and 2.1.328, 2026-12-01)
-//!
-//! The reviewer's Claude Code starts from an empty environment plus the plan's
-//! (`claude_plan`): the per-launch root (`HOME`, the XDG directories, `TMPDIR`) and
-//! `CLAUDE_CONFIG_DIR=<launch dir>/home/.claude`, where Claude Code keeps its global config
-//! (`.claude.json`), its user settings (`settings.json`) and its credentials
-//! (`.credentials.json`). The plan writes one file there, the first-run state
-//! ([`state`]: onboarding done, the API key approved, the worktree trusted, bypass-permissions
-//! accepted), and passes [`FLAG_SETTINGS`]: the argv is the interactive client, which would
-//! otherwise stop at its first-run screens (a non-interactive run needs neither). The argv
-//! adds `--setting-sources=` (no source: Claude
-//! Code then loads only the always-on `--settings` flag source and the managed policy), so
-//! neither the worktree's `.claude/settings.json` and `.claude/settings.local.json` (env,
-//! hooks, permissions, `apiKeyHelper`, MCP allow/deny lists) nor the project's `CLAUDE.md`,
-//! `.claude/{rules,skills,commands,agents}`, nor a `CLAUDE.md` in a parent folder reach the
-//! reviewer; `--strict-mcp-config` keeps `.mcp.json` and the global config's servers out
-//! (and the claude.ai connectors, which are fetched only without it). Measured (tests
-//! `isolation_claude.rs`):
-//!
-//! | source | what it did in today's launch | closed by |
-//! |---|---|---|
-//! | user `~/.claude/settings.json`, `~/.claude.json`, `~/.claude/.credentials.json` | env into every MCP server, hooks ran, deny hid `submit_review_result`, `disabledMcpServers` vetoed a server | `CLAUDE_CONFIG_DIR` and `HOME` in the root |
-//! | worktree `.claude/settings.json`, `.claude/settings.local.json` (untrusted: non-interactive means trusted) | the same, and `apiKeyHelper` ran | `--setting-sources=`, [`WORKTREE_CONFIG`] |
-//! | daemon variables (`CLAUDE_CONFIG_DIR`, `MCP_TIMEOUT`, `CLAUDE_CODE_SAFE_MODE`, …) | moved the config, offered no MCP tool (`MCP_TIMEOUT=1`), started no server (`CLAUDE_CODE_SAFE_MODE=1`) | the environment is built, not filtered |
-//! | `.credentials.json` `enterpriseGateway` + `gatewayTrust` | fetched `<url>/managed/settings` and applied it as policy (env, hooks, deny) | [`CREDENTIALS`] keeps only `claudeAiOauth`'s token fields |
-//! | `~/.gitconfig` (Claude Code runs git) | `core.fsmonitor` ran (2.1.197) | `HOME` in the root |
-//! | the worktree's `.git/config` (its includes, a linked worktree's, a submodule's) | `core.fsmonitor`, filters, `gpg.program` ran (2.1.197: [`GIT_AT_START`]) | overrides in the environment ([`crate::clients::git::OVERRIDES`]); a driver refused ([`start_preflight`]) |
-//! | `/etc/claude-code/…` | env, hooks, `apiKeyHelper`, `policyHelper`, deny/ask rules, `disableBypassPermissionsMode`, `managed-mcp.json` (exit 1 with `--strict-mcp-config`) | cannot be kept out: [`MANAGED_FILES`] refuse the launch |
-//!
-//! Remote managed settings: with a credential and the default API endpoint Claude Code fetches
-//! the organization's settings from `api.anthropic.com` when it starts (the account
-//! administrator's policy, applied above the plan's): such a launch is refused, and one behind
-//! the door or at a gateway's base URL fetches nothing ([`remote`]).
-//!
-//! Versions: pinned 2.1.197 and the newest, 2.1.332 (on 2026-12-05; it replaced 2.1.328,
-//! the newest on 2026-11-30, which is no longer run). Every real-client case runs on both
-//! (`.ci/run`). 2.1.332 behaved as 2.1.328 in every case (2026-12-05: all 43 Claude cases of
-//! `tests/clients`, and the bundle's texts the executor and the oracles read, `REPL mounted`,
-//! `DECSTBM: `, `Channel notifications`, the first-run screens, unchanged), so each
-//! difference below, measured on 2.1.328, holds for 2.1.332 too; one more, found on
-//! 2.1.332 and present on 2.1.328 already: `claude mcp list` heads a refused file
-//! `[Has errors]` (2.1.197: `[Failed to parse]`) and a file with a skipped entry `[Has
-//! warnings]` (2.1.197: `[Contains warnings]`), the same files refused or skipped (the
-//! oracle of `tests/clients/differential.rs`). Measured differences between 2.1.197 and
-//! 2.1.328:
-//! - With stdin `/dev/null` and no prompt, 2.1.197 starts the MCP servers before it exits
-//!   at the missing prompt; 2.1.328 exits first and starts none. With a prompt (and the API
-//!   at a dead local port) both start them, then retry the API for minutes.
-//! - 2.1.328 starts each stdio server a second time when the first process exits at once
-//!   (2.1.197: once). Same argv, env and cwd both times.
-//! - 2.1.328 offers MCP tools as *deferred* tools: their names are listed in the system
-//!   prompt and loaded through `ToolSearch`; 2.1.197 lists them in the request's `tools`.
-//! - `claude mcp list` reports a server that exits at once as `✘ Failed to connect` on
-//!   2.1.197 and adds `— CONNECTION_CLOSED: Connection closed` on 2.1.328.
-//! - 2.1.328 adds four variables to every MCP server's environment that 2.1.197 does not:
-//!   `CLAUDE_CODE_CHILD_NOTES_DIR`, `CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS`, and, in a
-//!   session (not `mcp list`), `CLAUDE_CODE_MESSAGING_SOCKET` and
-//!   `CLAUDE_CODE_MESSAGING_TOKEN` (a token reaches our servers; we do not use it).
-//! - `MCP_TIMEOUT=1` in a project's settings `env` left 2.1.197 offering no MCP tool;
-//!   2.1.328 ignores it there (it still obeys the variable in its own environment).
-//! - A project's `disabledMcpServers` given as a string, not an array: 2.1.197 vetoes the
-//!   servers whose names occur in it (a substring test); 2.1.328 ignores it. The
-//!   [`preflight`] refuses such a file on either. Every other veto in [`preflight`] behaves
-//!   the same on both.
+//! What Claude Code does, on which version, and the test that shows it (its configuration
+//! sources and how each is closed, the differences between versions, the first turn, git at
+//! start, the calls beside the model API): `docs/isolation/claude.md`.
 
 #[cfg(feature = "cli")]
 pub mod loader;
@@ -500,35 +439,13 @@ pub fn claude_reviewer_args(
     Ok(args)
 }
 
-/// What the reviewer's Claude Code does unasked at start and is told not to.
-///
-/// `DISABLE_AUTOUPDATER`, `CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL` (measured by
-/// the red team on 2.1.328, 2026-12-01, with `strace -f -e execve,connect`): without them it
-/// ran `npm view @anthropic-ai/claude-code@latest` then `npm install -g` of a newer version
-/// (the auto-updater, from a per-launch config with no `autoUpdates`), and cloned the
-/// official plugin marketplace with git (through which a system git configuration ran a
-/// command); with them, no npm and no clone ran.
-///
-/// `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC` (measured on 2.1.197, 2.1.328 and 2.1.332,
-/// 2026-12-05, `tests/clients/quiet_claude.rs`: offline, `api.anthropic.com` a stand-in behind
-/// a CONNECT proxy that records every tunnel it is asked for, `ANTHROPIC_BASE_URL` at a
-/// gateway's stand-in): without it every version called `api.anthropic.com` beside the
-/// gateway, `POST /api/eval/sdk-…` (feature flags) and `POST /api/event_logging/v2/batch`
-/// (events), 2.1.197 also `GET /api/claude_cli/bootstrap`, `/api/claude_code_penguin_mode`
-/// and `/api/claude_code/organizations/metrics_enabled`, each with the key in `x-api-key`, and
-/// every version asked for `raw.githubusercontent.com` (the changelog); with it the proxy
-/// was asked for nothing, and the review turn, offering `kcap-review`'s tools, reached the
-/// gateway. Read in the bundles: the variable alone selects the `essential-traffic` level
-/// (2.1.197 `qHs()`/`Ki()`, 2.1.328 `j$n()`/`bt()`, 2.1.332 `not()`/`yt()`), which skips
-/// the bootstrap (`[Bootstrap] Skipped: Nonessential traffic disabled`, all three) and the
-/// changelog (2.1.197 `i4o()`, 2.1.328 `pLs()`, 2.1.332 `zli()`); in 2.1.197 also the
-/// first-party API helper's calls (`iGe()`: `essential-traffic-only`) and the error reports
-/// (`Re()`), and, as `DISABLE_TELEMETRY` does, the feature flags (`LW()`/`Wj()`) and the
-/// metrics (`_Xa()`). `DISABLE_TELEMETRY` alone left the
-/// bootstrap and penguin calls (2.1.197) and the changelog (all three);
-/// `DISABLE_ERROR_REPORTING`, `DISABLE_BUG_COMMAND` and `CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY`
-/// each alone changed nothing. Claude Code passes its environment to every MCP server: this
-/// variable is read by Claude Code alone, and quiets a Claude Code started there too.
+/// What the reviewer's Claude Code does unasked at start and is told not to: the
+/// auto-updater's `npm install -g` and the official plugin marketplace's clone
+/// (`DISABLE_AUTOUPDATER`, `CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL`), and its
+/// calls to `api.anthropic.com` and `raw.githubusercontent.com` beside a gateway
+/// (`CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`; `tests/clients/quiet_claude.rs`). What each
+/// variable stopped, on which version: `docs/isolation/claude.md`, "Calls beside the model
+/// API".
 pub const QUIET_ENV: [(&str, &str); 3] = [
     ("DISABLE_AUTOUPDATER", "1"),
     ("CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL", "1"),
@@ -536,32 +453,12 @@ pub const QUIET_ENV: [(&str, &str); 3] = [
 ];
 
 /// What Claude Code runs of the worktree's git configuration when it starts
-/// ([`crate::clients::git`]), measured through the executor, offline, in the reviewer's
-/// sandbox and without it (2026-12-05; `tests/clients/git_start.rs`).
-///
-/// 2.1.197 runs `git status --short`, `git log --oneline -n 5`, `git ls-files
-/// --recurse-submodules` and `git log -n 1000 --name-only` in the worktree with no `-c` of
-/// its own. Before its first turn `core.fsmonitor` ran three times (from `.git/config`, an
-/// included file, an `includeIf`; with the sandbox off also from a linked worktree's
-/// `config.worktree`: in it git cannot read a linked worktree's common directory at all,
-/// and fails there), a clean filter
-/// twice, a `filter.<driver>.process` once, a submodule's own `core.fsmonitor` and clean
-/// filter twice each (through `git status`), and `gpg.program` once on a signed commit
-/// (`log.showSignature`; only with the sandbox off, since in it a program of the
-/// repository's is not executable). The overrides ([`crate::clients::git::OVERRIDES`])
-/// stop all but the filters, which are refused ([`crate::clients::git::preflight`]).
-///
-/// 2.1.332 runs git with `-c` overrides of its own (`core.fsmonitor=`,
-/// `core.hooksPath=/dev/null`, `log.showSignature=false`, `diff.autoRefreshIndex=false`,
-/// every `hook.<name>.enabled=false`, …), reads `git config --local --includes -z --list` and
-/// `--worktree` first and passes `-c filter.<driver>.clean= -c …smudge= -c …process= -c
-/// …required=false` for each driver it finds, and `git status --ignore-submodules=dirty`;
-/// nothing of the configuration ran (with a driver named `a=b`, which no `-c` can name, it
-/// ran no `git status` at all).
-///
-/// Neither version ran a hook (`.git/hooks` or `core.hooksPath`), a diff or merge driver,
-/// `diff.external`, a pager, `core.sshCommand`, `core.askPass`, `credential.helper` or an
-/// editor at start.
+/// ([`crate::clients::git`]): on 2.1.197 `core.fsmonitor`, the filters, a submodule's
+/// configuration and `gpg.program` ran; 2.1.332 overrides them itself. The overrides
+/// ([`crate::clients::git::OVERRIDES`]) stop all but the filters, which are refused
+/// ([`crate::clients::git::preflight`]). Measured through the executor, offline, in the
+/// reviewer's sandbox and without it (2026-12-05; `tests/clients/git_start.rs`): every call
+/// and what ran, per version, in `docs/isolation/claude.md`, "Git at start".
 pub static GIT_AT_START: crate::clients::git::StartFacts = crate::clients::git::StartFacts {
     client: Client::Claude,
     runs: "runs `git status` in the worktree when it starts (2.1.197: with no `-c` of its own)",

@@ -1,36 +1,10 @@
 //! Claude Code's remote managed settings: the policy an organization's administrator keeps
 //! at Anthropic, which Claude Code fetches when it starts and applies above every other
 //! setting. No file of the launch holds it and no variable turns it off, so a launch that
-//! would fetch it is refused ([`preflight`]).
-//!
-//! Measured by issue 34's attacks (2.1.197, 2.1.328 and 2.1.332, the settings served in the
-//! default endpoint's place): with a deny rule and `deniedMcpServers` in it, `kcap-review`
-//! never started and the result tool was never offered; with hooks in it, the reviewer sat
-//! at "Managed settings require approval". With `ANTHROPIC_BASE_URL` at another host, nothing was fetched before
-//! the first turn (2.1.197, 2026-12-04; debug log: no "Remote settings" line).
-//!
-//! Measured again on 2.1.197, 2.1.328 and 2.1.332 through the executor (2026-12-05,
-//! `remote_settings_claude::claude_fetches_and_applies_remote_settings_only_at_the_default_endpoint`
-//! and its `claude_next_…` twin in `tests/clients/remote_settings_claude.rs`; offline: the
-//! client in a network namespace whose only ways out are a stand-in HTTPS proxy, which
-//! ends the TLS of `CONNECT api.anthropic.com:443` itself with a test CA's certificate
-//! trusted through `NODE_EXTRA_CA_CERTS`, and the control's stand-in model API). With
-//! `ANTHROPIC_API_KEY` and no base URL both sent `GET /api/claude_code/settings` (with the key
-//! in `x-api-key`) before their first turn, applied the served deny rule `mcp__kcap-review`
-//! (that turn offered the result tool and no tool of `kcap-review`) and cached the settings
-//! in `$CLAUDE_CONFIG_DIR/remote-settings.json`. With `ANTHROPIC_BASE_URL` at the stand-in
-//! model API no settings request reached either stand-in and `kcap-review`'s tools were
-//! offered; both versions still called `api.anthropic.com` for other things
-//! (`/api/eval/sdk-…`, `/api/event_logging/v2/batch`; 2.1.197 also `/api/claude_cli/bootstrap`,
-//! `/api/claude_code_penguin_mode`, `/api/claude_code/organizations/metrics_enabled`, each
-//! with the key in `x-api-key`). Those stop with `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`,
-//! which the plan now sets (measured on the three versions: [`super::QUIET_ENV`]).
-//!
-//! Read in 2.1.197's bundle (`ZJ()`, the eligibility, and `Eu()`/`vrt()`/`wrt()`): the
-//! settings are fetched for the first-party provider when `ANTHROPIC_BASE_URL` is unset or
-//! `new URL(base).host` is `api.anthropic.com`, and the launch holds an API key or a claude.ai
-//! sign-in; from `${BASE_API_URL}/api/claude_code/settings`.
-//! `CLAUDE_CODE_REMOTE_SETTINGS_PATH` is not read (compiled out).
+//! would fetch it is refused ([`preflight`]): one with a credential and the default API
+//! endpoint. When Claude Code fetches them, what they did to a reviewer and the test that
+//! shows it on each version (`tests/clients/remote_settings_claude.rs`):
+//! `docs/isolation/claude.md`, "Configuration sources and how each is closed".
 
 use crate::clients::{Client, LaunchContext, RenderError};
 

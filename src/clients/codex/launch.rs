@@ -1,34 +1,12 @@
-//! The Codex reviewer launch, isolated by construction (Codex CLI 0.169.0): the per-launch
-//! client root, the `config.toml` the plan writes there, the credentials Codex is handed,
-//! the worktree files removed, and the administrator files that refuse a launch.
+//! The Codex reviewer launch, isolated by construction: the per-launch client root
+//! (`CODEX_HOME=<home>/`[`CODEX_HOME`], `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`]), the
+//! `config.toml` the plan writes there ([`codex_config_toml`]: the worktree trusted, the
+//! servers' `env`), the credentials Codex is handed ([`CREDENTIALS`]), the worktree files removed
+//! ([`WORKTREE_CONFIG`]), the git configuration checked ([`preflight`], [`GIT_AT_START`]) and the
+//! administrator files that refuse a launch ([`MANAGED_FILES`]).
 //!
-//! Measured offline on 0.169.0 (private network, mount and PID namespaces; a stand-in
-//! Responses API recording what the model is offered; recorder MCP servers; hook commands
-//! that touch marker files; `strace -e trace=%file,execve,connect`). The full record is
-//! `docs/isolation/codex.md`; `tests/clients/isolation_codex.rs` replays one case per class of
-//! issue 22.
-//!
-//! | source Codex reads | what it can do | closure |
-//! |---|---|---|
-//! | `$CODEX_HOME` (`config.toml`, `hooks.json`, `.env`, `auth.json`, `AGENTS.md`, `rules/`, `skills/`, `agents/`, `plugins/`) | servers, hooks, trust, notify, credentials, remote config | `CODEX_HOME=<home>/`[`CODEX_HOME`], holding only what the plan writes ([`codex_config_toml`]) |
-//! | `$HOME` (`~/.agents/skills`, `~/.bashrc` run at session start, `~/.gitconfig`) | skills in the prompt; code at start | per-launch `HOME` (measured: with only `CODEX_HOME` moved, the user's `~/.bashrc` ran) |
-//! | `$XDG_RUNTIME_DIR/bus` (the TUI connects to the session D-Bus) | the user session's keyring and services | `XDG_RUNTIME_DIR=<launch dir>/`[`RUNTIME_DIR`] |
-//! | the worktree's `.codex/` (and each ancestor's up to the project root), loaded when the folder is trusted | servers, hooks, env, exec rules | only the plan's `config.toml` decides trust; [`WORKTREE_CONFIG`] removed |
-//! | `.agents/skills` of the worktree and of each ancestor up to the repository root (loaded even untrusted) | skills in the prompt | [`WORKTREE_CONFIG`] removed; `skills.include_instructions = false` |
-//! | the worktree's git configuration (`.git/config`, its includes, a linked worktree's common `config` and `config.worktree`), read by the `git status` Codex runs at start | its filters ran (0.169.0, 0.171.0; [`GIT_AT_START`]) | the other command keys neutralized in the environment ([`crate::clients::git::OVERRIDES`]), a filter or diff or merge driver refused ([`preflight`]) |
-//! | `/etc/codex/…` ([`MANAGED_FILES`]) | servers, hooks run without trust, overrides above `-c`, vetoes, feature pins | refused ([`crate::clients::root::managed_preflight`]) |
-//! | the cloud config bundle (`GET <chatgpt_base_url>/wham/config/bundle`, with ChatGPT sign-in tokens of a workspace plan) | servers and hooks from a URL | only an API key is kept from `auth.json` ([`CREDENTIALS`]) |
-//! | its environment (`CODEX_*`, `OPENAI_*`, proxies, `SSL_CERT_FILE`, …) | state and credentials elsewhere, other endpoints | the environment is built, not inherited |
-//!
-//! Why the worktree is **trusted** in the plan's `config.toml`: the reviewer runs Codex's
-//! interactive TUI, which stops at a dialog before starting anything unless the folder's
-//! trust is `trusted` (unset: "Trust this folder?"; `untrusted`: "Folder access … Open
-//! restricted", every time). Trusted, the TUI loads the worktree's `.codex/` (removed first,
-//! [`WORKTREE_CONFIG`]) and asks to review any hook it finds there; ancestors' `.codex/`
-//! folders stay untrusted because only the worktree's own path is listed. The sandbox makes
-//! `.codex` read-only to the reviewer's commands, and `exclude_slash_tmp` keeps `$CODEX_HOME`
-//! out of its writable roots when the launch directory is under `/tmp` (measured: without it
-//! a command appended to `$CODEX_HOME/config.toml`).
+//! What Codex reads and how each source is closed, measured on which version and shown by which
+//! test of `tests/clients/isolation_codex.rs`: `docs/isolation/codex.md`.
 
 use crate::allowlist::Resolution;
 use crate::clients::plan::{Dialog, EnvVar, LaunchPlan, PlanFile};

@@ -1,56 +1,16 @@
-//! OpenAI Codex CLI: the `-c` MCP overrides and the reviewer argv, and (module `launch`,
-//! re-exported here) the launch plan that roots the reviewer in a per-launch `CODEX_HOME`
-//! (`codex_plan`). Under that plan Codex reads no user, plugin or repository configuration
-//! (measured on 0.169.0: its own `codex mcp list --json`, taken with the plan carried out,
-//! lists exactly the injected servers, `tests/clients/isolation_codex.rs`), so there is no inherited
-//! server to disable and no inventory to take.
+//! Codex CLI's room: the `-c` MCP overrides ([`codex_mcp_overrides`]) and the reviewer argv
+//! ([`codex_reviewer_args`], with the features closed in every argv, [`CLOSED_FEATURES`]), and
+//! what generic code knows about the client ([`SPEC`]).
 //!
-//! Versions: pinned 0.169.0 and the newest, 0.171.0 (on 2026-12-05); every real-client case
-//! runs on both (`.ci/run`). On 0.171.0 all 36 Codex cases of `tests/clients` passed
-//! unchanged (2026-12-05), so the facts below, measured on 0.169.0, hold there too. What
-//! differs (`codex features list`, `codex --help`, in a throwaway `CODEX_HOME`): `--help`
-//! is the same; 0.171.0 knows nine more features, each under development and off
-//! (`catalog_apps_instructions`, `file_backed_tool_audio`,
-//! `guardian_nested_approval_context`, `mcp_shared_repl_cwd`, `multi_environment_mcp`,
-//! `per_environment_context`, `restored_history_prewarm`, `safe_image_decoder`,
-//! `utc_environment_date`), turns `incremental_tools_legacy` on by default and makes
-//! `tui_workspace` stable and on (`tui_extensions_statusline`: experimental, off). None
-//! is added to [`CLOSED_FEATURES`]: their sources in `codex-rs` are not read yet
-//! (`multi_environment_mcp` and `mcp_shared_repl_cwd` are the leads, should one come on by
-//! default); a user's `[features]` cannot reach the per-launch `CODEX_HOME`, and
-//! `isolation_codex::no_inventory_is_needed_codex_lists_only_the_injected_servers` passes
-//! on either version.
+//! Files: `launch` (re-exported here) holds the plan that roots the reviewer in a per-launch
+//! `CODEX_HOME` (`codex_plan`, [`codex_config_toml`], [`CREDENTIALS`], [`MANAGED_FILES`],
+//! [`GIT_AT_START`]); [`tools`] lists the built-in tools that run unasked; with the `cli`
+//! feature, `registration` (the file a person registers servers in), `loader` (how Codex loads
+//! it) and `hostile` (`verify`'s hostile configuration).
 //!
-//! The plan (`codex_plan`) moves each server's `env` override out of the argv into its
-//! `config.toml` (the variables hold the agent id and the capability URL; every local user
-//! reads an argv); [`codex_mcp_overrides`] and [`codex_reviewer_args`] still render it.
-//!
-//! Format: Codex `-c key=value` overrides (Codex CLI 0.169.0): the key is a dotted path split
-//! on every `.` (quotes are not understood), the value is parsed as TOML and silently taken
-//! as a raw string when that fails, so every value here is valid TOML. Overrides deep-merge
-//! onto `$CODEX_HOME/config.toml` (tables key by key; arrays and scalars replace): the argv
-//! alone, run under a `CODEX_HOME` that configures servers, would start them beside ours and
-//! let a same-named entry's fields merge into ours. Run it only as the plan says.
-//!
-//! Approval is ours for every server we render, never inherited (`AppToolApproval` in
-//! `codex-rs/config/src/mcp_types.rs`: `approve` runs a tool with no question, `prompt` asks
-//! before every call, `auto`, the default, asks only when the tool's annotations call for it):
-//!
-//! | registry | Codex |
-//! |---|---|
-//! | tool with `unattended_safe = true` | `tools.<tool>.approval_mode = "approve"` |
-//! | server with `read_only = true` | `default_tools_approval_mode = "approve"` |
-//! | any other server (only [`Policy::Lenient`](crate::Policy::Lenient) admits one) | `default_tools_approval_mode = "prompt"` |
-//!
-//! Under `--ask-for-approval never` a tool that is not approved this way asks the user through
-//! Codex's `request_user_input` (`maybe_request_mcp_tool_approval` in
-//! `codex-rs/core/src/mcp_tool_call.rs`); an unattended reviewer has no one to answer, so
-//! the call does not run. The original C# system measured that with no `default_tools_approval_mode` the
-//! app-server transport asks even on the first call of an `auto` tool; setting it explicitly
-//! removes that dependence on the tool's annotations.
-//!
-//! Features outside `mcp_servers` that can add tools are closed in every argv:
-//! [`CLOSED_FEATURES`].
+//! What Codex CLI does, on which version, and the test or source that shows it (how it takes
+//! `-c` overrides and approvals, its configuration sources and how each is closed, the
+//! differences between versions, git at start): `docs/isolation/codex.md`.
 
 mod launch;
 pub mod tools;

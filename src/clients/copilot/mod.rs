@@ -1,75 +1,15 @@
-//! GitHub Copilot CLI (pinned `@github/copilot@1.0.102`): the reviewer launch over ACP
-//! (`copilot_plan`), isolated by construction in a per-launch client root, and, with the
-//! `cli` feature, its registration file (`registration`) and loader model (`loader`).
+//! Copilot CLI's room: the reviewer launch over ACP (`copilot_plan`), its servers in
+//! `--additional-mcp-config` ([`MCP_CONFIG_FILE`]) in a per-launch `COPILOT_HOME`
+//! ([`COPILOT_HOME_DIR`]), the package cache check ([`preflight`]), and what generic code knows
+//! about the client ([`SPEC`], [`CREDENTIALS`], [`MANAGED_FILES`], [`WORKTREE_CONFIG`]).
 //!
-//! How Copilot CLI 1.0.102 receives MCP servers (measured offline on 1.0.102: the facts
-//! file's Copilot sections, `tests/clients/conformance_copilot.rs`):
-//! - `copilot --acp --stdio` speaks the Agent Client Protocol. It **rejects stdio servers
-//!   sent in `session/new`** ("Rejecting non-http/sse MCP server"), so the servers come in
-//!   `--additional-mcp-config` (`{"mcpServers":{<name>:{"type":"stdio",…}}}`; the plan gives it
-//!   as `@<file>`, [`MCP_CONFIG_FILE`], so no secret is in the argv) and
-//!   `session/new` carries an empty `mcpServers`; they start at `session/new`.
-//! - Tools: `--available-tools` hides every tool it does not name, built-in ones included;
-//!   a tool is `<server>-<tool>` ([`tool_name`]), a bare `<server>` names all of that
-//!   server's tools, and `<server>-*` names nothing (measured from the tool list Copilot sent
-//!   to a local model endpoint). With no `--available-tools` at all (or an empty one) every
-//!   tool is available, the built-in shell and file tools too, so a launch that admits no
-//!   tool names [`NO_TOOL`] instead.
-//! - Servers start after `session/new` answered, and one that exits is dropped without a
-//!   word over ACP: the plan's `servers_ready` has the executor read Copilot's log first
-//!   ([`ready`]).
-//! - Approval: `--allow-tool=<server>(<tool>)` (or `=<server>` for all its tools) runs the
-//!   tool without asking; without it Copilot asks the ACP client. The per-tool form approves
-//!   exactly what the policy admits.
-//! - `${VAR}` is expanded at spawn in `command`, `args` and `env` (an unset one stays
-//!   literal), so a value holding `${` is refused ([`RenderError::Expansion`]).
+//! Files: [`ready`] says when the servers are up (Copilot's log); with the `cli` feature,
+//! `registration` (the file a person registers servers in), `loader` (how Copilot CLI loads it)
+//! and `hostile` (`verify`'s hostile configuration).
 //!
-//! Isolation by construction (issue 22; every source measured on 1.0.102 with recorder MCP
-//! servers, hook marker files and a stand-in model API, `tests/clients/isolation_copilot.rs`; the
-//! sources and the evidence are in `docs/isolation/copilot.md`):
-//! - **Per-launch root.** Copilot reads its user configuration from `$COPILOT_HOME`
-//!   (default `~/.copilot`): `mcp-config.json` (servers), `settings.json` (`hooks`,
-//!   `disabledMcpServers`, which vetoes even `--additional-mcp-config` servers), `hooks/`,
-//!   `config.json` (`trustedFolders`, parent folders included, which apply the worktree's
-//!   settings, hooks and `.mcp.json`; the stored login), instructions, agents, skills, LSP
-//!   servers, extensions, plugins. The plan sets `HOME`, the XDG directories and `TMPDIR`
-//!   under the launch directory and `COPILOT_HOME` to [`COPILOT_HOME_DIR`], created empty:
-//!   Copilot runs unattended from an empty one (no trust or onboarding dialog over ACP), and
-//!   `copilot mcp list --json` there lists nothing. Nothing is written into it: a
-//!   `trustedFolders` entry written there would be honoured.
-//! - **No inventory.** With nothing configured in the root and the worktree untrusted, the
-//!   only servers Copilot starts are ours, so no `--disable-mcp-server` is needed, and a
-//!   server the user adds after the render never reaches the reviewer (time of use).
-//! - **Environment built.** Copilot passes its environment on to every MCP server, less a
-//!   few secrets (`COPILOT_GITHUB_TOKEN`, `GITHUB_TOKEN`, the `COPILOT_PROVIDER_*` keys; not
-//!   `GH_TOKEN`), and reads many variables as configuration (`COPILOT_HOME`,
-//!   `COPILOT_ALLOW_ALL`, `COPILOT_CUSTOM_INSTRUCTIONS_DIRS`, `COPILOT_CLI_DIST_DIR`,
-//!   `COPILOT_PROVIDER_API_KEY_COMMAND`, `NODE_OPTIONS`, …): the plan's environment is built
-//!   from nothing, with [`SWITCHES`] and the [`CREDENTIALS`] the daemon hands over.
-//! - **Package cache.** The first run unpacks ~235 MB into `$XDG_CACHE_HOME/copilot/pkg`.
-//!   With [`LaunchContext::cache_dir`] the plan points only the package there
-//!   (`COPILOT_PKG_CACHE_HOME=<cache dir>/copilot`, [`PKG_CACHE_VAR`]) and keeps
-//!   `XDG_CACHE_HOME` per launch. That directory holds code: with auto-update on, the loader
-//!   runs the newest version found in any package directory, so the plan sets
-//!   `COPILOT_AUTO_UPDATE=false` and `--no-auto-update`; then only `1.0.102` runs. It runs
-//!   whatever that version's directory holds, unchecked (issue 34: a line planted in its
-//!   `index.js` ran in the next reviewer), so [`preflight`] refuses a cache another user
-//!   could change (owner, mode, links; [`crate::clients::cache`]).
-//! - **The worktree.** `.github/hooks/**/*.json` hooks run even in an untrusted folder (and
-//!   a `preToolUse` hook can deny our result tool); `AGENTS.md`, `CLAUDE.md`, `GEMINI.md`,
-//!   `.github/copilot-instructions.md` and `.github/instructions/` reach the system prompt
-//!   although `--no-custom-instructions` is passed (it has no effect in ACP mode). The
-//!   repository's settings (`.github/copilot/settings*.json`, `.claude/settings*.json`),
-//!   `.mcp.json` / `.github/mcp.json` and `.github/lsp.json` apply only in a trusted folder,
-//!   which the root never is. All of them, and the agent, skill and extension directories,
-//!   are in [`WORKTREE_CONFIG`] for the daemon to remove.
-//! - **Administrator files** ([`MANAGED_FILES`]): `/etc/github-copilot/managed-settings.json`
-//!   and `/etc/github-copilot/policy.d/` are read whatever the environment says; the
-//!   preflight refuses the launch while either exists. Organization policy fetched from
-//!   GitHub for a signed-in account cannot be seen offline (`COPILOT_OFFLINE=true` with a
-//!   provider endpoint skips it).
-//! - `--disable-builtin-mcps` (the GitHub MCP servers), `--no-ask-user`; and
-//!   `--no-custom-instructions`, harmless, kept in case a later version honours it in ACP.
+//! What Copilot CLI does, on which version, and the test that shows it (how it takes MCP
+//! servers and names tools, its configuration sources and how each is closed, the package
+//! cache): `docs/isolation/copilot.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;
@@ -186,28 +126,13 @@ pub const PKG_CACHE_DIR: &str = "copilot";
 
 /// Refuses a launch whose package cache another user could have changed: Copilot CLI runs
 /// the package it finds in `<cache dir>/`[`PKG_CACHE_DIR`] without checking it, so code
-/// planted there runs in the next reviewer, with its credentials. Issue 34; measured on
-/// 1.0.102 (2026-12-05, a copy of the cache): a line added to
-/// `pkg/linux-x64/1.0.102/index.js` ran at the next launch, with `COPILOT_PROVIDER_API_KEY`
-/// in its environment, and Copilot answered `initialize` as usual
-/// (`isolation_copilot::copilot_refuses_an_unsafe_package_cache`).
-///
+/// planted there runs in the next reviewer, with its credentials (issue 34; measured on
+/// 1.0.102, `isolation_copilot::copilot_refuses_an_unsafe_package_cache`). The check is
 /// [`cache::check`](crate::clients::cache::check) of the cache directory and everything under
 /// `<cache dir>/copilot`: owned by root or the daemon's user, writable by no one else, no link
-/// leading out. That is all "verified" means here; the plan already keeps the rest to the one
-/// version launched: with `COPILOT_AUTO_UPDATE=false` and `--no-auto-update` (and no
-/// `--prefer-version` or `COPILOT_CLI_DIST_DIR`, which the plan never passes) the loader
-/// runs only `pkg/linux-x64/<its own version>/index.js` (read in 1.0.102's `sea-loader`;
-/// measured: a planted `9.9.9/index.js` ran with auto-update on, not with it off), and reads
-/// `.extraction-complete`, `index.js`, `app.js`, `cli-main.js` and
-/// `prebuilds/linux-x64/runtime.node` there before it loads it; the rest of its code lies in
-/// the same directory (opened by an ACP launch, measured with `strace`:
-/// `foundry-local-sdk/index.js`, `pvrecorder/index.js`, `preloads/extension_bootstrap.mjs`,
-/// the native addons `cli-native.node` and `msal-node-runtime.node`; beside them workers,
-/// `ripgrep/`, builtin plugins). The files are not hashed (0.55 s to 2.5 s for its 235 MB,
-/// against 3–8 ms for the check): once the check holds, only root and the daemon's user can
-/// change them, and the reviewer's sandbox gives it the cache read and execute only. Nothing
-/// to check without a cache directory (the package is then unpacked per launch).
+/// leading out; nothing to check without a cache directory. What Copilot loads from there,
+/// why that is enough and why the files are not hashed: `docs/isolation/copilot.md`, "The
+/// package cache, checked before use".
 ///
 /// # Errors
 /// [`RenderError::UnsafeCache`] naming the path, what is wrong and the fix.

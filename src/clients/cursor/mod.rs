@@ -1,45 +1,13 @@
-//! Cursor (not installable here; facts from the original system \[K\] only): the reviewer
-//! launch over ACP (`cursor_plan`) and, with the `cli` feature, its registration file
-//! (`registration`) and loader model (`loader`).
+//! Cursor's room: the reviewer launch over ACP (`cursor_plan`, argv [`ARGV`]) and what generic
+//! code knows about the client ([`SPEC`], [`WORKTREE_CONFIG`]). Cursor is not installable here:
+//! nothing of it was measured, so every plan is unverified ([`ISOLATION_REASON`]) and refused
+//! unless the caller opts in (`UnverifiedIsolation::Allow`).
 //!
-//! **Nothing here was measured**: Cursor cannot be installed in this project's environment,
-//! and the original system (kcap-cli 07ef5ebf) records no Cursor version. What it did, per
-//! the facts file ("Cursor", \[K\] only):
-//! - `acp` (after the Cursor agent binary) speaks the Agent Client Protocol; the servers come in the ACP
-//!   `session/new` params.
-//! - `--force` (run every tool without asking), `--approve-mcps` (approve the MCP servers
-//!   without asking; Cursor persists that approval per server name) and `--trust` (trust the
-//!   workspace).
-//! - **Isolation unverified.** Cursor also reads the user's `~/.cursor/mcp.json`, which
-//!   registration fills, the flow-starting `kcap-flows` included, and the project's
-//!   `.cursor/mcp.json`. Whether those servers start beside the injected ones was never
-//!   established. So every Cursor plan says [`Isolation::Unverified`] ([`ISOLATION_REASON`]),
-//!   and `cursor_plan` refuses, under either policy, unless the caller opts in with
-//!   [`UnverifiedIsolation::Allow`]. The daemon's worktree hygiene (facts "Reserved servers":
-//!   `.cursor/mcp.json` is among the paths a reviewer worktree must not carry) covers the
-//!   project file; nothing covers the user's.
-//! - Whether Cursor expands `${…}` in ACP values is not established: a `command`, `args` or
-//!   `env` value holding `${` is refused ([`RenderError::Expansion`]).
-//! - Approval: `--force` runs every tool, Cursor's own ones too; what the reviewer may run
-//!   unasked follows the policy only through what is injected ([`Policy::Strict`](crate::Policy::Strict) injects
-//!   `read_only` servers only). Servers keep their registry ids (no aliasing: Cursor has no
-//!   name gate to alias for).
-//! - Whether Cursor passes its environment on to MCP servers is not established: the
-//!   registry's env names are removed from it, as for every client that might.
-//! - The model and effort are not Cursor flags in the facts, and are ignored; the prompt goes
-//!   in ACP `session/prompt`, which the daemon sends.
+//! Files: with the `cli` feature, `registration` (the file a person registers servers in) and
+//! `loader` (how Cursor loads it, from the original system's facts).
 //!
-//! Public reports contradict the delivery the plan relies on, and are why it stays refused
-//! until measured (leads, not measured here):
-//! - <https://github.com/repoprompt/repoprompt-ce/issues/158> (cursor-agent 2026.06.04):
-//!   `cursor-agent --approve-mcps acp` ignores the servers of ACP `session/new`
-//!   `mcpServers`, stdio and HTTP alike.
-//! - <https://github.com/paperclipai/paperclip/pull/11106>: Cursor CLI loads the user's
-//!   servers from `$HOME/.cursor/mcp.json` (not `CURSOR_CONFIG_DIR`); a per-launch `HOME`
-//!   holding that file, with `--approve-mcps`, is how that project delivers them.
-//! - <https://github.com/receptron/mulmoterminal/issues/2066>: Cursor reads MCP servers from
-//!   `~/.cursor/mcp.json` or the working directory's `.cursor/mcp.json` only, with no
-//!   per-spawn flag.
+//! What Cursor is documented and reported to do, and why it stays refused (leads, not
+//! measured): `docs/isolation/cursor.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;

@@ -152,9 +152,10 @@ pub enum RenderError {
     /// would have nothing to read.
     MissingReviewContextUrl,
     /// The client's isolation from the MCP servers the user or the reviewed repository
-    /// configured is not established ([`plan::Isolation::Unverified`]: Cursor), and the
-    /// strict policy renders it only when the caller opts in
-    /// ([`UnverifiedIsolation::Allow`](super::dispatch::UnverifiedIsolation::Allow)).
+    /// configured is not established ([`plan::Isolation::Unverified`]: Cursor, Kiro,
+    /// Antigravity), and the caller did not opt in
+    /// ([`UnverifiedIsolation::Allow`](super::dispatch::UnverifiedIsolation::Allow)): refused
+    /// under either policy.
     UnverifiedIsolation {
         /// The client.
         client: Client,

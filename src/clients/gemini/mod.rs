@@ -1,106 +1,17 @@
-//! Gemini CLI (pinned `@google/gemini-cli@0.61.0`): the reviewer launch over ACP
-//! (`gemini_plan`) and, with the `cli` feature, its registration file (`registration`) and loader model
-//! (`loader`).
+//! Gemini CLI's room: the reviewer launch over ACP (`gemini_plan`) and what generic code knows
+//! about the client ([`SPEC`], [`CREDENTIALS`], [`MANAGED_FILES`], [`WORKTREE_CONFIG`],
+//! [`ROOT_SETTINGS`], the tool-name budget [`GEMINI_TOOL_NAMES`]). What Qwen Code, its fork,
+//! does alike is written once for both rooms in `src/clients/gemini_family/`; this room passes
+//! in Gemini CLI's own facts.
 //!
-//! What Qwen Code, its fork, does alike is written once for both rooms in
-//! `src/clients/gemini_family/`; this room passes in Gemini CLI's own facts.
+//! Files: [`ready`] says when the servers are up (Gemini's debug log), [`tools`] lists the
+//! built-in tools that run unasked; with the `cli` feature, `registration` (the file a person
+//! registers servers in), `loader` (how Gemini CLI loads it) and `hostile` (`verify`'s hostile
+//! configuration).
 //!
-//! How Gemini CLI 0.61.0 receives, gates and trusts MCP servers (measured offline on 0.61.0,
-//! see `tests/clients/conformance_acp.rs`, and the public reports listed in the facts file):
-//! - `gemini --acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
-//!   ACP `session/new` params (`mcpServers`).
-//! - `--allowed-mcp-server-names` gates settings servers and ACP-supplied ones alike, by exact
-//!   name; an empty list means no gate, so a launch without servers passes a name that nothing
-//!   has (`kcap-deny-<launch id>`). Every injected server is named `<stem>-<launch id>`
-//!   ([`LaunchId::wire_name`]): a random 64-bit suffix per launch, shared by the allow list
-//!   and `session/new`; the stem is the server's registry `alias`, or its id.
-//! - An untrusted folder silently starts no MCP server, ACP ones included.
-//! - `--approval-mode yolo`: without it Gemini asks before running the result tool, and an
-//!   unattended reviewer cannot answer. What it auto-approves follows the policy through what
-//!   is injected: [`Policy::Strict`](crate::Policy::Strict) injects only `read_only` servers (see docs/launch-plan.md's
-//!   policy table).
-//! - ACP `env` values are expanded (`${VAR}`), `args` are not: a value holding `${` is
-//!   refused ([`RenderError::Expansion`]).
-//! - Every server inherits Gemini's environment, less names that look like secrets
-//!   (`GEMINI_API_KEY` does not reach them), plus `GEMINI_CLI=1` and
-//!   `GEMINI_CLI_NO_RELAUNCH=true`.
-//!
-//! # Isolation by construction (measured on 0.61.0, 2026-12-01; `tests/clients/isolation_gemini.rs`,
-//! `docs/isolation/gemini.md`)
-//!
-//! What Gemini CLI reads as configuration, and how the plan keeps each out:
-//! - **User level**: `~/.gemini/` (`settings.json` with servers, hooks, `tools.exclude`,
-//!   `mcp.excluded`, `tools.discoveryCommand`, `mcp.serverCommand`, `security.auth`;
-//!   `extensions/` with servers, hooks and `.env`; `policies/*.toml`; `trustedFolders.json`;
-//!   `.env`; `oauth_creds.json`), `~/.env`, `~/.agents/`. Gemini finds them through
-//!   `GEMINI_CLI_HOME`, else `$HOME` (some paths use `$HOME` only): the plan sets both to the
-//!   per-launch home, which holds only [`ROOT_SETTINGS`].
-//! - **Administrator**: `/etc/gemini-cli/settings.json` (overrides everything; `admin.mcp.*`
-//!   can drop every server, ACP ones included, or add its own; hooks; commands) and
-//!   `/etc/gemini-cli/system-defaults.json`. Their paths come from
-//!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`: the plan points
-//!   both at files that never exist in the per-launch directory ([`SYSTEM_DIR`]), so neither
-//!   `/etc` file is opened (strace). `/etc/gemini-cli/policies/*.toml` (admin-tier policy
-//!   rules) has no such variable: a `deny` rule for MCP tools hid ours from the model, an
-//!   `ask_user` rule made our tool call wait for a permission request under `yolo`; it is
-//!   refused ([`MANAGED_FILES`]).
-//! - **The reviewed repository**: the worktree's `.gemini/` (settings, `.env`, policies,
-//!   agents, commands, skills) and `.env`, removed before launch ([`WORKTREE_CONFIG`]).
-//!   Without that, the repository's hooks ran, its `.gemini/.env` reached both servers
-//!   (`KCAP_FLOW_CAPABILITY_URL` beside `KCAP_URL`), and its `mcp.excluded` hid the result
-//!   channel's tools from the model while the server ran.
-//! - **Parent directories**: Gemini loads the first `.gemini/.env` (trusted folders) or `.env`
-//!   it finds from the worktree up to `/` into its environment, and so every server's: with
-//!   the worktree under the user's home, the user's own `~/.gemini/.env` reached the servers
-//!   despite the per-launch home. The plan cannot remove those files:
-//!   [`env_file_preflight`] refuses the launch while one exists. One written after that
-//!   check, before Gemini reads it (issue 34), is out of reach in the reviewer's sandbox (on
-//!   by default), which lets it read no parent of the worktree: Gemini stats the file, its
-//!   read fails, its empty `catch` loads nothing (measured:
-//!   `tests/clients/env_race.rs`; with the sandbox off, or the parent allowed, it reached
-//!   both servers). A worktree with a parent inside the sandbox's paths is refused
-//!   (`gemini_family::readable_parent`).
-//! - **Its installation**: the sandbox allows the outermost `node_modules` of the package
-//!   (`launch::sandbox::installation`), not the directory holding it. Gemini CLI 0.61.0
-//!   lists that directory and reads its `package.json` at start: yargs' version guess (its
-//!   shim starts at the part of its own path before `node_modules`, `findUp` for a
-//!   `package.json`). Refused in the sandbox, yargs catches it and goes on: `--version`
-//!   prints 0.61.0, the review turn completes and the servers run (measured with `strace`
-//!   of `tests/clients/sandbox_clients.rs`, `sandbox_tools_gemini.rs`, `first_turn.rs`,
-//!   `launch_peers.rs`, `verify_clients.rs`: the only refused opens of the install prefix).
-//! - **Trust**: `--skip-trust` alone trusts the workspace only after Gemini's first settings
-//!   load, and settings are cached for 10 s: a `session/new` sent later re-read the
-//!   worktree's settings as trusted, one sent sooner did not. `GEMINI_CLI_TRUST_WORKSPACE=true`
-//!   trusts it from the start, so every load reads the same (cleaned) sources; the user's
-//!   `trustedFolders.json` is not read.
-//! - **Environment**: built from empty, so none of Gemini's own variables (config paths,
-//!   `GEMINI_SANDBOX`, `GEMINI_CLI_IDE_*`, `CODE_ASSIST_ENDPOINT`, `GEMINI_EXP`, …) reaches it
-//!   unless the plan sets it.
-//! - **Credentials** ([`CREDENTIALS`]): API-key auth only. Google login, ADC and Code Assist
-//!   variables are not accepted: that auth fetches remote admin controls (which can switch
-//!   MCP off, add required servers, forbid `yolo`) from Code Assist.
-//! - Tool names reach the model as `mcp_<wire name>_<tool>` ([`qualified_tool_name`]). Over
-//!   63 characters Gemini cuts them to the first 30, `...`, the last 30, and logs
-//!   `Truncating MCP tool name "…" to fit within the 64 character limit. This tool may
-//!   require user approval.` to its debug log only (nothing on stderr in `--acp` mode).
-//!   Measured on 0.61.0 (2026-11-30) with a local stand-in for the model API
-//!   (`GOOGLE_GEMINI_BASE_URL` at a loopback server that records each `streamGenerateContent`
-//!   request and answers with a `functionCall`), `--approval-mode yolo`, and the server
-//!   `kcap-review-context-0123456789abcdef` serving `get_branch_authored_mcp_configs`:
-//!   - the model is offered `mcp_kcap-review-context-012345...et_branch_authored_mcp_configs`
-//!     (63 characters), never the whole name;
-//!   - a call by that cut name runs the tool without a permission request (the server got
-//!     `tools/call get_branch_authored_mcp_configs`);
-//!   - a call by the whole 72-character name is answered `Tool "…" not found in registry.`
-//!     and never reaches the server. So the cut name works only while the model copies it
-//!     exactly, and approval rules written for the server's real tool names do not match it.
-//!
-//!   With the registry's former `alias = "kcap-rctx"` the name was
-//!   `mcp_kcap-rctx-<16 hex>_get_branch_authored_mcp_configs` (62): offered whole, and a call
-//!   by it ran the tool (same recipe). The alias is now `kcap-rcx` (61 here), which Qwen Code's
-//!   `mcp__<wire>__<tool>` needs ([`crate::clients::qwen`]). Registry rule `tool-name-length`
-//!   keeps every tool of every server within 63 with any 16-hex launch id
-//!   ([`GEMINI_TOOL_NAMES`]), so no launch reaches the cut.
+//! What Gemini CLI does, on which version, and the test that shows it (how it takes, gates and
+//! names MCP servers, its configuration sources and how each is closed, trust, the parent `.env`
+//! files): `docs/isolation/gemini.md`.
 
 pub mod ready;
 #[cfg(feature = "cli")]

@@ -5,18 +5,12 @@
 //! its entry (`registration`, from each room's `Facts`) and the hostile configuration of
 //! `verify` (`hostile`, from each room's `Hostile`).
 //!
-//! Why a module here and not in either room: in `src/clients/` each client's folder is its room
-//! and each file beside them is something several rooms share (`root.rs`, `loaded.rs`,
-//! `hostile.rs`; `docs/layout.md`). Code both rooms call belongs with those files, named for
-//! the family, so that a change to Gemini CLI's room cannot change Qwen Code's launch unseen,
-//! and a reader of either room finds it by its name. The facts stay in the rooms, as data with
-//! their evidence ([`crate::clients::gemini`], [`crate::clients::qwen`]): flags, file names,
-//! variable names, versions and measured quirks. Where the fork went its own way, the room
-//! says how as data (Qwen's expansion has no `${NAME:-default}` and skips its session ids:
-//! its `Dialect`) or keeps the code (Gemini CLI expands `env` values a second time and
-//! filters secrets: its `entry_env`; Qwen writes its credentials into its settings file: its
-//! `settings`). Each room's `SPEC` and `CLI` stay one literal in the room, as every room's
-//! do (`crate::clients::spec`).
+//! A module beside the rooms, as every file shared by several rooms is (`docs/layout.md`), so a
+//! change to one room cannot change the other's launch unseen. Each room passes in its own facts
+//! as data (flags, file names, variables, versions), or keeps the code where the fork went its
+//! own way (Gemini CLI's `entry_env`, Qwen Code's `settings`); each room's `SPEC` and `CLI` stay
+//! one literal in the room (`crate::clients::spec`). What each client does, on which version,
+//! and the test that shows it: `docs/isolation/gemini.md` and `docs/isolation/qwen.md`.
 
 #[cfg(feature = "cli")]
 pub mod hostile;

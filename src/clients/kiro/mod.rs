@@ -1,44 +1,14 @@
-//! Kiro (not installable here; facts from the original system \[K\], measured there on
-//! 2.15.2/2.16.0): the reviewer launch over ACP (`kiro_plan`) and, with the `cli` feature,
-//! its registration file (`registration`) and loader model (`loader`).
+//! Kiro's room: the reviewer launch over ACP (`kiro_plan`, its `--trust-tools`
+//! [`trust_tools`], the per-launch [`KIRO_HOME`] and the aliased [`wire_name`]s) and what
+//! generic code knows about the client ([`SPEC`], [`WORKTREE_CONFIG`]). Kiro is not installable
+//! here: nothing of it was measured in this project, so every plan is unverified
+//! ([`ISOLATION_REASON`]) and refused unless the caller opts in (`UnverifiedIsolation::Allow`).
 //!
-//! **Nothing here was measured in this project**: Kiro cannot be installed here, so its plan
-//! is [`Isolation::Unverified`] and `Client::plan` refuses it unless the caller opts in
-//! (`UnverifiedIsolation::Allow`, `--allow-unverified-isolation`; issue 34: refused until
-//! measured). What the original system measured on Kiro 2.15.2 and 2.16.0 (facts "Kiro",
-//! \[K\]):
-//! - `acp` speaks the Agent Client Protocol; the servers come in the ACP `session/new`
-//!   params.
-//! - The user's `~/.kiro/settings/mcp.json` is read unless `KIRO_HOME` points elsewhere:
-//!   the plan sets `KIRO_HOME` to an empty directory of the launch ([`KIRO_HOME`], in
-//!   [`LaunchPlan::dirs`], so the daemon creates it). Credentials are not under it, so they
-//!   survive.
-//! - A workspace `.kiro/settings/mcp.json` starts at session setup: the plan cannot stop it;
-//!   the daemon's worktree hygiene removes that path (facts "Reserved servers"), and the
-//!   aliasing below keeps a same-named server from being trusted as ours.
-//! - Tools run unasked only when trusted: `--trust-tools fs_read,thinking,@<wire>/<tool>,…`
-//!   ([`trust_tools`]). Names are aliased per launch as for Gemini CLI
-//!   ([`wire_name`], one [`LaunchId`] per launch), so a server a repository declares under a
-//!   fixed name never matches a trusted `@<wire>/…`.
-//! - `_kiro.dev/mcp/server_initialized` notifications name each started server: a daemon
-//!   can use them as a tripwire (any name outside [`LaunchPlan::servers`] means a leak).
-//! - Whether Kiro expands `${…}` in ACP values is not established: a `command`, `args` or
-//!   `env` value holding `${` is refused ([`RenderError::Expansion`]). Whether it
-//!   passes its environment on to servers is not established either: the registry's env
-//!   names are removed from it.
-//! - The model and effort are not Kiro flags in the facts, and are ignored; the prompt goes in
-//!   ACP `session/prompt`, which the daemon sends.
+//! Files: with the `cli` feature, `registration` (the file a person registers servers in) and
+//! `loader` (how Kiro loads it, from the original system's facts).
 //!
-//! Public reports contradict the delivery the plan relies on, and are why it stays refused
-//! until measured (leads, not measured here):
-//! - <https://github.com/kirodotdev/Kiro/issues/7349> (kiro-cli 1.28.3 to 1.29.6): servers in
-//!   ACP `session/new` `mcpServers` are silently ignored, and with none given the user's and
-//!   the workspace's `mcp.json` are not read either.
-//! - <https://github.com/catatafishen/agentbridge/pull/949> (Kiro 2.14.1): Kiro advertises
-//!   `mcpCapabilities: {http: true}` only and ignores a stdio server over ACP (the plan's are
-//!   stdio); an HTTP server entry without a `headers` array makes it exit at `session/new`.
-//! - <https://github.com/omnigent-ai/omnigent/pull/1709>: kiro-cli has no launch-time MCP
-//!   configuration flag; the workspace's `.kiro/settings/mcp.json` is what it reads.
+//! What the original system measured on Kiro 2.15.2 and 2.16.0, what public reports say, and
+//! why it stays refused (leads, not measured here): `docs/isolation/kiro.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;

@@ -1,62 +1,16 @@
-//! OpenCode (pinned `opencode-ai@1.18.33`): the reviewer launch over ACP
-//! (`opencode_plan`) and, with the `cli` feature, its registration file (`registration`) and loader model
-//! (`loader`).
+//! OpenCode's room: the reviewer launch over ACP (`opencode_plan`: the per-launch root, its
+//! `opencode.json` ([`config_json`]) and the permission rules ([`permission_json`])) and what
+//! generic code knows about the client ([`SPEC`], [`SWITCHES`], [`CREDENTIALS`],
+//! [`MANAGED_FILES`], [`WORKTREE_CONFIG`]).
 //!
-//! Isolated by construction (issue 22): the reviewer's OpenCode reads its user-level
-//! configuration only from the per-launch root the plan writes, starts from an environment
-//! the plan builds, and the daemon removes the worktree's OpenCode files before launch.
-//! `docs/isolation/opencode.md` lists every configuration source of 1.18.33 and how each of
-//! issue 22's nine classes is closed; `tests/clients/isolation_opencode.rs` shows each on the real
-//! client. The facts, measured offline on 1.18.33 (the bundle's code read with `strings`):
-//! - `opencode acp` speaks the Agent Client Protocol on stdin/stdout; the servers come in the
-//!   ACP `session/new` params, their `args` and `env` taken literally (no expansion). Every
-//!   MCP server gets OpenCode's whole environment plus its ACP `env` plus `AGENT`, `OPENCODE`,
-//!   `OPENCODE_CLIENT`, `OPENCODE_PID`, `OPENCODE_PURE`.
-//! - User-level sources all follow `HOME` and the XDG variables: the global config
-//!   (`$XDG_CONFIG_HOME/opencode/{config.json,opencode.json,opencode.jsonc}` and its
-//!   `plugins/`, `agents/`, `commands/`), `~/.opencode/` (`OPENCODE_TEST_HOME`, else
-//!   `os.homedir()`, which is `$HOME`, else the passwd home), `auth.json` and the console
-//!   account (`$XDG_DATA_HOME/opencode/`), `~/.claude/CLAUDE.md`, `~/.claude/skills`,
-//!   `~/.agents/skills`. The per-launch root ([`crate::clients::root`]) moves them all.
-//! - `auth.json` entries of type `wellknown` make OpenCode fetch `<url>/.well-known/opencode`
-//!   and merge the configuration it names (MCP servers included); a failed fetch aborts the
-//!   start. [`CREDENTIALS`] takes `auth.json` and keeps only its `api` and `oauth` entries
-//!   ([`auth::keep_credentials`]).
-//! - Variables that bring in configuration (`OPENCODE_CONFIG`, `OPENCODE_CONFIG_DIR`,
-//!   `OPENCODE_CONFIG_CONTENT`, `OPENCODE_AUTH_CONTENT`, `OPENCODE_TEST_MANAGED_CONFIG_DIR`,
-//!   `OPENCODE_DB`, `OPENCODE_MODELS_URL`, …) never reach it: the environment is built.
-//! - The worktree: the v1 loader reads `opencode.json(c)` and `.opencode/` from the session
-//!   directory up to the git top level unless `OPENCODE_DISABLE_PROJECT_CONFIG`; the v2 loader
-//!   (booted at the first prompt) reads them **whatever that variable says** and imports every
-//!   plugin they name or hold (`.opencode/plugins/*.js`, `plugin` entries), **`--pure`
-//!   notwithstanding**. Hence [`WORKTREE_CONFIG`], removed by the daemon. In a directory that
-//!   is not a git top level the walk goes up to the git top level, or to `/` outside git: the
-//!   worktree must be its checkout's top level. The project's `.claude/skills` and
-//!   `.agents/skills` are read whatever DISABLE_PROJECT_CONFIG says:
-//!   `OPENCODE_DISABLE_EXTERNAL_SKILLS=1`.
-//! - Administrator files: `/etc/opencode/opencode.json` and `opencode.jsonc` are merged last,
-//!   over every other layer ([`MANAGED_FILES`], refused by the preflight): measured, they add
-//!   servers and hide our tools (a `permission` key, `tools`, `agent.build.permission`).
-//! - Network on a bare launch: the models.dev catalog (`OPENCODE_DISABLE_MODELS_FETCH=1`
-//!   uses the bundled one) and an `npm install @opencode-ai/plugin` in the config directory
-//!   (skipped when its `node_modules/` exists and its `package-lock.json` lists the package).
-//!   With both, a launch opens no connection but the model API's.
-//! - Without a model OpenCode picks `opencode/big-pickle` (OpenCode Zen, no key needed):
-//!   [`config_json`] sets the launch's model when it has one.
-//! - The ACP front end reaches OpenCode's own server on the loopback interface over HTTP,
-//!   honouring `HTTP_PROXY`/`HTTPS_PROXY`: with a proxy handed over as a credential,
-//!   `NO_PROXY` must hold `127.0.0.1`, else `session/new` fails ("OpenCode service failure").
-//! - `--pure`: no external plugins from the v1 loader (the user's and the administrator's).
-//! - Permissions come from env `OPENCODE_PERMISSION` ([`permission_json`]): deny by
-//!   default, the read-only built-in tools allowed, and exactly the admitted MCP tools
-//!   ([`Admitted`]) allowed as `<server>_<tool>`; an MCP tool without an allow rule is
-//!   removed from the model's toolset. It is merged over the configuration's `permission`
-//!   (an existing key keeps its place, and the last matching rule wins), so only the root's
-//!   configuration and the refused administrator files could override it.
-//! - No trust dialog, onboarding or first-run state: an empty root runs unattended.
-//! - `session/new` answers the same when a server exited at once, and the first turn lacks
-//!   its tools: the plan's `servers_ready` has the executor read OpenCode's log first
-//!   ([`ready`]).
+//! Files: [`auth`] keeps only the credential entries of `auth.json`, [`ready`] says when the
+//! servers are up (OpenCode's log); with the `cli` feature, `registration` (the file a person
+//! registers servers in), `loader` (how OpenCode loads it) and `hostile` (`verify`'s hostile
+//! configuration).
+//!
+//! What OpenCode does, on which version, and the test that shows it (how it takes MCP servers
+//! and permissions, every configuration source and how each is closed, its own local server):
+//! `docs/isolation/opencode.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;

@@ -1,78 +1,16 @@
-//! Qwen Code (pinned `@qwen-code/qwen-code@0.24.4`, a Gemini CLI derivative): the reviewer
-//! launch over ACP (`qwen_plan`) and, with the `cli` feature, its registration file
-//! (`registration`) and loader model (`loader`).
+//! Qwen Code's room: the reviewer launch over ACP (`qwen_plan`) and what generic code knows
+//! about the client ([`SPEC`], [`CREDENTIALS`], [`WORKTREE_CONFIG`], [`ROOT_SETTINGS`], the
+//! tool-name budget [`QWEN_TOOL_NAMES`]). What it does as Gemini CLI does is written once for
+//! both rooms in `src/clients/gemini_family/`; this room passes in Qwen Code's own facts.
 //!
-//! What it does as Gemini CLI does is written once for both rooms in
-//! `src/clients/gemini_family/`; this room passes in Qwen Code's own facts.
+//! Files: [`ready`] says when the servers are up (Qwen's debug log), [`tools`] lists the
+//! built-in tools that run unasked; with the `cli` feature, `registration` (the file a person
+//! registers servers in), `loader` (how Qwen Code loads it) and `hostile` (`verify`'s hostile
+//! configuration).
 //!
-//! How Qwen Code 0.24.4 receives, gates and trusts MCP servers (measured offline on 0.24.4,
-//! node 20.20.2, 2026-12-01, with a loopback stand-in for the OpenAI API and recorder
-//! servers; `tests/clients/conformance_acp.rs`, `docs/isolation/qwen.md`):
-//! - `qwen --acp` speaks the Agent Client Protocol (version 1) on stdin/stdout; the servers
-//!   come in `session/new` (`mcpServers`), start under their ACP name, in the worktree, with
-//!   Qwen's environment plus their `env`. ACP `args` and `env` are **not** expanded (`${X}`
-//!   and `$X` arrived literally), so unlike Gemini CLI nothing is refused for `${`.
-//! - `--allowed-mcp-server-names` (comma-separated) gates settings servers and ACP ones alike,
-//!   by exact name; an empty list means no gate, so a launch without servers passes a name
-//!   nothing has ([`deny_all_name`]). Every injected server is named `<stem>-<launch id>`
-//!   ([`LaunchId::wire_name`]), so a settings server named like one is never allowed, and an
-//!   ACP server replaces a settings server of the same name whole.
-//! - `--approval-mode yolo`: in ACP the default mode is `auto` (a model classifier approves
-//!   tool calls); `yolo` runs the result tool without `session/request_permission`.
-//! - MCP discovery runs in the background: a prompt sent as soon as `session/new` answered
-//!   was offered no MCP tool. `QWEN_CODE_LEGACY_MCP_BLOCKING=1` makes `session/new` answer
-//!   only once the servers are discovered. It answers the same when a server exited: the
-//!   plan's `servers_ready` has the executor read Qwen's debug log first ([`ready`]).
-//! - MCP tools are deferred behind `tool_search` by default: the model's first request listed
-//!   no `mcp__*` tool. `tools.toolSearch.enabled = false` ([`ROOT_SETTINGS`]) offers them.
-//! - Tool names reach the model as `mcp__<wire name>__<tool>` ([`qualified_tool_name`]); over
-//!   63 characters Qwen cuts the name and appends `_<hash>`, and a call by the whole name
-//!   never reaches the server. Registry rule `tool-name-length` keeps every tool within 63
-//!   with any launch id ([`QWEN_TOOL_NAMES`]).
-//! - Every server inherits Qwen's environment with no secret filter (`OPENAI_API_KEY`
-//!   included): the plan hands the credentials over in the per-launch settings file
-//!   (`security.auth`), never in the environment ([`CREDENTIALS`]).
-//!
-//! # Isolation by construction (measured on 0.24.4; `docs/isolation/qwen.md`)
-//!
-//! - **User level**: `~/.qwen/` (`settings.json` with servers, hooks, settings `env`,
-//!   `permissions`, `mcp.allowed`/`mcp.excluded`, `tools.*`; `.env`; `extensions/`;
-//!   `trustedFolders.json`; `updates/npm/*/active.json`, which runs another installed Qwen
-//!   build; agents, commands, skills), `~/.env`. Qwen finds them through `QWEN_HOME` (the
-//!   `.qwen` directory itself), else `$HOME/.qwen`: the plan sets `HOME` to the per-launch
-//!   home and `QWEN_HOME` to its `.qwen`, which holds only [`ROOT_SETTINGS`].
-//! - **Administrator**: `/etc/qwen-code/settings.json` (wins over everything) and
-//!   `/etc/qwen-code/system-defaults.json`, moved by `QWEN_CODE_SYSTEM_SETTINGS_PATH` and
-//!   `QWEN_CODE_SYSTEM_DEFAULTS_PATH`: the plan points both at files that never exist
-//!   ([`SYSTEM_DIR`]); strace showed `/etc/qwen-code` opened 0 times. The bundle names no
-//!   other `/etc` path (no policies directory), so there are no managed files.
-//! - **The reviewed repository**: the worktree's `.qwen/` (settings, `.env`, agents,
-//!   commands, skills, extensions, hooks), `.env`, and `.mcp.json` (Claude Code's shape,
-//!   started over ACP with no approval), removed before launch ([`WORKTREE_CONFIG`]).
-//! - **Parent directories**: Qwen loads the first `.qwen/.env` or `.env` it finds from the
-//!   worktree (canonical) up to `/` into its environment and every server's:
-//!   [`env_file_preflight`] refuses the launch while a parent holds one (as Gemini CLI's
-//!   room does). One written after that check is out of reach in the reviewer's sandbox,
-//!   which lets it read no parent of the worktree: Qwen stats it, notes the failed read and
-//!   goes on (measured: `tests/clients/env_race.rs`; with the sandbox off, or the parent
-//!   allowed, it reached both servers); a worktree with a parent inside the sandbox's paths
-//!   is refused (`gemini_family::readable_parent`). The alternative, an empty `.env` written into the worktree to stop the
-//!   search there, would need the plan to write into the reviewed checkout, which no plan
-//!   does (its files go under the per-launch directory only).
-//! - **Its installation**: the sandbox allows the outermost `node_modules` of the package
-//!   (`launch::sandbox::installation`), not the directory holding it. Qwen Code 0.24.4 lists
-//!   that directory and reads its `package.json` at start (yargs' version guess, as Gemini
-//!   CLI's room says); refused in the sandbox, yargs catches it and goes on: `--version`,
-//!   the review turn and the servers work (measured with `strace` of
-//!   `tests/clients/sandbox_clients.rs`, `sandbox_tools_acp.rs`, `sandbox_reach_qwen.rs`,
-//!   `first_turn.rs`, `verify_clients.rs`: the only refused opens of the install prefix).
-//! - **Trust**: `security.folderTrust.enabled` defaults to false, so every folder is trusted;
-//!   no trust flag or variable is needed (nor exists).
-//! - **Hooks**: `disableAllHooks: true` in [`ROOT_SETTINGS`], a second lock (the removal and
-//!   the system paths keep every hook source out; a kept worktree's `disableAllHooks: false`
-//!   re-enabled them, measured).
-//! - **Environment**: built from empty ([`crate::clients::root`]); none of Qwen's ~295
-//!   variables (`QWEN_CODE_RELAUNCH_ARGS`, `QWEN_SYSTEM_MD`, `NODE_OPTIONS`, …) reaches it.
+//! What Qwen Code does, on which version, and the test that shows it (how it takes, gates and
+//! names MCP servers, its configuration sources and how each is closed, the parent `.env`
+//! files): `docs/isolation/qwen.md`.
 
 #[cfg(feature = "cli")]
 pub mod registration;
