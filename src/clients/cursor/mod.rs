@@ -90,8 +90,9 @@ pub const ISOLATION_REASON: &str = "whether Cursor starts the MCP servers of the
 
 /// The Cursor reviewer launch: argv [`ARGV`]; every injected server (the `inject` servers by
 /// their condition, then the allowlisted ones, with this launch's result delivery and
-/// snapshot) in `session/new` under its registry id; the registry's env names removed from
-/// the environment; no files; [`Isolation::Unverified`] with [`ISOLATION_REASON`].
+/// snapshot) in `session/new` under its registry id; the per-launch root's environment
+/// ([`LaunchPlan::rooted`]: built from empty, `HOME` in the launch directory); no files;
+/// [`Isolation::Unverified`] with [`ISOLATION_REASON`].
 ///
 /// The plan is refused unless `unverified` is [`UnverifiedIsolation::Allow`], under either
 /// policy; a caller that carries it out should warn (the CLI and [`Client::plan`] do).

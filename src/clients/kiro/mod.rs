@@ -132,7 +132,8 @@ pub fn trust_tools(servers: &[(&McpServer, &str)]) -> String {
 
 /// The Kiro reviewer launch: argv `acp --trust-tools <`[`trust_tools`]`>`; env
 /// `KIRO_HOME=<launch dir>/`[`KIRO_HOME`], a directory the daemon creates empty
-/// ([`LaunchPlan::dirs`]); the registry's env names removed; every injected server (the
+/// ([`LaunchPlan::dirs`]), in the per-launch root's environment ([`LaunchPlan::rooted`]:
+/// built from empty); every injected server (the
 /// `inject` servers by their condition, then the allowlisted ones, with this launch's result
 /// delivery and snapshot) in `session/new` under its aliased [`wire_name`].
 ///
