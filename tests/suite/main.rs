@@ -50,6 +50,8 @@ mod launch_door;
 #[cfg(feature = "launch")]
 mod launch_door_tls;
 #[cfg(feature = "launch")]
+mod launch_door_upload;
+#[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_outlive;

@@ -261,6 +261,12 @@ impl Write for TlsWriter {
 }
 
 impl TlsWriter {
+    /// Sets the socket's write timeout (`SO_SNDTIMEO`): each write of the records of one
+    /// [`Write::write`] waits at most `wait`.
+    pub(super) fn set_write_timeout(&self, wait: Option<std::time::Duration>) -> io::Result<()> {
+        lock(&self.shared.out).set_write_timeout(wait)
+    }
+
     /// Ends the writing side (`close_notify`, then the socket's), or both.
     pub(super) fn shutdown(&self, how: Shutdown) {
         let out = lock(&self.shared.out);

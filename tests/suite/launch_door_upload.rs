@@ -1,0 +1,281 @@
+//! The network door and an upstream that stops reading (issue 32, item 4): a client
+//! inside the reviewer uploads a large request body (256 MiB, more than every socket buffer
+//! on the way holds) to an upstream that takes the connection and then reads nothing and
+//! answers nothing. The door must give the client a clear HTTP error within its bound
+//! (`Settings::request_timeout`, 1 s here; the answer timeout is left at a minute so that it
+//! is not what ends the wait), write a log line, close the upstream's connection (the
+//! upstream then reads to its end: no socket and no thread is left holding it), and hold
+//! no more of the body than its buffers: the client gets to send only what the sockets on
+//! the way hold, not the whole body.
+//!
+//! The bite: the door of main (before this test) blocked writing the body to the upstream
+//! until the answer timeout; the client's own 20 s guard passed with no answer and the
+//! upstream's connection stayed open.
+
+use crate::common;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::carry::{kernel_gives, terminal_plan, until_exit};
+use common::stand_in::sh_script;
+use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
+use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
+use kcap_mcp_registry::launch::{self, Options};
+
+/// The door's port inside the reviewer.
+const PORT: u16 = 8080;
+/// The body's length: far more than the sockets between the client and the upstream hold.
+const BODY: u64 = 256 << 20;
+/// What the client may have sent when it is told: the sockets' buffers (a few MiB each on
+/// loopback), not the body.
+const HELD: u64 = 64 << 20;
+
+/// The client: sends a head announcing [`BODY`] bytes, then the body as fast as the door
+/// takes it, and stops at the first bytes of an answer (or the error of a closed
+/// connection, then reads what came before it), or after 20 s (its own guard). Prints
+/// `answer <seconds> <bytes of body sent> <first bytes, Python repr>`.
+const UPLOADER: &str = r#"
+import os, select, socket, time
+length = int(os.environ["BODY"])
+s = socket.create_connection(("127.0.0.1", int(os.environ["DOOR_PORT"])), timeout=20)
+s.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: {length}\r\n\r\n".encode())
+s.setblocking(False)
+start, sent, data, chunk = time.monotonic(), 0, b"none", b"x" * 65536
+while time.monotonic() - start < 20:
+    r, w, _ = select.select([s], [s] if sent < length else [], [], 0.5)
+    if r:
+        try:
+            data = s.recv(4096)
+        except OSError as e:
+            data = repr(e).encode()
+        break
+    if w:
+        try:
+            sent += s.send(chunk[: length - sent])
+        except BlockingIOError:
+            pass
+        except OSError as e:
+            data = repr(e).encode()
+            if select.select([s], [], [], 2)[0]:
+                try:
+                    data = s.recv(4096) or data
+                except OSError:
+                    pass
+            break
+print(f"answer {time.monotonic() - start:.2f} {sent} {data!r}", flush=True)
+"#;
+
+/// An upstream that accepts one connection, sends `answer` (if any, after 0.5 s) and then
+/// reads nothing until `go` is sent (or 60 s pass); then it reads until the connection's
+/// end, waiting at most 5 s for each read. Yields whether the end came (the door closed its
+/// side) and how many bytes it read.
+fn deaf_upstream(
+    answer: &'static [u8],
+) -> (
+    String,
+    mpsc::Sender<()>,
+    std::thread::JoinHandle<(bool, u64)>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (go, wait) = mpsc::channel();
+    let seen = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        if !answer.is_empty() {
+            // Once the sockets on the way are full: the door is then writing the body.
+            std::thread::sleep(Duration::from_millis(500));
+            conn.write_all(answer).unwrap();
+        }
+        let _ = wait.recv_timeout(Duration::from_secs(60));
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let (mut got, mut buf) = (0u64, vec![0u8; 1 << 16]);
+        loop {
+            match conn.read(&mut buf) {
+                Ok(0) => return (true, got),
+                Ok(n) => got += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (true, got),
+                Err(_) => return (false, got),
+            }
+        }
+    });
+    (addr, go, seen)
+}
+
+/// What one upload saw.
+struct Upload {
+    /// The upstream's address.
+    upstream: String,
+    /// Seconds from the head to the client's first answer bytes (or its guard).
+    secs: f64,
+    /// Bytes of body the client got to send.
+    sent: u64,
+    /// The answer's first bytes, as Python prints them.
+    answer: String,
+    /// The door's log.
+    log: Vec<String>,
+    /// Whether the upstream's connection reached its end (the door closed it).
+    ended: bool,
+    /// Bytes the upstream read once it read.
+    read: u64,
+}
+
+/// The uploader, run in a reviewer behind a door to a [`deaf_upstream`] that first sends
+/// `answer`; the endpoint sets a key when `keyed`. Request bound 1 s, answer bound 60 s.
+fn upload(root: &Path, name: &str, keyed: bool, answer: &'static [u8]) -> Upload {
+    let uploader = root.join("tree/uploader.py");
+    std::fs::write(&uploader, UPLOADER).unwrap();
+    let client = sh_script(
+        &root.join("bin"),
+        "uploader",
+        &format!("exec /usr/bin/python3 {}", uploader.display()),
+    );
+    let (upstream, go, seen) = deaf_upstream(answer);
+    let mut endpoint = Endpoint::new(PORT, upstream.clone());
+    if keyed {
+        endpoint = endpoint.with_credential(Credential::new("x-api-key", "daemon-key"));
+    }
+    let options = Options::default()
+        .with_network(Network::Door(vec![endpoint]))
+        .with_door_request_timeout(Duration::from_secs(1))
+        .with_door_answer_timeout(Duration::from_secs(60));
+    let launch_dir = root.join("launches").join(name);
+    let plan = plan(root, &launch_dir);
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reviewer.door_log().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = reviewer.door_log();
+    go.send(()).unwrap();
+    let (ended, read) = seen.join().unwrap();
+    reviewer.stop().unwrap();
+    let line = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("answer "))
+        .unwrap_or_else(|| panic!("{name}: {output}"));
+    let mut parts = line.splitn(3, ' ');
+    Upload {
+        upstream,
+        secs: parts.next().unwrap().parse().unwrap(),
+        sent: parts.next().unwrap().parse().unwrap(),
+        answer: parts.next().unwrap().to_owned(),
+        log,
+        ended,
+        read,
+    }
+}
+
+fn world() -> tempfile::TempDir {
+    let root = tempfile::Builder::new()
+        .prefix("kcap-upload-")
+        .tempdir()
+        .unwrap();
+    for dir in ["tree", "bin", "launches"] {
+        std::fs::create_dir(root.path().join(dir)).unwrap();
+    }
+    root
+}
+
+fn plan(root: &Path, launch_dir: &Path) -> LaunchPlan {
+    LaunchPlan {
+        cwd: Some(root.join("tree").display().to_string()),
+        env: vec![
+            EnvVar::new("HOME", format!("{}/home", launch_dir.display())),
+            EnvVar::new("PATH", "/usr/bin:/bin"),
+            EnvVar::new("DOOR_PORT", PORT.to_string()),
+            EnvVar::new("BODY", BODY.to_string()),
+        ],
+        sandbox: Sandbox::new(
+            &launch_dir.display().to_string(),
+            Some(&root.join("tree").display().to_string()),
+        ),
+        ..terminal_plan(kcap_mcp_registry::clients::Client::Codex, launch_dir)
+    }
+}
+
+/// Issue 32, item 4: an upload to an upstream that stops reading gets the client a `504`
+/// within the door's request bound, a log line, and the upstream's connection closed; on an
+/// endpoint that sets the daemon's key (the door reads the requests) and on one whose bytes
+/// pass as they are.
+#[test]
+fn an_upload_to_an_upstream_that_stops_reading_gets_a_504_within_the_bound() {
+    if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
+        return;
+    }
+    let root = world();
+    // What the door says: on a keyed endpoint it reads the requests; on a plain one it
+    // passes bytes, and bounds each write toward the upstream.
+    for (name, keyed, what) in [
+        ("keyed", true, "did not take the request within 1 s"),
+        ("plain", false, "took nothing the client sent for 1 s"),
+    ] {
+        let u = upload(root.path(), name, keyed, b"");
+        let upstream = &u.upstream;
+        assert!(
+            u.answer.starts_with("b'HTTP/1.1 504 Gateway Timeout\\r\\n")
+                && u.answer.contains(&format!(
+                    "kcap door: the upstream of port {PORT} ({upstream}) {what}"
+                )),
+            "{name}: {} after {} s, {} bytes sent\n{:?}",
+            u.answer,
+            u.secs,
+            u.sent,
+            u.log
+        );
+        assert!((0.9..6.0).contains(&u.secs), "{name}: after {} s", u.secs);
+        assert!(u.sent < HELD, "{name}: the client sent {} bytes", u.sent);
+        assert!(u.read < HELD, "{name}: the upstream read {} bytes", u.read);
+        assert_eq!(
+            u.log,
+            [format!(
+                "door port {PORT}: upstream {upstream} {what}; answered 504 and closed the \
+                 connection"
+            )],
+            "{name}"
+        );
+        assert!(
+            u.ended,
+            "{name}: the door kept the upstream's connection open"
+        );
+    }
+}
+
+/// An upstream that answers at once (a `413`, as one that refuses a large body may) and then
+/// stops reading: the client gets that answer, and the door, within its bound, closes the
+/// upstream's connection with a log line. Before, the door's thread stayed blocked writing
+/// the body to the upstream for ever (no answer timeout runs once an answer has begun): a
+/// connection, its thread and both sockets held until the reviewer stopped.
+#[test]
+fn an_upstream_that_answers_and_stops_reading_is_let_go_within_the_bound() {
+    if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
+        return;
+    }
+    let root = world();
+    let u = upload(
+        root.path(),
+        "answered",
+        true,
+        b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 0\r\n\r\n",
+    );
+    assert!(
+        u.answer.starts_with("b'HTTP/1.1 413 Content Too Large"),
+        "{} {:?}",
+        u.answer,
+        u.log
+    );
+    assert_eq!(
+        u.log,
+        [format!(
+            "door port {PORT}: upstream {} did not take the request within 1 s; closed the \
+             connection",
+            u.upstream
+        )]
+    );
+    assert!(u.ended, "the door kept the upstream's connection open");
+    assert!(u.read < HELD, "the upstream read {} bytes", u.read);
+}
