@@ -17,10 +17,11 @@ use crate::common;
 use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use common::carry::{kernel_gives, terminal_plan, until_exit};
+use common::door::{TestCa, tls_server};
 use common::stand_in::sh_script;
 use kcap_mcp_registry::clients::plan::{EnvVar, LaunchPlan, Sandbox};
 use kcap_mcp_registry::launch::door::{self, Credential, Endpoint, Network};
@@ -69,22 +70,47 @@ while time.monotonic() - start < 20:
 print(f"answer {time.monotonic() - start:.2f} {sent} {data!r}", flush=True)
 "#;
 
-/// An upstream that accepts one connection, sends `answer` (if any, after 0.5 s) and then
-/// reads nothing until `go` is sent (or 60 s pass); then it reads until the connection's
-/// end, waiting at most 5 s for each read. Yields whether the end came (the door closed its
-/// side) and how many bytes it read.
+/// How the door reaches the upstream: the endpoint's kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Way {
+    /// Plain HTTP, the door setting the daemon's key (it reads the requests).
+    Keyed,
+    /// Bytes piped as they are.
+    Piped,
+    /// TLS to the upstream (a certificate for `localhost` from a CA of the test's, given
+    /// to the door), the key set by the door.
+    Tls,
+}
+
+/// An upstream that accepts one connection (over TLS when `tls`: the handshake done), sends
+/// `answer` (if any, after 0.5 s) and then reads nothing until `go` is sent (or 60 s pass);
+/// then it reads the socket until the connection's end, waiting at most 5 s for each read.
+/// Yields whether the end came (the door closed its side) and how many bytes it read.
 fn deaf_upstream(
     answer: &'static [u8],
+    tls: Option<Arc<rustls::ServerConfig>>,
 ) -> (
     String,
     mpsc::Sender<()>,
     std::thread::JoinHandle<(bool, u64)>,
 ) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // A small window: the door's writes stop within milliseconds, not after megabytes (the
+    // door's TLS in a debug build seals a few MiB a second).
+    rustix::net::sockopt::set_socket_recv_buffer_size(&listener, 16 * 1024).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (go, wait) = mpsc::channel();
     let seen = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
+        if let Some(config) = tls {
+            let mut server = rustls::ServerConnection::new(config).unwrap();
+            while server.is_handshaking() {
+                server.complete_io(&mut conn).unwrap();
+            }
+            while server.wants_write() {
+                server.write_tls(&mut conn).unwrap();
+            }
+        }
         if !answer.is_empty() {
             // Once the sockets on the way are full: the door is then writing the body.
             std::thread::sleep(Duration::from_millis(500));
@@ -124,8 +150,8 @@ struct Upload {
 }
 
 /// The uploader, run in a reviewer behind a door to a [`deaf_upstream`] that first sends
-/// `answer`; the endpoint sets a key when `keyed`. Request bound 1 s, answer bound 60 s.
-fn upload(root: &Path, name: &str, keyed: bool, answer: &'static [u8]) -> Upload {
+/// `answer` (plain only), reached the `way` given. Request bound 1 s, answer bound 60 s.
+fn upload(root: &Path, name: &str, way: Way, answer: &'static [u8]) -> Upload {
     let uploader = root.join("tree/uploader.py");
     std::fs::write(&uploader, UPLOADER).unwrap();
     let client = sh_script(
@@ -133,12 +159,22 @@ fn upload(root: &Path, name: &str, keyed: bool, answer: &'static [u8]) -> Upload
         "uploader",
         &format!("exec /usr/bin/python3 {}", uploader.display()),
     );
-    let (upstream, go, seen) = deaf_upstream(answer);
-    let mut endpoint = Endpoint::new(PORT, upstream.clone());
-    if keyed {
+    let ca = TestCa::new("kcap door upload test CA");
+    let tls = (way == Way::Tls).then(|| {
+        let (cert, key) = ca.leaf(&["localhost"]);
+        tls_server(cert, key)
+    });
+    let (upstream, go, seen) = deaf_upstream(answer, tls);
+    let mut endpoint = match way {
+        Way::Tls => Endpoint::new(PORT, upstream.replace("127.0.0.1", "localhost")).over_tls(),
+        Way::Keyed | Way::Piped => Endpoint::new(PORT, upstream.clone()),
+    };
+    if way != Way::Piped {
         endpoint = endpoint.with_credential(Credential::new("x-api-key", "daemon-key"));
     }
+    let upstream = endpoint.upstream.clone();
     let options = Options::default()
+        .with_door_root(ca.der())
         .with_network(Network::Door(vec![endpoint]))
         .with_door_request_timeout(Duration::from_secs(1))
         .with_door_answer_timeout(Duration::from_secs(60));
@@ -200,8 +236,8 @@ fn plan(root: &Path, launch_dir: &Path) -> LaunchPlan {
 
 /// Issue 32, item 4: an upload to an upstream that stops reading gets the client a `504`
 /// within the door's request bound, a log line, and the upstream's connection closed; on an
-/// endpoint that sets the daemon's key (the door reads the requests) and on one whose bytes
-/// pass as they are.
+/// endpoint that sets the daemon's key (the door reads the requests), on one whose bytes
+/// pass as they are, and on one speaking TLS to the upstream.
 #[test]
 fn an_upload_to_an_upstream_that_stops_reading_gets_a_504_within_the_bound() {
     if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
@@ -210,11 +246,12 @@ fn an_upload_to_an_upstream_that_stops_reading_gets_a_504_within_the_bound() {
     let root = world();
     // What the door says: on a keyed endpoint it reads the requests; on a plain one it
     // passes bytes, and bounds each write toward the upstream.
-    for (name, keyed, what) in [
-        ("keyed", true, "did not take the request within 1 s"),
-        ("plain", false, "took nothing the client sent for 1 s"),
+    for (name, way, what) in [
+        ("keyed", Way::Keyed, "did not take the request within 1 s"),
+        ("piped", Way::Piped, "took nothing the client sent for 1 s"),
+        ("tls", Way::Tls, "did not take the request within 1 s"),
     ] {
-        let u = upload(root.path(), name, keyed, b"");
+        let u = upload(root.path(), name, way, b"");
         let upstream = &u.upstream;
         assert!(
             u.answer.starts_with("b'HTTP/1.1 504 Gateway Timeout\\r\\n")
@@ -259,7 +296,7 @@ fn an_upstream_that_answers_and_stops_reading_is_let_go_within_the_bound() {
     let u = upload(
         root.path(),
         "answered",
-        true,
+        Way::Keyed,
         b"HTTP/1.1 413 Content Too Large\r\ncontent-length: 0\r\n\r\n",
     );
     assert!(

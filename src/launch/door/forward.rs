@@ -68,6 +68,16 @@ pub(super) enum Up {
     Tls(TlsWriter),
 }
 
+/// What is left before `deadline` (`None`: no deadline), for a socket's write timeout: at
+/// least a millisecond, so that a write that starts at the deadline (its bytes read from
+/// the client just before) still goes to an upstream that reads; only one that waits is cut.
+pub(super) fn left(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| {
+        d.saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    })
+}
+
 /// The way back from the upstream.
 pub(super) enum Down {
     Plain(TcpStream),
@@ -94,6 +104,24 @@ impl Up {
         match self {
             Up::Plain(s) => s.set_write_timeout(wait),
             Up::Tls(t) => t.set_write_timeout(wait),
+        }
+    }
+
+    /// Writes some of `buf` (all of it over TLS) before `deadline`, if any ([`left`]): a
+    /// write that moved nothing when it passes fails with `WouldBlock` (or `TimedOut`);
+    /// over TLS, one whose records are not all written by then fails so too, its plaintext
+    /// lost (the connection must end).
+    pub(super) fn write_before(
+        &mut self,
+        buf: &[u8],
+        deadline: Option<Instant>,
+    ) -> std::io::Result<usize> {
+        match self {
+            Up::Plain(s) => {
+                s.set_write_timeout(left(deadline))?;
+                s.write(buf)
+            }
+            Up::Tls(t) => t.write_before(buf, deadline),
         }
     }
 

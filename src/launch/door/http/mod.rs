@@ -215,6 +215,13 @@ struct Input {
     buf: Vec<u8>,
     /// When the request being read must be in whole; `None` between requests.
     deadline: Option<Instant>,
+    /// How long this request's writes toward the upstream took: when the bound is over and
+    /// they took half of it or more, the upstream used it up ([`Failure::Untaken`]), not the
+    /// client ([`Failure::Stalled`]). Judged by time, as a write the kernel cut at its timeout
+    /// returns the bytes it moved, not an error.
+    writing: std::cell::Cell<Duration>,
+    /// The request's bound.
+    bound: Duration,
 }
 
 impl Input {
@@ -227,7 +234,7 @@ impl Input {
                 Some(d) => Some(
                     d.checked_duration_since(Instant::now())
                         .filter(|w| !w.is_zero())
-                        .ok_or(Failure::Stalled(false))?,
+                        .ok_or_else(|| self.over())?,
                 ),
                 None => None,
             };
@@ -266,27 +273,36 @@ impl Input {
         }
     }
 
-    /// Writes `bytes` to `to`, each write waiting at most until the deadline, if any:
-    /// [`Failure::Untaken`] then (the upstream stopped reading).
+    /// Why the request's bound is over: the upstream's fault when its writes took half of it
+    /// or more, else the client's.
+    fn over(&self) -> Failure {
+        if self.writing.get() * 2 >= self.bound {
+            Failure::Untaken(false)
+        } else {
+            Failure::Stalled(false)
+        }
+    }
+
+    /// Writes `bytes` to `to` before the deadline, if any: [`Failure::Untaken`] when it
+    /// passes first (the upstream stopped reading), or when a write ends after it and the
+    /// writes took half the bound ([`Input::over`]). A write cut by the deadline ends the
+    /// request at once, never tried again: over TLS the plaintext was sealed and part of its
+    /// records may be written, so a second try would send it twice.
     fn put(&self, to: &mut Up, mut bytes: &[u8]) -> Result<(), Failure> {
         while !bytes.is_empty() {
-            let wait = match self.deadline {
-                Some(d) => Some(
-                    d.checked_duration_since(Instant::now())
-                        .filter(|w| !w.is_zero())
-                        .ok_or(Failure::Untaken(false))?,
-                ),
-                None => None,
-            };
-            to.set_write_timeout(wait)?;
-            match to.write(bytes) {
+            let start = Instant::now();
+            let wrote = to.write_before(bytes, self.deadline);
+            self.writing.set(self.writing.get() + start.elapsed());
+            match wrote {
                 Ok(0) => return Err(std::io::Error::from(ErrorKind::WriteZero).into()),
                 Ok(n) => bytes = &bytes[n..],
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                // The write's wait ran out: the loop checks the deadline.
                 Err(e)
                     if self.deadline.is_some()
-                        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
+                {
+                    return Err(Failure::Untaken(false));
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -368,10 +384,16 @@ pub(super) fn requests(
         stream: from,
         buf: Vec::with_capacity(BUFFER_BYTES),
         deadline: None,
+        writing: std::cell::Cell::new(Duration::ZERO),
+        bound,
     };
     let mut forwarded = false;
     let result = (|| loop {
         input.deadline = None;
+        input.writing.set(Duration::ZERO);
+        // Between requests a write toward the upstream (a TLS alert's) waits as long as it
+        // needs: the last request's bound is not this one's.
+        to.set_write_timeout(None)?;
         if input.buf.is_empty() && !input.fill()? {
             return Ok(false);
         }
