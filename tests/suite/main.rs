@@ -48,9 +48,9 @@ mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_door;
 #[cfg(feature = "launch")]
-mod launch_door_tls;
+mod launch_door_bounds;
 #[cfg(feature = "launch")]
-mod launch_door_upload;
+mod launch_door_tls;
 #[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]

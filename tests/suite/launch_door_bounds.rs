@@ -1,4 +1,6 @@
-//! The network door and an upstream that stops reading (issue 32, item 4): a client
+//! The network door's bounds against upstreams that misbehave (issue 32, item 4).
+//!
+//! An upstream that stops reading: a client
 //! inside the reviewer uploads a large request body (256 MiB, more than every socket buffer
 //! on the way holds) to an upstream that takes the connection and then reads nothing and
 //! answers nothing. The door must give the client a clear HTTP error within its bound
@@ -11,6 +13,12 @@
 //! The bite: the door of main (before this test) blocked writing the body to the upstream
 //! until the answer timeout; the client's own 20 s guard passed with no answer and the
 //! upstream's connection stayed open.
+//!
+//! An upstream that sends a large answer (256 MiB) to a client that reads its first bytes
+//! and then nothing for 3 s: the door holds no more than its buffers, so the upstream can
+//! send only what the sockets on the way hold; once the client leaves, the door closes the
+//! upstream's connection. The bite, run once: a door that gathers the answer before passing
+//! it on (its memory then grows with what the upstream sends) lets the upstream send it all.
 
 use crate::common;
 
@@ -34,6 +42,25 @@ const BODY: u64 = 256 << 20;
 /// What the client may have sent when it is told: the sockets' buffers (a few MiB each on
 /// loopback), not the body.
 const HELD: u64 = 64 << 20;
+
+/// The answer's length: far more than the sockets between the upstream and the client hold.
+const FLOOD: u64 = 256 << 20;
+
+/// A client that asks for the flood, reads its first 64 KiB, then nothing for 3 s, and
+/// leaves; prints `flood <bytes read> <first bytes, Python repr>`.
+const SLOW_READER: &str = r#"
+import os, socket, time
+s = socket.create_connection(("127.0.0.1", int(os.environ["DOOR_PORT"])), timeout=20)
+s.sendall(b"GET /flood HTTP/1.1\r\nhost: x\r\n\r\n")
+got = b""
+while len(got) < 65536:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+time.sleep(3)
+print(f"flood {len(got)} {got[:40]!r}", flush=True)
+"#;
 
 /// The client: sends a head announcing [`BODY`] bytes, then the body as fast as the door
 /// takes it, and stops at the first bytes of an answer (or the error of a closed
@@ -129,6 +156,85 @@ fn deaf_upstream(
         }
     });
     (addr, go, seen)
+}
+
+/// An upstream that takes one connection, reads the request's head and answers `200` with
+/// a [`FLOOD`]-byte body, sent as fast as the door takes it. Yields how many bytes of body
+/// it sent, and whether its connection failed (the door closed it) rather than stalling
+/// for 10 s.
+fn flooding_upstream() -> (String, std::thread::JoinHandle<(u64, bool)>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let sent = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        conn.set_write_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {FLOOD}\r\n\r\n");
+        conn.write_all(answer.as_bytes()).unwrap();
+        let (chunk, mut sent) = (vec![0u8; 1 << 16], 0u64);
+        while sent < FLOOD {
+            match conn.write(&chunk) {
+                Ok(n) => sent += n as u64,
+                Err(e) => {
+                    let stalled = matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    );
+                    return (sent, !stalled);
+                }
+            }
+        }
+        (sent, false)
+    });
+    (addr, sent)
+}
+
+/// Issue 32, item 4: an upstream that sends far more than a client reads does not make the
+/// door hold it: the upstream gets to send only what the sockets on the way hold, and once
+/// the client leaves its connection is closed.
+#[test]
+fn a_flood_to_a_client_that_does_not_read_is_held_back_not_gathered() {
+    if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
+        return;
+    }
+    let root = world();
+    let reader = root.path().join("tree/reader.py");
+    std::fs::write(&reader, SLOW_READER).unwrap();
+    let client = sh_script(
+        &root.path().join("bin"),
+        "reader",
+        &format!("exec /usr/bin/python3 {}", reader.display()),
+    );
+    let (upstream, sent) = flooding_upstream();
+    let endpoint =
+        Endpoint::new(PORT, upstream).with_credential(Credential::new("x-api-key", "daemon-key"));
+    let options = Options::default().with_network(Network::Door(vec![endpoint]));
+    let launch_dir = root.path().join("launches/flood");
+    let plan = plan(root.path(), &launch_dir);
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(60));
+    let (sent, closed) = sent.join().unwrap();
+    let log = reviewer.door_log();
+    reviewer.stop().unwrap();
+    eprintln!("the upstream sent {sent} of {FLOOD} bytes; its connection closed: {closed}");
+    let line = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("flood "))
+        .unwrap_or_else(|| panic!("{output}"));
+    assert!(line.contains("b'HTTP/1.1 200 OK\\r\\n"), "{line}");
+    assert!(
+        sent < HELD,
+        "the upstream sent {sent} bytes to a client that read 64 KiB; {log:?}"
+    );
+    assert!(
+        closed,
+        "the door kept the upstream's connection after the client left"
+    );
 }
 
 /// What one upload saw.
