@@ -12,10 +12,16 @@
 //! answer (server-sent events, with a text of the test's) passes so the turn completes.
 //! Without the root (the bite): the door refuses the upstream's certificate, answers `502`
 //! with a log line, and no request reaches the stand-in.
-//! Clients: Claude Code in its terminal (the turn read from its transcript: its terminal
+//! Issue 31, item 3: once the turn ended, the command line (`/proc/<pid>/cmdline`, which
+//! every local user reads) of the client and of every process it started, its MCP servers
+//! among them, holds no secret: the daemon's key, the per-launch token, the agent id, the
+//! result channel's capability URL, OpenCode's server password. (The bite, run once: with
+//! the agent id added to the prompt, which Codex CLI takes in its argv, the Codex case
+//! fails naming its process.)
+//! Clients: Claude Code (both pinned versions) in its terminal (the turn read from its transcript: its terminal
 //! redraws only changed cells, so the text can arrive cut), and over ACP Qwen Code, Gemini
-//! CLI, OpenCode and Copilot CLI (the prompt's stop reason, `end_turn`), and Codex CLI in its
-//! terminal (the Responses API over HTTP once its WebSocket upgrade is answered `426`; its
+//! CLI, OpenCode and Copilot CLI (the prompt's stop reason, `end_turn`), and Codex CLI (both
+//! pinned versions) in its terminal (the Responses API over HTTP once its WebSocket upgrade is answered `426`; its
 //! key in `auth.json`, the turn read from its session rollout).
 //! Offline: the stand-ins on the loopback interface, dummy keys, a dead proxy for the rest.
 
@@ -35,16 +41,18 @@ use kcap_mcp_registry::clients::root::{CredentialFile, Credentials};
 use kcap_mcp_registry::launch::{
     self, AcpEvent, AcpSession, Options, Reviewer, TerminalEvent, TerminalSession,
 };
-use kcap_mcp_registry::{LaunchContext, Policy};
+use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery};
 
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
         claude_completes_a_turn_through_the_door_to_an_https_model_api,
+        claude_next_completes_a_turn_through_the_door_to_an_https_model_api,
         qwen_completes_a_turn_through_the_door_to_an_https_model_api,
         gemini_completes_a_turn_through_the_door_to_an_https_model_api,
         opencode_completes_a_turn_through_the_door_to_an_https_model_api,
         copilot_completes_a_turn_through_the_door_to_an_https_model_api,
         codex_completes_a_turn_through_the_door_to_an_https_model_api,
+        codex_next_completes_a_turn_through_the_door_to_an_https_model_api,
     ]
 }
 
@@ -54,6 +62,12 @@ const BOUND: Duration = Duration::from_secs(120);
 
 /// The text of the stand-in model's answer: the client shows it once the stream is in.
 const MARKER: &str = "kcap-door-tls-turn-complete";
+
+/// The launch's agent id, a secret of the result channel's: in no command line.
+const AGENT_ID: &str = "kcap-agent-door-https-5e1f0c";
+
+/// The path of the result channel's capability URL, its secret: in no command line.
+const CAPABILITY: &str = "capability-secret-door-https-9c1d";
 
 /// One client's model API through the door: the variable naming its binary, its model, its
 /// credentials for the stand-in's URL (the daemon's key `key`), the header the key goes in
@@ -76,9 +90,19 @@ struct Spec {
 
 /// Claude Code in its terminal (Anthropic Messages API, `x-api-key`).
 fn claude_completes_a_turn_through_the_door_to_an_https_model_api() {
+    claude("KCAP_CLAUDE_BIN");
+}
+
+/// The same on the newest pinned Claude Code.
+fn claude_next_completes_a_turn_through_the_door_to_an_https_model_api() {
+    claude("KCAP_CLAUDE_NEXT_BIN");
+}
+
+/// Claude Code, the one named by `bin_var`.
+fn claude(bin_var: &'static str) {
     check(&Spec {
         client: Client::Claude,
-        bin_var: "KCAP_CLAUDE_BIN",
+        bin_var,
         model: None,
         key: "sk-ant-daemon-key-door-https-0123456789",
         credentials: |url, key| {
@@ -186,9 +210,19 @@ fn copilot_completes_a_turn_through_the_door_to_an_https_model_api() {
 /// Codex CLI in its terminal (the Responses API, `authorization: Bearer`; its key only in
 /// `auth.json`, its base URL in `OPENAI_BASE_URL`).
 fn codex_completes_a_turn_through_the_door_to_an_https_model_api() {
+    codex("KCAP_CODEX_BIN");
+}
+
+/// The same on the newest pinned Codex CLI.
+fn codex_next_completes_a_turn_through_the_door_to_an_https_model_api() {
+    codex("KCAP_CODEX_NEXT_BIN");
+}
+
+/// Codex CLI, the one named by `bin_var`.
+fn codex(bin_var: &'static str) {
     check(&Spec {
         client: Client::Codex,
-        bin_var: "KCAP_CODEX_BIN",
+        bin_var,
         model: Some("gpt-5"),
         key: "sk-daemon-key-door-https-codex-0123456",
         credentials: |url, _| vec![EnvVar::new("OPENAI_BASE_URL", format!("{url}/v1"))],
@@ -296,6 +330,33 @@ fn check(spec: &Spec) {
         run.environ.contains(&run.token) || !run.holding_token.is_empty(),
         "{client}: neither its environment nor a launch file holds the token"
     );
+    // Issue 31, item 3: no secret in any reviewer process's command line, which every local
+    // user reads (`/proc/<pid>/cmdline`): the client and every process it started (its MCP
+    // servers among them), read while they run.
+    assert!(
+        run.cmdlines.iter().any(|(_, c)| c.contains("kcap/kcap")),
+        "{client}: no MCP server among the reviewer's processes: {:?}",
+        run.cmdlines
+    );
+    let mut secrets = vec![
+        spec.key.to_owned(),
+        run.token.clone(),
+        AGENT_ID.to_owned(),
+        CAPABILITY.to_owned(),
+    ];
+    secrets.extend(run.password.clone());
+    for (pid, cmdline) in &run.cmdlines {
+        eprintln!(
+            "{client}: reviewer process {pid}: {} bytes of command line",
+            cmdline.len()
+        );
+        for secret in &secrets {
+            assert!(
+                !cmdline.contains(secret.as_str()),
+                "{client}: process {pid}'s command line holds a secret ({secret}): {cmdline}"
+            );
+        }
+    }
 
     // The bite: the same launch without the test's CA. The door refuses the certificate.
     let run = Run::new(spec, &bin, false);
@@ -341,6 +402,11 @@ struct Run {
     holding_token: Vec<PathBuf>,
     /// The last output or stderr of the client, for failures.
     tail: String,
+    /// The command line (`/proc/<pid>/cmdline`, NUL turned to space) of the client and of
+    /// every process it started, read once its turn ended, before it stopped.
+    cmdlines: Vec<(u32, String)>,
+    /// OpenCode's per-launch server password, from the plan, if any.
+    password: Option<String>,
 }
 
 impl Run {
@@ -391,22 +457,27 @@ impl Run {
                 files_holding(&launch_dir, &token),
             )
         };
-        let (turn, log, tail, environ, (leaks, holding_token)) = match reviewer {
+        let password = plan
+            .env_value("OPENCODE_SERVER_PASSWORD")
+            .map(str::to_owned);
+        let (turn, log, tail, environ, (leaks, holding_token), cmdlines) = match reviewer {
             Reviewer::Acp(mut session) => {
                 let environ = environ(session.pid());
                 let turn = acp_turn(&mut session, client, root, started);
                 let (log, tail) = (session.door_log(), session.stderr_tail());
                 let files = scan();
+                let cmdlines = tree_cmdlines(session.pid());
                 session.stop().unwrap();
-                (turn, log, tail, environ, files)
+                (turn, log, tail, environ, files, cmdlines)
             }
             Reviewer::Terminal(mut session) => {
                 let environ = environ(session.pid());
                 let (turn, tail) = terminal_turn(&mut session, client, root, started, &launch_dir);
                 let log = session.door_log();
                 let files = scan();
+                let cmdlines = tree_cmdlines(session.pid());
                 session.stop().unwrap();
-                (turn, log, tail, environ, files)
+                (turn, log, tail, environ, files, cmdlines)
             }
         };
         eprintln!(
@@ -427,6 +498,8 @@ impl Run {
             client_side,
             environ,
             tail,
+            cmdlines,
+            password,
         }
     }
 }
@@ -479,7 +552,10 @@ fn plan(spec: &Spec, dir: &Path, api_url: &str, kcap: &Path, cache: Option<&Path
     let launch_dir = dir.join("launch");
     let client = spec.client;
     let ctx = LaunchContext {
-        agent_id: "a1".into(),
+        agent_id: AGENT_ID.into(),
+        result_delivery: ResultDelivery::from_capability_url(Some(format!(
+            "http://127.0.0.1:9/{CAPABILITY}"
+        ))),
         server_url: Some("http://127.0.0.1:9".into()),
         kcap_bin: Some(s(kcap)),
         mcp_allowlist: Some(vec![Some("kcap-review".into())]),
@@ -672,6 +748,40 @@ fn token(client_side: &str) -> String {
 }
 
 /// The environment of process `pid` (`/proc/<pid>/environ`), one variable a line.
+/// The command lines of `root` and of every process descended from it (by each process's
+/// parent in `/proc/<pid>/stat`; the reviewer has no PID namespace of its own), as another
+/// local user reads them: `(pid, arguments joined by spaces)`.
+fn tree_cmdlines(root: u32) -> Vec<(u32, String)> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`: the name may hold spaces and parentheses.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    tree.into_iter()
+        .filter_map(|pid| {
+            let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            Some((pid, String::from_utf8_lossy(&bytes).replace('\0', " ")))
+        })
+        .collect()
+}
+
 fn environ(pid: u32) -> String {
     let bytes = std::fs::read(format!("/proc/{pid}/environ"))
         .unwrap_or_else(|e| panic!("/proc/{pid}/environ: {e}"));

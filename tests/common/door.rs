@@ -56,13 +56,49 @@ fn answer(stream: TcpStream) {
     let _ = (&stream).write_all(b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok");
 }
 
+/// The machine outside a reviewer, for [`write_probe`]: a TCP listener on another loopback
+/// address (`127.0.0.2`) and a stand-in name server on the host's `127.0.0.1` (as
+/// systemd-resolved's `127.0.0.53` is), each started once per test process.
+struct Outside {
+    /// The port of the listener on `127.0.0.2`.
+    other_port: u16,
+    /// The name server's UDP port: it answers each query with its id and `QR` set.
+    dns_port: u16,
+}
+
+fn outside() -> &'static Outside {
+    static OUTSIDE: std::sync::OnceLock<Outside> = std::sync::OnceLock::new();
+    OUTSIDE.get_or_init(|| {
+        let other = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2:0");
+        let other_port = other.local_addr().unwrap().port();
+        std::thread::spawn(move || for _ in other.incoming() {});
+        let dns = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind 127.0.0.1:0 (udp)");
+        let dns_port = dns.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = dns.recv_from(&mut buf) {
+                if n >= 12 {
+                    buf[2] |= 0x80;
+                    let _ = dns.send_to(&buf[..n], from);
+                }
+            }
+        });
+        Outside {
+            other_port,
+            dns_port,
+        }
+    })
+}
+
 /// Writes at `wrapper` a bash script that, run as an MCP server's command, leaves in
 /// `marks` one file per probe and then runs `exec` (a shell command line, followed by the
 /// script's arguments, with `PROBED_AS` set to the wrapper's path, which a recorder may
 /// report as its command): `kcap-yes` when a `GET /` to `$KCAP_URL`'s host and port answers
 /// `HTTP/1.0 200`, else `kcap-no`; `direct-yes` when a TCP connection to `127.0.0.1:<port of
-/// model_api_url>` opens, else `direct-no`. Each file is named `<probe>-<answer>-<pid>`
-/// ([`marks`] reads them).
+/// model_api_url>` opens, else `direct-no`; `other-yes` when a TCP connection to a listener
+/// on the host's `127.0.0.2` opens; `dns-yes` when a DNS query to a stand-in name server on
+/// the host's `127.0.0.1` is answered within 2 s ([`Outside`]). Each file is named
+/// `<probe>-<answer>-<pid>` ([`marks`] reads them).
 pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str) {
     std::fs::create_dir_all(marks).unwrap();
     let api_port = model_api_url
@@ -84,8 +120,15 @@ pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str
                 && read -r -t 5 line <&3 && [[ $line == HTTP/1.0\\ 200* ]]; then mark kcap yes; else mark kcap no; fi\n\
              exec 3>&-\n\
              if (exec 4<>/dev/tcp/127.0.0.1/{api_port}) 2>/dev/null; then mark direct yes; else mark direct no; fi\n\
+             if (exec 5<>/dev/tcp/127.0.0.2/{other_port}) 2>/dev/null; then mark other yes; else mark other no; fi\n\
+             if (exec 6<>/dev/udp/127.0.0.1/{dns_port} \
+                && printf '{query}' >&6 && IFS= read -r -t 2 -N 2 id <&6 && [[ $id == $'\\x12\\x34' ]]) 2>/dev/null; \
+                then mark dns yes; else mark dns no; fi\n\
              PROBED_AS=\"$0\" exec {exec} \"$@\"\n",
             marks = marks.display(),
+            other_port = outside().other_port,
+            dns_port = outside().dns_port,
+            query = "\\x12\\x34\\x01\\x00\\x00\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x06models\\x07example\\x00\\x00\\x01\\x00\\x01",
         ),
     );
 }
@@ -310,8 +353,22 @@ pub fn assert_reach_behind_the_door<'a>(
         leaks.is_empty(),
         "launch-directory files hold the key: {leaks:?}"
     );
-    assert_eq!(*marks, ["direct-no", "kcap-yes"].map(String::from).into());
+    assert_eq!(
+        *marks,
+        ["direct-no", "dns-no", "kcap-yes", "other-no"]
+            .map(String::from)
+            .into()
+    );
     assert!(kcap_reached >= 2, "the kcap server got {kcap_reached}");
+}
+
+/// Without the door, every way out [`write_probe`] tries opened: the model API's host port,
+/// another loopback address, the name server on the host (the bite of
+/// [`assert_reach_behind_the_door`]).
+pub fn assert_open_network(marks: &BTreeSet<String>) {
+    for way in ["direct-yes", "other-yes", "dns-yes"] {
+        assert!(marks.contains(way), "{way}: {marks:?}");
+    }
 }
 
 /// Every request the stand-in model API got through the door carries `value` in `header`
@@ -344,7 +401,7 @@ impl AcpDoorRun {
     /// by the door) and no header the token; neither the plan the client gets, nor a
     /// server's environment, nor a launch-directory file holds the key; each server reached
     /// the kcap server through the door (port 41002) and failed to reach the model API's
-    /// host port.
+    /// host port, another loopback address and the name server on the host.
     pub fn assert_behind_the_door(&self, key: &str, header: &str, prefix: &str) {
         assert!(!self.requests.is_empty(), "{}", self.stderr);
         assert_door_headers(&self.requests, header, &format!("{prefix}{key}"));
@@ -361,7 +418,8 @@ impl AcpDoorRun {
 
     /// Without the door: the client's own request carries `key` in `header` after `prefix`,
     /// the plan the client gets holds the key, and a server's direct connection to the
-    /// model API's host port opened.
+    /// model API's host port, to another loopback address and its name query opened
+    /// ([`assert_open_network`]).
     pub fn assert_open(&self, key: &str, header: &str, prefix: &str) {
         assert!(!self.requests.is_empty(), "{}", self.stderr);
         for r in &self.requests {
@@ -373,7 +431,7 @@ impl AcpDoorRun {
             );
         }
         assert!(self.client_side.contains(key));
-        assert!(self.marks.contains("direct-yes"), "{:?}", self.marks);
+        assert_open_network(&self.marks);
     }
 }
 

@@ -49,6 +49,8 @@ mod launch_dirs;
 #[cfg(feature = "launch")]
 mod launch_door;
 #[cfg(feature = "launch")]
+mod launch_door_bounds;
+#[cfg(feature = "launch")]
 mod launch_door_tls;
 #[cfg(feature = "launch")]
 mod launch_faults;

@@ -68,6 +68,16 @@ pub(super) enum Up {
     Tls(TlsWriter),
 }
 
+/// What is left before `deadline` (`None`: no deadline), for a socket's write timeout: at
+/// least a millisecond, so that a write that starts at the deadline (its bytes read from
+/// the client just before) still goes to an upstream that reads; only one that waits is cut.
+pub(super) fn left(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| {
+        d.saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    })
+}
+
 /// The way back from the upstream.
 pub(super) enum Down {
     Plain(TcpStream),
@@ -88,6 +98,33 @@ impl Write for Up {
 }
 
 impl Up {
+    /// Sets its socket's write timeout (`SO_SNDTIMEO`): each write waits at most `wait`
+    /// (`None`: for ever), then fails with [`ErrorKind::WouldBlock`].
+    pub(super) fn set_write_timeout(&self, wait: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Up::Plain(s) => s.set_write_timeout(wait),
+            Up::Tls(t) => t.set_write_timeout(wait),
+        }
+    }
+
+    /// Writes some of `buf` (all of it over TLS) before `deadline`, if any ([`left`]): a
+    /// write that moved nothing when it passes fails with `WouldBlock` (or `TimedOut`);
+    /// over TLS, one whose records are not all written by then fails so too, its plaintext
+    /// lost (the connection must end).
+    pub(super) fn write_before(
+        &mut self,
+        buf: &[u8],
+        deadline: Option<Instant>,
+    ) -> std::io::Result<usize> {
+        match self {
+            Up::Plain(s) => {
+                s.set_write_timeout(left(deadline))?;
+                s.write(buf)
+            }
+            Up::Tls(t) => t.write_before(buf, deadline),
+        }
+    }
+
     /// Shuts its socket down (`close_notify` first over TLS, when writing ends).
     pub(super) fn shutdown(&self, how: Shutdown) {
         match self {
@@ -257,10 +294,8 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
         .stack_size(THREAD_STACK)
         .spawn(move || answers(down, client, &watch_d, &endpoint_d, &shared_d));
     let up = if parse {
-        let authority = endpoint.authority();
-        let credential = endpoint.credential.as_ref();
         let bound = shared.request_timeout;
-        match super::http::requests(client_r, up, credential, authority, &watch, bound) {
+        match super::http::requests(client_r, up, endpoint, &watch, bound) {
             Ok(()) => Ok(()),
             Err(super::http::Failure::Io(e)) => Err(e),
             Err(super::http::Failure::Stalled(told)) => {
@@ -268,6 +303,16 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
                 shared.log(format!(
                     "door port {port}: a request did not arrive whole within {} s; \
                      {answered}closed the connection",
+                    bound.as_secs_f64()
+                ));
+                Ok(())
+            }
+            Err(super::http::Failure::Untaken(told)) => {
+                let answered = if told { "answered 504 and " } else { "" };
+                shared.log(format!(
+                    "door port {port}: upstream {} did not take the request within {} s; \
+                     {answered}closed the connection",
+                    endpoint.upstream,
                     bound.as_secs_f64()
                 ));
                 Ok(())
@@ -280,7 +325,21 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
             }
         }
     } else {
-        pipe(client_r, up, Some(&watch))
+        let bound = shared.request_timeout;
+        match pipe(client_r, up, Some((&watch, bound)), endpoint) {
+            Ok(Piped::Untaken { told }) => {
+                let answered = if told { "answered 504 and " } else { "" };
+                shared.log(format!(
+                    "door port {port}: upstream {} took nothing the client sent for {} s; \
+                     {answered}closed the connection",
+                    endpoint.upstream,
+                    bound.as_secs_f64()
+                ));
+                Ok(())
+            }
+            Ok(Piped::Ended) => Ok(()),
+            Err(e) => Err(e),
+        }
     };
     let down = down.map(|t| t.join());
     if let Ok(mut live) = shared.live.lock() {
@@ -301,16 +360,39 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     }
 }
 
+/// How [`pipe`] ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Piped {
+    /// The client closed its side, or a peer reset the connection.
+    Ended,
+    /// The upstream took none of the client's bytes for the bound (it stopped reading);
+    /// whether the client got a `504` (not when the upstream had begun its answer).
+    Untaken { told: bool },
+}
+
 /// Copies `from` to `to` as it comes (each write noted on `watch`), then shuts `to`'s
 /// writing side (the other end sees end-of-file) and `from`'s reading side.
-pub(super) fn pipe(mut from: TcpStream, mut to: Up, watch: Option<&Watch>) -> std::io::Result<()> {
+///
+/// With a watch and a bound, each write toward the upstream waits at most the bound
+/// (`SO_SNDTIMEO`): an upstream that stops reading ends the connection both ways, the
+/// client first getting a `504` naming `endpoint` when a request awaits its answer
+/// ([`Piped::Untaken`]), so that a client uploading to it is not held (issue 32, item 4).
+pub(super) fn pipe(
+    mut from: TcpStream,
+    mut to: Up,
+    watch: Option<(&Watch, Duration)>,
+    endpoint: &Endpoint,
+) -> std::io::Result<Piped> {
     let mut buf = vec![0u8; BUFFER_BYTES];
+    if let Some((_, bound)) = watch {
+        to.set_write_timeout(Some(bound))?;
+    }
     let result = loop {
         match from.read(&mut buf) {
             Ok(0) => break Ok(()),
             Ok(n) => {
                 // Noted before the bytes go, as in `http::requests`.
-                if let Some(w) = watch {
+                if let Some((w, _)) = watch {
                     w.sent();
                 }
                 if let Err(e) = to.write_all(&buf[..n]) {
@@ -321,9 +403,27 @@ pub(super) fn pipe(mut from: TcpStream, mut to: Up, watch: Option<&Watch>) -> st
             Err(e) => break Err(e),
         }
     };
+    if let (Err(e), Some((watch, bound))) = (&result, watch)
+        && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+    {
+        let told = watch.waiting();
+        if told {
+            watch.door_answered();
+            let body = format!(
+                "kcap door: the upstream of port {} ({}) took nothing the client sent for {} s\n",
+                endpoint.port,
+                endpoint.upstream,
+                bound.as_secs_f64()
+            );
+            answer_and_close(from.try_clone()?, "504 Gateway Timeout", &body);
+        }
+        to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+        return Ok(Piped::Untaken { told });
+    }
     to.shutdown(Shutdown::Write);
     let _ = from.shutdown(Shutdown::Read);
-    ended(result)
+    ended(result).map(|()| Piped::Ended)
 }
 
 /// A reset or a closed peer is how a connection ends, not a fault of the door's.

@@ -35,7 +35,10 @@
 //! upstream's). An upstream that accepts a request and does not start its answer within
 //! [`Settings::answer_timeout`] gets the client a `504 Gateway Timeout` and a log line; a
 //! request the door reads that does not arrive whole within [`Settings::request_timeout`]
-//! (a client that stalls its upload) gets it a `408 Request Timeout` and a log line.
+//! (a client that stalls its upload) gets it a `408 Request Timeout` and a log line; one the
+//! upstream does not take whole within that bound (it stopped reading) a `504` and a log
+//! line, as does, on an endpoint the door only pipes, a write toward the upstream that moves
+//! no byte for that long.
 //!
 //! Inside the namespace nothing else exists: no other address, no route (a connection to
 //! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
@@ -108,7 +111,11 @@ pub struct Settings {
     /// may take to arrive whole, from its first byte to the last of its body: then the
     /// client gets a `408 Request Timeout` (or, when the upstream has begun its answer, the
     /// connection is closed), the upstream's connection is closed and a log line written.
-    /// The wait for a connection's next request is not bounded. Default [`REQUEST_TIMEOUT`].
+    /// The same bound holds for the upstream taking the request (each write toward it waits
+    /// at most what is left of it): an upstream that stops reading gets the client a `504
+    /// Gateway Timeout`; on an endpoint the door only pipes, a write toward the upstream that
+    /// moves no byte for this long ends the connection the same way. The wait for a
+    /// connection's next request is not bounded. Default [`REQUEST_TIMEOUT`].
     pub request_timeout: Duration,
     /// Root certificates (DER) a TLS upstream's chain may also end in, beside the system's:
     /// a gateway's private CA, or a test's. Whoever adds one can read and change the traffic

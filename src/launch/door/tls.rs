@@ -261,6 +261,39 @@ impl Write for TlsWriter {
 }
 
 impl TlsWriter {
+    /// Seals all of `buf` and writes its records before `deadline`, if any (each send
+    /// waiting at most what is left of it, `forward::left`): `WouldBlock` (or `TimedOut`)
+    /// when it passes first, the records then part written (the connection must end).
+    pub(super) fn write_before(
+        &mut self,
+        buf: &[u8],
+        deadline: Option<std::time::Instant>,
+    ) -> io::Result<usize> {
+        let mut out = lock(&self.shared.out);
+        let (n, records) = {
+            let mut conn = lock(&self.shared.conn);
+            let n = conn.writer().write(buf)?;
+            (n, sealed(&mut conn)?)
+        };
+        let mut rest = &records[..];
+        while !rest.is_empty() {
+            out.set_write_timeout(super::forward::left(deadline))?;
+            match out.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(sent) => rest = &rest[sent..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Sets the socket's write timeout (`SO_SNDTIMEO`): each write of the records of one
+    /// [`Write::write`] waits at most `wait`.
+    pub(super) fn set_write_timeout(&self, wait: Option<std::time::Duration>) -> io::Result<()> {
+        lock(&self.shared.out).set_write_timeout(wait)
+    }
+
     /// Ends the writing side (`close_notify`, then the socket's), or both.
     pub(super) fn shutdown(&self, how: Shutdown) {
         let out = lock(&self.shared.out);

@@ -337,7 +337,13 @@ pub fn kernel_abi() -> i32 {
 /// What this kernel lacks for the whole sandbox, for a refusal or a warning; `None` when
 /// it gives all of it.
 pub fn missing() -> Option<String> {
-    let abi = kernel_abi();
+    missing_of(kernel_abi(), terminals_missing(), seccomp::program().err())
+}
+
+/// What is missing for the whole sandbox on a kernel whose Landlock ABI is `abi` (0: no
+/// Landlock), where a `/dev/pts` of the reviewer's own lacks `terminals` and the seccomp
+/// filter lacks `seccomp` (`None`: given): each named, joined by `; `.
+fn missing_of(abi: i32, terminals: Option<String>, seccomp: Option<String>) -> Option<String> {
     let landlock = match abi {
         0 => Some("the Landlock LSM (not built in, or not enabled in `lsm=`)".to_owned()),
         a if a < SANDBOX_ABI => Some(format!(
@@ -352,8 +358,8 @@ pub fn missing() -> Option<String> {
     };
     let missing: Vec<String> = landlock
         .into_iter()
-        .chain(terminals_missing())
-        .chain(seccomp::program().err())
+        .chain(terminals)
+        .chain(seccomp)
         .collect();
     (!missing.is_empty()).then(|| missing.join("; "))
 }
@@ -397,7 +403,13 @@ fn terminals_missing() -> Option<String> {
 /// # Errors
 /// [`ExecError::NoSandbox`], naming what is missing.
 pub(crate) fn preflight(confinement: Confinement) -> Result<(), ExecError> {
-    match missing() {
+    refusal(confinement, missing())
+}
+
+/// [`preflight`]'s judgment of a kernel that lacks `missing`: a refusal naming it under
+/// [`Confinement::Required`], else nothing (a best-effort launch goes on; its caller warns).
+fn refusal(confinement: Confinement, missing: Option<String>) -> Result<(), ExecError> {
+    match missing {
         Some(missing) if confinement == Confinement::Required => {
             Err(ExecError::NoSandbox { missing })
         }
@@ -639,3 +651,6 @@ fn ruleset(
     }
     Ok(created.into())
 }
+
+#[cfg(test)]
+mod tests;
