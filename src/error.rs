@@ -23,6 +23,7 @@ use crate::clients::{LaunchError, RenderError};
 ///
 /// fn start(cmd: LaunchCommand, state: &Path) -> Result<Reviewer, Error> {
 ///     let launch = LaunchRequest::new(Client::Gemini, cmd)
+///         .server("http://127.0.0.1:5100", "/usr/local/bin/kcap")
 ///         .worktree(state.join("worktrees/review-7"))
 ///         .launch_dir(state.join("launches/a1"))
 ///         .plan()?; // a LaunchError

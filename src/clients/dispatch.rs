@@ -237,7 +237,8 @@ impl Client {
         check_values(ctx)?;
         self.check_paths(ctx)?;
         self.preflight(ctx, &inputs.system_root)?;
-        let mut warnings = self.uncarried_values(ctx, inputs.policy)?;
+        let mut warnings = self.gated(ctx, inputs.policy)?;
+        warnings.extend(self.uncarried_values(ctx, inputs.policy)?);
         warnings.extend(self.check_version(ctx, inputs.client_version.as_ref(), inputs.policy)?);
         // Behind the door the room plans the launch with the door's URLs and token.
         let behind;
@@ -262,6 +263,25 @@ impl Client {
         }
         Ok(PlannedLaunch { plan, warnings })
     }
+    /// A launch whose MCP servers are all gated off ([`LaunchContext::is_gated`]): refused
+    /// under [`Policy::Strict`] ([`RenderError::Gated`]), a warning under [`Policy::Lenient`]
+    /// (the reviewer then has no result channel). Never silent: a daemon that forgot its kcap
+    /// server would otherwise launch reviewers that cannot report.
+    fn gated(self, ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, RenderError> {
+        if !ctx.is_gated() {
+            return Ok(Vec::new());
+        }
+        match policy {
+            Policy::Strict => Err(RenderError::Gated { client: self }),
+            Policy::Lenient => Ok(vec![format!(
+                "agent {:?}: no kcap server URL or no kcap binary (--server-url, --kcap-bin; \
+                 `LaunchRequest::server`), so every MCP server (the result channel and any \
+                 allowlist) is gated off",
+                ctx.agent_id
+            )]),
+        }
+    }
+
     /// Refuses a relative `worktree`, `launch_dir` or `cache_dir`: the client would resolve it
     /// against wherever it happens to start, which is not where the daemon meant.
     fn check_paths(self, ctx: &LaunchContext) -> Result<(), RenderError> {

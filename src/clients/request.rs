@@ -51,8 +51,9 @@ pub struct LaunchRequest {
 }
 
 impl LaunchRequest {
-    /// The launch of `command` on `client`, under the strict policy, with no kcap server yet
-    /// (every MCP server but the built-in ones gated off until [`LaunchRequest::server`]).
+    /// The launch of `command` on `client`, under the strict policy, with no kcap server yet:
+    /// until [`LaunchRequest::server`], every MCP server is gated off, which the strict policy
+    /// refuses ([`RenderError::Gated`]) and the lenient one warns about.
     pub fn new(client: Client, command: LaunchCommand) -> LaunchRequest {
         let mut ctx = LaunchContext::from_command(command, "", "");
         ctx.server_url = None;

@@ -24,8 +24,9 @@ fn render_codex(args: &[&str]) -> Run {
     run(&all)
 }
 
-const GATED: &str = "warning: agent \"a1\": no --server-url or no --kcap-bin, so every MCP server \
-                     (the result channel and any allowlist) is gated off\n";
+const GATED: &str = "warning: agent \"a1\": no kcap server URL or no kcap binary (--server-url, \
+                     --kcap-bin; `LaunchRequest::server`), so every MCP server (the result \
+                     channel and any allowlist) is gated off\n";
 
 #[test]
 fn a_codex_auth_json_reaches_the_plan_holding_only_its_key() {

@@ -409,3 +409,45 @@ fn a_relative_worktree_launch_dir_or_cache_dir_is_refused_for_every_client() {
         }
     }
 }
+
+#[test]
+fn a_launch_without_a_kcap_server_is_refused_under_strict_and_warned_under_lenient() {
+    use kcap_mcp_registry::{LaunchCommand, LaunchRequest};
+    let cmd: LaunchCommand =
+        serde_json::from_str(r#"{"agent_id":"a1","mcp_allowlist":["kcap-review"]}"#).unwrap();
+    // The daemon forgot `server`: its reviewer would get no MCP server, no result channel.
+    let forgot = |client| {
+        LaunchRequest::new(client, cmd.clone())
+            .worktree("/work/tree")
+            .launch_dir("/run/kcap/l1")
+            .allow_unverified_isolation()
+    };
+    for client in Client::ALL {
+        match forgot(client).plan() {
+            Err(LaunchError::Render(RenderError::Gated { client: c })) => assert_eq!(c, client),
+            other => panic!("{client}: {other:?}"),
+        }
+        let lenient = forgot(client).policy(Policy::Lenient).plan();
+        let planned = match (client, lenient) {
+            // Antigravity refuses direct result delivery first.
+            (Client::Antigravity, Err(_)) => continue,
+            (_, planned) => planned.unwrap_or_else(|e| panic!("{client}: {e}")),
+        };
+        assert!(planned.plan.servers.is_empty(), "{client}");
+        assert!(
+            planned.warnings[0].starts_with(
+                "agent \"a1\": no kcap server URL or no kcap binary (--server-url, --kcap-bin; \
+                 `LaunchRequest::server`), so every MCP server"
+            ),
+            "{client}: {:?}",
+            planned.warnings
+        );
+    }
+    // With the server, the strict plan injects the result channel and the allowlist.
+    let planned = forgot(Client::Gemini)
+        .server("http://127.0.0.1:5100", "/opt/kcap")
+        .plan()
+        .unwrap();
+    let ids: Vec<&str> = planned.plan.servers.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["kcap-flow-result", "kcap-review"]);
+}

@@ -343,6 +343,15 @@ fn the_sandbox_is_on_by_default() {
                 "--dry-run",
             ];
             args.extend(more);
+            if more.contains(&"--strict") {
+                // The strict policy refuses a launch whose MCP servers are gated off.
+                args.extend([
+                    "--server-url",
+                    "http://127.0.0.1:9",
+                    "--kcap-bin",
+                    "/bin/true",
+                ]);
+            }
             let r = crate::common::run(&args);
             assert_eq!(r.code, 0, "{r:?}");
             r.stdout

@@ -591,11 +591,18 @@ fn antigravity_refuses_direct_delivery_unless_gated() {
          channel needs brokered delivery; give the launch its capability URL \
          (`result_capability_url` in the launch command; --result-capability-url URL)"
     );
-    // A gated launch has no result channel to deliver through.
+    // A gated launch has no result channel to deliver through (the lenient policy plans it,
+    // warning; the strict one refuses it, `RenderError::Gated`).
     let mut gated = c.clone();
     gated.server_url = None;
-    let p = exact_plan(Client::Antigravity, &gated, Policy::Strict).unwrap();
+    let p = exact_plan(Client::Antigravity, &gated, Policy::Lenient).unwrap();
     assert!(p.servers.is_empty());
+    assert_eq!(
+        refusal(Client::Antigravity, &gated, Policy::Strict),
+        RenderError::Gated {
+            client: Client::Antigravity
+        }
+    );
 }
 
 #[test]

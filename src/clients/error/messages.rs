@@ -181,6 +181,7 @@ impl fmt::Display for RenderError {
                  (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; \
                  give the launch its review-context URL",
             ),
+            RenderError::Gated { client } => fmt_gated(*client, f),
             RenderError::UnverifiedIsolation { client } => fmt_unverified(*client, f),
             RenderError::UnaskedTools { client, tools } => fmt_unasked(*client, tools, f),
             RenderError::UnprovenVersion { .. } => crate::clients::version::fmt_unproven(self, f),
@@ -307,6 +308,17 @@ fn fmt_unasked(client: Client, tools: &[String], f: &mut fmt::Formatter<'_>) -> 
          allows them, or use a client that hides them (docs/launch-plan.md, \"Built-in tools \
          that run unasked\")",
         tools.join(", ")
+    )
+}
+
+/// [`RenderError::Gated`]'s message.
+fn fmt_gated(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "cannot plan the {client} launch: it has no kcap server URL or no kcap binary, so every \
+         MCP server, the result channel included, would be gated off and the reviewer could not \
+         report; give both (`LaunchRequest::server`; --server-url and --kcap-bin), or plan with \
+         the lenient policy, which launches it without MCP servers and warns"
     )
 }
 

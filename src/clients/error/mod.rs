@@ -151,6 +151,14 @@ pub enum RenderError {
     /// A borrowed-snapshot review without a review-context URL: the review-context server
     /// would have nothing to read.
     MissingReviewContextUrl,
+    /// A launch without a kcap server URL or a kcap binary ([`LaunchContext::is_gated`]) under
+    /// [`Policy::Strict`](crate::Policy::Strict): every MCP server, the result channel
+    /// included, would be gated off, so the reviewer could not report its result. The
+    /// lenient policy launches it without MCP servers, with a warning.
+    Gated {
+        /// The client.
+        client: Client,
+    },
     /// The client's isolation from the MCP servers the user or the reviewed repository
     /// configured is not established ([`plan::Isolation::Unverified`]: Cursor, Kiro,
     /// Antigravity), and the caller did not opt in

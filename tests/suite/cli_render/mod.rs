@@ -292,7 +292,7 @@ fn command_line_values_override_the_launch_json() {
         (
             0,
             &format!(
-                "warning: agent \"a9\": no --server-url or no --kcap-bin, so every MCP server (the result channel and any allowlist) is gated off\n{TYPED_NOTE}"
+                "warning: agent \"a9\": no kcap server URL or no kcap binary (--server-url, --kcap-bin; `LaunchRequest::server`), so every MCP server (the result channel and any allowlist) is gated off\n{TYPED_NOTE}"
             )[..]
         )
     );

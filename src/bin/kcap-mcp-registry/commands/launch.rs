@@ -17,7 +17,7 @@ use kcap_mcp_registry::launch::{
 use kcap_mcp_registry::ops::verify::{self, record};
 use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
 
-use super::render::{LaunchFor, render_plan, warn_gated};
+use super::render::{LaunchFor, render_plan};
 use kcap_mcp_registry::Client;
 
 use super::{CliError, SandboxPolicy, chain};
@@ -143,7 +143,6 @@ fn plan_of(
             client.client_version = Some(client_version(client.client, client_bin)?);
         }
         let (plan, ctx, _) = render_plan(client)?;
-        warn_gated(&ctx);
         // Named as the flag it came from (the executor's check names the path only).
         if let Some(tree) = ctx.worktree.as_deref().filter(|t| !Path::new(t).is_dir()) {
             return Err(CliError::usage(format!(

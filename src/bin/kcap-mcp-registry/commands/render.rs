@@ -255,7 +255,7 @@ impl clap::Subcommand for LaunchFor {
 
 /// `render <client>`: prints the argv, or the plan, of the launch.
 pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
-    let (plan, ctx, format) = render_plan(r)?;
+    let (plan, _, format) = render_plan(r)?;
     let text = match format {
         RenderFormat::Lines => ops::render::format_argv(&plan.argv, ArgvFormat::Lines),
         RenderFormat::Json => ops::render::format_argv(&plan.argv, ArgvFormat::Json),
@@ -263,7 +263,6 @@ pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
         RenderFormat::Plan => Ok(plan.to_json()),
     }
     .map_err(CliError::found)?;
-    warn_gated(&ctx);
     if format != RenderFormat::Plan
         && let Some(typed) = &plan.typed_prompt
     {
@@ -277,17 +276,6 @@ pub(crate) fn render(r: RenderFor) -> Result<ExitCode, CliError> {
     }
     out!("{text}");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The warning for a launch whose MCP servers are all gated off, if it is one.
-pub(crate) fn warn_gated(ctx: &LaunchContext) {
-    if ctx.is_gated() {
-        errln!(
-            "warning: agent {:?}: no --server-url or no --kcap-bin, so every MCP server \
-             (the result channel and any allowlist) is gated off",
-            ctx.agent_id
-        );
-    }
 }
 
 /// The plan `render` prints (and `launch` carries out), its launch context and the output
