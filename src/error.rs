@@ -4,7 +4,8 @@ use std::fmt;
 
 use crate::clients::{LaunchError, RenderError};
 
-/// Every way one reviewer launch can fail, from planning ([`LaunchRequest::plan`],
+/// Every way one reviewer launch can fail, from reading its launch command and planning
+/// ([`LaunchRequest::plan`],
 /// [`Client::plan`]) to carrying the plan out (`launch::launch`, the session's prompts and
 /// stop; feature `launch`), so a daemon's launch function returns one error type with `?` (a
 /// `From` impl for each).
@@ -21,7 +22,8 @@ use crate::clients::{LaunchError, RenderError};
 /// use kcap_mcp_registry::launch::{self, Options, Reviewer};
 /// use kcap_mcp_registry::{Client, Error, LaunchCommand, LaunchRequest};
 ///
-/// fn start(cmd: LaunchCommand, state: &Path) -> Result<Reviewer, Error> {
+/// fn start(json: &str, state: &Path) -> Result<Reviewer, Error> {
+///     let cmd = LaunchCommand::from_json(json, None)?; // a serde_json::Error
 ///     let launch = LaunchRequest::new(Client::Gemini, cmd)
 ///         .server("http://127.0.0.1:5100", "/usr/local/bin/kcap")
 ///         .worktree(state.join("worktrees/review-7"))
@@ -32,11 +34,12 @@ use crate::clients::{LaunchError, RenderError};
 /// }
 ///
 /// let state = Path::new("/nonexistent/kcap");
-/// let bidi = LaunchCommand { agent_id: "a\u{202e}1".into(), ..LaunchCommand::default() };
+/// let twice = r#"{"agent_id":"a1","agent_id":"a2"}"#;
+/// assert!(matches!(start(twice, state), Err(Error::Command(_))));
+/// let bidi = r#"{"agent_id":"a\u202e1"}"#;
 /// assert!(matches!(start(bidi, state), Err(Error::Plan(_))));
 /// // Nothing of the state directory exists: refused before anything is created.
-/// let cmd = LaunchCommand { agent_id: "a1".into(), ..LaunchCommand::default() };
-/// assert!(matches!(start(cmd, state), Err(Error::Launch(_))));
+/// assert!(matches!(start(r#"{"agent_id":"a1"}"#, state), Err(Error::Launch(_))));
 /// # Ok(())
 /// # }
 /// # #[cfg(not(feature = "launch"))]
@@ -48,6 +51,12 @@ use crate::clients::{LaunchError, RenderError};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
+    /// The launch command could not be read ([`LaunchCommand::from_json`] or `serde_json`:
+    /// not a JSON object, a key twice, a field of the wrong type); the error names its line
+    /// and column.
+    ///
+    /// [`LaunchCommand::from_json`]: crate::LaunchCommand::from_json
+    Command(serde_json::Error),
     /// The launch could not be planned.
     Plan(LaunchError),
     /// The plan could not be carried out, or the running reviewer failed or was stopped.
@@ -58,6 +67,7 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Command(e) => write!(f, "cannot read the launch command: {e}"),
             Error::Plan(e) => e.fmt(f),
             #[cfg(feature = "launch")]
             Error::Launch(e) => e.fmt(f),
@@ -68,10 +78,17 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Error::Command(e) => e.source(),
             Error::Plan(e) => e.source(),
             #[cfg(feature = "launch")]
             Error::Launch(e) => e.source(),
         }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Command(e)
     }
 }
 

@@ -189,16 +189,18 @@ pub enum CredentialKind {
     File,
 }
 
-/// What the client accepts, in one line: `the variables A and B (--credential NAME) and the
-/// file auth.json, only its OPENAI_API_KEY kept (--credential-file NAME=PATH)`, or `none`.
+/// What the client accepts, in one line: `the variables A and B (LaunchRequest::credential_env;
+/// --credential NAME) and the file auth.json, only its OPENAI_API_KEY kept
+/// (LaunchRequest::credential_file; --credential-file NAME=PATH)`, or `none`.
 ///
 /// ```
 /// use kcap_mcp_registry::Client;
 ///
 /// assert_eq!(
 ///     Client::Codex.spec().credentials.to_string(),
-///     "the variable OPENAI_BASE_URL (--credential NAME) and the file auth.json, only its \
-///      `OPENAI_API_KEY` kept (--credential-file NAME=PATH)"
+///     "the variable OPENAI_BASE_URL (`LaunchRequest::credential_env`; --credential NAME) and \
+///      the file auth.json, only its `OPENAI_API_KEY` kept (`LaunchRequest::credential_file`; \
+///      --credential-file NAME=PATH)"
 /// );
 /// assert_eq!(Client::Cursor.spec().credentials.to_string(), "none");
 /// ```
@@ -208,7 +210,7 @@ impl std::fmt::Display for CredentialSpec {
         if !self.env.is_empty() {
             write!(
                 f,
-                "the variable{} {} (--credential NAME)",
+                "the variable{} {} (`LaunchRequest::credential_env`; --credential NAME)",
                 plural(self.env.len()),
                 self.env.join(", ")
             )?;
@@ -222,7 +224,7 @@ impl std::fmt::Display for CredentialSpec {
                 let sep = if i == 0 { "" } else { "; " };
                 write!(f, "{sep}{}, only {} kept", file.name, file.kept)?;
             }
-            f.write_str(" (--credential-file NAME=PATH)")?;
+            f.write_str(" (`LaunchRequest::credential_file`; --credential-file NAME=PATH)")?;
         }
         if self.env.is_empty() && self.files.is_empty() {
             f.write_str("none")?;

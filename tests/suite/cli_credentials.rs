@@ -97,8 +97,9 @@ fn every_credential_refusal_names_what_the_client_accepts_files_included() {
         r.stderr,
         "error: cannot render the codex launch: `OPENAI_API_KEY` is not a credential or \
          provider variable codex accepts, or is given twice; codex accepts the variable \
-         OPENAI_BASE_URL (--credential NAME) and the file auth.json, only its `OPENAI_API_KEY` \
-         kept (--credential-file NAME=PATH), each at most once\n"
+         OPENAI_BASE_URL (`LaunchRequest::credential_env`; --credential NAME) and the file \
+         auth.json, only its `OPENAI_API_KEY` kept (`LaunchRequest::credential_file`; \
+         --credential-file NAME=PATH), each at most once\n"
     );
 
     let r = run(&[
@@ -117,9 +118,10 @@ fn every_credential_refusal_names_what_the_client_accepts_files_included() {
             "error: cannot render the claude launch: `auth.json` is not a credential file claude \
              accepts, or is given twice; claude accepts the variables ANTHROPIC_API_KEY, \
              ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, ANTHROPIC_BASE_URL, IS_SANDBOX \
-             (--credential NAME) and the file .credentials.json, only its claude.ai OAuth \
-             access token (`claudeAiOauth`, not the refresh token) kept (--credential-file \
-             NAME=PATH), each at most once\n"
+             (`LaunchRequest::credential_env`; --credential NAME) and the file \
+             .credentials.json, only its claude.ai OAuth access token (`claudeAiOauth`, not the \
+             refresh token) kept (`LaunchRequest::credential_file`; --credential-file NAME=PATH), \
+             each at most once\n"
         ),
         "{r:?}"
     );

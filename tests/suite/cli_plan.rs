@@ -202,7 +202,8 @@ fn cursor_needs_the_opt_in_under_either_policy_and_then_warns() {
                 "error: cannot render the cursor launch: its isolation from the MCP servers the \
                  user or the reviewed repository configured is not verified, so one of them (a \
                  flow-starting one included) could start beside kcap's; opt in explicitly \
-                 (`PlanInputs::unverified_isolation = UnverifiedIsolation::Allow`; \
+                 (`LaunchRequest::allow_unverified_isolation`, or \
+                 `PlanInputs::unverified_isolation = UnverifiedIsolation::Allow`; \
                  --allow-unverified-isolation)\n"
             ),
             "{policy:?}"

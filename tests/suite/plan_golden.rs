@@ -554,8 +554,9 @@ fn only_the_facts_only_clients_are_unverified_and_strict_refuses_cursor_without_
         err.to_string(),
         "cannot render the cursor launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
-         included) could start beside kcap's; opt in explicitly (`PlanInputs::unverified_isolation \
-         = UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
+         included) could start beside kcap's; opt in explicitly \
+         (`LaunchRequest::allow_unverified_isolation`, or `PlanInputs::unverified_isolation = \
+         UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
     );
     // Refused under the lenient policy too.
     assert!(refused(&c, Policy::Lenient).is_err());

@@ -328,7 +328,8 @@ fn fmt_unverified(client: Client, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f,
         "cannot render the {client} launch: its isolation from the MCP servers the user or the \
          reviewed repository configured is not verified, so one of them (a flow-starting one \
-         included) could start beside kcap's; opt in explicitly (`PlanInputs::unverified_isolation = \
+         included) could start beside kcap's; opt in explicitly \
+         (`LaunchRequest::allow_unverified_isolation`, or `PlanInputs::unverified_isolation = \
          UnverifiedIsolation::Allow`; --allow-unverified-isolation)"
     )
 }

@@ -481,7 +481,7 @@ pub(crate) struct RenderArgs {
     /// Put the reviewer behind the door: a network of its own whose only way out is the
     /// endpoints the plan names (its model API, the kcap server), with the model key kept
     /// outside (docs/network.md). Needs the model API's base URL as a --credential
-    /// (http://) and a client whose model API is measured through the door.
+    /// (http:// or https://) and a client whose model API is measured through the door.
     #[arg(long)]
     pub(crate) door: bool,
     /// Brokered result delivery: the result channel gets this capability URL
