@@ -154,6 +154,15 @@ pub enum ExecError {
     },
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
+    /// The plan's `cwd`, the worktree the reviewer starts in, is missing or not a directory
+    /// (the cause is the [`source`](std::error::Error::source)): the daemon checks the pull
+    /// request out there before the launch.
+    WorktreeMissing {
+        /// The worktree.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
     /// The inherited `PATH` (the daemon's, through the plan's `env_inherit`) has an entry
     /// that is empty, relative or inside the worktree (the client, started in the worktree,
     /// would run the reviewed repository's programs: `#!/usr/bin/env node` resolves `node`
@@ -495,6 +504,13 @@ impl ExecError {
             ExecError::BadArg { index, problem } => {
                 write!(f, "{}: argv[{index}] {problem}", Step::Check)
             }
+            ExecError::WorktreeMissing { path, .. } => write!(
+                f,
+                "{}: the worktree {} (the plan's cwd) is missing or not a directory; check the \
+                 pull request out there before the launch",
+                Step::Check,
+                ShownPath(path)
+            ),
             ExecError::NoWorktree => write!(
                 f,
                 "{}: the plan removes worktree paths but has no cwd",
@@ -670,6 +686,7 @@ impl std::error::Error for ExecError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ExecError::Io { source, .. }
+            | ExecError::WorktreeMissing { source, .. }
             | ExecError::Start { source, .. }
             | ExecError::Pipe { source, .. } => Some(source),
             _ => None,

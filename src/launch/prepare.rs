@@ -48,10 +48,17 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
         match std::fs::metadata(cwd) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
-                let e = std::io::Error::from(std::io::ErrorKind::NotADirectory);
-                return Err(ExecError::io(Step::Check, cwd, e));
+                return Err(ExecError::WorktreeMissing {
+                    path: cwd.into(),
+                    source: std::io::Error::from(std::io::ErrorKind::NotADirectory),
+                });
             }
-            Err(e) => return Err(ExecError::io(Step::Check, cwd, e)),
+            Err(source) => {
+                return Err(ExecError::WorktreeMissing {
+                    path: cwd.into(),
+                    source,
+                });
+            }
         }
     }
     if plan.worktree_remove.is_empty() {

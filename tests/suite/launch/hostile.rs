@@ -45,6 +45,19 @@ pub(super) type Case = (
 pub(super) fn hostile_cases() -> Vec<Case> {
     vec![
         (
+            "a worktree that is not there",
+            |h, p| p.cwd = Some(h.tmp.path().join("no-such-worktree").display().to_string()),
+            |e| {
+                matches!(e, ExecError::WorktreeMissing { path, source }
+                    if path.ends_with("no-such-worktree")
+                        && source.kind() == std::io::ErrorKind::NotFound)
+                    && e.to_string().contains(
+                        "no-such-worktree (the plan's cwd) is missing or not a directory; check \
+                         the pull request out there before the launch",
+                    )
+            },
+        ),
+        (
             "a `..` dir",
             |_, p| p.dirs.push("home/../../outside".into()),
             |e| {
