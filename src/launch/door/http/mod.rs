@@ -12,7 +12,11 @@
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
 //! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
 //! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
-//! there frames the body otherwise). A
+//! there frames the body otherwise); a method that is not a token or a version other than
+//! `HTTP/1.1` or `HTTP/1.0`, a target `//…`, a header name with `_` that reads as `host`, the
+//! framing's or the credential's, a chunk size that is not hex digits only, a trailer that is
+//! not `name: value` or names one of those (an upstream that parses otherwise than the door
+//! takes each for a request, a length or a host of the client's: red team, 2026-12-05). A
 //! request with an `upgrade` header (a WebSocket) must be the connection's first; its head
 //! is rewritten, and the rest of the connection passes as bytes only once the upstream
 //! answered `101 Switching Protocols` (its first answer's status line, in the first bytes
@@ -103,6 +107,27 @@ pub(super) fn valid_header(name: &str, value: &str) -> bool {
             .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
+/// Whether `name` holds a `_` and is, with each `_` read as `-`, `host`, `content-length`,
+/// `transfer-encoding` or `key_name`: an upstream behind CGI or WSGI, where both are `HTTP_…`,
+/// takes `content_length` for the body's length, one the door does not frame by.
+fn aliases(name: &[u8], key_name: &str) -> bool {
+    if !name.contains(&b'_') {
+        return false;
+    }
+    let dashed: Vec<u8> = name
+        .iter()
+        .map(|&b| if b == b'_' { b'-' } else { b })
+        .collect();
+    [
+        &b"host"[..],
+        b"content-length",
+        b"transfer-encoding",
+        key_name.as_bytes(),
+    ]
+    .iter()
+    .any(|n| !n.is_empty() && dashed.eq_ignore_ascii_case(n))
+}
+
 /// `head` (up to and including its empty line) with `credential` set, if any: every header of
 /// its name dropped, one added after the others; and its `host` the upstream's `authority`
 /// (every `host` the client sent dropped, one added after the request line). Only an
@@ -133,13 +158,22 @@ pub(super) fn rewrite(
         .filter(|l| !l.contains(&b'\r'))
         .ok_or("its request line does not end with CRLF")?;
     let parts: Vec<&[u8]> = request_line.split(|&b| b == b' ').collect();
-    let [method, target, _] = parts[..] else {
+    let [method, target, version] = parts[..] else {
         return Err("its request line is not `method target version`");
     };
+    // A method or version with a tab in it is one word to the door and two to an upstream
+    // that parses on white space (RFC 9112 section 3 allows it): `GET\thttp://h/ /x`.
+    if !is_token(method) || !matches!(version, b"HTTP/1.1" | b"HTTP/1.0") {
+        return Err("its method is not a token, or its version not HTTP/1.1 or HTTP/1.0");
+    }
     if method.eq_ignore_ascii_case(b"CONNECT") || method.eq_ignore_ascii_case(b"TRACE") {
         return Err("its method is CONNECT or TRACE");
     }
-    if !(target.starts_with(b"/") || (target == b"*" && method == b"OPTIONS")) {
+    // `//host/…` is a network-path reference to an upstream that resolves the target as a
+    // URL against its own (WHATWG URL, `new URL(target, base)`): another host.
+    if !((target.starts_with(b"/") && !target.starts_with(b"//"))
+        || (target == b"*" && method == b"OPTIONS"))
+    {
         return Err("its target is not origin-form (`/…`): the door names the upstream");
     }
     let mut bytes = Vec::with_capacity(head.len() + key_value.len() + 64);
@@ -162,6 +196,9 @@ pub(super) fn rewrite(
         let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
         if !is_token(name) {
             return Err("a header name is not a token (or has white space before its colon)");
+        }
+        if aliases(name, key_name) {
+            return Err("a header name with `_` is `host`, the framing's or the credential's");
         }
         if (credential.is_some() && name.eq_ignore_ascii_case(key_name.as_bytes()))
             || name.eq_ignore_ascii_case(b"host")
@@ -207,6 +244,26 @@ pub(super) fn rewrite(
         framing,
         upgrade,
     })
+}
+
+/// Whether `line` (without its CRLF) is a trailer the door passes: `name: value`, the name a
+/// token that is not `host`, `content-length`, `transfer-encoding` or `key_name` (nor one of
+/// them with `_` for `-`).
+fn trailer(line: &[u8], key_name: &str) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let name = &line[..colon];
+    is_token(name)
+        && !aliases(name, key_name)
+        && ![
+            &b"host"[..],
+            b"content-length",
+            b"transfer-encoding",
+            key_name.as_bytes(),
+        ]
+        .iter()
+        .any(|n| !n.is_empty() && name.eq_ignore_ascii_case(n))
 }
 
 /// What the client sent and the door has not passed on yet.
@@ -323,8 +380,8 @@ impl Input {
         Ok(())
     }
 
-    /// Passes a line ending with CRLF on to `to`, and returns it.
-    fn line(&mut self, to: &mut Up) -> Result<Vec<u8>, Failure> {
+    /// Takes a line ending with CRLF (not passed on yet), and returns it.
+    fn line(&mut self) -> Result<Vec<u8>, Failure> {
         let end = self.until(b"\r\n", MAX_CHUNK_LINE, "a chunk line is too long")?;
         // A bare LF or CR (or another control character) before the CRLF: an upstream that
         // ends the line there frames the body otherwise than the door (a chunk size read
@@ -338,31 +395,49 @@ impl Input {
                 "a chunk line or trailer holds a control character",
             ));
         }
-        let line: Vec<u8> = self.buf.drain(..end).collect();
-        self.put(to, &line)?;
-        Ok(line)
+        Ok(self.buf.drain(..end).collect())
     }
 
-    /// Passes a chunked body on to `to`, chunk by chunk, trailers included.
-    fn chunked(&mut self, to: &mut Up) -> Result<(), Failure> {
+    /// Passes a chunked body on to `to`, chunk by chunk, trailers included. A chunk size is
+    /// hexadecimal digits only, white space allowed before its extensions (`from_str_radix`
+    /// alone takes `+5`, and trimming takes ` 5`: an upstream that reads digits while they
+    /// come reads a size of 0 there, the end of the body). Each trailer is a field line
+    /// (`name: value`) whose name is not `host`, the framing's or the credential's: an
+    /// upstream that does not end the trailer section where the door does (or merges it
+    /// into the head) would otherwise read a request line or a `host` the client wrote.
+    fn chunked(&mut self, to: &mut Up, key_name: &str) -> Result<(), Failure> {
         loop {
-            let line = self.line(to)?;
+            let line = self.line()?;
             let size = line[..line.len() - 2]
                 .split(|&b| b == b';')
                 .next()
-                .and_then(|s| std::str::from_utf8(s.trim_ascii()).ok())
-                .filter(|s| !s.is_empty() && s.len() <= 15)
-                .and_then(|s| u64::from_str_radix(s, 16).ok())
+                .map(|s| s.trim_ascii_end())
+                .filter(|s| !s.is_empty() && s.len() <= 15 && s.iter().all(u8::is_ascii_hexdigit))
+                .and_then(|s| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok())
                 .ok_or(Failure::Refused("a chunk size is not a hexadecimal number"))?;
+            self.put(to, &line)?;
             if size == 0 {
                 // Trailers, up to the empty line.
-                while self.line(to)?.len() > 2 {}
-                return Ok(());
+                loop {
+                    let line = self.line()?;
+                    if line.len() > 2 && !trailer(&line[..line.len() - 2], key_name) {
+                        return Err(Failure::Refused(
+                            "a trailer is not `name: value`, or names the host, the framing \
+                             or the credential",
+                        ));
+                    }
+                    self.put(to, &line)?;
+                    if line.len() == 2 {
+                        return Ok(());
+                    }
+                }
             }
             self.pass(size, to)?;
-            if self.line(to)?.len() != 2 {
+            let line = self.line()?;
+            if line.len() != 2 {
                 return Err(Failure::Refused("a chunk does not end with CRLF"));
             }
+            self.put(to, &line)?;
         }
     }
 }
@@ -417,7 +492,7 @@ pub(super) fn requests(
         match head.framing {
             Framing::None => {}
             Framing::Length(n) => input.pass(n, &mut to)?,
-            Framing::Chunked => input.chunked(&mut to)?,
+            Framing::Chunked => input.chunked(&mut to, credential.map_or("", |c| &c.header))?,
         }
         if head.upgrade {
             // Nothing more of the client's passes before the upstream switched.

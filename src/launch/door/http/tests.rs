@@ -279,3 +279,62 @@ fn a_credential_that_would_break_the_head_is_not_a_header() {
     assert!(!valid_header("x api key", "k"));
     assert!(!valid_header("", "k"));
 }
+
+/// What the door passed on that an upstream parsing otherwise takes for a request of the
+/// client's (red team of the request bounds, 2026-12-05): a trailer section holding a
+/// request line or a `host`, a chunk size `+5` or ` 5` (0 to an upstream that reads digits
+/// while they come), a header `content_length` (the length to a CGI or WSGI upstream), a
+/// method with a tab (two words to an upstream that parses on white space), a target
+/// `//host/…` (another host to one that resolves it as a URL). Each was passed whole before;
+/// now each is refused and nothing of it passes but what came before it.
+#[test]
+fn what_a_lenient_upstream_frames_otherwise_is_refused() {
+    let chunked = "POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n";
+    let door_head = "POST /v1 HTTP/1.1\r\nhost: up:81\r\ntransfer-encoding: chunked\r\nx-api-key: real-key\r\n\r\n";
+    for (body, passed) in [
+        (
+            "0\r\nx: a\r\nGET http://evil.example/ HTTP/1.1\r\nhost: evil.example\r\n\r\n",
+            "0\r\nx: a\r\n",
+        ),
+        ("0\r\nhost: evil.example\r\n\r\n", "0\r\n"),
+        ("0\r\nX-Api-Key: mine\r\n\r\n", "0\r\n"),
+        ("0\r\ncontent_length: 40\r\n\r\n", "0\r\n"),
+        ("+5\r\nXXXXX\r\n0\r\n\r\n", ""),
+        (" 5\r\nXXXXX\r\n0\r\n\r\n", ""),
+    ] {
+        let (got, result) = through(format!("{chunked}{body}").as_bytes());
+        assert!(
+            matches!(result, Err(Failure::Refused(_))),
+            "{body:?}: {result:?}"
+        );
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            format!("{door_head}{passed}"),
+            "{body:?}"
+        );
+    }
+    for request in [
+        "GET / HTTP/1.1\r\nContent_Length: 5\r\n\r\nhello",
+        "GET / HTTP/1.1\r\nx_api_key: t\r\n\r\n",
+        "GET\thttp://evil.example/ /x HTTP/1.1\r\n\r\n",
+        "GET /x HTTP/1.1\tjunk\r\n\r\n",
+        "GET //evil.example/x HTTP/1.1\r\n\r\n",
+    ] {
+        let (got, result) = through(request.as_bytes());
+        assert!(
+            matches!(result, Err(Failure::Refused(_))),
+            "{request:?}: {result:?}"
+        );
+        assert!(got.is_empty(), "{request:?}: {got:?}");
+    }
+    // What real clients send still passes: a size with white space before its extension, a
+    // trailer, an underscore in another header's name, HTTP/1.0.
+    for request in [
+        format!("{chunked}5 ;x\r\nXXXXX\r\n0\r\nx-trailer: a\r\n\r\n"),
+        "GET /a_b HTTP/1.0\r\nx_custom: 1\r\n\r\n".to_owned(),
+    ] {
+        let (got, result) = through(request.as_bytes());
+        assert!(result.is_ok(), "{request:?}: {result:?}");
+        assert!(!got.is_empty());
+    }
+}
