@@ -19,7 +19,7 @@ use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue::{self, MAX_QUEUED_BYTES};
 use crate::clients::plan::SessionNew;
-use read::{Incoming, read_lines};
+use read::{Incoming, read_output};
 pub use read::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
 
 mod read;
@@ -140,10 +140,14 @@ impl AcpSession {
     ) -> Result<AcpSession, ExecError> {
         let (tx, rx) = queue::bounded(MAX_QUEUED_BYTES);
         let stdout = process.child.stdout.take().expect("stdout piped");
-        read_lines(stdout, tx.clone(), true, None);
         let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(pipe) = process.child.stderr.take() {
-            read_lines(pipe, tx, false, Some(Arc::clone(&stderr)));
+        let pipe = process.child.stderr.take();
+        if let Err(source) = read_output(stdout, pipe, tx, Arc::clone(&stderr)) {
+            return Err(ExecError::Pipe {
+                client: process.client.clone(),
+                step: Step::Initialize,
+                source,
+            });
         }
         let stdin = process.child.stdin.take();
         if let Some(pipe) = &stdin {
