@@ -438,9 +438,7 @@ impl AcpSession {
     /// status and its standard error (`None` when it was still running then).
     fn exited(&mut self, step: Step, deadline: Instant) -> ExecError {
         while !self.hung_up {
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                break;
-            };
+            let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Incoming::Closed) => self.hung_up = true,
                 Err(RecvTimeoutError::Disconnected) => (self.hung_up, self.drained) = (true, true),
