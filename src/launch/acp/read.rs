@@ -42,8 +42,10 @@ impl std::fmt::Debug for Incoming {
     }
 }
 
-/// How much of a pipe one read takes: a pipe's whole default capacity.
-const CHUNK: usize = 64 << 10;
+/// How much of a pipe one read takes (16 KiB), into a buffer on the reader's stack: no
+/// heap page is touched for it (a heap buffer zeroed for each of 200 launches at once left
+/// their pages resident in the allocator's arenas after the launches: the soak run).
+const CHUNK: usize = 16 << 10;
 
 /// What a line buffer keeps between lines: one that held a longer line gives the rest back.
 const KEEP: usize = 64 << 10;
@@ -206,7 +208,7 @@ pub(super) fn read_output(
     std::thread::Builder::new()
         .name("kcap-acp-output".into())
         .spawn(move || {
-            let mut chunk = vec![0; CHUNK];
+            let mut chunk = [0; CHUNK];
             loop {
                 let readable = |fd: &PollFd<'_>| !fd.revents().is_empty();
                 let ready = match (&out, &err) {
