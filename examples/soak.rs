@@ -6,7 +6,9 @@
 //! behind: descriptors, threads, child processes, launch directories, reviewers' cgroups,
 //! and the resident memory, each before (after one round at once, so that what lives for the
 //! executor's life, its cgroup guard, and the allocator's per-thread arenas are there) and
-//! after.
+//! after. The launches at once run on a fixed pool of `AT_ONCE` threads made before "before"
+//! (a daemon's launch workers); `SOAK_THREADS=spawn` spawns them afresh each round instead.
+//! `SOAK_MALLOC_STATS=1` prints glibc's `malloc_stats()` after the rounds.
 //!
 //! ```sh
 //! cargo run --release --example soak -- PLAN.json CLIENT_BIN SEQUENTIAL AT_ONCE ROUNDS
@@ -17,7 +19,7 @@
 //! `scripts/bench-soak.sh` renders one, builds a compiled stand-in client, and runs this.
 
 use std::process::ExitCode;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, mpsc};
 use std::time::{Duration, Instant};
 
 use kcap_mcp_registry::clients::plan::LaunchPlan;
@@ -168,8 +170,79 @@ fn cgroups_left() -> usize {
         .sum()
 }
 
-/// `at_once` launches started together (numbered from `first`); their times.
-fn at_once_round(
+/// How the launches at once are carried: by a fixed pool of threads made once, before
+/// "before" is sampled, as a daemon's launch workers are (the default), or, with
+/// `SOAK_THREADS=spawn`, by threads spawned for each round and joined after it (how this
+/// harness ran before: their stacks and arenas are the harness's, not the executor's).
+enum AtOnce {
+    Pool(Pool),
+    Spawn,
+}
+
+/// `size` threads, each carrying out one launch a round, all started together (a barrier).
+struct Pool {
+    jobs: Vec<mpsc::Sender<usize>>,
+    results: mpsc::Receiver<Result<Duration, String>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(template: &Arc<String>, client: &Arc<std::path::PathBuf>, size: usize) -> Pool {
+        let barrier = Arc::new(Barrier::new(size));
+        let (done, results) = mpsc::channel();
+        let (jobs, threads) = (0..size)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<usize>();
+                let (template, client, barrier, done) = (
+                    Arc::clone(template),
+                    Arc::clone(client),
+                    Arc::clone(&barrier),
+                    done.clone(),
+                );
+                let thread = std::thread::spawn(move || {
+                    for n in rx {
+                        barrier.wait();
+                        if done.send(one(&template, n, &client)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                (tx, thread)
+            })
+            .unzip();
+        Pool {
+            jobs,
+            results,
+            threads,
+        }
+    }
+
+    /// One launch on each thread, numbered from `first`; their times.
+    fn round(&self, first: usize) -> Result<Vec<Duration>, String> {
+        for (i, job) in self.jobs.iter().enumerate() {
+            job.send(first + i)
+                .map_err(|_| "a pool thread is gone".to_owned())?;
+        }
+        (0..self.jobs.len())
+            .map(|_| {
+                self.results
+                    .recv()
+                    .map_err(|_| "a pool thread panicked".to_owned())?
+            })
+            .collect()
+    }
+
+    fn join(self) {
+        drop(self.jobs);
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `at_once` launches started together (numbered from `first`) on threads spawned for
+/// them; their times.
+fn spawned_round(
     template: &Arc<String>,
     client: &Arc<std::path::PathBuf>,
     at_once: usize,
@@ -198,6 +271,20 @@ fn at_once_round(
         .collect()
 }
 
+/// `at_once` launches started together, numbered from `first`; their times.
+fn at_once_round(
+    how: &AtOnce,
+    template: &Arc<String>,
+    client: &Arc<std::path::PathBuf>,
+    at_once: usize,
+    first: usize,
+) -> Result<Vec<Duration>, String> {
+    match how {
+        AtOnce::Pool(pool) => pool.round(first),
+        AtOnce::Spawn => spawned_round(template, client, at_once, first),
+    }
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     let [plan, client, sequential, at_once, rounds] = args else {
         return Err("usage: soak PLAN.json CLIENT_BIN SEQUENTIAL AT_ONCE ROUNDS".into());
@@ -213,11 +300,17 @@ fn run(args: &[String]) -> Result<(), String> {
         .ok_or("the launch directory has no parent")?
         .to_owned();
 
-    // What lives as long as the executor (its cgroup guard) and what the first launches
-    // make once (the allocator's per-thread arenas): before `before`, one round at once.
+    // What lives as long as the executor (its cgroup guard), the daemon's pool of launch
+    // threads, and what the first launches make once (the allocator's per-thread arenas):
+    // before `before`, the pool is made and one round at once is run.
     let template = Arc::new(template);
     let client = Arc::new(client);
-    at_once_round(&template, &client, at_once, 1_000_000)?;
+    let how = if std::env::var("SOAK_THREADS").is_ok_and(|v| v == "spawn") {
+        AtOnce::Spawn
+    } else {
+        AtOnce::Pool(Pool::new(&template, &client, at_once))
+    };
+    at_once_round(&how, &template, &client, at_once, 1_000_000)?;
     let before = held();
     println!("before: {before:?}");
 
@@ -235,6 +328,7 @@ fn run(args: &[String]) -> Result<(), String> {
     for round in 0..rounds {
         let start = Instant::now();
         times.extend(at_once_round(
+            &how,
             &template,
             &client,
             at_once,
@@ -244,6 +338,11 @@ fn run(args: &[String]) -> Result<(), String> {
         println!("  after round {}: RSS {} KiB", round + 1, held().rss_kib);
     }
     report(&format!("{at_once} at once"), times, wall);
+    if std::env::var("SOAK_MALLOC_STATS").is_ok_and(|v| v == "1") {
+        // glibc's per-arena figures, on standard error.
+        // SAFETY: malloc_stats takes no arguments and only prints.
+        unsafe { libc::malloc_stats() };
+    }
 
     // What a stop leaves to finish (a cgroup that empties late) has had its time.
     std::thread::sleep(Duration::from_millis(200));
@@ -263,6 +362,9 @@ fn run(args: &[String]) -> Result<(), String> {
         && dirs == 0
         && cgroups == 0
         && growth <= 10.0;
+    if let AtOnce::Pool(pool) = how {
+        pool.join();
+    }
     println!(
         "{}",
         if clean {

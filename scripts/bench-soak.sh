@@ -7,8 +7,11 @@
 #   scripts/bench-soak.sh [REV]      (SEQUENTIAL=10000 AT_ONCE=200 ROUNDS=5 by default)
 #
 # With REV, the example is built from that commit's tree as well (git archive, the same
-# target directory) and both run, REV first. Needs cc. GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0
-# keeps glibc's cache of exited threads' stacks out of the RSS figures.
+# target directory) and both run, REV first. Needs cc. VARIANTS: space-separated NAME=VALUE
+# settings, one run of both builds each (`-`: as is), e.g.
+#   VARIANTS="- SOAK_THREADS=spawn GLIBC_TUNABLES=glibc.malloc.tcache_count=0"
+# (examples/soak.rs: SOAK_THREADS=spawn spawns the launch threads afresh each round instead
+# of a pool made once; the tunable turns off glibc's per-thread cache of freed chunks).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 seq=${SEQUENTIAL:-10000} at_once=${AT_ONCE:-200} rounds=${ROUNDS:-5}
@@ -37,10 +40,16 @@ fi
 build "$root" "$tmp/soak-this"
 labels+=(this)
 
-for label in "${labels[@]}"; do
-  mkdir -p "$tmp/run-$label"
-  "$tmp/soak-$label-cli" render gemini --agent-id a1 --launch-dir "$tmp/run-$label/launch-@N@" \
-    --worktree "$tmp/run-$label/worktree-@N@" --format plan > "$tmp/plan-$label.json" 2> /dev/null
-  echo "== $label"
-  "$tmp/soak-$label" "$tmp/plan-$label.json" "$tmp/client" "$seq" "$at_once" "$rounds" || true
+read -r -a variants <<< "${VARIANTS:--}"
+for variant in "${variants[@]}"; do
+  for label in "${labels[@]}"; do
+    rm -rf "$tmp/run-$label"
+    mkdir -p "$tmp/run-$label"
+    "$tmp/soak-$label-cli" render gemini --agent-id a1 --launch-dir "$tmp/run-$label/launch-@N@" \
+      --worktree "$tmp/run-$label/worktree-@N@" --format plan > "$tmp/plan-$label.json" 2> /dev/null
+    echo "== $label ${variant/#-/(as is)}; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    if [ "$variant" = - ]; then set --; else set -- "$variant"; fi
+    env "$@" "$tmp/soak-$label" "$tmp/plan-$label.json" "$tmp/client" "$seq" "$at_once" "$rounds" ||
+      true
+  done
 done

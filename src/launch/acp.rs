@@ -19,7 +19,7 @@ use super::prepare::LaunchDir;
 use super::process::Process;
 use super::queue::{self, MAX_QUEUED_BYTES};
 use crate::clients::plan::SessionNew;
-use read::{Incoming, read_lines};
+use read::{Incoming, read_output};
 pub use read::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
 
 mod read;
@@ -140,10 +140,14 @@ impl AcpSession {
     ) -> Result<AcpSession, ExecError> {
         let (tx, rx) = queue::bounded(MAX_QUEUED_BYTES);
         let stdout = process.child.stdout.take().expect("stdout piped");
-        read_lines(stdout, tx.clone(), true, None);
         let stderr = Arc::new(Mutex::new(String::new()));
-        if let Some(pipe) = process.child.stderr.take() {
-            read_lines(pipe, tx, false, Some(Arc::clone(&stderr)));
+        let pipe = process.child.stderr.take();
+        if let Err(source) = read_output(stdout, pipe, tx, Arc::clone(&stderr)) {
+            return Err(ExecError::Pipe {
+                client: process.client.clone(),
+                step: Step::Initialize,
+                source,
+            });
         }
         let stdin = process.child.stdin.take();
         if let Some(pipe) = &stdin {
@@ -228,7 +232,10 @@ impl AcpSession {
                 }
             }
             if self.hung_up {
-                let status = self.process.wait_exit(Duration::from_secs(1));
+                // No prompt can be answered: it is waited for (within the gate's bound),
+                // so that the error has its own status and its standard error.
+                let left = gate.deadline().saturating_duration_since(Instant::now());
+                let status = self.process.wait_exit(left);
                 self.closed = true;
                 self.last_words();
                 return Err(ExecError::Exited {
@@ -426,18 +433,24 @@ impl AcpSession {
         }
     }
 
-    /// [`ExecError::Exited`] for a client whose stdin closed: waits (bounded) for its
-    /// output to end and its exit, so that the error has its status and stderr.
-    fn exited(&mut self, step: Step) -> ExecError {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+    /// [`ExecError::Exited`] for a client whose stdin closed: waits, until `deadline` (the
+    /// step's bound), for its output to end and its exit, so that the error has its own
+    /// status and its standard error (`None` when it was still running then).
+    fn exited(&mut self, step: Step, deadline: Instant) -> ExecError {
+        while !self.hung_up {
+            let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
-                Ok(Incoming::Closed) | Err(_) => break,
+                Ok(Incoming::Closed) => self.hung_up = true,
+                Err(RecvTimeoutError::Disconnected) => (self.hung_up, self.drained) = (true, true),
+                Err(RecvTimeoutError::Timeout) => break,
                 Ok(_) => {}
             }
         }
-        let status = self.process.wait_exit(Duration::from_secs(1));
-        std::thread::sleep(Duration::from_millis(50));
+        let status = self
+            .process
+            .wait_exit(deadline.saturating_duration_since(Instant::now()));
+        self.closed = true;
+        self.last_words();
         ExecError::Exited {
             client: self.process.client.clone(),
             step,
@@ -524,13 +537,13 @@ impl AcpSession {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, ExecError> {
+        let deadline = Instant::now() + timeout;
         let id = match self.send(step, method, params) {
             Ok(id) => id,
             // It exited before it read the request: say so, with its stderr.
-            Err(ExecError::Pipe { .. }) => return Err(self.exited(step)),
+            Err(ExecError::Pipe { .. }) => return Err(self.exited(step, deadline)),
             Err(e) => return Err(e),
         };
-        let deadline = Instant::now() + timeout;
         loop {
             let msg = match self.wait(step, deadline) {
                 Ok(Some(Incoming::Json(v))) if is_answer(&v, id) => {
@@ -552,7 +565,7 @@ impl AcpSession {
                     });
                 }
                 // It exited before it read all of the request.
-                Err(ExecError::Pipe { .. }) => return Err(self.exited(step)),
+                Err(ExecError::Pipe { .. }) => return Err(self.exited(step, deadline)),
                 Err(e) => return Err(e),
             };
             if let Some(event) = self.event(msg, step)? {

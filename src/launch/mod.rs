@@ -62,8 +62,10 @@
 //!    executor's thread. docs/sandbox.md, "Nothing outlives the reviewer", has why and the
 //!    measurements.
 //!
-//! No async runtime: a reader thread per client stream, and bounded waits. Nothing the
-//! client does stalls the caller or grows the executor's memory without bound:
+//! No async runtime: one reader thread per launch (an ACP client's standard output and
+//! standard error, both waited on with `poll`; a terminal client's terminal), and bounded
+//! waits. Nothing the client does stalls the caller or grows the executor's memory without
+//! bound:
 //! - a line of its output is at most [`MAX_MESSAGE_BYTES`] (a longer one stops it with
 //!   [`ExecError::TooLarge`]), a line of its standard error at most
 //!   [`MAX_STDERR_LINE_BYTES`] (cut there, marked);

@@ -1,6 +1,7 @@
 //! Launch directories under faults (issue 33): one launch per directory, claimed by a lock
 //! beside it; a directory left by a launch that is gone (its lock free) is taken over and
-//! what is left in it removed, read-only directories included.
+//! what is left in it removed, read-only directories included, and the first launch into a
+//! parent removes every such directory there.
 
 use crate::common;
 
@@ -113,6 +114,38 @@ fn a_directory_left_by_a_launch_that_is_gone_is_taken_over_and_emptied() {
     let e = launch::launch(&plan(&dir, "new"), &bin, &Options::default()).unwrap_err();
     assert!(matches!(e, ExecError::LaunchDirNotEmpty { .. }), "{e}");
     assert!(dir.join("mine").is_dir());
+}
+
+/// The first launch of an executor into a parent sweeps it: the launch directories there
+/// whose launch is gone (their lock free: an executor killed with its guard) are removed,
+/// credentials and read-only directories in them included, before the new one starts; a
+/// directory whose lock is held (a launch running) is left.
+#[test]
+fn the_first_launch_into_a_parent_removes_the_directories_of_launches_that_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = sleeper(tmp.path(), 30);
+    let dead = tmp.path().join("dead");
+    std::fs::create_dir_all(dead.join("home/go/pkg/mod")).unwrap();
+    std::fs::write(dead.join("home/auth.json"), "{\"key\":\"dummy\"}").unwrap();
+    set_dir_mode(&dead.join("home/go/pkg/mod"), 0o555);
+    let lock = launch::lock_path(&dead).unwrap();
+    let old = std::time::SystemTime::now() - launch::SWEEP_MIN_AGE * 5;
+    std::fs::File::create(&lock)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let new = tmp.path().join("new");
+    let reviewer = launch::launch(&plan(&new, "n"), &bin, &Options::default()).unwrap();
+    assert!(
+        !dead.exists(),
+        "the dead launch's directory and credentials are left"
+    );
+    assert!(!lock.exists());
+    // A running launch's directory (its lock held) is not swept.
+    std::thread::sleep(launch::SWEEP_MIN_AGE);
+    assert_eq!(launch::sweep(tmp.path()).unwrap(), Vec::<PathBuf>::new());
+    assert!(new.join("home/.config/x.json").exists());
+    reviewer.stop().unwrap();
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::stand_in::sh_script;
-use kcap_mcp_registry::launch::{self, Options, Reviewer, TerminalEvent};
+use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer, TerminalEvent};
 use tempfile::TempDir;
 
 use crate::launch::bare_plan;
@@ -238,6 +238,60 @@ fn an_acp_client_that_closes_its_output_is_waited_for_and_reports_its_status() {
         [launch::AcpEvent::Stderr("still here".to_owned())]
     );
     assert_eq!(after, None);
+}
+
+/// Before the first prompt too: an ACP client that closes its standard input (the next
+/// request's write fails) or its standard output while the executor waits for its servers
+/// (`servers_ready`), and goes on running, is waited for within the handshake's bound, and
+/// the error carries its own status and what it wrote to its standard error meanwhile
+/// (these two paths once gave up after a second: "exited", status unknown).
+#[test]
+fn an_acp_client_that_closes_a_pipe_before_the_prompt_is_reported_with_its_status() {
+    let tail = "/usr/bin/sleep 2\necho 'still here' >&2\nexit 3";
+    let closes_input = format!(
+        "read -r _\nexec <&-\n\
+         printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"protocolVersion\":1}}}}'\n\
+         exec >&-\n{tail}"
+    );
+    for (name, at_the_gate) in [("closes-input", false), ("closes-output-at-the-gate", true)] {
+        let tmp = TempDir::new().unwrap();
+        let bin = if at_the_gate {
+            acp_stand_in(tmp.path(), name, &format!("exec >&-\n{tail}"))
+        } else {
+            sh_script(tmp.path(), name, &closes_input)
+        };
+        let mut plan = crate::launch::acp_plan(&tmp.path().join("launch"));
+        if at_the_gate {
+            plan.servers_ready = Some(kcap_mcp_registry::clients::plan::ServersReady {
+                log: "client.log".into(),
+                ready: vec!["never written".into()],
+                failed: vec![],
+                message_after: 0,
+                message_separator: "] ".into(),
+                settle_ms: 0,
+            });
+        }
+        let options = Options::default().with_handshake_timeout(Duration::from_secs(30));
+        let started = Instant::now();
+        let opened = launch::launch(&plan, &bin, &options);
+        let took = started.elapsed();
+        let Err(ExecError::Exited {
+            step,
+            status,
+            stderr,
+            ..
+        }) = opened
+        else {
+            panic!("{name}: not Exited: {:?}", opened.map(|r| r.pid()))
+        };
+        assert_eq!(status.and_then(|s| s.code()), Some(3), "{name}: {status:?}");
+        assert_eq!(step, launch::Step::SessionNew, "{name}");
+        assert!(stderr.contains("still here"), "{name}: {stderr:?}");
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(25),
+            "{name}: reported after {took:?}; the stand-in slept 2 s"
+        );
+    }
 }
 
 #[test]

@@ -1,8 +1,11 @@
-//! Reading an ACP client's standard output and standard error: one thread each, a line at a
-//! time, into the session's bounded queue.
+//! Reading an ACP client's standard output and standard error: one thread for both (it
+//! waits on the two pipes with `poll`), a line at a time, into the session's bounded queue.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
+use std::process::{ChildStderr, ChildStdout};
 use std::sync::{Arc, Mutex};
+
+use rustix::event::{PollFd, PollFlags, poll};
 
 use serde_json::Value;
 
@@ -39,106 +42,207 @@ impl std::fmt::Debug for Incoming {
     }
 }
 
-/// How [`read_line`] ended.
-enum LineEnd {
-    Eof,
-    Line,
-    Cut,
-}
+/// How much of a pipe one read takes (16 KiB), into a buffer on the reader's stack: no
+/// heap page is touched for it (a heap buffer zeroed for each of 200 launches at once left
+/// their pages resident in the allocator's arenas after the launches: the soak run).
+const CHUNK: usize = 16 << 10;
 
-/// Reads one line into `buf` (without its `\n`), at most `max` bytes of it. A longer line is
-/// [`LineEnd::Cut`]: at once, or with `drop_rest` after the rest of it is read and dropped.
-fn read_line(
-    reader: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    max: usize,
-    drop_rest: bool,
-) -> std::io::Result<LineEnd> {
-    buf.clear();
-    let mut cut = false;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(available) => available,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(match (cut, buf.is_empty()) {
-                (true, _) => LineEnd::Cut,
-                (false, true) => LineEnd::Eof,
-                (false, false) => LineEnd::Line,
-            });
-        }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let content = &available[..newline.unwrap_or(available.len())];
-        let taken = newline.map_or(available.len(), |i| i + 1);
-        if !cut {
-            let room = max - buf.len();
-            if content.len() > room {
-                buf.extend_from_slice(&content[..room]);
-                cut = true;
-                if !drop_rest {
-                    return Ok(LineEnd::Cut);
-                }
-            } else {
-                buf.extend_from_slice(content);
-            }
-        }
-        reader.consume(taken);
-        if newline.is_some() {
-            return Ok(if cut { LineEnd::Cut } else { LineEnd::Line });
-        }
-    }
-}
+/// What a line buffer keeps between lines: one that held a longer line gives the rest back.
+const KEEP: usize = 64 << 10;
 
-/// Reads the client's standard output (`json`: messages, at most [`MAX_MESSAGE_BYTES`] a
-/// line) or standard error (lines cut at [`MAX_STDERR_LINE_BYTES`], each also kept in
-/// `tail`) on a thread of its own, into the bounded queue.
-pub(super) fn read_lines(
-    stream: impl Read + Send + 'static,
-    tx: queue::Sender<Incoming>,
+/// The lines of one of the client's output streams, as its bytes come.
+struct Lines {
+    /// Standard output (JSON-RPC messages, at most [`MAX_MESSAGE_BYTES`] a line) or standard
+    /// error (lines cut at [`MAX_STDERR_LINE_BYTES`], each also kept in `tail`).
     json: bool,
     tail: Option<Arc<Mutex<String>>>,
-) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::with_capacity(64 << 10, stream);
-        let mut line = Vec::new();
-        let max = if json {
+    /// The line so far, without its `\n`.
+    line: Vec<u8>,
+    /// The line passed its bound: the rest of it is dropped (standard error only).
+    cut: bool,
+}
+
+/// What [`Lines::feed`] asks of the reader.
+enum Flow {
+    /// Read on.
+    More,
+    /// Standard output passed [`MAX_MESSAGE_BYTES`] ([`Incoming::TooLarge`] was sent):
+    /// nothing more is read from it.
+    Stop,
+    /// The session is gone: the reader ends.
+    Gone,
+}
+
+impl Lines {
+    fn new(json: bool, tail: Option<Arc<Mutex<String>>>) -> Lines {
+        Lines {
+            json,
+            tail,
+            line: Vec::new(),
+            cut: false,
+        }
+    }
+
+    /// Takes `bytes` read from the stream, sending each line they end.
+    fn feed(&mut self, mut bytes: &[u8], tx: &queue::Sender<Incoming>) -> Flow {
+        let max = if self.json {
             MAX_MESSAGE_BYTES
         } else {
             MAX_STDERR_LINE_BYTES
         };
-        loop {
-            let msg = match read_line(&mut reader, &mut line, max, !json) {
-                Ok(LineEnd::Eof) | Err(_) => break,
-                Ok(LineEnd::Cut) if json => {
-                    let _ = tx.send(Incoming::TooLarge, 0);
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|&b| b == b'\n');
+            let content = &bytes[..newline.unwrap_or(bytes.len())];
+            bytes = &bytes[newline.map_or(bytes.len(), |i| i + 1)..];
+            if !self.cut {
+                let room = max - self.line.len();
+                if content.len() > room {
+                    self.line.extend_from_slice(&content[..room]);
+                    self.cut = true;
+                    if self.json {
+                        let _ = tx.send(Incoming::TooLarge, 0);
+                        return Flow::Stop;
+                    }
+                } else {
+                    self.line.extend_from_slice(content);
+                }
+            }
+            if newline.is_some() && !self.send_line(tx) {
+                return Flow::Gone;
+            }
+        }
+        Flow::More
+    }
+
+    /// Sends the line read so far; `false` when the session is gone.
+    fn send_line(&mut self, tx: &queue::Sender<Incoming>) -> bool {
+        let msg = if self.cut {
+            Incoming::Stderr(format!(
+                "{} … (cut at {MAX_STDERR_LINE_BYTES} bytes)",
+                String::from_utf8_lossy(&self.line).trim_end()
+            ))
+        } else {
+            let text = String::from_utf8_lossy(&self.line).trim_end().to_owned();
+            match serde_json::from_str::<Value>(&text) {
+                Ok(v) if self.json && v.is_object() => Incoming::Json(v),
+                _ if self.json => Incoming::Text(text),
+                _ => Incoming::Stderr(text),
+            }
+        };
+        if let (Some(tail), Incoming::Stderr(text)) = (&self.tail, &msg) {
+            keep_tail(tail, text);
+        }
+        let sent = tx.send(msg, self.line.len()).is_ok();
+        self.line.clear();
+        self.line.shrink_to(KEEP);
+        self.cut = false;
+        sent
+    }
+
+    /// The stream ended: its last line, if it had no `\n`, then (standard output)
+    /// [`Incoming::Closed`]; `false` when the session is gone.
+    fn end(&mut self, tx: &queue::Sender<Incoming>) -> bool {
+        if (self.cut || !self.line.is_empty()) && !self.send_line(tx) {
+            return false;
+        }
+        !self.json || tx.send(Incoming::Closed, 0).is_ok()
+    }
+}
+
+/// Reads what `pipe` holds now (one read: [`poll`] said it has something) into `lines`;
+/// the pipe is let go when it ended, failed, or passed its bound. `false` when the session
+/// is gone.
+fn read_some(
+    pipe: &mut Option<impl Read>,
+    lines: &mut Lines,
+    chunk: &mut [u8],
+    tx: &queue::Sender<Incoming>,
+) -> bool {
+    let Some(stream) = pipe else {
+        return true;
+    };
+    match stream.read(chunk) {
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => true,
+        Ok(0) | Err(_) => {
+            *pipe = None;
+            lines.end(tx)
+        }
+        Ok(n) => match lines.feed(&chunk[..n], tx) {
+            Flow::More => true,
+            Flow::Stop => {
+                *pipe = None;
+                true
+            }
+            Flow::Gone => false,
+        },
+    }
+}
+
+/// Waits until one of `fds` has something (or ended).
+fn wait(fds: &mut [PollFd<'_>]) -> std::io::Result<()> {
+    loop {
+        match poll(fds, None) {
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+            Ok(_) => return Ok(()),
+        }
+    }
+}
+
+/// Reads the client's standard output (messages, at most [`MAX_MESSAGE_BYTES`] a line) and
+/// standard error (lines cut at [`MAX_STDERR_LINE_BYTES`], each also kept in `tail`) on one
+/// thread for both, a launch's only thread: it waits on both pipes ([`poll`]) and sends each
+/// line into the bounded queue (whose backpressure holds both).
+///
+/// # Errors
+/// The thread could not be started (the process's or the system's thread limit).
+pub(super) fn read_output(
+    stdout: ChildStdout,
+    stderr: Option<ChildStderr>,
+    tx: queue::Sender<Incoming>,
+    tail: Arc<Mutex<String>>,
+) -> std::io::Result<()> {
+    let (mut out, mut err) = (Some(stdout), stderr);
+    let mut out_lines = Lines::new(true, None);
+    let mut err_lines = Lines::new(false, Some(tail));
+    std::thread::Builder::new()
+        .name("kcap-acp-output".into())
+        .spawn(move || {
+            let mut chunk = [0; CHUNK];
+            loop {
+                let readable = |fd: &PollFd<'_>| !fd.revents().is_empty();
+                let ready = match (&out, &err) {
+                    (None, None) => break,
+                    (Some(o), Some(e)) => {
+                        let mut fds =
+                            [PollFd::new(o, PollFlags::IN), PollFd::new(e, PollFlags::IN)];
+                        wait(&mut fds).map(|()| (readable(&fds[0]), readable(&fds[1])))
+                    }
+                    (Some(o), None) => {
+                        let mut fds = [PollFd::new(o, PollFlags::IN)];
+                        wait(&mut fds).map(|()| (readable(&fds[0]), false))
+                    }
+                    (None, Some(e)) => {
+                        let mut fds = [PollFd::new(e, PollFlags::IN)];
+                        wait(&mut fds).map(|()| (false, readable(&fds[0])))
+                    }
+                };
+                let Ok((out_ready, err_ready)) = ready else {
+                    // Cannot wait on them: both are taken as ended.
+                    if out.take().is_some() {
+                        let _ = out_lines.end(&tx);
+                    }
+                    break;
+                };
+                if out_ready && !read_some(&mut out, &mut out_lines, &mut chunk, &tx) {
                     return;
                 }
-                Ok(LineEnd::Cut) => Incoming::Stderr(format!(
-                    "{} … (cut at {MAX_STDERR_LINE_BYTES} bytes)",
-                    String::from_utf8_lossy(&line).trim_end()
-                )),
-                Ok(LineEnd::Line) => {
-                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                    match serde_json::from_str::<Value>(&text) {
-                        Ok(v) if json && v.is_object() => Incoming::Json(v),
-                        _ if json => Incoming::Text(text),
-                        _ => Incoming::Stderr(text),
-                    }
+                if err_ready && !read_some(&mut err, &mut err_lines, &mut chunk, &tx) {
+                    return;
                 }
-            };
-            if let (Some(tail), Incoming::Stderr(text)) = (&tail, &msg) {
-                keep_tail(tail, text);
             }
-            if tx.send(msg, line.len()).is_err() {
-                return;
-            }
-        }
-        if json {
-            let _ = tx.send(Incoming::Closed, 0);
-        }
-    });
+        })
+        .map(drop)
 }
 
 /// Appends `line` to the stderr `tail`, keeping its last [`STDERR_TAIL`] bytes.
@@ -152,5 +256,58 @@ fn keep_tail(tail: &Mutex<String>, line: &str) {
             .find(|i| tail.is_char_boundary(*i))
             .unwrap_or(0);
         tail.drain(..cut);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::{Duration, Instant};
+
+    /// One thread reads both pipes, and never waits on one: a client that leaves a line of
+    /// its output unfinished, then writes far more to its standard error than a pipe holds
+    /// (64 KiB), then ends the line, is read to the end (a reader waiting for the line's end
+    /// would leave the client blocked on its standard error, and both stalled).
+    #[test]
+    fn an_unfinished_output_line_does_not_stall_the_standard_error() {
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                "printf '{\"a\":'; head -c 300000 /dev/zero | tr '\\0' x | fold -w 1000 >&2; \
+                 printf '1}\\n'",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = queue::bounded(crate::launch::MAX_QUEUED_BYTES);
+        let tail = Arc::new(Mutex::new(String::new()));
+        let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take());
+        read_output(stdout, stderr, tx, Arc::clone(&tail)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut stderr_lines, mut messages, mut closed) = (0, Vec::new(), false);
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Incoming::Stderr(line)) => {
+                    assert_eq!(line.len(), 1000);
+                    stderr_lines += 1;
+                }
+                Ok(Incoming::Json(v)) => messages.push(v),
+                Ok(Incoming::Closed) => closed = true,
+                Ok(_) => panic!("neither a message nor a line of standard error"),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    panic!("stalled: {stderr_lines} lines of standard error, {messages:?}");
+                }
+            }
+        }
+        assert!(child.wait().unwrap().success());
+        assert_eq!(stderr_lines, 300);
+        assert_eq!(messages, [serde_json::json!({"a": 1})]);
+        assert!(closed);
+        assert_eq!(tail.lock().unwrap().len(), STDERR_TAIL);
     }
 }

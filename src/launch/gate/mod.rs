@@ -250,6 +250,11 @@ impl Gate {
         self.typed
     }
 
+    /// When its bound passes: the latest instant it waits for the `ready` texts.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.started + self.bound
+    }
+
     /// How long the gate has waited.
     pub(crate) fn waited(&self) -> Duration {
         self.started.elapsed()
