@@ -115,16 +115,24 @@ fn without_a_credential_only_the_host_is_pinned() {
     );
 }
 
-/// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
-/// door's result.
-fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
+/// Four ends on loopback: `(client, from)`, the client and the door's side of its
+/// connection, and `(to, got)`, the door's side of its upstream connection and the
+/// upstream's.
+fn connected() -> ((TcpStream, TcpStream), (TcpStream, TcpStream)) {
     use std::net::TcpListener;
     let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
     let door = TcpListener::bind("127.0.0.1:0").unwrap();
     let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
-    let (mut got, _) = upstream.accept().unwrap();
-    let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
+    let (got, _) = upstream.accept().unwrap();
+    let client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
     let (from, _) = door.accept().unwrap();
+    ((client, from), (to, got))
+}
+
+/// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
+/// door's result.
+fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
+    let ((mut client, from), (to, mut got)) = connected();
     client.write_all(raw).unwrap();
     client.shutdown(Shutdown::Write).unwrap();
     let result = requests(
@@ -179,14 +187,8 @@ fn a_chunk_line_or_trailer_with_a_bare_lf_is_refused() {
 /// the body that came, never a whole request. A body that comes whole passes.
 #[test]
 fn a_request_that_does_not_arrive_whole_within_the_bound_gets_a_408() {
-    use std::net::TcpListener;
     let run = |raw: &'static [u8]| {
-        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
-        let door = TcpListener::bind("127.0.0.1:0").unwrap();
-        let to = TcpStream::connect(upstream.local_addr().unwrap()).unwrap();
-        let (mut got, _) = upstream.accept().unwrap();
-        let mut client = TcpStream::connect(door.local_addr().unwrap()).unwrap();
-        let (from, _) = door.accept().unwrap();
+        let ((mut client, from), (to, mut got)) = connected();
         client.write_all(raw).unwrap();
         let start = Instant::now();
         let bound = Duration::from_millis(300);
