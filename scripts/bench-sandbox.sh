@@ -38,7 +38,7 @@ run() { # name plan client extra…
 
 echo "== a stand-in ACP client: handshake, prompt, answer, stop"
 run stand-in "$tmp/acp.json" "$tmp/answers" --prompt review
-for var in KCAP_CLAUDE_BIN KCAP_CLAUDE_NEXT_BIN KCAP_CODEX_BIN KCAP_GEMINI_BIN KCAP_OPENCODE_BIN \
+for var in KCAP_CLAUDE_BIN KCAP_CLAUDE_NEXT_BIN KCAP_CODEX_BIN KCAP_CODEX_NEXT_BIN KCAP_GEMINI_BIN KCAP_OPENCODE_BIN \
   KCAP_COPILOT_BIN KCAP_QWEN_BIN; do
   client=${!var:-}
   [ -n "$client" ] || continue

@@ -202,14 +202,38 @@ impl Process {
     /// Waits up to `bound` for it to exit.
     pub(crate) fn wait_exit(&mut self, bound: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + bound;
+        // A pidfd turns readable when the client exits (Linux 5.3): the wait ends then, not
+        // at the next 20 ms look. A sandboxed client's exit tears its namespaces down first,
+        // so the first look missed it and every such stop took 20 ms more (BENCHMARKS.md,
+        // "The sandbox, on and off"). Without a pidfd, the looks alone.
+        let pidfd = i32::try_from(self.child.id())
+            .ok()
+            .and_then(Pid::from_raw)
+            .and_then(|pid| {
+                rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+            });
         loop {
             if let Some(status) = self.exited() {
                 return Some(status);
             }
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            let look = (deadline - now).min(Duration::from_millis(20));
+            match &pidfd {
+                Some(fd) => {
+                    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+                    let timeout = Timespec::try_from(look).unwrap_or(Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 20_000_000,
+                    });
+                    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+                    // An interruption or an error is one more look.
+                    let _ = poll(&mut fds, Some(&timeout));
+                }
+                None => std::thread::sleep(look),
+            }
         }
     }
 
