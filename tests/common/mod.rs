@@ -6,6 +6,7 @@
 //! that runs a real client.
 #![allow(dead_code)]
 
+pub mod cargo;
 #[cfg(feature = "launch")]
 pub mod carry;
 pub mod door;

@@ -4,12 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::cargo::{CrateDir, cargo, crate_dir, outer_build_dir};
+
 /// Copies the crate's build inputs (manifest, lock file, build script, `src/`, `registry/`,
 /// `benches/` and the `[[test]]` and `[[example]]` files, whose targets the manifest names, the workspace's
-/// `checker/`, and the CI bootstrap registry) into a fresh temp dir.
-fn copy_crate() -> tempfile::TempDir {
+/// `checker/`, and the CI bootstrap registry) into `name`'s emptied [`crate_dir`].
+fn copy_crate(name: &str) -> CrateDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate_dir(name);
     for file in ["Cargo.toml", "Cargo.lock", "build.rs"] {
         std::fs::copy(root.join(file), tmp.path().join(file)).unwrap();
     }
@@ -57,14 +59,15 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A target dir shared by these tests, so dependencies compile once.
+/// The target dir of these tests' final artifacts (their intermediate ones, dependencies included,
+/// go to the outer build's directory: [`cargo()`]).
 fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-script-tests")
 }
 
 /// `cargo build --lib --no-default-features` in `dir`; returns (success, stderr).
 fn cargo_build(dir: &Path) -> (bool, String) {
-    let out = Command::new(env!("CARGO"))
+    let out = cargo()
         .args(["build", "--offline", "--lib", "--no-default-features"])
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
@@ -85,7 +88,7 @@ fn edit(path: &Path, from: &str, to: &str) {
 
 #[test]
 fn a_broken_registry_file_fails_the_build_naming_file_line_and_rule() {
-    let krate = copy_crate();
+    let krate = copy_crate("broken-registry");
     edit(
         &krate.path().join("registry/kcap-memory.toml"),
         "starts_flows",
@@ -111,7 +114,7 @@ fn a_broken_registry_file_fails_the_build_naming_file_line_and_rule() {
 
 #[test]
 fn an_allowlistable_result_channel_fails_the_build() {
-    let krate = copy_crate();
+    let krate = copy_crate("allowlistable-result");
     edit(
         &krate.path().join("registry/kcap-flow-result.toml"),
         "allowlistable = false",
@@ -135,18 +138,23 @@ fn an_allowlistable_result_channel_fails_the_build() {
 
 #[test]
 fn the_generated_table_is_byte_identical_across_builds() {
-    let krate = copy_crate();
+    let krate = copy_crate("determinism");
     // build.rs run twice, in two processes, the table removed in between: the second run
     // must write the same bytes (a HashMap's order, a time or a path in the table would
     // differ). `cargo check` runs the build script as `cargo build` does and writes the same
     // table, without compiling the library; the build script and its dependencies compile
-    // once (a fresh target dir).
+    // once. Its build directory is the outer build's (`cargo()`), shared with other copies,
+    // so the table is found through cargo's own report of this copy's build script run.
     let target = target_dir().join("determinism");
-    // A previous run may have left a build of another version of the crate there.
-    let _ = std::fs::remove_dir_all(&target);
     let table = || {
-        let out = Command::new(env!("CARGO"))
-            .args(["check", "--offline", "--lib", "--no-default-features"])
+        let out = cargo()
+            .args([
+                "check",
+                "--offline",
+                "--lib",
+                "--no-default-features",
+                "--message-format=json",
+            ])
             .current_dir(krate.path())
             .env("CARGO_TARGET_DIR", &target)
             .env_remove("KCAP_MCP_REGISTRY_DIR")
@@ -157,12 +165,23 @@ fn the_generated_table_is_byte_identical_across_builds() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let tables: Vec<PathBuf> = std::fs::read_dir(target.join("debug/build"))
-            .unwrap()
-            .map(|e| e.unwrap().path().join("out/registry_table.rs"))
-            .filter(|p| p.is_file())
+        // `build-script-executed` (the Cargo Book, "JSON messages"), of this copy's package:
+        // its id names the copy's path.
+        let copy = format!(
+            "path+file://{}#",
+            krate.path().canonicalize().unwrap().display()
+        );
+        let tables: Vec<PathBuf> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|m| {
+                m["reason"] == "build-script-executed"
+                    && m["package_id"].as_str().unwrap().starts_with(&copy)
+            })
+            .map(|m| Path::new(m["out_dir"].as_str().unwrap()).join("registry_table.rs"))
             .collect();
         assert_eq!(tables.len(), 1, "{tables:?}");
+        assert!(tables[0].is_file(), "{tables:?}");
         (std::fs::read(&tables[0]).unwrap(), tables[0].clone())
     };
     let (first, path) = table();
@@ -185,7 +204,7 @@ fn the_generated_table_is_byte_identical_across_builds() {
 /// `cargo build --lib` of the crate copy at `krate`, run from `cwd`, with
 /// `KCAP_MCP_REGISTRY_DIR=registry_dir`; returns (success, stderr).
 fn cargo_build_with_registry_dir(krate: &Path, cwd: &Path, registry_dir: &Path) -> (bool, String) {
-    let out = Command::new(env!("CARGO"))
+    let out = cargo()
         .args(["build", "--offline", "--lib", "--no-default-features"])
         .arg("--manifest-path")
         .arg(krate.join("Cargo.toml"))
@@ -202,7 +221,7 @@ fn cargo_build_with_registry_dir(krate: &Path, cwd: &Path, registry_dir: &Path) 
 
 #[test]
 fn kcap_mcp_registry_dir_is_relative_to_the_crate_root_or_absolute() {
-    let krate = copy_crate();
+    let krate = copy_crate("registry-dir");
     let elsewhere = tempfile::tempdir().unwrap();
     // The same registry, broken in one file, in two places: `alt/` inside the crate, and a
     // directory outside it. Each diagnostic names the directory the build script read, as an
@@ -252,7 +271,7 @@ fn readme_main_command() -> Vec<String> {
 
 #[test]
 fn the_readme_main_command_reports_a_broken_registry_as_the_checker_does() {
-    let krate = copy_crate();
+    let krate = copy_crate("readme-main-command");
     edit(
         &krate.path().join("registry/kcap-memory.toml"),
         "starts_flows",
@@ -261,7 +280,7 @@ fn the_readme_main_command_reports_a_broken_registry_as_the_checker_does() {
     let main = readme_main_command();
     assert_eq!(main[..2], ["cargo", "run"], "{main:?}");
     let run = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO"))
+        let out = cargo()
             .args(&main[1..])
             .arg("--offline")
             .arg("--")
@@ -341,14 +360,14 @@ fn the_readme_main_command_reports_a_broken_registry_as_the_checker_does() {
 
 #[test]
 fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_this_checker() {
-    let krate = copy_crate();
+    let krate = copy_crate("dependent");
     edit(
         &krate.path().join("registry/kcap-memory.toml"),
         "starts_flows",
         "start_flows",
     );
     // A daemon crate next to it, depending on it as the README says.
-    let daemon = tempfile::tempdir().unwrap();
+    let daemon = crate_dir("dependent-daemon");
     std::fs::write(
         daemon.path().join("Cargo.toml"),
         format!(
@@ -388,6 +407,7 @@ fn in_a_dependent_crate_the_report_names_absolute_paths_and_a_command_that_runs_
     let out = Command::new("sh")
         .args(["-c", command])
         .current_dir(daemon.path())
+        .env("CARGO_BUILD_BUILD_DIR", outer_build_dir())
         .env("CARGO_TARGET_DIR", target_dir().join("checker"))
         .env("CARGO_NET_OFFLINE", "true")
         .output()
@@ -418,8 +438,8 @@ fn full_build_dir() -> (std::sync::MutexGuard<'static, ()>, PathBuf) {
 /// through [`full_build_dir`]), on its own registry or, with `registry_dir`, on that one
 /// (`KCAP_MCP_REGISTRY_DIR`); returns the binary.
 fn build_checker(krate: &Path, target: &Path, registry_dir: Option<&str>) -> PathBuf {
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo
+    let mut build = cargo();
+    build
         .args([
             "build",
             "--offline",
@@ -431,9 +451,9 @@ fn build_checker(krate: &Path, target: &Path, registry_dir: Option<&str>) -> Pat
         .env("CARGO_TARGET_DIR", target)
         .env_remove("KCAP_MCP_REGISTRY_DIR");
     if let Some(dir) = registry_dir {
-        cargo.env("KCAP_MCP_REGISTRY_DIR", dir);
+        build.env("KCAP_MCP_REGISTRY_DIR", dir);
     }
-    let out = cargo.output().unwrap();
+    let out = build.output().unwrap();
     assert!(
         out.status.success(),
         "the build failed:\n{}",
@@ -444,7 +464,7 @@ fn build_checker(krate: &Path, target: &Path, registry_dir: Option<&str>) -> Pat
 
 #[test]
 fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_rebuild() {
-    let krate = copy_crate();
+    let krate = copy_crate("stale");
     let (_one_at_a_time, target) = full_build_dir();
     let file = krate.path().join("registry/kcap-memory.toml");
     let bin = build_checker(krate.path(), &target, None);
@@ -541,7 +561,7 @@ fn a_registry_file_replaced_by_an_older_broken_one_builds_stale_and_check_says_r
 #[cfg(feature = "cli")]
 #[test]
 fn a_bootstrap_build_says_so_in_its_version_and_refuses_to_render_from_it() {
-    let krate = copy_crate();
+    let krate = copy_crate("bootstrap");
     let (_one_at_a_time, target) = full_build_dir();
     let bootstrap = build_checker(krate.path(), &target, Some(".ci/bootstrap-registry"));
     let run = |bin: &Path, args: &[&str]| {

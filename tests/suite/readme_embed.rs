@@ -51,7 +51,7 @@ fn the_readme_daemon_builds_from_its_dependency_lines_and_launches_a_stand_in() 
     let clone = "path = \"../kcap-mcp-registry\"";
     assert!(deps.contains(clone), "{clone} not in:\n{deps}");
     let deps = deps.replace(clone, &format!("path = {:?}", ROOT));
-    let daemon = tempfile::tempdir().unwrap();
+    let daemon = crate::common::cargo::crate_dir("readme-daemon");
     std::fs::write(
         daemon.path().join("Cargo.toml"),
         format!(
@@ -69,9 +69,10 @@ fn the_readme_daemon_builds_from_its_dependency_lines_and_launches_a_stand_in() 
     std::fs::create_dir(daemon.path().join("src")).unwrap();
     std::fs::write(daemon.path().join("src/main.rs"), &program).unwrap();
 
-    // The build scripts' tests' target dir: the dependencies compile once for both.
+    // The build scripts' tests' target dir, for the binary; the dependencies are the outer
+    // build's (`cargo()`).
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("build-script-tests");
-    let build = Command::new(env!("CARGO"))
+    let build = crate::common::cargo::cargo()
         .args(["build", "--offline", "--quiet", "--bin", "daemon"])
         .current_dir(daemon.path())
         .env("CARGO_TARGET_DIR", &target)
