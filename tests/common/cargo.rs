@@ -22,7 +22,7 @@ pub fn outer_build_dir() -> PathBuf {
 /// own crates have other hashes (their paths differ). `cargo test` releases the build
 /// directory's lock before it runs the tests (measured: a test's `cargo build` there does
 /// not wait). The `build_script::` and `readme_embed` tests, cold, on 2 cores under load:
-/// 270 CPU-s with target dirs of their own, 71 CPU-s with this.
+/// the first alone took 270 CPU-s with target dirs of their own, both 71 CPU-s with this.
 pub fn cargo() -> Command {
     let mut cargo = Command::new(env!("CARGO"));
     cargo.env("CARGO_BUILD_BUILD_DIR", outer_build_dir());
