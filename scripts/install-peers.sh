@@ -83,9 +83,14 @@ claude_postinstall() {
 command -v npm >/dev/null || die "npm is not on PATH; install Node.js (>= 18) and npm first"
 command -v node >/dev/null || die "node is not on PATH; install Node.js (>= 18) first"
 
-if codex_ok && claude_ok; then
-    echo "install-peers: codex $CODEX_VERSION and claude $CLAUDE_VERSION already in $peers" >&2
-else
+# Each install goes to a prefix of its own, so they run at once (npm's cache is safe for
+# concurrent use); each job's output goes to stderr, each failure ends the script after all
+# jobs have finished.
+install_main() {
+    if codex_ok && claude_ok; then
+        echo "install-peers: codex $CODEX_VERSION and claude $CLAUDE_VERSION already in $peers" >&2
+        return
+    fi
     echo "install-peers: installing @openai/codex@$CODEX_VERSION and @anthropic-ai/claude-code@$CLAUDE_VERSION into $peers" >&2
     mkdir -p "$peers"
     # --no-save: the repo has no package.json and gets none; .peers/ is git-ignored.
@@ -94,28 +99,32 @@ else
         "@openai/codex@$CODEX_VERSION" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2 \
         || die "npm install failed (see above)"
     claude_ok || claude_postinstall "$peers"
-fi
+}
 
-if claude_next_ok; then
-    echo "install-peers: claude $CLAUDE_NEXT_VERSION already in $claude_next_prefix" >&2
-else
+install_claude_next() {
+    if claude_next_ok; then
+        echo "install-peers: claude $CLAUDE_NEXT_VERSION already in $claude_next_prefix" >&2
+        return
+    fi
     echo "install-peers: installing @anthropic-ai/claude-code@$CLAUDE_NEXT_VERSION into $claude_next_prefix" >&2
     mkdir -p "$claude_next_prefix"
     npm install --prefix "$claude_next_prefix" --no-save --no-audit --no-fund --no-package-lock \
         --loglevel=error "@anthropic-ai/claude-code@$CLAUDE_NEXT_VERSION" >&2 \
         || die "npm install failed (see above)"
     claude_next_ok || claude_postinstall "$claude_next_prefix"
-fi
+}
 
-if codex_next_ok; then
-    echo "install-peers: codex $CODEX_NEXT_VERSION already in $codex_next_prefix" >&2
-else
+install_codex_next() {
+    if codex_next_ok; then
+        echo "install-peers: codex $CODEX_NEXT_VERSION already in $codex_next_prefix" >&2
+        return
+    fi
     echo "install-peers: installing @openai/codex@$CODEX_NEXT_VERSION into $codex_next_prefix" >&2
     mkdir -p "$codex_next_prefix"
     npm install --prefix "$codex_next_prefix" --no-save --no-audit --no-fund --no-package-lock \
         --loglevel=error "@openai/codex@$CODEX_NEXT_VERSION" >&2 \
         || die "npm install failed (see above)"
-fi
+}
 
 # prefixed NAME PACKAGE VERSION: installs PACKAGE@VERSION into .peers/NAME, a prefix with its
 # own package.json (npm never walks up to another prefix), unless its binary already prints
@@ -135,22 +144,44 @@ prefixed() {
         || die "npm install $package@$version in $prefix failed (see above)"
 }
 
-prefixed gemini @google/gemini-cli "$GEMINI_VERSION"
-prefixed opencode opencode-ai "$OPENCODE_VERSION"
-prefixed copilot @github/copilot "$COPILOT_VERSION"
-prefixed qwen @qwen-code/qwen-code "$QWEN_VERSION"
 gemini_bin="$peers/gemini/node_modules/.bin/gemini"
 opencode_bin="$peers/opencode/node_modules/.bin/opencode"
 copilot_bin="$peers/copilot/node_modules/.bin/copilot"
 qwen_bin="$peers/qwen/node_modules/.bin/qwen"
 copilot_cache="$peers/copilot-cache"
-mkdir -p "$copilot_cache"
-# Pre-warm Copilot's package cache (its first run unpacks it); offline, in a throwaway home.
-home="$(mktemp -d)"
-env -i PATH="$PATH" HOME="$home" XDG_CACHE_HOME="$copilot_cache" COPILOT_OFFLINE=true \
-    COPILOT_AUTO_UPDATE=false timeout 300 "$copilot_bin" mcp list --json </dev/null >/dev/null 2>&1 \
-    || die "$copilot_bin mcp list --json failed while unpacking into $copilot_cache"
-rm -rf "$home"
+
+# Copilot, then its package cache pre-warmed (its first run unpacks it); offline, in a
+# throwaway home.
+install_copilot() {
+    prefixed copilot @github/copilot "$COPILOT_VERSION"
+    mkdir -p "$copilot_cache"
+    local home
+    home="$(mktemp -d)"
+    env -i PATH="$PATH" HOME="$home" XDG_CACHE_HOME="$copilot_cache" COPILOT_OFFLINE=true \
+        COPILOT_AUTO_UPDATE=false timeout 300 "$copilot_bin" mcp list --json </dev/null >/dev/null 2>&1 \
+        || die "$copilot_bin mcp list --json failed while unpacking into $copilot_cache"
+    rm -rf "$home"
+}
+
+mkdir -p "$peers"
+# pre-commit (PyPI, a virtual environment of its own), for tests/ci_snippets.rs; its line
+# for stdout waits in a file until the end.
+pre_commit_line="$(mktemp)"
+trap 'rm -f "$pre_commit_line"' EXIT
+jobs=()
+install_main & jobs+=($!)
+install_claude_next & jobs+=($!)
+install_codex_next & jobs+=($!)
+prefixed gemini @google/gemini-cli "$GEMINI_VERSION" & jobs+=($!)
+prefixed opencode opencode-ai "$OPENCODE_VERSION" & jobs+=($!)
+install_copilot & jobs+=($!)
+prefixed qwen @qwen-code/qwen-code "$QWEN_VERSION" & jobs+=($!)
+bash "$root/scripts/install-pre-commit.sh" > "$pre_commit_line" & jobs+=($!)
+failed=0
+for job in "${jobs[@]}"; do
+    wait "$job" || failed=1
+done
+[ "$failed" = 0 ] || die "an install failed (see above)"
 
 got="$(version_of "$codex_bin" || true)"
 [ "$got" = "codex-cli $CODEX_VERSION" ] \
@@ -181,5 +212,4 @@ echo "KCAP_OPENCODE_BIN=$opencode_bin"
 echo "KCAP_COPILOT_BIN=$copilot_bin"
 echo "KCAP_COPILOT_CACHE=$copilot_cache"
 echo "KCAP_QWEN_BIN=$qwen_bin"
-# pre-commit (PyPI, a virtual environment of its own), for tests/ci_snippets.rs.
-bash "$root/scripts/install-pre-commit.sh"
+cat "$pre_commit_line"
