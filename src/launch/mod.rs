@@ -253,6 +253,13 @@ impl Options {
         self
     }
 
+    /// These options with the door's budget of requests carrying the daemon's credential
+    /// ([`keyed_requests`](door::Settings::keyed_requests)).
+    pub fn with_door_keyed_requests(mut self, budget: u64) -> Self {
+        self.door.keyed_requests = budget;
+        self
+    }
+
     /// These options with `path` added to [`Options::sandbox_read_exec`].
     pub fn with_sandbox_read_exec(mut self, path: impl Into<PathBuf>) -> Self {
         self.sandbox_read_exec.push(path.into());
