@@ -9,6 +9,9 @@
 //! - requests past the launch's budget of keyed requests (`Settings::keyed_requests`) get a
 //!   `429` naming the door's budget, a log line each, and never reach the upstream. The bite,
 //!   run once: without the budget's check every request reached the stand-in model API.
+//! - requests that come faster than the launch's rate (`Settings::keyed_rate`) wait for
+//!   their turn, and all reach the upstream. The bite, run once: without the rate all came at
+//!   once.
 //! - a flood of refusals keeps the first refusal in the door's log, and a line counts the
 //!   lines dropped. The bite, run once: the log of main (its last 256 lines) lost the first
 //!   refusal and said nothing of the lines it dropped.
@@ -38,6 +41,8 @@ const PIPED: u16 = 8081;
 /// - `budget`: 8 requests to the keyed port through one `http.client` connection (it opens
 ///   another when an answer closes its connection); prints `statuses [...]` and, for the
 ///   first `429`, `429 <body> <x-should-retry>`.
+/// - `rate`: 8 requests to the keyed port through one connection; prints `times <status>@<the
+///   seconds from the first request's start to each answer's end> …`.
 /// - `flood`: one request that could smuggle another (refused), then 600 lines the door
 ///   refuses, each on a connection of its own; prints `flooded`.
 const CLIENT: &str = r#"
@@ -87,6 +92,15 @@ elif mode == "budget":
         if r.status == 429 and statuses.count(429) == 1:
             print("429", repr(body), r.getheader("x-should-retry"), flush=True)
     print("statuses", statuses, flush=True)
+elif mode == "rate":
+    c = http.client.HTTPConnection("127.0.0.1", keyed, timeout=10)
+    start, times = time.monotonic(), []
+    for i in range(8):
+        c.request("POST", "/v1/messages", body=f'{{"n":{i}}}', headers={"x-api-key": "token"})
+        r = c.getresponse()
+        r.read()
+        times.append(f"{r.status}@{time.monotonic() - start:.2f}")
+    print("times", " ".join(times), flush=True)
 elif mode == "flood":
     refused(b"POST / HTTP/1.1\r\ncontent-length: 4\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n")
     for _ in range(600):
@@ -235,6 +249,41 @@ fn requests_past_the_launchs_budget_get_a_429_and_never_reach_the_upstream() {
         })
         .collect();
     assert_eq!(log, lines);
+}
+
+/// Red team (a), the rate: with a burst of 3 and then one request every 200 ms, the first
+/// three of 8 requests in a loop are answered at once and the 8th not before 5 intervals
+/// have passed; all 8 reach the stand-in model API (held, not refused), and no log line (no
+/// wait of a second or more).
+#[test]
+fn requests_faster_than_the_launchs_rate_wait_for_their_turn() {
+    if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
+        return;
+    }
+    let root = world();
+    let api = ModelApi::start();
+    let addr = api.url.trim_start_matches("http://").to_owned();
+    let options = Options::default().with_door_keyed_rate(door::Rate {
+        burst: 3,
+        interval: Duration::from_millis(200),
+    });
+    let (output, log) = run(root.path(), "rate", vec![keyed(&addr)], options, |_| true);
+    let times: Vec<f64> = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("times "))
+        .unwrap_or_else(|| panic!("{output}"))
+        .split(' ')
+        .map(|t| {
+            let (status, secs) = t.split_once('@').unwrap();
+            assert_eq!(status, "400", "{output}");
+            secs.parse().unwrap()
+        })
+        .collect();
+    assert_eq!(times.len(), 8, "{output}");
+    assert!(times[2] < 0.3, "the burst waited: {times:?}");
+    assert!(times[7] >= 0.95, "the 8th came before its slot: {times:?}");
+    assert_eq!(api.requests().len(), 8);
+    assert!(log.is_empty(), "{log:?}");
 }
 
 /// Red team (c): a reviewer floods the door's log to push its first refusal out. The first

@@ -428,7 +428,7 @@ fn requests(
                 "door port {port}: refused a request over the launch's budget of {} requests \
                  with the daemon's credential ({refused} refused so far); {answered}closed the \
                  connection",
-                shared.keyed_budget
+                shared.budget.limit
             ));
         }
     }

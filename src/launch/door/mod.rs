@@ -18,8 +18,10 @@
 //! ports): nothing is allocated and no lock is taken in the child.
 //!
 //! The executor then ([`Door`]) accepts on each socket and forwards each connection to
-//! that endpoint's upstream (`host:port`, resolved and connected outside the namespace),
-//! bytes as they come in both directions: a thread per direction, [`BUFFER_BYTES`] each, no
+//! that endpoint's upstream (`host:port`, resolved and connected outside the namespace, once
+//! the client's first request is read and accepted, or on an endpoint the door only pipes
+//! once its first byte came: a connection that sends nothing, or what the door refuses,
+//! costs the upstream none), bytes as they come in both directions: a thread per direction, [`BUFFER_BYTES`] each, no
 //! parsing and no buffering beyond one read, so a streamed response (server-sent events)
 //! passes at once. At most [`MAX_CONNECTIONS`] are open at a time. An upstream that cannot
 //! be reached within [`CONNECT_TIMEOUT`] gets the client an HTTP `502 Bad Gateway` and a
@@ -28,6 +30,10 @@
 //!
 //! On an endpoint with a [`Credential`] the door reads the requests' heads and sets the
 //! daemon's credential on each ([`http`]): the key stays outside the reviewer.
+//! Those requests are what the launch spends of the daemon's key: at most
+//! [`Settings::keyed_requests`] of them (then a `429`), at [`Settings::keyed_rate`] (a
+//! faster one waits its turn). The door's log ([`Door::log`]) keeps its first lines and its
+//! last, with a count of those dropped between them.
 //!
 //! To an upstream over TLS ([`Endpoint::tls`], an `https://` URL) the door speaks TLS
 //! (`tls.rs`: rustls, the system's roots, the upstream's host as the certificate's name) and
@@ -49,7 +55,7 @@
 use crate::launch::spawn::Command;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,6 +64,7 @@ use super::userns;
 use child::{ChildSide, enter, recv_fd};
 use forward::accept_loop;
 
+mod budget;
 mod check;
 mod child;
 mod forward;
@@ -65,6 +72,7 @@ pub mod http;
 mod log;
 mod tls;
 
+pub use budget::Rate;
 pub use check::missing;
 pub(crate) use check::{of_plan, preflight, step};
 pub use log::{KEPT_FIRST, KEPT_LAST};
@@ -92,12 +100,22 @@ pub const MAX_LOG_LINES: usize = 256;
 /// How many requests carrying the daemon's credential (on an endpoint with a [`Credential`])
 /// one door passes, by default ([`Settings::keyed_requests`]): the launch's budget. A request
 /// past it gets the client a `429 Too Many Requests` naming the door's budget, and a log line;
-/// it never reaches the upstream. 2000: a review turn through the door made 1 to 3 model
+/// it never reaches the upstream. 2000: a review turn through the door made 1 or 2 model
 /// requests on each real client (`tests/clients/door_https.rs`, docs/network.md), and a review
 /// that calls a tool a hundred times makes a hundred or so: the budget is ten times that and
 /// more; a reviewer that sends requests in a loop (16,602 in 2 s on one connection, red team
 /// of issue 32) is stopped at it.
 pub const KEYED_REQUESTS: u64 = 2000;
+/// How fast the door passes requests carrying the daemon's credential, by default
+/// ([`Settings::keyed_rate`]): 40 at once, then one every 250 ms (4 a second, 240 a minute).
+/// A request that comes faster waits for its turn. A review turn waits for each model answer
+/// (seconds) before its next request, so it never waits here; a reviewer that sends
+/// requests in a loop spends the budget over 8 minutes, not a fraction of a second, and
+/// takes at most 240 of a shared per-minute quota.
+pub const KEYED_RATE: Rate = Rate {
+    burst: 40,
+    interval: Duration::from_millis(250),
+};
 /// How long the door waits, by default, for the first byte of an upstream's answer to a
 /// request it passed on ([`Settings::answer_timeout`]): then the client gets a `504`. Five
 /// minutes: a streamed answer's head comes within seconds, a long answer that is not streamed
@@ -144,6 +162,11 @@ pub struct Settings {
     /// log line; it never reaches the upstream, nor does any after it. Requests on an
     /// endpoint without a credential are not counted. Default [`KEYED_REQUESTS`].
     pub keyed_requests: u64,
+    /// How fast the door passes requests carrying the daemon's credential, on all its
+    /// endpoints together: a request that comes faster waits (its head read, before it
+    /// goes to the upstream) for its turn, so a burst is slowed, not failed. Default
+    /// [`KEYED_RATE`].
+    pub keyed_rate: Rate,
 }
 
 impl Default for Settings {
@@ -153,6 +176,7 @@ impl Default for Settings {
             request_timeout: REQUEST_TIMEOUT,
             extra_roots: Vec::new(),
             keyed_requests: KEYED_REQUESTS,
+            keyed_rate: KEYED_RATE,
         }
     }
 }
@@ -335,7 +359,7 @@ impl Pending {
                 tls,
                 answer_timeout: self.settings.answer_timeout,
                 request_timeout: self.settings.request_timeout,
-                keyed_budget: self.settings.keyed_requests,
+                budget: budget::Budget::new(self.settings.keyed_requests, self.settings.keyed_rate),
                 ..Shared::default()
             }),
             listeners: Vec::new(),
@@ -378,31 +402,14 @@ struct Shared {
     answer_timeout: Duration,
     /// [`Settings::request_timeout`].
     request_timeout: Duration,
-    /// [`Settings::keyed_requests`].
-    keyed_budget: u64,
-    /// Requests passed on with the daemon's credential, and those refused past the budget.
-    keyed: AtomicU64,
-    over_budget: AtomicU64,
+    /// What the launch may spend with the daemon's credential, and what it spent.
+    budget: budget::Budget,
 }
 
 impl Shared {
     fn log(&self, line: String) {
         if let Ok(mut log) = self.log.lock() {
             log.push(line);
-        }
-    }
-
-    /// Takes one request of the launch's budget of keyed requests: `Err(n)` when it is used
-    /// up, `n` the requests refused so far, this one included.
-    fn take_keyed(&self) -> Result<(), u64> {
-        let taken = self
-            .keyed
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < self.keyed_budget).then_some(n + 1)
-            });
-        match taken {
-            Ok(_) => Ok(()),
-            Err(_) => Err(self.over_budget.fetch_add(1, Ordering::SeqCst) + 1),
         }
     }
 }
@@ -432,10 +439,7 @@ impl Door {
     /// How many requests it passed on with the daemon's credential
     /// ([`Settings::keyed_requests`] at most), and how many it refused past that budget.
     pub fn keyed_requests(&self) -> (u64, u64) {
-        (
-            self.shared.keyed.load(Ordering::SeqCst),
-            self.shared.over_budget.load(Ordering::SeqCst),
-        )
+        self.shared.budget.spent()
     }
 }
 

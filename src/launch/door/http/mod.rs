@@ -448,6 +448,31 @@ impl Input {
     }
 }
 
+/// Waits for the next slot at the launch's rate of requests with the daemon's credential
+/// ([`Settings::keyed_rate`](super::Settings::keyed_rate)); a wait of a second or more gets a
+/// log line. The wait ends early when the door closes: [`ErrorKind::ConnectionAborted`].
+fn hold(shared: &Shared, port: u16) -> std::io::Result<()> {
+    let wait = shared.budget.slot();
+    if wait >= Duration::from_secs(1) {
+        shared.log(format!(
+            "door port {port}: held a request with the daemon's credential {:.1} s, to the \
+             launch's rate",
+            wait.as_secs_f64()
+        ));
+    }
+    let end = Instant::now() + wait;
+    loop {
+        if shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ErrorKind::ConnectionAborted.into());
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
 /// Passes the client's requests on to the upstream, each head with the endpoint's credential
 /// set (if any) and its `host` the upstream's authority ([`rewrite`]), each noted on `watch`
 /// before its head is passed, until the client closes (`Ok`), a request is refused, does not
@@ -498,10 +523,17 @@ pub(super) fn requests(
             ));
         }
         if credential.is_some() {
-            shared.take_keyed().map_err(|refused| Failure::OverBudget {
-                refused,
-                told: false,
-            })?;
+            shared
+                .budget
+                .take()
+                .map_err(|refused| Failure::OverBudget {
+                    refused,
+                    told: false,
+                })?;
+            hold(shared, endpoint.port)?;
+            // The wait is the door's, not the client's: the rest of the request has the
+            // whole bound from here.
+            input.deadline = Some(Instant::now() + bound);
         }
         let to = match &mut up {
             Some(to) => to,
@@ -572,7 +604,7 @@ pub(super) fn requests(
             let body = format!(
                 "kcap door: the launch's budget of {} requests with the daemon's credential \
                  is used up; this request did not reach the upstream\n",
-                shared.keyed_budget
+                shared.budget.limit
             );
             super::forward::answer_with_and_close(
                 input.stream,

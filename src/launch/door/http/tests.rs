@@ -134,7 +134,13 @@ fn connected() -> ((TcpStream, TcpStream), (TcpStream, TcpStream)) {
 fn pass(from: TcpStream, to: TcpStream, watch: &Watch, bound: Duration) -> Result<(), Failure> {
     let shared = super::super::Shared {
         request_timeout: bound,
-        keyed_budget: u64::MAX,
+        budget: super::super::budget::Budget::new(
+            u64::MAX,
+            super::super::Rate {
+                burst: 1,
+                interval: Duration::ZERO,
+            },
+        ),
         ..super::super::Shared::default()
     };
     let mut to = Some(Up::Plain(to));
