@@ -230,6 +230,30 @@ fn read_plan(file: &Path) -> Result<LaunchPlan, CliError> {
     serde_json::from_value(value).map_err(not_a_plan)
 }
 
+/// The executor's options `run` names, with the sandbox's policy `sandbox`.
+fn options(run: &RunArgs, sandbox: SandboxPolicy) -> Options {
+    let options = Options::default()
+        .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
+        .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
+        .with_die_with_parent(true)
+        .with_confinement(sandbox.into())
+        .with_cgroup(run.cgroup.into())
+        .with_door_keyed_requests(run.door_keyed_requests)
+        .with_door_keyed_rate(door::Rate {
+            burst: run.door_keyed_burst,
+            interval: Duration::from_millis(run.door_keyed_interval_ms),
+        });
+    let options = run
+        .sandbox_exec
+        .iter()
+        .cloned()
+        .fold(options, Options::with_sandbox_read_exec);
+    run.sandbox_write
+        .iter()
+        .cloned()
+        .fold(options, Options::with_sandbox_read_write)
+}
+
 pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     let LaunchArgs {
         client,
@@ -255,27 +279,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         launch_dir,
         prompt,
     } = plan_of(client, plan, launch_dir, prompt, &client_bin)?;
-    let options = Options::default()
-        .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
-        .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
-        .with_die_with_parent(true)
-        .with_confinement(sandbox.into())
-        .with_cgroup(run.cgroup.into())
-        .with_door_keyed_requests(run.door_keyed_requests)
-        .with_door_keyed_rate(door::Rate {
-            burst: run.door_keyed_burst,
-            interval: Duration::from_millis(run.door_keyed_interval_ms),
-        });
-    let options = run
-        .sandbox_exec
-        .iter()
-        .cloned()
-        .fold(options, Options::with_sandbox_read_exec);
-    let options = run
-        .sandbox_write
-        .iter()
-        .cloned()
-        .fold(options, Options::with_sandbox_read_write);
+    let options = options(&run, sandbox);
     if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
     {

@@ -573,12 +573,37 @@ pub(super) fn requests(
         (Ok(_), _) => Ok(()),
         (Err(e), _) => Err(e),
     };
+    end(
+        &mut result,
+        input,
+        up.as_ref(),
+        forwarded,
+        watch,
+        endpoint,
+        shared,
+    );
+    result
+}
+
+/// Ends the connection as `result` says: the client told why when nothing of an answer is on
+/// its way (a `400`, `502`, `429`, `408` or `504`), each side closed; `result`'s `told` set
+/// when it was.
+fn end(
+    result: &mut Result<(), Failure>,
+    input: Input,
+    up: Option<&Up>,
+    forwarded: bool,
+    watch: &Watch,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) {
+    let bound = input.bound;
     let shut = |how| {
-        if let Some(to) = &up {
+        if let Some(to) = up {
             to.shutdown(how);
         }
     };
-    match &mut result {
+    match result {
         // Nothing was passed on, so no answer is on its way: the client gets a 400.
         // The answer goes first: closing the upstream first ends the thread that pipes its
         // answers, which then closes the client's side before the 400 is written (seen: the
@@ -657,7 +682,6 @@ pub(super) fn requests(
             let _ = input.stream.shutdown(Shutdown::Read);
         }
     }
-    result
 }
 
 #[cfg(test)]
