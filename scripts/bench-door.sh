@@ -139,7 +139,7 @@ for how in door direct door-tls direct-tls; do plan "$how" > "$tmp/$how.json"; d
 for round in 1 2 3; do
   for how in direct door direct-tls door-tls; do
     rm -rf "$tmp/launch" "$tmp/.launch.kcap-lock"
-    SSL_CERT_FILE=$ca "$bin" launch --plan "$tmp/$how.json" --client-bin "$tmp/client" --timeout 120 > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
+    SSL_CERT_FILE=$ca "$bin" launch --plan "$tmp/$how.json" --client-bin "$tmp/client" --timeout 120 --door-keyed-burst 1000 > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
     line=$(grep RESULT "$tmp/out" || { cat "$tmp/out" >&2; exit 1; })
     printf '%-10s round %s: %s\n' "$how" "$round" "${line#*RESULT }"
   done

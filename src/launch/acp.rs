@@ -425,6 +425,13 @@ impl AcpSession {
         self.process.door_log()
     }
 
+    /// The requests the network door passed on with the daemon's credential, and those it
+    /// refused past the launch's budget ([`door::Door::keyed_requests`](super::door::Door::keyed_requests));
+    /// `(0, 0)` without a door.
+    pub fn door_keyed_requests(&self) -> (u64, u64) {
+        self.process.door_keyed_requests()
+    }
+
     /// Keeps the launch directory when this session is stopped or dropped (for a look at
     /// what the client wrote there).
     pub fn keep_launch_dir(&mut self) {

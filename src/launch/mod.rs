@@ -253,6 +253,20 @@ impl Options {
         self
     }
 
+    /// These options with the door's budget of requests carrying the daemon's credential
+    /// ([`keyed_requests`](door::Settings::keyed_requests)).
+    pub fn with_door_keyed_requests(mut self, budget: u64) -> Self {
+        self.door.keyed_requests = budget;
+        self
+    }
+
+    /// These options with the door's rate of requests carrying the daemon's credential
+    /// ([`keyed_rate`](door::Settings::keyed_rate)).
+    pub fn with_door_keyed_rate(mut self, rate: door::Rate) -> Self {
+        self.door.keyed_rate = rate;
+        self
+    }
+
     /// These options with `path` added to [`Options::sandbox_read_exec`].
     pub fn with_sandbox_read_exec(mut self, path: impl Into<PathBuf>) -> Self {
         self.sandbox_read_exec.push(path.into());
@@ -314,6 +328,16 @@ impl Reviewer {
         match self {
             Reviewer::Acp(s) => s.door_log(),
             Reviewer::Terminal(s) => s.door_log(),
+        }
+    }
+
+    /// The requests the network door passed on with the daemon's credential, and those it
+    /// refused past the launch's budget ([`door::Door::keyed_requests`]); `(0, 0)` without a
+    /// door, or once the reviewer is stopped.
+    pub fn door_keyed_requests(&self) -> (u64, u64) {
+        match self {
+            Reviewer::Acp(s) => s.door_keyed_requests(),
+            Reviewer::Terminal(s) => s.door_keyed_requests(),
         }
     }
 

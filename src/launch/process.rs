@@ -173,6 +173,14 @@ impl Process {
             .unwrap_or_default()
     }
 
+    /// [`Door::keyed_requests`](super::door::Door::keyed_requests); `(0, 0)` without a door.
+    pub(crate) fn door_keyed_requests(&self) -> (u64, u64) {
+        self.door
+            .as_ref()
+            .map(super::door::Door::keyed_requests)
+            .unwrap_or_default()
+    }
+
     /// Its exit status, if it has exited. It is not reaped here (see the module docs), so
     /// its pid, the group's id, stays its own until [`Process::stop`].
     pub(crate) fn exited(&mut self) -> Option<ExitStatus> {

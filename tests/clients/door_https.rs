@@ -28,7 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::door::{TestCa, files_holding, tls_server};
+use crate::common::door::{KcapServer, TestCa, files_holding, marks, tls_server, write_probe};
 use crate::common::model_api::{
     ModelApi, Request, anthropic_turn, gemini_turn, openai_chat_turn, openai_responses_turn,
     response,
@@ -358,6 +358,29 @@ fn check(spec: &Spec) {
         }
     }
 
+    // The budget of keyed requests: every request the stand-in got was one the door counted
+    // and keyed, far from the default budget; none was refused.
+    assert_eq!(
+        run.keyed,
+        (run.requests.len() as u64, 0),
+        "{client}: the door's count of keyed requests"
+    );
+    assert!(run.keyed.0 * 100 <= kcap_mcp_registry::launch::door::KEYED_REQUESTS);
+    // In the same launch, its MCP server reached the stand-in kcap server through the door
+    // (and nothing else: not the model API's port on the host, another address, a name
+    // server).
+    assert_eq!(
+        run.marks,
+        ["direct-no", "dns-no", "kcap-yes", "other-no"]
+            .map(String::from)
+            .into(),
+        "{client}"
+    );
+    assert!(
+        run.kcap_reached >= 1,
+        "{client}: the kcap server got no connection"
+    );
+
     // The bite: the same launch without the test's CA. The door refuses the certificate.
     let run = Run::new(spec, &bin, false);
     assert!(
@@ -383,6 +406,14 @@ fn check(spec: &Spec) {
 struct Run {
     /// Every request the stand-in model API got.
     requests: Vec<Request>,
+    /// The requests the door passed on with the daemon's key, and those it refused past the
+    /// launch's budget (`Reviewer::door_keyed_requests`).
+    keyed: (u64, u64),
+    /// What the MCP servers' probe got (`common::door::write_probe`): the stand-in kcap
+    /// server through the door, the model API's host port, another address, a name server.
+    marks: std::collections::BTreeSet<String>,
+    /// Connections the stand-in kcap server got.
+    kcap_reached: usize,
     /// The door's log when the launch ended.
     log: Vec<String>,
     /// The turn's text and stop reason as the client keeps them: Claude Code's transcript
@@ -416,10 +447,11 @@ impl Run {
     fn new(spec: &Spec, bin: &Path, root: bool) -> Run {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().canonicalize().unwrap();
-        let kcap = world(&dir);
         let ca = TestCa::new("kcap door https test CA");
         let (cert, key) = ca.leaf(&["127.0.0.1"]);
         let api = ModelApi::answering_tls(tls_server(cert, key), spec.answer);
+        let kcap = world(&dir, &api.url);
+        let kcap_server = KcapServer::start();
         let upstream = api.url.trim_start_matches("https://").to_owned();
         let launch_dir = dir.join("launch");
         let client = spec.client;
@@ -428,7 +460,14 @@ impl Run {
                 std::env::var_os(v).unwrap_or_else(|| panic!("{v} with {}", spec.bin_var)),
             )
         });
-        let mut plan = plan(spec, &dir, &api.url, &kcap, cache.as_deref());
+        let mut plan = plan(
+            spec,
+            &dir,
+            &api.url,
+            &kcap_server.url,
+            &kcap,
+            cache.as_deref(),
+        );
         let door = plan.door.as_ref().expect("a plan behind the door");
         assert!(
             door.endpoints
@@ -460,11 +499,12 @@ impl Run {
         let password = plan
             .env_value("OPENCODE_SERVER_PASSWORD")
             .map(str::to_owned);
-        let (turn, log, tail, environ, (leaks, holding_token), cmdlines) = match reviewer {
+        let (turn, (log, keyed), tail, environ, (leaks, holding_token), cmdlines) = match reviewer {
             Reviewer::Acp(mut session) => {
                 let environ = environ(session.pid());
                 let turn = acp_turn(&mut session, client, root, started);
-                let (log, tail) = (session.door_log(), session.stderr_tail());
+                let log = (session.door_log(), session.door_keyed_requests());
+                let tail = session.stderr_tail();
                 let files = scan();
                 let cmdlines = tree_cmdlines(session.pid());
                 session.stop().unwrap();
@@ -473,7 +513,7 @@ impl Run {
             Reviewer::Terminal(mut session) => {
                 let environ = environ(session.pid());
                 let (turn, tail) = terminal_turn(&mut session, client, root, started, &launch_dir);
-                let log = session.door_log();
+                let log = (session.door_log(), session.door_keyed_requests());
                 let files = scan();
                 let cmdlines = tree_cmdlines(session.pid());
                 session.stop().unwrap();
@@ -481,14 +521,18 @@ impl Run {
             }
         };
         eprintln!(
-            "{client} (door root {root}): {:.1} s, {} requests, log {log:?}; token in the \
-             environment {}, in {holding_token:?}",
+            "{client} (door root {root}): {:.1} s, {} requests ({} with the key by the door's \
+             count), log {log:?}; token in the environment {}, in {holding_token:?}",
             started.elapsed().as_secs_f64(),
             api.requests().len(),
+            keyed.0,
             environ.contains(&token),
         );
         Run {
             requests: api.requests(),
+            keyed,
+            marks: marks(&dir.join("records/door")),
+            kcap_reached: kcap_server.reached(),
             log,
             turn,
             upstream,
@@ -506,18 +550,25 @@ impl Run {
 
 /// The worktree, the records and the kcap binary (the recorder, listing a tool of each
 /// injected server) under `dir`; the kcap binary's path.
-fn world(dir: &Path) -> PathBuf {
+fn world(dir: &Path, api_url: &str) -> PathBuf {
     for d in ["wt", "kcap", "records"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
     std::fs::write(dir.join("wt/README.md"), "the change under review\n").unwrap();
-    let kcap = dir.join("kcap/kcap");
+    let recorder = dir.join("kcap/kcap-recorder");
     crate::common::stand_in::write_executable(
-        &kcap,
+        &recorder,
         crate::common::records::recorder_source_with_tools(
             &dir.join("records"),
             &["submit_review_result", "get_pr_summary"],
         ),
+    );
+    let kcap = dir.join("kcap/kcap");
+    write_probe(
+        &kcap,
+        &dir.join("records/door"),
+        api_url,
+        &recorder.display().to_string(),
     );
     kcap
 }
@@ -531,7 +582,8 @@ fn options(dir: &Path, kcap: &Path, cache: Option<&Path>, root: Option<Vec<u8>>)
             .with_handshake_timeout(BOUND)
             .with_dialog_quiet(Duration::from_secs(5))
             .with_die_with_parent(true),
-        &[kcap],
+        // The directory: the probe (`kcap`) and the recorder it runs.
+        &[kcap.parent().expect("the kcap binary's directory")],
         &[&dir.join("records")],
     );
     options.terminal_size = (48, 160);
@@ -547,16 +599,25 @@ fn options(dir: &Path, kcap: &Path, cache: Option<&Path>, root: Option<Vec<u8>>)
 /// `spec`'s reviewer plan behind the door (`Client::plan`, lenient policy): the recorder
 /// `kcap` as the kcap binary, the worktree and launch directory under `dir`, the prompt
 /// `Review the change.`, the credentials of `spec` for the stand-in at `api_url`.
-fn plan(spec: &Spec, dir: &Path, api_url: &str, kcap: &Path, cache: Option<&Path>) -> LaunchPlan {
+fn plan(
+    spec: &Spec,
+    dir: &Path,
+    api_url: &str,
+    kcap_url: &str,
+    kcap: &Path,
+    cache: Option<&Path>,
+) -> LaunchPlan {
     let s = |p: &Path| p.display().to_string();
     let launch_dir = dir.join("launch");
     let client = spec.client;
     let ctx = LaunchContext {
         agent_id: AGENT_ID.into(),
+        // The result channel on the stand-in kcap server too: each MCP server's probe
+        // reaches its own URL through the door.
         result_delivery: ResultDelivery::from_capability_url(Some(format!(
-            "http://127.0.0.1:9/{CAPABILITY}"
+            "{kcap_url}/{CAPABILITY}"
         ))),
-        server_url: Some("http://127.0.0.1:9".into()),
+        server_url: Some(kcap_url.into()),
         kcap_bin: Some(s(kcap)),
         mcp_allowlist: Some(vec![Some("kcap-review".into())]),
         model: spec.model.map(str::to_owned),

@@ -93,7 +93,8 @@ fn outside() -> &'static Outside {
 /// Writes at `wrapper` a bash script that, run as an MCP server's command, leaves in
 /// `marks` one file per probe and then runs `exec` (a shell command line, followed by the
 /// script's arguments, with `PROBED_AS` set to the wrapper's path, which a recorder may
-/// report as its command): `kcap-yes` when a `GET /` to `$KCAP_URL`'s host and port answers
+/// report as its command): `kcap-yes` when a `GET /` to `$KCAP_URL`'s host and port (a result
+/// channel's server, which has none: `$KCAP_FLOW_CAPABILITY_URL`'s) answers
 /// `HTTP/1.0 200`, else `kcap-no`; `direct-yes` when a TCP connection to `127.0.0.1:<port of
 /// model_api_url>` opens, else `direct-no`; `other-yes` when a TCP connection to a listener
 /// on the host's `127.0.0.2` opens; `dns-yes` when a DNS query to a stand-in name server on
@@ -115,7 +116,7 @@ pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str
             "#!/bin/bash\n\
              trap '' PIPE\n\
              mark() {{ : > {marks}/$1-$2-$$; }}\n\
-             hp=${{KCAP_URL#http://}}; hp=${{hp%%/*}}\n\
+             url=${{KCAP_URL:-$KCAP_FLOW_CAPABILITY_URL}}; hp=${{url#http://}}; hp=${{hp%%/*}}\n\
              if exec 3<>/dev/tcp/${{hp%:*}}/${{hp##*:}} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 \
                 && read -r -t 5 line <&3 && [[ $line == HTTP/1.0\\ 200* ]]; then mark kcap yes; else mark kcap no; fi\n\
              exec 3>&-\n\

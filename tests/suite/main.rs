@@ -51,6 +51,8 @@ mod launch_door;
 #[cfg(feature = "launch")]
 mod launch_door_bounds;
 #[cfg(feature = "launch")]
+mod launch_door_budget;
+#[cfg(feature = "launch")]
 mod launch_door_tls;
 #[cfg(feature = "launch")]
 mod launch_faults;

@@ -257,94 +257,117 @@ fn open(raw: TcpStream, endpoint: &Endpoint, shared: &Shared) -> Result<(Up, Dow
     }
 }
 
+/// The thread that copies the upstream's answers to the client, once the upstream's end of
+/// a connection is open.
+type Answers = std::io::Result<std::thread::JoinHandle<std::io::Result<()>>>;
+
+/// Connects to the endpoint's upstream (TLS's handshake done, over TLS), registers the
+/// connection with the door and starts the thread that copies the upstream's answers to
+/// `client`: the way toward the upstream, or why it cannot be reached.
+fn reach(
+    client: &TcpStream,
+    endpoint: &Endpoint,
+    shared: &Arc<Shared>,
+    watch: &Arc<Watch>,
+    id: u64,
+) -> Result<(Up, Answers), String> {
+    let raw = connect(&endpoint.upstream).map_err(|e| format!("cannot be reached: {e}"))?;
+    let live = raw.try_clone().ok();
+    let (up, down) = open(raw, endpoint, shared)?;
+    let to_client = client
+        .try_clone()
+        .map_err(|e| format!("cannot be joined to the client: {e}"))?;
+    let _ = down.socket().set_nodelay(true);
+    if let Ok(mut list) = shared.live.lock()
+        && let Some(entry) = list.iter_mut().find(|(i, _, _)| *i == id)
+    {
+        entry.2 = live;
+    }
+    let (watch, endpoint, shared) = (Arc::clone(watch), endpoint.clone(), Arc::clone(shared));
+    let answers = std::thread::Builder::new()
+        .stack_size(THREAD_STACK)
+        .spawn(move || answers(down, to_client, &watch, &endpoint, &shared));
+    Ok((up, answers))
+}
+
+/// Waits for the client's first byte (not read: peeked); `false` when it closed, or failed,
+/// before sending one.
+fn first_byte(client: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    loop {
+        match client.peek(&mut byte) {
+            Ok(n) => return n > 0,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Forwards one connection to the endpoint's upstream, both ways, until both are closed.
+///
+/// The upstream's connection is opened only once the client's first request has been read
+/// and accepted (on an endpoint whose requests the door reads: a credential, or TLS), or
+/// once its first byte came (on one the door only pipes): a connection that sends nothing,
+/// or a request the door refuses, costs the upstream no connection (red team, issue 32: a
+/// connect storm from inside the reviewer opened 1,461 upstream connections in 2 s when
+/// the door connected on accept).
 fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     let port = endpoint.port;
-    let connected = connect(&endpoint.upstream).map_err(|e| format!("cannot be reached: {e}"));
-    let raw = connected.as_ref().ok().and_then(|r| r.try_clone().ok());
-    let (up, down) = match connected.and_then(|raw| open(raw, endpoint, shared)) {
-        Ok(ways) => ways,
-        Err(why) => {
-            shared.log(format!(
-                "door port {port}: upstream {} {why}; answered 502",
-                endpoint.upstream
-            ));
-            bad_gateway(client, endpoint, &why);
-            return;
-        }
-    };
     let _ = client.set_nodelay(true);
-    let _ = down.socket().set_nodelay(true);
-    let id = shared.next.fetch_add(1, Ordering::SeqCst);
     let Ok(client_r) = client.try_clone() else {
         shared.log(format!("door port {port}: cannot share a connection"));
         return;
     };
-    if let (Ok(mut live), Ok(a), Some(b)) = (shared.live.lock(), client.try_clone(), raw) {
-        live.push((id, a, b));
+    // Registered at once, so that the door's close ends a connection still waiting for
+    // its first request, too.
+    let id = shared.next.fetch_add(1, Ordering::SeqCst);
+    if let (Ok(mut live), Ok(a)) = (shared.live.lock(), client.try_clone()) {
+        live.push((id, a, None));
     }
     let parse = endpoint.credential.is_some() || endpoint.tls;
     let watch = Arc::new(Watch {
         each_request: parse,
         ..Watch::default()
     });
-    let (watch_d, endpoint_d, shared_d) =
-        (Arc::clone(&watch), endpoint.clone(), Arc::clone(shared));
-    let down = std::thread::Builder::new()
-        .stack_size(THREAD_STACK)
-        .spawn(move || answers(down, client, &watch_d, &endpoint_d, &shared_d));
+    let unreachable = |why: &str| {
+        shared.log(format!(
+            "door port {port}: upstream {} {why}; answered 502",
+            endpoint.upstream
+        ));
+    };
+    let mut opened = None;
+    let mut reach_once = || {
+        let (up, answers) = reach(&client, endpoint, shared, &watch, id)?;
+        opened = Some(answers);
+        Ok(up)
+    };
     let up = if parse {
-        let bound = shared.request_timeout;
-        match super::http::requests(client_r, up, endpoint, &watch, bound) {
-            Ok(()) => Ok(()),
-            Err(super::http::Failure::Io(e)) => Err(e),
-            Err(super::http::Failure::Stalled(told)) => {
-                let answered = if told { "answered 408 and " } else { "" };
-                shared.log(format!(
-                    "door port {port}: a request did not arrive whole within {} s; \
-                     {answered}closed the connection",
-                    bound.as_secs_f64()
-                ));
-                Ok(())
-            }
-            Err(super::http::Failure::Untaken(told)) => {
-                let answered = if told { "answered 504 and " } else { "" };
-                shared.log(format!(
-                    "door port {port}: upstream {} did not take the request within {} s; \
-                     {answered}closed the connection",
-                    endpoint.upstream,
-                    bound.as_secs_f64()
-                ));
-                Ok(())
-            }
-            Err(super::http::Failure::Refused(why)) => {
-                shared.log(format!(
-                    "door port {port}: refused a request: {why}; closed the connection"
-                ));
-                Ok(())
-            }
-        }
+        requests(
+            client_r,
+            &mut reach_once,
+            endpoint,
+            &watch,
+            shared,
+            unreachable,
+        )
     } else {
-        let bound = shared.request_timeout;
-        match pipe(client_r, up, Some((&watch, bound)), endpoint) {
-            Ok(Piped::Untaken { told }) => {
-                let answered = if told { "answered 504 and " } else { "" };
-                shared.log(format!(
-                    "door port {port}: upstream {} took nothing the client sent for {} s; \
-                     {answered}closed the connection",
-                    endpoint.upstream,
-                    bound.as_secs_f64()
-                ));
+        match first_byte(&client_r).then(&mut reach_once) {
+            None => Ok(()),
+            Some(Ok(up)) => piped(client_r, up, &watch, endpoint, shared),
+            Some(Err(why)) => {
+                unreachable(&why);
+                bad_gateway(client_r, endpoint, &why);
                 Ok(())
             }
-            Ok(Piped::Ended) => Ok(()),
-            Err(e) => Err(e),
         }
     };
-    let down = down.map(|t| t.join());
     if let Ok(mut live) = shared.live.lock() {
         live.retain(|(i, _, _)| *i != id);
     }
+    let Some(answers) = opened else {
+        return;
+    };
+    let down = answers.map(|t| t.join());
     for (way, result) in [("to", Some(up)), ("from", down.ok().and_then(Result::ok))] {
         match result {
             Some(Err(e)) if !shared.stopping.load(Ordering::SeqCst) => shared.log(format!(
@@ -357,6 +380,84 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
             )),
             _ => {}
         }
+    }
+}
+
+/// Passes the client's requests on ([`super::http::requests`]), writing a log line for each
+/// way it ends but the client's close and a failure of the sockets (returned).
+fn requests(
+    client: TcpStream,
+    reach: &mut dyn FnMut() -> Result<Up, String>,
+    endpoint: &Endpoint,
+    watch: &Watch,
+    shared: &Shared,
+    unreachable: impl Fn(&str),
+) -> std::io::Result<()> {
+    use super::http::Failure;
+    let port = endpoint.port;
+    let bound = shared.request_timeout;
+    match super::http::requests(client, reach, endpoint, watch, shared) {
+        Ok(()) => return Ok(()),
+        Err(Failure::Io(e)) => return Err(e),
+        Err(Failure::Unreachable(why)) => unreachable(&why),
+        Err(Failure::Stalled(told)) => {
+            let answered = if told { "answered 408 and " } else { "" };
+            shared.log(format!(
+                "door port {port}: a request did not arrive whole within {} s; \
+                 {answered}closed the connection",
+                bound.as_secs_f64()
+            ));
+        }
+        Err(Failure::Untaken(told)) => {
+            let answered = if told { "answered 504 and " } else { "" };
+            shared.log(format!(
+                "door port {port}: upstream {} did not take the request within {} s; \
+                 {answered}closed the connection",
+                endpoint.upstream,
+                bound.as_secs_f64()
+            ));
+        }
+        Err(Failure::Refused(why)) => {
+            shared.log(format!(
+                "door port {port}: refused a request: {why}; closed the connection"
+            ));
+        }
+        Err(Failure::OverBudget { refused, told }) => {
+            let answered = if told { "answered 429 and " } else { "" };
+            shared.log(format!(
+                "door port {port}: refused a request over the launch's budget of {} requests \
+                 with the daemon's credential ({refused} refused so far); {answered}closed the \
+                 connection",
+                shared.budget.limit
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Pipes the client's bytes to the upstream ([`pipe`]), with a log line when the upstream
+/// stops taking them.
+fn piped(
+    client: TcpStream,
+    up: Up,
+    watch: &Watch,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) -> std::io::Result<()> {
+    let bound = shared.request_timeout;
+    match pipe(client, up, Some((watch, bound)), endpoint)? {
+        Piped::Untaken { told } => {
+            let answered = if told { "answered 504 and " } else { "" };
+            shared.log(format!(
+                "door port {}: upstream {} took nothing the client sent for {} s; \
+                 {answered}closed the connection",
+                endpoint.port,
+                endpoint.upstream,
+                bound.as_secs_f64()
+            ));
+            Ok(())
+        }
+        Piped::Ended => Ok(()),
     }
 }
 
@@ -515,9 +616,15 @@ fn timed_out(to: &mut TcpStream, endpoint: &Endpoint, shared: &Shared) {
 
 /// An answer `status` with `body` (plain text) that closes the connection.
 fn close_answer(status: &str, body: &str) -> String {
+    close_answer_with(status, "", body)
+}
+
+/// An answer `status` with `headers` (each line ending in CRLF) and `body` (plain text) that
+/// closes the connection.
+fn close_answer_with(status: &str, headers: &str, body: &str) -> String {
     format!(
         "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
-         connection: close\r\n\r\n{body}",
+         connection: close\r\n{headers}\r\n{body}",
         body.len()
     )
 }
@@ -533,8 +640,18 @@ fn bad_gateway(client: TcpStream, endpoint: &Endpoint, why: &str) {
 
 /// Answers `status` with `body` (plain text), then reads what the client still sends (up to
 /// 64 KiB, 1 s) so that closing does not reset the connection before the answer is read.
-pub(super) fn answer_and_close(mut client: TcpStream, status: &str, body: &str) {
-    let _ = client.write_all(close_answer(status, body).as_bytes());
+pub(super) fn answer_and_close(client: TcpStream, status: &str, body: &str) {
+    answer_with_and_close(client, status, "", body);
+}
+
+/// [`answer_and_close`] with `headers` (each line ending in CRLF) in the answer.
+pub(super) fn answer_with_and_close(
+    mut client: TcpStream,
+    status: &str,
+    headers: &str,
+    body: &str,
+) {
+    let _ = client.write_all(close_answer_with(status, headers, body).as_bytes());
     let _ = client.shutdown(Shutdown::Write);
     let _ = client.set_read_timeout(Some(Duration::from_secs(1)));
     let mut sink = [0u8; 4096];

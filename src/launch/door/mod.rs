@@ -18,8 +18,10 @@
 //! ports): nothing is allocated and no lock is taken in the child.
 //!
 //! The executor then ([`Door`]) accepts on each socket and forwards each connection to
-//! that endpoint's upstream (`host:port`, resolved and connected outside the namespace),
-//! bytes as they come in both directions: a thread per direction, [`BUFFER_BYTES`] each, no
+//! that endpoint's upstream (`host:port`, resolved and connected outside the namespace, once
+//! the client's first request is read and accepted, or on an endpoint the door only pipes
+//! once its first byte came: a connection that sends nothing, or what the door refuses,
+//! costs the upstream none), bytes as they come in both directions: a thread per direction, [`BUFFER_BYTES`] each, no
 //! parsing and no buffering beyond one read, so a streamed response (server-sent events)
 //! passes at once. At most [`MAX_CONNECTIONS`] are open at a time. An upstream that cannot
 //! be reached within [`CONNECT_TIMEOUT`] gets the client an HTTP `502 Bad Gateway` and a
@@ -28,6 +30,10 @@
 //!
 //! On an endpoint with a [`Credential`] the door reads the requests' heads and sets the
 //! daemon's credential on each ([`http`]): the key stays outside the reviewer.
+//! Those requests are what the launch spends of the daemon's key: at most
+//! [`Settings::keyed_requests`] of them (then a `429`), at [`Settings::keyed_rate`] (a
+//! faster one waits its turn). The door's log ([`Door::log`]) keeps its first lines and its
+//! last, with a count of those dropped between them.
 //!
 //! To an upstream over TLS ([`Endpoint::tls`], an `https://` URL) the door speaks TLS
 //! (`tls.rs`: rustls, the system's roots, the upstream's host as the certificate's name) and
@@ -47,11 +53,10 @@
 //! measurements.
 
 use crate::launch::spawn::Command;
-use std::collections::VecDeque;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::error::ExecError;
@@ -59,11 +64,18 @@ use super::userns;
 use child::{ChildSide, enter, recv_fd};
 use forward::accept_loop;
 
+mod budget;
+mod check;
 mod child;
 mod forward;
 pub mod http;
+mod log;
 mod tls;
 
+pub use budget::Rate;
+pub use check::missing;
+pub(crate) use check::{of_plan, preflight, step};
+pub use log::{KEPT_FIRST, KEPT_LAST};
 pub use tls::HANDSHAKE_TIMEOUT;
 
 /// At most this many endpoints in one door.
@@ -81,8 +93,29 @@ pub const BUFFER_BYTES: usize = 16 * 1024;
 pub const THREAD_STACK: usize = 128 * 1024;
 /// How long the door waits for an upstream's TCP connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The door keeps its last this many log lines.
+/// The door keeps this many log lines: its first [`KEPT_FIRST`] and its last [`KEPT_LAST`],
+/// with a count of the lines dropped between them ([`Door::log`]), so that a reviewer that
+/// floods the log cannot push out its first refusals.
 pub const MAX_LOG_LINES: usize = 256;
+/// How many requests carrying the daemon's credential (on an endpoint with a [`Credential`])
+/// one door passes, by default ([`Settings::keyed_requests`]): the launch's budget. A request
+/// past it gets the client a `429 Too Many Requests` naming the door's budget, and a log line;
+/// it never reaches the upstream. 2000: a review turn through the door made 1 or 2 model
+/// requests on each real client (`tests/clients/door_https.rs`, docs/network.md), and a review
+/// that calls a tool a hundred times makes a hundred or so: the budget is ten times that and
+/// more; a reviewer that sends requests in a loop (16,602 in 2 s on one connection, red team
+/// of issue 32) is stopped at it.
+pub const KEYED_REQUESTS: u64 = 2000;
+/// How fast the door passes requests carrying the daemon's credential, by default
+/// ([`Settings::keyed_rate`]): 40 at once, then one every 250 ms (4 a second, 240 a minute).
+/// A request that comes faster waits for its turn. A review turn waits for each model answer
+/// (seconds) before its next request, so it never waits here; a reviewer that sends
+/// requests in a loop spends the budget over 8 minutes, not a fraction of a second, and
+/// takes at most 240 of a shared per-minute quota.
+pub const KEYED_RATE: Rate = Rate {
+    burst: 40,
+    interval: Duration::from_millis(250),
+};
 /// How long the door waits, by default, for the first byte of an upstream's answer to a
 /// request it passed on ([`Settings::answer_timeout`]): then the client gets a `504`. Five
 /// minutes: a streamed answer's head comes within seconds, a long answer that is not streamed
@@ -122,6 +155,18 @@ pub struct Settings {
     /// to every TLS upstream of the door, the daemon's key included: the daemon's own
     /// configuration only. Default none.
     pub extra_roots: Vec<Vec<u8>>,
+    /// How many requests carrying the daemon's credential the door passes for the launch,
+    /// on all its endpoints together: the next gets the client a `429 Too Many Requests`
+    /// (its body names the door's budget; `x-should-retry: false`, which the Anthropic and
+    /// OpenAI SDKs honour, so they do not ask again) and the connection is closed, with a
+    /// log line; it never reaches the upstream, nor does any after it. Requests on an
+    /// endpoint without a credential are not counted. Default [`KEYED_REQUESTS`].
+    pub keyed_requests: u64,
+    /// How fast the door passes requests carrying the daemon's credential, on all its
+    /// endpoints together: a request that comes faster waits (its head read, before it
+    /// goes to the upstream) for its turn, so a burst is slowed, not failed. Default
+    /// [`KEYED_RATE`].
+    pub keyed_rate: Rate,
 }
 
 impl Default for Settings {
@@ -130,6 +175,8 @@ impl Default for Settings {
             answer_timeout: ANSWER_TIMEOUT,
             request_timeout: REQUEST_TIMEOUT,
             extra_roots: Vec::new(),
+            keyed_requests: KEYED_REQUESTS,
+            keyed_rate: KEYED_RATE,
         }
     }
 }
@@ -233,176 +280,6 @@ pub enum Network {
     Door(Vec<Endpoint>),
 }
 
-/// What this kernel lacks for the door, for this user; `None` when it gives it. Found by
-/// trying once (a forked process calls `unshare(CLONE_NEWUSER | CLONE_NEWNET)` and exits),
-/// and remembered.
-pub fn missing() -> Option<String> {
-    static FOUND: OnceLock<Option<String>> = OnceLock::new();
-    FOUND.get_or_init(probe).clone()
-}
-
-fn probe() -> Option<String> {
-    // SAFETY: the step is one system call.
-    let tried = unsafe {
-        userns::probe(|| {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        })
-    };
-    let errno = match tried {
-        Ok(()) => return None,
-        Err(userns::Trial::NoProcess(why)) => {
-            return Some(format!("a process to try the namespaces in ({why})"));
-        }
-        Err(userns::Trial::Refused(errno)) => errno,
-    };
-    let why = match errno {
-        libc::EPERM => {
-            "user and network namespaces for this user (unshare is refused with EPERM: \
-             `kernel.unprivileged_userns_clone`, `kernel.apparmor_restrict_unprivileged_userns` \
-             or a container's seccomp filter forbids them)"
-        }
-        libc::ENOSPC => {
-            "user and network namespaces for this user (unshare is refused with ENOSPC: \
-             `user.max_user_namespaces` or `user.max_net_namespaces` is 0 or reached)"
-        }
-        libc::EINVAL => {
-            "user and network namespaces (a kernel without CONFIG_USER_NS or CONFIG_NET_NS)"
-        }
-        _ => "user and network namespaces (unshare is refused)",
-    };
-    Some(format!(
-        "{why}; errno {errno}: {}",
-        std::io::Error::from_raw_os_error(errno)
-    ))
-}
-
-/// The reviewer's network for `plan` under `options`: the plan's door
-/// ([`LaunchPlan::door`](crate::clients::plan::LaunchPlan::door)) when it names one, else
-/// [`Options::network`](super::Options::network).
-///
-/// # Errors
-/// [`ExecError::BadDoor`] when both name a door: which one holds would be a guess.
-pub(crate) fn of_plan(
-    plan: &crate::clients::plan::LaunchPlan,
-    options: &super::Options,
-) -> Result<Network, ExecError> {
-    let Some(door) = &plan.door else {
-        return Ok(options.network.clone());
-    };
-    if options.network != Network::Open {
-        return Err(ExecError::BadDoor {
-            problem: "is named by the plan and by the executor's options; name it in one".into(),
-        });
-    }
-    Ok(Network::Door(
-        door.endpoints
-            .iter()
-            .map(|e| {
-                let mut endpoint = Endpoint::new(e.port, e.upstream.clone());
-                endpoint.tls = e.scheme == crate::clients::plan::DoorScheme::Https;
-                match &e.credential {
-                    Some(c) => endpoint.with_credential(Credential::new(&c.header, &c.value)),
-                    None => endpoint,
-                }
-            })
-            .collect(),
-    ))
-}
-
-/// Refuses, before anything is created, endpoints the door cannot serve
-/// ([`ExecError::BadDoor`]: TLS to a host that is no name, no root certificate) and a kernel
-/// that does not give the namespaces ([`ExecError::NoDoor`]).
-pub(crate) fn preflight(network: &Network, settings: &Settings) -> Result<(), ExecError> {
-    let Network::Door(endpoints) = network else {
-        return Ok(());
-    };
-    let bad = |problem: String| Err(ExecError::BadDoor { problem });
-    if endpoints.is_empty() {
-        return bad("names no endpoint (a door with none is a closed network: name one)".into());
-    }
-    if endpoints.len() > MAX_ENDPOINTS {
-        return bad(format!(
-            "names {} endpoints; at most {MAX_ENDPOINTS}",
-            endpoints.len()
-        ));
-    }
-    for (i, e) in endpoints.iter().enumerate() {
-        if e.port == 0 {
-            return bad(format!(
-                "endpoint to {:?} has port 0; give a fixed port",
-                e.upstream
-            ));
-        }
-        if endpoints[..i].iter().any(|o| o.port == e.port) {
-            return bad(format!("has port {} twice", e.port));
-        }
-        match e.upstream.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {}
-            _ => {
-                return bad(format!(
-                    "endpoint {}: upstream {:?} is not host:port",
-                    e.port, e.upstream
-                ));
-            }
-        }
-        if e.tls
-            && let Err(why) = tls::server_name(&e.upstream)
-        {
-            return bad(format!(
-                "endpoint {}: upstream {:?} over TLS: {why}",
-                e.port, e.upstream
-            ));
-        }
-        if let Some(c) = &e.credential
-            && !http::valid_header(&c.header, &c.value)
-        {
-            return bad(format!(
-                "endpoint {}: the credential's header {:?} is not a header name, or its value \
-                 holds a control character",
-                e.port, c.header
-            ));
-        }
-    }
-    if endpoints.iter().any(|e| e.tls)
-        && let Err(why) = tls::config(&settings.extra_roots)
-    {
-        return bad(format!("has a TLS upstream and {why}"));
-    }
-    match missing() {
-        Some(missing) => Err(ExecError::NoDoor { missing }),
-        None => Ok(()),
-    }
-}
-
-/// The dry run's line for `network` ([`super::steps`]): none for an open network.
-pub(crate) fn step(network: &Network) -> Option<String> {
-    let Network::Door(endpoints) = network else {
-        return None;
-    };
-    let list: Vec<String> = endpoints
-        .iter()
-        .map(|e| {
-            let tls = if e.tls { " over TLS" } else { "" };
-            match &e.credential {
-                Some(c) => format!(
-                    "127.0.0.1:{} to {}{tls} (sets the daemon's {} on each request)",
-                    e.port, e.upstream, c.header
-                ),
-                None => format!("127.0.0.1:{} to {}{tls}", e.port, e.upstream),
-            }
-        })
-        .collect();
-    Some(format!(
-        "give it a network namespace of its own (and a user namespace), loopback only, whose \
-         only way out is the door: {}",
-        list.join(", ")
-    ))
-}
-
 /// The executor's end of a door being installed: the listening sockets arrive on it once
 /// the client has started.
 #[derive(Debug)]
@@ -482,6 +359,7 @@ impl Pending {
                 tls,
                 answer_timeout: self.settings.answer_timeout,
                 request_timeout: self.settings.request_timeout,
+                budget: budget::Budget::new(self.settings.keyed_requests, self.settings.keyed_rate),
                 ..Shared::default()
             }),
             listeners: Vec::new(),
@@ -513,9 +391,10 @@ impl Pending {
 struct Shared {
     stopping: AtomicBool,
     open: AtomicUsize,
-    log: Mutex<VecDeque<String>>,
-    /// Each open connection's two streams, to shut down when the door closes.
-    live: Mutex<Vec<(u64, TcpStream, TcpStream)>>,
+    log: Mutex<log::Log>,
+    /// Each open connection's streams, the client's and, once it is open, the upstream's:
+    /// to shut down when the door closes.
+    live: Mutex<Vec<(u64, TcpStream, Option<TcpStream>)>>,
     next: std::sync::atomic::AtomicU64,
     /// The TLS configuration, when an endpoint speaks TLS.
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -523,15 +402,14 @@ struct Shared {
     answer_timeout: Duration,
     /// [`Settings::request_timeout`].
     request_timeout: Duration,
+    /// What the launch may spend with the daemon's credential, and what it spent.
+    budget: budget::Budget,
 }
 
 impl Shared {
     fn log(&self, line: String) {
         if let Ok(mut log) = self.log.lock() {
-            if log.len() == MAX_LOG_LINES {
-                log.pop_front();
-            }
-            log.push_back(line);
+            log.push(line);
         }
     }
 }
@@ -545,14 +423,23 @@ pub struct Door {
 }
 
 impl Door {
-    /// Its last [`MAX_LOG_LINES`] log lines, oldest first: one per connection it refused
-    /// (too many open) or could not forward (the upstream down, a forwarding error).
+    /// Its log lines, oldest first: one per connection it refused (too many open), request
+    /// it refused (one it cannot frame, one over the budget) or could not forward (the
+    /// upstream down, a bound passed, a forwarding error). Its first [`KEPT_FIRST`] and
+    /// last [`KEPT_LAST`]; when lines were dropped between them, one line there says how
+    /// many (`door: <n> log lines dropped here (…)`): at most [`MAX_LOG_LINES`] and one.
     pub fn log(&self) -> Vec<String> {
         self.shared
             .log
             .lock()
-            .map(|l| l.iter().cloned().collect())
+            .map(|l| l.lines())
             .unwrap_or_default()
+    }
+
+    /// How many requests it passed on with the daemon's credential
+    /// ([`Settings::keyed_requests`] at most), and how many it refused past that budget.
+    pub fn keyed_requests(&self) -> (u64, u64) {
+        self.shared.budget.spent()
     }
 }
 
@@ -570,7 +457,9 @@ impl Drop for Door {
         if let Ok(mut live) = self.shared.live.lock() {
             for (_, a, b) in live.drain(..) {
                 let _ = a.shutdown(Shutdown::Both);
-                let _ = b.shutdown(Shutdown::Both);
+                if let Some(b) = b {
+                    let _ = b.shutdown(Shutdown::Both);
+                }
             }
         }
     }
@@ -579,40 +468,6 @@ impl Drop for Door {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn refused(endpoints: Vec<Endpoint>) -> String {
-        match preflight(&Network::Door(endpoints), &Settings::default()) {
-            Err(ExecError::BadDoor { problem }) => problem,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn endpoints_the_door_cannot_serve_are_refused_naming_the_fault() {
-        assert!(refused(vec![]).starts_with("names no endpoint"));
-        let e = |p, u: &str| Endpoint::new(p, u);
-        assert_eq!(
-            refused(vec![e(0, "127.0.0.1:80")]),
-            "endpoint to \"127.0.0.1:80\" has port 0; give a fixed port"
-        );
-        assert_eq!(
-            refused(vec![e(8080, "a:1"), e(8080, "b:2")]),
-            "has port 8080 twice"
-        );
-        for upstream in ["127.0.0.1", ":443", "api.example:0", "api.example:https"] {
-            assert!(
-                refused(vec![e(8080, upstream)]).contains("is not host:port"),
-                "{upstream}"
-            );
-        }
-        assert!(
-            refused(vec![e(8080, "bad_host!:443").over_tls()])
-                .contains("over TLS: \"bad_host!\" is neither a DNS name nor an IP address"),
-        );
-        let many = (1..=17).map(|p| e(p, "127.0.0.1:1")).collect();
-        assert_eq!(refused(many), "names 17 endpoints; at most 16");
-        assert!(preflight(&Network::Open, &Settings::default()).is_ok());
-    }
 
     #[test]
     fn the_upstreams_host_leaves_out_the_schemes_default_port() {
@@ -630,18 +485,5 @@ mod tests {
             tls::server_name("api.openai.com:443").unwrap().to_str(),
             "api.openai.com"
         );
-    }
-
-    #[test]
-    fn the_error_says_what_the_kernel_lacks_and_how_to_go_on() {
-        let e = ExecError::NoDoor {
-            missing: "user and network namespaces for this user".into(),
-        };
-        let text = e.to_string();
-        assert!(
-            text.starts_with("check the plan: the reviewer's network door needs user"),
-            "{text}"
-        );
-        assert!(text.contains("launch with an open network"), "{text}");
     }
 }

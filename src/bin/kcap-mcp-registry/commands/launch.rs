@@ -12,7 +12,7 @@ use clap::Args;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, PLAN_VERSION};
 use kcap_mcp_registry::clients::version::ClientVersion;
 use kcap_mcp_registry::launch::{
-    self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession,
+    self, AcpEvent, AcpSession, ExecError, Options, Reviewer, TerminalEvent, TerminalSession, door,
 };
 use kcap_mcp_registry::ops::verify::{self, record};
 use kcap_mcp_registry::text::{OutputLines, ShownPath, printable};
@@ -120,6 +120,27 @@ struct RunArgs {
     /// what the client wrote); its credentials stay with it.
     #[arg(long, global = true)]
     keep_launch_dir: bool,
+    /// The network door's budget: how many requests carrying the daemon's credential it
+    /// passes for the launch; the next get a 429.
+    #[arg(long, value_name = "N", global = true, default_value_t = door::KEYED_REQUESTS)]
+    door_keyed_requests: u64,
+    /// The network door's rate of requests carrying the daemon's credential: this many at
+    /// once, then one every --door-keyed-interval-ms; a faster one waits its turn.
+    #[arg(long, value_name = "N", global = true, default_value_t = door::KEYED_RATE.burst)]
+    door_keyed_burst: u32,
+    /// See --door-keyed-burst.
+    #[arg(
+        long,
+        value_name = "MILLISECONDS",
+        global = true,
+        default_value_t = door_interval_ms()
+    )]
+    door_keyed_interval_ms: u64,
+}
+
+/// The default rate's interval, in milliseconds.
+fn door_interval_ms() -> u64 {
+    u64::try_from(door::KEYED_RATE.interval.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A plan to carry out: its launch directory and the prompt.
@@ -209,6 +230,30 @@ fn read_plan(file: &Path) -> Result<LaunchPlan, CliError> {
     serde_json::from_value(value).map_err(not_a_plan)
 }
 
+/// The executor's options `run` names, with the sandbox's policy `sandbox`.
+fn options(run: &RunArgs, sandbox: SandboxPolicy) -> Options {
+    let options = Options::default()
+        .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
+        .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
+        .with_die_with_parent(true)
+        .with_confinement(sandbox.into())
+        .with_cgroup(run.cgroup.into())
+        .with_door_keyed_requests(run.door_keyed_requests)
+        .with_door_keyed_rate(door::Rate {
+            burst: run.door_keyed_burst,
+            interval: Duration::from_millis(run.door_keyed_interval_ms),
+        });
+    let options = run
+        .sandbox_exec
+        .iter()
+        .cloned()
+        .fold(options, Options::with_sandbox_read_exec);
+    run.sandbox_write
+        .iter()
+        .cloned()
+        .fold(options, Options::with_sandbox_read_write)
+}
+
 pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     let LaunchArgs {
         client,
@@ -234,22 +279,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         launch_dir,
         prompt,
     } = plan_of(client, plan, launch_dir, prompt, &client_bin)?;
-    let options = Options::default()
-        .with_handshake_timeout(Duration::from_secs(run.handshake_timeout))
-        .with_dialog_quiet(Duration::from_secs(run.dialog_quiet))
-        .with_die_with_parent(true)
-        .with_confinement(sandbox.into())
-        .with_cgroup(run.cgroup.into());
-    let options = run
-        .sandbox_exec
-        .iter()
-        .cloned()
-        .fold(options, Options::with_sandbox_read_exec);
-    let options = run
-        .sandbox_write
-        .iter()
-        .cloned()
-        .fold(options, Options::with_sandbox_read_write);
+    let options = options(&run, sandbox);
     if matches!(sandbox, SandboxPolicy::BestEffort)
         && let Some(missing) = launch::sandbox::missing()
     {

@@ -43,7 +43,7 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use super::forward::{Up, Watch};
-use super::{BUFFER_BYTES, Credential, Endpoint};
+use super::{BUFFER_BYTES, Credential, Endpoint, Shared};
 
 /// The largest request head (request line and headers) the door reads, in bytes.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -83,6 +83,12 @@ pub(super) enum Failure {
     /// The upstream did not take the whole request within the door's bound (it stopped
     /// reading); whether the client got a `504` (not when the upstream had begun its answer).
     Untaken(bool),
+    /// The launch's budget of requests with the daemon's credential is used up
+    /// ([`Settings::keyed_requests`](super::Settings::keyed_requests)): the requests refused
+    /// so far, this one included; whether the client got a `429`.
+    OverBudget { refused: u64, told: bool },
+    /// The upstream cannot be reached (why); the client got a `502`.
+    Unreachable(String),
     /// Reading or writing failed.
     Io(std::io::Error),
 }
@@ -442,19 +448,51 @@ impl Input {
     }
 }
 
-/// Passes the client's requests on to `to`, each head with the endpoint's credential set (if
-/// any) and its `host` the upstream's authority ([`rewrite`]), each noted on `watch` before
-/// its head is passed, until the client closes (`Ok`), a request is refused, does not arrive
-/// whole within `bound` ([`Failure::Stalled`]), is not taken whole by the upstream within it
-/// ([`Failure::Untaken`]) or the connection fails.
+/// Waits for the next slot at the launch's rate of requests with the daemon's credential
+/// ([`Settings::keyed_rate`](super::Settings::keyed_rate)); a wait of a second or more gets a
+/// log line. The wait ends early when the door closes: [`ErrorKind::ConnectionAborted`].
+fn hold(shared: &Shared, port: u16) -> std::io::Result<()> {
+    let wait = shared.budget.slot();
+    if wait >= Duration::from_secs(1) {
+        shared.log(format!(
+            "door port {port}: held a request with the daemon's credential {:.1} s, to the \
+             launch's rate",
+            wait.as_secs_f64()
+        ));
+    }
+    let end = Instant::now() + wait;
+    loop {
+        if shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(ErrorKind::ConnectionAborted.into());
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+/// Passes the client's requests on to the upstream, each head with the endpoint's credential
+/// set (if any) and its `host` the upstream's authority ([`rewrite`]), each noted on `watch`
+/// before its head is passed, until the client closes (`Ok`), a request is refused, does not
+/// arrive whole within the door's bound ([`Failure::Stalled`]), is not taken whole by the
+/// upstream within it ([`Failure::Untaken`]), is one over the launch's budget of requests
+/// with the credential ([`Failure::OverBudget`]), or the connection fails.
+///
+/// The upstream's connection is opened (`reach`) once the first request's head is read and
+/// accepted, within the budget: a connection that sends nothing, or only what the door
+/// refuses, costs the upstream none. When it cannot be reached the client gets a `502`
+/// ([`Failure::Unreachable`]).
 pub(super) fn requests(
     from: TcpStream,
-    mut to: Up,
+    reach: &mut dyn FnMut() -> Result<Up, String>,
     endpoint: &Endpoint,
     watch: &Watch,
-    bound: Duration,
+    shared: &Shared,
 ) -> Result<(), Failure> {
     let (credential, authority) = (endpoint.credential.as_ref(), endpoint.authority());
+    let bound = shared.request_timeout;
     let mut input = Input {
         stream: from,
         buf: Vec::with_capacity(BUFFER_BYTES),
@@ -462,13 +500,16 @@ pub(super) fn requests(
         writing: std::cell::Cell::new(Duration::ZERO),
         bound,
     };
+    let mut up: Option<Up> = None;
     let mut forwarded = false;
     let result = (|| loop {
         input.deadline = None;
         input.writing.set(Duration::ZERO);
         // Between requests a write toward the upstream (a TLS alert's) waits as long as it
         // needs: the last request's bound is not this one's.
-        to.set_write_timeout(None)?;
+        if let Some(to) = &up {
+            to.set_write_timeout(None)?;
+        }
         if input.buf.is_empty() && !input.fill()? {
             return Ok(false);
         }
@@ -481,6 +522,23 @@ pub(super) fn requests(
                 "it asks to switch protocols after another request",
             ));
         }
+        if credential.is_some() {
+            shared
+                .budget
+                .take()
+                .map_err(|refused| Failure::OverBudget {
+                    refused,
+                    told: false,
+                })?;
+            hold(shared, endpoint.port)?;
+            // The wait is the door's, not the client's: the rest of the request has the
+            // whole bound from here.
+            input.deadline = Some(Instant::now() + bound);
+        }
+        let to = match &mut up {
+            Some(to) => to,
+            None => up.insert(reach().map_err(Failure::Unreachable)?),
+        };
         input.buf.drain(..end);
         forwarded = true;
         // Noted before its first byte goes: an upstream that answers and closes at once is
@@ -488,33 +546,64 @@ pub(super) fn requests(
         // request left unanswered (a `502` and a log line for an answered request, seen under
         // load).
         watch.sent();
-        input.put(&mut to, &head.bytes)?;
+        input.put(to, &head.bytes)?;
         match head.framing {
             Framing::None => {}
-            Framing::Length(n) => input.pass(n, &mut to)?,
-            Framing::Chunked => input.chunked(&mut to, credential.map_or("", |c| &c.header))?,
+            Framing::Length(n) => input.pass(n, to)?,
+            Framing::Chunked => input.chunked(to, credential.map_or("", |c| &c.header))?,
         }
         if head.upgrade {
             // Nothing more of the client's passes before the upstream switched.
             return Ok(watch.first_status(UPGRADE_WAIT) == Some(101));
         }
     })();
-    let mut result = match result {
+    let mut result = match (result, up.as_mut()) {
         // The upstream switched: the rest of the connection passes as bytes.
-        Ok(true) => {
+        (Ok(true), Some(to)) => {
             to.set_write_timeout(None)?;
             to.write_all(&input.buf)?;
             input.buf.clear();
             input.stream.set_read_timeout(None)?;
             let stream = input.stream.try_clone()?;
+            let to = up.take().expect("the upstream's end is open");
             return super::forward::pipe(stream, to, None, endpoint)
                 .map(|_| ())
                 .map_err(Failure::Io);
         }
-        Ok(false) => Ok(()),
-        Err(e) => Err(e),
+        (Ok(_), _) => Ok(()),
+        (Err(e), _) => Err(e),
     };
-    match &mut result {
+    end(
+        &mut result,
+        input,
+        up.as_ref(),
+        forwarded,
+        watch,
+        endpoint,
+        shared,
+    );
+    result
+}
+
+/// Ends the connection as `result` says: the client told why when nothing of an answer is on
+/// its way (a `400`, `502`, `429`, `408` or `504`), each side closed; `result`'s `told` set
+/// when it was.
+fn end(
+    result: &mut Result<(), Failure>,
+    input: Input,
+    up: Option<&Up>,
+    forwarded: bool,
+    watch: &Watch,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) {
+    let bound = input.bound;
+    let shut = |how| {
+        if let Some(to) = up {
+            to.shutdown(how);
+        }
+    };
+    match result {
         // Nothing was passed on, so no answer is on its way: the client gets a 400.
         // The answer goes first: closing the upstream first ends the thread that pipes its
         // answers, which then closes the client's side before the 400 is written (seen: the
@@ -522,7 +611,33 @@ pub(super) fn requests(
         Err(Failure::Refused(why)) if !forwarded => {
             let body = format!("kcap door: refused the request: {why}\n");
             super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
-            to.shutdown(Shutdown::Both);
+            shut(Shutdown::Both);
+        }
+        // No upstream connection was opened: the client gets a 502.
+        Err(Failure::Unreachable(why)) => {
+            let body = format!(
+                "kcap door: the upstream of port {} ({}) {why}\n",
+                endpoint.port, endpoint.upstream
+            );
+            super::forward::answer_and_close(input.stream, "502 Bad Gateway", &body);
+        }
+        // The budget is used up. Unless a request passed on still awaits the first byte of
+        // its answer (a client that pipelines: the 429 would read as that answer), the
+        // client gets a 429 that says so; the request never reaches the upstream.
+        Err(Failure::OverBudget { told, .. }) if !forwarded || !watch.waiting() => {
+            *told = true;
+            let body = format!(
+                "kcap door: the launch's budget of {} requests with the daemon's credential \
+                 is used up; this request did not reach the upstream\n",
+                shared.budget.limit
+            );
+            super::forward::answer_with_and_close(
+                input.stream,
+                "429 Too Many Requests",
+                "x-should-retry: false\r\n",
+                &body,
+            );
+            shut(Shutdown::Both);
         }
         // No answer has begun since the last request went up (or none went): the client
         // gets a 408. The watch is cleared first, so that the thread that pipes the
@@ -535,7 +650,7 @@ pub(super) fn requests(
                 bound.as_secs_f64()
             );
             super::forward::answer_and_close(input.stream, "408 Request Timeout", &body);
-            to.shutdown(Shutdown::Both);
+            shut(Shutdown::Both);
         }
         // The upstream stopped reading before the request was in, and no answer has begun
         // since it went up: the client gets a 504, as for an upstream that does not answer.
@@ -549,20 +664,24 @@ pub(super) fn requests(
                 bound.as_secs_f64()
             );
             super::forward::answer_and_close(input.stream, "504 Gateway Timeout", &body);
-            to.shutdown(Shutdown::Both);
+            shut(Shutdown::Both);
         }
         // Closed both ways, at once: the client does not wait on an upstream that keeps
         // its side open.
-        Err(Failure::Refused(_) | Failure::Stalled(_) | Failure::Untaken(_)) => {
-            to.shutdown(Shutdown::Both);
+        Err(
+            Failure::Refused(_)
+            | Failure::Stalled(_)
+            | Failure::Untaken(_)
+            | Failure::OverBudget { .. },
+        ) => {
+            shut(Shutdown::Both);
             let _ = input.stream.shutdown(Shutdown::Both);
         }
         _ => {
-            to.shutdown(Shutdown::Write);
+            shut(Shutdown::Write);
             let _ = input.stream.shutdown(Shutdown::Read);
         }
     }
-    result
 }
 
 #[cfg(test)]

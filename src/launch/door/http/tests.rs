@@ -129,19 +129,32 @@ fn connected() -> ((TcpStream, TcpStream), (TcpStream, TcpStream)) {
     ((client, from), (to, got))
 }
 
+/// [`requests`] from `from` to the upstream `to` (already connected), on [`up`], with
+/// `bound` and no budget.
+fn pass(from: TcpStream, to: TcpStream, watch: &Watch, bound: Duration) -> Result<(), Failure> {
+    let shared = super::super::Shared {
+        request_timeout: bound,
+        budget: super::super::budget::Budget::new(
+            u64::MAX,
+            super::super::Rate {
+                burst: 1,
+                interval: Duration::ZERO,
+            },
+        ),
+        ..super::super::Shared::default()
+    };
+    let mut to = Some(Up::Plain(to));
+    let mut reach = || to.take().ok_or_else(|| "connected twice".to_owned());
+    requests(from, &mut reach, &up(), watch, &shared)
+}
+
 /// `raw` sent through [`requests`] to a local upstream: what the upstream got, and the
 /// door's result.
 fn through(raw: &[u8]) -> (Vec<u8>, Result<(), Failure>) {
     let ((mut client, from), (to, mut got)) = connected();
     client.write_all(raw).unwrap();
     client.shutdown(Shutdown::Write).unwrap();
-    let result = requests(
-        from,
-        Up::Plain(to),
-        &up(),
-        &Watch::default(),
-        Duration::from_secs(10),
-    );
+    let result = pass(from, to, &Watch::default(), Duration::from_secs(10));
     let mut bytes = Vec::new();
     got.read_to_end(&mut bytes).unwrap();
     (bytes, result)
@@ -196,7 +209,7 @@ fn a_request_that_does_not_arrive_whole_within_the_bound_gets_a_408() {
         let (done, result) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let watch = Watch::default();
-            let r = requests(from, Up::Plain(to), &up(), &watch, bound);
+            let r = pass(from, to, &watch, bound);
             let _ = done.send(r);
         });
         let result = result
@@ -253,7 +266,7 @@ fn a_request_is_noted_before_its_first_byte_reaches_the_upstream() {
     let (noted, passed, result) = std::thread::scope(|s| {
         let door = s.spawn(|| {
             let bound = Duration::from_secs(10);
-            requests(from, Up::Plain(to), &up(), &watch, bound)
+            pass(from, to, &watch, bound)
         });
         let mut passed = vec![0u8];
         got.read_exact(&mut passed).unwrap();
