@@ -452,6 +452,10 @@ fn claude_hostile_path_and_values_arrive_byte_for_byte() {
                 "agent_id",
             ),
         ] {
+            let c = LaunchContext {
+                launch_dir: Some("/run/kcap/l1".into()),
+                ..c
+            };
             let refused = crate::common::plan::refusal(Client::Claude, &c, Policy::Lenient);
             assert!(
                 matches!(refused, RenderError::ForbiddenChar { field: f, found, .. }
