@@ -7,7 +7,8 @@
 //!   built as a `serde_json::Value` with `json!` and serialized (same content, key order of a
 //!   `BTreeMap`).
 //! - `codex_mcp_overrides/full_registry`; there is no ready-made alternative to compare with.
-//! - `reviewer_argv/{claude,codex}`: the whole argv, resolution included.
+//! - `reviewer_plan/{claude,codex}`: the whole launch plan through the public call,
+//!   `Client::plan` (resolution and the plan's checks included; a fixed launch id).
 //!
 //! "Full registry" is an allowlist naming every allowlistable server that cannot start flows,
 //! so the config holds every server a reviewer can ever get, plus the result channel. Every
@@ -18,8 +19,11 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::claude_mcp_config;
+use kcap_mcp_registry::clients::codex::codex_mcp_overrides;
+use kcap_mcp_registry::clients::dispatch::PlanInputs;
+use kcap_mcp_registry::clients::plan::LaunchId;
 use kcap_mcp_registry::{
     EnvSource, LaunchContext, McpServer, Policy, resolve_allowlist, result_channel, servers,
 };
@@ -74,6 +78,7 @@ fn context() -> LaunchContext {
         effort: Some("high".into()),
         prompt: Some("Review the pull request. ".repeat(40)),
         worktree: Some("/home/dev/.kcap/worktrees/pr-1234".into()),
+        launch_dir: Some("/run/kcap/launch-1".into()),
         ..LaunchContext::default()
     }
 }
@@ -183,21 +188,27 @@ fn bench_render(c: &mut Criterion) {
     });
     group.finish();
 
-    let claude_argv = |ctx: &LaunchContext| {
-        let resolution = ctx.resolve(Policy::Lenient).expect("lenient");
-        claude_reviewer_args(ctx, &resolution).expect("renders")
-    };
-    let codex_argv = |ctx: &LaunchContext| {
-        let resolution = ctx.resolve(Policy::Lenient).expect("lenient");
-        codex_reviewer_args(ctx, &resolution).expect("renders")
-    };
-    let claude = claude_argv(&ctx);
-    assert!(claude.contains(&ours), "the argv carries the config");
-    let codex = codex_argv(&ctx);
-    assert_eq!(codex.last(), ctx.prompt.as_ref());
-    let mut group = c.benchmark_group("reviewer_argv");
-    group.bench_function("claude", |b| b.iter(|| claude_argv(black_box(&ctx))));
-    group.bench_function("codex", |b| b.iter(|| codex_argv(black_box(&ctx))));
+    let mut inputs = PlanInputs::new(Policy::Lenient);
+    inputs.launch_id = Some(LaunchId::from_hex("0123456789abcdef").expect("16 hex digits"));
+    let plan = |client: Client, ctx: &LaunchContext| client.plan(ctx, &inputs).expect("plans").plan;
+    let claude = plan(Client::Claude, &ctx);
+    let config = claude.files.iter().find(|f| f.path == "mcp-config.json");
+    assert_eq!(
+        config.map(|f| &f.contents),
+        Some(&ours),
+        "the plan carries the config"
+    );
+    let codex = plan(Client::Codex, &ctx);
+    let prompt = ctx.prompt.as_deref().expect("a prompt");
+    assert!(
+        codex.argv.last().is_some_and(|p| p.starts_with(prompt)),
+        "{codex:?}"
+    );
+    let mut group = c.benchmark_group("reviewer_plan");
+    group.bench_function("claude", |b| {
+        b.iter(|| plan(Client::Claude, black_box(&ctx)))
+    });
+    group.bench_function("codex", |b| b.iter(|| plan(Client::Codex, black_box(&ctx))));
     group.finish();
 }
 

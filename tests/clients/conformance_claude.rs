@@ -3,9 +3,11 @@
 //! (`KCAP_CLAUDE_NEXT_BIN`; `bash scripts/install-peers.sh` installs both).
 //!
 //! Each case writes a setting where the reviewer's Claude Code reads it, then shows both
-//! halves: what the preflight says (`claude_reviewer_args_preflighted`: refused naming the
-//! setting, or a warning), and what the real client does with the unchecked argv
-//! (`claude_reviewer_args`, as `render claude` prints it): it starts exactly
+//! halves: what the preflight says (`claude::preflight::claude_preflight`: the vetoes, each
+//! naming its setting; one of the result channel is the one a launch cannot run without),
+//! and what the real client does with the plan's argv (`Client::plan`, as `render claude`
+//! prints it, without `--setting-sources=`: see [`argv`]), the plan's `--mcp-config` file
+//! written into its launch directory: it starts exactly
 //! the injected servers the preflight did not flag, each with exactly its env. The oracle
 //! (`tests/claude_oracle`) gives a prompt, points the API at a dead local port, records what
 //! starts, and kills the client's process group once the recorders settle.
@@ -26,39 +28,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::etc::Etc;
-use kcap_mcp_registry::clients::claude::preflight::ClaudeConfigSources;
-use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::preflight::{ClaudeConfigSources, claude_preflight};
 use kcap_mcp_registry::clients::veto::VetoKind;
 
-use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
+use kcap_mcp_registry::{LaunchContext, Policy, RESULT_CHANNEL_ID};
 use tempfile::TempDir;
 
-/// The unchecked Claude argv for `ctx`, its allowlist resolved under `policy` as a launch does.
+/// The argv of Claude Code's lenient plan for `ctx` (the public call), its files written
+/// into its launch directory `launch_dir` (the `--mcp-config` file the argv names).
 ///
-/// Without `--setting-sources=`: the preflight models a Claude Code that reads the user's,
-/// the project's and the local settings (a launch outside the per-launch root, as `render
-/// claude` still preflights), so these cases replay that launch. The rooted plan's
-/// `--setting-sources=` and per-launch `CLAUDE_CONFIG_DIR` make every non-managed row moot
-/// (`tests/clients/isolation_claude.rs`).
-fn argv(ctx: &LaunchContext, policy: Policy) -> Vec<String> {
-    let mut argv = claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap();
+/// Without `--setting-sources=`, and run with the test's `HOME` rather than the plan's: the
+/// preflight models a Claude Code that reads the user's, the project's and the local
+/// settings (a launch outside the per-launch root), so these cases replay that launch. The
+/// rooted plan's `--setting-sources=` and per-launch `CLAUDE_CONFIG_DIR` make every
+/// non-managed row moot (`tests/clients/isolation_claude.rs`).
+fn argv(ctx: &LaunchContext, launch_dir: &Path) -> Vec<String> {
+    let ctx = LaunchContext {
+        launch_dir: Some(launch_dir.to_str().unwrap().into()),
+        ..ctx.clone()
+    };
+    let plan = common::plan::lenient(Client::Claude, &ctx);
+    common::plan::write_files(&plan);
+    let mut argv = plan.argv;
     let at = argv.iter().position(|a| a == "--setting-sources=").unwrap();
     argv.remove(at);
     argv
 }
 
-/// The preflighted Claude argv for `ctx`, its allowlist resolved under `policy`.
-fn preflighted(
-    ctx: &LaunchContext,
-    policy: Policy,
-    sources: &ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<kcap_mcp_registry::clients::veto::Veto>), RenderError> {
-    claude_reviewer_args_preflighted(ctx, &ctx.resolve(policy).unwrap(), policy, sources)
-}
-
 pub(crate) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
-        project_disabled_mcp_servers_vetoes_the_result_channel_and_the_render_is_refused,
+        project_disabled_mcp_servers_vetoes_the_result_channel,
         the_project_key_is_the_main_checkout_of_a_linked_worktree_reached_through_a_symlink,
         the_reviewed_repository_can_deny_a_server_by_name_in_its_project_settings,
         denied_by_command_line_in_user_and_local_settings,
@@ -286,7 +286,7 @@ impl World {
     /// ids) start, each with exactly its env: its own `KCAP_*` values, and otherwise only
     /// Claude Code's environment, the variables it adds, and `PWD`.
     fn assert_starts(&self, allowlist: &[&str], expected: &[&str]) {
-        let args = argv(&self.ctx(allowlist), Policy::Lenient);
+        let args = argv(&self.ctx(allowlist), &self.path("launch"));
         let started = self.started(&args);
         let want: BTreeSet<Vec<String>> = expected
             .iter()
@@ -334,22 +334,23 @@ impl World {
         }
     }
 
-    /// The preflight's vetoes for `allowlist` under the lenient policy, as (server, file,
-    /// JSON path, kind); a refused launch gives its vetoes too, with `refused` set.
+    /// The preflight's vetoes for `allowlist` (resolved under the lenient policy), as
+    /// (server, file, JSON path, kind), and whether one is of the result channel (the
+    /// reviewer could never report: no launch runs without it).
     fn preflight(
         &self,
         allowlist: &[&str],
     ) -> (bool, Vec<(&'static str, PathBuf, String, VetoKind)>) {
-        let flat = |v: Vec<kcap_mcp_registry::clients::veto::Veto>| {
-            v.into_iter()
-                .map(|v| (v.server, v.file, v.json_path, v.kind))
-                .collect()
-        };
-        match preflighted(&self.ctx(allowlist), Policy::Lenient, &self.sources()) {
-            Ok((_, warnings)) => (false, flat(warnings)),
-            Err(RenderError::Vetoed(v)) => (true, flat(v)),
-            Err(e) => panic!("preflight: {e}"),
-        }
+        let ctx = self.ctx(allowlist);
+        let resolution = ctx.resolve(Policy::Lenient).unwrap();
+        let vetoes = claude_preflight(&ctx, &resolution, &self.sources())
+            .unwrap_or_else(|e| panic!("preflight: {e}"));
+        let result_channel = vetoes.iter().any(|v| v.server == RESULT_CHANNEL_ID);
+        let vetoes = vetoes
+            .into_iter()
+            .map(|v| (v.server, v.file, v.json_path, v.kind))
+            .collect();
+        (result_channel, vetoes)
     }
 }
 
@@ -357,7 +358,7 @@ impl World {
 // The cases
 // ------------------------------------------------------------------------------------------
 
-fn project_disabled_mcp_servers_vetoes_the_result_channel_and_the_render_is_refused() {
+fn project_disabled_mcp_servers_vetoes_the_result_channel() {
     for bin in binaries() {
         let w = World::new(&bin);
         let wt = w.cwd.to_str().unwrap().to_string();

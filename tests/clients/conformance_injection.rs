@@ -4,14 +4,18 @@
 //! starts exactly three servers, the result channel, `kcap-review` and
 //! `kcap-review-context`, each with exactly its env; `KCAP_URL` reaches `kcap-review` only.
 //!
-//! Oracles, offline (no login, no model, no network), as in `tests/clients/conformance/`:
-//! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
-//!   and the API at a dead local port starts every `--mcp-config` server; once the recorders
+//! Each launch is the strict plan of the public call (`Client::plan`, `tests/common/plan.rs`),
+//! its files written into its launch directory. Oracles, offline (no login, no model, no
+//! network), as in `tests/clients/conformance/`:
+//! - Claude Code: `claude <plan argv> -- <prompt>` with stdin from `/dev/null` and the API
+//!   at a dead local port starts every server of the `--mcp-config` file; once the recorders
 //!   have settled the oracle kills it (`tests/clients/claude_oracle`: without a prompt
 //!   2.1.197 started them before it exited at the missing prompt, 2.1.328 and 2.1.332 exit
 //!   first and start none). `kcap_bin` is a recorder script that writes its argv and its
 //!   whole environment.
-//! - Codex: `codex <codex_reviewer_args> mcp list --json` prints the effective server table.
+//! - Codex: `codex <plan argv> mcp list --json`, with the plan's environment (its
+//!   `CODEX_HOME` holds the `config.toml` with the servers' `env`), prints the effective
+//!   server table.
 //!
 //! Each run gets a fresh temp `HOME` (and `CODEX_HOME`) and cwd, a cleared environment, and
 //! the shared harness (`tests/common/peers.rs`): stdin from `/dev/null`, a timeout that kills
@@ -29,8 +33,8 @@ use common::stand_in::write_executable;
 
 use crate::claude_oracle;
 
-use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::codex_reviewer_args;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::plan::LaunchPlan;
 use kcap_mcp_registry::{LaunchContext, Policy, ResultDelivery, Snapshot};
 use serde_json::{Value, json};
 
@@ -40,9 +44,11 @@ const REVIEW_CONTEXT_URL: &str = "http://127.0.0.1:7001/review-context/workspace
 const AGENT: &str = "agent-13";
 
 /// The launch under test: brokered result delivery, a borrowed snapshot, `kcap-review`
-/// allowlisted (with the reserved names too, which must change nothing).
-fn launch(kcap: &Path) -> LaunchContext {
+/// allowlisted (with the reserved names too, which must change nothing), in the launch
+/// directory `launch_dir`.
+fn launch(kcap: &Path, launch_dir: &Path) -> LaunchContext {
     LaunchContext {
+        launch_dir: Some(launch_dir.to_str().unwrap().into()),
         server_url: Some(SERVER_URL.into()),
         kcap_bin: Some(kcap.to_str().unwrap().into()),
         agent_id: AGENT.into(),
@@ -59,6 +65,15 @@ fn launch(kcap: &Path) -> LaunchContext {
         },
         ..LaunchContext::default()
     }
+}
+
+/// `client`'s strict plan of `ctx` (the public call), its files written into its launch
+/// directory.
+fn plan(client: Client, ctx: &LaunchContext) -> LaunchPlan {
+    let plan = common::plan::of(client, ctx, Policy::Strict)
+        .unwrap_or_else(|e| panic!("{client} plan: {e}"));
+    common::plan::write_files(&plan);
+    plan
 }
 
 /// (args after the kcap binary, exact env) of the three servers, as the registry data says.
@@ -116,8 +131,8 @@ fn claude_starts_the_result_channel_one_allowlisted_server_and_the_review_contex
     );
     write_executable(&kcap, script);
 
-    let ctx = launch(&kcap);
-    let args = claude_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap()).unwrap();
+    let ctx = launch(&kcap, &scratch.path().join("launch"));
+    let args = plan(Client::Claude, &ctx).argv;
     let parent_env: [(&str, std::ffi::OsString); 7] = [
         ("PATH", inherited_path()),
         ("HOME", home.path().into()),
@@ -205,24 +220,30 @@ fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_contex
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
     };
-    let home = tempfile::tempdir().unwrap();
-    let codex_home = tempfile::tempdir().unwrap();
+    let launch_dir = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let kcap = Path::new("/opt/kcap/bin/kcap");
-    let ctx = launch(kcap);
-    let args = codex_reviewer_args(&ctx, &ctx.resolve(Policy::Strict).unwrap()).unwrap();
+    // The plan's environment: its `HOME` and `CODEX_HOME` in the launch directory.
+    let plan = plan(Client::Codex, &launch(kcap, launch_dir.path()));
     let mut cmd = Command::new(&bin);
     cmd.env_clear()
         .env("PATH", inherited_path())
-        .env("HOME", home.path())
-        .env("CODEX_HOME", codex_home.path())
+        .envs(plan.env.iter().map(|v| (&v.name, &v.value)))
         .current_dir(cwd.path())
-        .args(&args)
+        .args(common::plan::argv_before_prompt(&plan))
         .args(["mcp", "list", "--json"]);
     let out = run(cmd, "codex mcp list --json");
     assert!(out.status.success(), "codex failed: {}", out.stderr);
     let table: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let table = table.as_array().expect("an array of servers");
+    let mut table = table.as_array().expect("an array of servers").clone();
+    // The strict plan hides the namespace of Codex's task-thread tools behind a disabled
+    // server of that name (`clients::codex::tools`): listed, never started.
+    let hidden = table.iter().position(|s| s["name"] == "codex_tui");
+    let hidden = table.remove(hidden.expect("the strict plan's `codex_tui`"));
+    assert_eq!(
+        (&hidden["enabled"], &hidden["transport"]["command"]),
+        (&json!(false), &json!("/bin/false"))
+    );
     let names: Vec<&str> = table.iter().map(|s| s["name"].as_str().unwrap()).collect();
     let mut sorted = names.clone();
     sorted.sort_unstable();
@@ -231,7 +252,7 @@ fn codex_enables_the_result_channel_one_allowlisted_server_and_the_review_contex
         ["kcap-flow-result", "kcap-review", "kcap-review-context"]
     );
     let mut servers = BTreeSet::new();
-    for s in table {
+    for s in &table {
         assert_eq!(s["enabled"], json!(true), "{s}");
         let transport = &s["transport"];
         assert_eq!(transport["type"], "stdio", "{s}");

@@ -8,8 +8,9 @@
 //! the same for Claude Code.
 //!
 //! Codex CLI 0.169.0 (its TUI, the Responses API over HTTP once the stand-in answers its
-//! WebSocket upgrade `426`) calls `exec_command`, in the plan as it is (its own sandbox off:
-//! with `workspace-write` no command ran in the reviewer's sandbox, `codex_reviewer_args`);
+//! WebSocket upgrade `426`) calls `exec_command`, in the plan as it is (its own sandbox off,
+//! `--sandbox danger-full-access` in the plan's argv: with `workspace-write` no command ran in
+//! the reviewer's sandbox);
 //! Copilot CLI 1.0.102 (ACP, Chat Completions) calls `bash`, in a
 //! plan widened to offer it ([`widen_copilot`]). Each client run is bounded by
 //! [`RUN_TIMEOUT`] and stopped (its process group, its launch directory) once the output

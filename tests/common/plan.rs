@@ -48,3 +48,27 @@ pub fn refusal(client: Client, ctx: &LaunchContext, policy: Policy) -> RenderErr
         other => panic!("{client}: {other:?}"),
     }
 }
+
+/// Makes `plan`'s launch directory with its [`LaunchPlan::dirs`] and [`LaunchPlan::files`]
+/// (contents only: the modes are the executor's), for a test that runs the plan's argv
+/// itself: Claude Code's `--mcp-config` names a file there, Codex's `CODEX_HOME` holds its
+/// `config.toml`.
+pub fn write_files(plan: &LaunchPlan) {
+    let dir = std::path::Path::new(&plan.launch_dir);
+    for sub in std::iter::once("").chain(plan.dirs.iter().map(String::as_str)) {
+        std::fs::create_dir_all(dir.join(sub))
+            .unwrap_or_else(|e| panic!("{}/{sub}: {e}", dir.display()));
+    }
+    for file in &plan.files {
+        let path = dir.join(&file.path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &file.contents).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// `plan`'s argv up to its prompt: without the last `--` and what follows, for a test that
+/// gives its own prompt or subcommand.
+pub fn argv_before_prompt(plan: &LaunchPlan) -> Vec<String> {
+    let end = plan.argv.iter().rposition(|a| a == "--");
+    plan.argv[..end.unwrap_or(plan.argv.len())].to_vec()
+}

@@ -5,28 +5,23 @@
 
 use std::path::{Path, PathBuf};
 
+use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::claude::preflight::{
     ClaudeConfigSources, claude_preflight, expand_vars, project_key,
 };
-use kcap_mcp_registry::clients::claude::{claude_reviewer_args, claude_reviewer_args_preflighted};
-
-use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::veto::{Veto, VetoKind};
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use tempfile::TempDir;
 
-/// The unchecked Claude argv for `ctx`, its allowlist resolved under `policy` as a launch does.
-fn argv(ctx: &LaunchContext, policy: Policy) -> Vec<String> {
-    claude_reviewer_args(ctx, &ctx.resolve(policy).unwrap()).unwrap()
-}
-
-/// The preflighted Claude argv for `ctx`, its allowlist resolved under `policy`.
-fn preflighted(
-    ctx: &LaunchContext,
-    policy: Policy,
-    sources: &ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<Veto>), RenderError> {
-    claude_reviewer_args_preflighted(ctx, &ctx.resolve(policy).unwrap(), policy, sources)
+/// The error that refuses a launch over what the preflight found for `ctx` (its allowlist
+/// resolved under the lenient policy): [`RenderError::Vetoed`] with its vetoes, or the
+/// preflight's own error. Panics when nothing is vetoed.
+fn refusal(ctx: &LaunchContext, sources: &ClaudeConfigSources) -> RenderError {
+    match claude_preflight(ctx, &ctx.resolve(Policy::Lenient).unwrap(), sources) {
+        Ok(vetoes) if !vetoes.is_empty() => RenderError::Vetoed(vetoes),
+        Ok(_) => panic!("nothing vetoed"),
+        Err(e) => e,
+    }
 }
 
 const KCAP: &str = "/opt/kcap/bin/kcap";
@@ -577,54 +572,50 @@ fn a_gated_launch_has_nothing_to_veto() {
 }
 
 // ------------------------------------------------------------------------------------------
-// The policy: result channel fails closed; allowlisted servers warn or are refused
+// The refusal's message: a vetoed result channel, or vetoed allowlisted servers
 // ------------------------------------------------------------------------------------------
 
 #[test]
-fn a_vetoed_result_channel_is_refused_under_either_policy() {
+fn a_vetoed_result_channel_is_refused_saying_the_reviewer_could_never_report() {
     let s = Setup::new();
     let wt = s.path("wt");
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
-    for policy in [Policy::Lenient, Policy::Strict] {
-        let e = preflighted(&ctx(&["kcap-review"]), policy, &s.sources()).unwrap_err();
-        let RenderError::Vetoed(v) = &e else {
-            panic!("{e:?}");
-        };
-        assert_eq!(
-            v,
-            &[Veto {
-                client: Client::Claude,
-                server: "kcap-flow-result",
-                file: file.clone(),
-                json_path: disabled(&wt, 0),
-                kind: VetoKind::Disabled,
-            }]
-        );
-        assert_eq!(
-            e.to_string(),
-            format!(
-                "Claude Code would not start MCP server `kcap-flow-result`: `{}` in {} disables \
-                 it; without its result channel the reviewer could never report, so it is not \
-                 launched; remove those entries (or the file), or launch the reviewer with a \
-                 HOME, CLAUDE_CONFIG_DIR and worktree that do not carry them",
-                disabled(&wt, 0),
-                file.display()
-            )
-        );
-    }
+    let e = refusal(&ctx(&["kcap-review"]), &s.sources());
+    let RenderError::Vetoed(v) = &e else {
+        panic!("{e:?}");
+    };
+    assert_eq!(
+        v,
+        &[Veto {
+            client: Client::Claude,
+            server: "kcap-flow-result",
+            file: file.clone(),
+            json_path: disabled(&wt, 0),
+            kind: VetoKind::Disabled,
+        }]
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "Claude Code would not start MCP server `kcap-flow-result`: `{}` in {} disables \
+             it; without its result channel the reviewer could never report, so it is not \
+             launched; remove those entries (or the file), or launch the reviewer with a \
+             HOME, CLAUDE_CONFIG_DIR and worktree that do not carry them",
+            disabled(&wt, 0),
+            file.display()
+        )
+    );
 }
 
 #[test]
-fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict() {
+fn a_vetoed_allowlisted_server_is_one_veto_and_its_refusal_names_the_strict_policy() {
     let s = Setup::new();
     let file = s.write(
         "wt/.claude/settings.json",
         r#"{"deniedMcpServers":[{"serverName":"kcap-review"}]}"#,
     );
     let c = ctx(&["kcap-review"]);
-    let (args, warnings) = preflighted(&c, Policy::Lenient, &s.sources()).unwrap();
-    // The argv is exactly the unchecked one.
-    assert_eq!(args, argv(&c, Policy::Lenient));
+    let warnings = vetoes_for(&c, &s.sources());
     let veto = Veto {
         client: Client::Claude,
         server: "kcap-review",
@@ -632,7 +623,15 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
         json_path: "deniedMcpServers[0].serverName".into(),
         kind: VetoKind::DeniedByName,
     };
-    assert_eq!(warnings, std::slice::from_ref(&veto));
+    assert_eq!(
+        warnings,
+        [(
+            veto.server,
+            veto.file.clone(),
+            veto.json_path.clone(),
+            veto.kind
+        )]
+    );
     assert_eq!(
         veto.to_string(),
         format!(
@@ -641,19 +640,16 @@ fn a_vetoed_allowlisted_server_warns_under_lenient_and_is_refused_under_strict()
             file.display()
         )
     );
-    let e = preflighted(&c, Policy::Strict, &s.sources()).unwrap_err();
+    let e = refusal(&c, &s.sources());
     assert_eq!(e, RenderError::Vetoed(vec![veto]));
     assert!(
         e.to_string()
             .contains("; the strict policy launches no reviewer without them;"),
         "{e}"
     );
-    // Nothing vetoed: the argv is the unchecked one and there are no warnings.
+    // Nothing vetoed: no warnings.
     let s = Setup::new();
-    assert_eq!(
-        preflighted(&c, Policy::Strict, &s.sources()).unwrap(),
-        (argv(&c, Policy::Strict), vec![])
-    );
+    assert_eq!(vetoes_for(&c, &s.sources()), []);
 }
 
 /// Every character `kcap_mcp_registry::text::printable` escapes that a hostile directory
@@ -692,7 +688,7 @@ fn a_hostile_worktree_name_shows_escaped_in_vetoes_and_errors() {
     std::fs::create_dir(&wt).unwrap();
     let file = s.project_entry(&wt, r#"{"disabledMcpServers":["kcap-flow-result"]}"#);
     let sources = s.sources_in(&wt);
-    let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
+    let e = refusal(&ctx(&["kcap-review"]), &sources);
     let RenderError::Vetoed(v) = &e else {
         panic!("{e:?}");
     };
@@ -709,7 +705,7 @@ fn a_hostile_worktree_name_shows_escaped_in_vetoes_and_errors() {
         r#"{"allowedMcpServers":{"serverName":"kcap-review"}}"#,
     );
     std::fs::remove_file(&file).unwrap();
-    let e = preflighted(&ctx(&["kcap-review"]), Policy::Strict, &sources).unwrap_err();
+    let e = refusal(&ctx(&["kcap-review"]), &sources);
     let RenderError::UnreadableConfig { file: got, .. } = &e else {
         panic!("{e:?}");
     };
@@ -787,8 +783,12 @@ fn render_claude_is_not_refused_by_the_invoking_users_settings_and_no_preflight_
     };
     let wt_arg = wt.to_str().unwrap();
     // The argv of the plan: its `--mcp-config` names the plan's file (no secret in an argv).
-    let mut expected = argv(&ctx(&["kcap-review"]), Policy::Lenient);
-    expected[4] = "/run/kcap/l1/mcp-config.json".into();
+    let planned = LaunchContext {
+        launch_dir: Some("/run/kcap/l1".into()),
+        ..ctx(&["kcap-review"])
+    };
+    let expected = crate::common::plan::lenient(Client::Claude, &planned).argv;
+    assert_eq!(expected[4], "/run/kcap/l1/mcp-config.json");
     let expected = format!("{}\n", serde_json::to_string(&expected).unwrap());
     // The user's ~/.claude.json disables the result channel for this worktree: the plan's
     // per-launch CLAUDE_CONFIG_DIR and `--setting-sources=` never read it, so the launch is

@@ -13,10 +13,7 @@
 use std::path::PathBuf;
 
 use kcap_mcp_registry::clients::Client;
-use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::codex_reviewer_args;
 use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
-use kcap_mcp_registry::clients::plan::pr_config_note;
 use kcap_mcp_registry::clients::plan::{Isolation, LaunchId, LaunchPlan};
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
@@ -273,70 +270,6 @@ fn empty_allowlist_is_byte_identical_to_none() {
                 golden(&format!("{client}-baseline"), &none);
             }
         }
-    }
-}
-
-#[test]
-fn claude_and_codex_plans_carry_their_argv_unchanged() {
-    let mut c = ctx(Some(&["kcap-review", "kcap-memory"]));
-    c.result_delivery = brokered();
-    c.snapshot = borrowed();
-    let r = c.resolve(Policy::Lenient).unwrap();
-    // Claude Code's: the `--mcp-config` JSON moved into a file of the launch directory
-    // (mode 0600), which the argv names; the rest unchanged.
-    let plan = crate::common::plan::resolved(Client::Claude, &c, &r, Policy::Lenient).unwrap();
-    let mut args = claude_reviewer_args(&c, &r).unwrap();
-    let i = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
-    let json = std::mem::replace(&mut args[i], format!("{}/mcp-config.json", plan.launch_dir));
-    // And the prompt, the last argument, moves out of the argv into `typed_prompt`, ending
-    // with where the pull request's client configuration is kept; the argv turns the log on
-    // that says when to type it.
-    let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
-    let prompt = args.pop().unwrap();
-    assert_eq!(args.pop().as_deref(), Some("--"));
-    let typed = plan.typed_prompt.as_ref().unwrap();
-    assert_eq!(typed.text, format!("{prompt}\n\n{note}"));
-    args.extend([
-        "--debug-file".into(),
-        format!("{}/claude-debug.log", plan.launch_dir),
-    ]);
-    assert_eq!(typed.log, "claude-debug.log");
-    assert_eq!(plan.argv, args);
-    let file = plan
-        .files
-        .iter()
-        .find(|f| f.path == "mcp-config.json")
-        .unwrap();
-    assert_eq!((file.contents.as_str(), file.mode), (json.as_str(), 0o600));
-    // Codex's: the servers' `env` overrides moved into its `config.toml` (mode 0600).
-    let plan = crate::common::plan::resolved(Client::Codex, &c, &r, Policy::Lenient).unwrap();
-    let mut args = codex_reviewer_args(&c, &r).unwrap();
-    let mut moved = Vec::new();
-    while let Some(i) = args
-        .iter()
-        .position(|a| a.starts_with("mcp_servers.") && a.contains(".env="))
-    {
-        moved.push(args.remove(i));
-        assert_eq!(args.remove(i - 1), "-c");
-    }
-    let note = pr_config_note(&plan.worktree_remove, plan.pr_config.as_deref().unwrap());
-    *args.last_mut().unwrap() += &format!("\n\n{note}");
-    assert_eq!(plan.argv, args);
-    assert_eq!(moved.len(), plan.servers.len());
-    let config = &plan.files[0];
-    assert!(config.path.ends_with("config.toml") && config.mode == 0o600);
-    for m in &moved {
-        let (id, table) = m
-            .strip_prefix("mcp_servers.")
-            .unwrap()
-            .split_once(".env=")
-            .unwrap();
-        let line = format!("[mcp_servers.{id}]\nrequired = true\nenv = {table}\n");
-        assert!(
-            config.contents.contains(&line),
-            "{line} in {}",
-            config.contents
-        );
     }
 }
 

@@ -1,21 +1,94 @@
-//! Golden tests for both renderers: exact, order-sensitive strings.
+//! Golden tests for Claude Code's and Codex's launches, made through the public call
+//! (`Client::plan`, `tests/common/plan.rs`): exact, order-sensitive strings of the servers'
+//! configuration (`claude_mcp_config`, `codex_mcp_overrides`) and of the plans' argv, with
+//! what the plan moves out of the argv read back where it goes (Claude Code's `--mcp-config`
+//! JSON into `mcp-config.json` and its prompt into `typed_prompt`; Codex's servers' `env`
+//! tables into its `config.toml`).
 
-use kcap_mcp_registry::clients::claude::{claude_mcp_config, claude_reviewer_args};
-use kcap_mcp_registry::clients::codex::{
-    CLOSED_FEATURES, codex_mcp_overrides, codex_reviewer_args,
-};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::claude::claude_mcp_config;
+use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_mcp_overrides};
+use kcap_mcp_registry::clients::plan::{LaunchPlan, pr_config_note};
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
 };
 
-/// The Claude argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
-fn claude(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
-    Ok(claude_reviewer_args(ctx, &ctx.resolve(policy)?)?)
+/// Claude Code's plan for `ctx` with its allowlist resolved under `policy`, as a launch
+/// makes it.
+fn claude(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
+    crate::common::plan::of(Client::Claude, ctx, policy)
 }
 
-/// The Codex argv for `ctx` with its allowlist resolved under `policy`, as a launch does.
-fn codex(ctx: &LaunchContext, policy: Policy) -> Result<Vec<String>, LaunchError> {
-    Ok(codex_reviewer_args(ctx, &ctx.resolve(policy)?)?)
+/// Codex's plan for `ctx` with its allowlist resolved under `policy`, as a launch makes it.
+fn codex(ctx: &LaunchContext, policy: Policy) -> Result<LaunchPlan, LaunchError> {
+    crate::common::plan::of(Client::Codex, ctx, policy)
+}
+
+/// The `--mcp-config` JSON of a Claude Code plan: the contents of the file (mode 0600) its
+/// argv names, in the launch directory.
+fn mcp_config(plan: &LaunchPlan) -> &str {
+    let at = plan.argv.iter().position(|a| a == "--mcp-config").unwrap() + 1;
+    assert_eq!(
+        plan.argv[at],
+        format!("{}/mcp-config.json", plan.launch_dir)
+    );
+    let file = plan
+        .files
+        .iter()
+        .find(|f| f.path == "mcp-config.json")
+        .unwrap();
+    assert_eq!(file.mode, 0o600);
+    &file.contents
+}
+
+/// The reviewer's prompt in `plan` (Claude Code's typed prompt, Codex's argument after the
+/// last `--`), without the note on the pull request's configuration that the plan appends
+/// to it when it has a worktree.
+fn prompt(plan: &LaunchPlan) -> Option<String> {
+    let text = match &plan.typed_prompt {
+        Some(typed) => typed.text.clone(),
+        None => plan.argv[plan.argv.iter().rposition(|a| a == "--")? + 1].clone(),
+    };
+    let Some(dir) = plan.pr_config.as_deref() else {
+        return Some(text);
+    };
+    let note = format!("\n\n{}", pr_config_note(&plan.worktree_remove, dir));
+    let bare = text.strip_suffix(&note);
+    Some(
+        bare.unwrap_or_else(|| panic!("no note in {text:?}"))
+            .to_owned(),
+    )
+}
+
+/// Asserts that a Codex plan carries exactly `overrides` (as `codex_mcp_overrides`
+/// renders them): each after a `-c` of its argv, but the servers' `env` tables, which its
+/// `config.toml` (mode 0600) holds instead, each in its server's table.
+fn assert_codex_overrides(plan: &LaunchPlan, overrides: &[String]) {
+    let (env, rest): (Vec<&String>, Vec<&String>) =
+        overrides.iter().partition(|o| o.contains(".env="));
+    let in_argv: Vec<&String> = plan
+        .argv
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| *i > 0 && plan.argv[i - 1] == "-c" && a.starts_with("mcp_servers."))
+        .map(|(_, a)| a)
+        .collect();
+    assert_eq!(in_argv, rest);
+    let config = &plan.files[0];
+    assert!(config.path.ends_with("config.toml") && config.mode == 0o600);
+    assert_eq!(config.contents.matches("\nenv = ").count(), env.len());
+    for e in env {
+        let (id, table) = e
+            .strip_prefix("mcp_servers.")
+            .and_then(|e| e.split_once(".env="))
+            .unwrap();
+        let table = format!("[mcp_servers.{id}]\nrequired = true\nenv = {table}\n");
+        assert!(
+            config.contents.contains(&table),
+            "{table} in {}",
+            config.contents
+        );
+    }
 }
 
 /// The render error of a failed launch.
@@ -43,13 +116,15 @@ fn ctx(allowlist: Option<Vec<Option<&str>>>) -> LaunchContext {
 
 const BASELINE_JSON: &str = r#"{"mcpServers":{"kcap-flow-result":{"command":"/opt/kcap/bin/kcap","args":["mcp","flow-result"],"env":{"KCAP_URL":"http://127.0.0.1:5100","KCAP_FLOW_AGENT_ID":"agent-7"}}}}"#;
 
+/// The baseline's JSON in `mcp-config.json`, its prompt typed once the servers are ready
+/// (`--debug-file` says when).
 fn baseline_claude() -> Vec<String> {
     [
         "--permission-mode",
         "bypassPermissions",
         "--strict-mcp-config",
         "--mcp-config",
-        BASELINE_JSON,
+        "/run/kcap/launch-1/mcp-config.json",
         "--disallowedTools",
         "Agent",
         "--setting-sources=",
@@ -59,13 +134,29 @@ fn baseline_claude() -> Vec<String> {
         "high",
         "--model",
         "sonnet",
-        "--",
-        "Review PR 42",
+        "--debug-file",
+        "/run/kcap/launch-1/claude-debug.log",
     ]
     .map(String::from)
     .into()
 }
 
+/// The baseline's servers as `codex_mcp_overrides` renders them.
+fn baseline_codex_overrides() -> Vec<String> {
+    [
+        "mcp_servers.kcap-flow-result.enabled=true",
+        r#"mcp_servers.kcap-flow-result.command="/opt/kcap/bin/kcap""#,
+        r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
+        r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
+        r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
+        r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
+    ]
+    .map(String::from)
+    .into()
+}
+
+/// The baseline's argv: its servers' `env` tables in `config.toml`, the note on the pull
+/// request's configuration after its prompt.
 fn baseline_codex() -> Vec<String> {
     let mut args: Vec<String> = [
         "--cd",
@@ -89,8 +180,6 @@ fn baseline_codex() -> Vec<String> {
         "-c",
         r#"mcp_servers.kcap-flow-result.args=["mcp","flow-result"]"#,
         "-c",
-        r#"mcp_servers.kcap-flow-result.env={KCAP_URL="http://127.0.0.1:5100",KCAP_FLOW_AGENT_ID="agent-7"}"#,
-        "-c",
         r#"mcp_servers.kcap-flow-result.default_tools_approval_mode="prompt""#,
         "-c",
         r#"mcp_servers.kcap-flow-result.tools={"submit_review_result"={approval_mode="approve"},"send_flow_message"={approval_mode="approve"}}"#,
@@ -100,9 +189,11 @@ fn baseline_codex() -> Vec<String> {
         r#"model_reasoning_effort="high""#,
         "--no-alt-screen",
         "--",
-        "Review PR 42",
     ]
     .map(String::from));
+    let removed = [".codex".to_owned(), ".agents".to_owned()];
+    let note = pr_config_note(&removed, "/run/kcap/launch-1/pr-config");
+    args.push(format!("Review PR 42\n\n{note}"));
     args
 }
 
@@ -130,16 +221,13 @@ fn allowlists_that_materialize_nothing_equal_the_baseline_byte_for_byte() {
             BASELINE_JSON,
             "{allowlist:?}"
         );
-        assert_eq!(
-            claude(&c, Policy::Lenient).unwrap(),
-            baseline_claude(),
-            "{allowlist:?}"
-        );
-        assert_eq!(
-            codex(&c, Policy::Lenient).unwrap(),
-            baseline_codex(),
-            "{allowlist:?}"
-        );
+        let plan = claude(&c, Policy::Lenient).unwrap();
+        assert_eq!(plan.argv, baseline_claude(), "{allowlist:?}");
+        assert_eq!(mcp_config(&plan), BASELINE_JSON, "{allowlist:?}");
+        assert_eq!(prompt(&plan).as_deref(), Some("Review PR 42"));
+        let plan = codex(&c, Policy::Lenient).unwrap();
+        assert_eq!(plan.argv, baseline_codex(), "{allowlist:?}");
+        assert_codex_overrides(&plan, &baseline_codex_overrides());
     }
 }
 
@@ -349,7 +437,7 @@ fn codex_model_and_effort_rules() {
         c.effort = effort.map(String::from);
         c.prompt = None;
         c.worktree = None;
-        let a = codex(&c, Policy::Lenient).unwrap();
+        let a = codex(&c, Policy::Lenient).unwrap().argv;
         let tail = a
             .iter()
             .position(|x| x.starts_with("mcp_servers.kcap-flow-result.tools="))
@@ -402,37 +490,56 @@ fn a_codex_prompt_that_codex_would_run_as_a_shell_command_is_refused() {
              the prompt with text (e.g. `Review: …`)"
         );
     }
-    // A `!` anywhere else is text, and Claude Code sends a leading one to the model.
-    let args = codex(&with_prompt("Review! !x"), Policy::Lenient).unwrap();
-    assert_eq!(args[args.len() - 2..], ["--", "Review! !x"]);
-    let args = claude(&with_prompt("!touch x"), Policy::Lenient).unwrap();
-    assert_eq!(args.last().map(String::as_str), Some("!touch x"));
+    // A `!` anywhere else is text, for both.
+    let plan = codex(&with_prompt("Review! !x"), Policy::Lenient).unwrap();
+    assert_eq!(plan.argv[plan.argv.len() - 2], "--");
+    assert_eq!(prompt(&plan).as_deref(), Some("Review! !x"));
+    let plan = claude(&with_prompt("Review! !x"), Policy::Lenient).unwrap();
+    assert_eq!(prompt(&plan).as_deref(), Some("Review! !x"));
+    // Claude Code's plan types its prompt, and typed, a leading `!` is its bash mode: refused
+    // as well (`claude::ready`, `tests/clients/first_turn.rs`).
+    assert_eq!(
+        render_error(claude(&with_prompt("!touch x"), Policy::Lenient).unwrap_err()),
+        RenderError::PromptIsCommand {
+            client: Client::Claude,
+            prefix: '!',
+            runs: "which Claude Code's terminal runs as a shell command (its bash mode) when typed",
+        }
+    );
 }
 
 #[test]
-fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
+fn claude_optional_args_follow_the_json_and_the_prompt_is_typed_not_given() {
     let mut c = ctx(None);
     c.model = None;
     c.effort = Some(String::new());
     c.prompt = Some("-x --strict-mcp-config".into());
-    let a = claude(&c, Policy::Lenient).unwrap();
-    assert_eq!(a[4], BASELINE_JSON);
+    let plan = claude(&c, Policy::Lenient).unwrap();
+    assert_eq!(mcp_config(&plan), BASELINE_JSON);
     assert_eq!(
-        a[5..],
+        plan.argv[5..],
         [
             "--disallowedTools",
             "Agent",
             "--setting-sources=",
             "--settings",
             r#"{"skipDangerousModePermissionPrompt":true}"#,
-            "--",
-            "-x --strict-mcp-config"
+            "--debug-file",
+            "/run/kcap/launch-1/claude-debug.log",
         ]
     );
+    // A prompt that reads like options is typed, never an argument.
+    assert_eq!(prompt(&plan).as_deref(), Some("-x --strict-mcp-config"));
+    assert!(
+        !plan.argv.iter().any(|a| a.contains("-x")),
+        "{:?}",
+        plan.argv
+    );
     c.prompt = None;
-    let a = claude(&c, Policy::Lenient).unwrap();
+    let plan = claude(&c, Policy::Lenient).unwrap();
+    assert_eq!(plan.typed_prompt, None);
     assert_eq!(
-        a.last().unwrap(),
+        plan.argv.last().unwrap(),
         r#"{"skipDangerousModePermissionPrompt":true}"#
     );
 }
@@ -441,10 +548,9 @@ fn claude_optional_args_follow_the_json_and_options_precede_the_prompt() {
 fn values_that_would_read_as_options_are_refused() {
     // (edit of the baseline context, the field refused)
     type Case = (fn(&mut LaunchContext), &'static str);
-    let cases: [Case; 3] = [
+    let cases: [Case; 2] = [
         (|c| c.model = Some("-weird".into()), "model"),
         (|c| c.effort = Some("--max".into()), "effort"),
-        (|c| c.worktree = Some("-w".into()), "worktree"),
     ];
     for (edit, field) in cases {
         let mut c = ctx(None);
@@ -452,15 +558,25 @@ fn values_that_would_read_as_options_are_refused() {
         let claude = claude(&c, Policy::Lenient);
         let codex = codex(&c, Policy::Lenient);
         let refused = RenderError::OptionLike { field };
-        // Claude takes no worktree; Codex puts the effort inside a `-c` value.
-        match field {
-            "worktree" => assert!(claude.is_ok()),
-            _ => assert_eq!(render_error(claude.unwrap_err()), refused),
-        }
+        assert_eq!(render_error(claude.unwrap_err()), refused);
+        // Codex puts the effort inside a `-c` value.
         match field {
             "effort" => assert!(codex.is_ok()),
             _ => assert_eq!(render_error(codex.unwrap_err()), refused),
         }
+    }
+    // A worktree starting with `-` is relative: the plan refuses it as such, for both, before
+    // the argv is rendered (an absolute one starts with `/`).
+    let mut c = ctx(None);
+    c.worktree = Some("-w".into());
+    for client in [Client::Claude, Client::Codex] {
+        assert_eq!(
+            crate::common::plan::refusal(client, &c, Policy::Lenient),
+            RenderError::NeedsAbsolute {
+                client,
+                field: "worktree"
+            }
+        );
     }
     assert_eq!(
         RenderError::OptionLike { field: "model" }.to_string(),
@@ -556,27 +672,13 @@ fn direct_brokered_borrowed_and_brokered_borrowed_launches() {
             codex_overrides(brokered, borrowed),
             "{what}"
         );
-        // The argv around the MCP config is the baseline's.
-        let claude = claude_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap()).unwrap();
-        assert_eq!(claude[4], claude_json(&claude_servers), "{what}");
-        let mut expected = baseline_claude();
-        expected[4] = claude_json(&claude_servers);
-        assert_eq!(claude, expected, "{what}");
-        let codex = codex_reviewer_args(&c, &c.resolve(Policy::Strict).unwrap()).unwrap();
-        let overrides: Vec<&String> = codex
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i > 0 && codex[i - 1] == "-c")
-            .map(|(_, a)| a)
-            .filter(|a| a.starts_with("mcp_servers"))
-            .collect();
-        assert_eq!(
-            overrides,
-            codex_overrides(brokered, borrowed)
-                .iter()
-                .collect::<Vec<_>>(),
-            "{what}"
-        );
+        // The plans carry these servers, and the argv around them is the baseline's (the
+        // lenient plans: the strict ones also hide the built-in tools, `clients::tools`).
+        let claude = claude(&c, Policy::Lenient).unwrap();
+        assert_eq!(mcp_config(&claude), claude_json(&claude_servers), "{what}");
+        assert_eq!(claude.argv, baseline_claude(), "{what}");
+        let codex = codex(&c, Policy::Lenient).unwrap();
+        assert_codex_overrides(&codex, &codex_overrides(brokered, borrowed));
     }
 }
 
@@ -591,14 +693,12 @@ fn the_direct_own_checkout_launch_is_the_unchanged_baseline() {
     assert_eq!(c, ctx(None));
     let r = c.resolve(Policy::Lenient).unwrap();
     assert_eq!(claude_mcp_config(&c, &r).unwrap(), BASELINE_JSON);
-    assert_eq!(
-        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap(),
-        baseline_claude()
-    );
-    assert_eq!(
-        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap(),
-        baseline_codex()
-    );
+    let plan = claude(&c, Policy::Lenient).unwrap();
+    assert_eq!(plan.argv, baseline_claude());
+    assert_eq!(mcp_config(&plan), BASELINE_JSON);
+    let plan = codex(&c, Policy::Lenient).unwrap();
+    assert_eq!(plan.argv, baseline_codex());
+    assert_codex_overrides(&plan, &baseline_codex_overrides());
 }
 
 #[test]
@@ -621,14 +721,14 @@ fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
             Err(RenderError::MissingReviewContextUrl),
             "{url:?}"
         );
-        let err = claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err();
+        let err = render_error(claude(&c, Policy::Lenient).unwrap_err());
         assert_eq!(err, RenderError::MissingReviewContextUrl);
         assert_eq!(
             err.to_string(),
             "a borrowed-snapshot review needs the review-context URL (KCAP_REVIEW_CONTEXT_URL of its review-context server), but none is set; give the launch its review-context URL"
         );
         assert_eq!(
-            codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
+            render_error(codex(&c, Policy::Lenient).unwrap_err()),
             RenderError::MissingReviewContextUrl
         );
     }
@@ -638,11 +738,11 @@ fn a_borrowed_snapshot_without_a_review_context_url_is_refused() {
         capability_url: " ".into(),
     };
     assert_eq!(
-        claude_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
+        render_error(claude(&c, Policy::Lenient).unwrap_err()),
         RenderError::BlankCapabilityUrl
     );
     assert_eq!(
-        codex_reviewer_args(&c, &c.resolve(Policy::Lenient).unwrap()).unwrap_err(),
+        render_error(codex(&c, Policy::Lenient).unwrap_err()),
         RenderError::BlankCapabilityUrl
     );
     let gated = LaunchContext {

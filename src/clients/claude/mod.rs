@@ -408,7 +408,7 @@ pub const FLAG_SETTINGS: &str = r#"{"skipDangerousModePermissionPrompt":true}"#;
 /// # Errors
 /// As [`claude_mcp_config`]; [`RenderError::OptionLike`] for a model or effort starting
 /// with `-`.
-pub fn claude_reviewer_args(
+pub(crate) fn claude_reviewer_args(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<Vec<String>, RenderError> {
@@ -539,30 +539,4 @@ fn plan_of(
     ready::type_when_ready(&mut plan)?;
     plan.dialogs = Dialog::all(state::DIALOGS);
     Ok(plan)
-}
-
-/// [`claude_reviewer_args`] after the [`preflight`]: the argv, and the vetoes to report as
-/// warnings. `resolution` is `ctx`'s allowlist resolved under `policy`.
-///
-/// A vetoed result channel fails the launch under either policy (the reviewer could never
-/// report); a vetoed allowlisted server is returned as a warning under [`Policy::Lenient`]
-/// (the reviewer runs without it) and fails the launch under [`Policy::Strict`].
-///
-/// # Errors
-/// As [`claude_reviewer_args`]; [`RenderError::Vetoed`] with every veto as above;
-/// [`RenderError::UnreadableConfig`] when a configuration file cannot be understood.
-pub fn claude_reviewer_args_preflighted(
-    ctx: &LaunchContext,
-    resolution: &Resolution<'_, String>,
-    policy: Policy,
-    sources: &preflight::ClaudeConfigSources,
-) -> Result<(Vec<String>, Vec<crate::clients::veto::Veto>), RenderError> {
-    let vetoes = preflight::claude_preflight(ctx, resolution, sources)?;
-    let result_channel = resolution.registry().result_channel().id;
-    if !vetoes.is_empty()
-        && (policy == Policy::Strict || vetoes.iter().any(|v| v.server == result_channel))
-    {
-        return Err(RenderError::Vetoed(vetoes));
-    }
-    Ok((claude_reviewer_args(ctx, resolution)?, vetoes))
 }

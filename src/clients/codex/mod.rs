@@ -1,6 +1,6 @@
 //! Codex CLI's room: the `-c` MCP overrides ([`codex_mcp_overrides`]) and the reviewer argv
-//! ([`codex_reviewer_args`], with the features closed in every argv, [`CLOSED_FEATURES`]), and
-//! what generic code knows about the client ([`SPEC`]).
+//! (`codex_reviewer_args`, crate-private: a plan's argv, with the features closed in every
+//! argv, [`CLOSED_FEATURES`]), and what generic code knows about the client ([`SPEC`]).
 //!
 //! Files: `launch` (re-exported here) holds the plan that roots the reviewer in a per-launch
 //! `CODEX_HOME` (`codex_plan`, [`codex_config_toml`], [`CREDENTIALS`], [`MANAGED_FILES`],
@@ -292,7 +292,7 @@ pub fn default_approval(server: &McpServer) -> &'static str {
 /// outside Codex's own sandbox (measured on 0.169.0, the model API at a dead port and at a
 /// stand-in; reported on 0.171.0 too, issue 34; `isolation_codex::a_prompt_is_only_a_prompt` in
 /// `tests/clients/isolation_codex.rs` shows it again on every run). One led
-/// by a space or a line break was sent as a prompt on 0.169.0; [`codex_reviewer_args`]
+/// by a space or a line break was sent as a prompt on 0.169.0; the plan (`codex_reviewer_args`)
 /// refuses it all the same, since the composer's trimming is not a documented contract.
 pub const PROMPT_SHELL_PREFIX: char = '!';
 
@@ -321,7 +321,7 @@ pub const PROMPT_SHELL_PREFIX: char = '!';
 /// As [`codex_mcp_overrides`]; [`RenderError::OptionLike`] for a model or worktree
 /// starting with `-`; [`RenderError::PromptIsCommand`] for a prompt that starts, after white
 /// space, with [`PROMPT_SHELL_PREFIX`].
-pub fn codex_reviewer_args(
+pub(crate) fn codex_reviewer_args(
     ctx: &LaunchContext,
     resolution: &Resolution<'_, String>,
 ) -> Result<Vec<String>, RenderError> {

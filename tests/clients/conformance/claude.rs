@@ -262,10 +262,25 @@ pub(super) fn seen(records: &[Record]) -> Vec<Seen<'_>> {
         .collect()
 }
 
-/// The reviewer argv we hand Claude Code.
-fn claude_args(ctx: &LaunchContext) -> Vec<String> {
-    claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap())
-        .unwrap_or_else(|e| panic!("claude_reviewer_args: {e}"))
+impl Claude {
+    /// The argv of Claude Code's lenient plan for `ctx` (the public call), the plan's files
+    /// written into its launch directory `<scratch>/launch` (the `--mcp-config` file the argv
+    /// names).
+    fn plan_args(&self, ctx: &LaunchContext) -> Vec<String> {
+        let ctx = LaunchContext {
+            launch_dir: Some(self.scratch.path().join("launch").to_str().unwrap().into()),
+            ..ctx.clone()
+        };
+        let plan = crate::common::plan::lenient(Client::Claude, &ctx);
+        crate::common::plan::write_files(&plan);
+        plan.argv
+    }
+}
+
+/// The `--mcp-config` JSON a Claude Code plan's argv names: the file's contents.
+fn mcp_config(args: &[String]) -> String {
+    let at = args.iter().position(|a| a == "--mcp-config").unwrap() + 1;
+    std::fs::read_to_string(&args[at]).unwrap_or_else(|e| panic!("{}: {e}", args[at]))
 }
 
 fn claude_baseline_starts_exactly_the_result_channel() {
@@ -284,14 +299,15 @@ fn claude_baseline_starts_exactly_the_result_channel() {
     // Model and effort are rendered too; the oracle adds the prompt (the API is a dead port).
     context.model = Some("sonnet".into());
     context.effort = Some("high".into());
-    let args = claude_args(&context);
+    let args = claude.plan_args(&context);
     assert_eq!(
-        args[..4],
+        args[..5],
         [
             "--permission-mode",
             "bypassPermissions",
             "--strict-mcp-config",
-            "--mcp-config"
+            "--mcp-config",
+            &format!("{}/launch/mcp-config.json", claude.scratch.path().display()),
         ]
     );
     assert_eq!(
@@ -334,7 +350,7 @@ fn claude_full_allowlist_starts_result_channel_plus_allowed_servers() {
     let kcap = claude.scratch.path().join("bin/kcap");
     claude.recorder_at(&kcap);
     let url = "http://127.0.0.1:5100";
-    let args = claude_args(&ctx(
+    let args = claude.plan_args(&ctx(
         url,
         kcap.to_str().unwrap(),
         "agent-2",
@@ -378,7 +394,7 @@ fn claude_windows_path_and_values_arrive_byte_for_byte() {
     let bin_dir = claude.scratch.path().join("bin");
     claude.recorder_at(&bin_dir.join(WINDOWS_KCAP));
     claude.path_prefix = Some(bin_dir.clone());
-    let args = claude_args(&ctx(
+    let args = claude.plan_args(&ctx(
         WINDOWS_URL,
         WINDOWS_KCAP,
         HOSTILE,
@@ -396,7 +412,7 @@ fn claude_windows_path_and_values_arrive_byte_for_byte() {
                     ("KCAP_URL", "C:\\tools\\new"),
                     (
                         "KCAP_FLOW_AGENT_ID",
-                        "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME"
+                        "a1 \"dq\" 'sq'\\ttab\\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME"
                     ),
                 ])
             ),
@@ -415,12 +431,40 @@ fn claude_hostile_path_and_values_arrive_byte_for_byte() {
         return;
     };
     let claude = Claude::new(bin);
-    // Quotes, a tab, a newline, non-ASCII, `=`, `#`, a backslash and `$HOME` in the path.
+    // Quotes, a backslash before `t` and `n`, non-ASCII, `=`, `#`, a backslash and `$HOME`
+    // in the path.
     let kcap = claude.scratch.path().join(HOSTILE).join("kcap");
     claude.recorder_at(&kcap);
     let kcap_str = kcap.to_str().unwrap();
-    assert!(kcap_str.contains('\n') && kcap_str.contains('\t'));
-    let args = claude_args(&ctx(
+    assert!(kcap_str.contains("\\t") && kcap_str.contains("\\n"));
+    // A tab or a line break in the path, the URL or the agent id is refused by the plan: no
+    // client gets it.
+    for control in CONTROL {
+        let with = format!("{kcap_str}{control}");
+        for (c, field) in [
+            (ctx(HOSTILE_URL, &with, "agent", None), "kcap_bin"),
+            (
+                ctx(&format!("{HOSTILE_URL}{control}"), kcap_str, "agent", None),
+                "server_url",
+            ),
+            (
+                ctx(HOSTILE_URL, kcap_str, &format!("a{control}"), None),
+                "agent_id",
+            ),
+        ] {
+            let c = LaunchContext {
+                launch_dir: Some("/run/kcap/l1".into()),
+                ..c
+            };
+            let refused = crate::common::plan::refusal(Client::Claude, &c, Policy::Lenient);
+            assert!(
+                matches!(refused, RenderError::ForbiddenChar { field: f, found, .. }
+                    if f == field && found == control),
+                "{field}: {refused:?}"
+            );
+        }
+    }
+    let args = claude.plan_args(&ctx(
         HOSTILE_URL,
         kcap_str,
         "agent \u{1F600} #4=x",
@@ -437,7 +481,7 @@ fn claude_hostile_path_and_values_arrive_byte_for_byte() {
                 kcap_env(&[
                     (
                         "KCAP_URL",
-                        "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"
+                        "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME"
                     ),
                     ("KCAP_FLOW_AGENT_ID", "agent \u{1F600} #4=x"),
                 ])
@@ -446,7 +490,7 @@ fn claude_hostile_path_and_values_arrive_byte_for_byte() {
                 argv(&[k, b"mcp", b"sessions"]),
                 kcap_env(&[(
                     "KCAP_URL",
-                    "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"
+                    "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME"
                 )])
             ),
         ]
@@ -456,7 +500,7 @@ fn claude_hostile_path_and_values_arrive_byte_for_byte() {
 }
 
 fn claude_dollar_brace_is_refused_before_any_process_starts() {
-    // Refused by the renderer, for every field it can reach; no client is involved.
+    // Refused by the plan, for every field it can reach; no client is involved.
     let base = ctx(
         "http://127.0.0.1:5100",
         "/usr/bin/kcap",
@@ -464,14 +508,18 @@ fn claude_dollar_brace_is_refused_before_any_process_starts() {
         Some(vec![Some("kcap-review")]),
     );
     let refused = |ctx: &LaunchContext, field: &str| {
+        let ctx = LaunchContext {
+            launch_dir: Some("/run/kcap/l1".into()),
+            ..ctx.clone()
+        };
         assert_eq!(
-            claude_reviewer_args(ctx, &ctx.resolve(Policy::Lenient).unwrap()),
-            Err(RenderError::Expansion {
+            crate::common::plan::refusal(Client::Claude, &ctx, Policy::Lenient),
+            RenderError::Expansion {
                 client: kcap_mcp_registry::clients::Client::Claude,
                 server: "kcap-flow-result".to_string(),
                 field: field.into(),
                 expands: kcap_mcp_registry::clients::claude::EXPANDS,
-            })
+            }
         );
     };
     let mut c = base.clone();
@@ -553,14 +601,14 @@ fn claude_gated_starts_no_server() {
             Some(vec![Some("kcap-review")]),
         ),
     ] {
-        let args = claude_args(&gated);
-        assert_eq!(args[4], r#"{"mcpServers":{}}"#);
+        let args = claude.plan_args(&gated);
+        assert_eq!(mcp_config(&args), r#"{"mcpServers":{}}"#);
         let records = claude.run(&args);
         assert!(records.is_empty(), "{records:#?}");
     }
 
     // Control: the same setup, ungated, does start the recorder.
-    let args = claude_args(&ctx(
+    let args = claude.plan_args(&ctx(
         "http://127.0.0.1:5100",
         kcap.to_str().unwrap(),
         "agent-5",

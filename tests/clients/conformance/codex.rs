@@ -1,7 +1,7 @@
-//! Codex CLI: the effective MCP server table (`codex mcp list --json`) after the reviewer argv and the plan.
+//! Codex CLI: the effective MCP server table (`codex mcp list --json`) of the plan, and of its
+//! argv alone.
 
 use super::*;
-use kcap_mcp_registry::Client;
 
 pub(super) fn trials() -> Vec<libtest_mimic::Trial> {
     real_client_tests![
@@ -149,13 +149,15 @@ fn json_of(cmd: Command, tail: &[&str]) -> Value {
     })
 }
 
-/// The reviewer argv we hand Codex, which must carry no prompt (the oracle appends
-/// `mcp list --json` to it).
-fn codex_args(ctx: &LaunchContext) -> Vec<String> {
+/// The argv of Codex's lenient plan for `ctx` (the public call), which must carry no prompt
+/// (the oracle appends `mcp list --json` to it), to run without the rest of the plan.
+fn plan_args(ctx: &LaunchContext) -> Vec<String> {
     assert!(ctx.prompt.is_none(), "the oracle runs without a prompt");
-    let resolution = ctx.resolve(Policy::Lenient).unwrap();
-    let args = codex_reviewer_args(ctx, &resolution)
-        .unwrap_or_else(|e| panic!("codex_reviewer_args: {e}"));
+    let ctx = LaunchContext {
+        launch_dir: Some("/run/kcap/l1".into()),
+        ..ctx.clone()
+    };
+    let args = crate::common::plan::lenient(Client::Codex, &ctx).argv;
     assert_eq!(args.last().map(String::as_str), Some("--no-alt-screen"));
     args
 }
@@ -186,14 +188,9 @@ fn codex_baseline_enables_exactly_the_result_channel() {
         return;
     };
     let codex = Codex::new(bin);
-    let args = codex_args(&ctx(
-        "http://127.0.0.1:5100",
-        "/usr/bin/kcap",
-        "agent-1",
-        None,
-    ));
+    let context = ctx("http://127.0.0.1:5100", "/usr/bin/kcap", "agent-1", None);
     assert_eq!(
-        codex.list(&args),
+        codex.plan_list(&context),
         json!([codex_ours(
             "kcap-flow-result",
             "/usr/bin/kcap",
@@ -201,7 +198,7 @@ fn codex_baseline_enables_exactly_the_result_channel() {
             json!({"KCAP_URL": "http://127.0.0.1:5100", "KCAP_FLOW_AGENT_ID": "agent-1"}),
         )])
     );
-    let got = codex.get(&args, "kcap-flow-result");
+    let got = codex.planned(&context, &["mcp", "get", "kcap-flow-result", "--json"]);
     assert_eq!(got["enabled_tools"], Value::Null);
     assert_eq!(got["disabled_tools"], Value::Null);
 }
@@ -212,16 +209,11 @@ fn codex_full_allowlist_gives_result_channel_plus_allowed_servers() {
     };
     let codex = Codex::new(bin);
     let url = "http://127.0.0.1:5100";
-    let args = codex_args(&ctx(
-        url,
-        "/usr/bin/kcap",
-        "agent-2",
-        Some(case2_allowlist()),
-    ));
+    let context = ctx(url, "/usr/bin/kcap", "agent-2", Some(case2_allowlist()));
     let only_url = json!({ "KCAP_URL": url });
     // `mcp list --json` sorts by name.
     assert_eq!(
-        codex.list(&args),
+        codex.plan_list(&context),
         json!([
             codex_ours(
                 "kcap-analytics",
@@ -299,8 +291,9 @@ disabled_tools = ["submit_review_result"]
 "#;
 
 /// The hostile user configuration in the daemon's `CODEX_HOME`: Codex starts its servers
-/// and merges its same-named entries into ours when the argv runs there (the argv alone
-/// isolates nothing), and reads none of it when the reviewer is launched as the plan says.
+/// and merges its same-named entries into ours when the plan's argv runs there (the argv
+/// alone isolates nothing), and reads none of it when the reviewer is launched as the plan
+/// says.
 fn codex_hostile_user_config_is_not_read_by_the_planned_reviewer() {
     let Some(bin) = peer("KCAP_CODEX_BIN") else {
         return;
@@ -332,9 +325,9 @@ fn codex_hostile_user_config_is_not_read_by_the_planned_reviewer() {
         Some(vec![Some("kcap-review")]),
     );
     context.worktree = Some(worktree.into());
-    // The argv under the user's CODEX_HOME: the user's servers start beside ours.
+    // The plan's argv under the user's CODEX_HOME: the user's servers start beside ours.
     assert_eq!(
-        enabled(&codex.list(&codex_args(&context))),
+        enabled(&codex.list(&plan_args(&context))),
         [
             "corp.flows",
             "kcap-flow-result",
@@ -410,9 +403,9 @@ fn codex_values_reach_the_table_exactly() {
     let allowlist = Some(vec![Some("kcap-review")]);
 
     // Windows paths: `\P`, `\k`, `\t` and `\n` must stay a backslash and a letter.
-    let args = codex_args(&ctx(WINDOWS_URL, WINDOWS_KCAP, HOSTILE, allowlist.clone()));
+    let context = ctx(WINDOWS_URL, WINDOWS_KCAP, HOSTILE, allowlist.clone());
     assert_eq!(
-        codex.list(&args),
+        codex.plan_list(&context),
         json!([
             codex_ours(
                 "kcap-flow-result",
@@ -421,7 +414,7 @@ fn codex_values_reach_the_table_exactly() {
                 json!({
                     "KCAP_URL": "C:\\tools\\new",
                     "KCAP_FLOW_AGENT_ID":
-                        "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME",
+                        "a1 \"dq\" 'sq'\\ttab\\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME",
                 }),
             ),
             codex_ours(
@@ -433,27 +426,28 @@ fn codex_values_reach_the_table_exactly() {
         ])
     );
 
-    // Quotes, tab, newline, non-ASCII, `=`, `#`, `$HOME` and `${HOME}` (Codex expands
-    // neither) in the path and the URL.
+    // Quotes, a backslash before `t` and `n`, non-ASCII, `=`, `#`, `$HOME` and `${HOME}`
+    // (Codex expands neither) in the path and the URL. A tab or a line break is refused by
+    // the plan (`conformance::claude_hostile_path_and_values_arrive_byte_for_byte`).
     let path = format!("/opt/{HOSTILE} ${{HOME}}/kcap");
-    let args = codex_args(&ctx(HOSTILE_URL, &path, "${HOME}", allowlist));
+    let context = ctx(HOSTILE_URL, &path, "${HOME}", allowlist);
     assert_eq!(
-        codex.list(&args),
+        codex.plan_list(&context),
         json!([
             codex_ours(
                 "kcap-flow-result",
-                "/opt/a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
+                "/opt/a1 \"dq\" 'sq'\\ttab\\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
                 &["mcp", "flow-result"],
                 json!({
-                    "KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME",
+                    "KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME",
                     "KCAP_FLOW_AGENT_ID": "${HOME}",
                 }),
             ),
             codex_ours(
                 "kcap-review",
-                "/opt/a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
+                "/opt/a1 \"dq\" 'sq'\\ttab\\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME ${HOME}/kcap",
                 &["mcp", "review"],
-                json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME"}),
+                json!({"KCAP_URL": "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME"}),
             ),
         ])
     );
@@ -472,7 +466,7 @@ fn codex_gated_enables_no_server() {
         Some(vec![Some("kcap-review")]),
     );
     gated.server_url = None;
-    assert_eq!(codex.list(&codex_args(&gated)), json!([]));
+    assert_eq!(codex.plan_list(&gated), json!([]));
 
     // A user config with servers, and a blank kcap path (spaces: a tab is refused,
     // `RenderError::ForbiddenChar`): the planned reviewer has none.

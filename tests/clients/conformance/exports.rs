@@ -101,7 +101,7 @@ fn codex_exported_toml_lists_exactly_the_allowlistable_servers() {
         "--command",
         WINDOWS_KCAP,
         "--server-url",
-        EXPORT_URL,
+        HOSTILE_URL,
         "--project-dir",
         &project,
     ]));
@@ -218,7 +218,7 @@ fn claude_exported_mcp_json_loads_without_diagnostics() {
             "--command",
             kcap.to_str().unwrap(),
             "--server-url",
-            EXPORT_URL,
+            HOSTILE_URL,
         ]),
     )
     .unwrap();

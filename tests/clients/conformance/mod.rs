@@ -1,16 +1,18 @@
-//! Conformance of the renderers against the real clients: Codex CLI 0.169.0 and Claude Code
-//! 2.1.197 (issue 5). Install them with `bash scripts/install-peers.sh`, then run
+//! Conformance of the launch plans against the real clients: Codex CLI 0.169.0 and Claude Code
+//! 2.1.197 (issue 5). Every plan is made through the public call (`Client::plan`,
+//! `tests/common/plan.rs`). Install them with `bash scripts/install-peers.sh`, then run
 //! `KCAP_CODEX_BIN=… KCAP_CLAUDE_BIN=… cargo test --test clients conformance::`. The Claude cases run
 //! unchanged on Claude Code 2.1.332 with `KCAP_CLAUDE_BIN=$KCAP_CLAUDE_NEXT_BIN`, the Codex
 //! cases on Codex CLI 0.171.0 with `KCAP_CODEX_BIN=$KCAP_CODEX_NEXT_BIN` (as `.ci/run` does).
 //!
 //! Oracles, both offline (no login, no model, no network):
-//! - Codex: `codex <codex_reviewer_args> mcp list --json` (and `mcp get NAME --json` for the
-//!   tool filters) prints the effective MCP server table after our `-c` overrides have merged
-//!   onto `$CODEX_HOME/config.toml`: an empty one for the argv's own values, and, for the
-//!   isolation, the plan's (`Client::plan` carried out, the daemon's `$CODEX_HOME` a hostile
-//!   user's).
-//! - Claude Code: `claude <claude_reviewer_args> -- <prompt>` with stdin from `/dev/null`
+//! - Codex: `codex <plan argv> mcp list --json` (and `mcp get NAME --json` for the tool
+//!   filters), the plan carried out by the library's executor, prints the effective MCP
+//!   server table after the argv's `-c` overrides have merged onto the plan's
+//!   `$CODEX_HOME/config.toml` (which holds the servers' `env`); for the isolation, the
+//!   daemon's `$CODEX_HOME` is a hostile user's, and the plan's argv alone runs under it too.
+//! - Claude Code: `claude <plan argv> -- <prompt>`, the plan's files written into its launch
+//!   directory (the `--mcp-config` file the argv names), with stdin from `/dev/null`
 //!   and the API at a dead local port starts every configured MCP server; once the
 //!   recorders have settled the oracle kills it (`tests/claude_oracle`). Our `kcap_bin`
 //!   points at a recorder script that writes its argv, its whole environment and its cwd,
@@ -35,23 +37,24 @@ use crate::claude_oracle;
 
 use common::peers::{inherited_path, peer, run};
 use common::stand_in::write_executable;
-use kcap_mcp_registry::clients::claude::claude_reviewer_args;
-use kcap_mcp_registry::clients::codex::{codex_mcp_overrides, codex_reviewer_args};
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::clients::codex::codex_mcp_overrides;
 use kcap_mcp_registry::{LaunchContext, Policy, RenderError};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-/// A value that needs every kind of escaping: double and single quotes, a tab, a newline,
-/// non-ASCII, `=`, `#`, a backslash and a plain `$HOME` (which no client expands).
-const HOSTILE: &str = "a1 \"dq\" 'sq'\ttab\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME";
+/// A value that needs every kind of escaping a launch lets through: double and single
+/// quotes, a backslash before `t` and `n` (must not become a tab or a line break), non-ASCII,
+/// `=`, `#`, a backslash and a plain `$HOME` (which no client expands). A control character
+/// (a tab, a line break) is refused in every value that names the reviewer or its servers,
+/// by the plan (`RenderError::ForbiddenChar`) and by `export`: [`CONTROL`].
+const HOSTILE: &str = "a1 \"dq\" 'sq'\\ttab\\nnl \u{e9}\u{4e2d} =eq #hash \\bs $HOME";
 
 /// A hostile URL-like value in the same spirit.
-const HOSTILE_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\t#frag\n\u{e9}$HOME";
+const HOSTILE_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME";
 
-/// [`HOSTILE_URL`] without its control characters, which `export` refuses (the library
-/// renderers still take, and escape, them): what the registration exports are read with.
-#[cfg(feature = "cli")]
-const EXPORT_URL: &str = "http://127.0.0.1:9/p?\"q\"='s'&t=\\t #frag \u{e9}$HOME";
+/// The control characters a plan refuses in [`HOSTILE`]'s place.
+const CONTROL: [char; 2] = ['\t', '\n'];
 
 /// The Windows-style kcap path from the issue.
 const WINDOWS_KCAP: &str = r"C:\Program Files\kcap\kcap.exe";

@@ -9,7 +9,6 @@ pub(super) use crate::common;
 
 pub(super) use common::{Run, bin, finish, run};
 pub(super) use kcap_mcp_registry::clients::Client;
-pub(super) use kcap_mcp_registry::clients::claude::claude_reviewer_args;
 pub(super) use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
 pub(super) use kcap_mcp_registry::{LaunchContext, Policy};
 

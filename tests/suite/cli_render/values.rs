@@ -210,8 +210,18 @@ fn brokered_and_borrowed_flags_and_launch_fields_render_the_library_argv() {
         ..LaunchContext::default()
     };
     let claude = claude_argv(&ctx);
-    let config =
-        claude_reviewer_args(&ctx, &ctx.resolve(Policy::Lenient).unwrap()).unwrap()[4].clone();
+    // The JSON is in the plan's `mcp-config.json`, which its argv names.
+    let planned = LaunchContext {
+        launch_dir: Some("/run/kcap/l1".into()),
+        ..ctx.clone()
+    };
+    let plan = crate::common::plan::lenient(Client::Claude, &planned);
+    let config = &plan
+        .files
+        .iter()
+        .find(|f| f.path == "mcp-config.json")
+        .unwrap()
+        .contents;
     assert!(config.contains(r#""KCAP_FLOW_CAPABILITY_URL":"http://127.0.0.1:7000/t""#));
     assert!(config.contains(r#""KCAP_REVIEW_CONTEXT_URL":"http://127.0.0.1:7001/rc""#));
     assert_eq!(claude[4], CLAUDE_CONFIG_FILE);
