@@ -368,13 +368,20 @@ fn check(spec: &Spec) {
     assert!(run.keyed.0 * 100 <= kcap_mcp_registry::launch::door::KEYED_REQUESTS);
     // In the same launch, its MCP server reached the stand-in kcap server through the door
     // (and nothing else: not the model API's port on the host, another address, a name
-    // server).
+    // server, a host outside), and the door's log names the connection to the host outside.
     assert_eq!(
         run.marks,
-        ["direct-no", "dns-no", "kcap-yes", "other-no"]
+        ["direct-no", "dns-no", "kcap-yes", "other-no", "outside-no"]
             .map(String::from)
             .into(),
         "{client}"
+    );
+    assert!(
+        run.log
+            .iter()
+            .any(|l| l == crate::common::door::OUTSIDE_REFUSED),
+        "{client}: {:?}",
+        run.log
     );
     assert!(
         run.kcap_reached >= 1,

@@ -98,7 +98,9 @@ fn outside() -> &'static Outside {
 /// `HTTP/1.0 200`, else `kcap-no`; `direct-yes` when a TCP connection to `127.0.0.1:<port of
 /// model_api_url>` opens, else `direct-no`; `other-yes` when a TCP connection to a listener
 /// on the host's `127.0.0.2` opens; `dns-yes` when a DNS query to a stand-in name server on
-/// the host's `127.0.0.1` is answered within 2 s ([`Outside`]). Each file is named
+/// the host's `127.0.0.1` is answered within 2 s ([`Outside`]); `outside-yes` when a TCP
+/// connection to `203.0.113.7:443` (RFC 5737, a host outside) opens within 1 s (behind the
+/// door the door's log names it: [`OUTSIDE_REFUSED`]). Each file is named
 /// `<probe>-<answer>-<pid>` ([`marks`] reads them).
 pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str) {
     std::fs::create_dir_all(marks).unwrap();
@@ -122,6 +124,7 @@ pub fn write_probe(wrapper: &Path, marks: &Path, model_api_url: &str, exec: &str
              exec 3>&-\n\
              if (exec 4<>/dev/tcp/127.0.0.1/{api_port}) 2>/dev/null; then mark direct yes; else mark direct no; fi\n\
              if (exec 5<>/dev/tcp/127.0.0.2/{other_port}) 2>/dev/null; then mark other yes; else mark other no; fi\n\
+             if timeout 1 bash -c 'exec 7<>/dev/tcp/203.0.113.7/443' 2>/dev/null; then mark outside yes; else mark outside no; fi\n\
              if (exec 6<>/dev/udp/127.0.0.1/{dns_port} \
                 && printf '{query}' >&6 && IFS= read -r -t 2 -N 2 id <&6 && [[ $id == $'\\x12\\x34' ]]) 2>/dev/null; \
                 then mark dns yes; else mark dns no; fi\n\
@@ -328,6 +331,10 @@ pub fn acp_launch(
     }
 }
 
+/// The door's log line for [`write_probe`]'s connection to a host outside.
+pub const OUTSIDE_REFUSED: &str = "refused: a TCP connection to 203.0.113.7:443 from the \
+     reviewer (only the door's endpoints are reached); answered ICMP prohibited";
+
 /// What a launch behind the door shows of its servers and its probe: no server's
 /// environment holds `key`, each was given the kcap server through the door (port 41002),
 /// no launch-directory file holds the key (`leaks`), the probe reached the kcap server and
@@ -356,7 +363,7 @@ pub fn assert_reach_behind_the_door<'a>(
     );
     assert_eq!(
         *marks,
-        ["direct-no", "dns-no", "kcap-yes", "other-no"]
+        ["direct-no", "dns-no", "kcap-yes", "other-no", "outside-no"]
             .map(String::from)
             .into()
     );

@@ -89,6 +89,27 @@ def stream():
 def down():
     data = read_all(request(env["DOWN"], "/v1/messages"))
     return data.startswith(b"HTTP/1.1 502")
+def outside(host, port):
+    # A host outside (the documentation ranges): refused at once, not after the timeout.
+    started = time.monotonic()
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        return True
+    except OSError as e:
+        print(f"outside-{host}-errno={e.errno} after={time.monotonic() - started:.1f}", flush=True)
+        raise
+def outside_lookup():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.connect(("198.51.100.53", 53))
+    s.send(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05exfil\x07example\x00\x00\x01\x00\x01")
+    return len(s.recv(512)) > 0
+if "OUTSIDE" in env:
+    probe("outside_v4", lambda: outside("203.0.113.7", 443))
+    probe("outside_v6", lambda: outside("2001:db8::7", 80))
+    probe("outside_lookup", outside_lookup)
+    print("probes-done", flush=True)
+    sys.exit(0)
 probe("host_port", lambda: connect("127.0.0.1", env["HOST_PORT"]))
 probe("other_address", lambda: connect("127.0.0.2", env["OTHER_PORT"]))
 probe("name_server", dns)
@@ -299,6 +320,51 @@ fn only_the_doors_endpoints_are_reached_and_without_the_door_every_way_out_is_op
         .filter(|h| h.contains(&format!("host: 127.0.0.1:{MODEL_PORT}")))
         .count();
     assert_eq!(through, 3, "{heads:?}");
+}
+
+/// A way out past the door (a connection to a host outside, over IPv4 and IPv6, a name
+/// lookup from a name server outside) fails at once, and the door's log names each: the
+/// namespace routes every address but the loopback to the door's tun device, which answers
+/// ICMP "administratively prohibited" (`launch::door`'s `outside`). Without that device the
+/// attempts fail too (no route), but nothing names them: the log assertions bite.
+#[test]
+fn every_way_out_past_the_door_fails_at_once_and_the_door_logs_it_naming_it() {
+    if !door_available() {
+        return;
+    }
+    let world = World::new();
+    let launch_dir = world.at("launches").join("outside");
+    let mut plan = world.plan(&launch_dir, &format!("127.0.0.1:{MODEL_PORT}"), None);
+    plan.env.push(EnvVar::new("OUTSIDE", "1"));
+    let door = Options::default().with_network(world.door());
+    let (answers, log, output) = world.run(&plan, &door);
+    for way in ["outside_v4", "outside_v6", "outside_lookup"] {
+        assert_eq!(answers.get(way), Some(&false), "{way}: {output}");
+    }
+    // At once: EHOSTUNREACH (113) over IPv4, EACCES (13) over IPv6, well within the timeout.
+    assert!(
+        output.contains("outside-203.0.113.7-errno=113 after=0.0"),
+        "{output}"
+    );
+    assert!(
+        output.contains("outside-2001:db8::7-errno=13 after=0.0"),
+        "{output}"
+    );
+    for tried in [
+        "a TCP connection to 203.0.113.7:443",
+        "a TCP connection to [2001:db8::7]:80",
+        "a name lookup of \"exfil.example\" (UDP to 198.51.100.53:53)",
+    ] {
+        let line = format!(
+            "refused: {tried} from the reviewer (only the door's endpoints are reached); \
+             answered ICMP prohibited"
+        );
+        assert_eq!(
+            log.iter().filter(|l| **l == line).count(),
+            1,
+            "{line}\nnot once in {log:?}"
+        );
+    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 
+use super::outside;
+
 /// What the child needs, prepared before the fork.
 pub(super) struct ChildSide {
     pub(super) maps: crate::launch::userns::Maps,
@@ -15,7 +17,7 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// In the child: the module docs' steps 1 to 4.
+/// In the child: the module docs' steps 1 to 5.
 ///
 /// # Safety
 /// Called between fork and exec.
@@ -28,6 +30,16 @@ pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
             let sent = send_fd(child.channel.as_raw_fd(), fd);
             libc::close(fd);
             sent?;
+        }
+        // Step 5: the way out that is refused, seen. Without it the launch goes on (a
+        // connection out still fails, unlogged), and the door says why in its log.
+        match outside::tun_up() {
+            Ok(fd) => {
+                let sent = send_fd(child.channel.as_raw_fd(), fd);
+                libc::close(fd);
+                sent?;
+            }
+            Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
         }
     }
     Ok(())
@@ -103,6 +115,38 @@ unsafe fn send_fd(channel: RawFd, fd: RawFd) -> std::io::Result<()> {
         }
         Ok(())
     }
+}
+
+/// Sends `errno` over `channel` in place of a descriptor, one message of 4 bytes.
+unsafe fn send_errno(channel: RawFd, errno: i32) -> std::io::Result<()> {
+    let bytes = errno.to_ne_bytes();
+    unsafe {
+        if libc::send(channel, bytes.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) != 4 {
+            return Err(last());
+        }
+    }
+    Ok(())
+}
+
+/// Receives what [`send_fd`] or [`send_errno`] sent, without waiting: the descriptor, or
+/// the error the child had in place of it.
+pub(super) fn recv_fd_or_errno(channel: RawFd) -> std::io::Result<Result<OwnedFd, i32>> {
+    let mut bytes = [0u8; 4];
+    // SAFETY: a peek into a buffer of its size.
+    let n = unsafe {
+        libc::recv(
+            channel,
+            bytes.as_mut_ptr().cast(),
+            4,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    if n == 4 {
+        // SAFETY: the same message, taken.
+        unsafe { libc::recv(channel, bytes.as_mut_ptr().cast(), 4, libc::MSG_DONTWAIT) };
+        return Ok(Err(i32::from_ne_bytes(bytes)));
+    }
+    recv_fd(channel).map(Ok)
 }
 
 /// Receives one descriptor sent by [`send_fd`], without waiting.

@@ -12,7 +12,10 @@
 //! 4. for each [`Endpoint`], binds a listening TCP socket on `127.0.0.1:<port>` of the new
 //!    namespace and passes it to the executor over a socketpair made before the fork
 //!    (`SCM_RIGHTS`). A socket stays in the namespace it was created in: the executor,
-//!    outside, accepts the connections made inside.
+//!    outside, accepts the connections made inside;
+//! 5. makes a tun device, `kcap0`, routes every other address to it (`192.0.2.1`, IPv4's
+//!    default route; `2001:db8::1` and IPv6's where the kernel has it) and passes it too:
+//!    the executor reads what the reviewer sends toward another host there (`outside`).
 //!
 //! Every step is a raw system call on memory prepared before the fork (the map lines, the
 //! ports): nothing is allocated and no lock is taken in the child.
@@ -46,9 +49,12 @@
 //! line, as does, on an endpoint the door only pipes, a write toward the upstream that moves
 //! no byte for that long.
 //!
-//! Inside the namespace nothing else exists: no other address, no route (a connection to
-//! any other host fails with `ENETUNREACH`), so no name server is reachable, and every
-//! other local port is refused by the kernel. Because each reviewer has its own namespace,
+//! Inside the namespace nothing else leads out: a packet toward any other host reaches the
+//! tun device, whose only reader is the door, and the door forwards none: it writes a log
+//! line naming it (a name lookup with its name) and answers ICMP "administratively
+//! prohibited", so the `connect` fails at once (`EHOSTUNREACH`; where the device cannot be
+//! made, no route: `ENETUNREACH`, unlogged, and the log's first line says why). Every other
+//! local port is refused by the kernel, inside the namespace, unseen. Because each reviewer has its own namespace,
 //! the door's ports are fixed and known when the plan is made. docs/network.md has the
 //! measurements.
 
@@ -61,7 +67,7 @@ use std::time::Duration;
 
 use super::error::ExecError;
 use super::userns;
-use child::{ChildSide, enter, recv_fd};
+use child::{ChildSide, enter, recv_fd, recv_fd_or_errno};
 use forward::accept_loop;
 
 mod budget;
@@ -70,6 +76,7 @@ mod child;
 mod forward;
 pub mod http;
 mod log;
+mod outside;
 mod tls;
 
 pub use budget::Rate;
@@ -363,6 +370,7 @@ impl Pending {
                 ..Shared::default()
             }),
             listeners: Vec::new(),
+            outside: None,
         };
         for endpoint in self.endpoints {
             let fd = recv_fd(self.channel.as_raw_fd()).map_err(|e| ExecError::NoDoor {
@@ -382,6 +390,28 @@ impl Pending {
                 })?;
             door.listeners.push((listener, thread));
         }
+        door.outside = match recv_fd_or_errno(self.channel.as_raw_fd()) {
+            Ok(Ok(tun)) => Some(
+                outside::Watcher::start(tun, Arc::clone(&door.shared)).map_err(|e| {
+                    ExecError::NoDoor {
+                        missing: format!("a thread for the door ({e})"),
+                    }
+                })?,
+            ),
+            Ok(Err(errno)) => {
+                door.shared.log(format!(
+                    "door: connections out of the reviewer's namespace fail, unlogged: its device \
+                     to see them cannot be made (/dev/net/tun: {})",
+                    std::io::Error::from_raw_os_error(errno)
+                ));
+                None
+            }
+            Err(e) => {
+                return Err(ExecError::NoDoor {
+                    missing: format!("the namespace's tun device or why it is missing ({e})"),
+                });
+            }
+        };
         Ok(door)
     }
 }
@@ -420,6 +450,8 @@ impl Shared {
 pub struct Door {
     shared: Arc<Shared>,
     listeners: Vec<(TcpListener, std::thread::JoinHandle<()>)>,
+    /// The reader of the namespace's tun device, where it could be made.
+    outside: Option<outside::Watcher>,
 }
 
 impl Door {
