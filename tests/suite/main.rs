@@ -54,6 +54,8 @@ mod launch_door_bounds;
 mod launch_door_budget;
 #[cfg(feature = "launch")]
 mod launch_door_tls;
+#[cfg(feature = "cli")]
+mod launch_door_unprivileged;
 #[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]

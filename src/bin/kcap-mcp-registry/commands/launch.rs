@@ -481,7 +481,7 @@ fn run_acp(
     outln!("session {}", printable(session.session_id()));
     let Some(prompt) = prompt else {
         outln!("no prompt given: stopping after session/new");
-        session.stop().map_err(CliError::found)?;
+        stop_acp(session)?;
         return Ok(ExitCode::SUCCESS);
     };
     session.prompt(prompt).map_err(CliError::found)?;
@@ -489,7 +489,7 @@ fn run_acp(
         let wait = match bound.wait() {
             Ok(wait) => wait,
             Err(end) => {
-                session.stop().map_err(CliError::found)?;
+                stop_acp(session)?;
                 return Err(end);
             }
         };
@@ -514,18 +514,38 @@ fn run_acp(
             AcpEvent::Stderr(line) => outln!("stderr {}", printable(&line)),
             AcpEvent::PromptDone { stop_reason, .. } => {
                 outln!("done {}", printable(&stop_reason));
-                session.stop().map_err(CliError::found)?;
+                stop_acp(session)?;
                 return Ok(ExitCode::SUCCESS);
             }
             AcpEvent::Exited(status) => {
                 outln!("exited {}", shown_status(status));
-                session.stop().map_err(CliError::found)?;
+                stop_acp(session)?;
                 return Err(CliError::found(
                     "the client exited before it answered the prompt",
                 ));
             }
             _ => {}
         }
+    }
+}
+
+/// Prints the network door's log, a line `door <line>` each (none without a door), then
+/// stops the reviewer: what the door refused (a way out, a request over its budget) is the
+/// evidence a daemon's operator needs, and it goes with the door.
+fn stop_acp(session: AcpSession) -> Result<(), CliError> {
+    door_lines(session.door_log());
+    session.stop().map(drop).map_err(CliError::found)
+}
+
+/// [`stop_acp`] for a terminal client.
+fn stop_terminal(session: TerminalSession) -> Result<(), CliError> {
+    door_lines(session.door_log());
+    session.stop().map(drop).map_err(CliError::found)
+}
+
+fn door_lines(log: Vec<String>) {
+    for line in log {
+        outln!("door {}", printable(&line));
     }
 }
 
@@ -543,7 +563,7 @@ fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode,
         let wait = match bound.wait() {
             Ok(wait) => wait,
             Err(end) => {
-                session.stop().map_err(CliError::found)?;
+                stop_terminal(session)?;
                 return Err(end);
             }
         };
@@ -559,7 +579,7 @@ fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode,
                     outln!("output {line}");
                 }
                 outln!("exited {}", shown_status(status));
-                session.stop().map_err(CliError::found)?;
+                stop_terminal(session)?;
                 return match status {
                     Some(s) if s.success() => Ok(ExitCode::SUCCESS),
                     _ => Err(CliError::Found(None)),
