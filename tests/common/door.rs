@@ -681,18 +681,39 @@ fn read_request(s: &mut impl std::io::Read) -> Option<(String, String)> {
 }
 
 /// An upstream of the network door on 127.0.0.1 that takes one connection and keeps what it
-/// is sent: after each read, `step(all got so far, the connection)` may answer, and ends the
-/// connection by returning `true`; it also ends when the other side closes or sends nothing
-/// for 5 s. Returns its address, and the thread that yields what it got.
+/// is sent, over TLS with `tls` (else plain TCP): after each read, `step(all got so far, the
+/// connection)` may answer, and ends the connection by returning `true`; it also ends when
+/// the other side closes or sends nothing for 5 s, or when no connection came within 10 s
+/// (what it got is then empty). Returns its address, and the thread that yields what it got.
+#[cfg(feature = "launch")]
 pub fn one_connection_upstream(
-    mut step: impl FnMut(&[u8], &mut TcpStream) -> bool + Send + 'static,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut step: impl FnMut(&[u8], &mut dyn std::io::Write) -> bool + Send + 'static,
 ) -> (String, std::thread::JoinHandle<String>) {
     use std::io::Read as _;
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let seen = std::thread::spawn(move || {
-        let (mut conn, _) = listener.accept().unwrap();
-        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let tcp = loop {
+            match listener.accept() {
+                Ok((conn, _)) => break conn,
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(_) => return String::new(),
+            }
+        };
+        tcp.set_nonblocking(false).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut conn: Box<dyn ReadWrite> = match tls {
+            Some(config) => Box::new(rustls::StreamOwned::new(
+                rustls::ServerConnection::new(config).unwrap(),
+                tcp,
+            )),
+            None => Box::new(tcp),
+        };
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         while let Ok(n) = conn.read(&mut buf) {
@@ -708,3 +729,9 @@ pub fn one_connection_upstream(
     });
     (addr, seen)
 }
+
+/// A connection [`one_connection_upstream`] reads and writes.
+#[cfg(feature = "launch")]
+trait ReadWrite: std::io::Read + std::io::Write + Send {}
+#[cfg(feature = "launch")]
+impl<T: std::io::Read + std::io::Write + Send> ReadWrite for T {}

@@ -16,7 +16,6 @@
 
 use crate::common;
 
-use std::io::Write as _;
 use std::time::Duration;
 
 use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
@@ -169,15 +168,16 @@ fn the_door_passes_no_request_it_did_not_read_behind_an_upgrade_header() {
     {
         return;
     }
+    let (tls, root) = tls_upstream();
     let mut answered = false;
-    let (addr, seen) = one_connection_upstream(move |got, conn| {
+    let (addr, seen) = one_connection_upstream(Some(tls), move |got, conn| {
         if !answered {
             let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
             answered = true;
         }
         String::from_utf8_lossy(got).contains("evil.example")
     });
-    let door = keyed_door(addr);
+    let door = tls_door(addr);
     let body = |_: &str| {
         r#"/usr/bin/python3 -c '
 import socket, time
@@ -189,9 +189,12 @@ print("sent=yes")
 "#
         .to_owned()
     };
-    let _ = run(&Options::default().with_network(door), body);
+    let _ = run(
+        &Options::default().with_network(door).with_door_root(root),
+        body,
+    );
     let seen = seen.join().unwrap();
-    assert!(seen.contains("x-api-key: daemon-key"), "{seen}");
+    assert!(seen.starts_with("GET /v1/models HTTP/1.1\r\n"), "{seen}");
     assert!(
         !seen.contains("CONNECT evil.example"),
         "the upstream got a request the door did not read: {seen}"
@@ -207,8 +210,9 @@ fn the_door_passes_a_connection_the_upstream_switched() {
     {
         return;
     }
+    let (tls, root) = tls_upstream();
     let mut switched = false;
-    let (addr, seen) = one_connection_upstream(move |got, conn| {
+    let (addr, seen) = one_connection_upstream(Some(tls), move |got, conn| {
         if !switched && got.windows(4).any(|w| w == b"\r\n\r\n") {
             conn.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
                 .unwrap();
@@ -219,7 +223,7 @@ fn the_door_passes_a_connection_the_upstream_switched() {
         }
         false
     });
-    let door = keyed_door(addr);
+    let door = tls_door(addr);
     let body = |_: &str| {
         r#"/usr/bin/python3 -c '
 import socket
@@ -236,18 +240,70 @@ print("echoed=" + ("yes" if echo == b"echo-frame-1" else "no"))
 "#
         .to_owned()
     };
-    let answers = run(&Options::default().with_network(door), body);
+    let answers = run(
+        &Options::default().with_network(door).with_door_root(root),
+        body,
+    );
     let seen = seen.join().unwrap();
-    assert!(seen.contains("x-api-key: daemon-key"), "{seen}");
+    assert!(seen.starts_with("GET /v1/responses HTTP/1.1\r\n"), "{seen}");
     assert!(seen.ends_with("frame-1"), "{seen}");
     assert_eq!(answers.get("switched"), Some(&true), "{answers:?}");
     assert_eq!(answers.get("echoed"), Some(&true), "{answers:?}");
 }
 
-/// The door of the upgrade tests: port 8080 to `upstream`, the daemon's key set as
-/// `x-api-key`.
-fn keyed_door(upstream: String) -> Network {
-    Network::Door(vec![Endpoint::new(8080, upstream).with_credential(
+/// On an endpoint with the daemon's credential no protocol switch passes: what follows one
+/// is bytes the door does not read, so a WebSocket's messages (each a model request on the
+/// OpenAI Responses API) would not count against the launch's budget. The upgrade request
+/// gets a `426` (on which Codex CLI sends its request over HTTP), nothing reaches the
+/// upstream, the key included. It failed when the door passed the upgrade with the key.
+#[test]
+fn no_protocol_switch_passes_with_the_daemons_key() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
+        || kcap_mcp_registry::launch::door::missing().is_some()
+    {
+        return;
+    }
+    let (addr, seen) = one_connection_upstream(None, |got, conn| {
+        if got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let _ = conn.write_all(b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n");
+        }
+        false
+    });
+    let door = Network::Door(vec![Endpoint::new(8080, addr).with_credential(
         kcap_mcp_registry::launch::door::Credential::new("x-api-key", "daemon-key"),
-    )])
+    )]);
+    let body = |_: &str| {
+        r#"/usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", 8080), 5)
+s.sendall(b"GET /v1/responses HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n")
+got = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    got += chunk
+print("refused=" + ("yes" if got.startswith(b"HTTP/1.1 426 Upgrade Required") and b"send the request over HTTP" in got else "no"))
+'
+"#
+        .to_owned()
+    };
+    let answers = run(&Options::default().with_network(door), body);
+    assert_eq!(answers.get("refused"), Some(&true), "{answers:?}");
+    let seen = seen.join().unwrap();
+    assert_eq!(seen, "", "the upstream got: {seen}");
+}
+
+/// A TLS upstream's configuration (its certificate for `127.0.0.1`, by a CA made for the
+/// test) and the CA's root, for the door.
+fn tls_upstream() -> (std::sync::Arc<rustls::ServerConfig>, Vec<u8>) {
+    let ca = common::door::TestCa::new("kcap upgrade test CA");
+    let (cert, key) = ca.leaf(&["127.0.0.1"]);
+    (common::door::tls_server(cert, key), ca.der())
+}
+
+/// The door of the upgrade tests: port 8080 to `upstream` over TLS, whose requests' heads
+/// the door reads, without a credential (with one, no switch passes at all).
+fn tls_door(upstream: String) -> Network {
+    Network::Door(vec![Endpoint::new(8080, upstream).over_tls()])
 }

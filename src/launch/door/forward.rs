@@ -422,6 +422,14 @@ fn requests(
                 "door port {port}: refused a request: {why}; closed the connection"
             ));
         }
+        Err(Failure::Switch { told }) => {
+            let answered = if told { "answered 426 and " } else { "" };
+            shared.log(format!(
+                "door port {port}: refused a protocol switch (upgrade) with the daemon's \
+                 credential: what follows one is not read, so not counted against the \
+                 launch's budget; {answered}closed the connection"
+            ));
+        }
         Err(Failure::OverBudget { refused, told }) => {
             let answered = if told { "answered 429 and " } else { "" };
             shared.log(format!(

@@ -87,6 +87,12 @@ pub(super) enum Failure {
     /// ([`Settings::keyed_requests`](super::Settings::keyed_requests)): the requests refused
     /// so far, this one included; whether the client got a `429`.
     OverBudget { refused: u64, told: bool },
+    /// A request to switch protocols (an `upgrade` header: a WebSocket) on an endpoint with
+    /// the daemon's credential: what passes after a switch is not read, so not counted
+    /// against the launch's budget (the OpenAI Responses API over a WebSocket takes a model
+    /// request per message); whether the client got a `426`, which Codex CLI measured
+    /// answers by sending its request over HTTP (docs/network.md).
+    Switch { told: bool },
     /// The upstream cannot be reached (why); the client got a `502`.
     Unreachable(String),
     /// Reading or writing failed.
@@ -517,6 +523,9 @@ pub(super) fn requests(
         input.deadline = Some(Instant::now() + bound);
         let end = input.until(b"\r\n\r\n", MAX_HEAD_BYTES, "its head is too large")?;
         let head = rewrite(&input.buf[..end], credential, authority).map_err(Failure::Refused)?;
+        if head.upgrade && credential.is_some() {
+            return Err(Failure::Switch { told: false });
+        }
         if head.upgrade && forwarded {
             return Err(Failure::Refused(
                 "it asks to switch protocols after another request",
@@ -639,6 +648,17 @@ fn end(
             );
             shut(Shutdown::Both);
         }
+        // A protocol switch with the daemon's credential: unless a request passed on still
+        // awaits its answer (the 426 would read as that answer), the client gets a 426 and
+        // sends its request over HTTP; nothing of it reached the upstream.
+        Err(Failure::Switch { told }) if !forwarded || !watch.waiting() => {
+            *told = true;
+            let body = "kcap door: a protocol switch (upgrade) is not passed on with the \
+                        daemon's credential, as what follows it could not be counted against \
+                        the launch's budget; send the request over HTTP\n";
+            super::forward::answer_and_close(input.stream, "426 Upgrade Required", body);
+            shut(Shutdown::Both);
+        }
         // No answer has begun since the last request went up (or none went): the client
         // gets a 408. The watch is cleared first, so that the thread that pipes the
         // upstream's answers, ended by the close, adds no 502 or 504.
@@ -672,7 +692,8 @@ fn end(
             Failure::Refused(_)
             | Failure::Stalled(_)
             | Failure::Untaken(_)
-            | Failure::OverBudget { .. },
+            | Failure::OverBudget { .. }
+            | Failure::Switch { .. },
         ) => {
             shut(Shutdown::Both);
             let _ = input.stream.shutdown(Shutdown::Both);
