@@ -23,7 +23,8 @@
 //! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
 //!    with their modes: each component opened relative to its parent without following
 //!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch
-//!    directory is removed again.
+//!    directory is removed again, at the descriptor limit too: two descriptors taken before
+//!    it is created are given back for its removal, which then needs no more than two.
 //! 3. **Remove** the `worktree_remove` paths under `cwd` that exist (a link is removed, not
 //!    followed; a parent that is a link is refused).
 //! 4. **Start** the client: `client_bin` with the plan's `argv`, in `cwd` (the launch
@@ -106,6 +107,7 @@ mod prepare;
 mod process;
 mod pty;
 mod queue;
+mod remove;
 pub mod sandbox;
 mod seccomp;
 mod spawn;

@@ -55,6 +55,8 @@ mod launch_door_tls;
 #[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
+mod launch_fd_limit;
+#[cfg(feature = "launch")]
 mod launch_outlive;
 #[cfg(feature = "cli")]
 mod launch_output;
