@@ -47,7 +47,8 @@ fn stand_in(dir: &Path, acp: bool, stay: bool) -> std::path::PathBuf {
 }
 
 /// A plan that writes a credential file (`home/.codex/auth.json`, a dummy key), as a Codex
-/// launch does.
+/// launch does, and a file ten directories down (a module cache's depth: removing it one
+/// descriptor a level needs more than the two a launch directory keeps).
 fn plan(launch_dir: &Path, acp: bool) -> LaunchPlan {
     let mut plan = if acp {
         acp_plan(launch_dir)
@@ -58,6 +59,11 @@ fn plan(launch_dir: &Path, acp: bool) -> LaunchPlan {
         path: "home/.codex/auth.json".into(),
         contents: "{\"OPENAI_API_KEY\":\"sk-dummy\"}".into(),
         mode: 0o600,
+    });
+    plan.files.push(kcap_mcp_registry::clients::plan::PlanFile {
+        path: "home/go/pkg/mod/a/b/c/d/e/f/x.go".into(),
+        contents: "package f".into(),
+        mode: 0o400,
     });
     plan
 }
