@@ -10,7 +10,9 @@
 //!    through no symbolic link that exists; file modes are permission bits only; every argv
 //!    element can be passed (no NUL, at most [`MAX_ARG_BYTES`]); the environment can be set
 //!    exactly (unique names, none both set and inherited, no `=` or
-//!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
+//!    NUL); a typed prompt holds no control character but line breaks and tabs
+//!    ([`is_refused_in_terminal_prompt`](crate::clients::plan::is_refused_in_terminal_prompt));
+//!    the launch directory does not exist, or is an empty directory (not a link) of
 //!    this user's, and its parent is not writable by every user unless sticky. In the
 //!    daemon's environment: the inherited `PATH` has no empty, relative, worktree-internal
 //!    (the client starts in the worktree, and `#!/usr/bin/env node` would find the

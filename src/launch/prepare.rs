@@ -23,7 +23,8 @@ pub const DIR_MODE: u32 = 0o700;
 /// version; a `dirs`, `files` or `worktree_remove` path that is not a plain relative path or
 /// goes through a symbolic link that exists; a `sandbox` path that is not a plain absolute
 /// path; a file mode beyond 0o777; an environment that
-/// cannot be set exactly; a launch directory that exists and is not an empty directory of
+/// cannot be set exactly; a typed prompt holding a control character other than a line
+/// break or a tab; a launch directory that exists and is not an empty directory of
 /// this user's.
 pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
     if plan.version != PLAN_VERSION {
@@ -35,6 +36,14 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
     check_paths(plan)?;
     check_argv(plan)?;
     check_env(plan)?;
+    // Typed into the client's terminal: a control character would be a key.
+    if let Some(found) = plan.typed_prompt.as_ref().and_then(|t| {
+        t.text
+            .chars()
+            .find(|&c| crate::clients::plan::is_refused_in_terminal_prompt(c))
+    }) {
+        return Err(ExecError::TypedPromptChar { found });
+    }
     // A launch checks it again once it holds the directory's [`Claim`].
     check_launch_dir(launch_dir, true)?;
     for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {

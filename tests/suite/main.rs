@@ -78,6 +78,7 @@ mod lookup_equivalence;
 mod plan_door;
 mod plan_golden;
 mod plan_properties;
+mod prompt_chars;
 mod readme_embed;
 mod render_escaping;
 mod render_golden;
