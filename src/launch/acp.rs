@@ -348,7 +348,8 @@ impl AcpSession {
                 left
             };
             match self.rx.recv_timeout(slice) {
-                Ok(msg) => return Ok(Some(msg)),
+                // Parsed here, in the caller's thread: the queue holds lines only.
+                Ok(msg) => return Ok(Some(msg.parsed())),
                 Err(RecvTimeoutError::Disconnected) => return Ok(Some(Incoming::Closed)),
                 Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -590,8 +591,10 @@ impl AcpSession {
 
     /// Turns one incoming message into an event, answering the client's requests.
     fn event(&mut self, msg: Incoming, step: Step) -> Result<Option<AcpEvent>, ExecError> {
-        let v = match msg {
-            Incoming::Text(line) => return Ok(Some(AcpEvent::Output(line))),
+        let v = match msg.parsed() {
+            Incoming::Text(line) | Incoming::Line(line) => {
+                return Ok(Some(AcpEvent::Output(line)));
+            }
             Incoming::Stderr(line) => return Ok(Some(AcpEvent::Stderr(line))),
             Incoming::TooLarge => {
                 self.closed = true;

@@ -56,6 +56,8 @@ mod launch_door_tls;
 mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_fd_limit;
+#[cfg(feature = "cli")]
+mod launch_memory;
 #[cfg(feature = "launch")]
 mod launch_outlive;
 #[cfg(feature = "cli")]
