@@ -345,6 +345,18 @@ pub enum ExecError {
         /// The bound, in bytes.
         limit: usize,
     },
+    /// The client sent more than [`MAX_SET_ASIDE_BYTES`](super::MAX_SET_ASIDE_BYTES) of
+    /// messages before it answered a request of the handshake (`initialize`,
+    /// `session/new`), all of which would be kept for
+    /// [`AcpSession::next_event`](super::AcpSession::next_event): it was stopped.
+    Flooded {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// The client has not read what was written to it for more than the bound
     /// ([`MAX_UNSENT_BYTES`](super::MAX_UNSENT_BYTES)), and more was to be written.
     Stalled {
@@ -573,6 +585,15 @@ impl ExecError {
                 f,
                 "{step}: {client} wrote a line of more than {limit} bytes (the bound of one \
                  message); stopped it"
+            ),
+            ExecError::Flooded {
+                client,
+                step,
+                limit,
+            } => write!(
+                f,
+                "{step}: {client} sent more than {limit} bytes of messages before it answered \
+                 (the bound of what is kept for later); stopped it"
             ),
             ExecError::Stalled {
                 client,

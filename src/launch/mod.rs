@@ -74,6 +74,9 @@
 //!   [`MAX_STDERR_LINE_BYTES`] (cut there, marked);
 //! - what the readers hand the caller holds at most [`MAX_QUEUED_BYTES`]: past it they stop
 //!   reading, and a client writing faster than the caller reads blocks on its own pipe;
+//! - what an ACP client sends before it answers `initialize` or `session/new` is kept for
+//!   [`AcpSession::next_event`] up to [`MAX_SET_ASIDE_BYTES`] ([`ExecError::Flooded`] past
+//!   it);
 //! - writes to an ACP client never block ([`AcpSession::prompt`] included): what its pipe
 //!   does not take yet is written as it reads, during [`AcpSession::next_event`]; a client
 //!   that has not read [`MAX_UNSENT_BYTES`] and is sent more is [`ExecError::Stalled`].
@@ -124,8 +127,8 @@ use std::time::Duration;
 use spawn::Stdio;
 
 pub use acp::{
-    AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES, MAX_UNSENT_BYTES,
-    PROTOCOL_VERSION,
+    AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_SET_ASIDE_BYTES, MAX_STDERR_LINE_BYTES,
+    MAX_UNSENT_BYTES, PROTOCOL_VERSION,
 };
 pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};

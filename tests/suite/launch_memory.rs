@@ -65,6 +65,8 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let pid = cli.id();
+    let peak = std::thread::spawn(move || peak_kib(pid));
     let mut stdout = cli.stdout.take().unwrap();
     let mut stderr = cli.stderr.take().unwrap();
     let err = std::thread::spawn(move || {
@@ -73,10 +75,9 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
         text
     });
     std::thread::sleep(hold);
-    let pid = libc::pid_t::try_from(cli.id()).unwrap();
     if stop {
-        // SAFETY: a signal to our own child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     }
     let mut lines = 0;
     let mut buf = vec![0u8; 1 << 16];
@@ -86,17 +87,33 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
             Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count(),
         }
     }
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it and reaps our own child `pid`.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let reaped = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
-    assert_eq!(reaped, pid, "{}", std::io::Error::last_os_error());
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let stderr = err.join().unwrap();
+    // The sampler ends once the process has exited (its VmHWM gone), before it is reaped.
+    let peak_kib = peak.join().unwrap();
+    let code = cli.wait().unwrap().code();
     Run {
         code,
         lines,
-        stderr: err.join().unwrap(),
-        peak_kib: usage.ru_maxrss,
+        stderr,
+        peak_kib,
+    }
+}
+
+/// The largest `VmHWM` (KiB) of process `pid`, read every 5 ms until it has none (it
+/// exited; its memory is gone before it is reaped).
+fn peak_kib(pid: u32) -> i64 {
+    let mut peak = 0;
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let Some(hwm) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<i64>().ok())
+        else {
+            return peak;
+        };
+        peak = peak.max(hwm);
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -181,5 +198,54 @@ fn a_line_of_100_mib_without_a_newline_ends_the_launch_within_its_memory_bound()
         run.stderr
     );
     assert!(run.peak_kib < line_bound, "peak {} KiB", run.peak_kib);
+    assert!(!tmp.path().join("launch").exists());
+}
+
+/// A client that floods messages before it answers `session/new`: what the executor sets
+/// aside for later is bounded (`MAX_SET_ASIDE_BYTES` of lines, several times that parsed),
+/// and past the bound the client is stopped.
+#[test]
+fn a_flood_before_the_handshakes_answer_is_bounded_and_stops_the_client() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 100,000 updates of 2 KiB, 200 MiB, before the answer to session/new.
+    let text = "x".repeat(2048);
+    let update = format!(
+        r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}}}"#
+    );
+    let bin = sh_script(
+        tmp.path(),
+        "stand-in",
+        &format!(
+            "read -r _\n\
+             printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"protocolVersion\":1}}}}'\n\
+             read -r _\n\
+             yes '{update}' | head -n 100000\n\
+             printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"sessionId\":\"s1\"}}}}'\n\
+             cat > /dev/null"
+        ),
+    );
+    let started = Instant::now();
+    let run = launch_run(tmp.path(), &bin, Duration::ZERO, false, "120");
+    eprintln!(
+        "a flood before session/new's answer: exit {:?}, peak {} KiB, {:?}: {}",
+        run.code,
+        run.peak_kib,
+        started.elapsed(),
+        run.stderr
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(&format!(
+            "error: ACP session/new: codex sent more than {} bytes of messages before it \
+             answered (the bound of what is kept for later); stopped it\n",
+            launch::MAX_SET_ASIDE_BYTES
+        )),
+        "{}",
+        run.stderr
+    );
+    // The queue's bound, and what is set aside, parsed: 8 times its lines at most (7
+    // measured for short updates; these long ones take little more than their text).
+    let flood_bound = bound_kib() + i64::try_from((8 * launch::MAX_SET_ASIDE_BYTES) >> 10).unwrap();
+    assert!(run.peak_kib < flood_bound, "peak {} KiB", run.peak_kib);
     assert!(!tmp.path().join("launch").exists());
 }

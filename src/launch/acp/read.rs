@@ -42,6 +42,16 @@ pub(super) enum Incoming {
 }
 
 impl Incoming {
+    /// What it counts in the queue: a line's bytes and [`PER_LINE`]; nothing for the rest.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            Incoming::Line(text) | Incoming::Text(text) | Incoming::Stderr(text) => {
+                text.len() + PER_LINE
+            }
+            _ => 0,
+        }
+    }
+
     /// A [`Incoming::Line`] parsed: a JSON object is a message ([`Incoming::Json`]), anything
     /// else [`Incoming::Text`]; the others as they are.
     pub(super) fn parsed(self) -> Incoming {
@@ -58,7 +68,7 @@ impl Incoming {
 /// What one queued line costs beyond its bytes, as the queue counts it: the string's header
 /// and the allocator's rounding, the channel's slot (so a flood of empty lines is bounded
 /// too).
-const PER_LINE: usize = 64;
+pub(super) const PER_LINE: usize = 64;
 
 impl std::fmt::Debug for Incoming {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
