@@ -66,6 +66,31 @@ fn check_values(ctx: &LaunchContext) -> Result<(), RenderError> {
     Ok(())
 }
 
+/// Refuses, for a client in a pseudo-terminal (a plan without `session_new`), a prompt
+/// holding a character such a prompt cannot carry
+/// ([`is_refused_in_terminal_prompt`](super::plan::is_refused_in_terminal_prompt), which
+/// says why, and which it keeps: line breaks, tabs, invisible characters). An ACP client's
+/// prompt, sent as JSON, carries every character.
+///
+/// # Errors
+/// [`RenderError::ForbiddenChar`], field `prompt`, naming the first such character.
+fn check_terminal_prompt(ctx: &LaunchContext, plan: &LaunchPlan) -> Result<(), RenderError> {
+    let Some(prompt) = ctx.prompt.as_deref().filter(|_| plan.session_new.is_none()) else {
+        return Ok(());
+    };
+    match prompt
+        .chars()
+        .find(|&c| super::plan::is_refused_in_terminal_prompt(c))
+    {
+        Some(found) => Err(RenderError::ForbiddenChar {
+            field: "prompt",
+            value: prompt.to_owned(),
+            found,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The caller's answer to a launch whose isolation is not verified
 /// ([`Isolation::Unverified`](super::plan::Isolation::Unverified): Cursor, Kiro, Antigravity,
 /// the clients whose spec says `unverified_isolation`), under either policy. [`PlanInputs`]
@@ -255,6 +280,7 @@ impl Client {
         plan.unasked = super::tools::unasked(self, inputs.policy)?;
         plan.door = door;
         self.check_argv(ctx, &plan)?;
+        check_terminal_prompt(ctx, &plan)?;
         if let super::plan::Isolation::Unverified { reason } = &plan.isolation {
             warnings.push(format!(
                 "agent {:?}: the {self} launch's isolation is not verified: {reason}",

@@ -38,6 +38,34 @@ pub use super::launch_id::{LaunchId, LaunchIdError, LaunchSecret};
 /// checks it again.
 pub const MAX_ARG_BYTES: usize = 32 * 4096;
 
+/// Whether a prompt that reaches its client through a pseudo-terminal may not hold `c`: a
+/// control character (C0, DEL, C1) other than a line break (`\n`, `\r`) or a tab.
+/// [`Client::plan`](super::Client::plan) refuses such a prompt for the terminal clients
+/// (Claude Code, Codex CLI, Antigravity: [`RenderError::ForbiddenChar`](super::RenderError::ForbiddenChar),
+/// field `prompt`), and the executor refuses a [`TypedPrompt::text`] holding one, before
+/// anything is created. Why, by path:
+/// - typed into the terminal (Claude Code, [`LaunchPlan::typed_prompt`]): a control
+///   character is a key, not text: ESC ends the bracketed paste and what follows acts on
+///   the reviewer's input line, DEL erases, `^C` interrupts;
+/// - in argv (Codex CLI, Antigravity): the kernel passes every byte but NUL (refused as
+///   [`RenderError::ArgvUnpassable`](super::RenderError::ArgvUnpassable)), but the client's
+///   terminal interface may show the prompt on the terminal the executor reads (whether it
+///   strips control characters first is not measured), and the executor answers the
+///   terminal queries it reads there (`ESC [6n`, `ESC [c`) by typing into the client; C1
+///   characters (U+0080 to U+009F) are the one-character forms of those sequences (U+009B
+///   is CSI).
+///
+/// Kept: line breaks and tabs (a review prompt has lines and indented code; `\r\n` is
+/// typed as `\n`), and the invisible characters refused in the other launch values
+/// ([`crate::text::is_forbidden_char`]: bidirectional controls, zero-width characters): on
+/// every path they are text, neither a key nor an escape, and a prompt that quotes a change
+/// may hold them. What this crate shows of a prompt is escaped ([`crate::text::printable`]).
+/// An ACP client's prompt goes in `session/prompt` as a JSON string, which carries every
+/// character: nothing is refused there.
+pub fn is_refused_in_terminal_prompt(c: char) -> bool {
+    c.is_control() && !matches!(c, '\n' | '\r' | '\t')
+}
+
 /// The directory of the launch directory that holds the pull request's client
 /// configuration taken out of the worktree ([`LaunchPlan::pr_config`]).
 pub const PR_CONFIG_DIR: &str = "pr-config";

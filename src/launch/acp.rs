@@ -23,6 +23,9 @@ use read::{Incoming, read_output};
 pub use read::{MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES};
 
 mod read;
+mod refusal;
+
+use refusal::refusal;
 
 /// The ACP version this executor speaks (`initialize`'s `protocolVersion`).
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -32,6 +35,14 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// ([`ExecError::Stalled`]). Writes never block: what the client's pipe does not take yet is
 /// written as it reads, while the caller waits for events.
 pub const MAX_UNSENT_BYTES: usize = 16 << 20;
+
+/// The lines of messages (their bytes, and 64 more each) an ACP client may send before it
+/// answers a request of the handshake (`initialize`, `session/new`): they are kept, parsed,
+/// for [`AcpSession::next_event`], and a parsed message takes several times its line (7
+/// times for a million short `session/update`s), so this is smaller than the queue's bound
+/// (4 MiB: the clients measured send a few kilobytes then). Past it the client is stopped
+/// ([`ExecError::Flooded`]).
+pub const MAX_SET_ASIDE_BYTES: usize = 4 << 20;
 
 /// How often unsent bytes are offered to the client while the caller waits for an event.
 const FLUSH_EVERY: Duration = Duration::from_millis(10);
@@ -120,6 +131,8 @@ pub struct AcpSession {
     /// The client closed its standard output: only its standard error and its exit are left
     /// to wait for.
     hung_up: bool,
+    /// What the last message [`AcpSession::wait`] returned counted in the queue.
+    last_bytes: usize,
     /// Its standard output and standard error are both closed (the queue is disconnected).
     drained: bool,
     closed: bool,
@@ -176,6 +189,7 @@ impl AcpSession {
             prompts: BTreeSet::new(),
             note,
             hung_up: false,
+            last_bytes: 0,
             drained: false,
             closed: false,
         };
@@ -348,7 +362,11 @@ impl AcpSession {
                 left
             };
             match self.rx.recv_timeout(slice) {
-                Ok(msg) => return Ok(Some(msg)),
+                // Parsed here, in the caller's thread: the queue holds lines only.
+                Ok(msg) => {
+                    self.last_bytes = msg.bytes();
+                    return Ok(Some(msg.parsed()));
+                }
                 Err(RecvTimeoutError::Disconnected) => return Ok(Some(Incoming::Closed)),
                 Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => return Ok(None),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -412,11 +430,15 @@ impl AcpSession {
     /// removed.
     pub fn stop(mut self) -> Result<Option<ExitStatus>, ExecError> {
         drop(self.stdin.take());
-        let status = self.process.stop()?;
-        if let Some(dir) = self.dir.take() {
-            dir.remove()?;
-        }
-        Ok(status)
+        let (process, dir) = (&mut self.process, self.dir.take());
+        // Off the caller's thread, as the launch (`launch::apart`).
+        super::apart(move || {
+            let status = process.stop()?;
+            if let Some(dir) = dir {
+                dir.remove()?;
+            }
+            Ok(status)
+        })
     }
 
     /// The network door's last log lines ([`door::Door::log`](super::door::Door::log));
@@ -551,6 +573,10 @@ impl AcpSession {
             Err(ExecError::Pipe { .. }) => return Err(self.exited(step, deadline)),
             Err(e) => return Err(e),
         };
+        // What is set aside for next_event while the answer is awaited, counted as the queue
+        // counts it: a client flooding before its answer would grow the backlog without
+        // bound.
+        let mut set_aside = 0;
         loop {
             let msg = match self.wait(step, deadline) {
                 Ok(Some(Incoming::Json(v))) if is_answer(&v, id) => {
@@ -575,6 +601,16 @@ impl AcpSession {
                 Err(ExecError::Pipe { .. }) => return Err(self.exited(step, deadline)),
                 Err(e) => return Err(e),
             };
+            set_aside += self.last_bytes;
+            if set_aside > MAX_SET_ASIDE_BYTES {
+                self.closed = true;
+                self.process.stop()?;
+                return Err(ExecError::Flooded {
+                    client: self.process.client.clone(),
+                    step,
+                    limit: MAX_SET_ASIDE_BYTES,
+                });
+            }
             if let Some(event) = self.event(msg, step)? {
                 self.backlog.push_back(event);
             }
@@ -597,8 +633,10 @@ impl AcpSession {
 
     /// Turns one incoming message into an event, answering the client's requests.
     fn event(&mut self, msg: Incoming, step: Step) -> Result<Option<AcpEvent>, ExecError> {
-        let v = match msg {
-            Incoming::Text(line) => return Ok(Some(AcpEvent::Output(line))),
+        let v = match msg.parsed() {
+            Incoming::Text(line) | Incoming::Line(line) => {
+                return Ok(Some(AcpEvent::Output(line)));
+            }
             Incoming::Stderr(line) => return Ok(Some(AcpEvent::Stderr(line))),
             Incoming::TooLarge => {
                 self.closed = true;
@@ -662,45 +700,4 @@ impl AcpSession {
 
 fn is_answer(v: &Value, id: u64) -> bool {
     v.get("method").is_none() && v.get("id").and_then(Value::as_u64) == Some(id)
-}
-
-/// The outcome refusing a permission request: its `reject_once` option, else its
-/// `reject_always` one, else `cancelled`.
-fn refusal(params: &Value) -> Value {
-    let options = params
-        .get("options")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    for kind in ["reject_once", "reject_always"] {
-        let found = options
-            .iter()
-            .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
-            .and_then(|o| o.get("optionId"));
-        if let Some(option_id) = found {
-            return json!({"outcome": "selected", "optionId": option_id});
-        }
-    }
-    json!({"outcome": "cancelled"})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_permission_request_is_refused_with_its_reject_option() {
-        let params = json!({"options": [
-            {"optionId": "proceed_once", "kind": "allow_once", "name": "Allow"},
-            {"optionId": "no", "kind": "reject_always", "name": "Never"},
-            {"optionId": "cancel", "kind": "reject_once", "name": "Reject"}
-        ]});
-        assert_eq!(
-            refusal(&params),
-            json!({"outcome": "selected", "optionId": "cancel"})
-        );
-        let params = json!({"options": [{"optionId": "a", "kind": "allow_once"}]});
-        assert_eq!(refusal(&params), json!({"outcome": "cancelled"}));
-        assert_eq!(refusal(&Value::Null), json!({"outcome": "cancelled"}));
-    }
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crate::text::ShownPath;
 
+mod check;
+
 /// A step of carrying a plan out, named in every [`ExecError`] that happens during it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -151,6 +153,14 @@ pub enum ExecError {
         index: usize,
         /// What is wrong.
         problem: String,
+    },
+    /// The plan's typed prompt ([`TypedPrompt::text`](crate::clients::plan::TypedPrompt::text))
+    /// holds a character that, typed into the client's terminal, would be a key and not text
+    /// ([`is_refused_in_terminal_prompt`](crate::clients::plan::is_refused_in_terminal_prompt):
+    /// a control character other than a line break or a tab).
+    TypedPromptChar {
+        /// The first such character.
+        found: char,
     },
     /// The plan has `worktree_remove` paths but no `cwd` to resolve them in.
     NoWorktree,
@@ -335,6 +345,18 @@ pub enum ExecError {
         /// The bound, in bytes.
         limit: usize,
     },
+    /// The client sent more than [`MAX_SET_ASIDE_BYTES`](super::MAX_SET_ASIDE_BYTES) of
+    /// messages before it answered a request of the handshake (`initialize`,
+    /// `session/new`), all of which would be kept for
+    /// [`AcpSession::next_event`](super::AcpSession::next_event): it was stopped.
+    Flooded {
+        /// The client's name.
+        client: String,
+        /// The step.
+        step: Step,
+        /// The bound, in bytes.
+        limit: usize,
+    },
     /// The client has not read what was written to it for more than the bound
     /// ([`MAX_UNSENT_BYTES`](super::MAX_UNSENT_BYTES)), and more was to be written.
     Stalled {
@@ -424,6 +446,7 @@ impl fmt::Display for ExecError {
             | ExecError::BadMode { .. }
             | ExecError::BadEnv { .. }
             | ExecError::BadArg { .. }
+            | ExecError::TypedPromptChar { .. }
             | ExecError::NoWorktree
             | ExecError::UnsafePath { .. }
             | ExecError::WorktreeHoldsHome { .. }
@@ -463,95 +486,6 @@ impl fmt::Display for ExecError {
 }
 
 impl ExecError {
-    /// The refusals of [`Step::Check`].
-    fn fmt_check(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExecError::Version { found, expected } => write!(
-                f,
-                "{}: the plan is version {found}; this executor carries out version {expected} \
-                 only (render the plan again with this version of kcap-mcp-registry)",
-                Step::Check
-            ),
-            ExecError::BadPath {
-                field,
-                path,
-                problem,
-            } => write!(
-                f,
-                "{}: {field} path \"{}\" {problem}",
-                Step::Check,
-                path.escape_debug()
-            ),
-            ExecError::Symlink { field, link } => write!(
-                f,
-                "{}: a {field} path goes through the symbolic link {}",
-                Step::Check,
-                ShownPath(link)
-            ),
-            ExecError::BadMode { path, mode } => write!(
-                f,
-                "{}: file \"{}\" has mode {mode:#o}; only permission bits (at most 0o777) are \
-                 carried out",
-                Step::Check,
-                path.escape_debug()
-            ),
-            ExecError::BadEnv { name, problem } => write!(
-                f,
-                "{}: environment variable \"{}\" {problem}",
-                Step::Check,
-                name.escape_debug()
-            ),
-            ExecError::BadArg { index, problem } => {
-                write!(f, "{}: argv[{index}] {problem}", Step::Check)
-            }
-            ExecError::WorktreeMissing { path, .. } => write!(
-                f,
-                "{}: the worktree {} (the plan's cwd) is missing or not a directory; check the \
-                 pull request out there before the launch",
-                Step::Check,
-                ShownPath(path)
-            ),
-            ExecError::NoWorktree => write!(
-                f,
-                "{}: the plan removes worktree paths but has no cwd",
-                Step::Check
-            ),
-            ExecError::UnsafePath { entry, problem } => write!(
-                f,
-                "{}: the inherited PATH has the entry {:?}, which {problem}: the client would \
-                 run the programs found there; give the daemon a PATH of absolute directories, \
-                 outside the worktree, that only trusted users can write",
-                Step::Check,
-                entry
-            ),
-            ExecError::WorktreeHoldsHome { worktree, home } => write!(
-                f,
-                "{}: the worktree {} is the daemon's HOME or holds it ({}): removing the plan's \
-                 worktree paths there would delete the user's own configuration; give the \
-                 reviewer a worktree of its own",
-                Step::Check,
-                worktree.display(),
-                home.display()
-            ),
-            ExecError::InstallationHolds {
-                client,
-                installation,
-                what,
-                path,
-            } => write!(
-                f,
-                "{}: {client}'s installation {} is or holds {what} ({}), and the reviewer's sandbox \
-                 would let it read all of it; install {client} in a directory of its own (`npm \
-                 install --prefix /opt/kcap/{client}`), or keep the launch and worktree \
-                 directories out of that node_modules",
-                Step::Check,
-                ShownPath(installation),
-                ShownPath(path)
-            ),
-            _ => self.fmt_launch_dir(f),
-        }
-    }
-
     /// The refusals of [`Step::Check`] about the launch directory.
     fn fmt_launch_dir(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -651,6 +585,15 @@ impl ExecError {
                 f,
                 "{step}: {client} wrote a line of more than {limit} bytes (the bound of one \
                  message); stopped it"
+            ),
+            ExecError::Flooded {
+                client,
+                step,
+                limit,
+            } => write!(
+                f,
+                "{step}: {client} sent more than {limit} bytes of messages before it answered \
+                 (the bound of what is kept for later); stopped it"
             ),
             ExecError::Stalled {
                 client,

@@ -10,7 +10,9 @@
 //!    through no symbolic link that exists; file modes are permission bits only; every argv
 //!    element can be passed (no NUL, at most [`MAX_ARG_BYTES`]); the environment can be set
 //!    exactly (unique names, none both set and inherited, no `=` or
-//!    NUL); the launch directory does not exist, or is an empty directory (not a link) of
+//!    NUL); a typed prompt holds no control character but line breaks and tabs
+//!    ([`is_refused_in_terminal_prompt`](crate::clients::plan::is_refused_in_terminal_prompt));
+//!    the launch directory does not exist, or is an empty directory (not a link) of
 //!    this user's, and its parent is not writable by every user unless sticky. In the
 //!    daemon's environment: the inherited `PATH` has no empty, relative, worktree-internal
 //!    (the client starts in the worktree, and `#!/usr/bin/env node` would find the
@@ -23,7 +25,8 @@
 //! 2. **Create** the launch directory (0700), then `dirs` (0700, parents too), then `files`
 //!    with their modes: each component opened relative to its parent without following
 //!    links, each file created new (`O_EXCL | O_NOFOLLOW`). On any later error the launch
-//!    directory is removed again.
+//!    directory is removed again, at the descriptor limit too: two descriptors taken before
+//!    it is created are given back for its removal, which then needs no more than two.
 //! 3. **Remove** the `worktree_remove` paths under `cwd` that exist (a link is removed, not
 //!    followed; a parent that is a link is refused).
 //! 4. **Start** the client: `client_bin` with the plan's `argv`, in `cwd` (the launch
@@ -71,6 +74,9 @@
 //!   [`MAX_STDERR_LINE_BYTES`] (cut there, marked);
 //! - what the readers hand the caller holds at most [`MAX_QUEUED_BYTES`]: past it they stop
 //!   reading, and a client writing faster than the caller reads blocks on its own pipe;
+//! - what an ACP client sends before it answers `initialize` or `session/new` is kept for
+//!   [`AcpSession::next_event`] up to [`MAX_SET_ASIDE_BYTES`] ([`ExecError::Flooded`] past
+//!   it);
 //! - writes to an ACP client never block ([`AcpSession::prompt`] included): what its pipe
 //!   does not take yet is written as it reads, during [`AcpSession::next_event`]; a client
 //!   that has not read [`MAX_UNSENT_BYTES`] and is sent more is [`ExecError::Stalled`].
@@ -106,6 +112,7 @@ mod prepare;
 mod process;
 mod pty;
 mod queue;
+mod remove;
 pub mod sandbox;
 mod seccomp;
 mod spawn;
@@ -120,8 +127,8 @@ use std::time::Duration;
 use spawn::Stdio;
 
 pub use acp::{
-    AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_STDERR_LINE_BYTES, MAX_UNSENT_BYTES,
-    PROTOCOL_VERSION,
+    AcpEvent, AcpSession, MAX_MESSAGE_BYTES, MAX_SET_ASIDE_BYTES, MAX_STDERR_LINE_BYTES,
+    MAX_UNSENT_BYTES, PROTOCOL_VERSION,
 };
 pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};
@@ -362,7 +369,33 @@ pub fn launch(
     client_bin: &Path,
     options: &Options,
 ) -> Result<Reviewer, ExecError> {
-    launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name))
+    let work = || launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name));
+    if options.die_with_parent {
+        // The client dies with the thread that started it: the caller's.
+        return work();
+    }
+    apart(work)
+}
+
+/// Runs `work` on a thread of its own that ends with it (or here, when no thread can be
+/// started): the small chunks it frees go to that thread's malloc cache, which glibc gives
+/// back when the thread ends, not to the caller's, which keeps them for the caller's life
+/// (glibc's tcache: up to 7 chunks of each size up to 1,032 bytes, about 234 KiB a thread;
+/// a daemon's pool of 200 launch threads kept 11.7 MB: BENCHMARKS.md, the soak run).
+pub(crate) fn apart<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let work = std::sync::Mutex::new(Some(work));
+    let take = || work.lock().ok().and_then(|mut w| w.take());
+    let done = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("kcap-launch".into())
+            .spawn_scoped(s, || take().map(|w| w()))
+            .ok()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    });
+    match done.flatten() {
+        Some(result) => result,
+        None => take().map(|w| w()).expect("the work runs once"),
+    }
 }
 
 /// [`launch`], with the values of the plan's `env_inherit` looked up in `parent` instead of

@@ -9,10 +9,11 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 
 use super::args::{check_argv, check_env};
 use super::error::{ExecError, PathField, Step};
+use super::remove::{Spare, remove_tree};
 use crate::clients::plan::{LaunchPlan, PLAN_VERSION};
 
 /// Directories are created with this mode (the plan's `dirs`, and each file's parents).
@@ -22,7 +23,8 @@ pub const DIR_MODE: u32 = 0o700;
 /// version; a `dirs`, `files` or `worktree_remove` path that is not a plain relative path or
 /// goes through a symbolic link that exists; a `sandbox` path that is not a plain absolute
 /// path; a file mode beyond 0o777; an environment that
-/// cannot be set exactly; a launch directory that exists and is not an empty directory of
+/// cannot be set exactly; a typed prompt holding a control character other than a line
+/// break or a tab; a launch directory that exists and is not an empty directory of
 /// this user's.
 pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecError> {
     if plan.version != PLAN_VERSION {
@@ -34,6 +36,14 @@ pub(crate) fn check(plan: &LaunchPlan, launch_dir: &Path) -> Result<(), ExecErro
     check_paths(plan)?;
     check_argv(plan)?;
     check_env(plan)?;
+    // Typed into the client's terminal: a control character would be a key.
+    if let Some(found) = plan.typed_prompt.as_ref().and_then(|t| {
+        t.text
+            .chars()
+            .find(|&c| crate::clients::plan::is_refused_in_terminal_prompt(c))
+    }) {
+        return Err(ExecError::TypedPromptChar { found });
+    }
     // A launch checks it again once it holds the directory's [`Claim`].
     check_launch_dir(launch_dir, true)?;
     for path in plan.dirs.iter().chain(plan.files.iter().map(|f| &f.path)) {
@@ -271,6 +281,9 @@ fn no_symlink_on_the_way(
 pub(crate) struct LaunchDir {
     path: PathBuf,
     remove: bool,
+    /// Given back for the removal ([`Spare`]): a launch that failed at the descriptor
+    /// limit can still remove what it created.
+    spare: Option<Spare>,
     // Released (and its file removed) after the directory: dropped after `Drop::drop`.
     _claim: Option<Claim>,
 }
@@ -282,6 +295,7 @@ impl LaunchDir {
             // Kept ([`LaunchDir::keep`]).
             return Ok(());
         }
+        self.spare = None;
         remove_tree(&self.path).map_err(|e| ExecError::io(Step::Cleanup, &self.path, e))
     }
 
@@ -294,6 +308,7 @@ impl LaunchDir {
 impl Drop for LaunchDir {
     fn drop(&mut self) {
         if self.remove {
+            self.spare = None;
             let _ = remove_tree(&self.path);
         }
     }
@@ -313,6 +328,8 @@ pub(crate) fn create(
     launch_dir: &Path,
     claim: Claim,
 ) -> Result<LaunchDir, ExecError> {
+    // Before anything is created: at the descriptor limit, the launch fails here.
+    let spare = Spare::take(&claim.fd).map_err(os(Step::CreateLaunchDir, launch_dir))?;
     match std::fs::DirBuilder::new().mode(DIR_MODE).create(launch_dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -321,6 +338,7 @@ pub(crate) fn create(
     let guard = LaunchDir {
         path: launch_dir.to_owned(),
         remove: true,
+        spare: Some(spare),
         _claim: Some(claim),
     };
     let root = rustix::fs::openat(
@@ -417,7 +435,7 @@ pub const LOCK_SUFFIX: &str = ".kcap-lock";
 #[derive(Debug)]
 pub(crate) struct Claim {
     lock: PathBuf,
-    _fd: OwnedFd,
+    fd: OwnedFd,
     /// The lock file was there, and free: its launch is gone, its directory a leftover.
     pub(crate) stale: bool,
 }
@@ -466,7 +484,7 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
             Ok(now) if now.st_dev == held.st_dev && now.st_ino == held.st_ino => {
                 return Ok(Claim {
                     lock,
-                    _fd: fd,
+                    fd,
                     stale: !fresh,
                 });
             }
@@ -545,74 +563,6 @@ fn lock_is_stale(launch_dir: &Path) -> bool {
     rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
-/// Removes `dir` with everything in it, not following links; first gives this user
-/// read, write and search permission on every directory in it (a client may leave
-/// read-only ones, Go's module cache for one, which a process without `CAP_DAC_OVERRIDE`
-/// could not empty otherwise). A `dir` that is not there is no error.
-pub(crate) fn remove_tree(dir: &Path) -> std::io::Result<()> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    match rustix::fs::open(dir, flags, Mode::empty()) {
-        Ok(fd) => {
-            let _ = open_up(&fd, 0);
-        }
-        Err(rustix::io::Errno::NOENT) => return Ok(()),
-        Err(_) => {}
-    }
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        other => other,
-    }
-}
-
-/// Adds `u+rwx` to `dir` and every directory under it (opened without following links).
-fn open_up(dir: &OwnedFd, depth: usize) -> rustix::io::Result<()> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let stat = rustix::fs::fstat(dir)?;
-    if stat.st_mode & 0o700 != 0o700 {
-        rustix::fs::fchmod(dir, Mode::from_raw_mode((stat.st_mode & 0o7777) | 0o700))?;
-    }
-    if depth > 512 {
-        return Ok(());
-    }
-    let mut subdirs = Vec::new();
-    for entry in rustix::fs::Dir::read_from(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == c"." || name == c".." {
-            continue;
-        }
-        let kind = entry.file_type();
-        if kind == rustix::fs::FileType::Directory || kind == rustix::fs::FileType::Unknown {
-            subdirs.push(name.to_owned());
-        }
-    }
-    for name in subdirs {
-        let sub = match rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty()) {
-            Ok(sub) => sub,
-            Err(rustix::io::Errno::ACCESS) => {
-                // Not even readable: its mode is changed by name, once it is seen to be a
-                // directory (not a link), then it is opened again.
-                let st = rustix::fs::statat(dir, name.as_c_str(), AtFlags::SYMLINK_NOFOLLOW)?;
-                if rustix::fs::FileType::from_raw_mode(st.st_mode)
-                    != rustix::fs::FileType::Directory
-                {
-                    continue;
-                }
-                rustix::fs::chmodat(
-                    dir,
-                    name.as_c_str(),
-                    Mode::from_raw_mode((st.st_mode & 0o7777) | 0o700),
-                    AtFlags::empty(),
-                )?;
-                rustix::fs::openat(dir, name.as_c_str(), flags, Mode::empty())?
-            }
-            Err(_) => continue,
-        };
-        let _ = open_up(&sub, depth + 1);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::LaunchDir;
@@ -625,6 +575,7 @@ mod tests {
             let mut dir = LaunchDir {
                 path: tmp.clone(),
                 remove: true,
+                spare: None,
                 _claim: None,
             };
             if keep {

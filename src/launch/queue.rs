@@ -8,7 +8,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// The bytes of read messages that wait for the caller at most (64 MiB), beyond the one
-/// message an empty queue always takes.
+/// message an empty queue always takes. A line of an ACP client's output counts its bytes
+/// and 64 more (its string and its slot); it is parsed only when the caller takes it, so
+/// this bounds the memory the waiting lines take. With the reader's line (at most
+/// [`MAX_MESSAGE_BYTES`](crate::launch::MAX_MESSAGE_BYTES)) and the one message always
+/// taken, a launch's queue holds at most 64 + 2 × 16 MiB, however much the client writes
+/// (`tests/suite/launch_memory.rs` measures it end to end).
 pub const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Default)]

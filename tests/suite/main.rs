@@ -59,6 +59,10 @@ mod launch_door_unprivileged;
 #[cfg(feature = "launch")]
 mod launch_faults;
 #[cfg(feature = "launch")]
+mod launch_fd_limit;
+#[cfg(feature = "cli")]
+mod launch_memory;
+#[cfg(feature = "launch")]
 mod launch_outlive;
 #[cfg(feature = "cli")]
 mod launch_output;
@@ -80,6 +84,7 @@ mod lookup_equivalence;
 mod plan_door;
 mod plan_golden;
 mod plan_properties;
+mod prompt_chars;
 mod readme_embed;
 mod render_escaping;
 mod render_golden;

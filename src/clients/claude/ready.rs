@@ -81,7 +81,7 @@ pub(super) fn type_when_ready(plan: &mut LaunchPlan) -> Result<(), RenderError> 
     }
     if let Some(found) = text
         .chars()
-        .find(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        .find(|&c| crate::clients::plan::is_refused_in_terminal_prompt(c))
     {
         return Err(RenderError::ForbiddenChar {
             field: "prompt",

@@ -90,7 +90,12 @@ pub enum RenderError {
     /// A [`LaunchContext`] value holds a control or invisible character
     /// ([`crate::text::is_forbidden_char`]: C0 and C1 controls, bidirectional overrides,
     /// zero-width characters), so the client would get, show or log another value than the
-    /// one meant.
+    /// one meant. The `prompt` has a rule of its own
+    /// ([`is_refused_in_terminal_prompt`](plan::is_refused_in_terminal_prompt), which says
+    /// why by path): a client in a terminal (Claude Code, Codex CLI, Antigravity) is refused
+    /// a prompt holding a control character other than a line break or a tab, which would
+    /// reach its terminal as a key or an escape; invisible characters are kept, and an ACP
+    /// client's prompt (a JSON string) may hold any character.
     ForbiddenChar {
         /// The [`LaunchContext`] field (`agent_id`, `server_url`, `result_capability_url`,
         /// `model`, …).

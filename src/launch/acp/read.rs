@@ -24,9 +24,14 @@ pub const MAX_STDERR_LINE_BYTES: usize = 64 << 10;
 
 /// What a reader thread passes to the session.
 pub(super) enum Incoming {
-    /// A JSON-RPC message (a JSON object) on standard output.
+    /// A line of standard output as read, not yet parsed: the caller's thread parses it
+    /// ([`Incoming::parsed`]), so that the queue holds lines, whose bytes it counts, and not
+    /// the values parsed from them, which take many times more (a million `session/update`
+    /// lines queued as values once took 1 GB for 64 MiB of lines).
+    Line(String),
+    /// A JSON-RPC message (a JSON object) on standard output: [`Incoming::parsed`] only.
     Json(Value),
-    /// Another line on standard output.
+    /// Another line on standard output: [`Incoming::parsed`] only.
     Text(String),
     /// A line of standard error.
     Stderr(String),
@@ -35,6 +40,35 @@ pub(super) enum Incoming {
     /// Standard output ended; nothing more of it comes.
     Closed,
 }
+
+impl Incoming {
+    /// What it counts in the queue: a line's bytes and [`PER_LINE`]; nothing for the rest.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            Incoming::Line(text) | Incoming::Text(text) | Incoming::Stderr(text) => {
+                text.len() + PER_LINE
+            }
+            _ => 0,
+        }
+    }
+
+    /// A [`Incoming::Line`] parsed: a JSON object is a message ([`Incoming::Json`]), anything
+    /// else [`Incoming::Text`]; the others as they are.
+    pub(super) fn parsed(self) -> Incoming {
+        match self {
+            Incoming::Line(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(v) if v.is_object() => Incoming::Json(v),
+                _ => Incoming::Text(text),
+            },
+            other => other,
+        }
+    }
+}
+
+/// What one queued line costs beyond its bytes, as the queue counts it: the string's header
+/// and the allocator's rounding, the channel's slot (so a flood of empty lines is bounded
+/// too).
+pub(super) const PER_LINE: usize = 64;
 
 impl std::fmt::Debug for Incoming {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,16 +157,16 @@ impl Lines {
             ))
         } else {
             let text = String::from_utf8_lossy(&self.line).trim_end().to_owned();
-            match serde_json::from_str::<Value>(&text) {
-                Ok(v) if self.json && v.is_object() => Incoming::Json(v),
-                _ if self.json => Incoming::Text(text),
-                _ => Incoming::Stderr(text),
+            if self.json {
+                Incoming::Line(text)
+            } else {
+                Incoming::Stderr(text)
             }
         };
         if let (Some(tail), Incoming::Stderr(text)) = (&self.tail, &msg) {
             keep_tail(tail, text);
         }
-        let sent = tx.send(msg, self.line.len()).is_ok();
+        let sent = tx.send(msg, self.line.len() + PER_LINE).is_ok();
         self.line.clear();
         self.line.shrink_to(KEEP);
         self.cut = false;
@@ -294,7 +328,10 @@ mod tests {
                     assert_eq!(line.len(), 1000);
                     stderr_lines += 1;
                 }
-                Ok(Incoming::Json(v)) => messages.push(v),
+                Ok(line @ Incoming::Line(_)) => match line.parsed() {
+                    Incoming::Json(v) => messages.push(v),
+                    _ => panic!("not a message"),
+                },
                 Ok(Incoming::Closed) => closed = true,
                 Ok(_) => panic!("neither a message nor a line of standard error"),
                 Err(RecvTimeoutError::Disconnected) => break,

@@ -123,7 +123,8 @@ fn claude_lines_with_warnings_naming_the_entry_and_the_agent() {
 
 #[test]
 fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_them() {
-    let prompt = "Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz";
+    // (An escape character is refused in a terminal client's prompt: `prompt_chars`.)
+    let prompt = "Review\nwarning: forged\u{202e}x\u{200b}y\tz";
     let base = ["--agent-id", "a1", "--prompt", prompt, "--format"];
     let r = render("codex", &[&base[..], &["lines"]].concat());
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -140,7 +141,7 @@ fn lines_format_shows_control_and_invisible_characters_escaped_and_json_keeps_th
     assert_eq!(lines.len(), exact.len(), "{}", r.stdout);
     assert_eq!(
         lines.last().unwrap(),
-        &r"Review\nwarning: forged\u{1b}[2J\u{202e}x\u{200b}y\tz"
+        &r"Review\nwarning: forged\u{202e}x\u{200b}y\tz"
     );
     assert!(
         !r.stdout
