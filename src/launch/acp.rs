@@ -430,15 +430,11 @@ impl AcpSession {
     /// removed.
     pub fn stop(mut self) -> Result<Option<ExitStatus>, ExecError> {
         drop(self.stdin.take());
-        let (process, dir) = (&mut self.process, self.dir.take());
-        // Off the caller's thread, as the launch (`launch::apart`).
-        super::apart(move || {
-            let status = process.stop()?;
-            if let Some(dir) = dir {
-                dir.remove()?;
-            }
-            Ok(status)
-        })
+        let status = self.process.stop()?;
+        if let Some(dir) = self.dir.take() {
+            dir.remove()?;
+        }
+        Ok(status)
     }
 
     /// The network door's last log lines ([`door::Door::log`](super::door::Door::log));

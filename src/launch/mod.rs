@@ -369,33 +369,7 @@ pub fn launch(
     client_bin: &Path,
     options: &Options,
 ) -> Result<Reviewer, ExecError> {
-    let work = || launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name));
-    if options.die_with_parent {
-        // The client dies with the thread that started it: the caller's.
-        return work();
-    }
-    apart(work)
-}
-
-/// Runs `work` on a thread of its own that ends with it (or here, when no thread can be
-/// started): the small chunks it frees go to that thread's malloc cache, which glibc gives
-/// back when the thread ends, not to the caller's, which keeps them for the caller's life
-/// (glibc's tcache: up to 7 chunks of each size up to 1,032 bytes, about 234 KiB a thread;
-/// a daemon's pool of 200 launch threads kept 11.7 MB: BENCHMARKS.md, the soak run).
-pub(crate) fn apart<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    let work = std::sync::Mutex::new(Some(work));
-    let take = || work.lock().ok().and_then(|mut w| w.take());
-    let done = std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("kcap-launch".into())
-            .spawn_scoped(s, || take().map(|w| w()))
-            .ok()
-            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-    });
-    match done.flatten() {
-        Some(result) => result,
-        None => take().map(|w| w()).expect("the work runs once"),
-    }
+    launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name))
 }
 
 /// [`launch`], with the values of the plan's `env_inherit` looked up in `parent` instead of
