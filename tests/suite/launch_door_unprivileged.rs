@@ -8,8 +8,8 @@
 
 use crate::common;
 
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::Path;
+use std::os::unix::fs::DirBuilderExt as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::carry::terminal_plan;
@@ -48,8 +48,26 @@ probe("door_hello", hello)
 probe("outside", outside)
 "#;
 
-fn open_to_all(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+/// A directory under the system's temp dir that every user may enter (a temp dir is
+/// `0700`), removed on drop.
+struct OpenDir(PathBuf);
+
+impl OpenDir {
+    fn new() -> OpenDir {
+        let path = std::env::temp_dir().join(format!("kcap-nobody-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(&path)
+            .unwrap();
+        OpenDir(path)
+    }
+}
+
+impl Drop for OpenDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[test]
@@ -58,12 +76,13 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
         eprintln!("ignored: becoming uid {NOBODY} needs root and /usr/bin/setpriv");
         return;
     }
-    let root = tempfile::tempdir().unwrap();
-    let at = |p: &str| root.path().join(p);
-    open_to_all(root.path(), 0o755);
+    let root = OpenDir::new();
+    let at = |p: &str| root.0.join(p);
     for dir in ["tree", "bin", "launches"] {
-        std::fs::create_dir(at(dir)).unwrap();
-        open_to_all(&at(dir), 0o755);
+        std::fs::DirBuilder::new()
+            .mode(0o755)
+            .create(at(dir))
+            .unwrap();
     }
     std::os::unix::fs::chown(at("launches"), Some(NOBODY), Some(NOBODY)).unwrap();
     std::fs::write(at("tree/probe.py"), PROBE).unwrap();
@@ -74,8 +93,13 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
     );
     // The CLI, where `nobody` can run it (the build's directory may be closed to it).
     let cli = at("bin/kcap-mcp-registry");
-    std::fs::copy(env!("CARGO_BIN_EXE_kcap-mcp-registry"), &cli).unwrap();
-    open_to_all(&cli, 0o755);
+    // By `cp` (keeping the mode), whose descriptor no fork of this process can inherit.
+    let copied = Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_kcap-mcp-registry"))
+        .arg(&cli)
+        .status()
+        .unwrap();
+    assert!(copied.success());
 
     let upstream = Upstream::plain();
     let launch_dir = at("launches/nobody");
@@ -94,7 +118,6 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
         }],
     });
     std::fs::write(at("plan.json"), plan.to_json()).unwrap();
-    open_to_all(&at("plan.json"), 0o644);
 
     let mut cmd = Command::new("/usr/bin/setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -103,8 +126,8 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
         .arg(at("plan.json"))
         .arg("--client-bin")
         .arg(&client)
-        .env("HOME", root.path())
-        .current_dir(root.path());
+        .env("HOME", &root.0)
+        .current_dir(&root.0);
     let out = common::peers::run(cmd, "launch as nobody");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let shown = format!("{stdout}\n{}", out.stderr);
@@ -126,8 +149,10 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
     assert_eq!(upstream.heads().len(), 1, "{shown}");
     // The door's log: the connection out named where `nobody` may open /dev/net/tun; else
     // the reason it is not.
-    let tun_for_all =
-        std::fs::metadata("/dev/net/tun").is_ok_and(|m| m.permissions().mode() & 0o006 == 0o006);
+    let tun_for_all = std::fs::metadata("/dev/net/tun").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt as _;
+        m.mode() & 0o006 == 0o006
+    });
     let expected = if tun_for_all {
         "door refused: a TCP connection to 203.0.113.7:443 from the reviewer (only the door's \
          endpoints are reached); answered ICMP prohibited"
