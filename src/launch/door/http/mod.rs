@@ -10,7 +10,8 @@
 //! no byte the door did not frame reaches the upstream as the start of a request without the
 //! credential set by the door: a head over [`MAX_HEAD_BYTES`], a line folded or without
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
-//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
+//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked` or in an
+//! `HTTP/1.0` request (faulty framing there, RFC 9112 section 6.1), a
 //! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
 //! there frames the body otherwise); a method that is not a token or a version other than
 //! `HTTP/1.1` or `HTTP/1.0`, a target `//…`, a header name with `_` that reads as `host`, the
@@ -241,6 +242,7 @@ pub(super) fn rewrite(
     }
     let framing = match (length, chunked) {
         (Some(_), true) => return Err("it has both content-length and transfer-encoding"),
+        (None, true) if version == b"HTTP/1.0" => return Err("its transfer coding is in HTTP/1.0"),
         (Some(n), false) => Framing::Length(n),
         (None, true) => Framing::Chunked,
         (None, false) => Framing::None,
