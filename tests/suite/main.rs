@@ -53,6 +53,8 @@ mod launch_door_bounds;
 #[cfg(feature = "launch")]
 mod launch_door_budget;
 #[cfg(feature = "launch")]
+mod launch_door_caps;
+#[cfg(feature = "launch")]
 mod launch_door_tls;
 #[cfg(feature = "cli")]
 mod launch_door_unprivileged;

@@ -41,6 +41,12 @@ pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
             }
             Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
         }
+        // Step 6: no capability after exec. A root daemon's reviewer is uid 0 in its user
+        // namespace; without the sandbox's drop (`Confinement::Off`, a kernel without
+        // Landlock) it kept them all over its network namespace, set `kcap0` down and
+        // went out unlogged (red team, issue 32). Those it holds until exec stay, for the
+        // sandbox's mounts.
+        crate::launch::sandbox::drop_capabilities()?;
     }
     Ok(())
 }

@@ -15,7 +15,11 @@
 //!    outside, accepts the connections made inside;
 //! 5. makes a tun device, `kcap0`, routes every other address to it (`192.0.2.1`, IPv4's
 //!    default route; `2001:db8::1` and IPv6's where the kernel has it) and passes it too:
-//!    the executor reads what the reviewer sends toward another host there (`outside`).
+//!    the executor reads what the reviewer sends toward another host there (`outside`);
+//! 6. empties its capability bounding set and ambient set: a root daemon's reviewer is uid
+//!    0 in its user namespace, and would otherwise hold every capability over its network
+//!    namespace after exec, sandbox or not (set `kcap0` down, delete its routes: its way out
+//!    then fails unlogged).
 //!
 //! Every step is a raw system call on memory prepared before the fork (the map lines, the
 //! ports): nothing is allocated and no lock is taken in the child.

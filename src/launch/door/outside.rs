@@ -227,7 +227,8 @@ impl std::fmt::Display for Tried {
 /// What the reviewer's `packet` tried, and the ICMP error that refuses it; `None` for a
 /// packet that is no attempt to reach another host (the kernel's own multicast, a TCP
 /// segment other than a connection's first, an ICMP error, a fragment that is not the
-/// first, or bytes that are no IP packet).
+/// first, IPv4 or IPv6, or bytes that are no IP packet). IPv6 extension headers are
+/// skipped to the transport header.
 pub(super) fn judge(packet: &[u8]) -> Option<(Tried, Vec<u8>)> {
     match packet.first()? >> 4 {
         4 => judge_v4(packet),
@@ -282,7 +283,8 @@ fn judge_v6(packet: &[u8]) -> Option<(Tried, Vec<u8>)> {
     if to.is_multicast() {
         return None;
     }
-    let tried = tried(packet[6], IpAddr::V6(to), &packet[40..], 58)?;
+    let (next, at) = transport_v6(packet)?;
+    let tried = tried(next, IpAddr::V6(to), &packet[at..], 58)?;
     // RFC 4443: as much of the packet as fits in the minimum MTU, 1280 bytes.
     let quoted = &packet[..packet.len().min(1280 - 48)];
     let mut icmp = vec![1, 1, 0, 0, 0, 0, 0, 0];
@@ -302,6 +304,33 @@ fn judge_v6(packet: &[u8]) -> Option<(Tried, Vec<u8>)> {
     reply.extend_from_slice(&source.octets());
     reply.extend_from_slice(&icmp);
     Some((tried, reply))
+}
+
+/// The protocol and offset of an IPv6 `packet`'s transport header, past its extension
+/// headers (RFC 8200 4: hop-by-hop, routing, destination options, fragment); `None` for a
+/// fragment that is not the first. A UDP datagram over the MTU leaves the kernel in
+/// fragments, each with a fragment header: read as the next protocol, a name lookup was
+/// logged as three packets `of IP protocol 44`, without its port or name (red team, issue 32).
+fn transport_v6(packet: &[u8]) -> Option<(u8, usize)> {
+    let (mut next, mut at) = (packet[6], 40);
+    // A chain longer than this is no packet the kernel sends; its next header is named.
+    for _ in 0..8 {
+        match next {
+            0 | 43 | 60 => {
+                let header = packet.get(at..at + 2)?;
+                (next, at) = (header[0], at + (usize::from(header[1]) + 1) * 8);
+            }
+            44 => {
+                let header = packet.get(at..at + 8)?;
+                if u16::from_be_bytes([header[2], header[3]]) >> 3 != 0 {
+                    return None;
+                }
+                (next, at) = (header[0], at + 8);
+            }
+            _ => break,
+        }
+    }
+    (at <= packet.len()).then_some((next, at))
 }
 
 /// What a transport header `data` of `protocol` to `to` tried; `None` when it is no attempt

@@ -523,8 +523,9 @@ unsafe fn own_namespaces(
 /// the hostname, read the kernel log and could load modules or reboot (the red team's attack
 /// of stop 43). Without `CAP_SETPCAP` (a daemon that is not root) the bounding set is
 /// already what the daemon holds, which is nothing a user must not have, and `EPERM` is
-/// ignored. Async-signal-safe: `prctl` only.
-fn drop_capabilities() -> std::io::Result<()> {
+/// ignored. Async-signal-safe: `prctl` only. The door calls it too, after its namespace is
+/// made: a reviewer without the sandbox keeps no capability over its network namespace.
+pub(crate) fn drop_capabilities() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments.
     unsafe {
         if libc::prctl(

@@ -10,7 +10,8 @@
 //! no byte the door did not frame reaches the upstream as the start of a request without the
 //! credential set by the door: a head over [`MAX_HEAD_BYTES`], a line folded or without
 //! `CRLF`, both `content-length` and `transfer-encoding` or two lengths that differ (request
-//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked`, a
+//! smuggling, RFC 9112 section 6.3), a transfer coding other than a final `chunked` or in an
+//! `HTTP/1.0` request (faulty framing there, RFC 9112 section 6.1), a
 //! chunk line or trailer holding a control character (a bare LF: an upstream that ends lines
 //! there frames the body otherwise); a method that is not a token or a version other than
 //! `HTTP/1.1` or `HTTP/1.0`, a target `//…`, a header name with `_` that reads as `host`, the
@@ -140,6 +141,14 @@ fn aliases(name: &[u8], key_name: &str) -> bool {
     .any(|n| !n.is_empty() && dashed.eq_ignore_ascii_case(n))
 }
 
+/// Whether a `transfer-encoding` of `value` in a request of `version` ends with `chunked`,
+/// in HTTP/1.1: in HTTP/1.0 a transfer coding is faulty framing (RFC 9112 section 6.1), and an
+/// upstream that reads no chunked body there takes the body for its next request.
+fn final_chunked(value: &[u8], version: &[u8]) -> bool {
+    let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
+    version == b"HTTP/1.1" && last.trim_ascii().eq_ignore_ascii_case(b"chunked")
+}
+
 /// `head` (up to and including its empty line) with `credential` set, if any: every header of
 /// its name dropped, one added after the others; and its `host` the upstream's `authority`
 /// (every `host` the client sent dropped, one added after the request line). Only an
@@ -228,9 +237,8 @@ pub(super) fn rewrite(
             }
             length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            let last = value.rsplit(|&b| b == b',').next().unwrap_or_default();
-            if chunked || !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                return Err("its transfer coding is not one final `chunked`");
+            if chunked || !final_chunked(value, version) {
+                return Err("its transfer coding is not one final `chunked`, or is in HTTP/1.0");
             }
             chunked = true;
         } else if name.eq_ignore_ascii_case(b"upgrade") {

@@ -70,6 +70,10 @@ fn a_request_the_door_cannot_frame_exactly_is_refused() {
             "CONNECT or TRACE",
         ),
         ("TRACE / HTTP/1.1\r\n\r\n", "CONNECT or TRACE"),
+        (
+            "POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n\r\n",
+            "HTTP/1.0",
+        ),
         ("OPTIONS http://evil/ HTTP/1.1\r\n\r\n", "origin-form"),
     ] {
         let e = head(request).unwrap_err();

@@ -184,3 +184,34 @@ fn no_prefix_of_a_packet_and_no_byte_changed_makes_it_panic() {
         None
     );
 }
+
+/// A UDP datagram over the MTU leaves over IPv6 in fragments (a fragment header, 44, in each):
+/// the first is named by its transport header (a name lookup, with its name), the others
+/// are not logged, as over IPv4; a hop-by-hop header before it is skipped too.
+#[test]
+fn a_fragmented_name_lookup_over_ipv6_is_named_once_with_its_name() {
+    let to: Ipv6Addr = "2001:db8::53".parse().unwrap();
+    let query = dns(&[b"frag6", b"example"]);
+    let mut first = vec![17, 0, 0, 1, 0, 0, 0, 9];
+    first.extend_from_slice(&query);
+    let (tried, _) = judge(&v6(to, 44, &first)).unwrap();
+    assert_eq!(
+        tried.to_string(),
+        "a name lookup of \"frag6.example\" (UDP to [2001:db8::53]:53)"
+    );
+    let mut hop = vec![44, 0, 1, 4, 0, 0, 0, 0];
+    hop.extend_from_slice(&first);
+    let (tried, _) = judge(&v6(to, 0, &hop)).unwrap();
+    assert_eq!(
+        tried,
+        Tried::Udp(
+            "[2001:db8::53]:53".parse().unwrap(),
+            Some("frag6.example".into())
+        )
+    );
+    // A later fragment (offset 1448 bytes: 181 units of 8), and a chain cut short.
+    let later = [17, 0, 0x05, 0xa8, 0, 0, 0, 9, 0, 0, 0, 0];
+    assert_eq!(judge(&v6(to, 44, &later)), None);
+    assert_eq!(judge(&v6(to, 44, &first[..6])), None);
+    assert_eq!(judge(&v6(to, 60, &[17, 200])), None);
+}
