@@ -372,6 +372,24 @@ pub fn launch(
     launch_with_parent_env(plan, client_bin, options, &|name| std::env::var_os(name))
 }
 
+/// `client_bin` as its caller meant it: a relative path with a directory in it
+/// (`./client.sh`, `bin/claude`) made absolute against this process's working directory. The
+/// client starts in the plan's `cwd`, the worktree under review, where the kernel would
+/// resolve the same relative path (Rust's `Command` on Unix): a file the pull request adds
+/// there would be started as the client (a fresh user's run, issue 36). A bare name is looked
+/// up on `PATH`, an absolute path taken as it is.
+///
+/// # Errors
+/// [`ExecError::Io`] at [`Step::Start`] when the working directory cannot be read.
+fn client_path(client_bin: &Path) -> Result<std::borrow::Cow<'_, Path>, ExecError> {
+    if client_bin.is_absolute() || client_bin.components().count() < 2 {
+        return Ok(std::borrow::Cow::Borrowed(client_bin));
+    }
+    std::path::absolute(client_bin)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| ExecError::io(Step::Start, client_bin, e))
+}
+
 /// [`launch`], with the values of the plan's `env_inherit` looked up in `parent` instead of
 /// this process's environment: for a caller that stands in for a daemon whose environment
 /// is not its own (`verify` gives the client a hostile daemon environment this way).
@@ -384,6 +402,7 @@ pub fn launch_with_parent_env(
     options: &Options,
     parent: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<Reviewer, ExecError> {
+    let client_bin = &*client_path(client_bin)?;
     let launch_dir = Path::new(&plan.launch_dir);
     prepare::check(plan, launch_dir)?;
     process::check_parent(plan, parent)?;
@@ -539,6 +558,7 @@ pub fn check(plan: &LaunchPlan) -> Result<(), ExecError> {
 /// What [`launch`] would do with `plan`, one line per step, for a dry run (`launch
 /// --dry-run`). Environment values are not shown (they hold credentials): the plan does.
 pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<String> {
+    let client_bin = &*client_path(client_bin).unwrap_or(std::borrow::Cow::Borrowed(client_bin));
     let launch_dir = Path::new(&plan.launch_dir);
     let dir = launch_dir.display();
     let mut steps = vec![

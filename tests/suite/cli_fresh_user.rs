@@ -393,3 +393,87 @@ fn launch_errors_name_the_flag_the_value_the_reason_and_the_fix() {
         )
     );
 }
+
+/// A relative `--client-bin` with a directory in it is the caller's: `./client.sh` runs the
+/// script in the directory `launch` was run from, not a `client.sh` the reviewed worktree
+/// holds (the client starts there, and the kernel resolved the relative path there: a file
+/// a pull request adds became the client; a fresh user's run, issue 36).
+#[test]
+fn a_relative_client_binary_is_the_callers_not_the_worktrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::create_dir(dir.path().join("launches")).unwrap();
+    crate::common::stand_in::sh_script(dir.path(), "client.sh", "echo the callers client");
+    crate::common::stand_in::sh_script(&tree, "client.sh", "echo the planted client");
+    let launch_dir = dir.path().join("launches/l1");
+    let r = run_in(
+        dir.path(),
+        &[
+            "launch",
+            "claude",
+            "--agent-id",
+            "a1",
+            "--worktree",
+            tree.to_str().unwrap(),
+            "--launch-dir",
+            launch_dir.to_str().unwrap(),
+            "--client-bin",
+            "./client.sh",
+            "--timeout",
+            "30",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("output the callers client"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("planted"), "{}", r.stdout);
+}
+
+/// `--credential` takes a variable's name: given `NAME=VALUE` (a fresh user's guess), or a
+/// name that is not set, the error says the flag reads the value from the environment and
+/// what to run.
+#[test]
+fn a_credential_given_as_name_and_value_or_unset_says_how_the_flag_reads_it() {
+    let render = |credential: &str| {
+        let out = Command::cargo_bin("kcap-mcp-registry")
+            .unwrap()
+            .args([
+                "render",
+                "claude",
+                "--agent-id",
+                "a1",
+                "--launch-dir",
+                "/tmp/l1",
+            ])
+            .args(["--credential", credential])
+            .env_remove("KCAP_UNSET_CREDENTIAL")
+            .env_remove("KCAP_GIVEN")
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    assert_eq!(
+        render("KCAP_GIVEN=sk-dummy"),
+        (
+            Some(2),
+            "error: --credential KCAP_GIVEN: takes a variable's name, not NAME=VALUE (a value \
+             given here would show in the process list); its value is read from this \
+             environment: `export KCAP_GIVEN=…` and give `--credential KCAP_GIVEN`\n"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        render("KCAP_UNSET_CREDENTIAL"),
+        (
+            Some(2),
+            "error: --credential KCAP_UNSET_CREDENTIAL: not set in this environment (or not \
+             UTF-8); the flag takes a variable's name and reads its value from this \
+             environment: `export KCAP_UNSET_CREDENTIAL=…` first, or leave the flag out\n"
+                .to_owned()
+        )
+    );
+}

@@ -369,11 +369,24 @@ fn credentials(names: &[String], files: &[(String, PathBuf)]) -> Result<Credenti
     let mut credentials = Credentials::default();
     for name in names {
         let value = std::env::var(name).map_err(|_| {
-            CliError::usage(format!(
-                "--credential {}: not set in this environment (or not UTF-8); set it, or \
-                 leave the flag out",
-                name.escape_debug()
-            ))
+            CliError::usage(match name.split_once('=') {
+                // A value on the command line would be in every process listing.
+                Some((var, _)) => format!(
+                    "--credential {}: takes a variable's name, not NAME=VALUE (a value \
+                     given here would show in the process list); its value is read from \
+                     this environment: `export {}=…` and give `--credential {}`",
+                    var.escape_debug(),
+                    var.escape_debug(),
+                    var.escape_debug()
+                ),
+                None => format!(
+                    "--credential {}: not set in this environment (or not UTF-8); the flag \
+                     takes a variable's name and reads its value from this environment: \
+                     `export {}=…` first, or leave the flag out",
+                    name.escape_debug(),
+                    name.escape_debug()
+                ),
+            })
         })?;
         credentials.env.push(EnvVar::new(name.clone(), value));
     }
