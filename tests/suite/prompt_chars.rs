@@ -8,13 +8,17 @@
 //! (bidirectional controls, zero-width) are text there; an ACP client's prompt, a JSON
 //! string in `session/prompt`, carries every character.
 
+#[cfg(feature = "cli")]
 use crate::common;
 
+#[cfg(feature = "cli")]
 use std::path::Path;
 
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::dispatch::{PlanInputs, UnverifiedIsolation};
-use kcap_mcp_registry::clients::plan::{LaunchId, LaunchSecret, TypedPrompt};
+#[cfg(feature = "cli")]
+use kcap_mcp_registry::clients::plan::TypedPrompt;
+use kcap_mcp_registry::clients::plan::{LaunchId, LaunchSecret};
 use kcap_mcp_registry::{LaunchContext, LaunchError, Policy, RenderError, ResultDelivery};
 
 /// Each character, and whether a terminal client's prompt may hold it.
@@ -219,6 +223,7 @@ fn render_refuses_such_a_prompt_with_the_librarys_error() {
 /// A plan (saved, or made by hand) whose typed prompt holds a key is refused by the executor
 /// before anything is created, through the library and `launch --plan`; one holding line
 /// breaks and a tab is carried out.
+#[cfg(feature = "cli")]
 #[test]
 fn the_executor_refuses_a_typed_prompt_holding_a_key_before_creating_anything() {
     use kcap_mcp_registry::launch::{self, ExecError, Options};
