@@ -104,7 +104,16 @@ def outside_lookup():
     s.connect(("198.51.100.53", 53))
     s.send(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x05exfil\x07example\x00\x00\x01\x00\x01")
     return len(s.recv(512)) > 0
+def loopback_lookup():
+    # To a resolver on the loopback, as systemd-resolved's 127.0.0.53.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x08loopback\x07example\x00\x00\x01\x00\x01", ("127.0.0.53", 53))
+    data = s.recv(512)
+    print(f"loopback-rcode={data[3] & 15}", flush=True)
+    return data[3] & 15 == 0
 if "OUTSIDE" in env:
+    probe("outside_lookup_lo", loopback_lookup)
     probe("outside_v4", lambda: outside("203.0.113.7", 443))
     probe("outside_v6", lambda: outside("2001:db8::7", 80))
     probe("outside_lookup", outside_lookup)
@@ -338,7 +347,12 @@ fn every_way_out_past_the_door_fails_at_once_and_the_door_logs_it_naming_it() {
     plan.env.push(EnvVar::new("OUTSIDE", "1"));
     let door = Options::default().with_network(world.door());
     let (answers, log, output) = world.run(&plan, &door);
-    for way in ["outside_v4", "outside_v6", "outside_lookup"] {
+    for way in [
+        "outside_v4",
+        "outside_v6",
+        "outside_lookup",
+        "outside_lookup_lo",
+    ] {
         assert_eq!(answers.get(way), Some(&false), "{way}: {output}");
     }
     // At once: EHOSTUNREACH (113) over IPv4, EACCES (13) over IPv6, well within the timeout.
@@ -365,6 +379,16 @@ fn every_way_out_past_the_door_fails_at_once_and_the_door_logs_it_naming_it() {
             "{line}\nnot once in {log:?}"
         );
     }
+    // A resolver on the reviewer's own loopback: the door answers REFUSED on port 53 there.
+    assert!(output.contains("loopback-rcode=5"), "{output}");
+    let line = "refused: a name lookup of \"loopback.example\" (UDP to port 53 of the \
+                reviewer's own loopback) from the reviewer (only the door's endpoints are \
+                reached); answered REFUSED";
+    assert_eq!(
+        log.iter().filter(|l| *l == line).count(),
+        1,
+        "{line}\nnot once in {log:?}"
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// In the child: the module docs' steps 1 to 5.
+/// In the child: the module docs' steps 1 to 7.
 ///
 /// # Safety
 /// Called between fork and exec.
@@ -41,7 +41,17 @@ pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
             }
             Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
         }
-        // Step 6: no capability after exec. A root daemon's reviewer is uid 0 in its user
+        // Step 6: a name lookup to a resolver on the loopback (`127.0.0.53`, systemd-resolved's)
+        // never reaches the tun device; the door answers it on port 53 of the namespace.
+        match outside::dns_socket() {
+            Ok(fd) => {
+                let sent = send_fd(child.channel.as_raw_fd(), fd);
+                libc::close(fd);
+                sent?;
+            }
+            Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
+        }
+        // Step 7: no capability after exec. A root daemon's reviewer is uid 0 in its user
         // namespace; without the sandbox's drop (`Confinement::Off`, a kernel without
         // Landlock) it kept them all over its network namespace, set `kcap0` down and
         // went out unlogged (red team, issue 32). Those it holds until exec stay, for the

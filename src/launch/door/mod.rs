@@ -16,7 +16,9 @@
 //! 5. makes a tun device, `kcap0`, routes every other address to it (`192.0.2.1`, IPv4's
 //!    default route; `2001:db8::1` and IPv6's where the kernel has it) and passes it too:
 //!    the executor reads what the reviewer sends toward another host there (`outside`);
-//! 6. empties its capability bounding set and ambient set: a root daemon's reviewer is uid
+//! 6. binds UDP `0.0.0.0:53` and passes it: a name lookup to a resolver on the loopback
+//!    (`127.0.0.53`) is answered `REFUSED` by the door, with a log line;
+//! 7. empties its capability bounding set and ambient set: a root daemon's reviewer is uid
 //!    0 in its user namespace, and would otherwise hold every capability over its network
 //!    namespace after exec, sandbox or not (set `kcap0` down, delete its routes: its way out
 //!    then fails unlogged).
@@ -394,15 +396,12 @@ impl Pending {
                 })?;
             door.listeners.push((listener, thread));
         }
-        door.outside = match recv_fd_or_errno(self.channel.as_raw_fd()) {
-            Ok(Ok(tun)) => Some(
-                outside::Watcher::start(tun, Arc::clone(&door.shared)).map_err(|e| {
-                    ExecError::NoDoor {
-                        missing: format!("a thread for the door ({e})"),
-                    }
-                })?,
-            ),
-            Ok(Err(errno)) => {
+        let unsent = |e: std::io::Error| ExecError::NoDoor {
+            missing: format!("the namespace's tun device or why it is missing ({e})"),
+        };
+        let tun = match recv_fd_or_errno(self.channel.as_raw_fd()).map_err(unsent)? {
+            Ok(tun) => Some(tun),
+            Err(errno) => {
                 door.shared.log(format!(
                     "door: connections out of the reviewer's namespace fail, unlogged: its device \
                      to see them cannot be made (/dev/net/tun: {})",
@@ -410,12 +409,27 @@ impl Pending {
                 ));
                 None
             }
-            Err(e) => {
-                return Err(ExecError::NoDoor {
-                    missing: format!("the namespace's tun device or why it is missing ({e})"),
-                });
+        };
+        let dns = match recv_fd_or_errno(self.channel.as_raw_fd()).map_err(unsent)? {
+            Ok(dns) => Some(std::net::UdpSocket::from(dns)),
+            Err(errno) => {
+                door.shared.log(format!(
+                    "door: name lookups to a resolver on the reviewer's loopback fail, \
+                     unlogged: port 53 cannot be bound there ({})",
+                    std::io::Error::from_raw_os_error(errno)
+                ));
+                None
             }
         };
+        if tun.is_some() || dns.is_some() {
+            door.outside = Some(
+                outside::Watcher::start(tun, dns, Arc::clone(&door.shared)).map_err(|e| {
+                    ExecError::NoDoor {
+                        missing: format!("a thread for the door ({e})"),
+                    }
+                })?,
+            );
+        }
         Ok(door)
     }
 }

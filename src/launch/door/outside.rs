@@ -172,6 +172,31 @@ pub(super) unsafe fn tun_up() -> Result<RawFd, i32> {
     }
 }
 
+/// A UDP socket on port 53 of every address of the namespace (`0.0.0.0:53`: the whole
+/// loopback, `127.0.0.53` included), for the door to answer name lookups sent to a resolver
+/// the host has on its loopback; its descriptor, or the errno of the step that failed.
+///
+/// # Safety
+/// Called between fork and exec, in the reviewer's new network namespace.
+pub(super) unsafe fn dns_socket() -> Result<RawFd, i32> {
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_port = 53u16.to_be();
+        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        if libc::bind(fd, (&raw const addr).cast(), len) != 0 {
+            let e = errno();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(fd)
+    }
+}
+
 /// IPv6 on the device: its address and the default route `::/0`. Best effort: a kernel
 /// without IPv6 has no IPv6 way out to see.
 unsafe fn ipv6_up(index: libc::c_int) {
@@ -419,11 +444,15 @@ pub(super) struct Watcher {
 }
 
 impl Watcher {
-    /// Starts reading `tun` for the door `shared`.
+    /// Starts reading `tun` and `dns` (each where it could be made) for the door `shared`.
     ///
     /// # Errors
     /// When no pipe or thread can be made.
-    pub(super) fn start(tun: OwnedFd, shared: Arc<Shared>) -> std::io::Result<Watcher> {
+    pub(super) fn start(
+        tun: Option<OwnedFd>,
+        dns: Option<std::net::UdpSocket>,
+        shared: Arc<Shared>,
+    ) -> std::io::Result<Watcher> {
         let mut ends = [0; 2];
         // SAFETY: two ints for the kernel to fill.
         if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -435,7 +464,7 @@ impl Watcher {
         let thread = std::thread::Builder::new()
             .name("door-outside".into())
             .stack_size(super::THREAD_STACK)
-            .spawn(move || watch(&tun, &wakeup, &shared))?;
+            .spawn(move || watch(tun.as_ref(), dns.as_ref(), &wakeup, &shared))?;
         Ok(Watcher {
             wake,
             thread: Some(thread),
@@ -452,43 +481,77 @@ impl Drop for Watcher {
     }
 }
 
-fn watch(tun: &OwnedFd, wakeup: &OwnedFd, shared: &Shared) {
+fn watch(
+    tun: Option<&OwnedFd>,
+    dns: Option<&std::net::UdpSocket>,
+    wakeup: &OwnedFd,
+    shared: &Shared,
+) {
     let mut packet = vec![0u8; PACKET_BYTES];
+    let poll = |fd: Option<RawFd>| libc::pollfd {
+        // poll(2) leaves out a negative descriptor.
+        fd: fd.unwrap_or(-1),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     loop {
         let mut fds = [
-            libc::pollfd {
-                fd: tun.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: wakeup.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
+            poll(tun.map(|f| f.as_raw_fd())),
+            poll(dns.map(|s| s.as_raw_fd())),
+            poll(Some(wakeup.as_raw_fd())),
         ];
-        // SAFETY: two pollfds of this frame.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        // SAFETY: three pollfds of this frame.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) };
         if ready < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
             return;
         }
-        if fds[1].revents != 0 || fds[0].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+        if fds[2].revents != 0 || fds[0].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
             return;
         }
-        let Ok(n) = rustix::io::read(tun, &mut packet[..]) else {
-            return;
-        };
-        if let Some((tried, reply)) = judge(&packet[..n]) {
+        if let Some(tun) = tun.filter(|_| fds[0].revents != 0) {
+            let Ok(n) = rustix::io::read(tun, &mut packet[..]) else {
+                return;
+            };
+            if let Some((tried, reply)) = judge(&packet[..n]) {
+                shared.log(format!(
+                    "refused: {tried} from the reviewer (only the door's endpoints are \
+                     reached); answered ICMP prohibited"
+                ));
+                let _ = rustix::io::write(tun, &reply);
+            }
+        }
+        if let Some(dns) = dns.filter(|_| fds[1].revents != 0) {
+            let Ok((n, from)) = dns.recv_from(&mut packet) else {
+                continue;
+            };
+            let query = &packet[..n];
+            let name = query_name(query).map_or_else(
+                || "a DNS datagram".to_owned(),
+                |n| format!("a name lookup of {n:?}"),
+            );
             shared.log(format!(
-                "refused: {tried} from the reviewer (only the door's endpoints are reached); \
-                 answered ICMP prohibited"
+                "refused: {name} (UDP to port 53 of the reviewer's own loopback) from the \
+                 reviewer (only the door's endpoints are reached); answered REFUSED"
             ));
-            let _ = rustix::io::write(tun, &reply);
+            if let Some(answer) = dns_refused(query) {
+                let _ = dns.send_to(&answer, from);
+            }
         }
     }
+}
+
+/// The answer `REFUSED` (RFC 1035 4.1.1: QR set, RCODE 5) to the DNS query `query`: its
+/// header and question, no records; `None` for what is no query.
+fn dns_refused(query: &[u8]) -> Option<Vec<u8>> {
+    query_name(query)?;
+    let mut answer = query.to_vec();
+    answer[2] = (answer[2] | 0x80) & !0x04;
+    answer[3] = (answer[3] & 0xf0) | 5;
+    answer[6..12].fill(0);
+    Some(answer)
 }
 
 #[cfg(test)]

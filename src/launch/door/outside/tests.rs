@@ -215,3 +215,20 @@ fn a_fragmented_name_lookup_over_ipv6_is_named_once_with_its_name() {
     assert_eq!(judge(&v6(to, 44, &first[..6])), None);
     assert_eq!(judge(&v6(to, 60, &[17, 200])), None);
 }
+
+#[test]
+fn a_name_lookup_on_the_loopback_is_answered_refused() {
+    let udp = dns(&[b"models", b"example"]);
+    let query = &udp[8..];
+    let answer = dns_refused(query).unwrap();
+    // The query's id and question; QR set, RD kept, AA clear, RCODE 5; one question, no
+    // records.
+    assert_eq!(answer[..2], query[..2]);
+    assert_eq!(answer[2], 0x81);
+    assert_eq!(answer[3] & 0x0f, 5);
+    assert_eq!(answer[4..12], [0, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(answer[12..], query[12..]);
+    // An answer, or bytes that are no query, get none.
+    assert_eq!(dns_refused(&answer), None);
+    assert_eq!(dns_refused(b"\x00\x01"), None);
+}
