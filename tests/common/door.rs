@@ -331,6 +331,21 @@ pub fn acp_launch(
     }
 }
 
+/// A Python probe script `body` (the door's suite tests) after its imports and `probe(name,
+/// f)`, which prints `name=yes` when `f()` returned true and `name=no` (with
+/// `name-error=<the exception>`) otherwise, for `common::carry::probe_answers`.
+pub fn python_probe(body: &str) -> String {
+    format!(
+        "import ctypes, fcntl, os, socket, struct, sys, time\n\
+         def probe(name, f):\n    \
+             try:\n        ok = f()\n    \
+             except Exception as e:\n        \
+                 print(f\"{{name}}-error={{e!r}}\", flush=True)\n        ok = False\n    \
+             print(f\"{{name}}={{'yes' if ok else 'no'}}\", flush=True)\n\
+         {body}"
+    )
+}
+
 /// The door's log line for [`write_probe`]'s connection to a host outside.
 pub const OUTSIDE_REFUSED: &str = "refused: a TCP connection to 203.0.113.7:443 from the \
      reviewer (only the door's endpoints are reached); answered ICMP prohibited";

@@ -33,13 +33,6 @@ const DOWN_PORT: u16 = 8081;
 const PROBE: &str = r#"
 import ctypes, os, socket, sys, time
 env = os.environ
-def probe(name, f):
-    try:
-        ok = f()
-    except Exception as e:
-        print(f"{name}-error={e!r}", flush=True)
-        ok = False
-    print(f"{name}={'yes' if ok else 'no'}", flush=True)
 def connect(host, port):
     socket.create_connection((host, int(port)), timeout=3).close()
     return True
@@ -152,7 +145,11 @@ impl World {
         for dir in ["tree", "bin", "launches"] {
             std::fs::create_dir(root.path().join(dir)).unwrap();
         }
-        std::fs::write(root.path().join("tree/probe.py"), PROBE).unwrap();
+        std::fs::write(
+            root.path().join("tree/probe.py"),
+            common::door::python_probe(PROBE),
+        )
+        .unwrap();
         let host = TcpListener::bind("127.0.0.1:0").unwrap();
         let other = TcpListener::bind("127.0.0.2:0").unwrap();
         let down_port = TcpListener::bind("127.0.0.1:0")

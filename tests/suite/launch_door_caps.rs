@@ -27,13 +27,6 @@ def down():
     req = struct.pack("16sH14x", b"kcap0", 0)
     fcntl.ioctl(s, 0x8914, req)  # SIOCSIFFLAGS, IFF_UP cleared
     return True
-def probe(name, f):
-    try:
-        ok = f()
-    except Exception as e:
-        print(f"{name}-error={e!r}", flush=True)
-        ok = False
-    print(f"{name}={'yes' if ok else 'no'}", flush=True)
 def out():
     try:
         socket.create_connection(("203.0.113.9", 443), timeout=3).close()
@@ -70,7 +63,7 @@ fn a_reviewer_behind_the_door_cannot_hide_its_way_out_from_the_tun() {
     let root = tempfile::tempdir().unwrap();
     let tree = root.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
-    std::fs::write(tree.join("probe.py"), PROBE).unwrap();
+    std::fs::write(tree.join("probe.py"), common::door::python_probe(PROBE)).unwrap();
     let bin = root.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let client = sh_script(

@@ -23,13 +23,6 @@ const MODEL_PORT: u16 = 8080;
 
 const PROBE: &str = r#"
 import os, socket
-def probe(name, f):
-    try:
-        ok = f()
-    except Exception as e:
-        print(f"{name}-error={e!r}", flush=True)
-        ok = False
-    print(f"{name}={'yes' if ok else 'no'}", flush=True)
 def hello():
     s = socket.create_connection(("127.0.0.1", 8080), timeout=10)
     s.sendall(b"GET /hello HTTP/1.1\r\nhost: 127.0.0.1:8080\r\nconnection: close\r\n\r\n")
@@ -85,7 +78,7 @@ fn a_daemon_that_is_not_root_puts_its_reviewer_behind_the_door() {
             .unwrap();
     }
     std::os::unix::fs::chown(at("launches"), Some(NOBODY), Some(NOBODY)).unwrap();
-    std::fs::write(at("tree/probe.py"), PROBE).unwrap();
+    std::fs::write(at("tree/probe.py"), common::door::python_probe(PROBE)).unwrap();
     let client = sh_script(
         &at("bin"),
         "reviewer",
