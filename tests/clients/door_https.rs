@@ -503,6 +503,16 @@ impl Run {
                 files_holding(&launch_dir, &token),
             )
         };
+        // The door counts a keyed request as it passes it on, the stand-in once it is in: a
+        // client that sends one more as its turn ends is between the two for a moment (Qwen
+        // Code under CI's load: the door's count read 1, the stand-in's 2). Both are read
+        // once they agree, or after 5 s.
+        let settle = |keyed: &dyn Fn() -> u64| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while keyed() != api.requests().len() as u64 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
         let password = plan
             .env_value("OPENCODE_SERVER_PASSWORD")
             .map(str::to_owned);
@@ -510,6 +520,7 @@ impl Run {
             Reviewer::Acp(mut session) => {
                 let environ = environ(session.pid());
                 let turn = acp_turn(&mut session, client, root, started);
+                settle(&|| session.door_keyed_requests().0);
                 let log = (session.door_log(), session.door_keyed_requests());
                 let tail = session.stderr_tail();
                 let files = scan();
@@ -520,6 +531,7 @@ impl Run {
             Reviewer::Terminal(mut session) => {
                 let environ = environ(session.pid());
                 let (turn, tail) = terminal_turn(&mut session, client, root, started, &launch_dir);
+                settle(&|| session.door_keyed_requests().0);
                 let log = (session.door_log(), session.door_keyed_requests());
                 let files = scan();
                 let cmdlines = tree_cmdlines(session.pid());
