@@ -33,24 +33,10 @@ pub(super) unsafe fn enter(child: &ChildSide) -> std::io::Result<()> {
         }
         // Step 5: the way out that is refused, seen. Without it the launch goes on (a
         // connection out still fails, unlogged), and the door says why in its log.
-        match outside::tun_up() {
-            Ok(fd) => {
-                let sent = send_fd(child.channel.as_raw_fd(), fd);
-                libc::close(fd);
-                sent?;
-            }
-            Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
-        }
+        send_fd_or_errno(child.channel.as_raw_fd(), outside::tun_up())?;
         // Step 6: a name lookup to a resolver on the loopback (`127.0.0.53`, systemd-resolved's)
         // never reaches the tun device; the door answers it on port 53 of the namespace.
-        match outside::dns_socket() {
-            Ok(fd) => {
-                let sent = send_fd(child.channel.as_raw_fd(), fd);
-                libc::close(fd);
-                sent?;
-            }
-            Err(errno) => send_errno(child.channel.as_raw_fd(), errno)?,
-        }
+        send_fd_or_errno(child.channel.as_raw_fd(), outside::dns_socket())?;
         // Step 7: no capability after exec. A root daemon's reviewer is uid 0 in its user
         // namespace; without the sandbox's drop (`Confinement::Off`, a kernel without
         // Landlock) it kept them all over its network namespace, set `kcap0` down and
@@ -144,7 +130,23 @@ unsafe fn send_errno(channel: RawFd, errno: i32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Receives what [`send_fd`] or [`send_errno`] sent, without waiting: the descriptor, or
+/// Sends what the child made in place of a descriptor over `channel`: the descriptor
+/// (closed here, sent or not, with [`send_fd`]) or the errno it had instead (with
+/// [`send_errno`]). [`recv_fd_or_errno`] receives either.
+unsafe fn send_fd_or_errno(channel: RawFd, made: Result<RawFd, i32>) -> std::io::Result<()> {
+    unsafe {
+        match made {
+            Ok(fd) => {
+                let sent = send_fd(channel, fd);
+                libc::close(fd);
+                sent
+            }
+            Err(errno) => send_errno(channel, errno),
+        }
+    }
+}
+
+/// Receives what [`send_fd_or_errno`] sent, without waiting: the descriptor, or
 /// the error the child had in place of it.
 pub(super) fn recv_fd_or_errno(channel: RawFd) -> std::io::Result<Result<OwnedFd, i32>> {
     let mut bytes = [0u8; 4];

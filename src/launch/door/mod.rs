@@ -396,31 +396,25 @@ impl Pending {
                 })?;
             door.listeners.push((listener, thread));
         }
-        let unsent = |e: std::io::Error| ExecError::NoDoor {
-            missing: format!("the namespace's tun device or why it is missing ({e})"),
-        };
-        let tun = match recv_fd_or_errno(self.channel.as_raw_fd()).map_err(unsent)? {
-            Ok(tun) => Some(tun),
-            Err(errno) => {
-                door.shared.log(format!(
-                    "door: connections out of the reviewer's namespace fail, unlogged: its device \
-                     to see them cannot be made (/dev/net/tun: {})",
-                    std::io::Error::from_raw_os_error(errno)
-                ));
-                None
-            }
-        };
-        let dns = match recv_fd_or_errno(self.channel.as_raw_fd()).map_err(unsent)? {
-            Ok(dns) => Some(std::net::UdpSocket::from(dns)),
-            Err(errno) => {
-                door.shared.log(format!(
-                    "door: name lookups to a resolver on the reviewer's loopback fail, \
-                     unlogged: port 53 cannot be bound there ({})",
-                    std::io::Error::from_raw_os_error(errno)
-                ));
-                None
-            }
-        };
+        let channel = self.channel.as_raw_fd();
+        let tun = recv_or_log(channel, &door.shared, "the namespace's tun device", |e| {
+            format!(
+                "door: connections out of the reviewer's namespace fail, unlogged: its device \
+                 to see them cannot be made (/dev/net/tun: {e})"
+            )
+        })?;
+        let dns = recv_or_log(
+            channel,
+            &door.shared,
+            "the namespace's port 53 socket",
+            |e| {
+                format!(
+                    "door: name lookups to a resolver on the reviewer's loopback fail, unlogged: \
+                 port 53 cannot be bound there ({e})"
+                )
+            },
+        )?
+        .map(std::net::UdpSocket::from);
         if tun.is_some() || dns.is_some() {
             door.outside = Some(
                 outside::Watcher::start(tun, dns, Arc::clone(&door.shared)).map_err(|e| {
@@ -431,6 +425,30 @@ impl Pending {
             );
         }
         Ok(door)
+    }
+}
+
+/// Receives from the child a descriptor it may have failed to make (after the listening
+/// sockets: the tun device, the port-53 socket): the descriptor, or `None` when the child
+/// sent its errno instead, and then the door logs `unmade(error)` (what fails, and why).
+///
+/// # Errors
+/// [`ExecError::NoDoor`] naming `what` when neither arrived.
+fn recv_or_log(
+    channel: std::os::fd::RawFd,
+    shared: &Shared,
+    what: &str,
+    unmade: impl FnOnce(std::io::Error) -> String,
+) -> Result<Option<OwnedFd>, ExecError> {
+    match recv_fd_or_errno(channel) {
+        Ok(Ok(fd)) => Ok(Some(fd)),
+        Ok(Err(errno)) => {
+            shared.log(unmade(std::io::Error::from_raw_os_error(errno)));
+            Ok(None)
+        }
+        Err(e) => Err(ExecError::NoDoor {
+            missing: format!("{what} or why it is missing ({e})"),
+        }),
     }
 }
 
