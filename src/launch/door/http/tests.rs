@@ -1,6 +1,8 @@
 //! Unit tests of the door's HTTP reading (`door::http`).
 
+use super::head::Head;
 use super::*;
+use crate::launch::door::Credential;
 
 fn key() -> Credential {
     Credential::new("x-api-key", "real-key")
