@@ -15,6 +15,9 @@
 //! - a flood of refusals keeps the first refusal in the door's log, and a line counts the
 //!   lines dropped. The bite, run once: the log of main (its last 256 lines) lost the first
 //!   refusal and said nothing of the lines it dropped.
+//! - the command line sets both (`launch --door-keyed-requests`, `--door-keyed-burst`,
+//!   `--door-keyed-interval-ms`): a hold and the refusals, printed as `door <line>`. The bite,
+//!   run once per flag: a flag not handed to `Options`.
 
 use crate::common;
 
@@ -331,4 +334,92 @@ fn a_flood_of_refusals_keeps_the_first_in_the_log_and_counts_the_dropped() {
         assert!(i == door::KEPT_FIRST || *line == garbage, "{i}: {line}");
     }
     assert_eq!(upstream.reached(), 0);
+}
+
+/// The budget and the rate from the command line: `launch --plan` with
+/// `--door-keyed-requests 2 --door-keyed-burst 1 --door-keyed-interval-ms 1500` and the
+/// stand-in's 8 keyed requests: the first passes at once, the second is held for its slot
+/// (1.5 s, so the door logs the wait: a second or more), the other six get a `429` naming the
+/// budget of 2; the CLI prints the door's log as `door <line>`, the hold and the refusals
+/// there. The bite, run once per flag: with `--door-keyed-requests` not handed to `Options`,
+/// all 8 reached the stand-in model API (no `429`); with the burst or the interval not
+/// handed over (the defaults, 40 at once), no request was held and no hold was logged.
+#[cfg(feature = "cli")]
+#[test]
+fn the_launch_commands_door_flags_set_the_budget_and_the_rate() {
+    use kcap_mcp_registry::clients::plan::{DoorCredential, DoorEndpoint, DoorPlan, DoorScheme};
+
+    if !kernel_gives(door::missing(), "KCAP_REQUIRE_DOOR") {
+        return;
+    }
+    let root = world();
+    let api = ModelApi::start();
+    let mut plan = plan(root.path(), "budget");
+    plan.door = Some(DoorPlan {
+        endpoints: vec![DoorEndpoint {
+            port: KEYED,
+            upstream: api.url.trim_start_matches("http://").to_owned(),
+            scheme: DoorScheme::Http,
+            serves: "a test".into(),
+            credential: Some(DoorCredential {
+                header: "x-api-key".into(),
+                value: "daemon-key".into(),
+            }),
+        }],
+    });
+    let plan_file = root.path().join("plan.json");
+    std::fs::write(&plan_file, plan.to_json()).unwrap();
+    let client = sh_script(
+        &root.path().join("bin"),
+        "client",
+        &format!(
+            "exec /usr/bin/python3 {}",
+            root.path().join("tree/client.py").display()
+        ),
+    );
+    let r = common::finish(
+        common::bin()
+            .args(["launch", "--timeout", "60", "--plan"])
+            .arg(&plan_file)
+            .arg("--client-bin")
+            .arg(&client)
+            .args(["--door-keyed-requests", "2", "--door-keyed-burst", "1"])
+            .args(["--door-keyed-interval-ms", "1500"])
+            .timeout(Duration::from_secs(120)),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout
+            .contains("output statuses [400, 400, 429, 429, 429, 429, 429, 429]"),
+        "{r:?}"
+    );
+    assert_eq!(api.requests().len(), 2, "{r:?}");
+    let door: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("door "))
+        .collect();
+    let held = format!("door port {KEYED}: held a request with the daemon's credential 1.");
+    assert!(
+        door.first()
+            .is_some_and(|l| l.starts_with(&held) && l.ends_with(" s, to the launch's rate")),
+        "{r:?}"
+    );
+    let refused: Vec<String> = (1..=6)
+        .map(|n| {
+            format!(
+                "door port {KEYED}: refused a request over the launch's budget of 2 requests \
+                 with the daemon's credential ({n} refused so far); answered 429 and closed \
+                 the connection"
+            )
+        })
+        .collect();
+    // Each refusal's line is written once its `429` went out: the client may exit before
+    // the last is in, so the lines are those of `refused`, the first at least.
+    assert!(door.len() >= 2, "{r:?}");
+    assert!(
+        door[1..].iter().all(|l| refused.iter().any(|r| r == l)),
+        "{r:?}"
+    );
+    assert!(door.contains(&refused[0].as_str()), "{r:?}");
 }
