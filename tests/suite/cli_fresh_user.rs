@@ -402,7 +402,7 @@ fn launch_errors_name_the_flag_the_value_the_reason_and_the_fix() {
 fn a_relative_client_binary_is_the_callers_not_the_worktrees() {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("tree");
-    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::create_dir(&tree).unwrap();
     std::fs::create_dir(dir.path().join("launches")).unwrap();
     crate::common::stand_in::sh_script(dir.path(), "client.sh", "echo the callers client");
     crate::common::stand_in::sh_script(&tree, "client.sh", "echo the planted client");
