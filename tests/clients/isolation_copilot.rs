@@ -28,7 +28,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::etc::{self, Etc};
+use common::etc;
+#[cfg(feature = "cli")]
+use common::etc::Etc;
 use common::model_api::ModelApi;
 use common::peers::peer;
 use harness::{MARKER, Setup};

@@ -428,6 +428,7 @@ fn a_long_line_of_standard_error_is_cut_and_says_so() {
     assert_eq!(lines[1], "next");
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
     let tmp = TempDir::new().unwrap();
@@ -459,6 +460,7 @@ fn keep_launch_dir_keeps_the_directory_of_a_failed_launch_and_says_where() {
     assert!(!r.stderr.contains("kept the launch directory"), "{r:?}");
 }
 
+#[cfg(feature = "cli")]
 #[test]
 fn sigterm_or_sigint_to_launch_stops_the_reviewer_and_its_group_and_cleans_up() {
     use std::io::BufRead as _;

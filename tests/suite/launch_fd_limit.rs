@@ -11,6 +11,7 @@
 use crate::common;
 
 use std::os::fd::OwnedFd;
+#[cfg(feature = "cli")]
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::Command;

@@ -484,6 +484,7 @@ return false;"#,
 
 /// `cmd` (program and arguments) run in a private mount namespace where `/etc/opencode`
 /// holds the files of `managed` (an overlay on `/etc` with `<dir>/u` as its upper layer).
+#[cfg(feature = "cli")]
 pub fn overlay_etc(dir: &Path, managed: &Path, cmd: &Command) -> Command {
     copy_managed(dir, managed);
     etc::command(Etc::Writable(dir), cmd)

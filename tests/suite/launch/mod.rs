@@ -37,9 +37,13 @@ mod hangs;
 mod hostile;
 mod properties;
 
+// What only the CLI's tests use (`command.rs`, `launch_plan`'s callers).
+#[cfg(feature = "cli")]
 use carried::hostile_worktree;
+#[cfg(feature = "cli")]
 use carried::{assert_carried_out, facts_only};
 pub(crate) use hangs::acp_plan;
+#[cfg(feature = "cli")]
 pub(crate) use hostile::launch_plan;
 
 /// The node binary, by absolute path: the plans' environments may have no `PATH`.
