@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::plan::{EnvVar, PlanFile};
+use super::plan::{EnvVar, LaunchPlan, PlanFile};
 use super::{Client, LaunchContext, RenderError, launch_dir};
 
 /// The names a reviewer's client takes from the daemon's environment, when set, and no
@@ -280,6 +280,134 @@ pub(crate) fn credentials(
         });
     }
     Ok((env, files))
+}
+
+/// What [`LaunchPlan::without_credentials`] shows in place of a credential's value (as the
+/// `Debug` of [`DoorCredential`](super::plan::DoorCredential) does).
+pub const NOT_SHOWN: &str = "(not shown)";
+
+/// The shortest run of a credential's value that [`LaunchPlan::without_credentials`] hides
+/// where it is found elsewhere in the plan, in bytes: a room may write part of a key into a
+/// file (Claude Code's `.claude.json` holds the key's last 20 characters,
+/// [`APPROVED_KEY_CHARS`](super::claude::state::APPROVED_KEY_CHARS)).
+pub const SECRET_RUN: usize = 16;
+
+/// A credential's value shorter than this, in bytes, is not looked for elsewhere in the plan
+/// (one of [`SECRET_RUN`] or fewer is looked for whole).
+pub const SHORTEST_SECRET: usize = 8;
+
+impl LaunchPlan {
+    /// This plan to show, not to carry out (`launch --dry-run` prints it): [`NOT_SHOWN`] in
+    /// place of the value of each credential variable of its client's
+    /// [`CredentialSpec`] but those the room's door declares are not secrets (the model
+    /// API's base URL, a setting such as `IS_SANDBOX`: [`DoorSpec`](super::door::DoorSpec)),
+    /// of the contents of each credential file, and of the value of each header the door
+    /// sets; then, in every other string of the plan, of each run of [`SECRET_RUN`] bytes or
+    /// more of one of those values (a shorter one whole, from [`SHORTEST_SECRET`] bytes; of a
+    /// JSON credential file: of one of its strings). The model key, or behind the door the
+    /// per-launch token, is in none of it.
+    #[must_use]
+    pub fn without_credentials(&self) -> LaunchPlan {
+        let spec = self.client.spec();
+        let shown = |name: &str| {
+            spec.door
+                .iter()
+                .any(|d| d.base_url == name || d.settings.contains(&name))
+        };
+        let mut secrets = Vec::new();
+        let mut plan = self.clone();
+        for var in &mut plan.env {
+            if spec.credentials.env.contains(&var.name.as_str()) && !shown(&var.name) {
+                secrets.push(std::mem::replace(&mut var.value, NOT_SHOWN.to_owned()));
+            }
+        }
+        for file in &mut plan.files {
+            let credential = |f: &CredentialFileSpec| {
+                file.path
+                    .strip_prefix(HOME_DIR)
+                    .and_then(|p| p.strip_prefix('/'))
+                    == Some(f.path)
+            };
+            if spec.credentials.files.iter().any(credential) {
+                let contents = std::mem::replace(&mut file.contents, NOT_SHOWN.to_owned());
+                // A JSON file's strings are the secrets, not its keys and punctuation.
+                match serde_json::from_str::<serde_json::Value>(&contents) {
+                    Ok(json) => strings(&json, &mut secrets),
+                    Err(_) => secrets.push(contents),
+                }
+            }
+        }
+        let endpoints = plan.door.iter_mut().flat_map(|d| &mut d.endpoints);
+        for credential in endpoints.filter_map(|e| e.credential.as_mut()) {
+            secrets.push(std::mem::replace(
+                &mut credential.value,
+                NOT_SHOWN.to_owned(),
+            ));
+        }
+        secrets.retain(|s| s.len() >= SHORTEST_SECRET);
+        if secrets.is_empty() {
+            return plan;
+        }
+        let mut json = serde_json::to_value(&plan).expect("a plan serializes");
+        hide_runs(&mut json, &secrets);
+        serde_json::from_value(json).expect("a plan with strings changed reads back")
+    }
+}
+
+/// Every string of `value`, added to `into`.
+fn strings(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) => into.push(s.clone()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, into)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, into)),
+        _ => {}
+    }
+}
+
+/// Replaces in every string of `value` each run of bytes made of windows of [`SECRET_RUN`]
+/// bytes of one of `secrets` (of a shorter one: the whole of it) by [`NOT_SHOWN`], the run
+/// widened to whole characters.
+fn hide_runs(value: &mut serde_json::Value, secrets: &[String]) {
+    match value {
+        serde_json::Value::String(text) => {
+            let bytes = text.as_bytes();
+            let mut hidden = vec![false; bytes.len()];
+            let windows = secrets.iter().flat_map(|s| {
+                let size = s.len().min(SECRET_RUN);
+                s.as_bytes().windows(size)
+            });
+            for window in windows {
+                let size = window.len();
+                let found = bytes
+                    .windows(size)
+                    .enumerate()
+                    .filter(|(_, w)| *w == window);
+                for (at, _) in found {
+                    hidden[at..at + size].fill(true);
+                }
+            }
+            if !hidden.contains(&true) {
+                return;
+            }
+            let mut shown = String::with_capacity(text.len());
+            let mut in_run = false;
+            for (at, c) in text.char_indices() {
+                if hidden[at..at + c.len_utf8()].contains(&true) {
+                    if !in_run {
+                        shown.push_str(NOT_SHOWN);
+                    }
+                    in_run = true;
+                } else {
+                    shown.push(c);
+                    in_run = false;
+                }
+            }
+            *text = shown;
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| hide_runs(v, secrets)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| hide_runs(v, secrets)),
+        _ => {}
+    }
 }
 
 /// A file an administrator controls outside any home, which the client reads whatever the

@@ -556,7 +556,9 @@ pub fn check(plan: &LaunchPlan) -> Result<(), ExecError> {
 }
 
 /// What [`launch`] would do with `plan`, one line per step, for a dry run (`launch
-/// --dry-run`). Environment values are not shown (they hold credentials): the plan does.
+/// --dry-run`). Environment values are not shown (they hold credentials): the plan shows
+/// them, and [`LaunchPlan::without_credentials`] all but the credentials' (what the dry run
+/// prints before the steps).
 pub fn steps(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Vec<String> {
     let client_bin = &*client_path(client_bin).unwrap_or(std::borrow::Cow::Borrowed(client_bin));
     let launch_dir = Path::new(&plan.launch_dir);

@@ -204,3 +204,91 @@ fn each_clients_help_lists_its_credentials() {
         }
     }
 }
+
+/// `launch --dry-run` prints the plan to read, not to carry out: no credential's value, nor
+/// any run of 16 of its characters. Claude Code's key as a variable (open network; its
+/// `.claude.json` holds the key's last 20 characters), the same key behind the door (the
+/// door's header; the client holds the token) and Codex CLI's `auth.json` each show as
+/// `(not shown)`, while the base URL (not a secret: the room's door says so) shows as it is;
+/// `render --format plan` of the same launch holds each value. The bite, run once each: the
+/// dry run printing `plan.to_json()` showed the key in all three cases; with the variables,
+/// files and door headers hidden but no run looked for elsewhere, the key's last 20
+/// characters showed in Claude Code's `.claude.json`.
+#[test]
+fn a_dry_run_shows_no_credentials_value() {
+    const KEY: &str = "sk-ant-dummy-dry-run-4242";
+    const FILE_KEY: &str = "sk-dummy-dry-run-auth-77";
+    let tmp = TempDir::new().unwrap();
+    let auth = tmp.path().join("auth.json");
+    std::fs::write(&auth, format!(r#"{{"OPENAI_API_KEY":"{FILE_KEY}"}}"#)).unwrap();
+    let launch_dir = tmp.path().join("l1");
+    let launch_dir = launch_dir.to_str().unwrap();
+    let auth = format!("auth.json={}", auth.display());
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            "claude",
+            &[
+                "--credential",
+                "ANTHROPIC_API_KEY",
+                "--credential",
+                "ANTHROPIC_BASE_URL",
+            ],
+            KEY,
+        ),
+        (
+            "claude",
+            &[
+                "--door",
+                "--credential",
+                "ANTHROPIC_API_KEY",
+                "--credential",
+                "ANTHROPIC_BASE_URL",
+            ],
+            KEY,
+        ),
+        ("codex", &["--credential-file", &auth], FILE_KEY),
+    ];
+    for (client, credentials, secret) in cases {
+        let with = |cmd: &str, last: &[&str]| {
+            let mut args = vec![cmd, client, "--agent-id", "a1", "--launch-dir", launch_dir];
+            args.extend(credentials);
+            args.extend(last);
+            finish(
+                bin()
+                    .env("ANTHROPIC_API_KEY", KEY)
+                    .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:4000")
+                    .args(args),
+            )
+        };
+        let plan = with("render", &["--format", "plan"]);
+        assert_eq!(plan.code, 0, "{plan:?}");
+        assert!(
+            plan.stdout.contains(secret),
+            "{client} {credentials:?}: {plan:?}"
+        );
+        let dry = with("launch", &["--client-bin", "/bin/true", "--dry-run"]);
+        assert_eq!(dry.code, 0, "{dry:?}");
+        // Nor any run of 16 of its characters: Claude Code's `.claude.json` holds a key's
+        // last 20.
+        for run in secret.as_bytes().windows(16) {
+            let run = std::str::from_utf8(run).unwrap();
+            assert!(
+                !dry.stdout.contains(run) && !dry.stderr.contains(run),
+                "{client} {credentials:?}: {run} in {dry:?}"
+            );
+        }
+        assert!(dry.stdout.contains("\"(not shown)\""), "{dry:?}");
+        assert!(
+            dry.stdout.contains("\n1. check the plan (version "),
+            "{dry:?}"
+        );
+        if client == "claude" {
+            let base_url = if credentials.contains(&"--door") {
+                "\"value\": \"http://127.0.0.1:41001\""
+            } else {
+                "\"value\": \"http://127.0.0.1:4000\""
+            };
+            assert!(dry.stdout.contains(base_url), "{dry:?}");
+        }
+    }
+}

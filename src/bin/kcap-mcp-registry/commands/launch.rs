@@ -37,7 +37,8 @@ and refuses one this crate's tests do not prove unless `verify` recorded a pass 
 binary at that version (docs/cli-verify.md).
 
 --plan FILE carries out a saved plan instead (with --launch-dir, the directory it was
-rendered for, and --prompt for ACP clients). --dry-run prints the plan and the steps.
+rendered for, and --prompt for ACP clients). --dry-run prints the plan, each credential's
+value `(not shown)`, and the steps.
 
 Exit codes: 0 the prompt was answered (ACP) or the client exited 0 (terminal); 1 the plan was
 refused, the reviewer failed, sat at a dialog, or ran past --timeout; 2 usage errors, a plan
@@ -79,7 +80,7 @@ struct RunArgs {
     /// The client binary to start (required).
     #[arg(long, value_name = "PATH", global = true)]
     client_bin: Option<PathBuf>,
-    /// Print the plan and the steps, and check the plan; start nothing.
+    /// Print the plan (no credential's value) and the steps, and check the plan; start nothing.
     #[arg(long, global = true)]
     dry_run: bool,
     /// Stop the reviewer after this many seconds.
@@ -292,7 +293,9 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
         );
     }
     if run.dry_run {
-        out!("{}", plan.to_json());
+        // The plan to read, not to carry out: no credential's value (`render --format plan`
+        // prints the plan whole).
+        out!("{}", plan.without_credentials().to_json());
         launch::check(&plan).map_err(CliError::found)?;
         for (n, step) in launch::steps(&plan, &client_bin, &options)
             .iter()
