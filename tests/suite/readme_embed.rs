@@ -2,7 +2,7 @@
 //! section's `[dependencies]` (the path dependency pointed at this checkout) and its Rust
 //! program as `src/main.rs`, built offline and run. The doctest of the same block
 //! (`ReadmeDoctests` in src/lib.rs) compiles it inside this crate; only this test proves the
-//! dependency lines are enough.
+//! dependency lines are enough, and that the program prints an error as its message.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -120,4 +120,21 @@ fn the_readme_daemon_builds_from_its_dependency_lines_and_launches_a_stand_in() 
     );
     // It cleaned up after itself.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+
+    // An error is printed as its message (`Display`), not as the `Debug` a `main` that returns
+    // it prints (`Error: Os { code: 20, … }`), and the exit code is 1: here its state
+    // directory cannot be made, TMPDIR being a file.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let failed = Command::new(target.join("debug/daemon"))
+        .env("TMPDIR", &file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            failed.status.code(),
+            String::from_utf8_lossy(&failed.stderr).as_ref()
+        ),
+        (Some(1), "error: Not a directory (os error 20)\n")
+    );
 }
