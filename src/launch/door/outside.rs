@@ -233,7 +233,7 @@ pub(super) enum Tried {
     /// A TCP connection's first segment (`SYN`).
     Tcp(SocketAddr),
     /// A UDP datagram; to port 53, the name it asked for, when it is a DNS query.
-    Udp(SocketAddr, Option<String>),
+    Udp(SocketAddr, Option<QueryName>),
     /// Another protocol (its number), a ping included.
     Other(IpAddr, u8),
 }
@@ -242,7 +242,7 @@ impl std::fmt::Display for Tried {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Tried::Tcp(to) => write!(f, "a TCP connection to {to}"),
-            Tried::Udp(to, Some(name)) => write!(f, "a name lookup of {name:?} (UDP to {to})"),
+            Tried::Udp(to, Some(name)) => write!(f, "a name lookup of {name} (UDP to {to})"),
             Tried::Udp(to, None) => write!(f, "a UDP datagram to {to}"),
             Tried::Other(to, protocol) => write!(f, "a packet of IP protocol {protocol} to {to}"),
         }
@@ -384,36 +384,92 @@ fn tried(protocol: u8, to: IpAddr, data: &[u8], icmp: u8) -> Option<Tried> {
     }
 }
 
-/// The first question's name of a DNS query `message` (RFC 1035 4.1), dotted, each byte
-/// outside printable ASCII as `\xNN`; `None` when it is not one.
-fn query_name(message: &[u8]) -> Option<String> {
+/// The most characters of a name the door logs; a longer one is cut there.
+const NAME_SHOWN: usize = 1024;
+
+/// The first question's name of a DNS query, as the door logs it: quoted, then, outside the
+/// quotes (where no byte of the name can reach: the quoted part escapes `"`), `…(<n> bytes)`
+/// when it is cut, `…(compressed name)` when a compression pointer ends it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct QueryName {
+    /// The name, dotted, each byte outside printable ASCII as `\xNN`: whole, or its first
+    /// [`NAME_SHOWN`] characters.
+    pub(super) shown: String,
+    /// When `shown` is cut: the name's length in the query, in bytes (its labels and their
+    /// length bytes, up to its end or its pointer).
+    pub(super) cut_of: Option<usize>,
+    /// Whether a compression pointer (RFC 1035 4.1.4) ends it: a query's first name needs
+    /// none, and the door follows none.
+    pub(super) compressed: bool,
+}
+
+impl std::fmt::Display for QueryName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.shown)?;
+        match (self.cut_of, self.compressed) {
+            (Some(n), true) => write!(f, "…({n} bytes, compressed name)"),
+            (Some(n), false) => write!(f, "…({n} bytes)"),
+            (None, true) => f.write_str("…(compressed name)"),
+            (None, false) => Ok(()),
+        }
+    }
+}
+
+/// The first question's name of a DNS query `message` (RFC 1035 4.1); `None` when it is not
+/// one (an answer, no question, a label past the message, a label length of the reserved
+/// kinds, 64 to 191). A name over [`NAME_SHOWN`] characters, or one a compression pointer
+/// ends, is a name lookup still, said so ([`QueryName`]): before, each was logged as a UDP
+/// datagram, its name hidden.
+fn query_name(message: &[u8]) -> Option<QueryName> {
     // A query (QR clear) with at least one question.
     if message.len() < 12 || message[2] & 0x80 != 0 || message[4..6] == [0, 0] {
         return None;
     }
-    let mut name = String::new();
+    let mut name = QueryName {
+        shown: String::new(),
+        cut_of: None,
+        compressed: false,
+    };
+    let mut cut = false;
     let mut at = 12;
     loop {
         let length = usize::from(*message.get(at)?);
         if length == 0 {
             break;
         }
-        // A pointer has no place in a query's first name; a label is at most 63 bytes.
-        if length > 63 || name.len() > 1024 {
+        // A pointer: two bytes, the first's top bits set.
+        if length >= 0xc0 {
+            message.get(at + 1)?;
+            name.compressed = true;
+            break;
+        }
+        // A label is at most 63 bytes; 64 to 191 are the reserved kinds.
+        if length > 63 {
             return None;
         }
         let label = message.get(at + 1..at + 1 + length)?;
-        if !name.is_empty() {
-            name.push('.');
+        at += 1 + length;
+        if cut {
+            continue;
         }
-        for &b in label {
+        let separator = (!name.shown.is_empty()).then_some(b'.');
+        for b in separator.into_iter().chain(label.iter().copied()) {
+            let before = name.shown.len();
             if b.is_ascii_graphic() {
-                name.push(char::from(b));
+                name.shown.push(char::from(b));
             } else {
-                let _ = write!(name, "\\x{b:02x}");
+                let _ = write!(name.shown, "\\x{b:02x}");
+            }
+            // Cut before the character or escape that passes the bound: none is split.
+            if name.shown.len() > NAME_SHOWN {
+                name.shown.truncate(before);
+                cut = true;
+                break;
             }
         }
-        at += 1 + length;
+    }
+    if cut {
+        name.cut_of = Some(at - 12);
     }
     Some(name)
 }
@@ -530,7 +586,7 @@ fn watch(
             let query = &packet[..n];
             let name = query_name(query).map_or_else(
                 || "a DNS datagram".to_owned(),
-                |n| format!("a name lookup of {n:?}"),
+                |n| format!("a name lookup of {n}"),
             );
             shared.log(format!(
                 "refused: {name} (UDP to port 53 of the reviewer's own loopback) from the \

@@ -48,6 +48,24 @@ fn dns(name: &[&[u8]]) -> Vec<u8> {
     u
 }
 
+/// A name as the door logs it whole.
+fn whole(name: &str) -> QueryName {
+    QueryName {
+        shown: name.into(),
+        cut_of: None,
+        compressed: false,
+    }
+}
+
+/// A DNS query's message whose first question's name is `name`, the bytes after the header
+/// as they are (labels, then the end or a pointer), then type A, class IN.
+fn query(name: &[u8]) -> Vec<u8> {
+    let mut q = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    q.extend_from_slice(name);
+    q.extend_from_slice(&[0, 1, 0, 1]);
+    q
+}
+
 #[test]
 fn a_connection_out_over_ipv4_is_named_and_answered_administratively_prohibited() {
     let syn = v4([203, 0, 113, 7], 6, &tcp(443, 0x02));
@@ -113,7 +131,7 @@ fn a_name_lookup_is_named_with_the_name_asked_for() {
         tried,
         Tried::Udp(
             "10.255.255.53:53".parse().unwrap(),
-            Some("a\\x0ab\\x1b.x".into())
+            Some(whole("a\\x0ab\\x1b.x"))
         )
     );
     // Another UDP port: a datagram, no name.
@@ -206,7 +224,7 @@ fn a_fragmented_name_lookup_over_ipv6_is_named_once_with_its_name() {
         tried,
         Tried::Udp(
             "[2001:db8::53]:53".parse().unwrap(),
-            Some("frag6.example".into())
+            Some(whole("frag6.example"))
         )
     );
     // A later fragment (offset 1448 bytes: 181 units of 8), and a chain cut short.
@@ -231,4 +249,57 @@ fn a_name_lookup_on_the_loopback_is_answered_refused() {
     // An answer, or bytes that are no query, get none.
     assert_eq!(dns_refused(&answer), None);
     assert_eq!(dns_refused(b"\x00\x01"), None);
+}
+
+/// A name over 1,024 characters, or one a compression pointer ends, is logged as a name
+/// lookup still: the name's first 1,024 characters (no escape split), then outside the
+/// quotes how long it is or that a pointer ends it. The bite, run once each: `query_name`
+/// giving `None` for a name past the bound, then for a pointer, as main's did (whose log
+/// then said `a UDP datagram to …` on the tun, `a DNS datagram` on the loopback, the name
+/// hidden), fails it.
+#[test]
+fn a_long_or_compressed_name_is_logged_cut_or_marked_not_hidden() {
+    // 17 labels of 63 bytes: 1,087 characters dotted, 1,088 bytes in the query.
+    let label = [b'a'; 63];
+    let labels: Vec<&[u8]> = vec![&label[..]; 17];
+    let packet = v4([10, 255, 255, 53], 17, &dns(&labels));
+    let (tried, _) = judge(&packet).unwrap();
+    let dotted = vec!["a".repeat(63); 17].join(".");
+    assert_eq!(
+        tried.to_string(),
+        format!(
+            "a name lookup of \"{}\"…(1088 bytes) (UDP to 10.255.255.53:53)",
+            &dotted[..1024]
+        )
+    );
+    // An escape at the bound is left out whole: 1,023 characters, then `\x00` would pass it.
+    let mut name = Vec::new();
+    for _ in 0..15 {
+        name.push(63);
+        name.extend_from_slice(&label);
+    }
+    // 15 * 64 - 1 = 959 characters, a label of 62 more: 1,022; its byte 0 after a dot.
+    name.push(62);
+    name.extend_from_slice(&[b'b'; 62]);
+    name.extend_from_slice(&[1, 0, 0]);
+    let got = query_name(&query(&name)).unwrap();
+    assert_eq!(got.shown.len(), 1023, "{got}");
+    assert!(got.shown.ends_with("b."), "{got}");
+    assert_eq!(got.cut_of, Some(name.len() - 1));
+    // A compression pointer ends it: what came before it, marked.
+    let name = [3, b'w', b'w', b'w', 0xc0, 0x0c];
+    let got = query_name(&query(&name)).unwrap();
+    assert_eq!(got.to_string(), "\"www\"…(compressed name)");
+    assert_eq!(
+        query_name(&query(&[0xc0, 0x0c])).unwrap().to_string(),
+        "\"\"…(compressed name)"
+    );
+    // On the loopback's port 53 too: a query, answered REFUSED (and logged the same way).
+    assert!(dns_refused(&query(&name)).is_some());
+    // A name's own `"` and `…` stay inside the quotes: the mark cannot be forged.
+    let forged = query_name(&query(b"\x08x\"\xe2\x80\xa6(9)\0")).unwrap();
+    assert_eq!(forged.to_string(), r#""x\"\\xe2\\x80\\xa6(9)""#);
+    // A pointer cut short, a reserved label kind: no query.
+    assert_eq!(query_name(&query(&[3, b'w', b'w', b'w', 0xc0])[..17]), None);
+    assert_eq!(query_name(&query(&[0x41, 0])), None);
 }
