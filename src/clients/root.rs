@@ -282,11 +282,11 @@ pub(crate) fn credentials(
     Ok((env, files))
 }
 
-/// What [`LaunchPlan::without_credentials`] shows in place of a credential's value (as the
+/// What [`LaunchPlan::to_json_without_credentials`] shows in place of a credential's value (as the
 /// `Debug` of [`DoorCredential`](super::plan::DoorCredential) does).
 pub const NOT_SHOWN: &str = "(not shown)";
 
-/// The shortest run of a credential's value that [`LaunchPlan::without_credentials`] hides
+/// The shortest run of a credential's value that [`LaunchPlan::to_json_without_credentials`] hides
 /// where it is found elsewhere in the plan, in bytes: a room may write part of a key into a
 /// file (Claude Code's `.claude.json` holds the key's last 20 characters,
 /// [`APPROVED_KEY_CHARS`](super::claude::state::APPROVED_KEY_CHARS)).
@@ -297,17 +297,18 @@ pub const SECRET_RUN: usize = 16;
 pub const SHORTEST_SECRET: usize = 8;
 
 impl LaunchPlan {
-    /// This plan to show, not to carry out (`launch --dry-run` prints it): [`NOT_SHOWN`] in
-    /// place of the value of each credential variable of its client's
+    /// This plan to show, not to carry out (`launch --dry-run` prints it), as
+    /// [`to_json`](Self::to_json) writes it: [`NOT_SHOWN`] in place of the value of each credential variable of its client's
     /// [`CredentialSpec`] but those the room's door declares are not secrets (the model
     /// API's base URL, a setting such as `IS_SANDBOX`: [`DoorSpec`](super::door::DoorSpec)),
     /// of the contents of each credential file, and of the value of each header the door
     /// sets; then, in every other string of the plan, of each run of [`SECRET_RUN`] bytes or
     /// more of one of those values (a shorter one whole, from [`SHORTEST_SECRET`] bytes; of a
     /// JSON credential file: of one of its strings). The model key, or behind the door the
-    /// per-launch token, is in none of it.
+    /// per-launch token, is in none of it. JSON, not a plan: a hidden run may be in a value
+    /// that no longer reads back (a client's name, were a key to hold it).
     #[must_use]
-    pub fn without_credentials(&self) -> LaunchPlan {
+    pub fn to_json_without_credentials(&self) -> String {
         let spec = self.client.spec();
         let shown = |name: &str| {
             spec.door
@@ -345,12 +346,11 @@ impl LaunchPlan {
             ));
         }
         secrets.retain(|s| s.len() >= SHORTEST_SECRET);
-        if secrets.is_empty() {
-            return plan;
-        }
         let mut json = serde_json::to_value(&plan).expect("a plan serializes");
         hide_runs(&mut json, &secrets);
-        serde_json::from_value(json).expect("a plan with strings changed reads back")
+        let mut text = serde_json::to_string_pretty(&json).expect("JSON values serialize");
+        text.push('\n');
+        text
     }
 }
 

@@ -291,4 +291,31 @@ fn a_dry_run_shows_no_credentials_value() {
             assert!(dry.stdout.contains(base_url), "{dry:?}");
         }
     }
+    // A key that is also a word of the plan's own (the client's name) is hidden there too,
+    // and the dry run still prints: the plan is shown as JSON, not read back as a plan.
+    let dry = finish(
+        bin()
+            .env("ANTHROPIC_API_KEY", "opencode")
+            .args([
+                "launch",
+                "opencode",
+                "--agent-id",
+                "a1",
+                "--launch-dir",
+                launch_dir,
+            ])
+            .args(["--worktree", tmp.path().to_str().unwrap()])
+            .args([
+                "--credential",
+                "ANTHROPIC_API_KEY",
+                "--client-bin",
+                "/bin/true",
+            ])
+            .arg("--dry-run"),
+    );
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(
+        dry.stdout.contains("\"client\": \"(not shown)\""),
+        "{dry:?}"
+    );
 }

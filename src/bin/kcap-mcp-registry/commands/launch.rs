@@ -295,7 +295,7 @@ pub(crate) fn launch(args: LaunchArgs) -> Result<ExitCode, CliError> {
     if run.dry_run {
         // The plan to read, not to carry out: no credential's value (`render --format plan`
         // prints the plan whole).
-        out!("{}", plan.without_credentials().to_json());
+        out!("{}", plan.to_json_without_credentials());
         launch::check(&plan).map_err(CliError::found)?;
         for (n, step) in launch::steps(&plan, &client_bin, &options)
             .iter()

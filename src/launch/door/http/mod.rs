@@ -1,4 +1,4 @@
-//! The door's one look into HTTP/1.1 (RFC 9112): on an endpoint with a [`Credential`] or
+//! The door's one look into HTTP/1.1 (RFC 9112): on an endpoint with a [`Credential`](super::Credential) or
 //! over TLS, the requests the client sends are read head by head, each head gets the
 //! upstream's `host` and the daemon's credential, if any (every header of that name the
 //! client sent is dropped, one is added), and each body is passed on as it comes, by its
