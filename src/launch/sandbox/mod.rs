@@ -27,9 +27,11 @@
 //!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
 //!   is refused by Landlock itself (every ABI);
 //! - a seccomp filter (`src/launch/seccomp.rs`): no `ptrace`, `process_vm_readv`,
-//!   `process_vm_writev` or `pidfd_getfd` at all (inside, a tool read an MCP server's
-//!   environment from its memory), and no `socket(AF_UNIX)` (Landlock governs no `connect`
-//!   to a socket by its path: a tool reached a daemon's socket, past the door too);
+//!   `process_vm_writev`, `pidfd_getfd` or `perf_event_open` at all (inside, a tool read an
+//!   MCP server's environment from its memory, and from its stack's samples), no
+//!   `socket(AF_UNIX)`, datagram `socketpair(AF_UNIX)` or `io_uring` (Landlock governs no
+//!   `connect` or `sendto` to a socket by its path: a tool reached a daemon's socket, past
+//!   the door too), and no keyring calls (the session keyring is the daemon's);
 //! - an IPC namespace of its own: no System V or POSIX IPC object of another process.
 //!
 //! Everything else of the file system is refused: the daemon's `HOME`, other reviewers'
