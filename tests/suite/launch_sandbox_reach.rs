@@ -315,6 +315,84 @@ if /usr/bin/python3 -c 'import os; os.write({conn}, b"kcap-fd-reached\n")' 2>/de
     assert_eq!(got, ["", ""], "the daemon's connection carried the reviewer's bytes");
 }
 
+/// A root daemon's reviewer read a file of root's in `/etc` that no list of secrets named:
+/// `/etc/credstore/kcap.key` (`0600` in a `0700` directory: systemd's store of a service's
+/// credentials, `LoadCredential=`), through the sandbox's `/etc` rule (red team of issue
+/// 33). The file lies in an overlay of `/etc` in a mount namespace of this test's thread (the
+/// executor and the reviewer live there; the machine's `/etc` is not written). Expected: no
+/// file of `/etc` that every user cannot read is reached in the sandbox; `/etc/passwd` still
+/// is. Bite: with `sandbox::private_in_etc` finding nothing, `credstore` is read.
+#[test]
+fn a_root_reviewer_reads_no_file_of_etc_every_user_cannot() {
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("ignored: an overlay of /etc and a file of root's there need root");
+        return;
+    }
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
+        return;
+    }
+    let layer = tempfile::tempdir().unwrap();
+    for d in ["u", "w"] {
+        std::fs::create_dir(layer.path().join(d)).unwrap();
+    }
+    let store = layer.path().join("u/credstore");
+    std::fs::DirBuilder::new().mode(0o700).create(&store).unwrap();
+    std::io::Write::write_all(
+        &mut std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(store.join("kcap.key"))
+            .unwrap(),
+        b"sk-daemon-credstore-key",
+    )
+    .unwrap();
+    let options = format!(
+        "lowerdir=/etc,upperdir={0}/u,workdir={0}/w",
+        layer.path().display()
+    );
+    let (confined, open) = std::thread::spawn(move || {
+        let c = |s: &str| std::ffi::CString::new(s).unwrap();
+        let none = std::ptr::null::<libc::c_char>();
+        // SAFETY: unshare and mount with strings alive for the calls; the namespace is this
+        // thread's and private, so nothing reaches the machine's `/etc`.
+        unsafe {
+            assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0);
+            let private = libc::MS_REC | libc::MS_PRIVATE;
+            assert_eq!(libc::mount(none, c("/").as_ptr(), none, private, std::ptr::null()), 0);
+            let opts = c(&options);
+            let overlay = c("overlay");
+            let etc = c("/etc");
+            assert_eq!(
+                libc::mount(overlay.as_ptr(), etc.as_ptr(), overlay.as_ptr(), 0, opts.as_ptr().cast()),
+                0,
+                "mount the overlay: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let body = |_: &str| {
+            r#"if /bin/grep -q sk-daemon /etc/credstore/kcap.key 2>/dev/null; then echo credstore=yes; else echo credstore=no; fi
+if /bin/grep -q root /etc/passwd; then echo passwd=yes; else echo passwd=no; fi
+"#
+            .to_owned()
+        };
+        (
+            run(&Options::default(), body),
+            run(&Options::default().with_confinement(Confinement::Off), body),
+        )
+    })
+    .join()
+    .unwrap();
+    assert_eq!(open.get("credstore"), Some(&true), "sandbox off: {open:?}");
+    assert_eq!(
+        confined.get("credstore"),
+        Some(&false),
+        "a root reviewer read /etc/credstore/kcap.key in the sandbox: {confined:?}"
+    );
+    assert_eq!(confined.get("passwd"), Some(&true), "{confined:?}");
+}
+
 /// The door's HTTP reading (docs/network.md, "The key stays outside") takes origin-form
 /// targets only, no `CONNECT`, no `TRACE`, and sets the upstream's `host`, so that an upstream
 /// that is a proxy or a gateway routing by host sends nothing on to a host the reviewer names.
