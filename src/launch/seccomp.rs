@@ -86,7 +86,11 @@ fn compile() -> Result<BpfProgram, String> {
     let bad = |e: seccompiler::BackendError| format!("a seccomp filter ({e})");
     rules.insert(
         libc::SYS_socket,
-        vec![unix().and_then(|c| SeccompRule::new(vec![c])).map_err(bad)?],
+        vec![
+            unix()
+                .and_then(|c| SeccompRule::new(vec![c]))
+                .map_err(bad)?,
+        ],
     );
     rules.insert(
         libc::SYS_socketpair,
@@ -139,8 +143,10 @@ mod tests {
     #[test]
     fn the_filter_compiles_for_this_machine() {
         let program = program().unwrap();
+        // 77 instructions for x86_64 with the 11 calls of `DENIED` and the two socket rules;
+        // the kernel takes 4096.
         assert!(
-            !program.is_empty() && program.len() < 64,
+            !program.is_empty() && program.len() < 128,
             "{}",
             program.len()
         );

@@ -208,7 +208,11 @@ fn inner(confinement: &str) {
     let _key = SessionKey::join_and_add(SESSION_KEY.0, SESSION_KEY.1);
     let worktree = root_path.join("wt");
     std::fs::create_dir(&worktree).unwrap();
-    for (name, text) in [("inject.py", INJECT), ("uring.py", URING), ("perf.py", PERF)] {
+    for (name, text) in [
+        ("inject.py", INJECT),
+        ("uring.py", URING),
+        ("perf.py", PERF),
+    ] {
         std::fs::write(worktree.join(name), text).unwrap();
     }
     let command = command(&worktree, &socket.path, &dgram.path, shm.key);

@@ -202,7 +202,11 @@ fn another_users_lock_file_in_a_sticky_parent_removes_nothing_of_the_daemons() {
     let (done, started) = std::sync::mpsc::channel();
     let (first, first_bin) = (parent.join("l1"), bin.clone());
     std::thread::spawn(move || {
-        let _ = done.send(launch::launch(&plan(&first, "m"), &first_bin, &Options::default()));
+        let _ = done.send(launch::launch(
+            &plan(&first, "m"),
+            &first_bin,
+            &Options::default(),
+        ));
     });
     let reviewer = started
         .recv_timeout(std::time::Duration::from_secs(20))

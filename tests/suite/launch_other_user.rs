@@ -33,7 +33,13 @@ fn distribution_devpts() {
         assert_eq!(libc::unshare(libc::CLONE_NEWNS), 0, "unshare");
         let none = std::ptr::null::<libc::c_char>();
         assert_eq!(
-            libc::mount(none, c("/").as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()),
+            libc::mount(
+                none,
+                c("/").as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null()
+            ),
             0
         );
         let opts = c("newinstance,gid=5,mode=620,ptmxmode=666");
@@ -50,7 +56,13 @@ fn distribution_devpts() {
             std::io::Error::last_os_error()
         );
         assert_eq!(
-            libc::mount(c("/dev/pts/ptmx").as_ptr(), c("/dev/ptmx").as_ptr(), none, libc::MS_BIND, std::ptr::null()),
+            libc::mount(
+                c("/dev/pts/ptmx").as_ptr(),
+                c("/dev/ptmx").as_ptr(),
+                none,
+                libc::MS_BIND,
+                std::ptr::null()
+            ),
             0
         );
     }
@@ -64,7 +76,13 @@ fn forged_into_terminal(root: &Path) -> (String, bool) {
     let plan = terminal_plan(Client::Codex, &root.join("launch"));
     let mut reviewer = launch::launch(&plan, &bin, &Options::default()).unwrap();
     let wrote = std::process::Command::new("/usr/bin/setpriv")
-        .args(["--reuid=65534", "--regid=5", "--clear-groups", "/bin/sh", "-c"])
+        .args([
+            "--reuid=65534",
+            "--regid=5",
+            "--clear-groups",
+            "/bin/sh",
+            "-c",
+        ])
         .arg(format!("sleep 0.3; echo {FORGED} > /dev/pts/0"))
         .status()
         .unwrap()
@@ -97,5 +115,8 @@ fn another_user_writes_nothing_into_a_terminal_clients_terminal() {
         !output.contains(FORGED),
         "another user's line reached the executor as the client's output: {output}"
     );
-    assert!(!wrote, "another user opened the reviewer's terminal for writing");
+    assert!(
+        !wrote,
+        "another user opened the reviewer's terminal for writing"
+    );
 }

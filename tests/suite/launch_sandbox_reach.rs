@@ -192,7 +192,11 @@ fn a_reviewers_command_reaches_no_socket_keyring_or_stack_past_the_filter() {
     let key = SessionKey::join_and_add("kcap-daemon-key", "daemon-keyring-secret");
     let door = Network::Door(vec![Endpoint::new(8080, "127.0.0.1:9")]);
     let body = |peek: &str| {
-        let dir = std::path::Path::new(peek).parent().unwrap().display().to_string();
+        let dir = std::path::Path::new(peek)
+            .parent()
+            .unwrap()
+            .display()
+            .to_string();
         format!(
             r#"p() {{ n=$1; shift; if "$@" 2>/dev/null | /bin/grep -q "$PROBE_OK"; then echo "$n=yes"; else echo "$n=no"; fi; }}
 PROBE_OK=CONNECTED p uring_socket /usr/bin/python3 {dir}/uring.py {socket}
@@ -224,7 +228,12 @@ kill $s
     let reached_open = dgram.received();
     let confined = run(&Options::default().with_network(door), body);
     let reached_confined = dgram.received();
-    let items = ["uring_socket", "dgram_socket", "session_keyring", "sibling_stack"];
+    let items = [
+        "uring_socket",
+        "dgram_socket",
+        "session_keyring",
+        "sibling_stack",
+    ];
     for item in items {
         assert_eq!(open.get(item), Some(&true), "sandbox off: {open:?}");
     }
@@ -312,7 +321,11 @@ if /usr/bin/python3 -c 'import os; os.write({conn}, b"kcap-fd-reached\n")' 2>/de
             );
         }
     }
-    assert_eq!(got, ["", ""], "the daemon's connection carried the reviewer's bytes");
+    assert_eq!(
+        got,
+        ["", ""],
+        "the daemon's connection carried the reviewer's bytes"
+    );
 }
 
 /// A root daemon's reviewer read a file of root's in `/etc` that no list of secrets named:
@@ -337,7 +350,10 @@ fn a_root_reviewer_reads_no_file_of_etc_every_user_cannot() {
         std::fs::create_dir(layer.path().join(d)).unwrap();
     }
     let store = layer.path().join("u/credstore");
-    std::fs::DirBuilder::new().mode(0o700).create(&store).unwrap();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&store)
+        .unwrap();
     std::io::Write::write_all(
         &mut std::fs::OpenOptions::new()
             .write(true)
