@@ -31,7 +31,11 @@
 //!   with `keyctl`; `sibling_stack`, a sibling's environment read from its user stack with
 //!   `perf_event_open` (`PERF_SAMPLE_STACK_USER`), where `ptrace` is refused. Each done under
 //!   `BestEffort` on the filter before it refused `io_uring`, datagram pairs, the keyring calls
-//!   and `perf_event_open` (Qwen Code 0.24.4).
+//!   and `perf_event_open` (Qwen Code 0.24.4). Not here: a descriptor the daemon holds
+//!   without close-on-exec (a TCP connection) did not reach Qwen Code's shell command even
+//!   before the executor closed them at exec (its terminal's child does not pass them on);
+//!   `launch_sandbox_reach::a_reviewer_inherits_no_descriptor_of_the_daemons` shows it on a
+//!   stand-in.
 //!
 //! The test runs itself again (the same trial, `KCAP_REACH_INNER` set) as the leader of a new
 //! session whose controlling terminal is a fresh pseudo-terminal the test owns, so that the
@@ -277,8 +281,9 @@ fn command(worktree: &Path, socket: &Path, dgram: &Path, key: i32) -> String {
          g uring_socket CONNECTED /usr/bin/python3 {uring} {socket}; \
          p dgram_socket /usr/bin/python3 -c 'import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b\"kcap-dgram-reached\", \"{dgram}\")'; \
          g session_keyring {secret} /usr/bin/python3 -c 'import ctypes; c = ctypes.CDLL(None); c.syscall.restype = ctypes.c_long; k = c.syscall(250, 10, ctypes.c_long(-3), b\"user\", b\"{desc}\", 0); b = ctypes.create_string_buffer(64); n = c.syscall(250, 11, ctypes.c_long(k), b, 64) if k >= 0 else -1; print(b.raw[:max(n, 0)].decode())'; \
-         env SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done' & s=$!; sleep 0.2; \
-         g sibling_stack PEEKED /usr/bin/python3 {perf} $s SIBLING=sibling-only-key; kill $s",
+         env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done' & s=$!; sleep 0.2; \
+         r=$(/usr/bin/python3 {perf} $s SIBLING=sibling-only-key 2>&1); kill $s; \
+         v=no; case $r in *PEEKED*) v=yes;; esac; echo sibling_stack=$v; echo \"perf: $r\"",
         inject = worktree.join("inject.py").display(),
         uring = worktree.join("uring.py").display(),
         perf = worktree.join("perf.py").display(),
