@@ -94,7 +94,7 @@ fn forged_into_terminal(root: &Path) -> (String, bool) {
 
 /// Another user (uid 65534 with the `tty` group, as `write(1)` runs) writes a line into a
 /// running terminal reviewer's terminal: refused, and the executor reads nothing of it.
-/// Bite: with the executor's `chmod` of the terminal to `0600` left out, the write succeeds
+/// Bite: with the executor's making the terminal `0600` left out, the write succeeds
 /// and the line is in the client's output.
 #[test]
 fn another_user_writes_nothing_into_a_terminal_clients_terminal() {

@@ -337,7 +337,7 @@ if /usr/bin/python3 -c 'import os; os.write({conn}, b"kcap-fd-reached\n")' 2>/de
 /// is. Bite: with `sandbox::private_in_etc` finding nothing, `credstore` is read.
 #[test]
 fn a_root_reviewer_reads_no_file_of_etc_every_user_cannot() {
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::DirBuilderExt as _;
     if !rustix::process::geteuid().is_root() {
         eprintln!("ignored: an overlay of /etc and a file of root's there need root");
         return;
@@ -354,16 +354,8 @@ fn a_root_reviewer_reads_no_file_of_etc_every_user_cannot() {
         .mode(0o700)
         .create(&store)
         .unwrap();
-    std::io::Write::write_all(
-        &mut std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(store.join("kcap.key"))
-            .unwrap(),
-        b"sk-daemon-credstore-key",
-    )
-    .unwrap();
+    std::fs::write(store.join("kcap.key"), "sk-daemon-credstore-key").unwrap();
+    common::stand_in::set_file_mode(&store.join("kcap.key"), 0o600);
     let options = format!(
         "lowerdir=/etc,upperdir={0}/u,workdir={0}/w",
         layer.path().display()
