@@ -175,9 +175,11 @@ if /usr/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53),
 /// socket of a pair (`socketpair` stays allowed) sends to the daemon's datagram socket by its
 /// path; `keyctl` reads a key of the daemon's session keyring, which the reviewer inherits
 /// through its user namespace (every reviewer of the daemon shares it); `perf_event_open`
-/// samples a sibling's user stack and finds its environment there. Each done with the
-/// sandbox off (the bite), and each done in the default sandbox before the filter refused
-/// `io_uring`, datagram pairs, the keyring calls and `perf_event_open`.
+/// samples a sibling's user stack and finds its environment there; on a virtual machine with
+/// a `vsock` device, a `vsock` socket is made and bound (the kernel's `vsock` ignores network
+/// namespaces: the host's services lie past the door). Each done with the sandbox off (the
+/// bite), and each done in the default sandbox before the filter refused `io_uring`,
+/// datagram pairs, the keyring calls, `perf_event_open` and `socket(AF_VSOCK)`.
 #[test]
 fn a_reviewers_command_reaches_no_socket_keyring_or_stack_past_the_filter() {
     if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX")
@@ -212,6 +214,7 @@ env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 3000000 ]; do i=
 sleep 0.2
 PROBE_OK=PEEKED p sibling_stack /usr/bin/python3 {dir}/perf.py $s SIBLING=sibling-only-key
 kill $s
+PROBE_OK=BOUND p vsock_socket /usr/bin/python3 -c 'import socket; s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); s.bind((socket.VMADDR_CID_ANY, socket.VMADDR_PORT_ANY)); print("BOUND")'
 "#,
             socket = socket.path.display(),
             dgram = dgram.path.display(),
@@ -228,19 +231,24 @@ kill $s
     let reached_open = dgram.received();
     let confined = run(&Options::default().with_network(door), body);
     let reached_confined = dgram.received();
-    let items = [
+    // A vsock socket where the machine is a virtual machine with a vsock device (here).
+    let vsock = std::path::Path::new("/dev/vsock").exists();
+    let items: Vec<&str> = [
         "uring_socket",
         "dgram_socket",
         "session_keyring",
         "sibling_stack",
-    ];
-    for item in items {
-        assert_eq!(open.get(item), Some(&true), "sandbox off: {open:?}");
+    ]
+    .into_iter()
+    .chain(vsock.then_some("vsock_socket"))
+    .collect();
+    for item in &items {
+        assert_eq!(open.get(*item), Some(&true), "sandbox off: {open:?}");
     }
     assert_eq!(reached_open, ["kcap-dgram-reached"], "sandbox off");
-    for item in items {
+    for item in &items {
         assert_eq!(
-            confined.get(item),
+            confined.get(*item),
             Some(&false),
             "{item} done in the default sandbox: {confined:?}"
         );
