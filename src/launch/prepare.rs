@@ -431,12 +431,14 @@ pub const LOCK_SUFFIX: &str = ".kcap-lock";
 /// A launch's hold on its launch directory: its lock file ([`lock_path`]), open and
 /// `flock`ed exclusively for as long as this lives, and removed (while still held) when it
 /// is dropped. The kernel releases an `flock` when its holder dies, however it dies: a
-/// lock file nobody holds is left by a launch that is gone.
+/// lock file of this user's that nobody holds is left by a launch that is gone
+/// ([`left_by_us`]).
 #[derive(Debug)]
 pub(crate) struct Claim {
     lock: PathBuf,
     fd: OwnedFd,
-    /// The lock file was there, and free: its launch is gone, its directory a leftover.
+    /// The lock file was there, free and this user's ([`left_by_us`]): its launch is gone,
+    /// its directory a leftover.
     pub(crate) stale: bool,
 }
 
@@ -456,7 +458,9 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
     })?;
     let io = |e: rustix::io::Errno| ExecError::io(Step::Check, &lock, e.into());
     loop {
-        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Not blocking: a FIFO in the lock's place (another user's, in a parent such as
+        // /tmp) held the open, and so the launch, for ever (red team of issue 33).
+        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let mode = Mode::from_raw_mode(0o600);
         let (fd, fresh) = match rustix::fs::open(&lock, flags | OFlags::CREATE | OFlags::EXCL, mode)
         {
@@ -485,7 +489,7 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
                 return Ok(Claim {
                     lock,
                     fd,
-                    stale: !fresh,
+                    stale: !fresh && left_by_us(&held),
                 });
             }
             Ok(_) | Err(rustix::io::Errno::NOENT) => continue,
@@ -494,14 +498,27 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
     }
 }
 
+/// Whether a lock file (its `fstat`) can have been left by a launch of this user's: a
+/// regular file of this user's with no other name. In a parent every user may write (sticky, as `/tmp`)
+/// another user can put a lock file of theirs beside any directory of the daemon's, and
+/// [`sweep`] removed that directory on its word (red team of issue 33: a `nobody`'s
+/// `/tmp/.victim.kcap-lock` and a root daemon's first launch into `/tmp` removed
+/// `/tmp/victim`); a hard link would give another user's name to a file of the daemon's.
+fn left_by_us(lock: &rustix::fs::Stat) -> bool {
+    rustix::fs::FileType::from_raw_mode(lock.st_mode) == rustix::fs::FileType::RegularFile
+        && lock.st_uid == rustix::process::geteuid().as_raw()
+        && lock.st_nlink == 1
+}
+
 /// A lock file younger than this is passed over by [`sweep`] (a launch may be between
 /// creating it and locking it; the identity check of `claim` makes taking it harmless,
 /// this only spares it a retry).
 pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Removes every launch directory in `parent` whose launch is gone (its lock file there and
-/// free), with its lock file; returns the directories removed. A directory of another user
-/// is left (its lock file removed).
+/// Removes every launch directory in `parent` whose launch is gone (its lock file there,
+/// free and this user's: [`left_by_us`]), with its lock file; returns the directories
+/// removed. A directory of another user is left (its lock file removed), and so is one
+/// whose lock file is another user's.
 ///
 /// # Errors
 /// When `parent` cannot be read.
@@ -555,12 +572,13 @@ fn lock_is_stale(launch_dir: &Path) -> bool {
     };
     let Ok(fd) = rustix::fs::open(
         &lock,
-        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
         Mode::empty(),
     ) else {
         return false;
     };
-    rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+    rustix::fs::fstat(&fd).is_ok_and(|st| left_by_us(&st))
+        && rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
 #[cfg(test)]

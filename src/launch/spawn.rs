@@ -14,8 +14,9 @@
 //! In the child, between fork and exec, in this order (the order `std` uses): the standard
 //! streams are set, the working directory changed, the process group made, the signal mask
 //! emptied and `SIGPIPE` set back to its default (Rust ignores it), the cgroup joined (when
-//! not born there), the [`Command::pre_exec`] steps run in the order given, and the program
-//! executed with exactly the given environment. Only system calls on memory prepared before
+//! not born there), the [`Command::pre_exec`] steps run in the order given, every
+//! descriptor but the standard streams marked close-on-exec, and the program executed with
+//! exactly the given environment. Only system calls on memory prepared before
 //! the fork: no allocation, no lock, async-signal-safe. A failing step's `errno` reaches
 //! the parent through a close-on-exec pipe and becomes the error of [`Command::spawn`].
 //!
@@ -445,6 +446,8 @@ unsafe fn run(plan: &ChildPlan<'_>, join: Option<(RawFd, bool)>, steps: &mut [St
         for step in steps.iter_mut() {
             step()?;
         }
+        // SAFETY: system calls only.
+        unsafe { close_at_exec_from_3() };
         // SAFETY: NUL-terminated arrays of NUL-terminated strings, prepared before the fork.
         unsafe {
             libc::execve(
@@ -463,6 +466,34 @@ unsafe fn run(plan: &ChildPlan<'_>, join: Option<(RawFd, bool)>, steps: &mut [St
     unsafe {
         libc::write(plan.report, errno.to_ne_bytes().as_ptr().cast(), 4);
         libc::_exit(127)
+    }
+}
+
+/// Marks every descriptor from 3 up close-on-exec: only the standard streams reach the
+/// program. A descriptor the executor holds without the flag (one its parent or a C library
+/// left it: a supervisor's pipe, socket activation's socket) reached the client and all it
+/// starts, sandbox or not (Landlock checks a path when it is opened): a command read a file
+/// of the daemon's and wrote to its TCP connection past the door through them (red team of
+/// issue 33). `close_range(2)` (Linux 5.11), else each descriptor below the limit.
+///
+/// # Safety
+/// In the child of a fork: system calls only.
+unsafe fn close_at_exec_from_3() {
+    // SAFETY: close_range, getrlimit and fcntl on integers and a struct on the stack.
+    unsafe {
+        let flags = libc::c_long::from(libc::CLOSE_RANGE_CLOEXEC);
+        if libc::syscall(libc::SYS_close_range, 3_i64, i64::from(u32::MAX), flags) == 0 {
+            return;
+        }
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20)
+        } else {
+            1 << 16
+        };
+        for fd in 3..libc::c_int::try_from(top).unwrap_or(1 << 16) {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
     }
 }
 

@@ -65,6 +65,8 @@ mod launch_fd_limit;
 #[cfg(feature = "cli")]
 mod launch_memory;
 #[cfg(feature = "launch")]
+mod launch_other_user;
+#[cfg(feature = "launch")]
 mod launch_outlive;
 #[cfg(feature = "cli")]
 mod launch_output;
