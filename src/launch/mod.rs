@@ -58,8 +58,10 @@
 //!    a cgroup v2 of its own (`clone3` with `CLONE_INTO_CGROUP`, or where the kernel refuses
 //!    that, it joins between fork and exec: `src/launch/spawn.rs`), so all it starts is born there. When the
 //!    executor dies, however (`SIGKILL` too), its guard process kills all its reviewers'
-//!    cgroups within milliseconds; what a guard killed with it left is swept at the next
-//!    executor's first launch. Where the machine gives no writable cgroup
+//!    cgroups within milliseconds, then sweeps the parents of its launch directories
+//!    ([`sweep`]'s code: their credentials gone within milliseconds, or
+//!    [`SWEEP_MIN_AGE`] more for a launch begun just before); what a guard killed with it
+//!    left is swept at the next executor's first launch. Where the machine gives no writable cgroup
 //!    ([`cgroup::missing`]), a best-effort launch stops the process group only, and
 //!    [`Options::die_with_parent`] kills the client (not what it started) with the
 //!    executor's thread. docs/sandbox.md, "Nothing outlives the reviewer", has why and the
