@@ -62,6 +62,7 @@ mod launch_door_unprivileged;
 mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_fd_limit;
+#[cfg(feature = "cli")]
 mod launch_guard_sweep;
 #[cfg(feature = "cli")]
 mod launch_memory;
