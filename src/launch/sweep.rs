@@ -25,7 +25,7 @@ use super::prepare::{LOCK_SUFFIX, SWEEP_MIN_AGE};
 use super::remove::{WALK_NAME_BYTES, remove_frugally_at};
 
 /// Removes every launch directory in `parent` whose launch is gone (its lock file there,
-/// free and this user's: [`left_by_us`]), with its lock file; returns the directories
+/// free, and a regular file of this user's with no other name), with its lock file; returns the directories
 /// removed. A directory of another user is left (its lock file removed), and so is one
 /// whose lock file is another user's. The rule is the module's; the guard runs the same
 /// code when its executor dies.
