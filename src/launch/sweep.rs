@@ -183,3 +183,71 @@ pub(crate) fn once(launch_dir: &Path, guarded: bool) {
         let _ = sweep(parent);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets the modification time of `path` itself (a link's own, a FIFO's) to `secs` ago.
+    fn age(path: &Path, secs: i64) {
+        let then = libc::timespec {
+            tv_sec: (now() / 1_000_000_000) as libc::time_t - secs,
+            tv_nsec: 0,
+        };
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path and two timespecs.
+        let r = unsafe {
+            libc::utimensat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                [then, then].as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        assert_eq!(r, 0, "{}", path.display());
+    }
+
+    /// One pass over a parent holding each kind of lock file the rule names: only the
+    /// directory beside a free regular lock file of this user's, of age, goes; a young one is
+    /// counted; a FIFO is not waited on; a link is not followed; a lock file with a second
+    /// name, or one held, keeps its directory. Bites: with `left_by_us` passing a second
+    /// name, `linked` is removed too.
+    #[test]
+    fn one_pass_removes_only_what_a_free_lock_file_of_ours_of_age_names() {
+        let tmp = std::env::temp_dir().join(format!("kcap-sweep-at-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        for d in ["gone", "young", "fifo", "link", "linked", "held"] {
+            std::fs::create_dir_all(tmp.join(d).join("home")).unwrap();
+            std::fs::write(tmp.join(d).join("home/auth.json"), "{}").unwrap();
+        }
+        let lock = |d: &str| tmp.join(format!(".{d}{LOCK_SUFFIX}"));
+        for d in ["gone", "young", "held"] {
+            std::fs::write(lock(d), "").unwrap();
+        }
+        let fifo = std::ffi::CString::new(lock("fifo").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(tmp.join("target"), "").unwrap();
+        std::os::unix::fs::symlink(tmp.join("target"), lock("link")).unwrap();
+        std::fs::hard_link(tmp.join("target"), lock("linked")).unwrap();
+        for d in ["gone", "fifo", "link", "linked", "held"] {
+            age(&lock(d), 10);
+        }
+        let held = std::fs::File::open(lock("held")).unwrap();
+        rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive).unwrap();
+
+        let fd = rustix::fs::open(&tmp, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let mut names = vec![0; WALK_NAME_BYTES];
+        let mut removed = Vec::new();
+        let young = sweep_at(&fd, &mut names, &mut |n| removed.push(n.to_owned()));
+        assert_eq!(removed, vec![c"gone".to_owned()]);
+        assert_eq!(young, 1);
+        assert!(!tmp.join("gone").exists() && !lock("gone").exists());
+        for d in ["young", "fifo", "link", "linked", "held"] {
+            assert!(tmp.join(d).join("home/auth.json").exists(), "{d}");
+        }
+        assert!(tmp.join("target").exists(), "followed the link");
+        drop(held);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
