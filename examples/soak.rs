@@ -8,7 +8,11 @@
 //! executor's life, its cgroup guard, and the allocator's per-thread arenas are there) and
 //! after. The launches at once run on a fixed pool of `AT_ONCE` threads made before "before"
 //! (a daemon's launch workers); `SOAK_THREADS=spawn` spawns them afresh each round instead.
-//! `SOAK_MALLOC_STATS=1` prints glibc's `malloc_stats()` after the rounds.
+//! `SOAK_MALLOC_STATS=1` prints glibc's `malloc_stats()` after the rounds. For the rounds at
+//! once it also prints the CPU time they took per launch (`getrusage`: this process's threads,
+//! and its reaped children, the clients, each user and system), and the whole machine's busy
+//! time over them (`/proc/stat`: the kernel's workers too, and whatever else runs), figures
+//! that a loaded machine moves far less than the rate.
 //!
 //! ```sh
 //! cargo run --release --example soak -- PLAN.json CLIENT_BIN SEQUENTIAL AT_ONCE ROUNDS
@@ -65,16 +69,35 @@ fn held() -> Held {
     }
 }
 
+/// The launch's options: the default, less the sandbox with `SOAK_SANDBOX=off` and the
+/// reviewer's cgroup with `SOAK_CGROUP=off` (to measure what each costs).
+fn options() -> Options {
+    let off = |name| std::env::var(name).is_ok_and(|v| v == "off");
+    let mut options = Options::default();
+    if off("SOAK_SANDBOX") {
+        options = options.with_confinement(launch::sandbox::Confinement::Off);
+    }
+    if off("SOAK_CGROUP") {
+        options = options.with_cgroup(launch::sandbox::Confinement::Off);
+    }
+    options
+}
+
+/// When each launch since the last `take` entered [`one`], called `launch`, had `stop`
+/// return, and left `one`: where a round's time goes outside the launches' own.
+static MARKS: std::sync::Mutex<Vec<[Instant; 4]>> = std::sync::Mutex::new(Vec::new());
+
 /// One reviewer's whole life; its time.
 fn one(template: &str, n: usize, client: &std::path::Path) -> Result<Duration, String> {
+    let entered = Instant::now();
     let text = template.replace("@N@", &n.to_string());
     let plan: LaunchPlan = serde_json::from_str(&text).map_err(|e| format!("the plan: {e}"))?;
     if let Some(cwd) = &plan.cwd {
         std::fs::create_dir_all(cwd).map_err(|e| format!("{cwd}: {e}"))?;
     }
     let start = Instant::now();
-    let reviewer = launch::launch(&plan, client, &Options::default())
-        .map_err(|e| format!("launch {n}: {e}"))?;
+    let reviewer =
+        launch::launch(&plan, client, &options()).map_err(|e| format!("launch {n}: {e}"))?;
     let Reviewer::Acp(mut session) = reviewer else {
         return Err("not an ACP plan".into());
     };
@@ -103,7 +126,45 @@ fn one(template: &str, n: usize, client: &std::path::Path) -> Result<Duration, S
     if let Some(cwd) = &plan.cwd {
         let _ = std::fs::remove_dir_all(cwd);
     }
+    drop(plan);
+    if let Ok(mut marks) = MARKS.lock() {
+        marks.push([entered, start, start + took, Instant::now()]);
+    }
     Ok(took)
+}
+
+/// CPU seconds so far, user and system: this process's (all its threads) and its reaped
+/// children's.
+fn cpu() -> [f64; 4] {
+    let usage = |who| {
+        // SAFETY: rusage is plain data; getrusage fills it.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid `who` and a pointer to a rusage.
+        unsafe { libc::getrusage(who, &raw mut r) };
+        #[allow(clippy::cast_precision_loss)]
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        (secs(r.ru_utime), secs(r.ru_stime))
+    };
+    let (su, ss) = usage(libc::RUSAGE_SELF);
+    let (cu, cs) = usage(libc::RUSAGE_CHILDREN);
+    [su, ss, cu, cs]
+}
+
+/// The machine's busy and total time so far, in seconds (`/proc/stat`'s first line, in
+/// clock ticks of 1/100 s; busy: all but idle and iowait).
+fn machine() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: f64 = ticks.iter().sum();
+    let idle = ticks.get(3).unwrap_or(&0.0) + ticks.get(4).unwrap_or(&0.0);
+    ((total - idle) / 100.0, total / 100.0)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -325,18 +386,62 @@ fn run(args: &[String]) -> Result<(), String> {
 
     let mut times = Vec::with_capacity(at_once * rounds);
     let mut wall = Duration::ZERO;
+    let (cpu_before, machine_before) = (cpu(), machine());
     for round in 0..rounds {
+        MARKS.lock().map_err(|_| "a launch panicked")?.clear();
         let start = Instant::now();
-        times.extend(at_once_round(
+        let round_times = at_once_round(
             &how,
             &template,
             &client,
             at_once,
             sequential + 1 + (round + 1) * at_once,
-        )?);
-        wall += start.elapsed();
-        println!("  after round {}: RSS {} KiB", round + 1, held().rss_kib);
+        )?;
+        let took = start.elapsed();
+        wall += took;
+        // The latest of each mark, from the round's start.
+        let latest = |i: usize| {
+            MARKS.lock().map_or(0.0, |m| {
+                m.iter()
+                    .map(|marks| marks[i].saturating_duration_since(start).as_secs_f64() * 1e3)
+                    .fold(0.0, f64::max)
+            })
+        };
+        println!(
+            "  after round {}: RSS {} KiB; the round {:.0} ms, its slowest launch {:.0} ms; \
+             the last to enter {:.0} ms, to call launch {:.0}, to stop {:.0}, to leave {:.0}",
+            round + 1,
+            held().rss_kib,
+            took.as_secs_f64() * 1e3,
+            round_times
+                .iter()
+                .max()
+                .unwrap_or(&Duration::ZERO)
+                .as_secs_f64()
+                * 1e3,
+            latest(0),
+            latest(1),
+            latest(2),
+            latest(3),
+        );
+        times.extend(round_times);
     }
+    let (cpu_after, machine_after) = (cpu(), machine());
+    #[allow(clippy::cast_precision_loss)]
+    let n = times.len().max(1) as f64;
+    let per = |i: usize| (cpu_after[i] - cpu_before[i]) * 1e3 / n;
+    println!(
+        "CPU per launch at once: {:.2} ms (this process: user {:.2}, system {:.2}; the \
+         clients: user {:.2}, system {:.2}); the machine busy {:.2} ms per launch, {:.0}% of it",
+        per(0) + per(1) + per(2) + per(3),
+        per(0),
+        per(1),
+        per(2),
+        per(3),
+        (machine_after.0 - machine_before.0) * 1e3 / n,
+        (machine_after.0 - machine_before.0) / (machine_after.1 - machine_before.1).max(1e-9)
+            * 100.0
+    );
     report(&format!("{at_once} at once"), times, wall);
     if std::env::var("SOAK_MALLOC_STATS").is_ok_and(|v| v == "1") {
         // glibc's per-arena figures, on standard error.

@@ -11,7 +11,11 @@
 # settings, one run of both builds each (`-`: as is), e.g.
 #   VARIANTS="- SOAK_THREADS=spawn GLIBC_TUNABLES=glibc.malloc.tcache_count=0"
 # (examples/soak.rs: SOAK_THREADS=spawn spawns the launch threads afresh each round instead
-# of a pool made once; the tunable turns off glibc's per-thread cache of freed chunks).
+# of a pool made once; the tunable turns off glibc's per-thread cache of freed chunks;
+# SOAK_SANDBOX=off and SOAK_CGROUP=off launch without the sandbox or the reviewer's cgroup).
+# The rounds at once also print their CPU per launch (the executor and its clients), the
+# figure to compare on a loaded machine. The launch directories go under this script's
+# temporary directory (TMPDIR: on a tmpfs, no file system's inode cost is measured).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 seq=${SEQUENTIAL:-10000} at_once=${AT_ONCE:-200} rounds=${ROUNDS:-5}

@@ -306,7 +306,8 @@ impl LaunchPlan {
     /// more of one of those values (a shorter one whole, from [`SHORTEST_SECRET`] bytes; of a
     /// JSON credential file: of one of its strings). The model key, or behind the door the
     /// per-launch token, is in none of it. JSON, not a plan: a hidden run may be in a value
-    /// that no longer reads back (a client's name, were a key to hold it).
+    /// that no longer reads back (a client's name, were a key to hold it), shown then with
+    /// its keys sorted; otherwise in [`to_json`](Self::to_json)'s order.
     #[must_use]
     pub fn to_json_without_credentials(&self) -> String {
         let spec = self.client.spec();
@@ -348,9 +349,16 @@ impl LaunchPlan {
         secrets.retain(|s| s.len() >= SHORTEST_SECRET);
         let mut json = serde_json::to_value(&plan).expect("a plan serializes");
         hide_runs(&mut json, &secrets);
-        let mut text = serde_json::to_string_pretty(&json).expect("JSON values serialize");
-        text.push('\n');
-        text
+        // Read back, the plan keeps its fields' order (`to_json`'s); a value that no longer
+        // reads back (a client's name hidden) is shown as JSON, its keys sorted.
+        match serde_json::from_value::<LaunchPlan>(json.clone()) {
+            Ok(plan) => plan.to_json(),
+            Err(_) => {
+                let mut text = serde_json::to_string_pretty(&json).expect("JSON values serialize");
+                text.push('\n');
+                text
+            }
+        }
     }
 }
 

@@ -70,6 +70,24 @@ impl ClientVersion {
     pub fn is_verified(&self) -> bool {
         self.verified
     }
+
+    /// This version as an error about `client` shows it: its number ([`Display`](fmt::Display)),
+    /// and the line as read, escaped and cut as the number is, when that line is more than
+    /// the number and names not the client (another program's `--version`, `true (GNU
+    /// coreutils) 9.1`, is not taken for the client's 9.1).
+    fn shown_for(&self, client: Client) -> String {
+        let line = self.reported.trim();
+        let names_client = line.to_lowercase().contains(client.name());
+        if self.number() == Some(line) || self.number().is_none() || names_client {
+            return self.to_string();
+        }
+        let printed = crate::text::printable(line);
+        let printed = match printed.char_indices().nth(MAX_SHOWN_VERSION) {
+            Some((cut, _)) => format!("{}…", &printed[..cut]),
+            None => printed.into_owned(),
+        };
+        format!("{self} (its `--version` printed `{printed}`)")
+    }
 }
 
 /// The most characters of a version [`ClientVersion`]'s `Display` shows; a longer one is cut,
@@ -130,7 +148,7 @@ impl Client {
         }
         let error = RenderError::UnprovenVersion {
             client: self,
-            version: version.to_string(),
+            version: version.shown_for(self),
             proven: self.proven_on(),
         };
         match policy {
@@ -178,5 +196,25 @@ mod tests {
         );
         let long = ClientVersion::new("9".repeat(100_000)).to_string();
         assert_eq!(long, format!("{}…", "9".repeat(MAX_SHOWN_VERSION)));
+    }
+
+    /// Another program's `--version` is shown whole, not taken for the client's (a fresh
+    /// user's `--client-bin /bin/true` read as "Claude Code 9.1"); a client's own line, or a
+    /// bare number, shows the number.
+    #[test]
+    fn an_unproven_version_shows_the_line_when_it_is_not_the_clients() {
+        let shown = |line: &str, client| ClientVersion::new(line).shown_for(client);
+        assert_eq!(
+            shown("true (GNU coreutils) 9.1", Client::Claude),
+            "9.1 (its `--version` printed `true (GNU coreutils) 9.1`)"
+        );
+        assert_eq!(shown("2.1.1 (Claude Code)", Client::Claude), "2.1.1");
+        assert_eq!(shown("codex-cli 0.1.0", Client::Codex), "0.1.0");
+        assert_eq!(shown("0.1.0", Client::Gemini), "0.1.0");
+        assert_eq!(shown("no number", Client::Gemini), "no number");
+        assert_eq!(
+            shown("x\u{1b}[2J 1.0", Client::Qwen),
+            "1.0 (its `--version` printed `x\\u{1b}[2J 1.0`)"
+        );
     }
 }

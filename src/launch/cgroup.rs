@@ -40,6 +40,7 @@
 use crate::launch::spawn::Command;
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -266,12 +267,18 @@ fn claim(own: &Path) -> Result<(PathBuf, OwnedFd), String> {
             u32::from_le_bytes(random)
         );
         let dir = own.join(name);
-        std::fs::create_dir(&dir).map_err(|e| {
-            format!(
-                "a cgroup it may create cgroups in (mkdir {}: {e})",
-                dir.display()
-            )
-        })?;
+        // 0700: another user who could open it could hold its `flock` once this executor and
+        // its guard are gone, and the next executor's sweep passed its reviewers over (red
+        // team of issue 33).
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| {
+                format!(
+                    "a cgroup it may create cgroups in (mkdir {}: {e})",
+                    dir.display()
+                )
+            })?;
         let lock = rustix::fs::open(
             &dir,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,

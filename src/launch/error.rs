@@ -383,6 +383,13 @@ pub enum ExecError {
         /// The texts the log still lacked (each a server's, or the client's input), when
         /// none failed.
         missing: Vec<String>,
+        /// The log's path (the plan's [`ServersReady::log`](crate::clients::plan::ServersReady::log)
+        /// in the launch directory).
+        log: PathBuf,
+        /// Whether the log was there to read (the file, or one file in the directory): a
+        /// client that wrote none (another environment, a stand-in that writes no log) will
+        /// not list its servers there however long it is waited for.
+        log_found: bool,
     },
     /// The reviewer sat at an interactive dialog, no output for the bound: it was stopped.
     Dialog {
@@ -396,15 +403,33 @@ pub enum ExecError {
     },
 }
 
-/// [`ExecError::ServersNotReady`]'s message.
-fn fmt_not_ready(
-    client: &str,
-    waited: Duration,
-    failed: Option<&str>,
-    missing: &[String],
-    f: &mut fmt::Formatter<'_>,
-) -> fmt::Result {
+/// [`ExecError::ServersNotReady`]'s message; nothing for another error.
+fn fmt_not_ready(error: &ExecError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let ExecError::ServersNotReady {
+        client,
+        waited,
+        failed,
+        missing,
+        log,
+        log_found,
+    } = error
+    else {
+        return Ok(());
+    };
+    let (failed, log_found) = (failed.as_deref(), *log_found);
     let run = Step::Run;
+    if failed.is_none() && !log_found {
+        return write!(
+            f,
+            "{run}: {client}: after {:.0} s there is no log at {}, where its plan reads that \
+             its injected MCP servers listed their tools (`servers_ready`); the prompt was not \
+             sent; stopped it. The client writes its log elsewhere or none: one started \
+             outside the plan's environment, or a stand-in that writes no log \
+             (docs/launch-plan.md, `servers_ready`, says what it must write)",
+            waited.as_secs_f32(),
+            ShownPath(log)
+        );
+    }
     match failed {
         Some(line) => write!(
             f,
@@ -415,10 +440,11 @@ fn fmt_not_ready(
         ),
         None => write!(
             f,
-            "{run}: {client}: after {:.0} s its log still lacks {}: an injected MCP server has \
-             not listed its tools; the prompt was not sent; stopped it (a server this slow \
+            "{run}: {client}: after {:.0} s its log ({}) still lacks {}: an injected MCP server \
+             has not listed its tools; the prompt was not sent; stopped it (a server this slow \
              needs a longer --handshake-timeout)",
             waited.as_secs_f32(),
+            ShownPath(log),
             missing
                 .iter()
                 .map(|m| format!("`{m}`"))
@@ -604,12 +630,7 @@ impl ExecError {
                 "{step}: {client} has not read the last {unsent} bytes written to it and was \
                  sent more; it no longer reads its standard input"
             ),
-            ExecError::ServersNotReady {
-                client,
-                waited,
-                failed,
-                missing,
-            } => fmt_not_ready(client, *waited, failed.as_deref(), missing, f),
+            ExecError::ServersNotReady { .. } => fmt_not_ready(self, f),
             ExecError::Dialog {
                 client,
                 dialog,

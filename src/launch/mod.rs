@@ -536,7 +536,8 @@ fn sandbox_step(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Opti
     Some(format!(
         "confine it and all it starts in the sandbox ({:?}, Landlock): read and execute \
          {}; read {} and its own /proc/<pid>; read and write {} and a /dev/pts of its own, no \
-         device file made there; no signal, ptrace or abstract unix socket outside; no \
+         device file made there; no signal, ptrace or abstract unix socket outside; no ptrace, \
+         perf_event_open, io_uring or keyring call, no unix socket but a stream pair; no \
          capability",
         options.confinement,
         list(&b.read_exec),

@@ -431,12 +431,14 @@ pub const LOCK_SUFFIX: &str = ".kcap-lock";
 /// A launch's hold on its launch directory: its lock file ([`lock_path`]), open and
 /// `flock`ed exclusively for as long as this lives, and removed (while still held) when it
 /// is dropped. The kernel releases an `flock` when its holder dies, however it dies: a
-/// lock file nobody holds is left by a launch that is gone.
+/// lock file of this user's that nobody holds is left by a launch that is gone
+/// ([`left_by_us`]).
 #[derive(Debug)]
 pub(crate) struct Claim {
     lock: PathBuf,
     fd: OwnedFd,
-    /// The lock file was there, and free: its launch is gone, its directory a leftover.
+    /// The lock file was there, free and this user's ([`left_by_us`]): its launch is gone,
+    /// its directory a leftover.
     pub(crate) stale: bool,
 }
 
@@ -456,7 +458,9 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
     })?;
     let io = |e: rustix::io::Errno| ExecError::io(Step::Check, &lock, e.into());
     loop {
-        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        // Not blocking: a FIFO in the lock's place (another user's, in a parent such as
+        // /tmp) held the open, and so the launch, for ever (red team of issue 33).
+        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let mode = Mode::from_raw_mode(0o600);
         let (fd, fresh) = match rustix::fs::open(&lock, flags | OFlags::CREATE | OFlags::EXCL, mode)
         {
@@ -485,13 +489,25 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
                 return Ok(Claim {
                     lock,
                     fd,
-                    stale: !fresh,
+                    stale: !fresh && left_by_us(&held),
                 });
             }
             Ok(_) | Err(rustix::io::Errno::NOENT) => continue,
             Err(e) => return Err(io(e)),
         }
     }
+}
+
+/// Whether a lock file (its `fstat`) can have been left by a launch of this user's: a
+/// regular file of this user's with no other name. In a parent every user may write (sticky, as `/tmp`)
+/// another user can put a lock file of theirs beside any directory of the daemon's, and
+/// [`sweep`](super::sweep()) removed that directory on its word (red team of issue 33: a `nobody`'s
+/// `/tmp/.victim.kcap-lock` and a root daemon's first launch into `/tmp` removed
+/// `/tmp/victim`); a hard link would give another user's name to a file of the daemon's.
+pub(crate) fn left_by_us(lock: &rustix::fs::Stat) -> bool {
+    rustix::fs::FileType::from_raw_mode(lock.st_mode) == rustix::fs::FileType::RegularFile
+        && lock.st_uid == rustix::process::geteuid().as_raw()
+        && lock.st_nlink == 1
 }
 
 /// A lock file younger than this is passed over by [`sweep`](super::sweep()) (a launch may be between
@@ -518,12 +534,13 @@ fn lock_is_stale(launch_dir: &Path) -> bool {
     };
     let Ok(fd) = rustix::fs::open(
         &lock,
-        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
         Mode::empty(),
     ) else {
         return false;
     };
-    rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+    rustix::fs::fstat(&fd).is_ok_and(|st| left_by_us(&st))
+        && rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
 }
 
 #[cfg(test)]

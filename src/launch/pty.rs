@@ -86,13 +86,20 @@ impl std::fmt::Debug for Chunk {
     }
 }
 
-/// A pseudo-terminal pair: the controller end, and the client's end opened from its name.
+/// A pseudo-terminal pair: the controller end, and the client's end opened from its name,
+/// made `0600` (as `mesg n` does): the common distributions mount `/dev/pts` with `gid=5,
+/// mode=620`, so a new terminal is writable by the `tty` group, which `write(1)` and
+/// `wall(1)` run as for every local user; another user wrote lines into a reviewer's terminal
+/// that the executor read as the client's output (red team of issue 33,
+/// `launch_other_user::another_user_writes_nothing_into_a_terminal_clients_terminal`).
 fn open_pty(rows: u16, cols: u16) -> std::io::Result<(OwnedFd, OwnedFd)> {
     let master =
         rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
     rustix::pty::grantpt(&master)?;
-    rustix::pty::unlockpt(&master)?;
     let name = rustix::pty::ptsname(&master, Vec::new())?;
+    // While it is locked nobody opens it (`EIO`), so no one holds it open from before.
+    rustix::fs::chmod(name.as_c_str(), Mode::from_raw_mode(0o600))?;
+    rustix::pty::unlockpt(&master)?;
     let client = rustix::fs::openat(
         rustix::fs::CWD,
         name.as_c_str(),

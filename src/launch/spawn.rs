@@ -7,19 +7,33 @@
 //! cgroup migration, which takes the global `cgroup_threadgroup_rwsem` for writing and so
 //! waits for an RCU grace period (about 8 ms on the benchmark machine, more under load;
 //! BENCHMARKS.md, "Confinement, all of it"). A child born in its cgroup is never moved.
-//! Where `clone3` or `CLONE_INTO_CGROUP` is refused (an older kernel, a cgroup the executor
-//! may not start processes in), the child is forked as before and writes `0` to the
-//! cgroup's `cgroup.procs` as its first step (see [`Command::start_in_cgroup`]).
+//!
+//! And the child is not a fork: it shares the executor's memory until it execs, on a stack
+//! of its own, the executor's thread suspended meanwhile (`CLONE_VM | CLONE_VFORK`, what
+//! `posix_spawn` does; `spawn/vm.rs`). A fork copied the page tables of an executor running
+//! many launches at once, made each page its threads wrote next copy-on-write, and the exec
+//! threw the copy away: 4.6 ms of CPU a launch of 10 with 200 launches at once
+//! (BENCHMARKS.md, "The executor's soak run", "Where a launch's CPU went"). The child runs
+//! with every signal handler of the executor's set back to the default.
+//!
+//! Where the kernel refuses that (another architecture than x86_64, an older kernel), the
+//! child is forked, into its cgroup with `clone3`; where `CLONE_INTO_CGROUP` is refused (an
+//! older kernel, a cgroup the executor may not start processes in), the child is forked as
+//! before and writes `0` to the cgroup's `cgroup.procs` as its first step (see
+//! [`Command::start_in_cgroup`]).
 //!
 //! In the child, between fork and exec, in this order (the order `std` uses): the standard
 //! streams are set, the working directory changed, the process group made, the signal mask
 //! emptied and `SIGPIPE` set back to its default (Rust ignores it), the cgroup joined (when
-//! not born there), the [`Command::pre_exec`] steps run in the order given, and the program
-//! executed with exactly the given environment. Only system calls on memory prepared before
-//! the fork: no allocation, no lock, async-signal-safe. A failing step's `errno` reaches
+//! not born there), the [`Command::pre_exec`] steps run in the order given, every
+//! descriptor but the standard streams marked close-on-exec, and the program executed with
+//! exactly the given environment. Only system calls on memory prepared before the fork: no
+//! allocation, no lock, async-signal-safe, and nothing written but the child's own stack
+//! (the executor's memory is the child's until exec). A failing step's `errno` reaches
 //! the parent through a close-on-exec pipe and becomes the error of [`Command::spawn`].
 //!
-//! Sources: clone(2) (`clone3`, `CLONE_INTO_CGROUP`), the kernel's cgroup v2 documentation
+//! Sources: clone(2) (`clone3`, `CLONE_VM`, `CLONE_VFORK`, `CLONE_INTO_CGROUP`), glibc's
+//! `posix_spawn` (`sysdeps/unix/sysv/linux/spawni.c`), the kernel's cgroup v2 documentation
 //! (<https://docs.kernel.org/admin-guide/cgroup-v2.html>, "Processes"), and
 //! `kernel/cgroup/cgroup.c` (`cgroup_attach_task`, `cgroup_css_set_fork`).
 
@@ -30,6 +44,9 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+
+mod vm;
+use vm::{VmChild, clone_vm};
 
 /// One step between fork and exec ([`Command::pre_exec`]).
 type Step = Box<dyn FnMut() -> io::Result<()> + Send + Sync>;
@@ -82,6 +99,9 @@ pub(crate) struct Command {
     session: bool,
     cgroup: Option<Cgroup>,
     steps: Vec<Step>,
+    /// Whether the child is first started sharing this process's memory ([`clone_vm`]);
+    /// the tests turn it off to try the fork.
+    shared_memory: bool,
 }
 
 impl std::fmt::Debug for Command {
@@ -122,6 +142,7 @@ impl Command {
             session: false,
             cgroup: None,
             steps: Vec::new(),
+            shared_memory: true,
         }
     }
 
@@ -207,9 +228,10 @@ impl Command {
     /// Adds a step to run in the child between fork and exec, after those added before.
     ///
     /// # Safety
-    /// As `std::os::unix::process::CommandExt::pre_exec`: `f` runs in a copy of a process
+    /// As `std::os::unix::process::CommandExt::pre_exec`: `f` runs in the child of a process
     /// that may have many threads, so it must be async-signal-safe (system calls only: no
-    /// allocation, no lock).
+    /// allocation, no lock); and on the executor's memory, shared until exec: it writes
+    /// nothing but its own stack (an atomic at most).
     pub(crate) unsafe fn pre_exec<F>(&mut self, f: F) -> &mut Self
     where
         F: FnMut() -> io::Result<()> + Send + Sync + 'static,
@@ -312,8 +334,25 @@ impl Command {
         })
     }
 
-    /// Forks the child (into its cgroup, when it has one) and runs it; returns its pid.
+    /// Starts the child (in its cgroup, when it has one) and runs it; returns its pid.
+    /// First sharing this process's memory until the child execs ([`clone_vm`]), then, where
+    /// the kernel refuses that, as a fork: born in the cgroup (`CLONE_INTO_CGROUP`), or
+    /// where that is refused too, joining it as its first step.
     fn fork(&mut self, plan: &ChildPlan<'_>) -> io::Result<libc::pid_t> {
+        let into = match &self.cgroup {
+            Some(cgroup) if !cgroup.born_in => None,
+            Some(cgroup) => Some(Some(cgroup.dir.as_raw_fd())),
+            None => Some(None),
+        };
+        if let Some(into) = into.filter(|_| self.shared_memory) {
+            let mut child = VmChild {
+                plan,
+                steps: &mut self.steps,
+            };
+            if let Ok(pid) = clone_vm(into, &mut child) {
+                return Ok(pid);
+            }
+        }
         let born_in = match &self.cgroup {
             Some(cgroup) if !cgroup.born_in => false,
             Some(cgroup) => match clone_into_cgroup(cgroup.dir.as_raw_fd()) {
@@ -355,39 +394,35 @@ struct ChildPlan<'a> {
     report: RawFd,
 }
 
+/// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes):
+/// include/uapi/linux/sched.h.
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `CLONE_INTO_CGROUP` (include/uapi/linux/sched.h).
+const INTO_CGROUP: u64 = 0x2_0000_0000;
+
 /// `clone3(CLONE_INTO_CGROUP)` into the cgroup directory `dir`, otherwise as `fork`: the
 /// child's pid in the parent, 0 in the child.
 fn clone_into_cgroup(dir: RawFd) -> io::Result<libc::pid_t> {
-    /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes):
-    /// include/uapi/linux/sched.h.
-    #[repr(C)]
-    struct CloneArgs {
-        flags: u64,
-        pidfd: u64,
-        child_tid: u64,
-        parent_tid: u64,
-        exit_signal: u64,
-        stack: u64,
-        stack_size: u64,
-        tls: u64,
-        set_tid: u64,
-        set_tid_size: u64,
-        cgroup: u64,
-    }
-    /// `CLONE_INTO_CGROUP` (include/uapi/linux/sched.h).
-    const INTO_CGROUP: u64 = 0x2_0000_0000;
     let args = CloneArgs {
         flags: INTO_CGROUP,
-        pidfd: 0,
-        child_tid: 0,
-        parent_tid: 0,
         exit_signal: libc::SIGCHLD as u64,
-        stack: 0,
-        stack_size: 0,
-        tls: 0,
-        set_tid: 0,
-        set_tid_size: 0,
         cgroup: u64::try_from(dir).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?,
+        ..CloneArgs::default()
     };
     // SAFETY: `args` is a `struct clone_args` of the size given; without CLONE_VM the child
     // runs on a copy of this stack, as after fork.
@@ -445,6 +480,8 @@ unsafe fn run(plan: &ChildPlan<'_>, join: Option<(RawFd, bool)>, steps: &mut [St
         for step in steps.iter_mut() {
             step()?;
         }
+        // SAFETY: system calls only.
+        unsafe { close_at_exec_from_3() };
         // SAFETY: NUL-terminated arrays of NUL-terminated strings, prepared before the fork.
         unsafe {
             libc::execve(
@@ -463,6 +500,34 @@ unsafe fn run(plan: &ChildPlan<'_>, join: Option<(RawFd, bool)>, steps: &mut [St
     unsafe {
         libc::write(plan.report, errno.to_ne_bytes().as_ptr().cast(), 4);
         libc::_exit(127)
+    }
+}
+
+/// Marks every descriptor from 3 up close-on-exec: only the standard streams reach the
+/// program. A descriptor the executor holds without the flag (one its parent or a C library
+/// left it: a supervisor's pipe, socket activation's socket) reached the client and all it
+/// starts, sandbox or not (Landlock checks a path when it is opened): a command read a file
+/// of the daemon's and wrote to its TCP connection past the door through them (red team of
+/// issue 33). `close_range(2)` (Linux 5.11), else each descriptor below the limit.
+///
+/// # Safety
+/// In the child of a fork: system calls only.
+unsafe fn close_at_exec_from_3() {
+    // SAFETY: close_range, getrlimit and fcntl on integers and a struct on the stack.
+    unsafe {
+        let flags = libc::c_long::from(libc::CLOSE_RANGE_CLOEXEC);
+        if libc::syscall(libc::SYS_close_range, 3_i64, i64::from(u32::MAX), flags) == 0 {
+            return;
+        }
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20)
+        } else {
+            1 << 16
+        };
+        for fd in 3..libc::c_int::try_from(top).unwrap_or(1 << 16) {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
     }
 }
 
@@ -574,87 +639,4 @@ impl Child {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{Command, Stdio};
-    use std::io::Read as _;
-
-    fn output(cmd: &mut Command) -> (String, i32) {
-        cmd.stdout(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        (out, child.wait().unwrap().code().unwrap())
-    }
-
-    #[test]
-    fn the_child_gets_exactly_its_arguments_environment_and_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new("sh");
-        cmd.args([
-            "-c",
-            "printf '%s|%s|%s|' \"$1\" \"$A\" \"$(pwd)\"; env | wc -l",
-            "sh",
-            "a b",
-        ])
-        .envs([("A", "1"), ("PATH", "/usr/bin:/bin"), ("A", "2")])
-        .current_dir(dir.path());
-        let (out, code) = output(&mut cmd);
-        let real = std::fs::canonicalize(dir.path()).unwrap();
-        // `env` shows A, PATH and the PWD the shell sets: nothing of this process's.
-        assert_eq!(out.trim(), format!("a b|2|{}|3", real.display()));
-        assert_eq!(code, 0);
-    }
-
-    #[test]
-    fn the_child_starts_in_its_cgroup_born_there_or_moved() {
-        let Some(own) = crate::launch::cgroup::own_cgroup()
-            .ok()
-            .filter(|own| own.join("cgroup.procs").exists())
-        else {
-            eprintln!("skipped: this machine has no writable cgroup v2");
-            return;
-        };
-        let dir = own.join(format!("kcap-spawn-test-{}", std::process::id()));
-        if let Err(e) = std::fs::create_dir(&dir) {
-            eprintln!("skipped: cannot create a cgroup ({e})");
-            return;
-        }
-        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        for born_in in [true, false] {
-            let mut cmd = Command::new("/bin/cat");
-            cmd.args(["/proc/self/cgroup"]);
-            cmd.start_in_cgroup(&dir, true).unwrap();
-            cmd.cgroup.as_mut().unwrap().born_in = born_in;
-            let (out, code) = output(&mut cmd);
-            assert_eq!(code, 0);
-            let v2 = out.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
-            assert!(
-                v2.ends_with(&format!("/{name}")),
-                "born in: {born_in}: {out}"
-            );
-        }
-        std::fs::remove_dir(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_failing_exec_or_step_is_the_spawns_error() {
-        let e = Command::new("/nonexistent/client").spawn().unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
-        let e = Command::new("no-such-client-anywhere")
-            .envs([("PATH", "/usr/bin:/bin")])
-            .spawn()
-            .unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
-        let mut cmd = Command::new("/bin/true");
-        // SAFETY: builds an io::Error from a constant errno only.
-        unsafe {
-            cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EACCES)));
-        }
-        assert_eq!(cmd.spawn().unwrap_err().raw_os_error(), Some(libc::EACCES));
-    }
-}
+mod tests;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 
-use super::prepare::{LOCK_SUFFIX, SWEEP_MIN_AGE};
+use super::prepare::{LOCK_SUFFIX, SWEEP_MIN_AGE, left_by_us};
 use super::remove::{WALK_NAME_BYTES, remove_frugally_at};
 
 /// Removes every launch directory in `parent` whose launch is gone (its lock file there,
@@ -135,17 +135,6 @@ fn take_leftover(
     let _ = rustix::fs::unlinkat(parent, lock, AtFlags::empty());
     drop(fd);
     Some(gone)
-}
-
-/// Whether a lock file (its `fstat`) can have been left by a launch of this user's: a
-/// regular file of this user's with no other name. In a parent every user may write
-/// (sticky, as `/tmp`) another user can put a lock file of theirs beside any directory of
-/// the daemon's (red team of issue 33); a hard link would give another user's name to a
-/// file of the daemon's.
-pub(crate) fn left_by_us(lock: &rustix::fs::Stat) -> bool {
-    FileType::from_raw_mode(lock.st_mode) == FileType::RegularFile
-        && lock.st_uid == rustix::process::geteuid().as_raw()
-        && lock.st_nlink == 1
 }
 
 /// The time of day in nanoseconds (`clock_gettime(CLOCK_REALTIME)`, async-signal-safe).

@@ -148,6 +148,85 @@ fn the_first_launch_into_a_parent_removes_the_directories_of_launches_that_are_g
     reviewer.stop().unwrap();
 }
 
+/// In a parent every user may write (sticky, as `/tmp`, which the check lets through)
+/// another user puts a lock file of theirs (`.<name>.kcap-lock`, free, older than
+/// [`launch::SWEEP_MIN_AGE`]) beside a directory of the daemon's that is no launch's: the
+/// daemon's first launch there sweeps the parent, and removed that directory with all in it
+/// (red team of issue 33: a root daemon's `/tmp/<name>` by `nobody`; a worktree kept beside
+/// the launch directories the same); and a FIFO in a lock file's place stalled that launch
+/// for ever (its open for writing). Expected: only regular lock files of the daemon's user
+/// count; the directory stays; the launch goes on. Bites: with `prepare::left_by_us` always
+/// true, `victim` is gone; without `O_NONBLOCK`, the launch never returns.
+#[test]
+fn another_users_lock_file_in_a_sticky_parent_removes_nothing_of_the_daemons() {
+    use std::os::unix::fs::MetadataExt as _;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("ignored: a lock file of another user's (uid 65534) needs root to make");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let parent = root.path().join("shared");
+    std::fs::create_dir(&parent).unwrap();
+    set_dir_mode(&parent, 0o1777);
+    let bin = sleeper(root.path(), 0);
+    let victim = parent.join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("data"), "the daemon's").unwrap();
+    let lock = launch::lock_path(&victim).unwrap();
+    let old = std::time::SystemTime::now() - launch::SWEEP_MIN_AGE * 5;
+    std::fs::File::create(&lock)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    std::os::unix::fs::chown(&lock, Some(65534), Some(65534)).unwrap();
+    assert_eq!(std::fs::metadata(&lock).unwrap().uid(), 65534);
+    // And a FIFO of theirs in a lock file's place: an open for writing waits for a reader.
+    let fifo = std::ffi::CString::new(format!("{}/.stall.kcap-lock", parent.display())).unwrap();
+    let aged = libc::timespec {
+        tv_sec: libc::time_t::try_from(
+            old.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(),
+        )
+        .unwrap(),
+        tv_nsec: 0,
+    };
+    // SAFETY: mkfifo and utimensat on a NUL-terminated path and two timespecs.
+    unsafe {
+        assert_eq!(libc::mkfifo(fifo.as_ptr(), 0o666), 0);
+        let times = [aged, aged];
+        assert_eq!(
+            libc::utimensat(libc::AT_FDCWD, fifo.as_ptr(), times.as_ptr(), 0),
+            0
+        );
+    }
+    std::os::unix::fs::chown(parent.join(".stall.kcap-lock"), Some(65534), Some(65534)).unwrap();
+    let (done, started) = std::sync::mpsc::channel();
+    let (first, first_bin) = (parent.join("l1"), bin.clone());
+    std::thread::spawn(move || {
+        let _ = done.send(launch::launch(
+            &plan(&first, "m"),
+            &first_bin,
+            &Options::default(),
+        ));
+    });
+    let reviewer = started
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the launch stalled on another user's FIFO named as a lock file")
+        .unwrap();
+    reviewer.stop().unwrap();
+    assert_eq!(launch::sweep(&parent).unwrap(), Vec::<PathBuf>::new());
+    assert!(
+        victim.join("data").exists(),
+        "the sweep removed a directory of the daemon's on another user's lock file"
+    );
+    // Nor does a launch into it take another user's lock file for its leftover's.
+    let err = launch::launch(&plan(&victim, "m"), &bin, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&err, ExecError::LaunchDirNotEmpty { dir } if *dir == victim),
+        "{err:?}"
+    );
+    assert!(victim.join("data").exists());
+}
+
 #[test]
 fn a_launch_directory_whose_parent_every_user_can_write_is_refused_unless_sticky() {
     let root = tempfile::tempdir().unwrap();

@@ -352,6 +352,25 @@ fn what_an_executor_and_its_guard_killed_together_left_is_swept_at_the_next_star
     let out = alive(&format!("{marker}-out"));
     assert_eq!(out.len(), 1, "without its guard, nothing killed it");
     assert_eq!(own.of(pid).len(), 1);
+    // Another user (uid 65534) takes the free `flock` of the dead executor's cgroup, so that
+    // the sweep would pass its reviewers over (red team of issue 33: they lived on with the
+    // cgroup `0755`); it cannot open the directory (`0700`). Bite: made `0755`, this fails.
+    let mut holder = (rustix::process::geteuid().is_root() && Path::new("/usr/bin/flock").exists())
+        .then(|| {
+            let dir = own.of(pid).remove(0);
+            let mut child = std::process::Command::new("/usr/bin/setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .args(["/usr/bin/flock", "-n"])
+                .arg(&dir)
+                .args(["/bin/sleep", "30"])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            // Still running: it opened the directory and holds its lock.
+            let holds = child.try_wait().unwrap().is_none();
+            (child, holds)
+        });
     // The next executor (the CLI, a client that exits at once), at its first launch.
     let quick = sh_script(tmp.path(), "quick", "exit 0");
     let file = tmp.path().join("plan.json");
@@ -367,7 +386,16 @@ fn what_an_executor_and_its_guard_killed_together_left_is_swept_at_the_next_star
         .unwrap();
     assert!(next.status.success(), "{next:?}");
     // The sweep waits for what it killed to be gone.
-    assert_eq!(alive(&marker), Vec::<u32>::new(), "was {out:?}");
+    let left = alive(&marker);
+    if let Some((child, holds)) = holder.as_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            !*holds,
+            "another user held the dead executor's cgroup lock (left alive: {left:?})"
+        );
+    }
+    assert_eq!(left, Vec::<u32>::new(), "was {out:?}");
     assert_eq!(own.of(pid), Vec::<PathBuf>::new());
 }
 

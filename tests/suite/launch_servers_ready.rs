@@ -176,7 +176,34 @@ fn the_bound_stops_a_launch_whose_servers_are_not_ready() {
             took >= Duration::from_secs(2) && took < Duration::from_secs(10),
             "{took:?}"
         );
+        let log = w.root.join("launch").join("client.log");
+        assert!(
+            shown.contains(&format!("its log ({}) still lacks `set up`", log.display())),
+            "{shown}"
+        );
     }
+}
+
+/// A client that writes no log where its plan reads it (a stand-in that writes none, a
+/// client started in another environment) is stopped at the bound with an error that says
+/// so and names the path, not one that asks for a longer bound (a fresh user's stand-in).
+/// Bite: `log_found` always true gives "still lacks" and "a longer --handshake-timeout".
+#[test]
+fn a_client_that_writes_no_log_is_stopped_naming_where_the_log_was_read() {
+    let w = World::new();
+    let (opened, _) = w.open(&w.plan(&["answer"]), Duration::from_secs(1));
+    let (failed, missing, shown) = not_ready(opened);
+    assert_eq!(failed, None, "{shown}");
+    assert_eq!(missing.len(), 2, "{shown}");
+    let log = w.root.join("launch").join("client.log");
+    assert!(
+        shown.contains(&format!(
+            "there is no log at {}, where its plan reads",
+            log.display()
+        )),
+        "{shown}"
+    );
+    assert!(!shown.contains("--handshake-timeout"), "{shown}");
 }
 
 /// A slow server that ends ready opens the launch once the log says so, not before.

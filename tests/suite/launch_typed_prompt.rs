@@ -216,7 +216,7 @@ fn a_server_that_never_lists_its_tools_stops_the_client_at_the_bound() {
     assert!(took < Duration::from_secs(5), "{took:?}");
     assert!(
         e.to_string()
-            .contains("its log still lacks `server a: listed`: an injected MCP server"),
+            .contains(") still lacks `server a: listed`: an injected MCP server"),
         "{e}"
     );
     assert_no_prompt(&w);

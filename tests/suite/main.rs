@@ -67,6 +67,8 @@ mod launch_guard_sweep;
 #[cfg(feature = "cli")]
 mod launch_memory;
 #[cfg(feature = "launch")]
+mod launch_other_user;
+#[cfg(feature = "launch")]
 mod launch_outlive;
 #[cfg(feature = "cli")]
 mod launch_output;

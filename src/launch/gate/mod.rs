@@ -272,6 +272,11 @@ impl Gate {
             waited: self.waited(),
             failed,
             missing,
+            log: self
+                .log
+                .iter()
+                .fold(self.root.clone(), |path, c| path.join(c)),
+            log_found: self.files.iter().any(|f| f.file.is_some()),
         }
     }
 

@@ -27,9 +27,11 @@
 //!   socket created outside it (Landlock scopes, ABI 6); `ptrace` of a process outside it
 //!   is refused by Landlock itself (every ABI);
 //! - a seccomp filter (`src/launch/seccomp.rs`): no `ptrace`, `process_vm_readv`,
-//!   `process_vm_writev` or `pidfd_getfd` at all (inside, a tool read an MCP server's
-//!   environment from its memory), and no `socket(AF_UNIX)` (Landlock governs no `connect`
-//!   to a socket by its path: a tool reached a daemon's socket, past the door too);
+//!   `process_vm_writev`, `pidfd_getfd` or `perf_event_open` at all (inside, a tool read an
+//!   MCP server's environment from its memory, and from its stack's samples), no
+//!   `socket(AF_UNIX)`, datagram `socketpair(AF_UNIX)` or `io_uring` (Landlock governs no
+//!   `connect` or `sendto` to a socket by its path: a tool reached a daemon's socket, past
+//!   the door too), and no keyring calls (the session keyring is the daemon's);
 //! - an IPC namespace of its own: no System V or POSIX IPC object of another process.
 //!
 //! Everything else of the file system is refused: the daemon's `HOME`, other reviewers'
@@ -145,24 +147,54 @@ impl Boundary {
     }
 }
 
-/// `paths` with every directory that holds one of [`SYSTEM_SECRETS`] replaced by its entries
-/// less the one on the way to it (again for that entry, when the secret lies deeper): the
-/// same reach, less the secrets. An entry that is a symbolic link is left out, as a rule
-/// would allow its target: beneath the directory only what lies there was reachable.
+/// `paths` with every directory that holds one of [`SYSTEM_SECRETS`] or of the entries of
+/// `/etc` every user cannot read ([`private_in_etc`]) replaced by its entries less the one on
+/// the way to it (again for that entry, when the secret lies deeper): the same reach, less
+/// the secrets. An entry that is a symbolic link is left out, as a rule would allow its
+/// target: beneath the directory only what lies there was reachable.
 fn without_secrets(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut secrets: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+    if paths.iter().any(|p| Path::new("/etc").starts_with(p)) {
+        private_in_etc(Path::new("/etc"), 0, &mut secrets);
+    }
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
-        carve(path, &mut out);
+        carve(path, &secrets, &mut out);
     }
     out
 }
 
-fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
-    let holds = SYSTEM_SECRETS
-        .iter()
-        .any(|s| Path::new(s).starts_with(&path) && Path::new(s) != path);
+/// Adds to `out` each entry beneath `dir` that every user cannot read (a file without `o+r`,
+/// a directory without `o+r` or `o+x`; its contents with it), at most 8 levels down. What
+/// every user reads is the system's; the rest is someone's: the red team of issue 33 had a
+/// root daemon's reviewer read `/etc/credstore/kcap.key` (`0600` in a `0700` directory:
+/// systemd's store of a service's credentials, `LoadCredential=`), which no list named. A
+/// root reviewer holds no capability, so it reads root's files only; a daemon of another
+/// user reads none of these anyway.
+fn private_in_etc(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let mode = meta.permissions().mode();
+        if meta.is_dir() {
+            if mode & 0o005 != 0o005 {
+                out.push(entry.path());
+            } else if depth < 8 {
+                private_in_etc(&entry.path(), depth + 1, out);
+            }
+        } else if meta.is_file() && mode & 0o004 == 0 {
+            out.push(entry.path());
+        }
+    }
+}
+
+fn carve(path: PathBuf, secrets: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let holds = secrets.iter().any(|s| s.starts_with(&path) && *s != path);
     if !holds {
-        if !SYSTEM_SECRETS.iter().any(|s| Path::new(s) == path) {
+        if !secrets.contains(&path) {
             out.push(path);
         }
         return;
@@ -174,7 +206,7 @@ fn carve(path: PathBuf, out: &mut Vec<PathBuf>) {
         if entry.file_type().is_ok_and(|t| t.is_symlink()) {
             continue;
         }
-        carve(entry.path(), out);
+        carve(entry.path(), secrets, out);
     }
 }
 

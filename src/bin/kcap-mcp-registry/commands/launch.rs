@@ -441,7 +441,8 @@ fn stop_signals() -> Result<Arc<AtomicUsize>, CliError> {
     Ok(got)
 }
 
-/// When a run ends: at the `--timeout` deadline, or on SIGINT or SIGTERM.
+/// When a run ends: at the `--timeout` deadline, on SIGINT or SIGTERM, or when standard
+/// output is gone.
 struct Bound {
     deadline: Instant,
     signal: Arc<AtomicUsize>,
@@ -449,10 +450,11 @@ struct Bound {
 
 impl Bound {
     /// How long the next wait may be: the time left, at most a second (so a stuck reviewer,
-    /// the deadline and a signal are noticed within one).
+    /// the deadline, a signal and a closed standard output are noticed within one).
     ///
     /// # Errors
-    /// Why the run ends now: the deadline passed, or a signal came.
+    /// Why the run ends now: the deadline passed, a signal came, or standard output is gone
+    /// ([`OutputGone`]).
     fn wait(&self) -> Result<Duration, CliError> {
         let signal = self.signal.load(Ordering::Relaxed);
         if signal != 0 {
@@ -464,6 +466,9 @@ impl Bound {
                 "{name} received; stopped the reviewer and its process group"
             )));
         }
+        if let Some(gone) = output_hung_up() {
+            return Err(gone);
+        }
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(timed_out());
@@ -472,8 +477,81 @@ impl Bound {
     }
 }
 
+/// Standard output cannot take the run's lines any more: its reader is gone (`launch … |
+/// head -n 1`: `EPIPE`, as Rust ignores `SIGPIPE`), or another write error (a full disk).
+/// The run then stops the reviewer as on SIGTERM (its process group, its cgroup, its launch
+/// directory) and ends with exit 2, an I/O error. (`outln!` would end the process at once,
+/// and `std::process::exit` runs no destructor: the launch directory stayed, with the
+/// client's credentials.)
+#[derive(Debug)]
+struct OutputGone(std::io::Error);
+
+impl std::fmt::Display for OutputGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "standard output cannot be written ({}): stopped the reviewer and its process group \
+             and removed its launch directory",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for OutputGone {}
+
+fn output_gone(e: std::io::Error) -> CliError {
+    CliError::usage(OutputGone(e))
+}
+
+/// One line of the run to standard output, or [`OutputGone`].
+fn say(line: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(output_gone)
+}
+
+/// [`OutputGone`] when standard output is a pipe or socket whose reader is gone (`poll`
+/// reports `POLLERR` or `POLLHUP` on it): noticed while the reviewer prints nothing, not
+/// only at the next line. A terminal or a file reports neither.
+fn output_hung_up() -> Option<CliError> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdout = std::io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    poll(&mut fds, Some(&zero)).ok()?;
+    fds[0]
+        .revents()
+        .intersects(PollFlags::ERR | PollFlags::HUP)
+        .then(|| output_gone(std::io::Error::from(std::io::ErrorKind::BrokenPipe)))
+}
+
+/// Whether the run ended because standard output is gone.
+fn is_output_gone(end: &Result<ExitCode, CliError>) -> bool {
+    matches!(end, Err(CliError::Usage(e)) if e.is::<OutputGone>())
+}
+
 fn compact(v: &serde_json::Value) -> String {
     printable(&v.to_string()).into_owned()
+}
+
+/// Stops the reviewer however its run ended (`end`: answered, exited, past --timeout, a
+/// signal, an error, standard output gone), first printing the network door's log, a line
+/// `door <line>` each (none without a door; not when standard output is gone): what the door
+/// refused (a way out, a request over its budget) is the evidence a daemon's operator
+/// needs, and it goes with the door. A failed stop is the run's error.
+fn finish(reviewer: Reviewer, end: Result<ExitCode, CliError>) -> Result<ExitCode, CliError> {
+    let end = if is_output_gone(&end) {
+        end
+    } else {
+        door_lines(reviewer.door_log()).and(end)
+    };
+    reviewer.stop().map_err(CliError::found)?;
+    end
 }
 
 fn run_acp(
@@ -481,48 +559,51 @@ fn run_acp(
     prompt: Option<&str>,
     bound: &Bound,
 ) -> Result<ExitCode, CliError> {
-    outln!("session {}", printable(session.session_id()));
+    let end = acp_turn(&mut session, prompt, bound);
+    finish(Reviewer::Acp(session), end)
+}
+
+/// The ACP reviewer's run, up to the end that [`finish`] stops it at.
+fn acp_turn(
+    session: &mut AcpSession,
+    prompt: Option<&str>,
+    bound: &Bound,
+) -> Result<ExitCode, CliError> {
+    say(format_args!("session {}", printable(session.session_id())))?;
     let Some(prompt) = prompt else {
-        outln!("no prompt given: stopping after session/new");
-        stop_acp(session)?;
+        say(format_args!("no prompt given: stopping after session/new"))?;
         return Ok(ExitCode::SUCCESS);
     };
     session.prompt(prompt).map_err(CliError::found)?;
     loop {
-        let wait = match bound.wait() {
-            Ok(wait) => wait,
-            Err(end) => {
-                stop_acp(session)?;
-                return Err(end);
-            }
-        };
+        let wait = bound.wait()?;
         let Some(event) = session.next_event(wait).map_err(CliError::found)? else {
             continue;
         };
         match event {
-            AcpEvent::Update(params) => {
-                outln!(
-                    "update {}",
-                    compact(params.get("update").unwrap_or(&params))
-                );
-            }
-            AcpEvent::Notification { method, params } => {
-                outln!("notification {} {}", printable(&method), compact(&params));
-            }
+            AcpEvent::Update(params) => say(format_args!(
+                "update {}",
+                compact(params.get("update").unwrap_or(&params))
+            ))?,
+            AcpEvent::Notification { method, params } => say(format_args!(
+                "notification {} {}",
+                printable(&method),
+                compact(&params)
+            ))?,
             AcpEvent::PermissionDenied { tool_call } => {
-                outln!("permission refused {}", compact(&tool_call));
+                say(format_args!("permission refused {}", compact(&tool_call)))?;
             }
-            AcpEvent::Refused { method } => outln!("refused request {}", printable(&method)),
-            AcpEvent::Output(line) => outln!("stdout {}", printable(&line)),
-            AcpEvent::Stderr(line) => outln!("stderr {}", printable(&line)),
+            AcpEvent::Refused { method } => {
+                say(format_args!("refused request {}", printable(&method)))?;
+            }
+            AcpEvent::Output(line) => say(format_args!("stdout {}", printable(&line)))?,
+            AcpEvent::Stderr(line) => say(format_args!("stderr {}", printable(&line)))?,
             AcpEvent::PromptDone { stop_reason, .. } => {
-                outln!("done {}", printable(&stop_reason));
-                stop_acp(session)?;
+                say(format_args!("done {}", printable(&stop_reason)))?;
                 return Ok(ExitCode::SUCCESS);
             }
             AcpEvent::Exited(status) => {
-                outln!("exited {}", shown_status(status));
-                stop_acp(session)?;
+                say(format_args!("exited {}", shown_status(status)))?;
                 return Err(CliError::found(
                     "the client exited before it answered the prompt",
                 ));
@@ -532,24 +613,11 @@ fn run_acp(
     }
 }
 
-/// Prints the network door's log, a line `door <line>` each (none without a door), then
-/// stops the reviewer: what the door refused (a way out, a request over its budget) is the
-/// evidence a daemon's operator needs, and it goes with the door.
-fn stop_acp(session: AcpSession) -> Result<(), CliError> {
-    door_lines(session.door_log());
-    session.stop().map(drop).map_err(CliError::found)
-}
-
-/// [`stop_acp`] for a terminal client.
-fn stop_terminal(session: TerminalSession) -> Result<(), CliError> {
-    door_lines(session.door_log());
-    session.stop().map(drop).map_err(CliError::found)
-}
-
-fn door_lines(log: Vec<String>) {
+fn door_lines(log: Vec<String>) -> Result<(), CliError> {
     for line in log {
-        outln!("door {}", printable(&line));
+        say(format_args!("door {}", printable(&line)))?;
     }
+    Ok(())
 }
 
 fn timed_out() -> CliError {
@@ -561,28 +629,27 @@ fn shown_status(status: Option<std::process::ExitStatus>) -> String {
 }
 
 fn run_terminal(mut session: TerminalSession, bound: &Bound) -> Result<ExitCode, CliError> {
+    let end = terminal_turn(&mut session, bound);
+    finish(Reviewer::Terminal(session), end)
+}
+
+/// The terminal reviewer's run, up to the end that [`finish`] stops it at.
+fn terminal_turn(session: &mut TerminalSession, bound: &Bound) -> Result<ExitCode, CliError> {
     let mut lines = OutputLines::default();
     loop {
-        let wait = match bound.wait() {
-            Ok(wait) => wait,
-            Err(end) => {
-                stop_terminal(session)?;
-                return Err(end);
-            }
-        };
+        let wait = bound.wait()?;
         let event = session.next_event(wait).map_err(CliError::found)?;
         match event {
             Some(TerminalEvent::Output(bytes)) => {
                 for line in lines.feed(&bytes) {
-                    outln!("output {line}");
+                    say(format_args!("output {line}"))?;
                 }
             }
             Some(TerminalEvent::Exited(status)) => {
                 if let Some(line) = lines.rest() {
-                    outln!("output {line}");
+                    say(format_args!("output {line}"))?;
                 }
-                outln!("exited {}", shown_status(status));
-                stop_terminal(session)?;
+                say(format_args!("exited {}", shown_status(status)))?;
                 return match status {
                     Some(s) if s.success() => Ok(ExitCode::SUCCESS),
                     _ => Err(CliError::Found(None)),
