@@ -65,6 +65,10 @@ struct Executor {
     /// The directory, `flock`ed: the sweep of another executor passes it over.
     lock: OwnedFd,
     guard: Guard,
+    /// The parents of launch directories its guard sweeps when the executor dies
+    /// ([`guard_parent`]), each sent once to each guard, and their bytes (with a NUL each).
+    parents: Vec<std::ffi::CString>,
+    parent_bytes: usize,
     next: u64,
     /// Launch cgroups a stop could not remove yet (a process still exiting).
     pending: Vec<PathBuf>,
@@ -165,11 +169,42 @@ fn ready(executor: &mut Option<Executor>) -> Result<&mut Executor, String> {
     if executor.as_ref().is_some_and(|e| !e.guard.alive()) {
         let e = executor.as_mut().unwrap_or_else(|| unreachable!());
         e.guard = Guard::spawn(&e.dir, &e.lock).map_err(|e| format!("a guard process ({e})"))?;
+        // The new guard sweeps what the old one would have.
+        for parent in &e.parents {
+            e.guard.watch_parent(parent);
+        }
     }
     if executor.is_none() {
         *executor = Some(make()?);
     }
     executor.as_mut().ok_or_else(String::new)
+}
+
+/// Has this executor's guard [`sweep`](super::sweep()) `parent` (absolute) when the
+/// executor dies, after it killed the reviewers: called by a launch with a cgroup before it
+/// creates its launch directory there. Returns whether the guard will: not past
+/// [`guard::PARENT_BYTES`] of parents (each path with a NUL), nor for a path over
+/// `PIPE_BUF` (4,096 bytes) or with a NUL, nor without a guard; such a parent's leftovers
+/// wait for a later launch's sweep.
+pub(crate) fn guard_parent(parent: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut executor = executor();
+    let Ok(e) = ready(&mut executor) else {
+        return false;
+    };
+    let Ok(parent) = std::ffi::CString::new(parent.as_os_str().as_bytes()) else {
+        return false;
+    };
+    if e.parents.contains(&parent) {
+        return true;
+    }
+    let bytes = parent.as_bytes_with_nul().len();
+    if e.parent_bytes + bytes > guard::PARENT_BYTES || !e.guard.watch_parent(&parent) {
+        return false;
+    }
+    e.parent_bytes += bytes;
+    e.parents.push(parent);
+    true
 }
 
 fn make() -> Result<Executor, String> {
@@ -206,6 +241,8 @@ fn make() -> Result<Executor, String> {
             dir,
             lock,
             guard,
+            parents: Vec::new(),
+            parent_bytes: 0,
             next: 0,
             pending: Vec::new(),
         }),

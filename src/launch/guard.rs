@@ -5,17 +5,34 @@
 //! so a client it starts drops it at exec). When the executor exits or dies, however it dies
 //! (`SIGKILL` included), the kernel closes that end and the guard reads end-of-file: it
 //! writes `1` to the reviewers' `cgroup.kill`, which kills every process of every reviewer of
-//! this executor, removes their cgroups and the reviewers' cgroup, and exits.
+//! this executor, removes their cgroups and the reviewers' cgroup; then it sweeps the
+//! parents of this executor's launch directories (below), and exits.
+//!
+//! The sweep: before a launch with a cgroup creates its launch directory, the executor
+//! writes the directory's parent (absolute, once per parent, one `write` of the path and a
+//! NUL: at most `PIPE_BUF`, so atomic) into the same pipe ([`Guard::watch_parent`],
+//! through [`super::cgroup::guard_parent`]); the guard keeps them, up to [`PARENT_BYTES`],
+//! in a buffer made before the fork. Once the reviewers are killed it runs the sweep of each
+//! ([`super::sweep`], the same code as [`sweep`](super::sweep())'s: a launch directory
+//! beside a lock file of this user's that nobody holds goes, with its credentials), and
+//! again every [`SWEEP_RETRY`] while a lock file there is younger than
+//! [`SWEEP_MIN_AGE`](super::SWEEP_MIN_AGE), [`SWEEPS`] times at most. So a launch
+//! directory of this executor's is gone within the guard's reaction (milliseconds; measured
+//! in docs/sandbox.md) of the executor's death, or, for a launch begun less than
+//! `SWEEP_MIN_AGE` before it, within `SWEEP_MIN_AGE` and one `SWEEP_RETRY` more. A parent
+//! past `PARENT_BYTES`, or whose path is over `PIPE_BUF`, is not sent: its leftovers wait
+//! for a later launch's sweep, as without a guard.
 //!
 //! It runs on a copy of the executor's memory (a fork of a process that may have many
 //! threads), so between `fork` and `_exit` it makes system calls only: no allocation, no
-//! lock, nothing that is not async-signal-safe. It keeps two descriptors (the pipe, the
+//! lock, nothing that is not async-signal-safe (the sweep's walk included: its buffers are
+//! made before the fork). It keeps two descriptors (the pipe, the
 //! reviewers' cgroup directory, which also holds the executor's `flock` on it) and closes
 //! every other one, so that no pipe of a reviewer stays open in it. It is in a process
 //! group of its own and ignores the signals a terminal or a signal to the daemon's group
 //! sends (`SIGINT`, `SIGTERM`, `SIGHUP`, …), so that it outlives the executor it guards.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt as _;
@@ -25,9 +42,23 @@ use std::path::Path;
 #[derive(Debug)]
 pub(crate) struct Guard {
     pid: libc::pid_t,
-    /// The write end of its pipe: closed when the executor is gone.
-    _alive: OwnedFd,
+    /// The write end of its pipe (not blocking): closed when the executor is gone; the
+    /// parents to sweep are written into it.
+    alive: OwnedFd,
 }
+
+/// The bytes of parents' paths (each with a NUL) a guard keeps to sweep: 32 KiB, half a
+/// pipe's default capacity (64 KiB), so the executor's writes never find it full.
+pub(crate) const PARENT_BYTES: usize = 32 * 1024;
+
+/// How often, and how many times at most, the guard sweeps the parents again while a lock
+/// file there is younger than [`SWEEP_MIN_AGE`](super::SWEEP_MIN_AGE): 250 ms × 12, 3 s.
+pub(crate) const SWEEP_RETRY: libc::timespec = libc::timespec {
+    tv_sec: 0,
+    tv_nsec: 250_000_000,
+};
+/// See [`SWEEP_RETRY`].
+pub(crate) const SWEEPS: u32 = 12;
 
 /// How often, and how many times, the guard tries to remove the reviewers' cgroups once
 /// their processes are killed (they die within milliseconds; one in uninterruptible sleep
@@ -50,13 +81,36 @@ impl Guard {
         // SAFETY: both were just opened and are owned here only.
         let (read, write) =
             unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        // The executor's writes never wait for the guard (one that cannot write a parent
+        // leaves it to a later sweep).
+        rustix::fs::fcntl_setfl(&write, rustix::fs::OFlags::NONBLOCK)?;
+        // The guard's memory, made here: it allocates nothing after the fork.
+        let mut parents: Vec<u8> = vec![0; PARENT_BYTES];
+        let mut names: Vec<u8> = vec![0; super::remove::WALK_NAME_BYTES];
         // SAFETY: the child runs `watch` only, which makes async-signal-safe system calls on
         // values prepared before the fork and ends in `_exit`.
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
-            0 => unsafe { watch(read.as_raw_fd(), dir_fd.as_raw_fd(), path.as_ptr()) },
-            pid => Ok(Guard { pid, _alive: write }),
+            0 => unsafe {
+                watch(
+                    read.as_raw_fd(),
+                    dir_fd.as_raw_fd(),
+                    path.as_ptr(),
+                    &mut parents,
+                    &mut names,
+                )
+            },
+            pid => Ok(Guard { pid, alive: write }),
         }
+    }
+
+    /// Has the guard sweep `parent` when the executor dies (module docs): one `write` of
+    /// the path with its NUL. `false` when the path is over `PIPE_BUF` (such a write is not
+    /// atomic) or the write fails.
+    pub(crate) fn watch_parent(&self, parent: &CStr) -> bool {
+        let bytes = parent.to_bytes_with_nul();
+        bytes.len() <= libc::PIPE_BUF
+            && rustix::io::write(&self.alive, bytes).is_ok_and(|n| n == bytes.len())
     }
 
     /// Whether it is still there (it ends only when the executor is gone, or is killed).
@@ -91,8 +145,15 @@ impl Drop for Guard {
 ///
 /// # Safety
 /// Only in the child of `fork`, with `read` the pipe's read end, `dir` the reviewers'
-/// cgroup directory, and `path` its path, NUL-terminated and left alone by the parent.
-unsafe fn watch(read: RawFd, dir: RawFd, path: *const libc::c_char) -> ! {
+/// cgroup directory, and `path` its path, NUL-terminated and left alone by the parent;
+/// `parents` and `names` the buffers made for it before the fork.
+unsafe fn watch(
+    read: RawFd,
+    dir: RawFd,
+    path: *const libc::c_char,
+    parents: &mut [u8],
+    names: &mut [u8],
+) -> ! {
     // SAFETY (the whole function): system calls on values prepared before the fork.
     unsafe {
         libc::setpgid(0, 0);
@@ -121,23 +182,72 @@ unsafe fn watch(read: RawFd, dir: RawFd, path: *const libc::c_char) -> ! {
             libc::_exit(1);
         }
         close_from(2);
-        let mut byte = 0u8;
+        // The parents to sweep, until end-of-file: the executor is gone. (Past the buffer,
+        // which the executor does not fill, what comes is read and dropped.)
+        let (mut len, mut spill) = (0usize, [0u8; 512]);
         loop {
-            let n = libc::read(0, (&raw mut byte).cast(), 1);
+            let room = match parents.get_mut(len..) {
+                Some(room) if !room.is_empty() => room,
+                _ => &mut spill[..],
+            };
+            let n = libc::read(0, room.as_mut_ptr().cast(), room.len());
             if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
                 break;
             }
+            if n > 0 && len < parents.len() {
+                len += n.unsigned_abs();
+            }
         }
-        // The executor is gone: its reviewers go.
+        // Its reviewers go.
+        let mut removed = false;
         for _ in 0..TRIES {
             kill_all(1);
             remove_children(1);
             if libc::rmdir(path) == 0 || *libc::__errno_location() == libc::ENOENT {
-                libc::_exit(0);
+                removed = true;
+                break;
             }
             libc::nanosleep(&RETRY, std::ptr::null_mut());
         }
-        libc::_exit(1)
+        // Then their launch directories.
+        sweep_parents(&parents[..len], names);
+        libc::_exit(if removed { 0 } else { 1 })
+    }
+}
+
+/// The guard's sweep of each parent in `parents` (NUL-terminated paths; one cut short is
+/// passed over), again while a lock file there is young (module docs). System calls only.
+fn sweep_parents(parents: &[u8], names: &mut [u8]) {
+    for _ in 0..SWEEPS {
+        let mut young = 0;
+        for record in parents.split_inclusive(|&b| b == 0) {
+            let Ok(parent) = CStr::from_bytes_with_nul(record) else {
+                continue;
+            };
+            // SAFETY: a NUL-terminated path; the descriptor is closed below.
+            let fd = unsafe {
+                libc::open(
+                    parent.as_ptr(),
+                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                continue;
+            }
+            // SAFETY: `fd` was just opened, and is closed after.
+            young += super::sweep::sweep_at(
+                unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+                names,
+                &mut |_| {},
+            );
+            // SAFETY: closes the descriptor opened above.
+            unsafe { libc::close(fd) };
+        }
+        if young == 0 {
+            return;
+        }
+        // SAFETY: a timespec constant.
+        unsafe { libc::nanosleep(&SWEEP_RETRY, std::ptr::null_mut()) };
     }
 }
 

@@ -58,8 +58,10 @@
 //!    a cgroup v2 of its own (`clone3` with `CLONE_INTO_CGROUP`, or where the kernel refuses
 //!    that, it joins between fork and exec: `src/launch/spawn.rs`), so all it starts is born there. When the
 //!    executor dies, however (`SIGKILL` too), its guard process kills all its reviewers'
-//!    cgroups within milliseconds; what a guard killed with it left is swept at the next
-//!    executor's first launch. Where the machine gives no writable cgroup
+//!    cgroups within milliseconds, then sweeps the parents of its launch directories
+//!    ([`sweep`]'s code: their credentials gone within milliseconds, or
+//!    [`SWEEP_MIN_AGE`] more for a launch begun just before); what a guard killed with it
+//!    left is swept at the next executor's first launch. Where the machine gives no writable cgroup
 //!    ([`cgroup::missing`]), a best-effort launch stops the process group only, and
 //!    [`Options::die_with_parent`] kills the client (not what it started) with the
 //!    executor's thread. docs/sandbox.md, "Nothing outlives the reviewer", has why and the
@@ -127,6 +129,7 @@ mod remove;
 pub mod sandbox;
 mod seccomp;
 mod spawn;
+mod sweep;
 mod userns;
 mod worktree;
 
@@ -143,10 +146,11 @@ pub use acp::{
 };
 pub use args::MAX_ARG_BYTES;
 pub use error::{ExecError, PathField, Step};
-pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem, sweep};
+pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem};
 pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{TerminalEvent, TerminalSession};
 pub use queue::MAX_QUEUED_BYTES;
+pub use sweep::sweep;
 
 use crate::clients::plan::LaunchPlan;
 
@@ -432,7 +436,7 @@ pub fn launch_with_parent_env(
     let network = door::of_plan(plan, options)?;
     door::preflight(&network, &options.door)?;
     // One launch per directory: the loser of a race stops here, having touched nothing.
-    sweep_once(launch_dir);
+    sweep::once(launch_dir, cgroup.is_some());
     let claim = prepare::claim(launch_dir)?;
     if claim.stale {
         // Left by a launch that is gone (killed, or its machine crashed): its credentials
@@ -540,22 +544,6 @@ fn sandbox_step(plan: &LaunchPlan, client_bin: &Path, options: &Options) -> Opti
         list(&b.read),
         list(&b.read_write),
     ))
-}
-
-/// [`sweep`]s the parent of `launch_dir` the first time this process launches there.
-fn sweep_once(launch_dir: &Path) {
-    static SWEPT: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let Some(parent) = launch_dir.parent() else {
-        return;
-    };
-    let first = SWEPT
-        .lock()
-        .map(|mut s| s.insert(parent.to_owned()))
-        .unwrap_or(false);
-    if first {
-        let _ = sweep(parent);
-    }
 }
 
 /// Only the check of [`launch`]'s first step: `Ok` when `plan` would be carried out into its

@@ -501,57 +501,19 @@ pub(crate) fn claim(launch_dir: &Path) -> Result<Claim, ExecError> {
 /// Whether a lock file (its `fstat`) can have been left by a launch of this user's: a
 /// regular file of this user's with no other name. In a parent every user may write (sticky, as `/tmp`)
 /// another user can put a lock file of theirs beside any directory of the daemon's, and
-/// [`sweep`] removed that directory on its word (red team of issue 33: a `nobody`'s
+/// [`sweep`](super::sweep()) removed that directory on its word (red team of issue 33: a `nobody`'s
 /// `/tmp/.victim.kcap-lock` and a root daemon's first launch into `/tmp` removed
 /// `/tmp/victim`); a hard link would give another user's name to a file of the daemon's.
-fn left_by_us(lock: &rustix::fs::Stat) -> bool {
+pub(crate) fn left_by_us(lock: &rustix::fs::Stat) -> bool {
     rustix::fs::FileType::from_raw_mode(lock.st_mode) == rustix::fs::FileType::RegularFile
         && lock.st_uid == rustix::process::geteuid().as_raw()
         && lock.st_nlink == 1
 }
 
-/// A lock file younger than this is passed over by [`sweep`] (a launch may be between
+/// A lock file younger than this is passed over by [`sweep`](super::sweep()) (a launch may be between
 /// creating it and locking it; the identity check of `claim` makes taking it harmless,
 /// this only spares it a retry).
 pub const SWEEP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Removes every launch directory in `parent` whose launch is gone (its lock file there,
-/// free and this user's: [`left_by_us`]), with its lock file; returns the directories
-/// removed. A directory of another user is left (its lock file removed), and so is one
-/// whose lock file is another user's.
-///
-/// # Errors
-/// When `parent` cannot be read.
-pub fn sweep(parent: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut removed = Vec::new();
-    for entry in std::fs::read_dir(parent)? {
-        let Ok(entry) = entry else { continue };
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(dir_name) = name
-            .strip_prefix('.')
-            .and_then(|n| n.strip_suffix(LOCK_SUFFIX))
-            .filter(|n| !n.is_empty())
-        else {
-            continue;
-        };
-        let fresh = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_none_or(|age| age < SWEEP_MIN_AGE);
-        if fresh {
-            continue;
-        }
-        let dir = parent.join(dir_name);
-        let Ok(claim) = claim(&dir) else { continue };
-        if claim.stale && remove_leftover(&dir).is_ok() {
-            removed.push(dir);
-        }
-    }
-    Ok(removed)
-}
 
 /// Removes `dir` ([`remove_tree`]) if it is a directory of this user's (no link).
 pub(crate) fn remove_leftover(dir: &Path) -> std::io::Result<()> {

@@ -8,7 +8,7 @@
 //! a time ([`remove_frugally`]), which [`Spare`] keeps free for it: a launch directory
 //! holds two descriptors of its own until it is removed, and gives them back for that.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
@@ -113,56 +113,103 @@ fn open_dir_at(dir: impl AsFd, name: &std::ffi::CStr) -> rustix::io::Result<Owne
     }
 }
 
-/// Removes `dir` and everything in it holding at most two descriptors at a time: it walks
-/// down from `dir` again (each level opened relative to the one above it, without following
-/// links, the one above then closed) to the deepest directory not yet emptied, removes what
-/// is not a directory there, and goes into its first subdirectory, or removes it once empty.
-/// Each walk costs one `openat` a level: slower than [`std::fs::remove_dir_all`], for
-/// the descriptor limit only.
+/// Bytes of names the frugal walk keeps (the path from the tree's top to the directory it
+/// empties, each name with its NUL): 64 KiB, 256 levels of the longest names a file system
+/// allows (255 bytes) and more of shorter ones. A tree deeper than that is left
+/// (`ENAMETOOLONG`).
+pub(crate) const WALK_NAME_BYTES: usize = 64 * 1024;
+
+/// Removes `dir` and everything in it holding at most two descriptors at a time
+/// ([`remove_frugally_at`], `dir` named whole, relative to the working directory).
 pub(crate) fn remove_frugally(dir: &Path) -> rustix::io::Result<()> {
-    // The path from `dir` to the directory being emptied, and one emptied there to remove.
-    let mut path: Vec<CString> = Vec::new();
-    let mut emptied: Option<CString> = None;
+    let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
+        .map_err(|_| Errno::INVAL)?;
+    remove_frugally_at(rustix::fs::CWD, &name, &mut vec![0; WALK_NAME_BYTES])
+}
+
+/// Removes the directory `name` in `parent` and everything in it holding at most two
+/// descriptors at a time: it walks down from `name` again (each level opened relative to the
+/// one above it, without following links, the one above then closed) to the deepest
+/// directory not yet emptied, removes what is not a directory there, and goes into its
+/// first subdirectory, or removes it once empty. Each walk costs one `openat` a level:
+/// slower than [`std::fs::remove_dir_all`], for the descriptor limit and the guard.
+///
+/// System calls only, no allocation (the guard runs it on a fork of a process with many
+/// threads): the path walked is kept in `names` (its NUL-terminated names one after the
+/// other; [`WALK_NAME_BYTES`] is what callers give), the directories are read with
+/// `getdents64` into a buffer on the stack. A directory of this user's that is not
+/// `u+rwx` is made so first. `name` not there is no error.
+///
+/// # Errors
+/// The first system call that fails; `ENAMETOOLONG` when the path walked does not fit in
+/// `names`. What is not removed yet stays.
+pub(crate) fn remove_frugally_at(
+    parent: impl AsFd,
+    name: &CStr,
+    names: &mut [u8],
+) -> rustix::io::Result<()> {
+    let parent = parent.as_fd();
+    // `names[..len]`: the path from `name` to the directory being emptied; `emptied`: the
+    // range of a name just popped (still in `names`), emptied there, to remove.
+    let mut len = 0;
+    let mut emptied: Option<(usize, usize)> = None;
     loop {
-        let mut here = match rustix::fs::open(dir, DIR_FLAGS, Mode::empty()) {
+        let mut here = match open_dir_at(parent, name) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) if path.is_empty() => return Ok(()),
+            Err(Errno::NOENT) if len == 0 => return Ok(()),
             Err(e) => return Err(e),
         };
-        for name in &path {
+        let mut at = 0;
+        while at < len {
+            let end = at
+                + names[at..len]
+                    .iter()
+                    .position(|&b| b == 0)
+                    .ok_or(Errno::INVAL)?;
+            let step = CStr::from_bytes_with_nul(&names[at..=end]).map_err(|_| Errno::INVAL)?;
             // Opened before the one above is closed: two at a time.
-            here = open_dir_at(&here, name)?;
+            here = open_dir_at(&here, step)?;
+            at = end + 1;
         }
         let stat = rustix::fs::fstat(&here)?;
         if stat.st_mode & 0o700 != 0o700 {
             rustix::fs::fchmod(&here, Mode::from_raw_mode((stat.st_mode & 0o7777) | 0o700))?;
         }
-        if let Some(name) = emptied.take() {
-            rustix::fs::unlinkat(&here, &name, AtFlags::REMOVEDIR)?;
+        if let Some((start, end)) = emptied.take() {
+            let gone = CStr::from_bytes_with_nul(&names[start..=end]).map_err(|_| Errno::INVAL)?;
+            rustix::fs::unlinkat(&here, gone, AtFlags::REMOVEDIR)?;
         }
-        match first_subdir_after_unlinking_the_rest(&here)? {
-            Some(sub) => path.push(sub),
+        match first_subdir_after_unlinking_the_rest(&here, &mut names[len..])? {
+            Some(taken) => len += taken,
             None => {
                 drop(here);
-                match path.pop() {
-                    Some(name) => emptied = Some(name),
-                    None => return rustix::fs::rmdir(dir),
+                if len == 0 {
+                    return rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR);
                 }
+                let start = names[..len - 1]
+                    .iter()
+                    .rposition(|&b| b == 0)
+                    .map_or(0, |i| i + 1);
+                emptied = Some((start, len - 1));
+                len = start;
             }
         }
     }
 }
 
-/// Removes every entry of `dir` that is not a directory, and returns the name of a
-/// subdirectory, if any is left. Reads with the one descriptor (`getdents64` into a buffer
-/// on the stack).
-fn first_subdir_after_unlinking_the_rest(dir: &OwnedFd) -> rustix::io::Result<Option<CString>> {
+/// Removes every entry of `dir` that is not a directory, and copies the name of a
+/// subdirectory, if any is left, into `out` with its NUL, returning its length. Reads with
+/// the one descriptor (`getdents64` into a buffer on the stack); allocates nothing.
+fn first_subdir_after_unlinking_the_rest(
+    dir: &OwnedFd,
+    out: &mut [u8],
+) -> rustix::io::Result<Option<usize>> {
     use std::mem::MaybeUninit;
     loop {
         rustix::fs::seek(dir, rustix::fs::SeekFrom::Start(0))?;
         let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
         let mut entries = rustix::fs::RawDir::new(dir, &mut buf);
-        let (mut files, mut subdir) = (Vec::new(), None);
+        let (mut unlinked, mut subdir) = (0usize, None);
         while let Some(entry) = entries.next() {
             let entry = entry?;
             let name = entry.file_name();
@@ -175,24 +222,24 @@ fn first_subdir_after_unlinking_the_rest(dir: &OwnedFd) -> rustix::io::Result<Op
                 kind = FileType::from_raw_mode(st.st_mode);
             }
             if kind == FileType::Directory {
-                subdir = Some(name.to_owned());
-                break;
+                if subdir.is_none() {
+                    let bytes = name.to_bytes_with_nul();
+                    out.get_mut(..bytes.len())
+                        .ok_or(Errno::NAMETOOLONG)?
+                        .copy_from_slice(bytes);
+                    subdir = Some(bytes.len());
+                }
+                continue;
             }
-            files.push(name.to_owned());
-        }
-        if files.is_empty() {
-            return Ok(subdir);
-        }
-        for name in files {
-            match rustix::fs::unlinkat(dir, &name, AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => {}
+            match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => unlinked += 1,
                 Err(e) => return Err(e),
             }
         }
-        if subdir.is_some() {
+        if subdir.is_some() || unlinked == 0 {
             return Ok(subdir);
         }
-        // Read again: a full buffer may not have held every name.
+        // Read again: entries unlinked while reading may have hidden others.
     }
 }
 

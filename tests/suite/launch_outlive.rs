@@ -33,7 +33,7 @@ const BOUND: Duration = Duration::from_secs(5);
 
 /// Whether this machine gives the reviewer's cgroup; when it does not, says why and the test
 /// is skipped (fails under `KCAP_REQUIRE_PEERS=1`, as `.ci/run` sets).
-fn cgroups(name: &str) -> bool {
+pub(crate) fn cgroups(name: &str) -> bool {
     let Some(missing) = launch::cgroup::missing() else {
         return true;
     };
@@ -162,10 +162,10 @@ fn assert_outlived(marker: &str, case: &str) {
 /// A cgroup of a test's own (not a reviewers' cgroup), under this process's: an executor
 /// started in it sweeps there only, and only there is swept, so that no executor of another
 /// test kills what this test's guard or sweep must. Removed when dropped, once empty.
-struct TestCgroup(PathBuf);
+pub(crate) struct TestCgroup(PathBuf);
 
 impl TestCgroup {
-    fn new(case: &str) -> TestCgroup {
+    pub(crate) fn new(case: &str) -> TestCgroup {
         let dir = launch::cgroup::own_cgroup()
             .unwrap()
             .join(format!("outlive-test-{}", new_marker(case)));
@@ -197,7 +197,7 @@ impl Drop for TestCgroup {
 
 /// `program`, started in the cgroup `cgroup` (by a shell that moves itself there and execs
 /// it).
-fn command(program: &Path, cgroup: &TestCgroup) -> Command {
+pub(crate) fn command(program: &Path, cgroup: &TestCgroup) -> Command {
     let mut cmd = Command::new("/bin/sh");
     cmd.args(["-c", "echo 0 > \"$0/cgroup.procs\" && exec \"$@\""])
         .arg(&cgroup.0)
@@ -205,7 +205,7 @@ fn command(program: &Path, cgroup: &TestCgroup) -> Command {
     cmd
 }
 
-fn sigkill(child: &mut Child) {
+pub(crate) fn sigkill(child: &mut Child) {
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, Signal::KILL).unwrap();
     let _ = child.wait();

@@ -63,6 +63,8 @@ mod launch_faults;
 #[cfg(feature = "launch")]
 mod launch_fd_limit;
 #[cfg(feature = "cli")]
+mod launch_guard_sweep;
+#[cfg(feature = "cli")]
 mod launch_memory;
 #[cfg(feature = "launch")]
 mod launch_other_user;
