@@ -6,9 +6,8 @@
 //! Bites: with the guard's sweep left out (`sweep_parents` not called in
 //! src/launch/guard.rs), the launch directory and its `auth.json` stay.
 
-use std::io::BufRead as _;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use kcap_mcp_registry::clients::plan::PlanFile;
@@ -17,7 +16,7 @@ use tempfile::TempDir;
 
 use crate::common::stand_in::sh_script;
 use crate::launch::bare_plan;
-use crate::launch_outlive::{TestCgroup, cgroups, command, sigkill};
+use crate::launch_outlive::{TestCgroup, cgroups, command, sigkill, started};
 
 /// How long the launch directory of a launch older than [`launch::SWEEP_MIN_AGE`] may
 /// outlive its executor's `SIGKILL` (the guard's reaction: kill, then sweep).
@@ -37,20 +36,14 @@ fn cli(tmp: &Path, bin: &Path, launch_dir: &Path, own: &TestCgroup) -> Child {
         launch_dir.file_name().unwrap().to_string_lossy()
     ));
     std::fs::write(&file, plan.to_json()).unwrap();
-    let mut cli = command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), own)
-        .args(["launch", "--plan"])
-        .arg(&file)
-        .arg("--client-bin")
-        .arg(bin)
-        .args(["--timeout", "60", "--cgroup", "required"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(cli.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    assert!(first.starts_with("started"), "{first}");
+    let cli = started(
+        command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), own)
+            .args(["launch", "--plan"])
+            .arg(&file)
+            .arg("--client-bin")
+            .arg(bin)
+            .args(["--timeout", "60", "--cgroup", "required"]),
+    );
     assert!(launch_dir.join("home/.codex/auth.json").is_file());
     cli
 }

@@ -407,12 +407,20 @@ fn cli(tmp: &Path, escape: &str, marker: &str, own: &TestCgroup, more: &[&str]) 
     let launch_dir = tmp.join("launch");
     let file = tmp.join("plan.json");
     std::fs::write(&file, bare_plan(Path::new("unused"), &launch_dir).to_json()).unwrap();
-    let mut cli = command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), own)
-        .args(["launch", "--plan"])
-        .arg(&file)
-        .arg("--client-bin")
-        .arg(&bin)
-        .args(more)
+    started(
+        command(Path::new(env!("CARGO_BIN_EXE_kcap-mcp-registry")), own)
+            .args(["launch", "--plan"])
+            .arg(&file)
+            .arg("--client-bin")
+            .arg(&bin)
+            .args(more),
+    )
+}
+
+/// `launch` spawned from `cmd`, its output dropped, once its first line on standard error
+/// says `started`.
+pub(crate) fn started(cmd: &mut Command) -> Child {
+    let mut cli = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
