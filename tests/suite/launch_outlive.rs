@@ -419,6 +419,7 @@ fn cli(tmp: &Path, escape: &str, marker: &str, own: &TestCgroup, more: &[&str]) 
 
 /// `launch` spawned from `cmd`, its output dropped, once its first line on standard error
 /// says `started`.
+#[cfg(feature = "cli")]
 pub(crate) fn started(cmd: &mut Command) -> Child {
     let mut cli = cmd
         .stdout(Stdio::null())
