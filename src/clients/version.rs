@@ -81,12 +81,7 @@ impl ClientVersion {
         if self.number() == Some(line) || self.number().is_none() || names_client {
             return self.to_string();
         }
-        let printed = crate::text::printable(line);
-        let printed = match printed.char_indices().nth(MAX_SHOWN_VERSION) {
-            Some((cut, _)) => format!("{}…", &printed[..cut]),
-            None => printed.into_owned(),
-        };
-        format!("{self} (its `--version` printed `{printed}`)")
+        format!("{self} (its `--version` printed `{}`)", shown(line))
     }
 }
 
@@ -100,11 +95,18 @@ pub const MAX_SHOWN_VERSION: usize = 80;
 /// line: it must not drive the operator's terminal, nor fill it.
 impl fmt::Display for ClientVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown = crate::text::printable(self.number().unwrap_or(&self.reported));
-        match shown.char_indices().nth(MAX_SHOWN_VERSION) {
-            Some((cut, _)) => write!(f, "{}…", &shown[..cut]),
-            None => f.write_str(&shown),
-        }
+        f.write_str(&shown(self.number().unwrap_or(&self.reported)))
+    }
+}
+
+/// `text` (a version, or a `--version` line) as a person is shown it: escaped
+/// ([`printable`](crate::text::printable)), cut after [`MAX_SHOWN_VERSION`] characters with
+/// `…`.
+fn shown(text: &str) -> String {
+    let shown = crate::text::printable(text);
+    match shown.char_indices().nth(MAX_SHOWN_VERSION) {
+        Some((cut, _)) => format!("{}…", &shown[..cut]),
+        None => shown.into_owned(),
     }
 }
 
