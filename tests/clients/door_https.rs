@@ -505,50 +505,58 @@ impl Run {
         };
         // The door counts a keyed request as it passes it on, the stand-in once it is in: a
         // client that sends one more as its turn ends is between the two for a moment (Qwen
-        // Code under CI's load: the door's count read 1, the stand-in's 2). Both are read
-        // once they agree, or after 5 s.
-        let settle = |keyed: &dyn Fn() -> u64| {
+        // Code under CI's load: the door's count read 1, the stand-in's 2), and one passed on
+        // just before the stop lands after it. The count and the stand-in's requests are
+        // taken together, once they agree, or as they are after 5 s (without the root at
+        // once: the door counts requests the upstream's certificate then stopped).
+        let settle = |keyed: &dyn Fn() -> (u64, u64)| {
             let deadline = Instant::now() + Duration::from_secs(5);
-            while keyed() != api.requests().len() as u64 && Instant::now() < deadline {
+            loop {
+                let (count, requests) = (keyed(), api.requests());
+                if count.0 == requests.len() as u64 || !root || Instant::now() >= deadline {
+                    return (count, requests);
+                }
                 std::thread::sleep(Duration::from_millis(50));
             }
         };
         let password = plan
             .env_value("OPENCODE_SERVER_PASSWORD")
             .map(str::to_owned);
-        let (turn, (log, keyed), tail, environ, (leaks, holding_token), cmdlines) = match reviewer {
-            Reviewer::Acp(mut session) => {
-                let environ = environ(session.pid());
-                let turn = acp_turn(&mut session, client, root, started);
-                settle(&|| session.door_keyed_requests().0);
-                let log = (session.door_log(), session.door_keyed_requests());
-                let tail = session.stderr_tail();
-                let files = scan();
-                let cmdlines = tree_cmdlines(session.pid());
-                session.stop().unwrap();
-                (turn, log, tail, environ, files, cmdlines)
-            }
-            Reviewer::Terminal(mut session) => {
-                let environ = environ(session.pid());
-                let (turn, tail) = terminal_turn(&mut session, client, root, started, &launch_dir);
-                settle(&|| session.door_keyed_requests().0);
-                let log = (session.door_log(), session.door_keyed_requests());
-                let files = scan();
-                let cmdlines = tree_cmdlines(session.pid());
-                session.stop().unwrap();
-                (turn, log, tail, environ, files, cmdlines)
-            }
-        };
+        let (turn, (log, (keyed, requests)), tail, environ, (leaks, holding_token), cmdlines) =
+            match reviewer {
+                Reviewer::Acp(mut session) => {
+                    let environ = environ(session.pid());
+                    let turn = acp_turn(&mut session, client, root, started);
+                    let counted = settle(&|| session.door_keyed_requests());
+                    let log = (session.door_log(), counted);
+                    let tail = session.stderr_tail();
+                    let files = scan();
+                    let cmdlines = tree_cmdlines(session.pid());
+                    session.stop().unwrap();
+                    (turn, log, tail, environ, files, cmdlines)
+                }
+                Reviewer::Terminal(mut session) => {
+                    let environ = environ(session.pid());
+                    let (turn, tail) =
+                        terminal_turn(&mut session, client, root, started, &launch_dir);
+                    let counted = settle(&|| session.door_keyed_requests());
+                    let log = (session.door_log(), counted);
+                    let files = scan();
+                    let cmdlines = tree_cmdlines(session.pid());
+                    session.stop().unwrap();
+                    (turn, log, tail, environ, files, cmdlines)
+                }
+            };
         eprintln!(
             "{client} (door root {root}): {:.1} s, {} requests ({} with the key by the door's \
              count), log {log:?}; token in the environment {}, in {holding_token:?}",
             started.elapsed().as_secs_f64(),
-            api.requests().len(),
+            requests.len(),
             keyed.0,
             environ.contains(&token),
         );
         Run {
-            requests: api.requests(),
+            requests,
             keyed,
             marks: marks(&dir.join("records/door")),
             kcap_reached: kcap_server.reached(),

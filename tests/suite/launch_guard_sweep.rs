@@ -98,8 +98,9 @@ fn the_guard_removes_a_killed_executors_launch_directory_and_not_a_live_ones() {
                 launch_dir.join("home/.codex/auth.json").exists()
             ),
         }
+        // The lock file goes right after the directory (removed still held, src/launch/sweep.rs).
         assert!(
-            !launch::lock_path(&launch_dir).unwrap().exists(),
+            until_gone(&launch::lock_path(&launch_dir).unwrap(), killed, bound).is_ok(),
             "{case}: its lock file is removed with it"
         );
         assert!(
