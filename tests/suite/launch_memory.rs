@@ -10,6 +10,8 @@ use crate::common;
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::stand_in::sh_script;
@@ -35,9 +37,10 @@ fn stand_in(dir: &Path, body: &str) -> std::path::PathBuf {
 }
 
 /// What one `launch --plan … --prompt review` run did: its exit code, standard output's
-/// line count, standard error, and its peak resident memory in KiB. Its standard output is
-/// not read for `hold` (a daemon whose caller is slow: the executor's queue fills), and then,
-/// with `stop`, it gets `SIGTERM`.
+/// line count, standard error, and its peak resident memory in KiB. With `hold`, `(kib,
+/// bound)`, its standard output is not read (a daemon whose caller is slow: the executor's
+/// queue fills) until its peak passed `kib` KiB and then held for [`STEADY`] (the queue is
+/// full, the client waits), or `bound` passed, and then it gets `SIGTERM`.
 struct Run {
     code: Option<i32>,
     lines: usize,
@@ -45,7 +48,10 @@ struct Run {
     peak_kib: i64,
 }
 
-fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str) -> Run {
+/// How long a held run's peak stays the same before the queue counts as full.
+const STEADY: Duration = Duration::from_millis(500);
+
+fn launch_run(dir: &Path, bin: &Path, hold: Option<(i64, Duration)>, timeout: &str) -> Run {
     let launch_dir = dir.join("launch");
     let file = dir.join("plan.json");
     std::fs::write(&file, acp_plan(&launch_dir).to_json()).unwrap();
@@ -66,7 +72,11 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
         .spawn()
         .unwrap();
     let pid = cli.id();
-    let peak = std::thread::spawn(move || peak_kib(pid));
+    let peak = Arc::new(AtomicI64::new(0));
+    let sampler = std::thread::spawn({
+        let peak = Arc::clone(&peak);
+        move || peak_kib(pid, &peak)
+    });
     let mut stdout = cli.stdout.take().unwrap();
     let mut stderr = cli.stderr.take().unwrap();
     let err = std::thread::spawn(move || {
@@ -74,8 +84,18 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    std::thread::sleep(hold);
-    if stop {
+    if let Some((kib, bound)) = hold {
+        let deadline = Instant::now() + bound;
+        let (mut last, mut since) = (0, Instant::now());
+        while Instant::now() < deadline {
+            let now = peak.load(Ordering::Relaxed);
+            if now != last {
+                (last, since) = (now, Instant::now());
+            } else if now > kib && since.elapsed() >= STEADY {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
         rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     }
@@ -89,7 +109,8 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
     }
     let stderr = err.join().unwrap();
     // The sampler ends once the process has exited (its VmHWM gone), before it is reaped.
-    let peak_kib = peak.join().unwrap();
+    sampler.join().unwrap();
+    let peak_kib = peak.load(Ordering::Relaxed);
     let code = cli.wait().unwrap().code();
     Run {
         code,
@@ -99,10 +120,9 @@ fn launch_run(dir: &Path, bin: &Path, hold: Duration, stop: bool, timeout: &str)
     }
 }
 
-/// The largest `VmHWM` (KiB) of process `pid`, read every 5 ms until it has none (it
-/// exited; its memory is gone before it is reaped).
-fn peak_kib(pid: u32) -> i64 {
-    let mut peak = 0;
+/// Keeps in `peak` the largest `VmHWM` (KiB) of process `pid`, read every 5 ms until it has
+/// none (it exited; its memory is gone before it is reaped).
+fn peak_kib(pid: u32, peak: &AtomicI64) {
     loop {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let Some(hwm) = status
@@ -110,9 +130,9 @@ fn peak_kib(pid: u32) -> i64 {
             .find_map(|l| l.strip_prefix("VmHWM:"))
             .and_then(|v| v.split_whitespace().next()?.parse::<i64>().ok())
         else {
-            return peak;
+            return;
         };
-        peak = peak.max(hwm);
+        peak.fetch_max(hwm, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -144,7 +164,14 @@ fn a_million_updates_to_a_caller_that_does_not_read_keep_the_launch_within_its_b
         ),
     );
     let started = Instant::now();
-    let run = launch_run(tmp.path(), &bin, Duration::from_secs(3), true, "120");
+    // Not read until the queue filled (past the 48 MiB below, and no longer growing), or
+    // 30 s passed.
+    let run = launch_run(
+        tmp.path(),
+        &bin,
+        Some((48 << 10, Duration::from_secs(30))),
+        "120",
+    );
     eprintln!(
         "a million updates: exit {:?}, {} lines, peak {} KiB (bound {} KiB), {:?}",
         run.code,
@@ -178,7 +205,7 @@ fn a_line_of_100_mib_without_a_newline_ends_the_launch_within_its_memory_bound()
     // refused, is all there is beyond the base.
     let line_bound = i64::try_from((BASE + launch::MAX_MESSAGE_BYTES) >> 10).unwrap();
     let started = Instant::now();
-    let run = launch_run(tmp.path(), &bin, Duration::ZERO, false, "20");
+    let run = launch_run(tmp.path(), &bin, None, "20");
     eprintln!(
         "a line of 100 MiB: exit {:?}, peak {} KiB (bound {} KiB), {:?}: {}",
         run.code,
@@ -225,7 +252,7 @@ fn a_flood_before_the_handshakes_answer_is_bounded_and_stops_the_client() {
         ),
     );
     let started = Instant::now();
-    let run = launch_run(tmp.path(), &bin, Duration::ZERO, false, "120");
+    let run = launch_run(tmp.path(), &bin, None, "120");
     eprintln!(
         "a flood before session/new's answer: exit {:?}, peak {} KiB, {:?}: {}",
         run.code,
