@@ -329,12 +329,6 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
         each_request: parse,
         ..Watch::default()
     });
-    let unreachable = |why: &str| {
-        shared.log(format!(
-            "door port {port}: upstream {} {why}; answered 502",
-            endpoint.upstream
-        ));
-    };
     let mut opened = None;
     let mut reach_once = || {
         let (up, answers) = reach(&client, endpoint, shared, &watch, id)?;
@@ -342,20 +336,16 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
         Ok(up)
     };
     let up = if parse {
-        requests(
-            client_r,
-            &mut reach_once,
-            endpoint,
-            &watch,
-            shared,
-            unreachable,
-        )
+        requests(client_r, &mut reach_once, endpoint, &watch, shared)
     } else {
         match first_byte(&client_r).then(&mut reach_once) {
             None => Ok(()),
             Some(Ok(up)) => piped(client_r, up, &watch, endpoint, shared),
             Some(Err(why)) => {
-                unreachable(&why);
+                let failure = super::http::Failure::Unreachable(why.clone());
+                if let Some(line) = failure_line(&failure, endpoint, shared) {
+                    shared.log(line);
+                }
                 bad_gateway(client_r, endpoint, &why);
                 Ok(())
             }
@@ -383,64 +373,73 @@ fn forward(client: TcpStream, endpoint: &Endpoint, shared: &Arc<Shared>) {
     }
 }
 
-/// Passes the client's requests on ([`super::http::requests`]), writing a log line for each
-/// way it ends but the client's close and a failure of the sockets (returned).
+/// Passes the client's requests on ([`super::http::requests`], which writes the log line
+/// of each way it ends but the client's close and a failure of the sockets, returned).
 fn requests(
     client: TcpStream,
     reach: &mut dyn FnMut() -> Result<Up, String>,
     endpoint: &Endpoint,
     watch: &Watch,
     shared: &Shared,
-    unreachable: impl Fn(&str),
 ) -> std::io::Result<()> {
+    match super::http::requests(client, reach, endpoint, watch, shared) {
+        Err(super::http::Failure::Io(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The log line for a connection `failure` ended on `endpoint`, written before the client
+/// is told (it then reads its refusals in the log in the order it got them); none for a
+/// failure of the sockets.
+pub(super) fn failure_line(
+    failure: &super::http::Failure,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) -> Option<String> {
     use super::http::Failure;
     let port = endpoint.port;
-    let bound = shared.request_timeout;
-    match super::http::requests(client, reach, endpoint, watch, shared) {
-        Ok(()) => return Ok(()),
-        Err(Failure::Io(e)) => return Err(e),
-        Err(Failure::Unreachable(why)) => unreachable(&why),
-        Err(Failure::Stalled(told)) => {
-            let answered = if told { "answered 408 and " } else { "" };
-            shared.log(format!(
-                "door port {port}: a request did not arrive whole within {} s; \
-                 {answered}closed the connection",
-                bound.as_secs_f64()
-            ));
+    let bound = shared.request_timeout.as_secs_f64();
+    let answered = |told: bool, status: &str| {
+        if told {
+            format!("answered {status} and ")
+        } else {
+            String::new()
         }
-        Err(Failure::Untaken(told)) => {
-            let answered = if told { "answered 504 and " } else { "" };
-            shared.log(format!(
-                "door port {port}: upstream {} did not take the request within {} s; \
-                 {answered}closed the connection",
-                endpoint.upstream,
-                bound.as_secs_f64()
-            ));
+    };
+    Some(match failure {
+        Failure::Io(_) => return None,
+        Failure::Unreachable(why) => format!(
+            "door port {port}: upstream {} {why}; answered 502",
+            endpoint.upstream
+        ),
+        Failure::Stalled(told) => format!(
+            "door port {port}: a request did not arrive whole within {bound} s; \
+             {}closed the connection",
+            answered(*told, "408")
+        ),
+        Failure::Untaken(told) => format!(
+            "door port {port}: upstream {} did not take the request within {bound} s; \
+             {}closed the connection",
+            endpoint.upstream,
+            answered(*told, "504")
+        ),
+        Failure::Refused(why) => {
+            format!("door port {port}: refused a request: {why}; closed the connection")
         }
-        Err(Failure::Refused(why)) => {
-            shared.log(format!(
-                "door port {port}: refused a request: {why}; closed the connection"
-            ));
-        }
-        Err(Failure::Switch { told }) => {
-            let answered = if told { "answered 426 and " } else { "" };
-            shared.log(format!(
-                "door port {port}: refused a protocol switch (upgrade) with the daemon's \
-                 credential: what follows one is not read, so not counted against the \
-                 launch's budget; {answered}closed the connection"
-            ));
-        }
-        Err(Failure::OverBudget { refused, told }) => {
-            let answered = if told { "answered 429 and " } else { "" };
-            shared.log(format!(
-                "door port {port}: refused a request over the launch's budget of {} requests \
-                 with the daemon's credential ({refused} refused so far); {answered}closed the \
-                 connection",
-                shared.budget.limit
-            ));
-        }
-    }
-    Ok(())
+        Failure::Switch { told } => format!(
+            "door port {port}: refused a protocol switch (upgrade) with the daemon's \
+             credential: what follows one is not read, so not counted against the \
+             launch's budget; {}closed the connection",
+            answered(*told, "426")
+        ),
+        Failure::OverBudget { refused, told } => format!(
+            "door port {port}: refused a request over the launch's budget of {} requests \
+             with the daemon's credential ({refused} refused so far); {}closed the \
+             connection",
+            shared.budget.limit,
+            answered(*told, "429")
+        ),
+    })
 }
 
 /// Pipes the client's bytes to the upstream ([`pipe`]), with a log line when the upstream

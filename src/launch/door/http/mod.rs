@@ -410,7 +410,10 @@ pub(super) fn requests(
 
 /// Ends the connection as `result` says: the client told why when nothing of an answer is on
 /// its way (a `400`, `502`, `429`, `408` or `504`), each side closed; `result`'s `told` set
-/// when it was.
+/// when it was. The log line ([`super::forward::failure_line`]) is written first, before
+/// the client is told or sees the close: a client that sends its next request at once finds
+/// the line of the last already there (seen: the lines of three `429`s on successive
+/// connections out of order under load).
 fn end(
     result: &mut Result<(), Failure>,
     input: Input,
@@ -420,58 +423,103 @@ fn end(
     endpoint: &Endpoint,
     shared: &Shared,
 ) {
-    let bound = input.bound;
+    let answer = answer(result, input.bound, forwarded, watch, endpoint, shared);
+    if let Err(failure) = result
+        && let Some(line) = super::forward::failure_line(failure, endpoint, shared)
+    {
+        shared.log(line);
+    }
     let shut = |how| {
         if let Some(to) = up {
             to.shutdown(how);
         }
     };
-    match result {
-        // Nothing was passed on, so no answer is on its way: the client gets a 400.
-        // The answer goes first: closing the upstream first ends the thread that pipes its
-        // answers, which then closes the client's side before the 400 is written (seen: the
-        // client read nothing in 4 of 12 runs under load).
-        Err(Failure::Refused(why)) if !forwarded => {
-            let body = format!("kcap door: refused the request: {why}\n");
-            super::forward::answer_and_close(input.stream, "400 Bad Request", &body);
-            shut(Shutdown::Both);
+    match (answer, result) {
+        (Some((status, headers, body)), result) => {
+            super::forward::answer_with_and_close(input.stream, status, headers, &body);
+            // The answer goes first: closing the upstream first ends the thread that pipes
+            // its answers, which then closes the client's side before the answer is written
+            // (seen: the client read nothing in 4 of 12 runs under load).
+            if !matches!(result, Err(Failure::Unreachable(_))) {
+                shut(Shutdown::Both);
+            }
         }
+        // Closed both ways, at once: the client does not wait on an upstream that keeps
+        // its side open.
+        (
+            None,
+            Err(
+                Failure::Refused(_)
+                | Failure::Stalled(_)
+                | Failure::Untaken(_)
+                | Failure::OverBudget { .. }
+                | Failure::Switch { .. },
+            ),
+        ) => {
+            shut(Shutdown::Both);
+            let _ = input.stream.shutdown(Shutdown::Both);
+        }
+        (None, _) => {
+            shut(Shutdown::Write);
+            let _ = input.stream.shutdown(Shutdown::Read);
+        }
+    }
+}
+
+/// What the client is told as `result` ends its connection (status line, header lines each
+/// ending in CRLF, body), when nothing of an answer is on its way; sets `result`'s `told`.
+fn answer(
+    result: &mut Result<(), Failure>,
+    bound: std::time::Duration,
+    forwarded: bool,
+    watch: &Watch,
+    endpoint: &Endpoint,
+    shared: &Shared,
+) -> Option<(&'static str, &'static str, String)> {
+    Some(match result {
+        // Nothing was passed on, so no answer is on its way: the client gets a 400.
+        Err(Failure::Refused(why)) if !forwarded => (
+            "400 Bad Request",
+            "",
+            format!("kcap door: refused the request: {why}\n"),
+        ),
         // No upstream connection was opened: the client gets a 502.
-        Err(Failure::Unreachable(why)) => {
-            let body = format!(
+        Err(Failure::Unreachable(why)) => (
+            "502 Bad Gateway",
+            "",
+            format!(
                 "kcap door: the upstream of port {} ({}) {why}\n",
                 endpoint.port, endpoint.upstream
-            );
-            super::forward::answer_and_close(input.stream, "502 Bad Gateway", &body);
-        }
+            ),
+        ),
         // The budget is used up. Unless a request passed on still awaits the first byte of
         // its answer (a client that pipelines: the 429 would read as that answer), the
         // client gets a 429 that says so; the request never reaches the upstream.
         Err(Failure::OverBudget { told, .. }) if !forwarded || !watch.waiting() => {
             *told = true;
-            let body = format!(
-                "kcap door: the launch's budget of {} requests with the daemon's credential \
-                 is used up; this request did not reach the upstream\n",
-                shared.budget.limit
-            );
-            super::forward::answer_with_and_close(
-                input.stream,
+            (
                 "429 Too Many Requests",
                 "x-should-retry: false\r\n",
-                &body,
-            );
-            shut(Shutdown::Both);
+                format!(
+                    "kcap door: the launch's budget of {} requests with the daemon's \
+                     credential is used up; this request did not reach the upstream\n",
+                    shared.budget.limit
+                ),
+            )
         }
         // A protocol switch with the daemon's credential: unless a request passed on still
         // awaits its answer (the 426 would read as that answer), the client gets a 426 and
         // sends its request over HTTP; nothing of it reached the upstream.
         Err(Failure::Switch { told }) if !forwarded || !watch.waiting() => {
             *told = true;
-            let body = "kcap door: a protocol switch (upgrade) is not passed on with the \
-                        daemon's credential, as what follows it could not be counted against \
-                        the launch's budget; send the request over HTTP\n";
-            super::forward::answer_and_close(input.stream, "426 Upgrade Required", body);
-            shut(Shutdown::Both);
+            (
+                "426 Upgrade Required",
+                "",
+                "kcap door: a protocol switch (upgrade) is not passed on with the daemon's \
+                 credential, as what follows it could not be counted against the launch's \
+                 budget; send the request over HTTP\n"
+                    .to_owned(),
+            )
         }
         // No answer has begun since the last request went up (or none went): the client
         // gets a 408. The watch is cleared first, so that the thread that pipes the
@@ -479,44 +527,34 @@ fn end(
         Err(Failure::Stalled(told)) if !forwarded || watch.waiting() => {
             *told = true;
             watch.door_answered();
-            let body = format!(
-                "kcap door: the request did not arrive whole within {} s\n",
-                bound.as_secs_f64()
-            );
-            super::forward::answer_and_close(input.stream, "408 Request Timeout", &body);
-            shut(Shutdown::Both);
+            (
+                "408 Request Timeout",
+                "",
+                format!(
+                    "kcap door: the request did not arrive whole within {} s\n",
+                    bound.as_secs_f64()
+                ),
+            )
         }
         // The upstream stopped reading before the request was in, and no answer has begun
         // since it went up: the client gets a 504, as for an upstream that does not answer.
         Err(Failure::Untaken(told)) if watch.waiting() => {
             *told = true;
             watch.door_answered();
-            let body = format!(
-                "kcap door: the upstream of port {} ({}) did not take the request within {} s\n",
-                endpoint.port,
-                endpoint.upstream,
-                bound.as_secs_f64()
-            );
-            super::forward::answer_and_close(input.stream, "504 Gateway Timeout", &body);
-            shut(Shutdown::Both);
+            (
+                "504 Gateway Timeout",
+                "",
+                format!(
+                    "kcap door: the upstream of port {} ({}) did not take the request within \
+                     {} s\n",
+                    endpoint.port,
+                    endpoint.upstream,
+                    bound.as_secs_f64()
+                ),
+            )
         }
-        // Closed both ways, at once: the client does not wait on an upstream that keeps
-        // its side open.
-        Err(
-            Failure::Refused(_)
-            | Failure::Stalled(_)
-            | Failure::Untaken(_)
-            | Failure::OverBudget { .. }
-            | Failure::Switch { .. },
-        ) => {
-            shut(Shutdown::Both);
-            let _ = input.stream.shutdown(Shutdown::Both);
-        }
-        _ => {
-            shut(Shutdown::Write);
-            let _ = input.stream.shutdown(Shutdown::Read);
-        }
-    }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
