@@ -134,6 +134,7 @@ struct World {
     upstream: Upstream,
     down_port: u16,
     _listeners: Vec<TcpListener>,
+    _down: std::os::fd::OwnedFd,
 }
 
 impl World {
@@ -152,9 +153,17 @@ impl World {
         .unwrap();
         let host = TcpListener::bind("127.0.0.1:0").unwrap();
         let other = TcpListener::bind("127.0.0.2:0").unwrap();
-        let down_port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
+        // Held: bound, not listening, so that no other test's socket takes the port
+        // meanwhile (seen once under 8 test threads: the probe of the down upstream got an
+        // answer); a connection to it is refused.
+        let down = rustix::net::socket(
+            rustix::net::AddressFamily::INET,
+            rustix::net::SocketType::STREAM,
+            None,
+        )
+        .unwrap();
+        rustix::net::bind(&down, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+        let down_port = std::net::SocketAddr::try_from(rustix::net::getsockname(&down).unwrap())
             .unwrap()
             .port();
         World {
@@ -165,6 +174,7 @@ impl World {
             down_port,
             root,
             _listeners: vec![host, other],
+            _down: down,
         }
     }
 
