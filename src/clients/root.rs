@@ -301,7 +301,8 @@ impl LaunchPlan {
     /// [`to_json`](Self::to_json) writes it: [`NOT_SHOWN`] in place of the value of each credential variable of its client's
     /// [`CredentialSpec`] but those the room's door declares are not secrets (the model
     /// API's base URL, a setting such as `IS_SANDBOX`: [`DoorSpec`](super::door::DoorSpec)),
-    /// of the contents of each credential file, and of the value of each header the door
+    /// and of each of its [`ClientSpec::launch_secrets`](super::spec::ClientSpec::launch_secrets)
+    /// (OpenCode's server password); of the contents of each credential file, and of the value of each header the door
     /// sets; then, in every other string of the plan, of each run of [`SECRET_RUN`] bytes or
     /// more of one of those values (a shorter one whole, from [`SHORTEST_SECRET`] bytes; of a
     /// JSON credential file: of one of its strings). The model key, or behind the door the
@@ -319,7 +320,10 @@ impl LaunchPlan {
         let mut secrets = Vec::new();
         let mut plan = self.clone();
         for var in &mut plan.env {
-            if spec.credentials.env.contains(&var.name.as_str()) && !shown(&var.name) {
+            let name = var.name.as_str();
+            if (spec.credentials.env.contains(&name) && !shown(name))
+                || spec.launch_secrets.contains(&name)
+            {
                 secrets.push(std::mem::replace(&mut var.value, NOT_SHOWN.to_owned()));
             }
         }

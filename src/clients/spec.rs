@@ -80,6 +80,11 @@ pub struct ClientSpec {
     /// [`ClientSpec::builtins`] with effects from the model; otherwise the strict policy
     /// refuses a client that has any ([`RenderError::UnaskedTools`]).
     pub hides_builtins: bool,
+    /// The variables the room sets to a per-launch secret
+    /// ([`LaunchSecret`](super::plan::LaunchSecret): OpenCode's server password), hidden as
+    /// credentials are where the plan is shown
+    /// ([`LaunchPlan::to_json_without_credentials`](super::plan::LaunchPlan::to_json_without_credentials)).
+    pub launch_secrets: &'static [&'static str],
     /// How the client's model APIs go through the reviewer's door ([`LaunchContext::door`]):
     /// one [`DoorSpec`](super::door::DoorSpec) per base-URL variable it can be pointed at (a
     /// launch hands over one). Empty where that is not measured, and a launch with a door

@@ -319,3 +319,45 @@ fn a_dry_run_shows_no_credentials_value() {
         "{dry:?}"
     );
 }
+
+/// `launch --dry-run` hides the per-launch secrets a room sets as it hides credentials:
+/// OpenCode's server password (what keeps another local user off its own HTTP server, the
+/// fresh user of stop 53 read it in the dry run) shows as `(not shown)`, while
+/// `render --format plan` holds its 32 hex digits. The bite, run once: without
+/// `ClientSpec::launch_secrets` the dry run showed the password.
+#[test]
+fn a_dry_run_shows_no_launch_secret() {
+    let tmp = TempDir::new().unwrap();
+    let launch_dir = tmp.path().join("l1");
+    let run = |cmd: &str, last: &[&str]| {
+        finish(
+            bin()
+                .args([cmd, "opencode", "--agent-id", "a1", "--launch-dir"])
+                .arg(&launch_dir)
+                .arg("--worktree")
+                .arg(tmp.path())
+                .args(last),
+        )
+    };
+    let password = |out: &str| -> String {
+        let start = out.find('{').expect("a JSON plan");
+        let end = out.rfind("\n}").expect("a JSON plan") + 2;
+        let plan: serde_json::Value = serde_json::from_str(&out[start..end]).unwrap();
+        let env = plan["env"].as_array().unwrap();
+        let var = env
+            .iter()
+            .find(|v| v["name"] == "OPENCODE_SERVER_PASSWORD")
+            .unwrap_or_else(|| panic!("no password in {out}"));
+        var["value"].as_str().unwrap().to_owned()
+    };
+    let plan = run("render", &["--format", "plan"]);
+    assert_eq!(plan.code, 0, "{plan:?}");
+    let secret = password(&plan.stdout);
+    assert!(
+        secret.len() == 32 && secret.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{secret}"
+    );
+    let dry = run("launch", &["--client-bin", "/bin/true", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert_eq!(password(&dry.stdout), "(not shown)", "{dry:?}");
+}

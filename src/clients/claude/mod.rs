@@ -55,6 +55,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     builtins: tools::BUILTINS,
     hides_builtins: true,
+    launch_secrets: &[],
     door: &[DOOR],
     plan: |ctx, r, inputs| Ok(claude_plan(ctx, r, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {

@@ -54,6 +54,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     builtins: tools::BUILTINS,
     hides_builtins: true,
+    launch_secrets: &[],
     door: &[launch::DOOR],
     plan: |ctx, r, inputs| Ok(codex_plan(ctx, r, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {

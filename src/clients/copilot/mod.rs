@@ -59,6 +59,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     builtins: &[],
     hides_builtins: false,
+    launch_secrets: &[],
     door: &[DOOR],
     plan: |ctx, r, _inputs| Ok(copilot_plan(ctx, r)?),
     proof: crate::clients::spec::Proof::RealClient {

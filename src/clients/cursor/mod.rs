@@ -50,6 +50,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: true,
     builtins: BUILTINS,
     hides_builtins: false,
+    launch_secrets: &[],
     door: &[],
     plan: |ctx, r, inputs| Ok(cursor_plan(ctx, r, inputs.unverified_isolation)?),
     proof: crate::clients::spec::Proof::FactsOnly,

@@ -52,6 +52,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: true,
     builtins: BUILTINS,
     hides_builtins: false,
+    launch_secrets: &[],
     door: &[],
     plan: |ctx, r, inputs| {
         if inputs.unverified_isolation == UnverifiedIsolation::Refuse {

@@ -65,6 +65,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     builtins: BUILTINS,
     hides_builtins: false,
+    launch_secrets: &[SERVER_PASSWORD_VAR],
     door: &[DOOR, DOOR_OPENAI],
     plan: |ctx, r, inputs| {
         let mut plan = opencode_plan(ctx, r)?;

@@ -54,6 +54,7 @@ pub const SPEC: crate::clients::spec::ClientSpec = crate::clients::spec::ClientS
     unverified_isolation: false,
     builtins: tools::BUILTINS,
     hides_builtins: true,
+    launch_secrets: &[],
     door: &[DOOR],
     plan: |ctx, r, inputs| Ok(qwen_plan(ctx, r, &inputs.launch_id()?, inputs.policy)?),
     proof: crate::clients::spec::Proof::RealClient {
