@@ -79,6 +79,8 @@ mod launch_sandbox;
 #[cfg(feature = "launch")]
 mod launch_sandbox_install;
 #[cfg(feature = "launch")]
+mod launch_sandbox_others;
+#[cfg(feature = "launch")]
 mod launch_sandbox_reach;
 #[cfg(feature = "launch")]
 mod launch_servers_ready;

@@ -1,0 +1,91 @@
+//! A reviewer's command and the other processes of the daemon's user, by the calls that check
+//! a uid rather than `ptrace` (the red team of stop 53): `prlimit`, `setpriority`,
+//! `sched_setaffinity`, `sched_setscheduler`, `ioprio_set`
+//! (`tests/fixtures/sandbox_reach/sched.py`, a file of the hostile worktree, sets each to what
+//! it is). In the whole sandbox a reviewer set another reviewer's limits, nice value, CPUs,
+//! policy and I/O priority (a reviewer holds no capability, so commoncap's `cap_safe_nice`
+//! lets an equal through), and the executor's limits (`RLIMIT_NOFILE` 4 failed the stop of
+//! `launch` with `EMFILE`; `RLIMIT_CPU` has the kernel kill it). The seccomp filter refuses
+//! them now (`src/launch/seccomp.rs`); done with `Confinement::Off` (the bite).
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::carry::{kernel_gives, probe_answers, until_exit, worktree_plan};
+use common::stand_in::sh_script;
+use kcap_mcp_registry::clients::Client;
+use kcap_mcp_registry::launch::sandbox::{self, Confinement};
+use kcap_mcp_registry::launch::{self, Options};
+
+/// The hostile worktree's changer of another process's limits and scheduling.
+const SCHED: &str = include_str!("../fixtures/sandbox_reach/sched.py");
+
+/// The calls `sched.py` makes, each a probe `<target>_<call>`.
+const CALLS: [&str; 5] = [
+    "prlimit",
+    "setpriority",
+    "setaffinity",
+    "scheduler",
+    "ioprio",
+];
+
+/// Launches, under `confinement`, a victim reviewer (a `sleep`) and then an attacker reviewer
+/// whose command runs `sched.py` against the victim (`reviewer_*`) and against its own parent,
+/// the executor (`executor_*`: this test process); each `name=yes|no` the attacker printed.
+fn attack(confinement: Confinement) -> BTreeMap<String, bool> {
+    let root = tempfile::Builder::new()
+        .prefix("kcap-others-")
+        .tempdir()
+        .unwrap();
+    let at = |p: &str| root.path().join(p);
+    for dir in ["tree", "bin"] {
+        std::fs::create_dir(at(dir)).unwrap();
+    }
+    std::fs::write(at("tree/sched.py"), SCHED).unwrap();
+    let options = Options::default().with_confinement(confinement);
+    let victim_bin = sh_script(&at("bin"), "victim", "exec /bin/sleep 30\n");
+    let victim_plan = worktree_plan(Client::Codex, &at("tree"), &at("victim"), "/usr/bin:/bin");
+    let victim = launch::launch(&victim_plan, &victim_bin, &options).unwrap();
+    let sched = at("tree/sched.py").display().to_string();
+    let body = format!(
+        "/usr/bin/python3 {sched} {victim} reviewer\n\
+         /usr/bin/python3 {sched} $PPID executor\n\
+         echo probes-done\n",
+        victim = victim.pid()
+    );
+    let attacker_bin = sh_script(&at("bin"), "attacker", &body);
+    let plan = worktree_plan(Client::Codex, &at("tree"), &at("attacker"), "/usr/bin:/bin");
+    let mut attacker = launch::launch(&plan, &attacker_bin, &options).unwrap();
+    let (output, _) = until_exit(&mut attacker, Duration::from_secs(30));
+    attacker.stop().unwrap();
+    victim.stop().unwrap();
+    assert!(output.contains("probes-done"), "{output}");
+    probe_answers(&output)
+}
+
+#[test]
+fn a_reviewers_command_changes_no_limit_or_priority_of_another_reviewer_or_the_executor() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
+        return;
+    }
+    let open = attack(Confinement::Off);
+    let confined = attack(Confinement::BestEffort);
+    for call in CALLS {
+        for target in ["reviewer", "executor"] {
+            let probe = format!("{target}_{call}");
+            if target == "reviewer" || call == "prlimit" {
+                // Done unconfined: the bite. (The executor's nice value and the rest need
+                // the capabilities a root executor holds: `Off` keeps them when this test
+                // runs as root, not otherwise.)
+                assert_eq!(open.get(&probe), Some(&true), "sandbox off: {open:?}");
+            }
+            assert_eq!(
+                confined.get(&probe),
+                Some(&false),
+                "{probe} done in the default sandbox: {confined:?}"
+            );
+        }
+    }
+}
