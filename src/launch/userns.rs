@@ -10,21 +10,47 @@
 
 use std::ffi::CStr;
 
-/// The uid and gid maps, prepared before the fork (the child may not allocate).
+/// The uid and gid maps, prepared before the fork (the child may not allocate), and the
+/// namespace's share of the user's inotify limits ([`INOTIFY_SHARE`]).
 #[derive(Debug)]
 pub(crate) struct Maps {
     uid: Vec<u8>,
     gid: Vec<u8>,
+    inotify: [(&'static CStr, Vec<u8>); 2],
 }
 
+/// The part of the daemon's user's inotify instances and watches one reviewer may hold: an
+/// eighth. The kernel counts both per user in every user namespace up to the first
+/// (`ucount`s; the limits are `fs.inotify.max_user_*`, 128 instances here), and a
+/// namespace's own `user.max_inotify_*` bound what is counted in it. Left at the first's,
+/// a reviewer's command in the whole sandbox took all 128 instances of the daemon's user
+/// (root here: every process of root on the machine), and while it lived no other process
+/// of the user made one (`inotify_init1`: `EMFILE`), the daemon and the next reviewers
+/// included (red team of stop 53; `launch_sandbox_others`). A client and its servers make
+/// one instance each at most (one per event loop).
+pub(crate) const INOTIFY_SHARE: u64 = 8;
+
 impl Maps {
-    /// The executor's effective uid and gid, each mapped to itself.
+    /// The executor's effective uid and gid, each mapped to itself; the inotify limits of
+    /// the executor's user namespace divided by [`INOTIFY_SHARE`] (at least 1; none where
+    /// the kernel has no such limit).
     pub(crate) fn own() -> Maps {
         // SAFETY: geteuid and getegid cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let share = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/user/max_inotify_{name}"))
+                .ok()
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .map(|n| (n / INOTIFY_SHARE).max(1).to_string().into_bytes())
+                .unwrap_or_default()
+        };
         Maps {
             uid: format!("{uid} {uid} 1\n").into_bytes(),
             gid: format!("{gid} {gid} 1\n").into_bytes(),
+            inotify: [
+                (c"/proc/sys/user/max_inotify_instances", share("instances")),
+                (c"/proc/sys/user/max_inotify_watches", share("watches")),
+            ],
         }
     }
 }
@@ -33,7 +59,7 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps.
+/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps and the inotify limits.
 ///
 /// # Safety
 /// Called between fork and exec: system calls on memory prepared before the fork only.
@@ -45,6 +71,13 @@ pub(crate) unsafe fn enter(also: libc::c_int, maps: &Maps) -> std::io::Result<()
         write_proc(c"/proc/self/setgroups", b"deny")?;
         write_proc(c"/proc/self/uid_map", &maps.uid)?;
         write_proc(c"/proc/self/gid_map", &maps.gid)?;
+        // The namespace's own limits, written while the child holds its capabilities there
+        // (`CAP_SYS_RESOURCE` makes them writable).
+        for (path, value) in &maps.inotify {
+            if !value.is_empty() {
+                write_proc(path, value)?;
+            }
+        }
     }
     Ok(())
 }

@@ -89,3 +89,63 @@ fn a_reviewers_command_changes_no_limit_or_priority_of_another_reviewer_or_the_e
         }
     }
 }
+
+/// The inotify instances one reviewer holds, made until the kernel refuses one or `cap` are
+/// held (`inotify_init1`), under `confinement`.
+fn inotify_instances(confinement: Confinement, cap: u64) -> u64 {
+    let root = tempfile::Builder::new()
+        .prefix("kcap-inotify-")
+        .tempdir()
+        .unwrap();
+    let at = |p: &str| root.path().join(p);
+    for dir in ["tree", "bin"] {
+        std::fs::create_dir(at(dir)).unwrap();
+    }
+    let body = format!(
+        "/usr/bin/python3 -c '\n\
+         import ctypes\n\
+         c = ctypes.CDLL(None)\n\
+         n = 0\n\
+         while n < {cap} and c.inotify_init1(0) >= 0: n += 1\n\
+         print(\"instances\", n)'\n"
+    );
+    let client = sh_script(&at("bin"), "reviewer", &body);
+    let plan = worktree_plan(Client::Codex, &at("tree"), &at("launch"), "/usr/bin:/bin");
+    let options = Options::default().with_confinement(confinement);
+    let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+    let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+    reviewer.stop().unwrap();
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("instances "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count: {output}"))
+}
+
+/// The kernel counts inotify instances per user in every user namespace up to the first, so
+/// one reviewer's command took all of the daemon's user's (128 here) and no other process of
+/// that user made one while it lived (`EMFILE`: the daemon, the next reviewers; red team of
+/// stop 53). Its user namespace now bounds it at an eighth of the user's
+/// (`userns::INOTIFY_SHARE`): one more is refused in the sandbox, made without it (the bite;
+/// no more than that one, so the user's own are never all taken).
+#[test]
+fn a_reviewer_holds_an_eighth_of_the_users_inotify_instances_at_most() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
+        return;
+    }
+    let Ok(limit) = std::fs::read_to_string("/proc/sys/user/max_inotify_instances") else {
+        eprintln!("ignored: this kernel has no user.max_inotify_instances");
+        return;
+    };
+    let share = (limit.trim().parse::<u64>().unwrap() / 8).max(1);
+    assert_eq!(
+        inotify_instances(Confinement::Off, share + 1),
+        share + 1,
+        "sandbox off"
+    );
+    assert_eq!(
+        inotify_instances(Confinement::BestEffort, share + 1),
+        share,
+        "a reviewer holds more than an eighth of the user's {limit} inotify instances"
+    );
+}
