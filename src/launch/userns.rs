@@ -28,7 +28,17 @@ pub(crate) struct Maps {
 /// of the user made one (`inotify_init1`: `EMFILE`), the daemon and the next reviewers
 /// included (red team of stop 53; `launch_sandbox_others`). A client and its servers make
 /// one instance each at most (one per event loop).
-pub(crate) const INOTIFY_SHARE: u64 = 8;
+pub const INOTIFY_SHARE: u64 = 8;
+
+/// The most tasks (processes and threads) the processes of one reviewer run at once, for a
+/// daemon that is not root: `RLIMIT_NPROC`, set by the child in its user namespace, where
+/// the kernel counts the tasks of the user in that namespace only (`ucount`s, Linux 5.14),
+/// so the reviewer's own, not the daemon's. Without it a reviewer's fork bomb ran up to the
+/// user's limit (here 96,368, `threads-max` / 2) and the daemon, and every process of its
+/// user, forked nothing while it lived (red team of stop 53; `launch_tasks`). The kernel
+/// does not apply the limit to root (`INIT_USER` in `copy_process`), so a root daemon's
+/// reviewer is bounded by nothing of this (docs/sandbox.md, "Not yet").
+pub const MAX_TASKS: u64 = 4096;
 
 impl Maps {
     /// The executor's effective uid and gid, each mapped to itself; the inotify limits of
@@ -59,7 +69,8 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps and the inotify limits.
+/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps, the inotify limits and the
+/// limit of tasks ([`MAX_TASKS`]).
 ///
 /// # Safety
 /// Called between fork and exec: system calls on memory prepared before the fork only.
@@ -77,6 +88,19 @@ pub(crate) unsafe fn enter(also: libc::c_int, maps: &Maps) -> std::io::Result<()
             if !value.is_empty() {
                 write_proc(path, value)?;
             }
+        }
+        let mut tasks = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NPROC, &raw mut tasks) != 0 {
+            return Err(last());
+        }
+        // The hard limit too, which no process of the reviewer may raise again.
+        tasks.rlim_cur = tasks.rlim_cur.min(MAX_TASKS);
+        tasks.rlim_max = tasks.rlim_max.min(MAX_TASKS);
+        if libc::setrlimit(libc::RLIMIT_NPROC, &raw const tasks) != 0 {
+            return Err(last());
         }
     }
     Ok(())

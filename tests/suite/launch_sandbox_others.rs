@@ -137,7 +137,7 @@ fn a_reviewer_holds_an_eighth_of_the_users_inotify_instances_at_most() {
         eprintln!("ignored: this kernel has no user.max_inotify_instances");
         return;
     };
-    let share = (limit.trim().parse::<u64>().unwrap() / 8).max(1);
+    let share = (limit.trim().parse::<u64>().unwrap() / launch::INOTIFY_SHARE).max(1);
     assert_eq!(
         inotify_instances(Confinement::Off, share + 1),
         share + 1,

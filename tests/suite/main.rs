@@ -84,6 +84,8 @@ mod launch_sandbox_others;
 mod launch_sandbox_reach;
 #[cfg(feature = "launch")]
 mod launch_servers_ready;
+#[cfg(feature = "cli")]
+mod launch_tasks;
 #[cfg(feature = "launch")]
 mod launch_typed_prompt;
 mod layers;
