@@ -90,11 +90,11 @@ fn a_reviewers_command_changes_no_limit_or_priority_of_another_reviewer_or_the_e
     }
 }
 
-/// The inotify instances one reviewer holds, made until the kernel refuses one or `cap` are
-/// held (`inotify_init1`), under `confinement`.
-fn inotify_instances(confinement: Confinement, cap: u64) -> u64 {
+/// The watchers (`call`: a Python expression making one, `>= 0` when made) one reviewer
+/// holds, made until the kernel refuses one or `cap` are held, under `confinement`.
+fn watchers(confinement: Confinement, call: &str, cap: u64) -> u64 {
     let root = tempfile::Builder::new()
-        .prefix("kcap-inotify-")
+        .prefix("kcap-watch-")
         .tempdir()
         .unwrap();
     let at = |p: &str| root.path().join(p);
@@ -106,8 +106,8 @@ fn inotify_instances(confinement: Confinement, cap: u64) -> u64 {
          import ctypes\n\
          c = ctypes.CDLL(None)\n\
          n = 0\n\
-         while n < {cap} and c.inotify_init1(0) >= 0: n += 1\n\
-         print(\"instances\", n)'\n"
+         while n < {cap} and {call} >= 0: n += 1\n\
+         print(\"made\", n)'\n"
     );
     let client = sh_script(&at("bin"), "reviewer", &body);
     let plan = worktree_plan(Client::Codex, &at("tree"), &at("launch"), "/usr/bin:/bin");
@@ -117,35 +117,91 @@ fn inotify_instances(confinement: Confinement, cap: u64) -> u64 {
     reviewer.stop().unwrap();
     output
         .lines()
-        .find_map(|l| l.trim().strip_prefix("instances "))
+        .find_map(|l| l.trim().strip_prefix("made "))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no count: {output}"))
 }
 
-/// The kernel counts inotify instances per user in every user namespace up to the first, so
-/// one reviewer's command took all of the daemon's user's (128 here) and no other process of
-/// that user made one while it lived (`EMFILE`: the daemon, the next reviewers; red team of
-/// stop 53). Its user namespace now bounds it at an eighth of the user's
-/// (`userns::INOTIFY_SHARE`): one more is refused in the sandbox, made without it (the bite;
-/// no more than that one, so the user's own are never all taken).
+/// The kernel counts inotify instances and fanotify groups per user in every user namespace
+/// up to the first, so one reviewer's command took all of the daemon's user's (128 of each
+/// here) and no other process of that user made one while it lived (`EMFILE`: the daemon,
+/// the next reviewers; red team of stop 53). Its user namespace now bounds each at an
+/// eighth of the user's (`launch::WATCH_SHARE`): one more is refused in the sandbox, made
+/// without it (the bite; no more than that one, so the user's own are never all taken).
 #[test]
-fn a_reviewer_holds_an_eighth_of_the_users_inotify_instances_at_most() {
+fn a_reviewer_holds_an_eighth_of_the_users_inotify_instances_and_fanotify_groups_at_most() {
     if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
         return;
     }
-    let Ok(limit) = std::fs::read_to_string("/proc/sys/user/max_inotify_instances") else {
-        eprintln!("ignored: this kernel has no user.max_inotify_instances");
+    // `fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID, O_RDONLY)`: unprivileged since 5.13.
+    for (limit, call) in [
+        ("max_inotify_instances", "c.inotify_init1(0)"),
+        ("max_fanotify_groups", "c.fanotify_init(0x200, 0)"),
+    ] {
+        let Ok(limit) = std::fs::read_to_string(format!("/proc/sys/user/{limit}")) else {
+            eprintln!("ignored: this kernel has no user.{limit}");
+            continue;
+        };
+        let share = (limit.trim().parse::<u64>().unwrap() / launch::WATCH_SHARE).max(1);
+        assert_eq!(
+            watchers(Confinement::Off, call, share + 1),
+            share + 1,
+            "{call}: sandbox off"
+        );
+        assert_eq!(
+            watchers(Confinement::BestEffort, call, share + 1),
+            share,
+            "{call}: a reviewer holds more than an eighth of the user's {limit}"
+        );
+    }
+}
+
+/// A user namespace of the reviewer's own gave its command every capability over the
+/// namespaces it made next: network namespace after network namespace, each held by a
+/// socket (300 took ~60 MB of the kernel's memory, up to the user's `max_net_namespaces`,
+/// 96,368 here: the machine's memory, and the namespaces the daemon's next launch needs),
+/// and `CAP_NET_ADMIN` over them (red team of stop 53). In the sandbox no namespace of any
+/// kind is made; without it (the bite) both are.
+#[test]
+fn a_reviewers_command_makes_no_namespace() {
+    if !kernel_gives(sandbox::missing(), "KCAP_REQUIRE_SANDBOX") {
         return;
+    }
+    let probe = |confinement| {
+        let root = tempfile::Builder::new()
+            .prefix("kcap-ns-")
+            .tempdir()
+            .unwrap();
+        let at = |p: &str| root.path().join(p);
+        for dir in ["tree", "bin"] {
+            std::fs::create_dir(at(dir)).unwrap();
+        }
+        let body = "/usr/bin/python3 -c '\n\
+             import ctypes, socket\n\
+             c = ctypes.CDLL(None)\n\
+             print(\"user_namespace=\" + (\"yes\" if c.unshare(0x10000000) == 0 else \"no\"))\n\
+             held = []\n\
+             while len(held) < 8 and c.unshare(0x40000000) == 0:\n    \
+                 held.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))\n\
+             print(\"network_namespaces=\" + (\"yes\" if held else \"no\"))'\n\
+             echo probes-done\n";
+        let client = sh_script(&at("bin"), "reviewer", body);
+        let plan = worktree_plan(Client::Codex, &at("tree"), &at("launch"), "/usr/bin:/bin");
+        let options = Options::default().with_confinement(confinement);
+        let mut reviewer = launch::launch(&plan, &client, &options).unwrap();
+        let (output, _) = until_exit(&mut reviewer, Duration::from_secs(30));
+        reviewer.stop().unwrap();
+        assert!(output.contains("probes-done"), "{output}");
+        probe_answers(&output)
     };
-    let share = (limit.trim().parse::<u64>().unwrap() / launch::INOTIFY_SHARE).max(1);
-    assert_eq!(
-        inotify_instances(Confinement::Off, share + 1),
-        share + 1,
-        "sandbox off"
-    );
-    assert_eq!(
-        inotify_instances(Confinement::BestEffort, share + 1),
-        share,
-        "a reviewer holds more than an eighth of the user's {limit} inotify instances"
-    );
+    let open = probe(Confinement::Off);
+    let confined = probe(Confinement::BestEffort);
+    for item in ["user_namespace", "network_namespaces"] {
+        assert_eq!(open.get(item), Some(&true), "sandbox off: {open:?}");
+        assert_eq!(
+            confined.get(item),
+            Some(&false),
+            "{item} made in the default sandbox: {confined:?}"
+        );
+    }
 }
