@@ -110,11 +110,20 @@ pub(super) fn rewrite(
         return Err("its method is CONNECT or TRACE");
     }
     // `//host/…` is a network-path reference to an upstream that resolves the target as a
-    // URL against its own (WHATWG URL, `new URL(target, base)`): another host.
+    // URL against its own (WHATWG URL, `new URL(target, base)`): another host. So are
+    // `/\host/…` and `/<tab>/host/…` there (the WHATWG parser reads `\` as `/` in an
+    // `http` URL and drops every tab; Python's `urljoin` drops the tab): both passed the
+    // door, and Node.js 20 resolved each to `http://host/…` (red team of stop 53). Neither
+    // is a URI character (RFC 3986), so no client sends one unencoded.
     if !((target.starts_with(b"/") && !target.starts_with(b"//"))
         || (target == b"*" && method == b"OPTIONS"))
     {
         return Err("its target is not origin-form (`/…`): the door names the upstream");
+    }
+    if target.iter().any(|&b| b == b'\\' || b == b'\t') {
+        return Err(
+            "its target holds a `\\` or a tab (`/\\host/…` names another host to a URL parser)",
+        );
     }
     let mut bytes = Vec::with_capacity(head.len() + key_value.len() + 64);
     for part in [request_line, b"\r\nhost: ", authority.as_bytes(), b"\r\n"] {
