@@ -140,7 +140,10 @@ const IOPRIO_WHO_USER: u64 = 3;
 /// another process, group or user (`who` not 0) or every process of the user (`PRIO_USER`,
 /// `IOPRIO_WHO_USER`), and `sched_setscheduler`, `sched_setparam`, `sched_setattr` and
 /// `sched_setaffinity` naming another process (pid not 0). Each still works on the caller
-/// itself (pid or `who` 0, as `setrlimit`, `nice` and `sched_setaffinity(0, …)` call it).
+/// itself (pid or `who` 0, as `setrlimit`, `nice` and `sched_setaffinity(0, …)` call it);
+/// a call naming one of the caller's own threads by its tid (`pthread_setaffinity_np`,
+/// `pthread_setschedparam`) is refused too, as the filter cannot tell that tid from
+/// another process's (every real client's review turn passes, `door_https`).
 /// Measured (Linux 6.18, red team of stop 53; `tests/fixtures/sandbox_reach/sched.py`): in
 /// the whole sandbox a reviewer's command set another reviewer's limits, nice value, CPUs,
 /// policy and I/O priority (reviewers hold no capability), and the executor's limits (a
