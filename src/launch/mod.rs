@@ -151,6 +151,7 @@ pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{TerminalEvent, TerminalSession};
 pub use queue::MAX_QUEUED_BYTES;
 pub use sweep::sweep;
+pub use userns::{MAX_TASKS, WATCH_SHARE};
 
 use crate::clients::plan::LaunchPlan;
 

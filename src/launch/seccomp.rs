@@ -23,9 +23,13 @@
 //! virtual machine with a `vsock` device (this one: virtio, guest CID 3) a reviewer behind
 //! the door made and bound one, and may connect to the host's services (CID 2), which the
 //! door never sees (red team of issue 33; no connection tried: the host's side is not this
-//! project's). The filter returns `EPERM` for [`DENIED`], for `socket(AF_UNIX, …)`,
-//! `socket(AF_VSOCK, …)` and `socketpair(AF_UNIX, SOCK_DGRAM, …)`, and allows every other
-//! call. On x86-64 it first refuses every call made by an x32 number (`__X32_SYSCALL_BIT`,
+//! project's). Nor does it change another process of the daemon's user by a call that
+//! checks a uid, not `ptrace` (`prlimit`, `setpriority`, `ioprio_set`, the `sched_set*`
+//! calls naming another pid): a command set another reviewer's limits and scheduling and
+//! the executor's limits (red team of stop 53; `other_process_rules`). The filter returns
+//! `EPERM` for [`DENIED`], for `socket(AF_UNIX, …)`, `socket(AF_VSOCK, …)`,
+//! `socketpair(AF_UNIX, SOCK_DGRAM, …)` and those calls on another process, and allows
+//! every other call. On x86-64 it first refuses every call made by an x32 number (`__X32_SYSCALL_BIT`,
 //! `0x4000_0000`, set): `seccompiler` matches numbers of the x86-64 table only, so on a
 //! kernel built with x32 support the x32 `ptrace` or `socket` would pass every rule above
 //! (red team of issue 33; this machine's kernel has no x32, where such a call is `ENOSYS`).
@@ -107,6 +111,9 @@ fn compile() -> Result<BpfProgram, String> {
                 .map_err(bad)?,
         ],
     );
+    for (nr, rule) in other_process_rules().map_err(bad)? {
+        rules.insert(nr, rule);
+    }
     let errno = u32::try_from(libc::EPERM).unwrap_or(1);
     let program = SeccompFilter::new(
         rules,
@@ -117,6 +124,62 @@ fn compile() -> Result<BpfProgram, String> {
     .and_then(BpfProgram::try_from)
     .map_err(|e| format!("a seccomp filter ({e})"))?;
     Ok(no_x32(program, errno))
+}
+
+/// `setpriority(2)`'s `which` for every process of a user (`PRIO_USER`).
+const PRIO_USER: u64 = 2;
+
+/// `ioprio_set(2)`'s `which` for every process of a user (`IOPRIO_WHO_USER`).
+const IOPRIO_WHO_USER: u64 = 3;
+
+/// The rules that keep a reviewer's process from changing another process of the daemon's
+/// user by a call that checks its uid (and, for all but `prlimit`, that the caller holds
+/// every capability the target holds: commoncap's `cap_safe_nice`), not `ptrace`, so that
+/// neither Landlock's scope nor the rules above see it: `prlimit64` setting another
+/// process's limits (pid not 0, new limits given), `setpriority` and `ioprio_set` naming
+/// another process, group or user (`who` not 0) or every process of the user (`PRIO_USER`,
+/// `IOPRIO_WHO_USER`), and `sched_setscheduler`, `sched_setparam`, `sched_setattr` and
+/// `sched_setaffinity` naming another process (pid not 0). Each still works on the caller
+/// itself (pid or `who` 0, as `setrlimit`, `nice` and `sched_setaffinity(0, …)` call it);
+/// a call naming one of the caller's own threads by its tid (`pthread_setaffinity_np`,
+/// `pthread_setschedparam`) is refused too, as the filter cannot tell that tid from
+/// another process's (every real client's review turn passes, `door_https`).
+/// Measured (Linux 6.18, red team of stop 53; `tests/fixtures/sandbox_reach/sched.py`): in
+/// the whole sandbox a reviewer's command set another reviewer's limits, nice value, CPUs,
+/// policy and I/O priority (reviewers hold no capability), and the executor's limits (a
+/// root executor's nice value and the rest `cap_safe_nice` kept; a daemon that is not root
+/// holds none): `RLIMIT_NOFILE` 4 failed the executor's stop with `EMFILE`, and
+/// `RLIMIT_CPU` would have the kernel kill it with `SIGXCPU`.
+fn other_process_rules() -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>, seccompiler::BackendError>
+{
+    let not_zero =
+        |arg: u8| SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0);
+    let is = |arg: u8, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
+    };
+    let another = |arg: u8| not_zero(arg).and_then(|c| SeccompRule::new(vec![c]));
+    let mut rules = vec![(
+        libc::SYS_prlimit64,
+        vec![SeccompRule::new(vec![
+            not_zero(0)?,
+            SeccompCondition::new(2, SeccompCmpArgLen::Qword, SeccompCmpOp::Ne, 0)?,
+        ])?],
+    )];
+    for (nr, user) in [
+        (libc::SYS_setpriority, PRIO_USER),
+        (libc::SYS_ioprio_set, IOPRIO_WHO_USER),
+    ] {
+        rules.push((nr, vec![another(1)?, SeccompRule::new(vec![is(0, user)?])?]));
+    }
+    for nr in [
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+        libc::SYS_sched_setaffinity,
+    ] {
+        rules.push((nr, vec![another(0)?]));
+    }
+    Ok(rules)
 }
 
 /// `__X32_SYSCALL_BIT` (arch/x86/include/uapi/asm/unistd.h): set in the number of every
@@ -187,10 +250,10 @@ mod tests {
     #[test]
     fn the_filter_compiles_for_this_machine() {
         let program = program().unwrap();
-        // 85 instructions for x86_64 with the x32 guard, the 11 calls of `DENIED` and the
-        // three socket rules; the kernel takes 4096.
+        // 148 instructions for x86_64 with the x32 guard, the 11 calls of `DENIED`, the
+        // three socket rules and the 7 calls on another process; the kernel takes 4096.
         assert!(
-            !program.is_empty() && program.len() < 128,
+            !program.is_empty() && program.len() < 256,
             "{}",
             program.len()
         );

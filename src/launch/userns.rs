@@ -10,21 +10,73 @@
 
 use std::ffi::CStr;
 
-/// The uid and gid maps, prepared before the fork (the child may not allocate).
+/// The uid and gid maps, prepared before the fork (the child may not allocate), and the
+/// namespace's share of the user's watch limits ([`WATCH_SHARE`]).
 #[derive(Debug)]
 pub(crate) struct Maps {
     uid: Vec<u8>,
     gid: Vec<u8>,
+    watches: [(&'static CStr, Vec<u8>); 4],
 }
 
+/// The part of the daemon's user's inotify instances and watches, and fanotify groups and
+/// marks, one reviewer may hold: an eighth. The kernel counts each per user in every user
+/// namespace up to the first (`ucount`s; the limits are `fs.inotify.max_user_*` and
+/// `fs.fanotify.max_user_*`, 128 instances and 128 groups here), and a namespace's own
+/// `user.max_inotify_*` and `user.max_fanotify_*` bound what is counted in it. Left at the
+/// first's, a reviewer's command in the whole sandbox took all 128 inotify instances of the
+/// daemon's user (root here: every process of root on the machine), and while it lived no
+/// other process of the user made one (`inotify_init1`: `EMFILE`), the daemon and the next
+/// reviewers included; the same with all 128 fanotify groups (`fanotify_init`, unprivileged
+/// since Linux 5.13) (red team of stop 53; `launch_sandbox_others`). A client and its
+/// servers make one inotify instance each at most (one per event loop).
+pub const WATCH_SHARE: u64 = 8;
+
+/// The most tasks (processes and threads) the processes of one reviewer run at once, for a
+/// daemon that is not root: `RLIMIT_NPROC`, set by the child in its user namespace, where
+/// the kernel counts the tasks of the user in that namespace only (`ucount`s, Linux 5.14),
+/// so the reviewer's own, not the daemon's. Without it a reviewer's fork bomb ran up to the
+/// user's limit (here 96,368, `threads-max` / 2) and the daemon, and every process of its
+/// user, forked nothing while it lived (red team of stop 53; `launch_tasks`). The kernel
+/// does not apply the limit to root (`INIT_USER` in `copy_process`), so a root daemon's
+/// reviewer is bounded by nothing of this (docs/sandbox.md, "Not yet").
+pub const MAX_TASKS: u64 = 4096;
+
 impl Maps {
-    /// The executor's effective uid and gid, each mapped to itself.
+    /// The executor's effective uid and gid, each mapped to itself; the inotify and
+    /// fanotify limits of the executor's user namespace divided by [`WATCH_SHARE`] (at
+    /// least 1; none where the kernel has no such limit).
     pub(crate) fn own() -> Maps {
         // SAFETY: geteuid and getegid cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let share = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/user/max_{name}"))
+                .ok()
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .map(|n| (n / WATCH_SHARE).max(1).to_string().into_bytes())
+                .unwrap_or_default()
+        };
         Maps {
             uid: format!("{uid} {uid} 1\n").into_bytes(),
             gid: format!("{gid} {gid} 1\n").into_bytes(),
+            watches: [
+                (
+                    c"/proc/sys/user/max_inotify_instances",
+                    share("inotify_instances"),
+                ),
+                (
+                    c"/proc/sys/user/max_inotify_watches",
+                    share("inotify_watches"),
+                ),
+                (
+                    c"/proc/sys/user/max_fanotify_groups",
+                    share("fanotify_groups"),
+                ),
+                (
+                    c"/proc/sys/user/max_fanotify_marks",
+                    share("fanotify_marks"),
+                ),
+            ],
         }
     }
 }
@@ -33,7 +85,8 @@ fn last() -> std::io::Error {
     std::io::Error::last_os_error()
 }
 
-/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps.
+/// In the child: `unshare(CLONE_NEWUSER | also)`, then the maps, the watch limits and the
+/// limit of tasks ([`MAX_TASKS`]).
 ///
 /// # Safety
 /// Called between fork and exec: system calls on memory prepared before the fork only.
@@ -45,6 +98,62 @@ pub(crate) unsafe fn enter(also: libc::c_int, maps: &Maps) -> std::io::Result<()
         write_proc(c"/proc/self/setgroups", b"deny")?;
         write_proc(c"/proc/self/uid_map", &maps.uid)?;
         write_proc(c"/proc/self/gid_map", &maps.gid)?;
+        // The namespace's own limits, written while the child holds its capabilities there
+        // (`CAP_SYS_RESOURCE` makes them writable).
+        for (path, value) in &maps.watches {
+            if !value.is_empty() {
+                write_proc(path, value)?;
+            }
+        }
+        let mut tasks = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NPROC, &raw mut tasks) != 0 {
+            return Err(last());
+        }
+        // The hard limit too, which no process of the reviewer may raise again.
+        tasks.rlim_cur = tasks.rlim_cur.min(MAX_TASKS);
+        tasks.rlim_max = tasks.rlim_max.min(MAX_TASKS);
+        if libc::setrlimit(libc::RLIMIT_NPROC, &raw const tasks) != 0 {
+            return Err(last());
+        }
+    }
+    Ok(())
+}
+
+/// The limits of the namespaces of each kind a user may make in the reviewer's user
+/// namespace (its `user.max_*_namespaces`, namespaces(7)), each set to 0 by
+/// [`no_more_namespaces`] once the child made its own.
+const NAMESPACE_LIMITS: [&CStr; 8] = [
+    c"/proc/sys/user/max_user_namespaces",
+    c"/proc/sys/user/max_net_namespaces",
+    c"/proc/sys/user/max_mnt_namespaces",
+    c"/proc/sys/user/max_ipc_namespaces",
+    c"/proc/sys/user/max_pid_namespaces",
+    c"/proc/sys/user/max_uts_namespaces",
+    c"/proc/sys/user/max_cgroup_namespaces",
+    c"/proc/sys/user/max_time_namespaces",
+];
+
+/// In the child, once its own namespaces are made, before it drops its capabilities: no
+/// process of the reviewer makes a namespace of any kind ([`NAMESPACE_LIMITS`] set to 0; a
+/// limit this kernel does not have is passed over). A user namespace of its own gave a
+/// reviewer's command every capability over the namespaces it then made: it made a network
+/// namespace after another, each held by a socket, 300 of them ~60 MB of the kernel's
+/// memory, up to the user's `max_net_namespaces` (96,368 here: the machine's memory, and
+/// every namespace the daemon's next launch needs); and `CAP_NET_ADMIN` over a network
+/// namespace of its own is the kernel's widest surface to an unprivileged user (nf_tables)
+/// (red team of stop 53; `launch_sandbox_others`).
+///
+/// # Safety
+/// Called between fork and exec, in a user namespace the child made.
+pub(crate) unsafe fn no_more_namespaces() -> std::io::Result<()> {
+    for path in NAMESPACE_LIMITS {
+        match unsafe { write_proc(path, b"0") } {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            other => other?,
+        }
     }
     Ok(())
 }

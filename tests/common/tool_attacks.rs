@@ -1,7 +1,8 @@
 //! Issue 31's attacks from a command the real client runs as a tool, shared by every
 //! client's test (`tests/clients/sandbox_clients.rs`, `sandbox_tools_*.rs`): a [`Scene`] (a
 //! daemon HOME with a key, another reviewer's launch directory, the worktree, and a process
-//! outside the reviewer holding a key in its environment), the shell command a stand-in
+//! outside the reviewer holding a key in its environment, whose resource limits a command
+//! also tries to set: red team of stop 53), the shell command a stand-in
 //! model asks the client's shell tool to run ([`Scene::command`], one `name=yes|no` line per
 //! attempt), the client's plan offline ([`offline_plan`]) and its run until the stand-in
 //! gets the tool's output ([`until_tool_output`]), the answers read back from it
@@ -18,6 +19,7 @@ pub const ATTACKS: &[&str] = &[
     "other_launch_dir",
     "other_environ",
     "signal_outside",
+    "limit_outside",
     "write_outside",
     "write_worktree",
     "shared_tmp",
@@ -93,6 +95,7 @@ impl Scene {
              p other_launch_dir cat {other}/.credentials.json; \
              p other_environ /bin/grep -a -q concurrent-reviewer-key /proc/{pid}/environ; \
              p signal_outside kill -0 {pid}; \
+             p limit_outside prlimit --pid {pid} --core=0:0; \
              p write_outside sh -c 'echo x > {root}/planted'; \
              p write_worktree sh -c 'echo x > {wt}/planted'; \
              p shared_tmp sh -c 'echo x > /tmp/kcap-tool-planted-{pid}'; \

@@ -79,9 +79,13 @@ mod launch_sandbox;
 #[cfg(feature = "launch")]
 mod launch_sandbox_install;
 #[cfg(feature = "launch")]
+mod launch_sandbox_others;
+#[cfg(feature = "launch")]
 mod launch_sandbox_reach;
 #[cfg(feature = "launch")]
 mod launch_servers_ready;
+#[cfg(feature = "cli")]
+mod launch_tasks;
 #[cfg(feature = "launch")]
 mod launch_typed_prompt;
 mod layers;

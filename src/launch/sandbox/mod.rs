@@ -495,6 +495,7 @@ pub(crate) fn confine(
         cmd.pre_exec(move || {
             if private_terminals {
                 own_namespaces(fd.as_raw_fd(), in_user_namespace, &maps)?;
+                userns::no_more_namespaces()?;
             }
             allow(fd.as_raw_fd(), c"/proc/self", ACCESS_READ_FILE_DIR)?;
             drop_capabilities()?;

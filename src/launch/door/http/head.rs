@@ -68,6 +68,28 @@ fn final_chunked(value: &[u8], version: &[u8]) -> bool {
     version == b"HTTP/1.1" && last.trim_ascii().eq_ignore_ascii_case(b"chunked")
 }
 
+/// Refuses a target that is not origin-form (`/…`, or `*` for `OPTIONS`), or that names
+/// another host to an upstream resolving it as a URL against its own.
+fn origin_form(method: &[u8], target: &[u8]) -> Result<(), &'static str> {
+    // `//host/…` is a network-path reference to an upstream that resolves the target as a
+    // URL against its own (WHATWG URL, `new URL(target, base)`): another host. So are
+    // `/\host/…` and `/<tab>/host/…` there (the WHATWG parser reads `\` as `/` in an
+    // `http` URL and drops every tab; Python's `urljoin` drops the tab): both passed the
+    // door, and Node.js 20 resolved each to `http://host/…` (red team of stop 53). Neither
+    // is a URI character (RFC 3986), so no client sends one unencoded.
+    if !((target.starts_with(b"/") && !target.starts_with(b"//"))
+        || (target == b"*" && method == b"OPTIONS"))
+    {
+        return Err("its target is not origin-form (`/…`): the door names the upstream");
+    }
+    if target.iter().any(|&b| b == b'\\' || b == b'\t') {
+        return Err(
+            "its target holds a `\\` or a tab (`/\\host/…` names another host to a URL parser)",
+        );
+    }
+    Ok(())
+}
+
 /// `head` (up to and including its empty line) with `credential` set, if any: every header of
 /// its name dropped, one added after the others; and its `host` the upstream's `authority`
 /// (every `host` the client sent dropped, one added after the request line). Only an
@@ -109,13 +131,7 @@ pub(super) fn rewrite(
     if method.eq_ignore_ascii_case(b"CONNECT") || method.eq_ignore_ascii_case(b"TRACE") {
         return Err("its method is CONNECT or TRACE");
     }
-    // `//host/…` is a network-path reference to an upstream that resolves the target as a
-    // URL against its own (WHATWG URL, `new URL(target, base)`): another host.
-    if !((target.starts_with(b"/") && !target.starts_with(b"//"))
-        || (target == b"*" && method == b"OPTIONS"))
-    {
-        return Err("its target is not origin-form (`/…`): the door names the upstream");
-    }
+    origin_form(method, target)?;
     let mut bytes = Vec::with_capacity(head.len() + key_value.len() + 64);
     for part in [request_line, b"\r\nhost: ", authority.as_bytes(), b"\r\n"] {
         bytes.extend_from_slice(part);

@@ -352,8 +352,9 @@ fn a_credential_that_would_break_the_head_is_not_a_header() {
 /// request line or a `host`, a chunk size `+5` or ` 5` (0 to an upstream that reads digits
 /// while they come), a header `content_length` (the length to a CGI or WSGI upstream), a
 /// method with a tab (two words to an upstream that parses on white space), a target
-/// `//host/…` (another host to one that resolves it as a URL). Each was passed whole before;
-/// now each is refused and nothing of it passes but what came before it.
+/// `//host/…` (another host to one that resolves it as a URL), and `/\host/…` and
+/// `/<tab>/host/…` (the same to a WHATWG URL parser: red team of stop 53). Each was passed
+/// whole before; now each is refused and nothing of it passes but what came before it.
 #[test]
 fn what_a_lenient_upstream_frames_otherwise_is_refused() {
     let chunked = "POST /v1 HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n";
@@ -386,6 +387,10 @@ fn what_a_lenient_upstream_frames_otherwise_is_refused() {
         "GET\thttp://evil.example/ /x HTTP/1.1\r\n\r\n",
         "GET /x HTTP/1.1\tjunk\r\n\r\n",
         "GET //evil.example/x HTTP/1.1\r\n\r\n",
+        // Another host to a WHATWG URL parser too (red team of stop 53).
+        "GET /\\evil.example/x HTTP/1.1\r\n\r\n",
+        "GET /\t/evil.example/x HTTP/1.1\r\n\r\n",
+        "GET /v1/\\x HTTP/1.1\r\n\r\n",
     ] {
         let (got, result) = through(request.as_bytes());
         assert!(
