@@ -152,9 +152,10 @@ fn assert_outlived(marker: &str, case: &str) {
             let _ = rustix::process::kill_process(pid, Signal::KILL);
         }
     }
-    assert_eq!(
-        out.len(),
-        1,
+    // One, or two for a moment: its fork for the next `sleep` holds its command line until
+    // it execs (seen under 4 test threads).
+    assert!(
+        !out.is_empty(),
         "{case}, no cgroup: the process out of the group lives on"
     );
 }
