@@ -8,12 +8,13 @@
 //!   argv and `KCAP_*` environment; after [`Reviewer::stop`] no process of the client's
 //!   group is left and the launch directory is removed.
 //! - Codex CLI 0.169.0 (`KCAP_CODEX_BIN`) in a worktree with a `.codex/` folder (MCP
-//!   servers, or hooks) of a git checkout: it either runs, exits, or is stopped with
+//!   servers, or hooks) of a git checkout: it either runs (asks the model), exits, or is stopped with
 //!   [`ExecError::Dialog`] naming the dialog, within the bound; it never sits silent at a
 //!   screen nobody answers. (Measured on 0.169.0: the plan removes `.codex`, and Codex then
 //!   stops at "Trust this folder?", which the plan does not answer yet.)
 //!
-//! Offline: dummy keys, the model APIs at a dead local port; no Gemini prompt is sent.
+//! Offline: dummy keys, the model APIs at a dead local port or (Codex) a stand-in on
+//! 127.0.0.1 that refuses every turn; no Gemini prompt is sent.
 
 use crate::common;
 use kcap_mcp_registry::Client;
@@ -192,8 +193,10 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
             ..LaunchContext::default()
         };
         // The key as a credential file: with the key only in its environment Codex 0.169.0
-        // stops at its sign-in screen (which the executor names too).
-        ctx.credentials.env = vec![EnvVar::new("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")];
+        // stops at its sign-in screen (which the executor names too). The model API is a
+        // stand-in that refuses every turn: Codex's first request there shows it runs.
+        let api = common::model_api::ModelApi::start();
+        ctx.credentials.env = vec![EnvVar::new("OPENAI_BASE_URL", format!("{}/v1", api.url))];
         ctx.credentials.files = vec![CredentialFile {
             name: "auth.json".into(),
             contents: r#"{"OPENAI_API_KEY":"dummy"}"#.into(),
@@ -217,10 +220,15 @@ fn codex_in_a_worktree_with_a_codex_folder_runs_or_stops_at_a_named_dialog() {
         };
         let mut last_output = Instant::now();
         let outcome = loop {
+            // Past its dialogs, asking the model: it runs (the first conclusive sign; before,
+            // the test waited for the 20 s below every time).
+            if !api.requests().is_empty() {
+                break "runs (asked the model)".to_owned();
+            }
             if started.elapsed() > Duration::from_secs(20) {
                 break "runs (still writing after 20 s)".to_owned();
             }
-            match session.next_event(Duration::from_secs(1)) {
+            match session.next_event(Duration::from_millis(200)) {
                 Ok(Some(TerminalEvent::Output(_))) => last_output = Instant::now(),
                 Ok(Some(TerminalEvent::Exited(status))) => break format!("exited {status:?}"),
                 Ok(_) => assert!(

@@ -98,18 +98,27 @@ pub fn outcome(test: impl FnOnce()) -> Completion {
     }
 }
 
+/// When the harness built its first trial: the origin of `KCAP_TEST_TIMES`' start column.
+static PROCESS_START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
 /// One test function of a real-client test module, named by its path in the binary
 /// (`module_path!()::function`) without the crate's name: `conformance::codex_gated_enables_no_server`.
 /// With `KCAP_TEST_TIMES=<file>` set, each test's wall time is appended to that file, a line
-/// `<seconds>\t<name>` (libtest-mimic prints none), for finding where a run's time goes.
+/// `<seconds>\t<name>\t<start>` (libtest-mimic prints none; `<start>`: when it started, in
+/// seconds since the harness built its trials), for finding where a run's time goes.
 pub fn trial(path: &'static str, test: fn()) -> Trial {
+    std::sync::LazyLock::force(&PROCESS_START);
     let name = path.split_once("::").map_or(path, |(_, rest)| rest);
     Trial::ignorable_test(name, move || -> Result<Completion, Failed> {
         let started = std::time::Instant::now();
         let done = outcome(test);
         if let Some(file) = std::env::var_os("KCAP_TEST_TIMES") {
             use std::io::Write as _;
-            let line = format!("{:.1}\t{name}\n", started.elapsed().as_secs_f64());
+            let line = format!(
+                "{:.1}\t{name}\t{:.1}\n",
+                started.elapsed().as_secs_f64(),
+                started.duration_since(*PROCESS_START).as_secs_f64()
+            );
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -127,6 +136,66 @@ pub fn trial(path: &'static str, test: fn()) -> Trial {
 /// with libtest's summary line and exit code. Build `trials` with [`real_client_tests!`].
 pub fn main(trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&Arguments::from_args(), trials).exit()
+}
+
+/// `trials` in the order the harness should start them, for a run that ends when its last
+/// test does: libtest-mimic 0.8.2 hands the trials to its threads in the order given (one
+/// shared iterator, `run` in its `lib.rs`), so a long test listed late runs on alone at the
+/// end while the other threads idle.
+///
+/// - `durations`: lines `<seconds>\t<name>…` as `KCAP_TEST_TIMES` writes them (the rest of
+///   a line is ignored, so is a line starting with `#`). The trials are sorted by those
+///   seconds, longest first; a trial not listed counts as 0 s and keeps its place among
+///   those (after the listed ones). A name listed twice counts with its largest time.
+/// - `serial`: the prefix of tests that run one at a time (they take one lock, as
+///   `ci_snippets::` does for its checkout): a thread that picks one up while another runs
+///   waits on the lock, idle. They are spread out instead, the longest first and then one
+///   every `spread` others, so that each has mostly finished before the next one starts.
+///
+/// # Panics
+/// On a line that is not `<seconds>\t<name>`, saying which.
+pub fn longest_first(
+    trials: Vec<Trial>,
+    durations: &str,
+    serial: &str,
+    spread: usize,
+) -> Vec<Trial> {
+    let mut seconds = std::collections::HashMap::new();
+    for line in durations
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let mut fields = line.split('\t');
+        let (Some(time), Some(name)) = (fields.next(), fields.next()) else {
+            panic!("durations: `{line}` is not `<seconds>\\t<name>`, as KCAP_TEST_TIMES writes");
+        };
+        let time: f64 = time.parse().unwrap_or_else(|e| {
+            panic!("durations: `{line}`: `{time}` is not a number of seconds ({e})")
+        });
+        let at = seconds.entry(name).or_insert(time);
+        *at = f64::max(*at, time);
+    }
+    let mut trials: Vec<(f64, Trial)> = trials
+        .into_iter()
+        .map(|t| (seconds.get(t.name()).copied().unwrap_or(0.0), t))
+        .collect();
+    // Stable: the unlisted trials keep their order.
+    trials.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let (mut one_at_a_time, mut rest): (Vec<Trial>, Vec<Trial>) = trials
+        .into_iter()
+        .map(|(_, t)| t)
+        .partition(|t| t.name().starts_with(serial));
+    let mut ordered = Vec::with_capacity(one_at_a_time.len() + rest.len());
+    one_at_a_time.reverse();
+    rest.reverse();
+    while let Some(next) = one_at_a_time.pop() {
+        ordered.push(next);
+        for _ in 0..spread {
+            ordered.extend(rest.pop());
+        }
+    }
+    ordered.extend(rest.into_iter().rev());
+    ordered
 }
 
 /// The trials of a real-client test file: each listed function by its own name, with any

@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::peers::{outcome, peer_in, skip};
+use common::peers::{longest_first, outcome, peer_in, skip};
 use common::stand_in::{sh_script, write_executable};
 use libtest_mimic::Completion;
 
@@ -292,6 +292,49 @@ fn the_harness_reports_a_test_that_skipped_as_ignored_with_its_reason() {
     assert!(matches!(outcome(|| ()), Completion::Completed));
     // A failure stays a failure.
     assert_eq!(panic_of(|| drop(outcome(|| panic!("boom")))), "boom");
+}
+
+#[test]
+fn the_harness_starts_the_longest_tests_first_and_spreads_the_serial_ones() {
+    let trials = ["a", "ci::1", "b", "c", "ci::2", "d", "e"]
+        .map(|name| libtest_mimic::Trial::test(name, || Ok(())))
+        .into();
+    let durations = "# measured\n1.0\tb\t0.0\n9.0\tc\n5.0\tci::1\n7.0\tci::2\n3.0\td\n0.5\tb\n";
+    let names: Vec<String> = longest_first(trials, durations, "ci::", 2)
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    // Longest first; `ci::` ones every 2 others; the unlisted `a` and `e` last, in order.
+    assert_eq!(names, ["ci::2", "c", "d", "ci::1", "b", "a", "e"]);
+    assert_eq!(
+        panic_of(|| drop(longest_first(Vec::new(), "1.0 b", "ci::", 2))),
+        "durations: `1.0 b` is not `<seconds>\\t<name>`, as KCAP_TEST_TIMES writes"
+    );
+}
+
+#[test]
+fn every_test_the_durations_list_names_is_a_real_client_test() {
+    // A renamed test would silently lose its place; the list is refreshed from a whole run.
+    let dir = Path::new(ROOT).join("tests/clients");
+    let sources: String = rust_files(&dir)
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    let durations = std::fs::read_to_string(dir.join("durations.tsv")).unwrap();
+    let stale: Vec<&str> = durations
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split('\t').nth(1))
+        .filter(|name| {
+            let function = name.rsplit("::").next().unwrap();
+            !sources.contains(&format!("fn {function}()"))
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "tests/clients/durations.tsv names tests that do not exist; refresh it from a whole \
+         run with KCAP_TEST_TIMES (tests/common/README.md): {stale:?}"
+    );
 }
 
 // ------------------------------------------------------------------------------------------

@@ -10,6 +10,10 @@
 //!   started recorder is done and no new one has started for [`QUIET`], kills the client's
 //!   process group. When nothing has started after [`NOTHING_WAIT`], it stops too (a launch
 //!   that starts no server).
+//! - With the API at a stand-in that refuses the turn (HTTP 400; `conformance::claude`),
+//!   2.1.197 and 2.1.332 start the servers, send the model request and exit (measured
+//!   2026-12-05: the servers' starts came before the first request), so the run ends when the
+//!   client does, well before [`QUIET`] or [`NOTHING_WAIT`].
 //! - 2.1.328 starts a stdio server a second time when the first process exits at once
 //!   (2.1.197 does not): count distinct servers, not starts.
 #![allow(dead_code)]

@@ -45,6 +45,10 @@ pub(super) struct Claude {
     pub(super) scratch: TempDir,
     /// Prepended to `PATH`, for a capacitor path without a `/`.
     pub(super) path_prefix: Option<PathBuf>,
+    /// Its model API: a stand-in that refuses every turn (HTTP 400), on which Claude Code
+    /// exits, so the oracle's run ends there and waits no longer for servers that never
+    /// start (a dead port had it retry for minutes: [`claude_oracle::NOTHING_WAIT`] each time).
+    pub(super) api: crate::common::model_api::ModelApi,
 }
 
 impl Claude {
@@ -56,6 +60,7 @@ impl Claude {
             project: tempfile::tempdir().unwrap(),
             scratch: tempfile::tempdir().unwrap(),
             path_prefix: None,
+            api: crate::common::model_api::ModelApi::start(),
         };
         std::fs::create_dir(claude.records_dir()).unwrap();
         claude
@@ -99,11 +104,15 @@ impl Claude {
             // containers run as root).
             ("IS_SANDBOX", "1".into()),
             ("ANTHROPIC_API_KEY", "dummy".into()),
-            // Offline even where the machine has a network: every HTTP request (the API,
-            // telemetry) goes to a dead local port; no update check.
-            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9".into()),
+            // Offline even where the machine has a network: the API is the stand-in on
+            // 127.0.0.1 (the one host the proxy is not asked for), every other HTTP request
+            // (telemetry) goes to a dead local port; no update check. Claude Code 2.1.197 and
+            // 2.1.332 start their MCP servers before the first model request and exit on
+            // its 400 (measured; `claude_gated_starts_no_server`'s control shows it).
+            ("ANTHROPIC_BASE_URL", self.api.url.clone().into()),
             ("HTTPS_PROXY", "http://127.0.0.1:9".into()),
             ("HTTP_PROXY", "http://127.0.0.1:9".into()),
+            ("NO_PROXY", "127.0.0.1".into()),
             ("DISABLE_AUTOUPDATER", "1".into()),
         ]
     }

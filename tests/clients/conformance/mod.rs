@@ -13,8 +13,9 @@
 //!   daemon's `$CODEX_HOME` is a hostile user's, and the plan's argv alone runs under it too.
 //! - Claude Code: `claude <plan argv> -- <prompt>`, the plan's files written into its launch
 //!   directory (the `--mcp-config` file the argv names), with stdin from `/dev/null`
-//!   and the API at a dead local port starts every configured MCP server; once the
-//!   recorders have settled the oracle kills it (`tests/claude_oracle`). Our `kcap_bin`
+//!   and the API at a stand-in on 127.0.0.1 that refuses every turn, starts every configured
+//!   MCP server, then sends its first model request and exits on the refusal; once it
+//!   exited (or the recorders have settled) the oracle kills its group (`tests/claude_oracle`). Our `kcap_bin`
 //!   points at a recorder script that writes its argv, its whole environment and its cwd,
 //!   then exits at once; the test compares them byte for byte, once per distinct server.
 //!
