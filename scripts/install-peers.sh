@@ -15,15 +15,15 @@
 #     (each in its own prefix with its own package.json, so no install prunes another's
 #     packages; Copilot's first run unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg, so the
 #     script pre-warms one shared cache, .peers/copilot-cache, for every test run)
-# Both binaries ship inside the npm packages (and their per-platform optional dependencies);
-# nothing else is downloaded. Idempotent: when both binaries already report their pinned
-# versions, nothing is installed. Fails loudly when any binary is missing or reports
+# Every binary ships inside its npm package (and its per-platform optional dependencies);
+# nothing else is downloaded. Idempotent: when every binary already reports its pinned
+# version, nothing is installed. Fails loudly when any binary is missing or reports
 # another version. Prints the binary paths, ready to export:
 #   KCAP_CODEX_BIN=…  KCAP_CODEX_NEXT_BIN=…
 #   KCAP_CLAUDE_BIN=…  KCAP_CLAUDE_NEXT_BIN=…
 #   KCAP_GEMINI_BIN=…  KCAP_OPENCODE_BIN=…  KCAP_COPILOT_BIN=…  KCAP_COPILOT_CACHE=…
 #   KCAP_QWEN_BIN=…
-#   KCAP_PRE_COMMIT_BIN=… (pre-commit 4.7.0 for tests/ci_snippets.rs, by install-pre-commit.sh)
+#   KCAP_PRE_COMMIT_BIN=… (pre-commit 4.7.0 for tests/clients/ci_snippets.rs, by install-pre-commit.sh)
 # Needs node and npm on PATH. Never contacts a model: every version check runs with a
 # throwaway HOME and CODEX_HOME.
 set -euo pipefail
@@ -164,7 +164,7 @@ install_copilot() {
 }
 
 mkdir -p "$peers"
-# pre-commit (PyPI, a virtual environment of its own), for tests/ci_snippets.rs; its line
+# pre-commit (PyPI, a virtual environment of its own), for tests/clients/ci_snippets.rs; its line
 # for stdout waits in a file until the end.
 pre_commit_line="$(mktemp)"
 trap 'rm -f "$pre_commit_line"' EXIT
