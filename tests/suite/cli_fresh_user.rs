@@ -477,3 +477,44 @@ fn a_credential_given_as_name_and_value_or_unset_says_how_the_flag_reads_it() {
         )
     );
 }
+
+/// A `--worktree` that is not there: leaving the flag out is offered only to a client that
+/// starts without one (Claude Code), not to one that needs it (OpenCode), where leaving it out
+/// is refused in turn (a fresh user of stop 53 followed the hint into a second error).
+#[test]
+fn a_missing_worktree_offers_leaving_it_out_only_where_the_client_starts_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowt");
+    let missing = missing.to_str().unwrap();
+    let launch_dir = dir.path().join("l1");
+    for (client, offered) in [("claude", true), ("opencode", false)] {
+        let r = run_in(
+            dir.path(),
+            &[
+                "launch",
+                client,
+                "--agent-id",
+                "a1",
+                "--worktree",
+                missing,
+                "--launch-dir",
+                launch_dir.to_str().unwrap(),
+                "--client-bin",
+                "/bin/true",
+            ],
+        );
+        assert_eq!(r.code, 2, "{client}: {}", r.stderr);
+        let leave = ", or leave --worktree out (the client then starts in the launch directory)";
+        let expected = format!(
+            "error: --worktree {missing}: no such directory; check the pull request out there \
+             first{}",
+            if offered { leave } else { "" }
+        );
+        assert_eq!(
+            r.stderr.lines().last(),
+            Some(expected.as_str()),
+            "{client}: {}",
+            r.stderr
+        );
+    }
+}

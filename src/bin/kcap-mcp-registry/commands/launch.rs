@@ -167,9 +167,15 @@ fn plan_of(
         let (plan, ctx, _) = render_plan(client)?;
         // Named as the flag it came from (the executor's check names the path only).
         if let Some(tree) = ctx.worktree.as_deref().filter(|t| !Path::new(t).is_dir()) {
+            // Leaving the flag out is a way only where the client starts without one.
+            let or_leave_out = if plan.client.spec().needs_worktree {
+                ""
+            } else {
+                ", or leave --worktree out (the client then starts in the launch directory)"
+            };
             return Err(CliError::usage(format!(
-                "--worktree {}: no such directory; check the pull request out there first, or \
-                 leave --worktree out (the client then starts in the launch directory)",
+                "--worktree {}: no such directory; check the pull request out there \
+                 first{or_leave_out}",
                 ShownPath(Path::new(tree))
             )));
         }
