@@ -390,6 +390,8 @@ pub enum ExecError {
         /// client that wrote none (another environment, a stand-in that writes no log) will
         /// not list its servers there however long it is waited for.
         log_found: bool,
+        /// The plan's field that named the log.
+        field: ReadyField,
     },
     /// The reviewer sat at an interactive dialog, no output for the bound: it was stopped.
     Dialog {
@@ -403,6 +405,25 @@ pub enum ExecError {
     },
 }
 
+/// The plan's field whose log the executor read for the MCP servers' readiness
+/// ([`ExecError::ServersNotReady`]); shown as the field's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadyField {
+    /// [`TypedPrompt`](crate::clients::plan::TypedPrompt) (a terminal client: Claude Code).
+    TypedPrompt,
+    /// [`ServersReady`](crate::clients::plan::ServersReady) (an ACP client).
+    ServersReady,
+}
+
+impl fmt::Display for ReadyField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReadyField::TypedPrompt => "typed_prompt",
+            ReadyField::ServersReady => "servers_ready",
+        })
+    }
+}
+
 /// [`ExecError::ServersNotReady`]'s message; nothing for another error.
 fn fmt_not_ready(error: &ExecError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let ExecError::ServersNotReady {
@@ -412,6 +433,7 @@ fn fmt_not_ready(error: &ExecError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         missing,
         log,
         log_found,
+        field,
     } = error
     else {
         return Ok(());
@@ -422,10 +444,10 @@ fn fmt_not_ready(error: &ExecError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         return write!(
             f,
             "{run}: {client}: after {:.0} s there is no log at {}, where its plan reads that \
-             its injected MCP servers listed their tools (`servers_ready`); the prompt was not \
+             its injected MCP servers listed their tools (`{field}`); the prompt was not \
              sent; stopped it. The client writes its log elsewhere or none: one started \
              outside the plan's environment, or a stand-in that writes no log \
-             (docs/launch-plan.md, `servers_ready`, says what it must write)",
+             (docs/launch-plan.md, `{field}`, says what it must write)",
             waited.as_secs_f32(),
             ShownPath(log)
         );

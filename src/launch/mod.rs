@@ -145,7 +145,7 @@ pub use acp::{
     MAX_UNSENT_BYTES, PROTOCOL_VERSION,
 };
 pub use args::MAX_ARG_BYTES;
-pub use error::{ExecError, PathField, Step};
+pub use error::{ExecError, PathField, ReadyField, Step};
 pub use prepare::{DIR_MODE, LOCK_SUFFIX, SWEEP_MIN_AGE, lock_path, path_problem};
 pub use process::{STOP_GRACE, client_env, client_env_from};
 pub use pty::{TerminalEvent, TerminalSession};

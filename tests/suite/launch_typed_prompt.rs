@@ -14,7 +14,7 @@ use common::carry::{terminal_plan, until_exit};
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::plan::{LaunchPlan, TypedPrompt};
 use kcap_mcp_registry::launch::sandbox::Confinement;
-use kcap_mcp_registry::launch::{self, ExecError, Options, Reviewer};
+use kcap_mcp_registry::launch::{self, ExecError, Options, ReadyField, Reviewer};
 
 /// The stand-in: `client LOG RECORD STEP…`, each step a log line to append or `sleep`;
 /// then it reads what is typed until Enter (at most 10 s) and records
@@ -266,4 +266,37 @@ fn a_client_that_exits_before_its_prompt_is_typed_fails_with_its_status() {
         "type the prompt: claude exited (exit status: 0)"
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// A terminal client that writes no log where its plan's `typed_prompt` reads it is stopped
+/// at the bound with an error naming that field, the one a stand-in's author looks up (a
+/// fresh user of stop 53 was sent to `servers_ready`, an ACP client's, which a Claude Code
+/// plan leaves null). Bite: the field fixed to `servers_ready` in the message.
+#[test]
+fn a_terminal_client_that_writes_no_log_is_told_of_its_typed_prompt() {
+    let w = World::new();
+    let mut plan = w.plan(&["t [D] input ready", "sleep", "sleep"], &READY);
+    if let Some(prompt) = plan.typed_prompt.as_mut() {
+        prompt.log = "elsewhere.log".into();
+    }
+    let (e, _) = until_error(&w, &plan, Duration::from_secs(1));
+    assert!(
+        matches!(
+            &e,
+            ExecError::ServersNotReady {
+                log_found: false,
+                field: ReadyField::TypedPrompt,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let shown = e.to_string();
+    assert!(
+        shown.contains("listed their tools (`typed_prompt`)")
+            && shown.contains("docs/launch-plan.md, `typed_prompt`, says what it must write")
+            && !shown.contains("servers_ready"),
+        "{shown}"
+    );
+    assert_no_prompt(&w);
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::error::ExecError;
+use super::error::{ExecError, ReadyField};
 use crate::clients::plan::{ServersReady, TypedPrompt};
 
 /// How often the log is read while the gate waits, and the typing watched.
@@ -62,6 +62,8 @@ pub(crate) struct Gate {
     files: Vec<LogFile>,
     /// The `ready` texts no line has held yet (a text listed twice needs two lines).
     missing: Vec<String>,
+    /// The plan's field this gate reads ([`ExecError::ServersNotReady`]'s `field`).
+    field: ReadyField,
     failed: Vec<String>,
     /// How many `separator`s come before a line's message.
     message_after: usize,
@@ -145,13 +147,21 @@ impl Gate {
     /// A gate for `prompt` of a plan carried out in `launch_dir`, waiting at most `bound`
     /// from now.
     pub(crate) fn new(prompt: &TypedPrompt, launch_dir: &Path, bound: Duration) -> Gate {
-        Gate::reading(prompt, "] ", Duration::ZERO, launch_dir, bound)
+        Gate::reading(
+            prompt,
+            ReadyField::TypedPrompt,
+            "] ",
+            Duration::ZERO,
+            launch_dir,
+            bound,
+        )
     }
 
-    /// A gate for `prompt` whose log's lines have their message after `message_after`
-    /// `separator`s, typing `settle` after every `ready` text is in.
+    /// A gate for `prompt` (the plan's `field`) whose log's lines have their message after
+    /// `message_after` `separator`s, typing `settle` after every `ready` text is in.
     fn reading(
         prompt: &TypedPrompt,
+        field: ReadyField,
         separator: &str,
         settle: Duration,
         launch_dir: &Path,
@@ -184,6 +194,7 @@ impl Gate {
             bound,
             next_poll: now,
             typed: false,
+            field,
         }
     }
 
@@ -198,6 +209,7 @@ impl Gate {
                 failed: ready.failed.clone(),
                 message_after: ready.message_after,
             },
+            ReadyField::ServersReady,
             &ready.message_separator,
             Duration::from_millis(ready.settle_ms),
             launch_dir,
@@ -277,6 +289,7 @@ impl Gate {
                 .iter()
                 .fold(self.root.clone(), |path, c| path.join(c)),
             log_found: self.files.iter().any(|f| f.file.is_some()),
+            field: self.field,
         }
     }
 
