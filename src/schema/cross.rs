@@ -310,9 +310,10 @@ fn env_source_scope(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
     }
 }
 
-/// Rule `capability-url-server-url`.
+/// Rule `capability-url-server-url` (not where part of `[env]` broke a rule: the variable
+/// it asks for may be the broken one).
 fn capability_url_server_url(cx: &mut FileCx<'_>, raw: &RawEntry) {
-    let Some(env) = &raw.env else {
+    let Some(env) = raw.env.as_ref().filter(|_| !raw.env_partial) else {
         return;
     };
     if env
@@ -534,18 +535,22 @@ fn unattended_safe(cx: &mut FileCx<'_>, raw: &RawEntry, flags: &Flags) {
         let Some(safe) = tool.unattended_safe.as_ref().filter(|s| *s.get_ref()) else {
             continue;
         };
-        let name = tool.name.as_ref().map_or("?", |n| n.get_ref().as_str());
+        // A name that broke a rule is left out of its tool: the tool by its place then.
+        let name = tool.name.as_ref().map_or_else(
+            || format!("tools[{}]", tool.index),
+            |n| format!("`{}`", printable(n.get_ref())),
+        );
         match (flags.starts_flows, flags.allowlistable, flags.read_only) {
             (Some(true), _, _) => cx.report(
                 Rule::StartsFlowsUnattendedSafe,
                 safe.span(),
-                format!("tool `{name}` is `unattended_safe`, but its server can start flows"),
+                format!("tool {name} is `unattended_safe`, but its server can start flows"),
                 "set `unattended_safe = false`: starting flows always needs approval".into(),
             ),
             (Some(false), Some(true), Some(false)) => cx.report(
                 Rule::UnattendedSafeScope,
                 safe.span(),
-                format!("tool `{name}` is `unattended_safe`, but its server is neither `read_only` nor injection-only"),
+                format!("tool {name} is `unattended_safe`, but its server is neither `read_only` nor injection-only"),
                 "set `unattended_safe = false`, or mark the server `read_only = true` if every tool is side-effect free".into(),
             ),
             _ => {}

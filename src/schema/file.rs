@@ -19,9 +19,14 @@ use crate::text::{forbidden_char_problem, printable};
 
 /// A tool table as parsed, before the cross-key rules.
 pub(super) struct RawTool {
+    /// Its place in `tools` (`tools[<index>]`).
+    pub index: usize,
     pub name: Option<Spanned<String>>,
     pub unattended_safe: Option<Spanned<bool>>,
 }
+
+/// The `[env]` entries as parsed: each variable's name and source.
+pub(super) type RawEnv = Vec<(String, Spanned<EnvSource<String>>)>;
 
 /// A registry file's keys as parsed; `None` where the key is absent or its value broke a
 /// rule ([`RawEntry::broken`] tells the two apart).
@@ -38,7 +43,13 @@ pub(super) struct RawEntry {
     pub needs_project_cwd: Option<Spanned<bool>>,
     pub driver_stamp: Option<Spanned<bool>>,
     pub alias: Option<Spanned<String>>,
-    pub env: Option<Vec<(String, Spanned<EnvSource<String>>)>>,
+    /// The `[env]` entries whose value parsed (a name that broke `env-name` kept): the
+    /// rules that read one still run when another broke a rule.
+    pub env: Option<RawEnv>,
+    /// Some of `[env]` broke a rule and is not in [`RawEntry::env`]: a rule that reasons
+    /// about a variable's absence does not run.
+    pub env_partial: bool,
+    /// The `[[tools]]` tables (a name that broke a rule left out of its tool).
     pub tools: Option<Vec<RawTool>>,
     /// The keys the file sets.
     present: Vec<EntryKey>,
@@ -191,7 +202,12 @@ impl<'a> FileCx<'a> {
                 EntryKey::NeedsProjectCwd => raw.needs_project_cwd = self.bool(v, n),
                 EntryKey::DriverStamp => raw.driver_stamp = self.bool(v, n),
                 EntryKey::Alias => raw.alias = self.string(v, n),
-                EntryKey::Env => raw.env = self.env(v, &mut found_elsewhere),
+                EntryKey::Env => {
+                    if let Some((env, complete)) = self.env(v, &mut found_elsewhere) {
+                        raw.env = Some(env);
+                        raw.env_partial = !complete;
+                    }
+                }
                 EntryKey::Tools => raw.tools = self.tools(v, &mut found_elsewhere),
             }
         }
@@ -394,12 +410,13 @@ impl<'a> FileCx<'a> {
         ok.then_some(out)
     }
 
-    /// The `[env]` table. A top-level key found in it is added to `found_elsewhere`.
+    /// The `[env]` table: its entries whose value parsed, and whether every entry did. A
+    /// top-level key found in it is added to `found_elsewhere`.
     fn env(
         &mut self,
         v: &Spanned<DeValue<'_>>,
         found_elsewhere: &mut Vec<&'static str>,
-    ) -> Option<Vec<(String, Spanned<EnvSource<String>>)>> {
+    ) -> Option<(RawEnv, bool)> {
         let DeValue::Table(table) = v.get_ref() else {
             self.wrong_type(v, "env", ValueKind::EnvTable);
             return None;
@@ -431,7 +448,7 @@ impl<'a> FileCx<'a> {
                 None => ok = false,
             }
         }
-        ok.then_some(out)
+        Some((out, ok))
     }
 
     /// One env value: a source name (rule `env-source`) or a constant `{ value = "…" }`
@@ -530,15 +547,14 @@ impl<'a> FileCx<'a> {
             return None;
         };
         let mut out = Vec::new();
-        let mut ok = true;
         for (i, item) in items.iter().enumerate() {
             let DeValue::Table(table) = item.get_ref() else {
-                ok = false;
                 self.wrong_type_as(item, &format!("tools[{i}]"), "a [[tools]] table");
                 continue;
             };
             let at = format!(" in tools[{i}]");
             let mut tool = RawTool {
+                index: i,
                 name: None,
                 unattended_safe: None,
             };
@@ -563,10 +579,9 @@ impl<'a> FileCx<'a> {
                 }
             }
             self.missing_keys::<ToolKey>(table, &misspelled, item.span(), &at);
-            ok &= tool.name.is_some();
             out.push(tool);
         }
-        ok.then_some(out)
+        Some(out)
     }
 
     fn tool_name(

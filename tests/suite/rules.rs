@@ -1134,3 +1134,49 @@ fn the_tool_name_help_leads_with_the_simplest_fix() {
         ]
     );
 }
+
+/// One broken item of `[env]` or `[[tools]]` no longer hides the security rules on the
+/// others (a fresh user of stop 53: only the broken variable was reported, and
+/// `agent-id-injection-only` once it was fixed). A rule that reasons about a variable's
+/// absence (`capability-url-server-url`) does not run when part of `[env]` broke: the
+/// variable it would ask for may be the broken one. Bite: `[env]` and `[[tools]]` dropped
+/// whole when one item broke (the checker of b72d459) reports the first diagnostic of each
+/// file only.
+#[test]
+fn one_broken_item_of_env_or_tools_hides_no_rule_on_the_others() {
+    let env =
+        format!("{BASE}[env]\nKCAP_URL = \"server-url\"\nKCAP_FLOW_AGENT_ID = \"agent_id\"\n");
+    let tools = BASE.replace("starts_flows = false", "starts_flows = true")
+        + "\n[[tools]]\nname = \"do.thing\"\n\n[[tools]]\nname = \"run\"\nunattended_safe = true\n";
+    // The result channel with its server URL's source misspelled.
+    let capability = std::fs::read_to_string("registry/kcap-flow-result.toml")
+        .unwrap()
+        .replace("KCAP_URL = \"server_url\"", "KCAP_URL = \"server-url\"");
+    for (name, file, expected) in [
+        (
+            "kcap-x.toml",
+            env.as_str(),
+            &[("env-source", 6, 12), ("agent-id-injection-only", 7, 22)][..],
+        ),
+        (
+            "kcap-x.toml",
+            tools.as_str(),
+            &[
+                ("tool-name", 7, 8),
+                ("starts-flows-unattended-safe", 11, 19),
+            ][..],
+        ),
+        (
+            "kcap-flow-result.toml",
+            capability.as_str(),
+            &[("env-source", 13, 12)][..],
+        ),
+    ] {
+        let found = check_files(&[(name, file.as_bytes())]);
+        let expected: Vec<Found> = expected
+            .iter()
+            .map(|(rule, line, column)| ((*rule).to_owned(), *line, *column))
+            .collect();
+        assert_eq!(found, expected, "{file}");
+    }
+}
