@@ -473,7 +473,7 @@ fn instruction_markers_sent(bin: &Path, change: impl Fn(&mut LaunchPlan)) -> Vec
         );
     }
     let env = m.daemon_env(&[]);
-    let records = m.carry_out(&bin, &plan, &env, false, Duration::ZERO);
+    let records = m.carry_out(bin, &plan, &env, false, Duration::ZERO);
     m.assert_isolated(&plan, &env, &records);
     let bodies: String = m.api.requests().iter().map(|r| r.body.clone()).collect();
     INSTRUCTION_MARKERS
