@@ -153,7 +153,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// let plan = Client::Gemini.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
-/// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents"]);
+/// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents", "GEMINI.md"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -143,7 +143,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// let plan = Client::Qwen.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
-/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
+/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents", "QWEN.md", "AGENTS.md"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
