@@ -275,7 +275,14 @@ fn qwen_starts_exactly_the_injected_servers_under_a_hostile_config() {
     let plan = bench.plan();
     assert_eq!(
         plan.worktree_remove,
-        [".qwen", ".env", ".mcp.json", ".agents"]
+        [
+            ".qwen",
+            ".env",
+            ".mcp.json",
+            ".agents",
+            "QWEN.md",
+            "AGENTS.md"
+        ]
     );
     assert!(
         plan.servers

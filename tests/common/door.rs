@@ -211,6 +211,33 @@ pub fn acp_launch(
     key: &str,
     door: bool,
 ) -> AcpDoorRun {
+    acp_launch_prepared(
+        client,
+        bin,
+        tools,
+        model,
+        credentials,
+        key,
+        door,
+        &|_, _| {},
+    )
+}
+
+/// [`acp_launch`], calling `prepare` with the launch's temporary folder (the worktree is its
+/// `wt/`) and the plan once the plan is made, before it is carried out: to write files the
+/// launch should meet, or change the plan for a control.
+#[cfg(feature = "launch")]
+#[allow(clippy::too_many_arguments)]
+pub fn acp_launch_prepared(
+    client: kcap_mcp_registry::clients::Client,
+    bin: &Path,
+    tools: &[&str],
+    model: &str,
+    credentials: &dyn Fn(&str) -> Vec<kcap_mcp_registry::clients::plan::EnvVar>,
+    key: &str,
+    door: bool,
+    prepare: &dyn Fn(&Path, &mut kcap_mcp_registry::clients::plan::LaunchPlan),
+) -> AcpDoorRun {
     use kcap_mcp_registry::clients::plan::EnvVar;
     use std::sync::Mutex;
     let t = tempfile::tempdir().unwrap();
@@ -252,6 +279,7 @@ pub fn acp_launch(
         .unwrap_or_else(|e| panic!("{client}, door {door}: {e}"))
         .plan;
     assert_eq!(plan.door.is_some(), door);
+    prepare(t.path(), &mut plan);
     let mut shown = plan.clone();
     shown.door = None;
     let client_side = shown.to_json();

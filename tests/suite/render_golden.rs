@@ -7,7 +7,7 @@
 
 use kcap_mcp_registry::clients::Client;
 use kcap_mcp_registry::clients::claude::claude_mcp_config;
-use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, codex_mcp_overrides};
+use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, PROJECT_DOC_OFF, codex_mcp_overrides};
 use kcap_mcp_registry::clients::plan::{LaunchPlan, pr_config_note};
 use kcap_mcp_registry::{
     LaunchContext, LaunchError, Policy, RejectReason, RenderError, ResultDelivery, Snapshot,
@@ -173,6 +173,8 @@ fn baseline_codex() -> Vec<String> {
         args.extend(["--disable".into(), f.into()]);
     }
     args.extend([
+        "-c",
+        PROJECT_DOC_OFF,
         "-c",
         "mcp_servers.kcap-flow-result.enabled=true",
         "-c",

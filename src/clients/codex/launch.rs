@@ -70,6 +70,20 @@ pub const DOOR: crate::clients::door::DoorSpec = crate::clients::door::DoorSpec 
 /// even in an untrusted folder, and `plugins/marketplace.json`).
 pub const WORKTREE_CONFIG: [&str; 2] = [".codex", ".agents"];
 
+/// The `-c` override that keeps the reviewed worktree's instruction files out of the model's
+/// context: Codex sends the first of `AGENTS.override.md`, `AGENTS.md` (and
+/// `project_doc_fallback_filenames`, empty here) of each folder from the repository root
+/// down to the cwd as the user's instructions, and a pull request can add or edit them.
+/// With `project_doc_max_bytes = 0` Codex reads none (`read_project_docs` returns early on
+/// a zero budget, `codex-rs/core/src/project_doc.rs`, *(source)*); the files stay readable
+/// to the reviewer's tools. Measured on 0.169.0 and 0.171.0 (2026-12-05): without it the
+/// worktree's `AGENTS.override.md` was in the model request, with it no instruction file
+/// of the worktree, its parent or a subfolder was
+/// (`isolation_codex::instruction_files_do_not_reach_the_model`). A `-c` rather than a line
+/// of [`codex_config_toml`]: it outranks every configuration layer Codex reads but the
+/// refused administrator ones.
+pub const PROJECT_DOC_OFF: &str = "project_doc_max_bytes=0";
+
 /// Administrator files Codex 0.169.0 reads whatever `CODEX_HOME` and `HOME` say (paths
 /// from its binary and `strace`; effects measured with each file in a mount namespace).
 pub const MANAGED_FILES: [ManagedFile; 5] = [

@@ -31,8 +31,8 @@ use crate::clients::{Client, LaunchContext, RenderError, non_blank, option_value
 use crate::model::McpServer;
 pub(crate) use launch::codex_plan;
 pub use launch::{
-    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, GIT_AT_START, MANAGED_FILES, RUNTIME_DIR,
-    WORKTREE_CONFIG, codex_config_toml, keep_api_key, preflight,
+    BASE_URL_VAR, CODEX_HOME, CREDENTIALS, DIALOGS, GIT_AT_START, MANAGED_FILES, PROJECT_DOC_OFF,
+    RUNTIME_DIR, WORKTREE_CONFIG, codex_config_toml, keep_api_key, preflight,
 };
 
 /// What generic code knows about Codex CLI ([`crate::clients::spec`]).
@@ -344,6 +344,7 @@ pub(crate) fn codex_reviewer_args(
     for feature in CLOSED_FEATURES {
         args.extend(["--disable".into(), feature.into()]);
     }
+    args.extend(["-c".into(), launch::PROJECT_DOC_OFF.into()]);
     for o in overrides {
         args.extend(["-c".into(), o]);
     }

@@ -154,7 +154,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// let plan = Client::Gemini.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[4..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("GEMINI_CLI_HOME"), Some("/run/kcap/l1/home"));
-/// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents"]);
+/// assert_eq!(plan.worktree_remove, [".gemini", ".env", ".agents", "GEMINI.md"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -245,8 +245,15 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
 /// `.gemini/.env`; policies, agents, commands, skills), `.env` (loaded into its
 /// environment and its servers') and `.agents/` (its `skills/<name>/SKILL.md` offered to the
 /// model, a built-in skill's description replaced by one of the same name: measured on
-/// 0.61.0, issue 34, `isolation_gemini::repository_skills_reach_no_model_request`).
-pub const WORKTREE_CONFIG: [&str; 3] = [".gemini", ".env", ".agents"];
+/// 0.61.0, issue 34, `isolation_gemini::repository_skills_reach_no_model_request`), and
+/// `GEMINI.md`: its text is sent to the model as context, and a pull request can add or edit
+/// it. No setting drops that file: `context.fileName` adds names to `GEMINI.md`
+/// (`setGeminiMdFilename` keeps the current names, 0.61.0's bundle). Measured on 0.61.0
+/// (`isolation_gemini::instruction_files_reach_no_model_request`): the worktree's `GEMINI.md`
+/// was in the first model request unless removed; `AGENTS.md` (not a context file name by
+/// default), a subfolder's `GEMINI.md` and a parent folder's (above the worktree, no git root)
+/// were not. The removed files stay readable to the reviewer as `pr_config`.
+pub const WORKTREE_CONFIG: [&str; 4] = [".gemini", ".env", ".agents", "GEMINI.md"];
 
 /// The administrator file Gemini CLI reads whatever its environment says:
 /// `/etc/gemini-cli/policies` (its settings files are kept out through

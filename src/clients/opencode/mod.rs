@@ -113,7 +113,11 @@ pub const CONFIG_DIR: &str = ".config/opencode";
 
 /// OpenCode's own switches in every plan: no project configuration (v1 loader, project
 /// instructions), no skills from `.claude/` and `.agents/` (the user's or the worktree's),
-/// no `CLAUDE.md`, the bundled model catalog instead of models.dev.
+/// no `CLAUDE.md`, the bundled model catalog instead of models.dev. Measured on 1.18.33
+/// (`isolation_opencode::instruction_files_reach_no_model_request`): with
+/// `OPENCODE_DISABLE_PROJECT_CONFIG` no `AGENTS.md`, `CLAUDE.md` or `CONTEXT.md` of the
+/// worktree, a subfolder or the parent reached the model; without it the worktree's
+/// `AGENTS.md` did.
 pub const SWITCHES: [(&str, &str); 4] = [
     ("OPENCODE_DISABLE_PROJECT_CONFIG", "1"),
     ("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1"),

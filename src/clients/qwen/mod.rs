@@ -144,7 +144,7 @@ pub use crate::clients::gemini_family::deny_all_name;
 /// let plan = Client::Qwen.plan(&ctx, &inputs)?.plan;
 /// assert_eq!(plan.argv[3..], ["--allowed-mcp-server-names", "kcap-flow-result-0123456789abcdef"]);
 /// assert_eq!(plan.env_value("QWEN_HOME"), Some("/run/kcap/l1/home/.qwen"));
-/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents"]);
+/// assert_eq!(plan.worktree_remove, [".qwen", ".env", ".mcp.json", ".agents", "QWEN.md", "AGENTS.md"]);
 /// let session = plan.session_new.unwrap();
 /// assert_eq!(session.mcp_servers[0].name, "kcap-flow-result-0123456789abcdef");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -258,8 +258,21 @@ pub const CREDENTIALS: CredentialSpec = CredentialSpec {
 /// servers, hooks, `env`, `mcp.*`; `.env`; agents, commands, skills, extensions), `.env`,
 /// `.mcp.json` (servers, started over ACP without approval) and `.agents/` (its skills, as
 /// Gemini CLI's: issue 34 measured a repository skill replacing a built-in one's description
-/// on 0.24.4).
-pub const WORKTREE_CONFIG: [&str; 4] = [".qwen", ".env", ".mcp.json", ".agents"];
+/// on 0.24.4), and its context files `QWEN.md` and `AGENTS.md` (Qwen Code's default
+/// `context.fileName`), whose text is sent to the model as context: a pull request can add or
+/// edit them. Measured on 0.24.4 (`isolation_qwen::instruction_files_reach_no_model_request`):
+/// both reached the first model request unless removed; `GEMINI.md`, a subfolder's and a
+/// parent folder's (above the worktree, no git root) did not. Removed rather than renamed
+/// away with `context.fileName`: that setting replaces the names, and any name it could give
+/// is one a pull request can create. The removed files stay readable as `pr_config`.
+pub const WORKTREE_CONFIG: [&str; 6] = [
+    ".qwen",
+    ".env",
+    ".mcp.json",
+    ".agents",
+    "QWEN.md",
+    "AGENTS.md",
+];
 
 /// Refuses a Qwen Code launch in `worktree` while a parent directory of it holds `.env` or
 /// `.qwen/.env`.

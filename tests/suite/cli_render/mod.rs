@@ -9,7 +9,7 @@ pub(super) use crate::common;
 
 pub(super) use common::{Run, bin, finish, run};
 pub(super) use kcap_mcp_registry::clients::Client;
-pub(super) use kcap_mcp_registry::clients::codex::CLOSED_FEATURES;
+pub(super) use kcap_mcp_registry::clients::codex::{CLOSED_FEATURES, PROJECT_DOC_OFF};
 pub(super) use kcap_mcp_registry::{LaunchContext, Policy};
 
 pub(super) const URL: &str = "http://127.0.0.1:5100";
@@ -229,10 +229,11 @@ fn a_gated_render_has_no_mcp_servers() {
     assert_eq!(
         r.stdout,
         format!(
-            "--sandbox\ndanger-full-access\n--ask-for-approval\nnever\n--no-daemon\n{}--no-alt-screen\n",
+            "--sandbox\ndanger-full-access\n--ask-for-approval\nnever\n--no-daemon\n{}-c\n{}\n--no-alt-screen\n",
             CLOSED_FEATURES
                 .map(|f| format!("--disable\n{f}\n"))
-                .concat()
+                .concat(),
+            PROJECT_DOC_OFF
         )
     );
 }
