@@ -281,7 +281,7 @@ fn command(worktree: &Path, socket: &Path, dgram: &Path, key: i32) -> String {
          g uring_socket CONNECTED /usr/bin/python3 {uring} {socket}; \
          p dgram_socket /usr/bin/python3 -c 'import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b\"kcap-dgram-reached\", \"{dgram}\")'; \
          g session_keyring {secret} /usr/bin/python3 -c 'import ctypes; c = ctypes.CDLL(None); c.syscall.restype = ctypes.c_long; k = c.syscall(250, 10, ctypes.c_long(-3), b\"user\", b\"{desc}\", 0); b = ctypes.create_string_buffer(64); n = c.syscall(250, 11, ctypes.c_long(k), b, 64) if k >= 0 else -1; print(b.raw[:max(n, 0)].decode())'; \
-         env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done' & s=$!; sleep 0.2; \
+         env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 30000000 ]; do i=$((i+1)); done' & s=$!; sleep 0.2; \
          r=$(/usr/bin/python3 {perf} $s SIBLING=sibling-only-key 2>&1); kill $s; \
          v=no; case $r in *PEEKED*) v=yes;; esac; echo sibling_stack=$v; echo \"perf: $r\"",
         inject = worktree.join("inject.py").display(),

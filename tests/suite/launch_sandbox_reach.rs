@@ -210,7 +210,7 @@ k = c.syscall(250, 10, ctypes.c_long(-3), b"user", b"{desc}", 0)
 b = ctypes.create_string_buffer(64)
 n = c.syscall(250, 11, ctypes.c_long(k), b, 64) if k >= 0 else -1
 print(b.raw[:max(n, 0)].decode())'
-env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done' & s=$!
+env -i SIBLING=sibling-only-key /bin/sh -c 'i=0; while [ $i -lt 30000000 ]; do i=$((i+1)); done' & s=$!
 sleep 0.2
 PROBE_OK=PEEKED p sibling_stack /usr/bin/python3 {dir}/perf.py $s SIBLING=sibling-only-key
 kill $s
